@@ -1,0 +1,68 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "worker",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "worker", targets: ["worker"]),
+        .library(name: "ManifestSync", targets: ["ManifestSync"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "CWorkerSystem"),
+        .target(
+            name: "ManifestSync",
+            dependencies: [
+                "CYAML",
+                "CWorkerSystem",
+                "CSQLite",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "worker",
+            dependencies: [
+                "ManifestSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "ManifestSyncTests",
+            dependencies: ["ManifestSync"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "ManifestSync",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

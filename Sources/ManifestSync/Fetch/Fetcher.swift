@@ -1,0 +1,358 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// Limits and timeouts of the fetch stage.
+public struct FetchSettings: Sendable {
+    public var jobs = 16
+    public var retry = RetryPolicy()
+    public var connectTimeout = 10.0
+    /// Longest silence while reading a body.
+    public var readTimeout = 30.0
+    /// Longest one request (head and body) may take.
+    public var entryTimeout = 600.0
+    public var maxSize: Int64 = 256 << 20
+    public var maxRedirects = 5
+
+    public init() {}
+}
+
+/// One download to make: where from, what it must hash to, what to send.
+struct FetchRequest: Sendable {
+    let url: String
+    let expected: ContentHash?
+    let headers: [RequestHeader]
+    /// For `file://` entries: the manifest folder the file must stay inside (symlinks resolved).
+    let localRoot: String?
+}
+
+/// A body that was received completely, matched its hash, and is now an object of the store.
+struct FetchedBody: Sendable {
+    let sha256: String
+    let size: Int64
+    let etag: String?
+    let lastModified: String?
+}
+
+/// The outcome of a download with its retries.
+struct FetchResult: Sendable {
+    let result: Result<FetchedBody, FetchFailure>
+    let attempts: Int
+    /// Body bytes received over all attempts.
+    let bytesReceived: Int64
+}
+
+/// Downloads bodies into the content store: streamed to `tmp/` while hashed, verified, then
+/// renamed to their object name. One `HTTPClient` per run, its pool sized to the concurrency.
+final class Fetcher: Sendable {
+    private let client: HTTPClient
+    private let store: ContentStore
+    private let settings: FetchSettings
+    private let logger: Logger
+
+    init(store: ContentStore, settings: FetchSettings, logger: Logger) {
+        var configuration = HTTPClient.Configuration()
+        configuration.decompression = .disabled
+        // Redirects are followed here, not by the client: https→http is refused, credentials
+        // are dropped across origins, and every hop is checked.
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .milliseconds(Int64(settings.connectTimeout * 1000)),
+                                      read: .milliseconds(Int64(settings.readTimeout * 1000)))
+        configuration.connectionPool = .init(idleTimeout: .seconds(60),
+                                             concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, settings.jobs))
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        self.store = store
+        self.settings = settings
+        self.logger = logger
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+    }
+
+    /// Downloads, retrying transient failures, and installs the verified body as an object.
+    func fetch(_ request: FetchRequest) async -> FetchResult {
+        var attempts = 0
+        var bytes: Int64 = 0
+        while true {
+            attempts += 1
+            let outcome: Result<FetchedBody, FetchFailure>
+            if Task.isCancelled {
+                outcome = .failure(FetchFailure(.cancelled, "the run was cancelled"))
+            } else if request.url.hasPrefix("file://") {
+                outcome = readLocal(request, bytes: &bytes)
+            } else {
+                outcome = await download(request, bytes: &bytes)
+            }
+            guard case .failure(let failure) = outcome,
+                  !Task.isCancelled,
+                  let delay = settings.retry.delay(after: failure, attempt: attempts)
+            else {
+                return FetchResult(result: outcome, attempts: attempts, bytesReceived: bytes)
+            }
+            logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
+                                                "fetch.reason": "\(failure.reason.rawValue)",
+                                                "fetch.delay": "\(delay)"])
+            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+        }
+    }
+
+    // MARK: - HTTP
+
+    private func download(_ request: FetchRequest, bytes: inout Int64) async -> Result<FetchedBody, FetchFailure> {
+        var current = request.url
+        var visited: Set<String> = [current]
+        var sendHeaders = true
+        let origin = Self.origin(of: current)
+        for hop in 0...settings.maxRedirects {
+            var http = HTTPClientRequest(url: current)
+            http.headers.add(name: "User-Agent", value: "worker/1")
+            if sendHeaders {
+                for header in request.headers { http.headers.add(name: header.name, value: header.value) }
+            }
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(
+                    http, deadline: .now() + .milliseconds(Int64(settings.entryTimeout * 1000)), logger: nil)
+            } catch {
+                return .failure(Self.classify(error))
+            }
+            let status = Int(response.status.code)
+            if [301, 302, 303, 307, 308].contains(status) {
+                switch nextHop(from: current, response: response, status: status, hop: hop, visited: &visited) {
+                case .failure(let failure): return .failure(failure)
+                case .success(let next):
+                    if Self.origin(of: next) != origin { sendHeaders = false }
+                    current = next
+                    continue
+                }
+            }
+            guard (200..<300).contains(status), status != 206 else {
+                let retryAfter = response.headers.first(name: "retry-after").flatMap(Self.parseRetryAfter)
+                return .failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter))
+            }
+            let declared = response.headers.first(name: "content-length").flatMap { Int64($0) }
+            if let declared, declared > settings.maxSize {
+                return .failure(FetchFailure(.tooLarge, "Content-Length \(declared) exceeds the limit of \(settings.maxSize) bytes"))
+            }
+            let etag = response.headers.first(name: "etag")
+            let lastModified = response.headers.first(name: "last-modified")
+            return await receive(response.body, declared: declared, request: request, bytes: &bytes)
+                .map { FetchedBody(sha256: $0.sha256, size: $0.size, etag: etag, lastModified: lastModified) }
+        }
+        return .failure(FetchFailure(.redirect, "more than \(settings.maxRedirects) redirects"))
+    }
+
+    private func nextHop(from current: String, response: HTTPClientResponse, status: Int, hop: Int,
+                         visited: inout Set<String>) -> Result<String, FetchFailure> {
+        guard let location = response.headers.first(name: "location"), !location.isEmpty else {
+            return .failure(FetchFailure(.redirect, "HTTP \(status) redirect without a Location"))
+        }
+        guard hop < settings.maxRedirects else {
+            return .failure(FetchFailure(.redirect, "more than \(settings.maxRedirects) redirects"))
+        }
+        guard let base = URL(string: current), let target = URL(string: location, relativeTo: base)?.absoluteURL,
+              let scheme = target.scheme?.lowercased()
+        else {
+            return .failure(FetchFailure(.redirect, "redirect to an invalid Location"))
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return .failure(FetchFailure(.scheme, "redirect to a '\(Redact.short(scheme))' URL refused (only http and https)"))
+        }
+        if base.scheme?.lowercased() == "https" && scheme == "http" {
+            return .failure(FetchFailure(.redirect, "redirect from https to http refused"))
+        }
+        let next = target.absoluteString
+        guard visited.insert(next).inserted else {
+            return .failure(FetchFailure(.redirect, "redirect loop at \(Redact.url(next))"))
+        }
+        return .success(next)
+    }
+
+    private func receive(_ body: HTTPClientResponse.Body, declared: Int64?, request: FetchRequest,
+                         bytes: inout Int64) async -> Result<(sha256: String, size: Int64), FetchFailure> {
+        let file: (fd: Int32, path: String)
+        do { file = try store.makeTemporaryFile() } catch { return .failure(error) }
+        var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
+        do {
+            for try await buffer in body {
+                bytes += Int64(buffer.readableBytes)
+                if let failure = buffer.withUnsafeReadableBytes({ sink.write($0) }) {
+                    sink.discard()
+                    return .failure(failure)
+                }
+            }
+        } catch {
+            sink.discard()
+            return .failure(Self.classify(error))
+        }
+        if let declared, sink.size != declared {
+            sink.discard()
+            return .failure(FetchFailure(.connection, "truncated body: received \(sink.size) of \(declared) bytes"))
+        }
+        return finish(&sink)
+    }
+
+    // MARK: - Local files
+
+    private func readLocal(_ request: FetchRequest, bytes: inout Int64) -> Result<FetchedBody, FetchFailure> {
+        let path = String(request.url.dropFirst("file://".count))
+        guard let real = realpath(path, nil) else {
+            return .failure(FetchFailure(.io, "cannot read \(path): \(String(cString: strerror(errno)))"))
+        }
+        let resolved = String(cString: real)
+        free(real)
+        if let root = request.localRoot, !resolved.hasPrefix(root + "/") {
+            return .failure(FetchFailure(.io, "\(path) resolves outside the manifest's folder"))
+        }
+        let input = open(resolved, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else {
+            return .failure(FetchFailure(.io, "cannot read \(path): \(String(cString: strerror(errno)))"))
+        }
+        defer { close(input) }
+        var info = stat()
+        guard fstat(input, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(FetchFailure(.io, "\(path) is not a regular file"))
+        }
+        guard Int64(info.st_size) <= settings.maxSize else {
+            return .failure(FetchFailure(.tooLarge, "\(info.st_size) bytes exceeds the limit of \(settings.maxSize) bytes"))
+        }
+        let file: (fd: Int32, path: String)
+        do { file = try store.makeTemporaryFile() } catch { return .failure(error) }
+        var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(input, buffer.baseAddress, buffer.count)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                sink.discard()
+                return .failure(FetchFailure(.io, "cannot read \(path): \(String(cString: strerror(errno)))"))
+            }
+            bytes += Int64(count)
+            if let failure = sink.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
+                sink.discard()
+                return .failure(failure)
+            }
+        }
+        return finish(&sink).map { FetchedBody(sha256: $0.sha256, size: $0.size, etag: nil, lastModified: nil) }
+    }
+
+    // MARK: - Verify and install
+
+    private func finish(_ sink: inout BodySink) -> Result<(sha256: String, size: Int64), FetchFailure> {
+        switch sink.close() {
+        case .failure(let failure):
+            return .failure(failure)
+        case .success(let digests):
+            do {
+                try store.install(temporary: sink.path, sha256: digests.sha256)
+            } catch {
+                return .failure(FetchFailure(.io, "\(error)"))
+            }
+            return .success((digests.sha256, sink.size))
+        }
+    }
+
+    // MARK: - Errors
+
+    static func classify(_ error: any Error) -> FetchFailure {
+        if let failure = error as? FetchFailure { return failure }
+        if error is CancellationError { return FetchFailure(.cancelled, "the run was cancelled") }
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .connectTimeout, .readTimeout, .deadlineExceeded, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
+                return FetchFailure(.timeout, "\(client.shortDescription)")
+            case .cancelled:
+                return FetchFailure(.cancelled, "the run was cancelled")
+            default:
+                return FetchFailure(.connection, "\(client.shortDescription)")
+            }
+        }
+        if let channel = error as? ChannelError, channel == .connectTimeout(.zero) {
+            return FetchFailure(.timeout, "connect timeout")
+        }
+        return FetchFailure(.connection, Redact.short(String(describing: error), limit: 160))
+    }
+
+    static func parseRetryAfter(_ value: String) -> Double? {
+        if let seconds = Double(value.trimmingCharacters(in: .whitespaces)) { return seconds }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: value).map { $0.timeIntervalSinceNow }
+    }
+
+    /// scheme://host:port, lowercased: what "same origin" compares.
+    static func origin(of url: String) -> String {
+        guard let parsed = URL(string: url) else { return url }
+        let scheme = parsed.scheme?.lowercased() ?? ""
+        let port = parsed.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(parsed.host?.lowercased() ?? ""):\(port)"
+    }
+}
+
+/// Writes a body to its temporary file while hashing it, enforcing the size limit.
+struct BodySink {
+    let fd: Int32
+    let path: String
+    let expected: ContentHash?
+    let maxSize: Int64
+    private(set) var size: Int64 = 0
+    private var hasher: BodyHasher
+    private var closed = false
+
+    init(fd: Int32, path: String, expected: ContentHash?, maxSize: Int64) {
+        self.fd = fd
+        self.path = path
+        self.expected = expected
+        self.maxSize = maxSize
+        hasher = BodyHasher(also: expected?.algorithm)
+    }
+
+    /// Appends bytes; returns a failure (and stops) when the limit is passed or the write fails.
+    mutating func write(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
+        size += Int64(bytes.count)
+        if size > maxSize {
+            return FetchFailure(.tooLarge, "body exceeds the limit of \(maxSize) bytes")
+        }
+        hasher.update(bytes)
+        var offset = 0
+        while offset < bytes.count {
+            let written = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return FetchFailure(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+        return nil
+    }
+
+    /// Closes the file and checks the digest against the expected hash.
+    mutating func close() -> Result<(sha256: String, actual: ContentHash?), FetchFailure> {
+        closed = true
+        if Foundation.close(fd) != 0 {
+            let reason = String(cString: strerror(errno))
+            unlink(path)
+            return .failure(FetchFailure(.io, "cannot write \(path): \(reason)"))
+        }
+        let digests = hasher.finalize(for: expected?.algorithm)
+        if let expected, let actual = digests.expected, actual != expected {
+            unlink(path)
+            return .failure(FetchFailure(.hashMismatch, "expected \(expected) got \(actual)"))
+        }
+        return .success((digests.sha256, digests.expected))
+    }
+
+    /// Closes (if open) and deletes the temporary file.
+    mutating func discard() {
+        if !closed { Foundation.close(fd); closed = true }
+        unlink(path)
+    }
+}

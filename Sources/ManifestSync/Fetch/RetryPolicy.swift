@@ -1,0 +1,22 @@
+/// When to try a failed download again: transient failures only, exponential backoff with full
+/// jitter, and the server's `Retry-After` when it gives one (capped).
+public struct RetryPolicy: Sendable {
+    /// Extra attempts after the first.
+    public var retries: Int
+    public var baseDelay: Double
+    public var maxDelay: Double
+
+    public init(retries: Int = 3, baseDelay: Double = 0.25, maxDelay: Double = 30) {
+        self.retries = retries
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+    }
+
+    /// Seconds to wait before attempt `attempt + 1` (attempt counts from 1), or nil: give up.
+    public func delay(after failure: FetchFailure, attempt: Int) -> Double? {
+        guard failure.isTransient, attempt <= retries else { return nil }
+        if let requested = failure.retryAfter { return min(max(requested, 0), maxDelay) }
+        let ceiling = min(maxDelay, baseDelay * Double(1 << min(attempt - 1, 20)))
+        return Double.random(in: ceiling / 2...ceiling)
+    }
+}

@@ -1,0 +1,30 @@
+/// A manifest problem with the place it was found, printed as `path:line:column: message`.
+public struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
+    public let path: String
+    /// 1-based; 0 when the problem has no position (the file could not be opened).
+    public let line: Int
+    public let column: Int
+    public let message: String
+
+    public init(path: String, line: Int, column: Int, message: String) {
+        self.path = path
+        self.line = line
+        self.column = column
+        self.message = message
+    }
+
+    public var description: String {
+        line > 0 ? "\(path):\(line):\(column): \(message)" : "\(path): \(message)"
+    }
+}
+
+/// One or more manifest problems; the run stops before any network or cache access.
+public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
+    public let diagnostics: [ManifestDiagnostic]
+    /// True when more problems were found than `diagnostics` holds.
+    public let truncated: Bool
+
+    public var description: String {
+        diagnostics.map(\.description).joined(separator: "\n") + (truncated ? "\n(more errors not shown)" : "")
+    }
+}

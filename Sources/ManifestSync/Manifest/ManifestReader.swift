@@ -1,0 +1,328 @@
+import Foundation
+
+/// A manifest entry as written: its URL not yet resolved against `base_url`.
+public struct RawEntry: Sendable {
+    public var url: String
+    public var hash: ContentHash?
+    /// 1-based position of the entry (its `url` value when present).
+    public var line: Int
+    public var column: Int
+}
+
+/// The top-level fields of a manifest other than `entries`.
+public struct ManifestHeader: Sendable {
+    public var version: Int?
+    public var name: String?
+    public var baseURL: String?
+    public var baseURLPosition: (line: Int, column: Int) = (0, 0)
+    /// Header names and raw values (before `${VAR}` expansion), with the position of each value.
+    public var headers: [(name: String, value: String, line: Int, column: Int)] = []
+    public var hasEntries = false
+}
+
+/// Streams a manifest's YAML events and yields its entries one at a time, collecting every
+/// problem it finds with its position. Nothing but the current event and the header is held.
+public struct ManifestReader {
+    public let path: String
+    /// Stop collecting after this many problems.
+    public var maxDiagnostics = 50
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Reads the whole manifest, calling `onEntry` for each well-formed entry in document order.
+    /// Problems are appended to `diagnostics`; a YAML syntax error ends the read.
+    public func read(diagnostics: inout [ManifestDiagnostic], onEntry: (RawEntry) -> Void) -> ManifestHeader {
+        var header = ManifestHeader()
+        let stream: YAMLEventStream
+        do {
+            stream = try YAMLEventStream(path: path)
+        } catch {
+            diagnostics.append(error)
+            return header
+        }
+        var walker = Walker(path: path, stream: stream, limit: maxDiagnostics)
+        walker.readDocument(into: &header, onEntry: onEntry)
+        diagnostics.append(contentsOf: walker.diagnostics)
+        return header
+    }
+}
+
+/// Recursive descent over the event stream. Every `read…` function consumes exactly one node.
+private struct Walker {
+    let path: String
+    let stream: YAMLEventStream
+    let limit: Int
+    var diagnostics: [ManifestDiagnostic] = []
+    /// Set by a syntax error or by too many problems: stop reading.
+    var stopped = false
+
+    init(path: String, stream: YAMLEventStream, limit: Int) {
+        self.path = path
+        self.stream = stream
+        self.limit = limit
+    }
+
+    // MARK: - Events and problems
+
+    mutating func next() -> YAMLEvent? {
+        guard !stopped else { return nil }
+        switch stream.next() {
+        case .success(let event):
+            if event.kind == .alias {
+                report(event, "YAML aliases are not allowed in a manifest")
+                stopped = true
+                return nil
+            }
+            if event.hasAnchor {
+                report(event, "YAML anchors are not allowed in a manifest")
+            }
+            return event
+        case .failure(let error):
+            report(line: error.line, column: error.column, error.message)
+            stopped = true
+            return nil
+        }
+    }
+
+    mutating func report(_ event: YAMLEvent, _ message: String) {
+        report(line: event.line, column: event.column, message)
+    }
+
+    mutating func report(line: Int, column: Int, _ message: String) {
+        guard !stopped else { return }
+        diagnostics.append(ManifestDiagnostic(path: path, line: line, column: column, message: message))
+        if diagnostics.count >= limit { stopped = true }
+    }
+
+    /// Consumes the rest of a node whose first event was `event`.
+    mutating func skip(after event: YAMLEvent) {
+        guard event.kind == .mappingStart || event.kind == .sequenceStart else { return }
+        var depth = 1
+        while depth > 0, let inner = next() {
+            switch inner.kind {
+            case .mappingStart, .sequenceStart: depth += 1
+            case .mappingEnd, .sequenceEnd: depth -= 1
+            default: break
+            }
+        }
+    }
+
+    static func describe(_ event: YAMLEvent) -> String {
+        switch event.kind {
+        case .mappingStart: "a mapping"
+        case .sequenceStart: "a list"
+        case .scalar: event.isNull ? "null" : "a scalar"
+        default: "nothing"
+        }
+    }
+
+    // MARK: - Document
+
+    mutating func readDocument(into header: inout ManifestHeader, onEntry: (RawEntry) -> Void) {
+        guard let start = next(), start.kind == .streamStart else { return }
+        guard let doc = next() else { return }
+        if doc.kind == .streamEnd {
+            report(line: 1, column: 1, "manifest is empty (expected a mapping with 'version' and 'entries')")
+            return
+        }
+        guard let top = next() else { return }
+        guard top.kind == .mappingStart else {
+            report(top, "the manifest must be a mapping with 'version' and 'entries', found \(Self.describe(top))")
+            skip(after: top)
+            return
+        }
+        readTopMapping(start: top, into: &header, onEntry: onEntry)
+        guard let end = next(), end.kind == .documentEnd else { return }
+        if let after = next(), after.kind == .documentStart {
+            report(after, "a manifest holds one YAML document; found a second one")
+            stopped = true
+        }
+    }
+
+    mutating func readTopMapping(start: YAMLEvent, into header: inout ManifestHeader, onEntry: (RawEntry) -> Void) {
+        var seen: [String: Int] = [:]
+        while let key = next(), key.kind != .mappingEnd {
+            guard key.kind == .scalar else {
+                report(key, "mapping keys must be plain strings")
+                skip(after: key)
+                if let value = next() { skip(after: value) }
+                continue
+            }
+            if let firstLine = seen[key.value] {
+                report(key, "duplicate key '\(Redact.short(key.value))' (first at line \(firstLine))")
+            }
+            seen[key.value] = key.line
+            guard let value = next() else { return }
+            switch key.value {
+            case "version":
+                if value.kind == .scalar, value.isPlain, let number = Int(value.value) {
+                    if number != 1 { report(value, "unsupported manifest version \(number) (this worker reads version 1)") }
+                    header.version = number
+                } else {
+                    report(value, "'version' must be the integer 1, found \(Self.describe(value))")
+                    header.version = -1
+                    skip(after: value)
+                }
+            case "name":
+                if let text = string(value, key: "name") {
+                    if text.isEmpty || text.contains("/") || text.contains("\0") {
+                        report(value, "'name' must be a non-empty string without '/'")
+                    }
+                    header.name = text
+                }
+            case "base_url":
+                if let text = string(value, key: "base_url") {
+                    header.baseURL = text
+                    header.baseURLPosition = (value.line, value.column)
+                }
+            case "headers":
+                readHeaders(value, into: &header)
+            case "entries":
+                header.hasEntries = true
+                readEntries(value, onEntry: onEntry)
+            default:
+                report(key, "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, headers, entries)")
+                skip(after: value)
+            }
+        }
+        if header.version == nil {
+            report(start, "missing required key 'version'")
+        }
+        if !header.hasEntries {
+            report(start, "missing required key 'entries'")
+        }
+    }
+
+    /// A non-null scalar's text; reports and skips anything else.
+    mutating func string(_ value: YAMLEvent, key: String) -> String? {
+        guard value.kind == .scalar, !value.isNull else {
+            report(value, "'\(key)' must be a string, found \(Self.describe(value))")
+            skip(after: value)
+            return nil
+        }
+        return value.value
+    }
+
+    // MARK: - Headers
+
+    mutating func readHeaders(_ start: YAMLEvent, into header: inout ManifestHeader) {
+        guard start.kind == .mappingStart else {
+            report(start, "'headers' must be a mapping of header names to values, found \(Self.describe(start))")
+            skip(after: start)
+            return
+        }
+        var seen: [String: Int] = [:]
+        while let key = next(), key.kind != .mappingEnd {
+            guard let value = next() else { return }
+            guard key.kind == .scalar, !key.isNull else {
+                report(key, "header names must be strings")
+                skip(after: key)
+                skip(after: value)
+                continue
+            }
+            let name = key.value
+            if let first = seen[name.lowercased()] {
+                report(key, "duplicate header '\(Redact.short(name))' (first at line \(first))")
+            }
+            seen[name.lowercased()] = key.line
+            if !HTTPToken.isValidName(name) {
+                report(key, "'\(Redact.short(name))' is not a valid HTTP header name")
+            }
+            // Header values may be secrets: never echo them.
+            guard value.kind == .scalar, !value.isNull else {
+                report(value, "the value of header '\(Redact.short(name))' must be a string")
+                skip(after: value)
+                continue
+            }
+            header.headers.append((name: name, value: value.value, line: value.line, column: value.column))
+        }
+    }
+
+    // MARK: - Entries
+
+    mutating func readEntries(_ start: YAMLEvent, onEntry: (RawEntry) -> Void) {
+        guard start.kind == .sequenceStart else {
+            report(start, "'entries' must be a list, found \(Self.describe(start))")
+            skip(after: start)
+            return
+        }
+        while let item = next(), item.kind != .sequenceEnd {
+            guard item.kind == .mappingStart else {
+                report(item, "each entry must be a mapping with 'url' (and optional 'hash'), found \(Self.describe(item))")
+                skip(after: item)
+                continue
+            }
+            if let entry = readEntry(start: item) {
+                onEntry(entry)
+            }
+        }
+    }
+
+    mutating func readEntry(start: YAMLEvent) -> RawEntry? {
+        var url: String?
+        var urlPosition = (line: start.line, column: start.column)
+        var hash: ContentHash?
+        var hashSeen: Int?
+        var urlSeen: Int?
+        var valid = true
+        while let key = next(), key.kind != .mappingEnd {
+            guard let value = next() else { return nil }
+            guard key.kind == .scalar else {
+                report(key, "mapping keys must be plain strings")
+                skip(after: key)
+                skip(after: value)
+                valid = false
+                continue
+            }
+            switch key.value {
+            case "url":
+                if let first = urlSeen { report(key, "duplicate key 'url' (first at line \(first))"); valid = false }
+                urlSeen = key.line
+                if let text = string(value, key: "url") {
+                    if text.isEmpty { report(value, "'url' is empty"); valid = false }
+                    url = text
+                    urlPosition = (value.line, value.column)
+                } else {
+                    valid = false
+                }
+            case "hash":
+                if let first = hashSeen { report(key, "duplicate key 'hash' (first at line \(first))"); valid = false }
+                hashSeen = key.line
+                guard let text = string(value, key: "hash") else { valid = false; continue }
+                switch ContentHash.parse(text) {
+                case .success(let parsed): hash = parsed
+                case .failure(let error):
+                    report(value, "bad hash: \(error.message)")
+                    valid = false
+                }
+            default:
+                report(key, "unknown key '\(Redact.short(key.value))' in entry (expected url, hash)")
+                skip(after: value)
+                valid = false
+            }
+        }
+        guard let url else {
+            if urlSeen == nil { report(start, "entry has no 'url'") }
+            return nil
+        }
+        guard valid else { return nil }
+        return RawEntry(url: url, hash: hash, line: urlPosition.line, column: urlPosition.column)
+    }
+}
+
+/// HTTP field-name syntax (RFC 9110 token).
+enum HTTPToken {
+    static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default:
+                "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
+        }
+    }
+}

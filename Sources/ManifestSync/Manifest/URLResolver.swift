@@ -1,0 +1,99 @@
+import Foundation
+
+/// Resolves entry URLs: absolute http(s) as written; relative ones against `base_url`, or, without
+/// one, as local files inside the manifest's own folder.
+struct URLResolver {
+    struct Problem: Error { let message: String }
+
+    /// The manifest's folder, absolute, symlinks resolved.
+    let folder: String
+    private(set) var base: String?
+    private var baseURL: URL?
+
+    init(manifestPath: String) {
+        let absolute = URL(fileURLWithPath: manifestPath).deletingLastPathComponent().standardizedFileURL.path
+        folder = absolute.withCString { pointer in
+            guard let real = realpath(pointer, nil) else { return absolute }
+            defer { free(real) }
+            return String(cString: real)
+        }
+    }
+
+    /// Sets `base_url`; returns a problem message when it is not an absolute http(s) URL.
+    mutating func setBase(_ text: String) -> String? {
+        guard let scheme = Self.scheme(of: text) else {
+            return "'base_url' must be an absolute http or https URL"
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return "'base_url' has scheme '\(Redact.short(scheme))'; only http and https are allowed"
+        }
+        let withSlash = text.hasSuffix("/") ? text : text + "/"
+        guard let url = URL(string: withSlash), let host = url.host, !host.isEmpty else {
+            return "'base_url' is not a valid URL"
+        }
+        base = withSlash
+        baseURL = url
+        return nil
+    }
+
+    func resolve(_ raw: String) -> Result<String, Problem> {
+        if let scheme = Self.scheme(of: raw) {
+            guard scheme == "http" || scheme == "https" else {
+                return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only http and https)"))
+            }
+            guard let url = URL(string: raw), let host = url.host, !host.isEmpty else {
+                return .failure(Problem(message: "not a valid URL: \(Redact.short(Redact.url(raw), limit: 80))"))
+            }
+            return .success(raw)
+        }
+        if let baseURL {
+            guard let url = URL(string: raw, relativeTo: baseURL) else {
+                return .failure(Problem(message: "not a valid relative URL: \(Redact.short(raw, limit: 80))"))
+            }
+            return .success(url.absoluteString)
+        }
+        return resolveLocal(raw)
+    }
+
+    private func resolveLocal(_ raw: String) -> Result<String, Problem> {
+        guard !raw.hasPrefix("/"), !raw.contains("\0"), !raw.contains("\\") else {
+            return .failure(Problem(message: "local path '\(Redact.short(raw))' must be relative to the manifest's folder (no base_url is set)"))
+        }
+        let pathPart = raw.split(separator: "?", maxSplits: 1).first.map(String.init) ?? raw
+        var components: [Substring] = []
+        for component in pathPart.split(separator: "/", omittingEmptySubsequences: true) {
+            switch component {
+            case ".": continue
+            case "..":
+                guard !components.isEmpty else {
+                    return .failure(Problem(message: "local path '\(Redact.short(raw))' leaves the manifest's folder"))
+                }
+                components.removeLast()
+            default: components.append(component)
+            }
+        }
+        guard !components.isEmpty else {
+            return .failure(Problem(message: "local path '\(Redact.short(raw))' names no file"))
+        }
+        let decoded = components.map { $0.removingPercentEncoding ?? String($0) }
+        guard !decoded.contains(where: { $0.contains("/") || $0 == ".." }) else {
+            return .failure(Problem(message: "local path '\(Redact.short(raw))' leaves the manifest's folder"))
+        }
+        return .success("file://" + folder + "/" + decoded.joined(separator: "/"))
+    }
+
+    /// The lowercased scheme when `text` starts with `scheme:` (RFC 3986: a letter, then letters,
+    /// digits, `+`, `-`, `.`), else nil.
+    static func scheme(of text: String) -> String? {
+        guard let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let candidate = text.utf8[..<colon]
+        guard let first = candidate.first, isLetter(first),
+              candidate.allSatisfy({ isLetter($0) || (48...57).contains($0) || $0 == 43 || $0 == 45 || $0 == 46 })
+        else { return nil }
+        return String(decoding: candidate, as: UTF8.self).lowercased()
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (65...90).contains(byte) || (97...122).contains(byte)
+    }
+}

@@ -1,0 +1,109 @@
+import CYAML
+import Foundation
+
+/// One libyaml event, reduced to what the manifest reader needs.
+struct YAMLEvent {
+    enum Kind {
+        case streamStart, streamEnd, documentStart, documentEnd
+        case mappingStart, mappingEnd, sequenceStart, sequenceEnd
+        case scalar, alias
+    }
+
+    var kind: Kind
+    /// 1-based position of the event's start.
+    var line: Int
+    var column: Int
+    /// The scalar's text (scalars only).
+    var value: String
+    /// Plain (unquoted) scalar: subject to YAML's null/int resolution.
+    var isPlain: Bool
+    var hasAnchor: Bool
+
+    /// A plain scalar that YAML resolves to null (`~`, `null`, empty).
+    var isNull: Bool {
+        kind == .scalar && isPlain && (value.isEmpty || value == "~" || value == "null" || value == "Null" || value == "NULL")
+    }
+}
+
+/// Pulls events from a YAML file one at a time through libyaml; memory stays bounded by libyaml's
+/// buffers, whatever the size of the document.
+final class YAMLEventStream {
+    private var parser = yaml_parser_t()
+    private let file: UnsafeMutablePointer<FILE>
+
+    /// Opens `path`; throws a message naming the OS error.
+    init(path: String) throws(ManifestDiagnostic) {
+        guard let file = fopen(path, "rb") else {
+            let reason = String(cString: strerror(errno))
+            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: \(reason)")
+        }
+        self.file = file
+        yaml_parser_initialize(&parser)
+        yaml_parser_set_input_file(&parser, file)
+    }
+
+    deinit {
+        yaml_parser_delete(&parser)
+        fclose(file)
+    }
+
+    /// The next event, or a located syntax error message.
+    func next() -> Result<YAMLEvent, YAMLSyntaxError> {
+        var event = yaml_event_t()
+        guard yaml_parser_parse(&parser, &event) == 1 else {
+            return .failure(syntaxError())
+        }
+        defer { yaml_event_delete(&event) }
+        let kind: YAMLEvent.Kind
+        var value = ""
+        var isPlain = false
+        var hasAnchor = false
+        switch event.type {
+        case YAML_STREAM_START_EVENT: kind = .streamStart
+        case YAML_STREAM_END_EVENT: kind = .streamEnd
+        case YAML_DOCUMENT_START_EVENT: kind = .documentStart
+        case YAML_DOCUMENT_END_EVENT: kind = .documentEnd
+        case YAML_MAPPING_START_EVENT:
+            kind = .mappingStart
+            hasAnchor = event.data.mapping_start.anchor != nil
+        case YAML_MAPPING_END_EVENT: kind = .mappingEnd
+        case YAML_SEQUENCE_START_EVENT:
+            kind = .sequenceStart
+            hasAnchor = event.data.sequence_start.anchor != nil
+        case YAML_SEQUENCE_END_EVENT: kind = .sequenceEnd
+        case YAML_SCALAR_EVENT:
+            kind = .scalar
+            let scalar = event.data.scalar
+            value = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
+            isPlain = scalar.style == YAML_PLAIN_SCALAR_STYLE
+            hasAnchor = scalar.anchor != nil
+        case YAML_ALIAS_EVENT: kind = .alias
+        default:
+            return .failure(YAMLSyntaxError(line: Int(event.start_mark.line) + 1,
+                                            column: Int(event.start_mark.column) + 1, message: "unexpected YAML event"))
+        }
+        return .success(YAMLEvent(kind: kind, line: Int(event.start_mark.line) + 1,
+                                  column: Int(event.start_mark.column) + 1,
+                                  value: value, isPlain: isPlain, hasAnchor: hasAnchor))
+    }
+
+    private func syntaxError() -> YAMLSyntaxError {
+        let problem = parser.problem.map { String(cString: $0) } ?? "syntax error"
+        var message = "YAML syntax error: \(problem)"
+        if let context = parser.context {
+            message += " (\(String(cString: context)) at line \(parser.context_mark.line + 1))"
+        }
+        if parser.error == YAML_READER_ERROR {
+            return YAMLSyntaxError(line: 1, column: 1, message: "\(message) at byte offset \(parser.problem_offset)")
+        }
+        return YAMLSyntaxError(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1,
+                               message: message)
+    }
+}
+
+/// A libyaml parse error at a 1-based position.
+struct YAMLSyntaxError: Error {
+    let line: Int
+    let column: Int
+    let message: String
+}

@@ -1,0 +1,51 @@
+/// What a sync will do with one manifest entry.
+public struct PlannedEntry: Sendable {
+    public enum Action: Sendable, Equatable {
+        /// The index has this URL at this hash and the object is present.
+        case keep
+        /// Missing or changed: download it.
+        case download
+        /// The content is already stored under another URL: link it, no download.
+        case reuse(object: String, size: Int64)
+    }
+
+    public let entry: ManifestEntry
+    public let action: Action
+    /// The URL's current row, if it has one.
+    public let previous: IndexRecord?
+
+    /// The status this entry will have if its action succeeds.
+    public var plannedStatus: EntryStatus {
+        switch action {
+        case .keep: .unchanged
+        case .reuse: .reused
+        case .download: isUpdate ? .updated : .added
+        }
+    }
+
+    /// True when the URL is stored at another version (its hash changed).
+    public var isUpdate: Bool {
+        guard let previous else { return false }
+        return previous.hash != entry.hash?.description
+    }
+}
+
+/// The diff of a run's manifests against the index.
+public struct SyncPlan: Sendable {
+    public let manifests: ManifestSet
+    /// One item per distinct URL, in manifest order.
+    public let items: [PlannedEntry]
+    /// Index rows that no given manifest names.
+    public let orphans: [IndexRecord]
+    /// How many rows the index had when planned.
+    public let indexedEntries: Int
+
+    public func count(_ status: EntryStatus) -> Int {
+        items.reduce(0) { $0 + ($1.plannedStatus == status ? 1 : 0) }
+    }
+}
+
+/// The outcome of one entry in a run (the report's `status`).
+public enum EntryStatus: String, Sendable, Codable, CaseIterable {
+    case unchanged, added, updated, reused, failed, removed
+}

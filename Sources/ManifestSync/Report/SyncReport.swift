@@ -1,0 +1,77 @@
+import Foundation
+
+/// The outcome of a run (`plan` or `sync`): schema 1 of PRODUCT.md.
+public struct SyncReport: Sendable {
+    public struct ManifestSummary: Sendable, Codable, Equatable {
+        public let path: String
+        public let name: String
+        public let entries: Int
+    }
+
+    public struct Totals: Sendable, Codable, Equatable {
+        public var entries = 0
+        public var unchanged = 0
+        public var added = 0
+        public var updated = 0
+        public var reused = 0
+        public var failed = 0
+        public var removed = 0
+        public var bytesDownloaded: Int64 = 0
+
+        enum CodingKeys: String, CodingKey {
+            case entries, unchanged, added, updated, reused, failed, removed
+            case bytesDownloaded = "bytes_downloaded"
+        }
+
+        mutating func count(_ status: EntryStatus) {
+            switch status {
+            case .unchanged: unchanged += 1
+            case .added: added += 1
+            case .updated: updated += 1
+            case .reused: reused += 1
+            case .failed: failed += 1
+            case .removed: removed += 1
+            }
+        }
+    }
+
+    /// One entry's outcome. URLs are stored redacted (no user info).
+    public struct Entry: Sendable, Codable, Equatable {
+        public var url: String
+        public var hash: String?
+        public var status: EntryStatus
+        public var previousHash: String?
+        public var bytes: Int64?
+        public var attempts: Int?
+        public var path: String?
+        public var reason: FailureReason?
+        public var error: String?
+        public var httpStatus: Int?
+        public var stale: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case url, hash, status
+            case previousHash = "previous_hash"
+            case bytes, attempts, path, reason, error
+            case httpStatus = "http_status"
+            case stale
+        }
+    }
+
+    public var dryRun = false
+    public var startedAt: Date
+    public var finishedAt: Date
+    public var cacheDirectory: String
+    public var manifests: [ManifestSummary]
+    public var totals = Totals()
+    /// Every entry that is not `unchanged` (all of them when the run asked for it).
+    public var entries: [Entry] = []
+    /// Orphans that `--prune` would remove or was not allowed to remove.
+    public var orphans = 0
+    /// Set when pruning was refused by `--prune-max`.
+    public var pruneRefused: String?
+
+    public var duration: Double { finishedAt.timeIntervalSince(startedAt) }
+
+    public var failedEntries: [Entry] { entries.filter { $0.status == .failed } }
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+/// The human summary: counts, bytes and time on stdout; failed entries with reasons on stderr.
+public struct TextReportWriter {
+    /// Changed entries listed on stdout before the rest is summed up as "… and N more".
+    public var listLimit = 20
+    /// Failed entries listed on stderr.
+    public var failureLimit = 50
+
+    public init() {}
+
+    public func summary(_ report: SyncReport) -> String {
+        let totals = report.totals
+        let count = report.manifests.count
+        let names = report.manifests.map(\.name).joined(separator: ", ")
+        var lines: [String] = []
+        let verb = report.dryRun ? "plan" : "sync"
+        lines.append("worker \(verb): \(totals.entries) entries from \(count) manifest\(count == 1 ? "" : "s") (\(names)), cache \(report.cacheDirectory)")
+        let listed = report.entries.filter { $0.status != .failed }
+        for entry in listed.prefix(listLimit) {
+            let label = report.dryRun ? Self.plannedLabel(entry.status) : entry.status.rawValue
+            var line = "  \(pad(label))  \(entry.url)"
+            if let bytes = entry.bytes, !report.dryRun { line += "  (\(Units.formatBytes(bytes)))" }
+            lines.append(line)
+        }
+        if listed.count > listLimit {
+            lines.append("  … and \(listed.count - listLimit) more (--report FILE lists them all)")
+        }
+        var counts = "  \(report.dryRun ? "to add" : "added") \(totals.added), \(report.dryRun ? "to update" : "updated") \(totals.updated), "
+            + "\(report.dryRun ? "to reuse" : "reused") \(totals.reused), unchanged \(totals.unchanged)"
+        if !report.dryRun { counts += ", failed \(totals.failed)" }
+        if totals.removed > 0 { counts += ", \(report.dryRun ? "to remove" : "removed") \(totals.removed)" }
+        lines.append(counts)
+        if report.orphans > 0, totals.removed == 0 {
+            lines.append("  \(report.orphans) cached entr\(report.orphans == 1 ? "y is" : "ies are") named by no given manifest (--prune removes them)")
+        }
+        if !report.dryRun {
+            let seconds = max(report.duration, 0.000_001)
+            let rate = Double(totals.bytesDownloaded) / seconds
+            lines.append(String(format: "  downloaded %@ in %.2f s (%@/s)", Units.formatBytes(totals.bytesDownloaded),
+                                report.duration, Units.formatBytes(Int64(rate))))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Failed entries, one a line, for stderr; empty when none failed.
+    public func failures(_ report: SyncReport) -> String {
+        let failed = report.failedEntries
+        guard !failed.isEmpty || report.pruneRefused != nil else { return "" }
+        var lines: [String] = []
+        for entry in failed.prefix(failureLimit) {
+            let reason = entry.reason?.rawValue ?? "failed"
+            var line = "failed: \(entry.url): \(reason): \(entry.error ?? "")"
+            if let attempts = entry.attempts, attempts > 1 { line += " (\(attempts) attempts)" }
+            if entry.stale == true { line += " [the earlier version stays in the cache]" }
+            lines.append(line)
+        }
+        if failed.count > failureLimit {
+            lines.append("… and \(failed.count - failureLimit) more failed entries (--report FILE lists them all)")
+        }
+        if let refused = report.pruneRefused { lines.append("prune: \(refused)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// What a plan says it would do: `add`, `update`, `reuse`, `remove`.
+    static func plannedLabel(_ status: EntryStatus) -> String {
+        switch status {
+        case .added: "add"
+        case .updated: "update"
+        case .reused: "reuse"
+        case .removed: "remove"
+        case .unchanged: "keep"
+        case .failed: "fail"
+        }
+    }
+
+    private func pad(_ text: String) -> String {
+        text.count >= 9 ? text : text + String(repeating: " ", count: 9 - text.count)
+    }
+}

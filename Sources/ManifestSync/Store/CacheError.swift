@@ -1,0 +1,16 @@
+/// Problems that stop a whole run: the cache itself cannot be used, or another run holds it.
+public enum CacheError: Error, Sendable, CustomStringConvertible {
+    /// Disk full, permissions, a corrupt index: exit 4.
+    case unusable(path: String, reason: String)
+    /// Another run held the lock longer than `--wait-lock`: exit 3.
+    case locked(path: String, holder: String?)
+
+    public var description: String {
+        switch self {
+        case .unusable(let path, let reason):
+            "cache unusable: \(path): \(reason)"
+        case .locked(let path, let holder):
+            "cache is locked by another run\(holder.map { " (\($0))" } ?? ""): \(path)"
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+
+/// The SQLite index (`index.sqlite`, WAL): url → object. All of the project's SQL lives here.
+public final class CacheIndex {
+    private let database: SQLiteDatabase
+    static let schemaVersion = 1
+
+    /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
+    public init(path: String, create: Bool) throws(CacheError) {
+        do {
+            database = try SQLiteDatabase(path: path, create: create)
+            try database.execute("PRAGMA journal_mode=WAL")
+            // Objects are flushed before each commit; a lost commit only means a re-download.
+            try database.execute("PRAGMA synchronous=NORMAL")
+            let version = try database.prepare("PRAGMA user_version")
+            _ = try version.step()
+            let current = version.int(0)
+            if current > Self.schemaVersion {
+                throw CacheError.unusable(path: path, reason: "index schema \(current) is newer than this worker (\(Self.schemaVersion))")
+            }
+            guard create, current < Self.schemaVersion else { return }
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS entries(
+                    url TEXT PRIMARY KEY NOT NULL,
+                    hash TEXT,
+                    object TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    fetched_at REAL NOT NULL,
+                    last_used REAL NOT NULL,
+                    etag TEXT,
+                    last_modified TEXT
+                ) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS entries_object ON entries(object);
+                CREATE TABLE IF NOT EXISTS manifest_runs(
+                    path TEXT PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    entries INTEGER NOT NULL,
+                    finished_at REAL NOT NULL,
+                    failed INTEGER NOT NULL
+                );
+                PRAGMA user_version = \(Self.schemaVersion);
+                """)
+        } catch let error as CacheError {
+            throw error
+        } catch {
+            throw CacheError.unusable(path: path, reason: "\(error)")
+        }
+    }
+
+    // MARK: - Reads
+
+    /// Every row, in one scan (cheaper than one lookup per manifest entry at scale).
+    public func allRecords() throws(CacheError) -> [IndexRecord] {
+        try wrap {
+            let statement = try database.prepare(
+                "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries")
+            var records: [IndexRecord] = []
+            while try statement.step() {
+                records.append(IndexRecord(
+                    url: statement.text(0) ?? "",
+                    hash: statement.text(1),
+                    object: statement.text(2) ?? "",
+                    size: statement.int(3),
+                    fetchedAt: statement.double(4),
+                    lastUsed: statement.double(5),
+                    etag: statement.text(6),
+                    lastModified: statement.text(7)
+                ))
+            }
+            return records
+        }
+    }
+
+    public func record(url: String) throws(CacheError) -> IndexRecord? {
+        try wrap {
+            let statement = try database.prepare(
+                "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries WHERE url = ?")
+            statement.bind([.text(url)])
+            guard try statement.step() else { return nil }
+            return IndexRecord(url: url, hash: statement.text(1), object: statement.text(2) ?? "",
+                               size: statement.int(3), fetchedAt: statement.double(4), lastUsed: statement.double(5),
+                               etag: statement.text(6), lastModified: statement.text(7))
+        }
+    }
+
+    /// How many rows name `object`.
+    public func references(object: String) throws(CacheError) -> Int {
+        try wrap {
+            let statement = try database.prepare("SELECT count(*) FROM entries WHERE object = ?")
+            statement.bind([.text(object)])
+            _ = try statement.step()
+            return Int(statement.int(0))
+        }
+    }
+
+    public func manifestRuns() throws(CacheError) -> [ManifestRun] {
+        try wrap {
+            let statement = try database.prepare(
+                "SELECT path, name, entries, finished_at, failed FROM manifest_runs ORDER BY path")
+            var runs: [ManifestRun] = []
+            while try statement.step() {
+                runs.append(ManifestRun(path: statement.text(0) ?? "", name: statement.text(1) ?? "",
+                                        entries: Int(statement.int(2)), finishedAt: statement.double(3),
+                                        failed: Int(statement.int(4))))
+            }
+            return runs
+        }
+    }
+
+    // MARK: - Writes
+
+    /// Applies one batch in a single transaction. Callers make the batch's objects durable first.
+    public func apply(upserts: [IndexRecord], touches: [String], removals: [String], at time: Double) throws(CacheError) {
+        try wrap {
+            try database.transaction {
+                if !upserts.isEmpty {
+                    let upsert = try database.prepare("""
+                        INSERT INTO entries(url, hash, object, size, fetched_at, last_used, etag, last_modified)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(url) DO UPDATE SET hash = excluded.hash, object = excluded.object,
+                            size = excluded.size, fetched_at = excluded.fetched_at, last_used = excluded.last_used,
+                            etag = excluded.etag, last_modified = excluded.last_modified
+                        """)
+                    for record in upserts {
+                        try upsert.run([.text(record.url), SQLiteValue(record.hash), .text(record.object),
+                                        .int(record.size), .double(record.fetchedAt), .double(record.lastUsed),
+                                        SQLiteValue(record.etag), SQLiteValue(record.lastModified)])
+                    }
+                }
+                if !touches.isEmpty {
+                    let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
+                    for url in touches { try touch.run([.double(time), .text(url)]) }
+                }
+                if !removals.isEmpty {
+                    let remove = try database.prepare("DELETE FROM entries WHERE url = ?")
+                    for url in removals { try remove.run([.text(url)]) }
+                }
+            }
+        }
+    }
+
+    public func recordRuns(_ runs: [ManifestRun]) throws(CacheError) {
+        try wrap {
+            try database.transaction {
+                let statement = try database.prepare("""
+                    INSERT INTO manifest_runs(path, name, entries, finished_at, failed) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(path) DO UPDATE SET name = excluded.name, entries = excluded.entries,
+                        finished_at = excluded.finished_at, failed = excluded.failed
+                    """)
+                for run in runs {
+                    try statement.run([.text(run.path), .text(run.name), .int(Int64(run.entries)),
+                                       .double(run.finishedAt), .int(Int64(run.failed))])
+                }
+            }
+        }
+    }
+
+    private func wrap<T>(_ body: () throws -> T) throws(CacheError) -> T {
+        do {
+            return try body()
+        } catch let error as CacheError {
+            throw error
+        } catch {
+            throw CacheError.unusable(path: "index.sqlite", reason: "\(error)")
+        }
+    }
+}

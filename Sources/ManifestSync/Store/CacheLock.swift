@@ -1,0 +1,45 @@
+import Foundation
+
+/// The exclusive lock of a writing run: `flock` on `CACHE/lock`, released when the process ends,
+/// so a crashed run never leaves the cache locked.
+public final class CacheLock: Sendable {
+    private let fd: Int32
+    public let path: String
+
+    /// Takes the lock, waiting up to `wait` seconds (nil: without limit).
+    public init(directory: String, wait: Double?) async throws(CacheError) {
+        path = directory + "/lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw CacheError.unusable(path: path, reason: String(cString: strerror(errno))) }
+        let start = Date()
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                close(fd)
+                throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
+            }
+            if let wait, Date().timeIntervalSince(start) >= wait {
+                let holder = Self.readHolder(fd)
+                close(fd)
+                throw CacheError.locked(path: path, holder: holder)
+            }
+            try? await Task.sleep(nanoseconds: 50_000_000)
+        }
+        self.fd = fd
+        let note = "pid \(getpid())\n"
+        ftruncate(fd, 0)
+        _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
+    }
+
+    deinit {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+
+    private static func readHolder(_ fd: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = pread(fd, &buffer, 63, 0)
+        guard count > 0 else { return nil }
+        let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : text
+    }
+}

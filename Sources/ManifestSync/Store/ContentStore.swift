@@ -1,0 +1,95 @@
+import CWorkerSystem
+import Foundation
+
+/// The content-addressed part of the cache: `objects/sha256/ab/abcdef…` (read-only files named by
+/// the SHA-256 of their bytes) and `tmp/` for in-flight downloads.
+public struct ContentStore: Sendable {
+    public let root: String
+    public let objectsDirectory: String
+    public let tmpDirectory: String
+
+    /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
+    public init(root: String) throws(CacheError) {
+        self.root = root
+        objectsDirectory = root + "/objects/sha256"
+        tmpDirectory = root + "/tmp"
+        try Self.makeDirectory(root)
+        try Self.makeDirectory(root + "/objects")
+        try Self.makeDirectory(objectsDirectory)
+        try Self.makeDirectory(tmpDirectory)
+        // All 256 fan-out folders up front, so installing an object never needs a mkdir.
+        if access(objectsDirectory + "/ff", F_OK) != 0 {
+            for byte in 0..<256 {
+                try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))
+            }
+        }
+    }
+
+    /// The path an object with this SHA-256 (64 lowercase hex digits) has or will have.
+    public func objectPath(_ sha256: String) -> String {
+        precondition(Hex.isLowercaseHex(sha256, length: 64), "object names are 64 lowercase hex digits")
+        let utf8 = Array(sha256.utf8)
+        return objectsDirectory + "/" + String(decoding: utf8[0..<2], as: UTF8.self) + "/" + sha256
+    }
+
+    /// True when the object file is present (not followed if it is a symlink planted in the cache).
+    public func contains(_ sha256: String) -> Bool {
+        var info = stat()
+        return lstat(objectPath(sha256), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// A new, exclusive temporary file under `tmp/`.
+    func makeTemporaryFile() throws(FetchFailure) -> (fd: Int32, path: String) {
+        for _ in 0..<8 {
+            let path = tmpDirectory + "/dl-" + Hex.encode((0..<12).map { _ in UInt8.random(in: 0...255) })
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            if fd >= 0 { return (fd, path) }
+            if errno != EEXIST {
+                throw FetchFailure(.io, "cannot create \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        throw FetchFailure(.io, "cannot create a temporary file in \(tmpDirectory)")
+    }
+
+    /// Moves a verified temporary file to its final name (read-only). Replaces a file of the same
+    /// name, which can only be the same bytes or a damaged leftover.
+    func install(temporary path: String, sha256: String) throws(CacheError) {
+        let target = objectPath(sha256)
+        guard chmod(path, 0o444) == 0, rename(path, target) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(path)
+            throw CacheError.unusable(path: target, reason: reason)
+        }
+    }
+
+    /// Removes an object file; a missing file is fine.
+    func remove(_ sha256: String) {
+        unlink(objectPath(sha256))
+    }
+
+    /// Makes everything written to the cache's file system so far durable: one flush per batch
+    /// instead of an fsync per file (the idea of git's batch fsync mode).
+    func flush() throws(CacheError) {
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw CacheError.unusable(path: root, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        guard worker_syncfs(fd) == 0 else { throw CacheError.unusable(path: root, reason: "flush failed: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Deletes every file in `tmp/`: leftovers of a run that crashed. Call only under the lock.
+    func removeStaleTemporaryFiles() -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDirectory) else { return 0 }
+        var removed = 0
+        for name in names where unlink(tmpDirectory + "/" + name) == 0 { removed += 1 }
+        return removed
+    }
+
+    private static func makeDirectory(_ path: String) throws(CacheError) {
+        if mkdir(path, 0o755) == 0 || errno == EEXIST {
+            var info = stat()
+            if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
+            throw CacheError.unusable(path: path, reason: "exists and is not a directory")
+        }
+        throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
+    }
+}

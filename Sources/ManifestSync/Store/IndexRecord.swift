@@ -1,0 +1,35 @@
+/// One row of the index: a URL and the stored object that is its current version.
+public struct IndexRecord: Sendable, Equatable {
+    public var url: String
+    /// The manifest hash it was verified against (normalized), nil for hashless entries.
+    public var hash: String?
+    /// SHA-256 hex of the stored bytes: the object's name.
+    public var object: String
+    public var size: Int64
+    public var fetchedAt: Double
+    /// Last time a synced manifest named this URL (or `worker path` read it).
+    public var lastUsed: Double
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
+                etag: String? = nil, lastModified: String? = nil) {
+        self.url = url
+        self.hash = hash
+        self.object = object
+        self.size = size
+        self.fetchedAt = fetchedAt
+        self.lastUsed = lastUsed
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+}
+
+/// What the last sync of one manifest did, for `worker status`.
+public struct ManifestRun: Sendable, Equatable {
+    public var path: String
+    public var name: String
+    public var entries: Int
+    public var finishedAt: Double
+    public var failed: Int
+}

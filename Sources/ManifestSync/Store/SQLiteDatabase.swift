@@ -1,0 +1,129 @@
+import CSQLite
+import Foundation
+
+/// An error from SQLite, with the statement's purpose for context.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let message: String
+    public var description: String { "SQLite error \(code): \(message)" }
+}
+
+/// A thin, single-threaded wrapper over one sqlite3 connection. Every use stays on one task.
+final class SQLiteDatabase {
+    private var handle: OpaquePointer?
+
+    init(path: String, create: Bool) throws(SQLiteError) {
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close(handle)
+            handle = nil
+            throw SQLiteError(code: status, message: message)
+        }
+        sqlite3_busy_timeout(handle, 10_000)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    func execute(_ sql: String) throws(SQLiteError) {
+        var error: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &error)
+        guard status == SQLITE_OK else {
+            let message = error.map { String(cString: $0) } ?? "unknown"
+            sqlite3_free(error)
+            throw SQLiteError(code: status, message: message)
+        }
+    }
+
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard status == SQLITE_OK, let statement else { throw lastError(status) }
+        return SQLiteStatement(statement: statement, database: self)
+    }
+
+    func lastError(_ status: Int32) -> SQLiteError {
+        SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    /// Runs `body` in one transaction; rolls back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+/// A prepared statement; bind with 1-based indexes, step, read columns with 0-based indexes.
+final class SQLiteStatement {
+    private let statement: OpaquePointer
+    private let database: SQLiteDatabase
+
+    fileprivate init(statement: OpaquePointer, database: SQLiteDatabase) {
+        self.statement = statement
+        self.database = database
+    }
+
+    deinit {
+        sqlite3_finalize(statement)
+    }
+
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    func bind(_ values: [SQLiteValue]) {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            switch value {
+            case .null: sqlite3_bind_null(statement, index)
+            case .int(let number): sqlite3_bind_int64(statement, index, number)
+            case .double(let number): sqlite3_bind_double(statement, index, number)
+            case .text(let text): sqlite3_bind_text(statement, index, text, -1, Self.transient)
+            }
+        }
+    }
+
+    /// Advances; true while a row is available.
+    func step() throws(SQLiteError) -> Bool {
+        let status = sqlite3_step(statement)
+        switch status {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw database.lastError(status)
+        }
+    }
+
+    /// Binds and runs a statement that returns no rows.
+    func run(_ values: [SQLiteValue]) throws(SQLiteError) {
+        bind(values)
+        while try step() {}
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        return String(cString: pointer)
+    }
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+}
+
+enum SQLiteValue {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+
+    init(_ text: String?) { self = text.map { .text($0) } ?? .null }
+}

@@ -1,0 +1,60 @@
+/// Parsers for the human units of the command line: durations (`30s`, `5m`, `7d`) and sizes
+/// (`256MiB`, `1MB`, `1048576`).
+public enum Units {
+    /// Seconds in `text`: a number with an optional unit ms, s, m, h, d, w (plain numbers are seconds).
+    public static func duration(_ text: String) -> Double? {
+        let (number, unit) = split(text)
+        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+        let scale: Double? = switch unit.lowercased() {
+        case "", "s", "sec", "secs", "second", "seconds": 1
+        case "ms": 0.001
+        case "m", "min", "mins", "minute", "minutes": 60
+        case "h", "hr", "hour", "hours": 3600
+        case "d", "day", "days": 86400
+        case "w", "week", "weeks": 604_800
+        default: nil
+        }
+        return scale.map { value * $0 }
+    }
+
+    /// Bytes in `text`: a number with an optional unit B, KB/MB/GB/TB (powers of 1000) or
+    /// KiB/MiB/GiB/TiB (powers of 1024); K, M, G, T alone are powers of 1024, as in rclone.
+    public static func size(_ text: String) -> Int64? {
+        let (number, unit) = split(text)
+        guard let value = Double(number), value >= 0, value.isFinite else { return nil }
+        let scale: Double? = switch unit.lowercased() {
+        case "", "b": 1
+        case "kb": 1e3
+        case "mb": 1e6
+        case "gb": 1e9
+        case "tb": 1e12
+        case "k", "kib": 1024
+        case "m", "mib": 1_048_576
+        case "g", "gib": 1_073_741_824
+        case "t", "tib": 1_099_511_627_776
+        default: nil
+        }
+        guard let scale, value * scale < 9e18 else { return nil }
+        return Int64((value * scale).rounded())
+    }
+
+    /// `1.2 MB` style, powers of 1000.
+    public static func formatBytes(_ bytes: Int64) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1000, unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    private static func split(_ text: String) -> (Substring, Substring) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)[...]
+        let end = trimmed.firstIndex { !($0.isNumber || $0 == ".") } ?? trimmed.endIndex
+        return (trimmed[..<end], trimmed[end...].drop { $0 == " " })
+    }
+}
+
+import Foundation

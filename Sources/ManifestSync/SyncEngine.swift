@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+
+/// Options of a `sync` run beyond the manifests.
+public struct SyncOptions: Sendable {
+    public var cacheDirectory: String
+    public var fetch = FetchSettings()
+    /// Seconds to wait for another run's lock; nil waits without limit.
+    public var waitLock: Double?
+    public var prune = false
+    /// The largest share of the index `--prune` may remove in one run (0...1).
+    public var pruneMax = 0.5
+    public var force = false
+    /// List unchanged entries in the report too.
+    public var reportAll = false
+    /// Seconds the whole run may take; entries not done by then fail as `cancelled`.
+    public var deadline: Double?
+    /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
+    public var batchSize = 2048
+    public var batchInterval = 2.0
+
+    public init(cacheDirectory: String) {
+        self.cacheDirectory = cacheDirectory
+    }
+}
+
+/// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.
+public struct SyncEngine: Sendable {
+    public let options: SyncOptions
+    public let logger: Logger
+
+    public init(options: SyncOptions, logger: Logger = Logger(label: "worker")) {
+        self.options = options
+        self.logger = logger
+    }
+
+    // MARK: - Plan (no network, no change)
+
+    /// The plan against the cache as it is. Creates nothing; a missing cache plans everything.
+    public func plan(_ manifests: ManifestSet) throws(CacheError) -> SyncPlan {
+        let root = options.cacheDirectory
+        let indexPath = root + "/index.sqlite"
+        guard access(indexPath, F_OK) == 0 else {
+            return Planner(objectExists: { _ in false }).plan(manifests, records: [])
+        }
+        let index = try CacheIndex(path: indexPath, create: false)
+        let records = try index.allRecords()
+        let objects = root + "/objects/sha256/"
+        return Planner(objectExists: { object in
+            var info = stat()
+            return lstat(objects + object.prefix(2) + "/" + object, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        }).plan(manifests, records: records)
+    }
+
+    /// The report of a plan: what a sync would do, without doing it.
+    public func report(of plan: SyncPlan, startedAt: Date) -> SyncReport {
+        var report = SyncReport(dryRun: true, startedAt: startedAt, finishedAt: Date(),
+                                cacheDirectory: options.cacheDirectory, manifests: Self.summaries(plan.manifests))
+        for item in plan.items {
+            let status = item.plannedStatus
+            report.totals.count(status)
+            if status != .unchanged || options.reportAll {
+                report.entries.append(SyncReport.Entry(
+                    url: Redact.url(item.entry.url), hash: item.entry.hash?.description, status: status,
+                    previousHash: status == .updated ? item.previous?.hash : nil))
+            }
+        }
+        report.totals.entries = plan.items.count
+        report.orphans = plan.orphans.count
+        if options.prune {
+            for orphan in plan.orphans {
+                report.totals.count(.removed)
+                report.entries.append(SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed))
+            }
+        }
+        report.finishedAt = Date()
+        return report
+    }
+
+    // MARK: - Sync
+
+    /// Plans, downloads what is missing or changed, verifies, stores, indexes and reports.
+    /// Throws only what stops the whole run: the cache is unusable or locked.
+    public func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
+        let startedAt = Date()
+        let store = try ContentStore(root: options.cacheDirectory)
+        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock)
+        defer { withExtendedLifetime(lock) {} }
+        let stale = store.removeStaleTemporaryFiles()
+        if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
+        let index = try CacheIndex(path: options.cacheDirectory + "/index.sqlite", create: true)
+        let plan = Planner(objectExists: store.contains).plan(manifests, records: try index.allRecords())
+
+        var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
+        try await run.execute()
+        var report = run.report
+        report.startedAt = startedAt
+        report.cacheDirectory = options.cacheDirectory
+        report.manifests = Self.summaries(manifests)
+
+        let finished = Date().timeIntervalSince1970
+        var failedPerManifest = [Int](repeating: 0, count: manifests.manifests.count)
+        for failed in run.failedManifestIndexes { failedPerManifest[failed] += 1 }
+        try index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
+            ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,
+                        finishedAt: finished, failed: failedPerManifest[offset])
+        })
+        report.finishedAt = Date()
+        return report
+    }
+
+    static func summaries(_ manifests: ManifestSet) -> [SyncReport.ManifestSummary] {
+        manifests.manifests.map { SyncReport.ManifestSummary(path: $0.path, name: $0.name, entries: $0.entryCount) }
+    }
+
+    static func absolute(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+}

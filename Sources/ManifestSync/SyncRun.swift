@@ -1,0 +1,256 @@
+import Foundation
+import Logging
+
+/// The mutable state of one sync: downloads in a sliding window, results committed in batches
+/// (flush the new objects once, then one index transaction), report entries in manifest order.
+struct SyncRun {
+    let plan: SyncPlan
+    let store: ContentStore
+    let index: CacheIndex
+    let options: SyncOptions
+    let logger: Logger
+
+    private(set) var report: SyncReport
+    /// The manifest of every failed entry, for the per-manifest run record.
+    private(set) var failedManifestIndexes: [Int] = []
+    /// Report rows by plan item; nil for unchanged items not reported.
+    private var rows: [SyncReport.Entry?]
+    private var pending: [IndexRecord] = []
+    private var pendingHasNewObjects = false
+    private var lastCommit = Date()
+
+    init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, logger: Logger) {
+        self.plan = plan
+        self.store = store
+        self.index = index
+        self.options = options
+        self.logger = logger
+        report = SyncReport(startedAt: Date(), finishedAt: Date(), cacheDirectory: options.cacheDirectory, manifests: [])
+        rows = Array(repeating: nil, count: plan.items.count)
+    }
+
+    /// A set of plan items that want the same content: the first URL that delivers it is
+    /// downloaded, the others reuse it. Hashless entries are groups of one.
+    private struct DownloadGroup: Sendable {
+        let items: [Int]
+        let requests: [FetchRequest]
+    }
+
+    private enum GroupEvent: Sendable {
+        case done(group: Int, results: [FetchResult])
+        case deadline
+    }
+
+    mutating func execute() async throws(CacheError) {
+        let now = Date().timeIntervalSince1970
+        var touches: [String] = []
+        var groups: [DownloadGroup] = []
+        var groupByKey: [String: Int] = [:]
+        var members: [[Int]] = []
+        for (offset, item) in plan.items.enumerated() {
+            switch item.action {
+            case .keep:
+                report.totals.count(.unchanged)
+                if options.reportAll {
+                    rows[offset] = entry(item, status: .unchanged, object: item.previous?.object, size: item.previous?.size)
+                }
+                // Like relatime: refresh "last used" at most hourly, so warm runs write nothing.
+                if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
+            case .reuse(let object, let size):
+                link(offset, object: object, size: size, status: .reused, body: nil, attempts: nil)
+            case .download:
+                let key = item.entry.hash.map { $0.description } ?? "url:" + item.entry.url
+                if let existing = groupByKey[key] {
+                    members[existing].append(offset)
+                } else {
+                    groupByKey[key] = members.count
+                    members.append([offset])
+                }
+            }
+        }
+        for items in members {
+            groups.append(DownloadGroup(items: items, requests: items.map { request(for: plan.items[$0].entry) }))
+        }
+
+        if !groups.isEmpty {
+            try await download(groups)
+        }
+        try commit(touches: touches, at: now)
+        try prune()
+        report.totals.entries = plan.items.count
+        report.entries = rows.compactMap { $0 } + report.entries
+        report.orphans = plan.orphans.count
+    }
+
+    // MARK: - Downloads
+
+    private mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
+        let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
+        var failure: CacheError?
+        let jobs = max(1, options.fetch.jobs)
+        let deadline = options.deadline
+        var started = 0
+        await withTaskGroup(of: GroupEvent.self) { taskGroup in
+            func start(_ number: Int) {
+                let group = groups[number]
+                taskGroup.addTask {
+                    var results: [FetchResult] = []
+                    for request in group.requests {
+                        let result = await fetcher.fetch(request)
+                        results.append(result)
+                        if case .success = result.result { break }
+                    }
+                    return .done(group: number, results: results)
+                }
+            }
+            if let deadline {
+                taskGroup.addTask {
+                    try? await Task.sleep(nanoseconds: UInt64(max(0, deadline) * 1e9))
+                    return .deadline
+                }
+            }
+            while started < min(jobs, groups.count) {
+                start(started)
+                started += 1
+            }
+            var running = started
+            var stopped = false
+            for await event in taskGroup {
+                switch event {
+                case .deadline:
+                    if running > 0 {
+                        logger.info("deadline reached; cancelling downloads in flight")
+                        stopped = true
+                        taskGroup.cancelAll()
+                    }
+                    continue
+                case .done(let number, let results):
+                    running -= 1
+                    record(groups[number], results)
+                }
+                if failure == nil, pending.count >= options.batchSize || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
+                    do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
+                        failure = error
+                        stopped = true
+                        taskGroup.cancelAll()
+                    }
+                }
+                if !stopped, started < groups.count {
+                    start(started)
+                    started += 1
+                    running += 1
+                }
+                if running == 0 {
+                    // Only the deadline timer can be left: end it.
+                    taskGroup.cancelAll()
+                }
+            }
+        }
+        await fetcher.shutdown()
+        for number in started..<groups.count {
+            for item in groups[number].items {
+                fail(item, FetchFailure(.cancelled, "the run's deadline passed before this entry started"), attempts: 0)
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    private func request(for entry: ManifestEntry) -> FetchRequest {
+        let manifest = plan.manifests.manifests[entry.manifest]
+        return FetchRequest(url: entry.url, expected: entry.hash, headers: manifest.headers,
+                            localRoot: manifest.baseURL == nil ? manifest.localRoot : nil)
+    }
+
+    private mutating func record(_ group: DownloadGroup, _ results: [FetchResult]) {
+        var delivered: FetchedBody?
+        for (position, result) in results.enumerated() {
+            let item = group.items[position]
+            report.totals.bytesDownloaded += result.bytesReceived
+            switch result.result {
+            case .success(let body):
+                delivered = body
+                pendingHasNewObjects = true
+                let status: EntryStatus = plan.items[item].isUpdate ? .updated : .added
+                link(item, object: body.sha256, size: body.size, status: status, body: body, attempts: result.attempts)
+            case .failure(let failure):
+                fail(item, failure, attempts: result.attempts)
+            }
+        }
+        guard let delivered else { return }
+        for item in group.items.dropFirst(results.count) {
+            link(item, object: delivered.sha256, size: delivered.size, status: .reused, body: nil, attempts: nil)
+        }
+    }
+
+    /// Records a verified object as the URL's current version (an index row once committed).
+    private mutating func link(_ item: Int, object: String, size: Int64, status: EntryStatus,
+                               body: FetchedBody?, attempts: Int?) {
+        let planned = plan.items[item]
+        let now = Date().timeIntervalSince1970
+        pending.append(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
+                                   size: size, fetchedAt: now, lastUsed: now,
+                                   etag: body?.etag, lastModified: body?.lastModified))
+        report.totals.count(status)
+        rows[item] = entry(planned, status: status, object: object, size: size, attempts: attempts)
+    }
+
+    private mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
+        let planned = plan.items[item]
+        report.totals.count(.failed)
+        failedManifestIndexes.append(planned.entry.manifest)
+        var row = entry(planned, status: .failed, object: nil, size: nil, attempts: attempts)
+        row.reason = failure.reason
+        row.error = failure.message
+        row.httpStatus = failure.httpStatus
+        row.stale = planned.previous.map { store.contains($0.object) } ?? false
+        rows[item] = row
+        logger.debug("entry failed", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
+                                                "entry.reason": "\(failure.reason.rawValue)"])
+    }
+
+    private func entry(_ planned: PlannedEntry, status: EntryStatus, object: String?, size: Int64?,
+                       attempts: Int? = nil) -> SyncReport.Entry {
+        SyncReport.Entry(
+            url: Redact.url(planned.entry.url),
+            hash: planned.entry.hash?.description,
+            status: status,
+            previousHash: planned.isUpdate ? planned.previous?.hash : nil,
+            bytes: size,
+            attempts: attempts,
+            path: object.map(store.objectPath)
+        )
+    }
+
+    // MARK: - Commit and prune
+
+    /// Makes the batch's new objects durable with one flush, then commits their rows.
+    private mutating func commit(touches: [String], at time: Double) throws(CacheError) {
+        guard !pending.isEmpty || !touches.isEmpty else { return }
+        if pendingHasNewObjects { try store.flush() }
+        try index.apply(upserts: pending, touches: touches, removals: [], at: time)
+        pending.removeAll(keepingCapacity: true)
+        pendingHasNewObjects = false
+        lastCommit = Date()
+    }
+
+    private mutating func prune() throws(CacheError) {
+        guard options.prune, !plan.orphans.isEmpty else { return }
+        let share = Double(plan.orphans.count) / Double(max(1, plan.indexedEntries))
+        if share > options.pruneMax, !options.force {
+            report.pruneRefused = "refusing to prune \(plan.orphans.count) of \(plan.indexedEntries) entries "
+                + "(\(Int((share * 100).rounded())) % > --prune-max \(Int((options.pruneMax * 100).rounded())) %); "
+                + "check the manifests, or pass --force"
+            return
+        }
+        // Rows go before files: an index row never points at a missing object.
+        try index.apply(upserts: [], touches: [], removals: plan.orphans.map(\.url), at: Date().timeIntervalSince1970)
+        for object in Set(plan.orphans.map(\.object)) where try index.references(object: object) == 0 {
+            store.remove(object)
+        }
+        for orphan in plan.orphans {
+            report.totals.count(.removed)
+            report.entries.append(SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed,
+                                                   bytes: orphan.size))
+        }
+    }
+}
