@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "worker",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "worker", targets: ["worker"]),
         .library(name: "ManifestSync", targets: ["ManifestSync"]),
@@ -48,15 +48,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "WorkerTestSupport",
+            dependencies: ["ManifestSync"],
+            path: "Tests/WorkerTestSupport"
+        ),
         .testTarget(
             name: "ManifestSyncTests",
-            dependencies: ["ManifestSync"],
+            dependencies: ["ManifestSync", "WorkerTestSupport"],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "ManifestSync",
+                "WorkerTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -13,6 +13,12 @@ public struct ContentStore: Sendable {
         self.root = root
         objectsDirectory = root + "/objects/sha256"
         tmpDirectory = root + "/tmp"
+        // The root's parents too (like `mkdir -p`): a fresh $XDG_CACHE_HOME may not exist yet.
+        do {
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        } catch {
+            throw CacheError.unusable(path: root, reason: Self.reason(error))
+        }
         try Self.makeDirectory(root)
         try Self.makeDirectory(root + "/objects")
         try Self.makeDirectory(objectsDirectory)
@@ -82,6 +88,12 @@ public struct ContentStore: Sendable {
         var removed = 0
         for name in names where unlink(tmpDirectory + "/" + name) == 0 { removed += 1 }
         return removed
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        if let code = underlying?.code, underlying?.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(code))) }
+        return (error as NSError).localizedDescription
     }
 
     private static func makeDirectory(_ path: String) throws(CacheError) {

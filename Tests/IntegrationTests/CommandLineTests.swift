@@ -1,0 +1,171 @@
+import Foundation
+import ManifestSync
+import Testing
+import WorkerTestSupport
+
+/// The built `worker` binary, end to end: output, exit codes, report file, files on disk.
+@Suite struct CommandLineTests {
+    /// The repository's shipped demo manifest.
+    static let demoManifest: String = {
+        var folder = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { folder.deleteLastPathComponent() }
+        return folder.appendingPathComponent("manifests/demo.yaml").path
+    }()
+
+    func json(_ path: String) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+    }
+
+    @Test func demoSyncsThenReportsAllUnchanged() throws {
+        let directory = TemporaryDirectory()
+        let cache = directory.path + "/cache"
+        let first = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache, "--report", directory.path + "/r.json"])
+        #expect(first.code == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("worker sync: 6 entries from 1 manifest (demo)"))
+        #expect(first.stdout.contains("added 6, updated 0, reused 0, unchanged 0, failed 0"))
+        #expect(first.stdout.contains("demo/ada.png"))
+        let report = try json(directory.path + "/r.json")
+        #expect(report["schema"] as? Int == 1)
+        #expect(report["cache_dir"] as? String == cache)
+        let totals = try #require(report["totals"] as? [String: Any])
+        #expect(totals["added"] as? Int == 6 && totals["entries"] as? Int == 6 && totals["failed"] as? Int == 0)
+        let entries = try #require(report["entries"] as? [[String: Any]])
+        #expect(entries.count == 6)
+        for entry in entries {
+            let path = try #require(entry["path"] as? String)
+            #expect(FileManager.default.fileExists(atPath: path))
+            #expect(path.hasPrefix(cache + "/objects/sha256/"))
+        }
+        let manifests = try #require(report["manifests"] as? [[String: Any]])
+        #expect(manifests.first?["name"] as? String == "demo" && manifests.first?["entries"] as? Int == 6)
+
+        // Options may also come before the positional arguments.
+        let second = try WorkerBinary.run(["sync", "--cache-dir", cache, Self.demoManifest])
+        #expect(second.code == 0)
+        #expect(second.stdout.contains("added 0, updated 0, reused 0, unchanged 6, failed 0"))
+    }
+
+    @Test func cacheDirectoryComesFromTheEnvironment() throws {
+        let directory = TemporaryDirectory()
+        let result = try WorkerBinary.run(["sync", Self.demoManifest, "--quiet"],
+                                          environment: ["WORKER_CACHE_DIR": directory.path + "/envcache"])
+        #expect(result.code == 0)
+        #expect(result.stdout.isEmpty, "--quiet prints nothing on stdout")
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/envcache/index.sqlite"))
+        let xdg = try WorkerBinary.run(["sync", Self.demoManifest, "-q"], environment: ["XDG_CACHE_HOME": directory.path + "/xdg"])
+        #expect(xdg.code == 0)
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/xdg/worker/index.sqlite"))
+    }
+
+    @Test func badManifestExits2WithItsPositionAndTouchesNothing() throws {
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("bad.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n    hash: sha256:nothex\n  - url: gopher://x/\n")
+        let cache = directory.path + "/cache"
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
+        #expect(result.code == 2)
+        #expect(result.stderr.contains("\(manifest):4:11: bad hash: sha256 hash needs 64 hex digits, got 6"))
+        #expect(result.stderr.contains("\(manifest):5:10: URL scheme 'gopher' is not allowed (only http and https)"))
+        #expect(!FileManager.default.fileExists(atPath: cache), "nothing was touched")
+    }
+
+    @Test func usageErrorsExit2() throws {
+        #expect(try WorkerBinary.run(["sync"]).code == 2)
+        #expect(try WorkerBinary.run(["sync", "m.yaml", "--jobs", "0"]).code == 2)
+        #expect(try WorkerBinary.run(["sync", "m.yaml", "--max-size", "lots"]).code == 2)
+        #expect(try WorkerBinary.run(["frobnicate"]).code == 2)
+        #expect(try WorkerBinary.run(["--help"]).code == 0)
+    }
+
+    @Test func failedEntryExits1AndTheReportSaysWhy() async throws {
+        let harness = try await Harness.start()
+        let manifest = harness.manifest([("/f/ok", harness.serve("ok")), ("/status/404", Array("x".utf8))])
+        let reportPath = harness.directory.path + "/report.json"
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report", reportPath, "--retries", "0"])
+        #expect(result.code == 1)
+        #expect(result.stderr.contains("failed: \(harness.origin.url("/status/404")): http_status: HTTP 404"))
+        let report = try json(reportPath)
+        let entries = try #require(report["entries"] as? [[String: Any]])
+        let failed = try #require(entries.first { $0["status"] as? String == "failed" })
+        #expect(failed["reason"] as? String == "http_status")
+        #expect(failed["http_status"] as? Int == 404)
+        #expect(failed["attempts"] as? Int == 1)
+        #expect(failed["stale"] as? Bool == false)
+        #expect((report["totals"] as? [String: Any])?["failed"] as? Int == 1)
+        await harness.origin.stop()
+    }
+
+    @Test func lockedCacheExits3AfterWaitLock() async throws {
+        let directory = TemporaryDirectory()
+        let cache = directory.path + "/cache"
+        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let held = try await CacheLock(directory: cache, wait: 0)
+        let result = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache, "--wait-lock", "0.3"])
+        #expect(result.code == 3)
+        #expect(result.stderr.contains("cache is locked by another run (pid \(getpid()))"))
+        withExtendedLifetime(held) {}
+    }
+
+    @Test func unusableCacheExits4() throws {
+        let directory = TemporaryDirectory()
+        let notADirectory = directory.write("file", "x")
+        let result = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", notADirectory])
+        #expect(result.code == 4)
+        #expect(result.stderr.contains("cache unusable: \(notADirectory)"))
+
+        let corrupt = directory.path + "/corrupt"
+        directory.write("corrupt/index.sqlite", String(repeating: "garbage ", count: 600))
+        let second = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", corrupt])
+        #expect(second.code == 4)
+    }
+
+    @Test func planAndDryRunChangeNothing() throws {
+        let directory = TemporaryDirectory()
+        let cache = directory.path + "/cache"
+        let plan = try WorkerBinary.run(["plan", Self.demoManifest, "--cache-dir", cache, "--report", directory.path + "/p.json"])
+        #expect(plan.code == 0)
+        #expect(plan.stdout.contains("worker plan: 6 entries"))
+        #expect(plan.stdout.contains("to add 6, to update 0, to reuse 0, unchanged 0"))
+        #expect(!FileManager.default.fileExists(atPath: cache))
+        #expect(try json(directory.path + "/p.json")["dry_run"] as? Bool == true)
+
+        #expect(try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache]).code == 0)
+        let index = cache + "/index.sqlite"
+        let before = try FileManager.default.attributesOfItem(atPath: index)[.modificationDate] as? Date
+        let dry = try WorkerBinary.run(["sync", "--dry-run", Self.demoManifest, "--cache-dir", cache])
+        #expect(dry.code == 0)
+        #expect(dry.stdout.contains("unchanged 6"))
+        #expect(try FileManager.default.attributesOfItem(atPath: index)[.modificationDate] as? Date == before)
+    }
+
+    @Test func credentialsNeverAppearInOutput() async throws {
+        let harness = try await Harness.start()
+        let bytes = harness.serve("secret")
+        let manifest = harness.directory.write("s.yaml", """
+            version: 1
+            headers:
+              Authorization: "Bearer ${WORKER_SECRET_TOKEN}"
+            entries:
+              - url: http://alice:hunter2@127.0.0.1:\(harness.origin.port)/f/secret
+                hash: sha256:\(sha256(bytes))
+              - url: http://alice:hunter2@127.0.0.1:\(harness.origin.port)/status/500
+            """)
+        let reportPath = harness.directory.path + "/r.json"
+        let result = try WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", harness.cache, "--report", reportPath, "--report-all", "--retries", "0", "-v"],
+            environment: ["WORKER_SECRET_TOKEN": "tok-XYZZY-42"])
+        #expect(result.code == 1)
+        #expect(harness.origin.lastHeaders("/f/secret")?["authorization"] == "Bearer tok-XYZZY-42")
+        let report = try String(contentsOfFile: reportPath, encoding: .utf8)
+        for text in [result.stdout, result.stderr, report] {
+            #expect(!text.contains("tok-XYZZY-42"))
+            #expect(!text.contains("hunter2"))
+            #expect(!text.contains("alice"))
+        }
+        #expect(report.contains("http://127.0.0.1:\(harness.origin.port)/f/secret"))
+
+        let missing = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
+        #expect(missing.code == 2)
+        #expect(missing.stderr.contains("environment variable 'WORKER_SECRET_TOKEN' is not set"))
+        await harness.origin.stop()
+    }
+}

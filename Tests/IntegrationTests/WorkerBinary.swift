@@ -1,0 +1,44 @@
+import Foundation
+
+/// Runs the built `worker` executable and captures its exit code and output.
+enum WorkerBinary {
+    struct Result {
+        let code: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// The executable next to the test bundle (`.build/<config>/worker`), or `$WORKER_BIN`.
+    static var path: String {
+        if let explicit = ProcessInfo.processInfo.environment["WORKER_BIN"] { return explicit }
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        // On macOS the test binary sits inside a bundle; on Linux it is a file in the build folder.
+        while folder.pathExtension == "xctest" || folder.lastPathComponent == "Contents" || folder.lastPathComponent == "MacOS" {
+            folder.deleteLastPathComponent()
+        }
+        return folder.appendingPathComponent("worker").path
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        merged.removeValue(forKey: "WORKER_CACHE_DIR")
+        for (key, value) in environment { merged[key] = value }
+        process.environment = merged
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes to the end before waiting, so a full pipe cannot block the child.
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(code: process.terminationStatus,
+                      stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self))
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import Testing
+@testable import ManifestSync
+import WorkerTestSupport
+
+@Suite struct ManifestReaderTests {
+    // MARK: - Valid manifests
+
+    @Test func readsEveryFieldOfTheFixture() throws {
+        let path = try #require(Bundle.module.path(forResource: "full", ofType: "yaml", inDirectory: "Fixtures"))
+        let set = try ManifestLoader(environment: ["WORKER_TEST_TOKEN": "s3cret"]).load(paths: [path])
+        let manifest = try #require(set.manifests.first)
+        #expect(manifest.name == "avatars")
+        #expect(manifest.baseURL == "https://cdn.example.com/assets/")
+        #expect(manifest.headers == [RequestHeader(name: "Authorization", value: "Bearer s3cret"),
+                                     RequestHeader(name: "X-Client", value: "worker-tests")])
+        #expect(set.entries.map(\.url) == [
+            "https://cdn.example.com/assets/u/1/avatar.png",
+            "https://other.example.com/u/2.png",
+            "https://cdn.example.com/root/3.png",
+            "http://cdn.example.com/u/4.png",
+        ])
+        #expect(set.entries[0].hash?.description == "sha256:" + sha256OfTest)
+        #expect(set.entries[1].hash?.algorithm == .md5)
+        #expect(set.entries[2].hash == nil)
+        #expect(set.entries[3].hash?.hex == sha256OfTest)
+        #expect(set.entries[0].line == 9 && set.entries[0].column == 10)
+        #expect(manifest.entryCount == 4)
+    }
+
+    @Test func nameDefaultsToTheFileName() throws {
+        let set = try load("version: 1\nentries: []\n", name: "thumbs.yaml").get()
+        #expect(set.manifests[0].name == "thumbs")
+        #expect(set.entries.isEmpty)
+    }
+
+    @Test func baseURLMayComeAfterTheEntries() throws {
+        let set = try load("""
+            version: 1
+            entries:
+              - url: a.png
+            base_url: http://127.0.0.1:9/x/
+            """).get()
+        #expect(set.entries.map(\.url) == ["http://127.0.0.1:9/x/a.png"])
+    }
+
+    @Test func sameURLWithTheSameHashIsMerged() throws {
+        let set = try load("""
+            version: 1
+            entries:
+              - url: http://h/a
+                hash: md5:098f6bcd4621d373cade4e832627b4f6
+              - url: http://h/a
+                hash: 098F6BCD4621D373CADE4E832627B4F6
+              - url: http://h/a
+            """).get()
+        #expect(set.entries.count == 1)
+        #expect(set.manifests[0].entryCount == 3)
+    }
+
+    @Test func localEntriesResolveInsideTheManifestFolder() throws {
+        let directory = TemporaryDirectory()
+        let set = try load("version: 1\nentries:\n  - url: img/./a.png\n  - url: img/sub/../b%20c.png\n", in: directory).get()
+        #expect(set.entries.map(\.url) == ["file://\(directory.path)/img/a.png", "file://\(directory.path)/img/b c.png"])
+    }
+
+    // MARK: - Errors with their positions
+
+    @Test func yamlSyntaxErrorHasItsPosition() {
+        let found = problems("version: 1\nentries:\n  - url: [unclosed\n")
+        #expect(found == ["3:10: 'url' must be a string, found a list",
+                          "4:1: YAML syntax error: did not find expected ',' or ']' (while parsing a flow sequence at line 3)"])
+    }
+
+    @Test func unknownKeys() {
+        #expect(problems("version: 1\nentries: []\ncolour: red\n") ==
+                ["3:1: unknown key 'colour' (expected version, name, base_url, headers, entries)"])
+        #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    sha: x\n") ==
+                ["4:5: unknown key 'sha' in entry (expected url, hash)"])
+    }
+
+    @Test func duplicateKeys() {
+        #expect(problems("version: 1\nversion: 1\nentries: []\n") == ["2:1: duplicate key 'version' (first at line 1)"])
+        #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    url: http://h/b\n") ==
+                ["4:5: duplicate key 'url' (first at line 3)"])
+    }
+
+    @Test func aliasesAndAnchorsAreRefused() {
+        let found = problems("""
+            version: 1
+            entries:
+              - &one
+                url: http://h/a
+              - *one
+            """)
+        #expect(found == ["3:5: YAML anchors are not allowed in a manifest", "5:5: YAML aliases are not allowed in a manifest"])
+    }
+
+    @Test func wrongTypes() {
+        #expect(problems("version: \"1\"\nentries: []\n") == ["1:10: 'version' must be the integer 1, found a scalar"])
+        #expect(problems("version: 2\nentries: []\n") == ["1:10: unsupported manifest version 2 (this worker reads version 1)"])
+        #expect(problems("version: 1\nentries: {}\n") == ["2:10: 'entries' must be a list, found a mapping"])
+        #expect(problems("version: 1\nentries:\n  - http://h/a\n") ==
+                ["3:5: each entry must be a mapping with 'url' (and optional 'hash'), found a scalar"])
+        #expect(problems("version: 1\nentries:\n  - url: [a]\n") == ["3:10: 'url' must be a string, found a list"])
+        #expect(problems("- 1\n") == ["1:1: the manifest must be a mapping with 'version' and 'entries', found a list"])
+    }
+
+    @Test func missingParts() {
+        #expect(problems("version: 1\nentries:\n  - hash: 098f6bcd4621d373cade4e832627b4f6\n") == ["3:5: entry has no 'url'"])
+        #expect(problems("entries: []\n") == ["1:1: missing required key 'version'"])
+        #expect(problems("version: 1\n") == ["1:1: missing required key 'entries'"])
+        #expect(problems("") == ["1:1: manifest is empty (expected a mapping with 'version' and 'entries')"])
+    }
+
+    @Test func badHash() {
+        #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    hash: sha256:abc\n") ==
+                ["4:11: bad hash: sha256 hash needs 64 hex digits, got 3"])
+    }
+
+    @Test func badScheme() {
+        #expect(problems("version: 1\nentries:\n  - url: ftp://h/a\n") ==
+                ["3:10: URL scheme 'ftp' is not allowed (only http and https)"])
+        #expect(problems("version: 1\nentries:\n  - url: file:///etc/passwd\n") ==
+                ["3:10: URL scheme 'file' is not allowed (only http and https)"])
+        #expect(problems("version: 1\nbase_url: ftp://h/\nentries: []\n") ==
+                ["2:11: 'base_url' has scheme 'ftp'; only http and https are allowed"])
+    }
+
+    @Test func sameURLWithTwoHashesNamesBothLines() {
+        #expect(problems("""
+            version: 1
+            entries:
+              - url: http://h/a
+                hash: md5:098f6bcd4621d373cade4e832627b4f6
+              - url: http://h/b
+              - url: http://h/a
+                hash: md5:00000000000000000000000000000000
+            """) == ["6:10: URL http://h/a is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at line 3"])
+    }
+
+    @Test func sameURLWithTwoHashesAcrossManifests() throws {
+        let directory = TemporaryDirectory()
+        let first = directory.write("a.yaml", "version: 1\nentries:\n  - url: http://h/x\n    hash: md5:098f6bcd4621d373cade4e832627b4f6\n")
+        let second = directory.write("b.yaml", "version: 1\nentries:\n  - url: http://h/x\n    hash: md5:00000000000000000000000000000000\n")
+        let error = try #require(throws: ManifestErrors.self) { try ManifestLoader().load(paths: [first, second]) }
+        #expect(error.description == "\(second):3:10: URL http://h/x is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at \(first):3")
+    }
+
+    @Test func missingVariableIsNamedNotItsValue() {
+        let found = problems("version: 1\nheaders:\n  Authorization: \"Bearer ${NOPE_TOKEN}\"\nentries: []\n")
+        #expect(found == ["3:18: header 'Authorization': environment variable 'NOPE_TOKEN' is not set"])
+    }
+
+    @Test func localPathsMayNotLeaveTheFolder() {
+        #expect(problems("version: 1\nentries:\n  - url: ../secret.png\n") ==
+                ["3:10: local path '../secret.png' leaves the manifest's folder"])
+        #expect(problems("version: 1\nentries:\n  - url: a/%2e%2e/%2e%2e/x\n") ==
+                ["3:10: local path 'a/%2e%2e/%2e%2e/x' leaves the manifest's folder"])
+        #expect(problems("version: 1\nentries:\n  - url: /etc/passwd\n") ==
+                ["3:10: local path '/etc/passwd' must be relative to the manifest's folder (no base_url is set)"])
+    }
+
+    @Test func onlyOneDocument() {
+        #expect(problems("version: 1\nentries: []\n---\nversion: 1\n") == ["3:1: a manifest holds one YAML document; found a second one"])
+    }
+
+    @Test func everyProblemIsReportedNotJustTheFirst() {
+        let found = problems("version: 1\nentries:\n  - url: ftp://a\n  - url: http://h/b\n    hash: nope\n  - {}\n")
+        #expect(found.count == 3)
+    }
+
+    @Test func missingFileIsAnError() throws {
+        let error = try #require(throws: ManifestErrors.self) { try ManifestLoader().load(paths: ["/nonexistent/m.yaml"]) }
+        #expect(error.description == "/nonexistent/m.yaml: cannot read manifest: No such file or directory")
+    }
+
+    // MARK: - Streaming
+
+    @Test func streamsOneHundredThousandEntries() throws {
+        let directory = TemporaryDirectory()
+        var text = "version: 1\nentries:\n"
+        text.reserveCapacity(100_000 * 110)
+        for number in 0..<100_000 {
+            text += "  - url: http://127.0.0.1/u/\(number).png\n    hash: sha256:\(String(format: "%064x", number))\n"
+        }
+        // A syntax error after the last entry: the entries were handed over one at a time as they
+        // were read, before the reader reached the end of the document.
+        text += "oops: [\n"
+        let path = directory.write("big.yaml", text)
+        var delivered = 0
+        var last: RawEntry?
+        var diagnostics: [ManifestDiagnostic] = []
+        _ = ManifestReader(path: path).read(diagnostics: &diagnostics) { entry in
+            delivered += 1
+            last = entry
+        }
+        #expect(delivered == 100_000)
+        #expect(last?.url == "http://127.0.0.1/u/99999.png")
+        #expect(last?.line == 200_001)
+        #expect(diagnostics.map(\.line) == [200_003, 200_004])
+        #expect(diagnostics.last?.message.hasPrefix("YAML syntax error") == true)
+    }
+}

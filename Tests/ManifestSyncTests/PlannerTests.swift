@@ -1,0 +1,80 @@
+import Testing
+@testable import ManifestSync
+
+@Suite struct PlannerTests {
+    let objectA = String(repeating: "a", count: 64)
+    let objectB = String(repeating: "b", count: 64)
+
+    func entry(_ url: String, _ hash: String?, manifest: Int = 0) -> ManifestEntry {
+        ManifestEntry(url: url, hash: hash.map { try! ContentHash.parse($0).get() }, manifest: manifest, line: 1, column: 1)
+    }
+
+    func record(_ url: String, hash: String?, object: String) -> IndexRecord {
+        IndexRecord(url: url, hash: hash, object: object, size: 10, fetchedAt: 0, lastUsed: 0)
+    }
+
+    func plan(_ entries: [ManifestEntry], _ records: [IndexRecord], present: Set<String>) -> SyncPlan {
+        let manifest = Manifest(path: "m.yaml", name: "m", baseURL: nil, headers: [], localRoot: "/", entryCount: entries.count)
+        return Planner(objectExists: { present.contains($0) })
+            .plan(ManifestSet(manifests: [manifest], entries: entries), records: records)
+    }
+
+    @Test func unchangedWhenTheIndexHasTheURLAtThisHashAndTheObjectExists() {
+        let result = plan([entry("http://h/a", "sha256:" + objectA)],
+                          [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        #expect(result.items.map(\.plannedStatus) == [.unchanged])
+    }
+
+    @Test func addedWhenMissingOrWhenTheObjectFileIsGone() {
+        let result = plan([entry("http://h/new", "sha256:" + objectA), entry("http://h/gone", "sha256:" + objectB)],
+                          [record("http://h/gone", hash: "sha256:" + objectB, object: objectB)], present: [])
+        #expect(result.items.map(\.plannedStatus) == [.added, .added])
+        #expect(result.items.map(\.action) == [.download, .download])
+    }
+
+    @Test func updatedWhenTheHashChanged() {
+        let result = plan([entry("http://h/a", "sha256:" + objectB)],
+                          [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        #expect(result.items.map(\.plannedStatus) == [.updated])
+        #expect(result.items[0].previous?.hash == "sha256:" + objectA)
+    }
+
+    @Test func reusedWhenTheContentIsStoredUnderAnotherURL() {
+        let md5 = "098f6bcd4621d373cade4e832627b4f6"
+        let result = plan(
+            [entry("http://h/copy", "sha256:" + objectA), entry("http://h/md5copy", "md5:" + md5)],
+            [record("http://h/a", hash: "sha256:" + objectA, object: objectA),
+             record("http://h/b", hash: "md5:" + md5, object: objectB)],
+            present: [objectA, objectB])
+        #expect(result.items.map(\.action) == [.reuse(object: objectA, size: 10), .reuse(object: objectB, size: 10)])
+        #expect(result.items.map(\.plannedStatus) == [.reused, .reused])
+    }
+
+    @Test func notReusedWhenThatObjectFileIsMissing() {
+        let result = plan([entry("http://h/copy", "sha256:" + objectA)],
+                          [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [])
+        #expect(result.items.map(\.action) == [.download])
+    }
+
+    @Test func hashlessEntryIsKeptWhilePresent() {
+        let result = plan([entry("http://h/a", nil), entry("http://h/b", nil)],
+                          [record("http://h/a", hash: nil, object: objectA)], present: [objectA])
+        #expect(result.items.map(\.plannedStatus) == [.unchanged, .added])
+    }
+
+    @Test func sha256ManifestHashMatchingTheStoredObjectIsUnchanged() {
+        // The row was verified against md5; the manifest now names the same bytes by SHA-256.
+        let result = plan([entry("http://h/a", "sha256:" + objectA)],
+                          [record("http://h/a", hash: "md5:098f6bcd4621d373cade4e832627b4f6", object: objectA)],
+                          present: [objectA])
+        #expect(result.items.map(\.plannedStatus) == [.unchanged])
+    }
+
+    @Test func orphansAreRowsNoManifestNames() {
+        let result = plan([entry("http://h/a", nil)],
+                          [record("http://h/a", hash: nil, object: objectA), record("http://h/old", hash: nil, object: objectB)],
+                          present: [objectA, objectB])
+        #expect(result.orphans.map(\.url) == ["http://h/old"])
+        #expect(result.indexedEntries == 2)
+    }
+}

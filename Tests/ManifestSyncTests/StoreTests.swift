@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+@testable import ManifestSync
+import WorkerTestSupport
+
+@Suite struct StoreTests {
+    @Test func indexRoundTripsRecordsAndRemovals() throws {
+        let directory = TemporaryDirectory()
+        let index = try CacheIndex(path: directory.path + "/index.sqlite", create: true)
+        let a = IndexRecord(url: "http://h/a", hash: "md5:098f6bcd4621d373cade4e832627b4f6",
+                            object: String(repeating: "a", count: 64), size: 4, fetchedAt: 1, lastUsed: 2, etag: "\"e\"")
+        let b = IndexRecord(url: "http://h/b", hash: nil, object: String(repeating: "a", count: 64), size: 4,
+                            fetchedAt: 1, lastUsed: 2, lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
+        try index.apply(upserts: [a, b], touches: [], removals: [], at: 0)
+        #expect(try index.allRecords().sorted { $0.url < $1.url } == [a, b])
+        #expect(try index.references(object: a.object) == 2)
+
+        try index.apply(upserts: [], touches: ["http://h/a"], removals: ["http://h/b"], at: 99)
+        let reopened = try CacheIndex(path: directory.path + "/index.sqlite", create: false)
+        let rows = try reopened.allRecords()
+        #expect(rows.map(\.url) == ["http://h/a"])
+        #expect(rows.first?.lastUsed == 99)
+        #expect(try reopened.references(object: a.object) == 1)
+    }
+
+    @Test func corruptIndexIsUnusable() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("index.sqlite", String(repeating: "not a database ", count: 400))
+        #expect(throws: CacheError.self) { try CacheIndex(path: path, create: true).allRecords() }
+    }
+
+    @Test func secondLockWaitsThenGivesUp() async throws {
+        let directory = TemporaryDirectory()
+        let first = try await CacheLock(directory: directory.path, wait: 0)
+        let started = Date()
+        await #expect(throws: CacheError.self) { _ = try await CacheLock(directory: directory.path, wait: 0.3) }
+        #expect(Date().timeIntervalSince(started) >= 0.3)
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func lockIsFreeAgainWhenReleased() async throws {
+        let directory = TemporaryDirectory()
+        var first: CacheLock? = try await CacheLock(directory: directory.path, wait: 0)
+        #expect(first != nil)
+        first = nil
+        _ = try await CacheLock(directory: directory.path, wait: 0)
+    }
+
+    @Test func storeLaysOutObjectsByHash() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let name = String(repeating: "c", count: 64)
+        #expect(store.objectPath(name) == directory.path + "/cache/objects/sha256/cc/" + name)
+        #expect(!store.contains(name))
+        let file = directory.write("body", "hello")
+        try store.install(temporary: file, sha256: name)
+        #expect(store.contains(name))
+        #expect(access(file, F_OK) != 0)
+        var info = stat()
+        #expect(stat(store.objectPath(name), &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o444, "objects are read-only")
+    }
+
+    @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let name = String(repeating: "d", count: 64)
+        symlink("/etc/passwd", store.objectPath(name))
+        #expect(!store.contains(name))
+    }
+
+    @Test func staleTemporaryFilesAreRemoved() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        directory.write("cache/tmp/dl-1", "partial")
+        directory.write("cache/tmp/dl-2", "partial")
+        #expect(store.removeStaleTemporaryFiles() == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.tmpDirectory).isEmpty)
+    }
+
+    @Test func cacheRootThatIsAFileIsUnusable() {
+        let directory = TemporaryDirectory()
+        let file = directory.write("cache", "x")
+        #expect(throws: CacheError.self) { try ContentStore(root: file) }
+    }
+}
