@@ -1,5 +1,6 @@
 import CWorkerSystem
 import Foundation
+import Synchronization
 
 /// The content-addressed part of the cache: `objects/sha256/ab/abcdef…` (read-only files named by
 /// the SHA-256 of their bytes) and `tmp/` for in-flight downloads.
@@ -44,11 +45,14 @@ public struct ContentStore: Sendable {
         return lstat(objectPath(sha256), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// A new, exclusive temporary file under `tmp/`.
+    /// A new, exclusive temporary file under `tmp/`, created read-only (the descriptor can still
+    /// write it), so installing it needs no chmod. Names are the pid and a counter: the writer
+    /// holds the lock, and O_EXCL settles the rest without a random draw per file.
     func makeTemporaryFile() throws(FetchFailure) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
-            let path = tmpDirectory + "/dl-" + Hex.encode((0..<12).map { _ in UInt8.random(in: 0...255) })
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            let number = temporaryCounter.add(1, ordering: .relaxed).newValue
+            let path = tmpDirectory + "/dl-\(getpid())-\(number)"
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444)
             if fd >= 0 { return (fd, path) }
             if errno != EEXIST {
                 throw FetchFailure(.io, "cannot create \(path): \(String(cString: strerror(errno)))")
@@ -57,11 +61,11 @@ public struct ContentStore: Sendable {
         throw FetchFailure(.io, "cannot create a temporary file in \(tmpDirectory)")
     }
 
-    /// Moves a verified temporary file to its final name (read-only). Replaces a file of the same
-    /// name, which can only be the same bytes or a damaged leftover.
+    /// Moves a verified temporary file to its final name. Replaces a file of the same name, which
+    /// can only be the same bytes or a damaged leftover.
     func install(temporary path: String, sha256: String) throws(CacheError) {
         let target = objectPath(sha256)
-        guard chmod(path, 0o444) == 0, rename(path, target) == 0 else {
+        guard rename(path, target) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(path)
             throw CacheError.unusable(path: target, reason: reason)
@@ -105,3 +109,6 @@ public struct ContentStore: Sendable {
         throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
     }
 }
+
+/// Numbers temporary files within this process.
+private let temporaryCounter = Atomic<UInt64>(0)
