@@ -16,7 +16,8 @@ struct SyncRun {
     /// Report rows by plan item; nil for unchanged items not reported.
     private var rows: [SyncReport.Entry?]
     private var pending: [IndexRecord] = []
-    private var pendingHasNewObjects = false
+    /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
+    private var pendingInstalls: [(temporary: String, sha256: String)] = []
     private var lastCommit = Date()
 
     init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, logger: Logger) {
@@ -169,7 +170,7 @@ struct SyncRun {
             switch result.result {
             case .success(let body):
                 delivered = body
-                pendingHasNewObjects = true
+                pendingInstalls.append((body.temporaryPath, body.sha256))
                 let status: EntryStatus = plan.items[item].isUpdate ? .updated : .added
                 link(item, object: body.sha256, size: body.size, status: status, body: body, attempts: result.attempts)
             case .failure(let failure):
@@ -223,13 +224,21 @@ struct SyncRun {
 
     // MARK: - Commit and prune
 
-    /// Makes the batch's new objects durable with one flush, then commits their rows.
+    /// Commits a batch in the order that survives a crash at any point: flush the new bodies
+    /// (still in `tmp/`), rename them to their object names, flush the renames, then one index
+    /// transaction for the batch's rows. One flush pair per batch, not an fsync per file.
     private mutating func commit(touches: [String], at time: Double) throws(CacheError) {
         guard !pending.isEmpty || !touches.isEmpty else { return }
-        if pendingHasNewObjects { try store.flush() }
+        if !pendingInstalls.isEmpty {
+            try store.flush()
+            for install in pendingInstalls {
+                try store.install(temporary: install.temporary, sha256: install.sha256)
+            }
+            try store.flush()
+        }
         try index.apply(upserts: pending, touches: touches, removals: [], at: time)
         pending.removeAll(keepingCapacity: true)
-        pendingHasNewObjects = false
+        pendingInstalls.removeAll(keepingCapacity: true)
         lastCommit = Date()
     }
 

@@ -6,16 +6,38 @@ import NIOPosix
 import Synchronization
 
 /// A real HTTP origin on 127.0.0.1 (port 0) for integration tests: serves in-memory files, counts
-/// every request by path, and has routes for failure modes.
+/// every request by path, and has routes for each failure mode.
 ///
-/// Routes: any path set with `set(_:_:)` serves those bytes (with an ETag); `/status/CODE` answers
-/// CODE; `/redirect/N/PATH` redirects N times, then to PATH; anything else is 404.
+/// | route | behaviour |
+/// |---|---|
+/// | a path given to `set(_:_:)` | those bytes, with an ETag |
+/// | `/status/CODE` | answers CODE |
+/// | `/flaky/N/CODE/PATH[?retry-after=S]` | the first N requests answer CODE, later ones serve PATH |
+/// | `/truncate/PATH` | declares 100 bytes more than it sends, then closes |
+/// | `/drip/MS/PATH` | sends PATH one byte every MS milliseconds |
+/// | `/stall/PATH` | sends the head and half the body, then nothing |
+/// | `/endless` | a chunked body that never ends (until the client goes, or 1 GiB) |
+/// | `/reset/PATH` | closes the connection without answering |
+/// | `/redirect/N/PATH` | N redirects, then PATH |
+/// | `/loop/a`, `/loop/b` | redirect to each other |
+/// | `/goto?to=URL` | redirects to URL |
+/// | anything else | 404 |
 final class TestOrigin: Sendable {
     struct State {
         var files: [String: [UInt8]] = [:]
         var hits: [String: Int] = [:]
         var headers: [String: [String: String]] = [:]
         var total = 0
+    }
+
+    /// How a request is answered.
+    enum Behavior {
+        case respond(HTTPResponseStatus, HTTPHeaders, [UInt8])
+        case truncate([UInt8])
+        case drip([UInt8], milliseconds: Int64)
+        case stall([UInt8])
+        case endless
+        case reset
     }
 
     private let state: Mutex<State>
@@ -69,35 +91,53 @@ final class TestOrigin: Sendable {
     /// The request headers of the last request for `path`, names lowercased.
     func lastHeaders(_ path: String) -> [String: String]? { state.withLock { $0.headers[path] } }
 
-    // MARK: - Serving
+    // MARK: - Routing
 
-    fileprivate func respond(to head: HTTPRequestHead) -> (HTTPResponseHead, [UInt8]) {
-        let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
-        let file: [UInt8]? = state.withLock { state in
+    fileprivate func behavior(for head: HTTPRequestHead) -> Behavior {
+        let parts = head.uri.split(separator: "?", maxSplits: 1)
+        let path = String(parts.first ?? "")
+        let query = parts.count > 1 ? String(parts[1]) : ""
+        let (file, count): ([UInt8]?, Int) = state.withLock { state in
             state.total += 1
             state.hits[path, default: 0] += 1
             state.headers[path] = Dictionary(head.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
-            return state.files[path]
+            return (state.files[path], state.hits[path]!)
         }
         var headers = HTTPHeaders()
         if let file {
             headers.add(name: "ETag", value: "\"\(SHA256.hash(data: file).prefix(8).map { String(format: "%02x", $0) }.joined())\"")
-            return (response(head, .ok, headers), file)
+            return .respond(.ok, headers, file)
         }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
-        if parts.count == 2, parts[0] == "status", let code = Int(parts[1]) {
-            return (response(head, HTTPResponseStatus(statusCode: code), headers), Array("status \(code)\n".utf8))
+        let segments = path.split(separator: "/").map(String.init)
+        let rest = { (from: Int) in "/" + segments.dropFirst(from).joined(separator: "/") }
+        let served = { (from: Int) in self.state.withLock { $0.files[rest(from)] } ?? Array("missing\n".utf8) }
+        switch segments.first {
+        case "status" where segments.count == 2:
+            return .respond(HTTPResponseStatus(statusCode: Int(segments[1]) ?? 500), headers, Array("status\n".utf8))
+        case "flaky" where segments.count >= 4:
+            guard count > Int(segments[1]) ?? 0 else {
+                if query.hasPrefix("retry-after=") { headers.add(name: "Retry-After", value: String(query.dropFirst(12))) }
+                return .respond(HTTPResponseStatus(statusCode: Int(segments[2]) ?? 500), headers, Array("flaky\n".utf8))
+            }
+            return .respond(.ok, headers, served(3))
+        case "truncate": return .truncate(served(1))
+        case "drip" where segments.count >= 3: return .drip(served(2), milliseconds: Int64(segments[1]) ?? 50)
+        case "stall": return .stall(served(1))
+        case "endless": return .endless
+        case "reset": return .reset
+        case "redirect" where segments.count >= 3:
+            let remaining = Int(segments[1]) ?? 1
+            headers.add(name: "Location", value: remaining <= 1 ? rest(2) : "/redirect/\(remaining - 1)\(rest(2))")
+            return .respond(.found, headers, [])
+        case "loop" where segments.count == 2:
+            headers.add(name: "Location", value: segments[1] == "a" ? "/loop/b" : "/loop/a")
+            return .respond(.movedPermanently, headers, [])
+        case "goto" where query.hasPrefix("to="):
+            headers.add(name: "Location", value: String(query.dropFirst(3)).removingPercentEncoding ?? "")
+            return .respond(.temporaryRedirect, headers, [])
+        default:
+            return .respond(.notFound, headers, Array("not found\n".utf8))
         }
-        if parts.count >= 3, parts[0] == "redirect", let count = Int(parts[1]) {
-            let rest = "/" + parts.dropFirst(2).joined(separator: "/")
-            headers.add(name: "Location", value: count <= 1 ? rest : "/redirect/\(count - 1)\(rest)")
-            return (response(head, .found, headers), [])
-        }
-        return (response(head, .notFound, headers), Array("not found\n".utf8))
-    }
-
-    private func response(_ request: HTTPRequestHead, _ status: HTTPResponseStatus, _ headers: HTTPHeaders) -> HTTPResponseHead {
-        HTTPResponseHead(version: request.version, status: status, headers: headers)
     }
 }
 
@@ -128,18 +168,74 @@ private final class OriginHandler: ChannelInboundHandler {
             break
         case .end:
             guard let request = head else { return }
-            var (responseHead, body) = origin.get().respond(to: request)
+            serve(request, origin.get().behavior(for: request), context: context)
+        }
+    }
+
+    private func serve(_ request: HTTPRequestHead, _ behavior: TestOrigin.Behavior, context: ChannelHandlerContext) {
+        let channel = context.channel
+        switch behavior {
+        case .respond(let status, let headers, let body):
             let keepAlive = request.isKeepAlive
-            responseHead.headers.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
-            responseHead.headers.replaceOrAdd(name: "Connection", value: keepAlive ? "keep-alive" : "close")
-            context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-            if !body.isEmpty && request.method != .HEAD {
-                context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
-            }
-            let closing = context.channel
+            writeHead(context, request, status, headers, length: body.count, keepAlive: keepAlive)
+            if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body)))), promise: nil) }
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-                if !keepAlive { closing.close(promise: nil) }
+                if !keepAlive { channel.close(promise: nil) }
             }
+        case .truncate(let body):
+            writeHead(context, request, .ok, [:], length: body.count + 100, keepAlive: false)
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body))))).whenComplete { _ in
+                channel.close(promise: nil)
+            }
+        case .stall(let body):
+            writeHead(context, request, .ok, [:], length: body.count, keepAlive: false)
+            let half = Array(body.prefix(max(1, body.count / 2)))
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: half)))), promise: nil)
+        case .drip(let body, let milliseconds):
+            writeHead(context, request, .ok, [:], length: body.count, keepAlive: false)
+            context.flush()
+            drip(body[...], every: milliseconds, context: context)
+        case .endless:
+            var headers = HTTPHeaders()
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: .ok, headers: headers))),
+                                  promise: nil)
+            pour(context: context, sent: 0)
+        case .reset:
+            channel.close(promise: nil)
+        }
+    }
+
+    private func writeHead(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, _ status: HTTPResponseStatus,
+                           _ headers: HTTPHeaders, length: Int, keepAlive: Bool) {
+        var headers = headers
+        headers.replaceOrAdd(name: "Content-Length", value: "\(length)")
+        headers.replaceOrAdd(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
+    }
+
+    private func drip(_ rest: ArraySlice<UInt8>, every milliseconds: Int64, context: ChannelHandlerContext) {
+        guard let byte = rest.first, context.channel.isActive else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: [byte])))), promise: nil)
+        let next = rest.dropFirst()
+        context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
+            self.drip(next, every: milliseconds, context: context)
+        }
+    }
+
+    /// Writes 64 KiB chunks while the client reads, up to 1 GiB.
+    private func pour(context: ChannelHandlerContext, sent: Int) {
+        guard context.channel.isActive, sent < 1 << 30 else {
+            context.close(promise: nil)
+            return
+        }
+        let chunk = context.channel.allocator.buffer(repeating: 0x61, count: 64 << 10)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk)))).assumeIsolated().whenComplete { result in
+            guard case .success = result else { return }
+            self.pour(context: context, sent: sent + (64 << 10))
         }
     }
 }

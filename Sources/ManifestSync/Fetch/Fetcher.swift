@@ -29,8 +29,10 @@ struct FetchRequest: Sendable {
     let localRoot: String?
 }
 
-/// A body that was received completely, matched its hash, and is now an object of the store.
+/// A body that was received completely and matched its hash, waiting in `tmp/` to be installed
+/// as an object when its batch commits.
 struct FetchedBody: Sendable {
+    let temporaryPath: String
     let sha256: String
     let size: Int64
     let etag: String?
@@ -103,6 +105,9 @@ final class Fetcher: Sendable {
     // MARK: - HTTP
 
     private func download(_ request: FetchRequest, bytes: inout Int64) async -> Result<FetchedBody, FetchFailure> {
+        // AsyncHTTPClient's deadline covers the response head; the body loop checks it too, so a
+        // slow drip that never goes quiet long enough for the read timeout still ends.
+        let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
         var current = request.url
         var visited: Set<String> = [current]
         var sendHeaders = true
@@ -115,14 +120,14 @@ final class Fetcher: Sendable {
             }
             let response: HTTPClientResponse
             do {
-                response = try await client.execute(
-                    http, deadline: .now() + .milliseconds(Int64(settings.entryTimeout * 1000)), logger: nil)
+                response = try await client.execute(http, deadline: deadline, logger: nil)
             } catch {
                 return .failure(Self.classify(error))
             }
             let status = Int(response.status.code)
             if [301, 302, 303, 307, 308].contains(status) {
-                switch nextHop(from: current, response: response, status: status, hop: hop, visited: &visited) {
+                switch Self.redirectTarget(from: current, location: response.headers.first(name: "location"), status: status,
+                                           hop: hop, maxRedirects: settings.maxRedirects, visited: &visited) {
                 case .failure(let failure): return .failure(failure)
                 case .success(let next):
                     if Self.origin(of: next) != origin { sendHeaders = false }
@@ -140,19 +145,22 @@ final class Fetcher: Sendable {
             }
             let etag = response.headers.first(name: "etag")
             let lastModified = response.headers.first(name: "last-modified")
-            return await receive(response.body, declared: declared, request: request, bytes: &bytes)
-                .map { FetchedBody(sha256: $0.sha256, size: $0.size, etag: etag, lastModified: lastModified) }
+            return await receive(response.body, declared: declared, request: request, deadline: deadline, bytes: &bytes)
+                .map { FetchedBody(temporaryPath: $0.path, sha256: $0.sha256, size: $0.size, etag: etag,
+                                   lastModified: lastModified) }
         }
         return .failure(FetchFailure(.redirect, "more than \(settings.maxRedirects) redirects"))
     }
 
-    private func nextHop(from current: String, response: HTTPClientResponse, status: Int, hop: Int,
-                         visited: inout Set<String>) -> Result<String, FetchFailure> {
-        guard let location = response.headers.first(name: "location"), !location.isEmpty else {
+    /// Where a redirect leads, or why it is refused: no Location, too many hops, a loop, a scheme
+    /// other than http(s), or a downgrade from https to http.
+    static func redirectTarget(from current: String, location: String?, status: Int, hop: Int, maxRedirects: Int,
+                               visited: inout Set<String>) -> Result<String, FetchFailure> {
+        guard let location, !location.isEmpty else {
             return .failure(FetchFailure(.redirect, "HTTP \(status) redirect without a Location"))
         }
-        guard hop < settings.maxRedirects else {
-            return .failure(FetchFailure(.redirect, "more than \(settings.maxRedirects) redirects"))
+        guard hop < maxRedirects else {
+            return .failure(FetchFailure(.redirect, "more than \(maxRedirects) redirects"))
         }
         guard let base = URL(string: current), let target = URL(string: location, relativeTo: base)?.absoluteURL,
               let scheme = target.scheme?.lowercased()
@@ -172,14 +180,18 @@ final class Fetcher: Sendable {
         return .success(next)
     }
 
-    private func receive(_ body: HTTPClientResponse.Body, declared: Int64?, request: FetchRequest,
-                         bytes: inout Int64) async -> Result<(sha256: String, size: Int64), FetchFailure> {
+    private func receive(_ body: HTTPClientResponse.Body, declared: Int64?, request: FetchRequest, deadline: NIODeadline,
+                         bytes: inout Int64) async -> Result<VerifiedFile, FetchFailure> {
         let file: (fd: Int32, path: String)
         do { file = try store.makeTemporaryFile() } catch { return .failure(error) }
         var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
         do {
             for try await buffer in body {
                 bytes += Int64(buffer.readableBytes)
+                if NIODeadline.now() > deadline {
+                    sink.discard()
+                    return .failure(FetchFailure(.timeout, "the download took longer than the entry timeout (\(settings.entryTimeout) s)"))
+                }
                 if let failure = buffer.withUnsafeReadableBytes({ sink.write($0) }) {
                     sink.discard()
                     return .failure(failure)
@@ -239,23 +251,22 @@ final class Fetcher: Sendable {
                 return .failure(failure)
             }
         }
-        return finish(&sink).map { FetchedBody(sha256: $0.sha256, size: $0.size, etag: nil, lastModified: nil) }
+        return finish(&sink).map {
+            FetchedBody(temporaryPath: $0.path, sha256: $0.sha256, size: $0.size, etag: nil, lastModified: nil)
+        }
     }
 
-    // MARK: - Verify and install
+    // MARK: - Verify
 
-    private func finish(_ sink: inout BodySink) -> Result<(sha256: String, size: Int64), FetchFailure> {
-        switch sink.close() {
-        case .failure(let failure):
-            return .failure(failure)
-        case .success(let digests):
-            do {
-                try store.install(temporary: sink.path, sha256: digests.sha256)
-            } catch {
-                return .failure(FetchFailure(.io, "\(error)"))
-            }
-            return .success((digests.sha256, sink.size))
-        }
+    /// A closed temporary file whose bytes matched the expected hash.
+    struct VerifiedFile {
+        let path: String
+        let sha256: String
+        let size: Int64
+    }
+
+    private func finish(_ sink: inout BodySink) -> Result<VerifiedFile, FetchFailure> {
+        sink.close().map { VerifiedFile(path: sink.path, sha256: $0.sha256, size: sink.size) }
     }
 
     // MARK: - Errors
@@ -272,6 +283,9 @@ final class Fetcher: Sendable {
             default:
                 return FetchFailure(.connection, "\(client.shortDescription)")
             }
+        }
+        if let parser = error as? HTTPParserError, parser == .invalidEOFState {
+            return FetchFailure(.connection, "truncated body: the connection closed before the declared length arrived")
         }
         if let channel = error as? ChannelError, channel == .connectTimeout(.zero) {
             return FetchFailure(.timeout, "connect timeout")

@@ -25,6 +25,9 @@ struct Sync: AsyncParsableCommand {
     @Option(name: .customLong("read-timeout"), help: "Longest silence while reading a body.")
     var readTimeout = "30"
 
+    @Option(name: .customLong("entry-timeout"), help: "Longest one download attempt may take, head to last byte (stops slow drips).")
+    var entryTimeout = "10m"
+
     @Option(help: "Longest the whole run may take (e.g. 10m); unfinished entries fail as cancelled.")
     var deadline: String?
 
@@ -59,6 +62,7 @@ struct Sync: AsyncParsableCommand {
         fetch.retry = RetryPolicy(retries: retries)
         fetch.connectTimeout = try positiveDuration(connectTimeout, "--connect-timeout")
         fetch.readTimeout = try positiveDuration(readTimeout, "--read-timeout")
+        fetch.entryTimeout = try positiveDuration(entryTimeout, "--entry-timeout")
         guard let size = Units.size(maxSize), size > 0 else {
             throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 256MiB, 1MB, 1048576)")
         }
