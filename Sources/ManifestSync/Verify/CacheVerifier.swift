@@ -1,0 +1,202 @@
+import Crypto
+import Foundation
+import Logging
+
+/// What `worker verify` found, and what `--repair` did about it.
+public struct VerifyReport: Sendable, Codable {
+    public var objectsChecked = 0
+    public var bytesChecked: Int64 = 0
+    /// Object files whose bytes do not hash to their name.
+    public var corruptObjects: [String] = []
+    /// Index rows whose object file is missing (or was corrupt), by URL.
+    public var missingObjects: [String] = []
+    /// Object files no index row names.
+    public var unreferencedObjects: [String] = []
+    /// Anything else under `objects/`: symlinks, wrongly named files, folders where files belong.
+    public var strayFiles: [String] = []
+    /// Files a crashed run left in `tmp/` (removed).
+    public var temporaryFiles = 0
+    public var repaired = false
+    public var redownloaded: [String] = []
+    /// Rows dropped because their URL could not be fetched again.
+    public var droppedEntries: [String] = []
+    public var deletedFiles = 0
+
+    /// True when the cache and its index agree.
+    public var isClean: Bool {
+        corruptObjects.isEmpty && missingObjects.isEmpty && unreferencedObjects.isEmpty && strayFiles.isEmpty
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case objectsChecked = "objects_checked"
+        case bytesChecked = "bytes_checked"
+        case corruptObjects = "corrupt_objects"
+        case missingObjects = "missing_objects"
+        case unreferencedObjects = "unreferenced_objects"
+        case strayFiles = "stray_files"
+        case temporaryFiles = "temporary_files"
+        case repaired, redownloaded
+        case droppedEntries = "dropped_entries"
+        case deletedFiles = "deleted_files"
+    }
+}
+
+/// Re-hashes every object and cross-checks the index both ways; with `repair`, deletes what is
+/// wrong, re-downloads what the index still names (verified against its hash), and drops rows
+/// that cannot be fetched again. Runs under the cache lock.
+public struct CacheVerifier: Sendable {
+    public let cacheDirectory: String
+    public var fetch = FetchSettings()
+    public var waitLock: Double?
+    public let logger: Logger
+
+    public init(cacheDirectory: String, logger: Logger = Logger(label: "worker")) {
+        self.cacheDirectory = cacheDirectory
+        self.logger = logger
+    }
+
+    public func verify(repair: Bool) async throws(CacheError) -> VerifyReport {
+        var report = VerifyReport()
+        let store = try ContentStore(root: cacheDirectory)
+        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+        defer { withExtendedLifetime(lock) {} }
+        report.temporaryFiles = store.removeStaleTemporaryFiles()
+        let index = try CacheIndex(path: cacheDirectory + "/index.sqlite", create: true)
+        let records = try index.allRecords()
+        let referenced = Set(records.map(\.object))
+
+        let (files, stray) = listObjects(store)
+        report.strayFiles = stray
+        let results = await hashAll(files.map { (name: $0, path: store.objectPath($0)) })
+        var good = Set<String>()
+        for (name, result) in results {
+            report.objectsChecked += 1
+            switch result {
+            case .success(let (digest, size)):
+                report.bytesChecked += size
+                if digest == name { good.insert(name) } else { report.corruptObjects.append(name) }
+            case .failure:
+                report.corruptObjects.append(name)
+            }
+        }
+        report.unreferencedObjects = good.subtracting(referenced).sorted()
+        let broken = records.filter { !good.contains($0.object) }
+        report.missingObjects = broken.map { Redact.url($0.url) }.sorted()
+        report.corruptObjects.sort()
+        guard repair else { return report }
+
+        report.repaired = true
+        // Bad files go first (their rows are broken already); then each broken row is fetched
+        // again or dropped, so no row is left pointing at a missing or corrupt object.
+        for name in report.corruptObjects + report.unreferencedObjects {
+            store.remove(name)
+            report.deletedFiles += 1
+        }
+        for path in stray where unlink(store.objectsDirectory + "/" + path) == 0 || rmdir(store.objectsDirectory + "/" + path) == 0 {
+            report.deletedFiles += 1
+        }
+        try await refetch(broken, store: store, index: index, report: &report)
+        return report
+    }
+
+    /// Object names in the fan-out folders, and everything there that is not a well-named file.
+    private func listObjects(_ store: ContentStore) -> (files: [String], stray: [String]) {
+        var files: [String] = []
+        var stray: [String] = []
+        let manager = FileManager.default
+        for byte in 0..<256 {
+            let prefix = Hex.encode([UInt8(byte)])
+            let folder = store.objectsDirectory + "/" + prefix
+            guard let names = try? manager.contentsOfDirectory(atPath: folder) else { continue }
+            for name in names {
+                var info = stat()
+                let isFile = lstat(folder + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+                if isFile, Hex.isLowercaseHex(name, length: 64), name.hasPrefix(prefix) {
+                    files.append(name)
+                } else {
+                    stray.append(prefix + "/" + name)
+                }
+            }
+        }
+        return (files, stray.sorted())
+    }
+
+    /// SHA-256 of each file, a few at a time.
+    private func hashAll(_ files: [(name: String, path: String)]) async -> [(String, Result<(String, Int64), FetchFailure>)] {
+        let width = max(1, min(fetch.jobs, ProcessInfo.processInfo.activeProcessorCount))
+        return await withTaskGroup(of: (String, Result<(String, Int64), FetchFailure>).self) { group in
+            var results: [(String, Result<(String, Int64), FetchFailure>)] = []
+            var next = 0
+            for _ in 0..<min(width, files.count) {
+                let file = files[next]
+                group.addTask { (file.name, Self.hashFile(file.path)) }
+                next += 1
+            }
+            for await result in group {
+                results.append(result)
+                if next < files.count {
+                    let file = files[next]
+                    group.addTask { (file.name, Self.hashFile(file.path)) }
+                    next += 1
+                }
+            }
+            return results
+        }
+    }
+
+    static func hashFile(_ path: String) -> Result<(String, Int64), FetchFailure> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return .failure(FetchFailure(.io, String(cString: strerror(errno)))) }
+        defer { close(fd) }
+        var hasher = SHA256()
+        var size: Int64 = 0
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(fd, buffer.baseAddress, buffer.count)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(FetchFailure(.io, String(cString: strerror(errno))))
+            }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            size += Int64(count)
+        }
+        return .success((ContentHash(algorithm: .sha256, digest: hasher.finalize()).hex, size))
+    }
+
+    /// Downloads the rows whose objects are gone again (no manifest headers are known here);
+    /// a row that cannot be fetched is dropped, and the next sync of its manifest adds it back.
+    private func refetch(_ broken: [IndexRecord], store: ContentStore, index: CacheIndex,
+                         report: inout VerifyReport) async throws(CacheError) {
+        guard !broken.isEmpty else { return }
+        let fetcher = Fetcher(store: store, settings: fetch, logger: logger)
+        var upserts: [IndexRecord] = []
+        var installs: [FetchedBody] = []
+        var dropped: [String] = []
+        for record in broken {
+            let expected = record.hash.flatMap { try? ContentHash.parse($0).get() }
+            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil))
+            switch result.result {
+            case .success(let body):
+                installs.append(body)
+                var updated = record
+                updated.object = body.sha256
+                updated.size = body.size
+                updated.fetchedAt = Date().timeIntervalSince1970
+                upserts.append(updated)
+                report.redownloaded.append(Redact.url(record.url))
+            case .failure:
+                dropped.append(record.url)
+                report.droppedEntries.append(Redact.url(record.url))
+            }
+        }
+        await fetcher.shutdown()
+        if !installs.isEmpty {
+            try store.flush()
+            for body in installs { try store.install(temporary: body.temporaryPath, sha256: body.sha256) }
+            try store.flush()
+        }
+        try index.apply(upserts: upserts, touches: [], removals: dropped, at: Date().timeIntervalSince1970)
+    }
+}

@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import ManifestSync
+
+/// `worker verify [--repair]`: re-hash every object and cross-check the index both ways.
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Re-hash every object and check the index against the files, both ways.",
+        discussion: """
+            Reports corrupt objects (bytes that do not hash to their name), index rows whose object is \
+            missing, objects no row names, and anything else found under objects/. With --repair, \
+            deletes what is wrong, downloads the URLs of broken rows again (checked against their \
+            hash; no manifest headers are sent), and drops rows that cannot be fetched — the next sync \
+            of their manifest adds them back. Exit 0: the cache is consistent (after repair); 1: \
+            problems found and not repaired.
+            """)
+
+    @OptionGroup var common: CommonOptions
+
+    @Flag(help: "Fix what is found: delete bad files, re-download or drop broken entries.")
+    var repair = false
+
+    @Option(help: "Extra attempts for transient failures when --repair downloads again.")
+    var retries = 3
+
+    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
+    var waitLock: Double?
+
+    func run() async throws {
+        var verifier = CacheVerifier(cacheDirectory: common.resolvedCacheDirectory())
+        verifier.fetch.jobs = common.jobs
+        verifier.fetch.retry = RetryPolicy(retries: retries)
+        verifier.waitLock = waitLock
+        let report: VerifyReport
+        do {
+            report = try await verifier.verify(repair: repair)
+        } catch {
+            throw cacheExitCode(error)
+        }
+        if !common.quiet { Console.out(Self.describe(report)) }
+        if let path = common.reportPath {
+            do {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                try AtomicFile.write(encoder.encode(report), to: path)
+            } catch {
+                Console.error("cannot write the report: \(error.localizedDescription)")
+                throw ExitCode(ExitStatus.cacheUnusable)
+            }
+        }
+        if !report.isClean && !report.repaired { throw ExitCode(ExitStatus.failures) }
+    }
+
+    static func describe(_ report: VerifyReport) -> String {
+        var lines = ["worker verify: \(report.objectsChecked) objects, \(Units.formatBytes(report.bytesChecked)) re-hashed"]
+        let groups: [(String, [String])] = [
+            ("corrupt object", report.corruptObjects), ("entry without its object", report.missingObjects),
+            ("unreferenced object", report.unreferencedObjects), ("stray file", report.strayFiles),
+        ]
+        for (label, items) in groups where !items.isEmpty {
+            lines.append("  \(items.count) \(label)\(items.count == 1 ? "" : "s")")
+            for item in items.prefix(10) { lines.append("    \(item)") }
+            if items.count > 10 { lines.append("    … and \(items.count - 10) more") }
+        }
+        if report.temporaryFiles > 0 { lines.append("  removed \(report.temporaryFiles) temporary files left by a crashed run") }
+        if report.isClean { lines.append("  the cache and its index agree") }
+        if report.repaired && !report.isClean {
+            lines.append("  repaired: deleted \(report.deletedFiles) files, downloaded \(report.redownloaded.count) again, dropped \(report.droppedEntries.count) entries")
+        } else if !report.isClean {
+            lines.append("  run `worker verify --repair` to fix")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
