@@ -12,6 +12,9 @@ struct WorkerCommand: AsyncParsableCommand {
 
     /// Runs the command, mapping usage errors to exit 2 (PRODUCT.md) instead of EX_USAGE.
     static func main() async {
+        // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
+        // rather than kill the run with SIGXFSZ.
+        signal(SIGXFSZ, SIG_IGN)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -19,9 +19,10 @@ enum WorkerBinary {
         return folder.appendingPathComponent("worker").path
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> Result {
+    static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+                    executable: String? = nil) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: executable ?? path)
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged.removeValue(forKey: "WORKER_CACHE_DIR")

@@ -87,3 +87,27 @@ import WorkerTestSupport
         #expect(throws: CacheError.self) { try ContentStore(root: file) }
     }
 }
+
+@Suite struct PlantedSymlinkTests {
+    @Test(arguments: ["tmp", "objects", "objects/sha256/7f", "index.sqlite"])
+    func linkInsideTheCacheIsRefused(name: String) throws {
+        let directory = TemporaryDirectory()
+        let root = directory.path + "/cache"
+        _ = try ContentStore(root: root)
+        let outside = directory.path + "/outside"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: root + "/" + name)
+        #expect(symlink(outside, root + "/" + name) == 0)
+        #expect(throws: CacheError.self) { try ContentStore(root: root) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+    }
+
+    @Test func theRootItselfMayBeALink() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/real", withIntermediateDirectories: true)
+        #expect(symlink(directory.path + "/real", directory.path + "/link") == 0)
+        let store = try ContentStore(root: directory.path + "/link")
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/real/objects/sha256/00"))
+        #expect(store.root == directory.path + "/link")
+    }
+}

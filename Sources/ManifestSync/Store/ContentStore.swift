@@ -20,15 +20,20 @@ public struct ContentStore: Sendable {
         } catch {
             throw CacheError.unusable(path: root, reason: Self.reason(error))
         }
-        try Self.makeDirectory(root)
+        // The root may be a symlink (a cache moved to another disk); nothing inside it may be:
+        // a planted link must not lead writes out of the cache.
+        try Self.makeDirectory(root, followLink: true)
         try Self.makeDirectory(root + "/objects")
         try Self.makeDirectory(objectsDirectory)
         try Self.makeDirectory(tmpDirectory)
-        // All 256 fan-out folders up front, so installing an object never needs a mkdir.
-        if access(objectsDirectory + "/ff", F_OK) != 0 {
-            for byte in 0..<256 {
-                try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))
-            }
+        // All 256 fan-out folders up front (and checked every run), so installing an object
+        // never needs a mkdir and never follows a link.
+        for byte in 0..<256 {
+            try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))
+        }
+        var info = stat()
+        if lstat(root + "/index.sqlite", &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            throw CacheError.unusable(path: root + "/index.sqlite", reason: "is not a regular file")
         }
     }
 
@@ -100,11 +105,12 @@ public struct ContentStore: Sendable {
         return (error as NSError).localizedDescription
     }
 
-    private static func makeDirectory(_ path: String) throws(CacheError) {
+    private static func makeDirectory(_ path: String, followLink: Bool = false) throws(CacheError) {
         if mkdir(path, 0o755) == 0 || errno == EEXIST {
             var info = stat()
-            if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
-            throw CacheError.unusable(path: path, reason: "exists and is not a directory")
+            let status = followLink ? stat(path, &info) : lstat(path, &info)
+            if status == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
+            throw CacheError.unusable(path: path, reason: "exists and is not a directory\(followLink ? "" : " (symlinks are not followed inside the cache)")")
         }
         throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
     }
