@@ -21,6 +21,8 @@ import Synchronization
 /// | `/redirect/N/PATH` | N redirects, then PATH |
 /// | `/loop/a`, `/loop/b` | redirect to each other |
 /// | `/goto?to=URL` | redirects to URL |
+/// | `/gen/KEY` | `TestOrigin.generated(KEY)`: 1–11 KB derived from KEY |
+/// | `/slow/MS/ROUTE` | waits MS milliseconds, then answers as ROUTE |
 /// | anything else | 404 |
 final class TestOrigin: Sendable {
     struct State {
@@ -38,6 +40,14 @@ final class TestOrigin: Sendable {
         case stall([UInt8])
         case endless
         case reset
+        indirect case delayed(milliseconds: Int64, Behavior)
+    }
+
+    /// The deterministic body of `/gen/KEY`.
+    static func generated(_ key: String) -> [UInt8] {
+        let digest = Array(SHA256.hash(data: Array(key.utf8)))
+        let size = 1000 + Int(digest[0]) * 40
+        return (0..<size).map { digest[$0 % digest.count] &+ UInt8(truncatingIfNeeded: $0 / digest.count) }
     }
 
     private let state: Mutex<State>
@@ -94,6 +104,16 @@ final class TestOrigin: Sendable {
     // MARK: - Routing
 
     fileprivate func behavior(for head: HTTPRequestHead) -> Behavior {
+        let segments = head.uri.split(separator: "/", maxSplits: 2).map(String.init)
+        if segments.count == 3, segments[0] == "slow", let milliseconds = Int64(segments[1]) {
+            var inner = head
+            inner.uri = "/" + segments[2]
+            return .delayed(milliseconds: milliseconds, behavior(for: inner))
+        }
+        return route(head)
+    }
+
+    private func route(_ head: HTTPRequestHead) -> Behavior {
         let parts = head.uri.split(separator: "?", maxSplits: 1)
         let path = String(parts.first ?? "")
         let query = parts.count > 1 ? String(parts[1]) : ""
@@ -124,6 +144,7 @@ final class TestOrigin: Sendable {
         case "drip" where segments.count >= 3: return .drip(served(2), milliseconds: Int64(segments[1]) ?? 50)
         case "stall": return .stall(served(1))
         case "endless": return .endless
+        case "gen" where segments.count == 2: return .respond(.ok, headers, Self.generated(segments[1]))
         case "reset": return .reset
         case "redirect" where segments.count >= 3:
             let remaining = Int(segments[1]) ?? 1
@@ -203,6 +224,11 @@ private final class OriginHandler: ChannelInboundHandler {
             pour(context: context, sent: 0)
         case .reset:
             channel.close(promise: nil)
+        case .delayed(let milliseconds, let inner):
+            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
+                guard channel.isActive else { return }
+                self.serve(request, inner, context: context)
+            }
         }
     }
 

@@ -19,6 +19,22 @@ enum WorkerBinary {
         return folder.appendingPathComponent("worker").path
     }
 
+    /// Starts the executable with its output going to `log`; the caller waits for (or kills) it.
+    static func spawn(_ arguments: [String], log: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "WORKER_CACHE_DIR")
+        process.environment = environment
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
     static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
                     executable: String? = nil) throws -> Result {
         let process = Process()

@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+
+/// Several `worker sync` processes on one cache at once.
+@Suite struct ConcurrencyTests {
+    @Test func fourProcessesWithOverlappingManifestsShareOneCache() async throws {
+        let harness = try await Harness.start()
+        var processes: [(Process, String)] = []
+        for worker in 0..<4 {
+            // Manifest i names keys [25 i, 25 i + 100): 175 distinct files, most in two or more manifests.
+            let keys = (worker * 25..<worker * 25 + 100).map { "k\($0)" }
+            let manifest = harness.manifest(keys.map { ("/slow/2/gen/\($0)", TestOrigin.generated($0)) }, name: "m\(worker).yaml")
+            let log = harness.directory.path + "/w\(worker).log"
+            processes.append((try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q"], log: log), log))
+        }
+        for (process, log) in processes {
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        }
+        let distinct = Set((0..<175).map { sha256(TestOrigin.generated("k\($0)")) })
+        #expect(Set(harness.objects()) == distinct, "each object stored once")
+        #expect(harness.objects().count == 175)
+        #expect(harness.origin.totalRequests == 175, "each URL downloaded once: later runs found it in the index")
+        #expect(try harness.records().count == 175)
+        let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        #expect(verify.code == 0)
+        #expect(verify.stdout.contains("the cache and its index agree"))
+        await harness.origin.stop()
+    }
+}
