@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// A real HTTP origin on 127.0.0.1 (port 0) for integration tests: serves in-memory files, counts
@@ -55,27 +56,39 @@ final class TestOrigin: Sendable {
     private let group: MultiThreadedEventLoopGroup
     let port: Int
 
-    private init(channel: any Channel, group: MultiThreadedEventLoopGroup) {
+    let scheme: String
+
+    private init(channel: any Channel, group: MultiThreadedEventLoopGroup, scheme: String) {
         state = Mutex(State())
+        self.scheme = scheme
         self.channel = channel
         self.group = group
         port = channel.localAddress!.port!
     }
 
-    static func start() async throws -> TestOrigin {
+    /// Starts the origin; with `tls` (PEM certificate and key files) it speaks https.
+    static func start(tls: (certificate: String, key: String)? = nil) async throws -> TestOrigin {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let box = Box()
+        let sslContext = try tls.map { files in
+            try NIOSSLContext(configuration: .makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: files.key, format: .pem))))
+        }
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(OriginHandler(origin: box))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        let origin = TestOrigin(channel: channel, group: group)
+        let origin = TestOrigin(channel: channel, group: group, scheme: tls == nil ? "http" : "https")
         box.set(origin)
         return origin
     }
@@ -87,7 +100,7 @@ final class TestOrigin: Sendable {
 
     // MARK: - Test controls
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { "\(scheme)://127.0.0.1:\(port)\(path)" }
 
     /// Serves `bytes` at `path` from now on.
     func set(_ path: String, _ bytes: [UInt8]) {

@@ -14,17 +14,22 @@ public struct FetchFailure: Error, Sendable, Equatable {
     public let httpStatus: Int?
     /// Seconds the server asked us to wait (`Retry-After`).
     public let retryAfter: Double?
+    /// A connection failure that another attempt cannot fix (an untrusted certificate).
+    public let isPermanent: Bool
 
-    public init(_ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil) {
+    public init(_ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil,
+                isPermanent: Bool = false) {
         self.reason = reason
         self.message = message
         self.httpStatus = httpStatus
         self.retryAfter = retryAfter
+        self.isPermanent = isPermanent
     }
 
     /// Transient failures are retried: connect errors, resets, truncated bodies, timeouts, 5xx, 408, 429.
     public var isTransient: Bool {
-        switch reason {
+        if isPermanent { return false }
+        return switch reason {
         case .connection, .timeout: true
         case .httpStatus:
             if let status = httpStatus { status >= 500 || status == 408 || status == 429 } else { false }

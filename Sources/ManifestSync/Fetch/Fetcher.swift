@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// Limits and timeouts of the fetch stage.
 public struct FetchSettings: Sendable {
@@ -16,6 +17,8 @@ public struct FetchSettings: Sendable {
     public var entryTimeout = 600.0
     public var maxSize: Int64 = 256 << 20
     public var maxRedirects = 5
+    /// PEM files of certificate authorities to trust besides the system's (an internal CA).
+    public var caCertificates: [String] = []
 
     public init() {}
 }
@@ -58,6 +61,11 @@ final class Fetcher: Sendable {
     init(store: ContentStore, settings: FetchSettings, logger: Logger) {
         var configuration = HTTPClient.Configuration()
         configuration.decompression = .disabled
+        if !settings.caCertificates.isEmpty {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = settings.caCertificates.map { .file($0) }
+            configuration.tlsConfiguration = tls
+        }
         // Redirects are followed here, not by the client: https→http is refused, credentials
         // are dropped across origins, and every hop is checked.
         configuration.redirectConfiguration = .disallow
@@ -283,6 +291,12 @@ final class Fetcher: Sendable {
             default:
                 return FetchFailure(.connection, "\(client.shortDescription)")
             }
+        }
+        if let tls = error as? NIOSSLError, case .handshakeFailed(let cause) = tls {
+            let untrusted = "\(cause)".contains("CERTIFICATE_VERIFY_FAILED")
+            return FetchFailure(.connection, untrusted
+                ? "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)"
+                : "TLS handshake failed", isPermanent: untrusted)
         }
         if let parser = error as? HTTPParserError, parser == .invalidEOFState {
             return FetchFailure(.connection, "truncated body: the connection closed before the declared length arrived")

@@ -28,6 +28,9 @@ struct Sync: AsyncParsableCommand {
     @Option(name: .customLong("entry-timeout"), help: "Longest one download attempt may take, head to last byte (stops slow drips).")
     var entryTimeout = "10m"
 
+    @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
+    var caCertificates: [String] = []
+
     @Option(help: "Longest the whole run may take (e.g. 10m); unfinished entries fail as cancelled.")
     var deadline: String?
 
@@ -63,6 +66,10 @@ struct Sync: AsyncParsableCommand {
         fetch.connectTimeout = try positiveDuration(connectTimeout, "--connect-timeout")
         fetch.readTimeout = try positiveDuration(readTimeout, "--read-timeout")
         fetch.entryTimeout = try positiveDuration(entryTimeout, "--entry-timeout")
+        for file in caCertificates where !FileManager.default.isReadableFile(atPath: file) {
+            throw ValidationError("--ca-cert: cannot read '\(file)'")
+        }
+        fetch.caCertificates = caCertificates
         guard let size = Units.size(maxSize), size > 0 else {
             throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 256MiB, 1MB, 1048576)")
         }

@@ -23,6 +23,9 @@ struct Verify: AsyncParsableCommand {
     @Option(help: "Extra attempts for transient failures when --repair downloads again.")
     var retries = 3
 
+    @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
+    var caCertificates: [String] = []
+
     @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
     var waitLock: Double?
 
@@ -30,6 +33,7 @@ struct Verify: AsyncParsableCommand {
         var verifier = CacheVerifier(cacheDirectory: common.resolvedCacheDirectory())
         verifier.fetch.jobs = common.jobs
         verifier.fetch.retry = RetryPolicy(retries: retries)
+        verifier.fetch.caCertificates = caCertificates
         verifier.waitLock = waitLock
         let report: VerifyReport
         do {

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+import WorkerTestSupport
+
+/// An https origin with a certificate made for the test (openssl), trusted through `--ca-cert`.
+@Suite struct TLSTests {
+    /// A self-signed certificate for 127.0.0.1 and its key, as PEM files in `directory`.
+    static func makeCertificate(in directory: TemporaryDirectory) throws -> (certificate: String, key: String) {
+        let certificate = directory.path + "/origin.pem"
+        let key = directory.path + "/origin.key"
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                             "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                             "-keyout", key, "-out", certificate]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0, "openssl could not make a test certificate")
+        return (certificate, key)
+    }
+
+    @Test func httpsIsTrustedThroughCACertAndHTTPSToHTTPRedirectIsRefused() async throws {
+        let directory = TemporaryDirectory()
+        let files = try Self.makeCertificate(in: directory)
+        let secure = try await TestOrigin.start(tls: files)
+        let plain = try await Harness.start()
+        let bytes = Array("over tls\n".utf8)
+        secure.set("/f/secure", bytes)
+        let downgraded = plain.serve("plain")
+        let target = plain.origin.url("/f/plain").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let manifest = directory.write("tls.yaml", """
+            version: 1
+            entries:
+              - url: \(secure.url("/f/secure"))
+                hash: sha256:\(sha256(bytes))
+              - url: \(secure.url("/goto?to=\(target)"))
+                hash: sha256:\(sha256(downgraded))
+            """)
+        let cache = directory.path + "/cache"
+        let report = directory.path + "/r.json"
+
+        let untrusted = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
+        #expect(untrusted.code == 1)
+        #expect(untrusted.stderr.contains(
+            "\(secure.url("/f/secure")): connection: TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)"))
+        #expect(!untrusted.stderr.contains("attempts)"), "a certificate that is not trusted is not retried")
+
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--ca-cert", files.certificate,
+                                           "--report", report, "--retries", "0"])
+        #expect(result.code == 1)
+        let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let entries = try #require(json["entries"] as? [[String: Any]])
+        #expect(entries.first { $0["url"] as? String == secure.url("/f/secure") }?["status"] as? String == "added")
+        let refused = try #require(entries.first { $0["status"] as? String == "failed" })
+        #expect(refused["reason"] as? String == "redirect")
+        #expect(refused["error"] as? String == "redirect from https to http refused")
+        #expect(plain.origin.hits("/f/plain") == 0, "the http URL was never requested")
+        await secure.stop()
+        await plain.origin.stop()
+    }
+}
