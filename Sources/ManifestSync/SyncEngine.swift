@@ -13,6 +13,9 @@ public struct SyncOptions: Sendable {
     public var force = false
     /// List unchanged entries in the report too.
     public var reportAll = false
+    /// How many entries other than failed ones the report keeps (nil: all of them). The text
+    /// summary shows only a few; without a report file there is no need to hold a million rows.
+    public var listLimit: Int?
     /// Seconds the whole run may take; entries not done by then fail as `cancelled`.
     public var deadline: Double?
     /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
@@ -59,7 +62,7 @@ public struct SyncEngine: Sendable {
         for item in plan.items {
             let status = item.plannedStatus
             report.totals.count(status)
-            if status != .unchanged || options.reportAll {
+            if status != .unchanged || options.reportAll, report.entries.count < options.listLimit ?? .max {
                 report.entries.append(SyncReport.Entry(
                     url: Redact.url(item.entry.url), hash: item.entry.hash?.description, status: status,
                     previousHash: status == .updated ? item.previous?.hash : nil))
@@ -70,6 +73,7 @@ public struct SyncEngine: Sendable {
         if options.prune {
             for orphan in plan.orphans {
                 report.totals.count(.removed)
+                guard report.entries.count < options.listLimit ?? .max else { continue }
                 report.entries.append(SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed))
             }
         }

@@ -13,8 +13,9 @@ struct SyncRun {
     private(set) var report: SyncReport
     /// The manifest of every failed entry, for the per-manifest run record.
     private(set) var failedManifestIndexes: [Int] = []
-    /// Report rows by plan item; nil for unchanged items not reported.
-    private var rows: [SyncReport.Entry?]
+    /// Report rows with their plan item, kept as `options.listLimit` allows (failed ones always).
+    private var rows: [(item: Int, entry: SyncReport.Entry)] = []
+    private var listed = 0
     private var pending: [IndexRecord] = []
     /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
     private var pendingInstalls: [(temporary: String, sha256: String)] = []
@@ -27,7 +28,6 @@ struct SyncRun {
         self.options = options
         self.logger = logger
         report = SyncReport(startedAt: Date(), finishedAt: Date(), cacheDirectory: options.cacheDirectory, manifests: [])
-        rows = Array(repeating: nil, count: plan.items.count)
     }
 
     /// A set of plan items that want the same content: the first URL that delivers it is
@@ -53,7 +53,7 @@ struct SyncRun {
             case .keep:
                 report.totals.count(.unchanged)
                 if options.reportAll {
-                    rows[offset] = entry(item, status: .unchanged, object: item.previous?.object, size: item.previous?.size)
+                    keep(offset, entry(item, status: .unchanged, object: item.previous?.object, size: item.previous?.size))
                 }
                 // Like relatime: refresh "last used" at most hourly, so warm runs write nothing.
                 if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
@@ -79,7 +79,7 @@ struct SyncRun {
         try commit(touches: touches, at: now)
         try prune()
         report.totals.entries = plan.items.count
-        report.entries = rows.compactMap { $0 } + report.entries
+        report.entries = rows.sorted { $0.item < $1.item }.map(\.entry) + report.entries
         report.orphans = plan.orphans.count
     }
 
@@ -192,7 +192,15 @@ struct SyncRun {
                                    size: size, fetchedAt: now, lastUsed: now,
                                    etag: body?.etag, lastModified: body?.lastModified))
         report.totals.count(status)
-        rows[item] = entry(planned, status: status, object: object, size: size, attempts: attempts)
+        keep(item, entry(planned, status: status, object: object, size: size, attempts: attempts))
+    }
+
+    private mutating func keep(_ item: Int, _ row: SyncReport.Entry) {
+        if row.status != .failed {
+            guard listed < options.listLimit ?? .max else { return }
+            listed += 1
+        }
+        rows.append((item, row))
     }
 
     private mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
@@ -204,7 +212,7 @@ struct SyncRun {
         row.error = failure.message
         row.httpStatus = failure.httpStatus
         row.stale = planned.previous.map { store.contains($0.object) } ?? false
-        rows[item] = row
+        keep(item, row)
         logger.debug("entry failed", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
                                                 "entry.reason": "\(failure.reason.rawValue)"])
     }
@@ -258,6 +266,8 @@ struct SyncRun {
         }
         for orphan in plan.orphans {
             report.totals.count(.removed)
+            guard listed < options.listLimit ?? .max else { continue }
+            listed += 1
             report.entries.append(SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed,
                                                    bytes: orphan.size))
         }

@@ -191,7 +191,7 @@ import WorkerTestSupport
         var delivered = 0
         var last: RawEntry?
         var diagnostics: [ManifestDiagnostic] = []
-        _ = ManifestReader(path: path).read(diagnostics: &diagnostics) { entry in
+        _ = ManifestReader(path: path).read(diagnostics: &diagnostics) { entry, _ in
             delivered += 1
             last = entry
         }

@@ -31,3 +31,16 @@ import Testing
         #expect(Redact.url("http://token@h:8080/x?y=@") == "http://h:8080/x?y=@")
     }
 }
+
+@Suite struct URLCheckTests {
+    @Test(arguments: ["http://h", "https://cdn.example.com/u/1.png?x=1&y=%20#f", "http://user:pw@h:8080/p", "http://[::1]:80/x"])
+    func wellFormed(url: String) {
+        #expect(URLResolver.isWellFormedAbsolute(url))
+    }
+
+    @Test(arguments: ["http:/h", "http://", "http:///path", "http://:80/x", "http://h/a b", "http://h/é", "http://h/%zz",
+                      "http://h/%2", "http://h/<x>", "http://h\\x", "http://h/\u{7F}"])
+    func malformed(url: String) {
+        #expect(!URLResolver.isWellFormedAbsolute(url))
+    }
+}

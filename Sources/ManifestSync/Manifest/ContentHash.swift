@@ -15,6 +15,15 @@ public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
         }
     }
 
+    /// The algorithm named by `name`, compared case-insensitively without allocating.
+    init?(named name: Substring.UTF8View) {
+        guard let match = HashAlgorithm.allCases.first(where: { algorithm in
+            algorithm.rawValue.utf8.count == name.count
+                && zip(algorithm.rawValue.utf8, name).allSatisfy { $0 == ((65...90).contains($1) ? $1 | 0x20 : $1) }
+        }) else { return nil }
+        self = match
+    }
+
     /// The algorithm that a bare hex digest of `hexLength` characters names.
     static func forBareHex(length hexLength: Int) -> HashAlgorithm? {
         switch hexLength {
@@ -27,16 +36,22 @@ public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
     }
 }
 
-/// An expected content digest, normalized to algorithm + lowercase hex whatever form the manifest used.
+/// An expected content digest, normalized to algorithm + digest whatever form the manifest used.
+/// The digest is stored inline (no allocation per entry: manifests may list a million of them).
 public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     public let algorithm: HashAlgorithm
-    /// Lowercase hex of the digest; always `algorithm.byteCount * 2` characters of `[0-9a-f]`.
-    public let hex: String
+    private let storage: DigestStorage
 
     public init(algorithm: HashAlgorithm, digest: some Sequence<UInt8>) {
         self.algorithm = algorithm
-        self.hex = Hex.encode(digest)
+        storage = DigestStorage(digest)
     }
+
+    /// The digest bytes (`algorithm.byteCount` of them).
+    public var bytes: [UInt8] { storage.prefix(algorithm.byteCount) }
+
+    /// Lowercase hex of the digest: `algorithm.byteCount * 2` characters of `[0-9a-f]`.
+    public var hex: String { Hex.encode(bytes) }
 
     /// Normalized form, `sha256:9f86…`; the form the index and the report use.
     public var description: String { "\(algorithm.rawValue):\(hex)" }
@@ -44,41 +59,92 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     /// Parses every form PRODUCT.md allows: `ALGO:HEX`, bare hex whose length names the algorithm,
     /// and SRI `ALGO-BASE64`. Returns a message (no location) for anything else.
     public static func parse(_ text: String) -> Result<ContentHash, HashParseError> {
-        if let colon = text.firstIndex(of: ":") {
-            let name = text[..<colon].lowercased()
-            let digest = String(text[text.index(after: colon)...])
-            guard let algorithm = HashAlgorithm(rawValue: name), algorithm != .sha384 else {
-                return .failure(.init("unknown hash algorithm '\(Redact.short(String(text[..<colon])))' (expected sha256, sha512, sha1 or md5)"))
+        let utf8 = text.utf8
+        if let colon = utf8.firstIndex(of: UInt8(ascii: ":")) {
+            guard let algorithm = HashAlgorithm(named: utf8[..<colon]), algorithm != .sha384 else {
+                let name = String(decoding: utf8[..<colon], as: UTF8.self)
+                return .failure(.init("unknown hash algorithm '\(Redact.short(name))' (expected sha256, sha512, sha1 or md5)"))
             }
-            return fromHex(digest, algorithm: algorithm)
+            return fromHex(utf8[utf8.index(after: colon)...], algorithm: algorithm)
         }
-        if let dash = text.firstIndex(of: "-") {
-            let name = text[..<dash].lowercased()
-            guard let algorithm = HashAlgorithm(rawValue: name),
+        if let dash = utf8.firstIndex(of: UInt8(ascii: "-")) {
+            let name = String(decoding: utf8[..<dash], as: UTF8.self)
+            guard let algorithm = HashAlgorithm(rawValue: name.lowercased()),
                   [.sha256, .sha384, .sha512].contains(algorithm)
             else {
-                return .failure(.init("unknown SRI hash algorithm '\(Redact.short(String(text[..<dash])))' (expected sha256, sha384 or sha512)"))
+                return .failure(.init("unknown SRI hash algorithm '\(Redact.short(name))' (expected sha256, sha384 or sha512)"))
             }
-            let encoded = String(text[text.index(after: dash)...])
+            let encoded = String(decoding: utf8[utf8.index(after: dash)...], as: UTF8.self)
             guard let bytes = Data(base64Encoded: encoded), bytes.count == algorithm.byteCount else {
                 return .failure(.init("SRI hash '\(Redact.short(text))' is not \(algorithm.byteCount) bytes of base64"))
             }
             return .success(ContentHash(algorithm: algorithm, digest: bytes))
         }
-        guard let algorithm = HashAlgorithm.forBareHex(length: text.utf8.count) else {
-            return .failure(.init("bare hex hash of \(text.utf8.count) characters (expected 32 md5, 40 sha1, 64 sha256 or 128 sha512)"))
+        guard let algorithm = HashAlgorithm.forBareHex(length: utf8.count) else {
+            return .failure(.init("bare hex hash of \(utf8.count) characters (expected 32 md5, 40 sha1, 64 sha256 or 128 sha512)"))
         }
-        return fromHex(text, algorithm: algorithm)
+        return fromHex(utf8[...], algorithm: algorithm)
     }
 
-    private static func fromHex(_ digest: String, algorithm: HashAlgorithm) -> Result<ContentHash, HashParseError> {
-        guard digest.utf8.count == algorithm.byteCount * 2 else {
-            return .failure(.init("\(algorithm.rawValue) hash needs \(algorithm.byteCount * 2) hex digits, got \(digest.utf8.count)"))
+    private static func fromHex(_ digest: Substring.UTF8View, algorithm: HashAlgorithm) -> Result<ContentHash, HashParseError> {
+        guard digest.count == algorithm.byteCount * 2 else {
+            return .failure(.init("\(algorithm.rawValue) hash needs \(algorithm.byteCount * 2) hex digits, got \(digest.count)"))
         }
-        guard let bytes = Hex.decode(digest) else {
+        guard let storage = DigestStorage.fromHex(digest) else {
             return .failure(.init("\(algorithm.rawValue) hash has a character that is not hex"))
         }
-        return .success(ContentHash(algorithm: algorithm, digest: bytes))
+        return .success(ContentHash(algorithm: algorithm, storage: storage))
+    }
+
+    private init(algorithm: HashAlgorithm, storage: DigestStorage) {
+        self.algorithm = algorithm
+        self.storage = storage
+    }
+}
+
+/// Up to 64 digest bytes held inline; unused bytes are zero, so equality and hashing of the
+/// whole value are those of the digest.
+private struct DigestStorage: Hashable, Sendable {
+    private var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+
+    init(_ bytes: some Sequence<UInt8>) {
+        withUnsafeMutableBytes(of: &words) { raw in
+            for (offset, byte) in bytes.prefix(64).enumerated() { raw[offset] = byte }
+        }
+    }
+
+    /// Decodes case-insensitive hex (at most 128 digits, even count); nil for any other character.
+    static func fromHex(_ hex: Substring.UTF8View) -> DigestStorage? {
+        guard hex.count % 2 == 0, hex.count <= 128 else { return nil }
+        var storage = DigestStorage([])
+        let decoded: Bool? = hex.withContiguousStorageIfAvailable { digits in
+            withUnsafeMutableBytes(of: &storage.words) { raw in
+                var offset = 0
+                while offset * 2 < digits.count {
+                    guard let high = Hex.value(digits[offset * 2]), let low = Hex.value(digits[offset * 2 + 1]) else { return false }
+                    raw[offset] = high << 4 | low
+                    offset += 1
+                }
+                return true
+            }
+        }
+        switch decoded {
+        case true?: return storage
+        case false?: return nil
+        case nil: return Hex.decode(String(Substring(hex))).map { DigestStorage($0) }
+        }
+    }
+
+    func prefix(_ count: Int) -> [UInt8] {
+        withUnsafeBytes(of: words) { Array($0.prefix(count)) }
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        withUnsafeBytes(of: lhs.words) { left in withUnsafeBytes(of: rhs.words) { right in left.elementsEqual(right) } }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        withUnsafeBytes(of: words) { hasher.combine(bytes: $0) }
     }
 }
 
@@ -122,12 +188,19 @@ enum Hex {
         text.utf8.count == length && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
-    private static func value(_ char: UInt8) -> UInt8? {
+    /// The value of a hex digit (either case), or nil.
+    @inline(__always)
+    static func value(_ char: UInt8) -> UInt8? {
+        let value = table[Int(char)]
+        return value == 0xff ? nil : value
+    }
+
+    private static let table: [UInt8] = (0..<256).map { char in
         switch char {
-        case 48...57: char - 48
-        case 65...70: char - 55
-        case 97...102: char - 87
-        default: nil
+        case 48...57: UInt8(char - 48)
+        case 65...70: UInt8(char - 55)
+        case 97...102: UInt8(char - 87)
+        default: 0xff
         }
     }
 }

@@ -14,72 +14,69 @@ public struct ManifestLoader {
     public func load(paths: [String]) throws(ManifestErrors) -> ManifestSet {
         var diagnostics: [ManifestDiagnostic] = []
         var manifests: [Manifest] = []
-        var entries: [ManifestEntry] = []
-        /// URL → index into `entries`, to merge repeats and catch conflicting hashes.
-        var byURL: [String: Int] = [:]
+        var collector = EntryCollector()
+        // About a hundred bytes of YAML an entry: size the URL map once instead of growing it.
+        let totalBytes = paths.reduce(0) { total, path in
+            total + ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0)
+        }
+        collector.positions.reserve(min(totalBytes / 100, 50_000_000))
 
         for path in paths {
             guard diagnostics.count < maxDiagnostics else { break }
-            var raw: [RawEntry] = []
+            let index = manifests.count
             var reader = ManifestReader(path: path)
             reader.maxDiagnostics = maxDiagnostics - diagnostics.count
             var fileDiagnostics: [ManifestDiagnostic] = []
-            let header = reader.read(diagnostics: &fileDiagnostics) { raw.append($0) }
-            let syntaxBroken = fileDiagnostics.contains { $0.message.hasPrefix("YAML syntax error") || $0.line == 0 }
-            diagnostics += fileDiagnostics
-            if syntaxBroken { continue }
-
-            var report: (Int, Int, String) -> Void = { line, column, message in
-                diagnostics.append(ManifestDiagnostic(path: path, line: line, column: column, message: message))
-            }
-            let headers = expand(header.headers, report: &report)
+            var entryDiagnostics: [ManifestDiagnostic] = []
             var resolver = URLResolver(manifestPath: path)
-            if let base = header.baseURL {
-                if let problem = resolver.setBase(base) {
-                    report(header.baseURLPosition.line, header.baseURLPosition.column, problem)
-                    continue
+            var baseProblem: String?
+            /// Relative entries read before `base_url` (if any) was: resolved once the header is known.
+            var deferred: [RawEntry] = []
+            var listed = 0
+            let report = { (line: Int, column: Int, message: String) in
+                ManifestDiagnostic(path: path, line: line, column: column, message: message)
+            }
+            let header = reader.read(diagnostics: &fileDiagnostics) { item, headerSoFar in
+                listed += 1
+                if resolver.base == nil, baseProblem == nil, let base = headerSoFar.baseURL {
+                    baseProblem = resolver.setBase(base)
+                }
+                if resolver.base == nil, URLResolver.scheme(of: item.url) == nil {
+                    deferred.append(item)
+                    return
+                }
+                collector.add(item, resolver: resolver, manifest: index, manifests: manifests, path: path, into: &entryDiagnostics)
+            }
+            if fileDiagnostics.contains(where: { $0.message.hasPrefix("YAML syntax error") || $0.line == 0 }) {
+                diagnostics += fileDiagnostics
+                continue
+            }
+            if resolver.base == nil, baseProblem == nil, let base = header.baseURL {
+                baseProblem = resolver.setBase(base)
+            }
+            if let baseProblem {
+                fileDiagnostics.append(report(header.baseURLPosition.line, header.baseURLPosition.column, baseProblem))
+            } else {
+                for item in deferred {
+                    collector.add(item, resolver: resolver, manifest: index, manifests: manifests, path: path, into: &fileDiagnostics)
                 }
             }
-            let index = manifests.count
+            let headers = expand(header.headers, path: path, into: &fileDiagnostics)
+            diagnostics += (fileDiagnostics + entryDiagnostics).sorted { ($0.line, $0.column) < ($1.line, $1.column) }
             manifests.append(Manifest(
                 path: path,
                 name: header.name ?? Self.defaultName(path),
                 baseURL: resolver.base,
                 headers: headers,
                 localRoot: resolver.folder,
-                entryCount: raw.count
+                entryCount: listed
             ))
-            for item in raw {
-                guard diagnostics.count < maxDiagnostics else { break }
-                let url: String
-                switch resolver.resolve(item.url) {
-                case .success(let resolved): url = resolved
-                case .failure(let problem):
-                    report(item.line, item.column, problem.message)
-                    continue
-                }
-                if let existing = byURL[url] {
-                    let first = entries[existing]
-                    if let a = first.hash, let b = item.hash, a != b {
-                        let where_ = first.manifest == index ? "line \(first.line)" : "\(manifests[first.manifest].path):\(first.line)"
-                        report(item.line, item.column,
-                               "URL \(Redact.short(Redact.url(url), limit: 80)) is listed with two hashes: \(Self.abbreviate(b)) here, \(Self.abbreviate(a)) at \(where_)")
-                    } else if first.hash == nil, let hash = item.hash {
-                        entries[existing] = ManifestEntry(url: url, hash: hash, manifest: first.manifest,
-                                                          line: first.line, column: first.column)
-                    }
-                    continue
-                }
-                byURL[url] = entries.count
-                entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index,
-                                             line: item.line, column: item.column))
-            }
         }
         if !diagnostics.isEmpty {
             throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
                                  truncated: diagnostics.count >= maxDiagnostics)
         }
-        return ManifestSet(manifests: manifests, entries: entries)
+        return ManifestSet(manifests: manifests, entries: collector.entries, positions: collector.positions)
     }
 
     static func defaultName(_ path: String) -> String {
@@ -94,8 +91,12 @@ public struct ManifestLoader {
     /// Expands `${VAR}` in header values; a missing variable is reported by name, never by value.
     private func expand(
         _ headers: [(name: String, value: String, line: Int, column: Int)],
-        report: inout (Int, Int, String) -> Void
+        path: String,
+        into diagnostics: inout [ManifestDiagnostic]
     ) -> [RequestHeader] {
+        func report(_ line: Int, _ column: Int, _ message: String) {
+            diagnostics.append(ManifestDiagnostic(path: path, line: line, column: column, message: message))
+        }
         var out: [RequestHeader] = []
         for header in headers {
             var value = ""
@@ -126,5 +127,38 @@ public struct ManifestLoader {
             if ok { out.append(RequestHeader(name: header.name, value: value)) }
         }
         return out
+    }
+}
+
+/// Merges entries from every manifest: one per distinct URL, conflicting hashes reported with
+/// both places.
+private struct EntryCollector {
+    var entries: [ManifestEntry] = []
+    var positions = URLPositions()
+
+    mutating func add(_ item: RawEntry, resolver: URLResolver, manifest index: Int, manifests: [Manifest], path: String,
+                      into diagnostics: inout [ManifestDiagnostic]) {
+        let url: String
+        switch resolver.resolve(item.url) {
+        case .success(let resolved): url = resolved
+        case .failure(let problem):
+            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
+            return
+        }
+        guard let existing = positions.find(url, in: entries) else {
+            positions.insert(url, at: entries.count)
+            entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))
+            return
+        }
+        let first = entries[existing]
+        if let a = first.hash, let b = item.hash, a != b {
+            let place = first.manifest == index ? "line \(first.line)" : "\(manifests[first.manifest].path):\(first.line)"
+            diagnostics.append(ManifestDiagnostic(
+                path: path, line: item.line, column: item.column,
+                message: "URL \(Redact.short(Redact.url(url), limit: 80)) is listed with two hashes: "
+                    + "\(ManifestLoader.abbreviate(b)) here, \(ManifestLoader.abbreviate(a)) at \(place)"))
+        } else if first.hash == nil, let hash = item.hash {
+            entries[existing] = ManifestEntry(url: url, hash: hash, manifest: first.manifest, line: first.line, column: first.column)
+        }
     }
 }

@@ -31,9 +31,10 @@ public struct ManifestReader {
         self.path = path
     }
 
-    /// Reads the whole manifest, calling `onEntry` for each well-formed entry in document order.
+    /// Reads the whole manifest, calling `onEntry` for each well-formed entry in document order,
+    /// with the header fields read so far (`base_url` may come before or after the entries).
     /// Problems are appended to `diagnostics`; a YAML syntax error ends the read.
-    public func read(diagnostics: inout [ManifestDiagnostic], onEntry: (RawEntry) -> Void) -> ManifestHeader {
+    public func read(diagnostics: inout [ManifestDiagnostic], onEntry: (RawEntry, ManifestHeader) -> Void) -> ManifestHeader {
         var header = ManifestHeader()
         let stream: YAMLEventStream
         do {
@@ -120,7 +121,7 @@ private struct Walker {
 
     // MARK: - Document
 
-    mutating func readDocument(into header: inout ManifestHeader, onEntry: (RawEntry) -> Void) {
+    mutating func readDocument(into header: inout ManifestHeader, onEntry: (RawEntry, ManifestHeader) -> Void) {
         guard let start = next(), start.kind == .streamStart else { return }
         guard let doc = next() else { return }
         if doc.kind == .streamEnd {
@@ -141,7 +142,7 @@ private struct Walker {
         }
     }
 
-    mutating func readTopMapping(start: YAMLEvent, into header: inout ManifestHeader, onEntry: (RawEntry) -> Void) {
+    mutating func readTopMapping(start: YAMLEvent, into header: inout ManifestHeader, onEntry: (RawEntry, ManifestHeader) -> Void) {
         var seen: [String: Int] = [:]
         while let key = next(), key.kind != .mappingEnd {
             guard key.kind == .scalar else {
@@ -181,7 +182,8 @@ private struct Walker {
                 readHeaders(value, into: &header)
             case "entries":
                 header.hasEntries = true
-                readEntries(value, onEntry: onEntry)
+                let current = header
+                readEntries(value) { onEntry($0, current) }
             default:
                 report(key, "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, headers, entries)")
                 skip(after: value)

@@ -41,7 +41,7 @@ struct URLResolver {
             guard scheme == "http" || scheme == "https" else {
                 return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only http and https)"))
             }
-            guard let url = URL(string: raw), let host = url.host, !host.isEmpty else {
+            guard Self.isWellFormedAbsolute(raw) else {
                 return .failure(Problem(message: "not a valid URL: \(Redact.short(Redact.url(raw), limit: 80))"))
             }
             return .success(raw)
@@ -80,6 +80,44 @@ struct URLResolver {
             return .failure(Problem(message: "local path '\(Redact.short(raw))' leaves the manifest's folder"))
         }
         return .success("file://" + folder + "/" + decoded.joined(separator: "/"))
+    }
+
+    /// A cheap check of an absolute http(s) URL, made once per entry instead of a full parse: a
+    /// non-empty host after `://`, printable ASCII only (no space, quote, angle bracket or
+    /// backslash), and every `%` followed by two hex digits.
+    static func isWellFormedAbsolute(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
+                  utf8.count > colon + 2, utf8[colon + 1] == UInt8(ascii: "/"), utf8[colon + 2] == UInt8(ascii: "/")
+            else { return false }
+            var hostLength = 0
+            var index = colon + 3
+            // The authority: userinfo@host:port, up to the path, query or fragment.
+            while index < utf8.count, utf8[index] != UInt8(ascii: "/"), utf8[index] != UInt8(ascii: "?"),
+                  utf8[index] != UInt8(ascii: "#") {
+                hostLength = utf8[index] == UInt8(ascii: "@") ? 0 : hostLength + 1
+                index += 1
+            }
+            guard hostLength > 0, utf8[index - hostLength] != UInt8(ascii: ":") else { return false }
+            index = 0
+            while index < utf8.count {
+                switch utf8[index] {
+                case UInt8(ascii: "%"):
+                    guard index + 2 < utf8.count, Hex.value(utf8[index + 1]) != nil, Hex.value(utf8[index + 2]) != nil
+                    else { return false }
+                    index += 3
+                case UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "{"),
+                     UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "^"), UInt8(ascii: "`"):
+                    return false
+                case 0x21...0x7e:
+                    index += 1
+                default:
+                    return false
+                }
+            }
+            return true
+        }
     }
 
     /// The lowercased scheme when `text` starts with `scheme:` (RFC 3986: a letter, then letters,

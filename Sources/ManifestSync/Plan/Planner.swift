@@ -9,13 +9,13 @@ public struct Planner {
     }
 
     public func plan(_ manifests: ManifestSet, records: [IndexRecord]) -> SyncPlan {
-        var byURL: [String: IndexRecord] = [:]
-        byURL.reserveCapacity(records.count)
+        var rowByURL: [String: Int32] = [:]
+        rowByURL.reserveCapacity(records.count)
         /// Normalized manifest hash → object, from every row verified against a hash.
         var objectByHash: [String: (object: String, size: Int64)] = [:]
         var sizeByObject: [String: Int64] = [:]
-        for record in records {
-            byURL[record.url] = record
+        for (row, record) in records.enumerated() {
+            rowByURL[record.url] = Int32(row)
             sizeByObject[record.object] = record.size
             if let hash = record.hash { objectByHash[hash] = (record.object, record.size) }
         }
@@ -27,27 +27,25 @@ public struct Planner {
             return exists
         }
 
-        var items: [PlannedEntry] = []
-        items.reserveCapacity(manifests.entries.count)
-        var named = Set<String>()
-        named.reserveCapacity(manifests.entries.count)
+        var actions: [PlannedEntry.Action] = []
+        var previousRows: [Int32] = []
+        actions.reserveCapacity(manifests.entries.count)
+        previousRows.reserveCapacity(manifests.entries.count)
         for entry in manifests.entries {
-            named.insert(entry.url)
-            let previous = byURL[entry.url]
-            if let previous, Self.isSameVersion(entry, previous), present(previous.object) {
-                items.append(PlannedEntry(entry: entry, action: .keep, previous: previous))
-                continue
+            let row = records.isEmpty ? nil : rowByURL[entry.url]
+            previousRows.append(row ?? -1)
+            if let row, Self.isSameVersion(entry, records[Int(row)]), present(records[Int(row)].object) {
+                actions.append(.keep)
+            } else if !records.isEmpty,
+                      let stored = reusable(entry.hash, objectByHash: objectByHash, sizeByObject: sizeByObject),
+                      present(stored.object) {
+                actions.append(.reuse(object: stored.object, size: stored.size))
+            } else {
+                actions.append(.download)
             }
-            if let stored = reusable(entry.hash, objectByHash: objectByHash, sizeByObject: sizeByObject),
-               present(stored.object) {
-                items.append(PlannedEntry(entry: entry, action: .reuse(object: stored.object, size: stored.size),
-                                          previous: previous))
-                continue
-            }
-            items.append(PlannedEntry(entry: entry, action: .download, previous: previous))
         }
-        let orphans = records.filter { !named.contains($0.url) }
-        return SyncPlan(manifests: manifests, items: items, orphans: orphans, indexedEntries: records.count)
+        let orphans = records.filter { !manifests.contains(url: $0.url) }
+        return SyncPlan(manifests: manifests, records: records, actions: actions, previousRows: previousRows, orphans: orphans)
     }
 
     /// The row holds the version the manifest asks for. A hashless entry is satisfied by any version.

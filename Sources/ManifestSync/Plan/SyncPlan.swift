@@ -30,15 +30,34 @@ public struct PlannedEntry: Sendable {
     }
 }
 
-/// The diff of a run's manifests against the index.
+/// The diff of a run's manifests against the index. Compact at scale: an action and a row number
+/// per entry; `items` builds each `PlannedEntry` when it is read.
 public struct SyncPlan: Sendable {
     public let manifests: ManifestSet
-    /// One item per distinct URL, in manifest order.
-    public let items: [PlannedEntry]
+    /// The index rows when planned.
+    public let records: [IndexRecord]
+    let actions: [PlannedEntry.Action]
+    /// Per entry, its row in `records`, or -1.
+    let previousRows: [Int32]
     /// Index rows that no given manifest names.
     public let orphans: [IndexRecord]
+
     /// How many rows the index had when planned.
-    public let indexedEntries: Int
+    public var indexedEntries: Int { records.count }
+
+    /// One item per distinct URL, in manifest order.
+    public var items: Items { Items(plan: self) }
+
+    public struct Items: RandomAccessCollection, Sendable {
+        let plan: SyncPlan
+        public var startIndex: Int { 0 }
+        public var endIndex: Int { plan.actions.count }
+        public subscript(position: Int) -> PlannedEntry {
+            let row = plan.previousRows[position]
+            return PlannedEntry(entry: plan.manifests.entries[position], action: plan.actions[position],
+                                previous: row >= 0 ? plan.records[Int(row)] : nil)
+        }
+    }
 
     public func count(_ status: EntryStatus) -> Int {
         items.reduce(0) { $0 + ($1.plannedStatus == status ? 1 : 0) }

@@ -16,15 +16,17 @@ public struct TextReportWriter {
         var lines: [String] = []
         let verb = report.dryRun ? "plan" : "sync"
         lines.append("worker \(verb): \(totals.entries) entries from \(count) manifest\(count == 1 ? "" : "s") (\(names)), cache \(report.cacheDirectory)")
-        let listed = report.entries.filter { $0.status != .failed }
+        let listed = report.entries.filter { $0.status != .failed && $0.status != .unchanged }
         for entry in listed.prefix(listLimit) {
             let label = report.dryRun ? Self.plannedLabel(entry.status) : entry.status.rawValue
             var line = "  \(pad(label))  \(entry.url)"
             if let bytes = entry.bytes, !report.dryRun { line += "  (\(Units.formatBytes(bytes)))" }
             lines.append(line)
         }
-        if listed.count > listLimit {
-            lines.append("  … and \(listed.count - listLimit) more (--report FILE lists them all)")
+        let changed = totals.added + totals.updated + totals.reused + totals.removed
+        let shown = min(listed.count, listLimit)
+        if changed > shown {
+            lines.append("  … and \(changed - shown) more (--report FILE lists them all)")
         }
         var counts = "  \(report.dryRun ? "to add" : "added") \(totals.added), \(report.dryRun ? "to update" : "updated") \(totals.updated), "
             + "\(report.dryRun ? "to reuse" : "reused") \(totals.reused), unchanged \(totals.unchanged)"

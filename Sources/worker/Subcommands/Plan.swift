@@ -31,6 +31,7 @@ func runPlan(manifests paths: [String], common: CommonOptions, prune: Bool) thro
     var options = SyncOptions(cacheDirectory: common.resolvedCacheDirectory())
     options.prune = prune
     options.reportAll = common.reportAll
+        options.listLimit = common.reportPath == nil ? TextReportWriter().listLimit : nil
     let engine = SyncEngine(options: options)
     let report: SyncReport
     do {

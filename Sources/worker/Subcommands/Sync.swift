@@ -108,6 +108,7 @@ struct Sync: AsyncParsableCommand {
         options.pruneMax = settings.pruneMax
         options.force = force
         options.reportAll = common.reportAll
+        options.listLimit = common.reportPath == nil ? TextReportWriter().listLimit : nil
         var logger = Logger(label: "worker")
         logger.logLevel = verbose ? .debug : .warning
         let report: SyncReport
