@@ -127,6 +127,14 @@ import WorkerTestSupport
                 ["2:11: 'base_url' has scheme 'ftp'; only http and https are allowed"])
     }
 
+    @Test func relativeURLsThatDoNotResolveToHTTPAreRefused() {
+        // Found by the mutation fuzzer: Foundation returned these unresolved.
+        #expect(problems("version: 1\nbase_url: https://h/a/\nentries:\n  - url: \":u/1.png\"\n") ==
+                ["4:10: not a valid relative URL: :u/1.png"])
+        #expect(problems("version: 1\nbase_url: https://h/a/\nentries:\n  - url: \":https:/~/x\"\n") ==
+                ["4:10: not a valid relative URL: :https:/~/x"])
+    }
+
     @Test func sameURLWithTwoHashesNamesBothLines() {
         #expect(problems("""
             version: 1

@@ -47,10 +47,15 @@ struct URLResolver {
             return .success(raw)
         }
         if let baseURL {
-            guard let url = URL(string: raw, relativeTo: baseURL) else {
+            // Check what resolution produced, not only its input: Foundation hands some malformed
+            // references (`:x/y`) back unresolved.
+            guard let resolved = URL(string: raw, relativeTo: baseURL)?.absoluteString,
+                  let scheme = Self.scheme(of: resolved), scheme == "http" || scheme == "https",
+                  Self.isWellFormedAbsolute(resolved)
+            else {
                 return .failure(Problem(message: "not a valid relative URL: \(Redact.short(raw, limit: 80))"))
             }
-            return .success(url.absoluteString)
+            return .success(resolved)
         }
         return resolveLocal(raw)
     }
