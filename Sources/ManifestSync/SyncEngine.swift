@@ -48,11 +48,8 @@ public struct SyncEngine: Sendable {
         }
         let index = try CacheIndex(path: indexPath, create: false)
         let records = try index.allRecords()
-        let objects = root + "/objects/sha256/"
-        return Planner(objectExists: { object in
-            var info = stat()
-            return lstat(objects + object.prefix(2) + "/" + object, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
-        }).plan(manifests, records: records)
+        let objects = ObjectDirectory(objectsDirectory: root + "/objects/sha256")
+        return Planner(objectExists: objects.contains).plan(manifests, records: records)
     }
 
     /// The report of a plan: what a sync would do, without doing it.
@@ -93,7 +90,9 @@ public struct SyncEngine: Sendable {
         let stale = store.removeStaleTemporaryFiles()
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
         let index = try CacheIndex(path: options.cacheDirectory + "/index.sqlite", create: true)
-        let plan = Planner(objectExists: store.contains).plan(manifests, records: try index.allRecords())
+        let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        let plan = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
+            .plan(manifests, records: try index.allRecords())
 
         var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
         try await run.execute()

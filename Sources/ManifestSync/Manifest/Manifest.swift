@@ -71,8 +71,13 @@ struct URLPositions: Sendable {
     }
 
     func find(_ url: String, in entries: [ManifestEntry]) -> Int? {
+        find(url) { entries[$0].url }
+    }
+
+    /// The position of `url`, given how to read the URL stored at a position.
+    func find(_ url: String, urlAt: (Int) -> String) -> Int? {
         guard let index = primary[digest(url)] else { return nil }
-        if entries[Int(index)].url == url { return Int(index) }
+        if urlAt(Int(index)) == url { return Int(index) }
         return collisions[url].map(Int.init)
     }
 

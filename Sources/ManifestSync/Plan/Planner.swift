@@ -3,27 +3,37 @@
 public struct Planner {
     /// Tells whether an object file is present; checked once per distinct object.
     public var objectExists: (String) -> Bool
+    /// Finds stored content by hash (the index answers this with its own lookups); nil: scan the
+    /// records given to `plan`.
+    public var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
 
-    public init(objectExists: @escaping (String) -> Bool) {
+    public init(objectExists: @escaping (String) -> Bool,
+                storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
         self.objectExists = objectExists
+        self.storedObject = storedObject
     }
 
     public func plan(_ manifests: ManifestSet, records: [IndexRecord]) -> SyncPlan {
-        var rowByURL: [String: Int32] = [:]
-        rowByURL.reserveCapacity(records.count)
-        /// Normalized manifest hash → object, from every row verified against a hash.
-        var objectByHash: [String: (object: String, size: Int64)] = [:]
-        var sizeByObject: [String: Int64] = [:]
-        for (row, record) in records.enumerated() {
-            rowByURL[record.url] = Int32(row)
-            sizeByObject[record.object] = record.size
-            if let hash = record.hash { objectByHash[hash] = (record.object, record.size) }
+        var rows = URLPositions()
+        rows.reserve(records.count)
+        for (row, record) in records.enumerated() where rows.find(record.url, urlAt: { records[$0].url }) == nil {
+            rows.insert(record.url, at: row)
         }
-        var presence: [String: Bool] = [:]
+        /// Stored content by hash, built only if some entry needs content and no lookup was given.
+        var scanned: StoredContent?
+        func stored(_ hash: ContentHash) -> (object: String, size: Int64)? {
+            if let storedObject { return storedObject(hash) }
+            if scanned == nil { scanned = StoredContent(records) }
+            return scanned?.object(for: hash)
+        }
+        /// Each object is checked once, however many URLs share it. Keyed by 64 bits of its name;
+        /// the full name is compared, so a crafted prefix collision only costs a second check.
+        var presence: [UInt64: (object: String, present: Bool)] = [:]
         func present(_ object: String) -> Bool {
-            if let known = presence[object] { return known }
+            let key = Self.prefixKey(object)
+            if let known = presence[key], known.object == object { return known.present }
             let exists = objectExists(object)
-            presence[object] = exists
+            presence[key] = (object, exists)
             return exists
         }
 
@@ -32,20 +42,29 @@ public struct Planner {
         actions.reserveCapacity(manifests.entries.count)
         previousRows.reserveCapacity(manifests.entries.count)
         for entry in manifests.entries {
-            let row = records.isEmpty ? nil : rowByURL[entry.url]
-            previousRows.append(row ?? -1)
-            if let row, Self.isSameVersion(entry, records[Int(row)]), present(records[Int(row)].object) {
+            let row = records.isEmpty ? nil : rows.find(entry.url, urlAt: { records[$0].url })
+            previousRows.append(row.map(Int32.init) ?? -1)
+            if let row, Self.isSameVersion(entry, records[row]), present(records[row].object) {
                 actions.append(.keep)
-            } else if !records.isEmpty,
-                      let stored = reusable(entry.hash, objectByHash: objectByHash, sizeByObject: sizeByObject),
-                      present(stored.object) {
-                actions.append(.reuse(object: stored.object, size: stored.size))
-            } else {
-                actions.append(.download)
+                continue
             }
+            if !records.isEmpty, let hash = entry.hash {
+                if let content = stored(hash), present(content.object) {
+                    actions.append(.reuse(object: content.object, size: content.size))
+                    continue
+                }
+            }
+            actions.append(.download)
         }
         let orphans = records.filter { !manifests.contains(url: $0.url) }
         return SyncPlan(manifests: manifests, records: records, actions: actions, previousRows: previousRows, orphans: orphans)
+    }
+
+    /// The first 16 hex digits of an object name as a number.
+    static func prefixKey(_ object: String) -> UInt64 {
+        var key: UInt64 = 0
+        for byte in object.utf8.prefix(16) { key = key << 4 | UInt64(Hex.value(byte) ?? 0) }
+        return key
     }
 
     /// The row holds the version the manifest asks for. A hashless entry is satisfied by any version.
@@ -54,14 +73,26 @@ public struct Planner {
         if record.hash == hash.description { return true }
         return hash.algorithm == .sha256 && record.object == hash.hex
     }
+}
 
-    private func reusable(
-        _ hash: ContentHash?,
-        objectByHash: [String: (object: String, size: Int64)],
-        sizeByObject: [String: Int64]
-    ) -> (object: String, size: Int64)? {
-        guard let hash else { return nil }
-        if hash.algorithm == .sha256, let size = sizeByObject[hash.hex] { return (hash.hex, size) }
+/// What is stored, by the hashes it was verified against: SHA-256 object names, and every
+/// manifest hash an index row records.
+private struct StoredContent {
+    var objectByHash: [String: (object: String, size: Int64)] = [:]
+    var sizeByObject: [String: Int64] = [:]
+
+    init(_ records: [IndexRecord]) {
+        for record in records {
+            sizeByObject[record.object] = record.size
+            if let hash = record.hash { objectByHash[hash] = (record.object, record.size) }
+        }
+    }
+
+    func object(for hash: ContentHash) -> (object: String, size: Int64)? {
+        if hash.algorithm == .sha256 {
+            let name = hash.hex
+            if let size = sizeByObject[name] { return (name, size) }
+        }
         return objectByHash[hash.description]
     }
 }

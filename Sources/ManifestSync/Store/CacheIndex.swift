@@ -18,7 +18,7 @@ public final class CacheIndex {
             if current > Self.schemaVersion {
                 throw CacheError.unusable(path: path, reason: "index schema \(current) is newer than this worker (\(Self.schemaVersion))")
             }
-            guard create, current < Self.schemaVersion else { return }
+            guard create else { return }
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS entries(
                     url TEXT PRIMARY KEY NOT NULL,
@@ -31,6 +31,7 @@ public final class CacheIndex {
                     last_modified TEXT
                 ) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS entries_object ON entries(object);
+                CREATE INDEX IF NOT EXISTS entries_hash ON entries(hash);
                 CREATE TABLE IF NOT EXISTS manifest_runs(
                     path TEXT PRIMARY KEY NOT NULL,
                     name TEXT NOT NULL,
@@ -80,6 +81,21 @@ public final class CacheIndex {
             return IndexRecord(url: url, hash: statement.text(1), object: statement.text(2) ?? "",
                                size: statement.int(3), fetchedAt: statement.double(4), lastUsed: statement.double(5),
                                etag: statement.text(6), lastModified: statement.text(7))
+        }
+    }
+
+    /// A stored object with these bytes: by SHA-256 name, or by any row verified against `hash`.
+    public func storedObject(for hash: ContentHash) throws(CacheError) -> (object: String, size: Int64)? {
+        try wrap {
+            if hash.algorithm == .sha256 {
+                let byName = try database.prepare("SELECT size FROM entries WHERE object = ? LIMIT 1")
+                byName.bind([.text(hash.hex)])
+                if try byName.step() { return (hash.hex, byName.int(0)) }
+            }
+            let byHash = try database.prepare("SELECT object, size FROM entries WHERE hash = ? LIMIT 1")
+            byHash.bind([.text(hash.description)])
+            guard try byHash.step(), let object = byHash.text(0) else { return nil }
+            return (object, byHash.int(1))
         }
     }
 
