@@ -200,22 +200,34 @@ class Suite:
                 for bench in benches:
                     print(f"round {round_ + 1}/{self.args.rounds}: {bench.name}", file=sys.stderr, flush=True)
                     self.hyperfine(bench, self.args.runs if bench.runs > 1 else 1)
+            for bench in benches:
+                self.measure_memory(bench)
             self.checks = self.check_results()
         finally:
             self.origin.stop()
         self.report(benches)
 
     def hyperfine(self, bench: Bench, runs: int) -> None:
-        timing = os.path.join(self.results, bench.name + ".time")
+        """Timed runs: hyperfine runs the command itself (its shell start is subtracted); CPU is
+        hyperfine's user+sys of the command."""
         export = os.path.join(self.results, bench.name + ".json")
-        command = f"/usr/bin/time -f '%e %U %S %M' -a -o {timing} sh -c {shlex.quote(bench.command)}"
         args = ["hyperfine", "--style", "none", "--runs", str(runs), "--export-json", export, "--shell", "sh"]
-        args += ["--prepare", bench.prepare or "sync", command]
+        args += ["--prepare", bench.prepare or "sync", bench.command]
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        bench.times += json.load(open(export))["results"][0]["times"]
-        rows = [line.split() for line in open(timing) if line.strip() and line[0].isdigit()]
-        bench.cpu = [float(r[1]) + float(r[2]) for r in rows]
-        bench.rss = [int(r[3]) / 1024 for r in rows]
+        result = json.load(open(export))["results"][0]
+        bench.times += result["times"]
+        bench.cpu.append(result["user"] + result["system"])
+
+    def measure_memory(self, bench: Bench) -> None:
+        """One more run under GNU time, untimed, for the peak RSS (kept out of the timed runs: the
+        wrapper costs a few milliseconds, which matters for the no-op benches)."""
+        timing = os.path.join(self.results, bench.name + ".time")
+        if bench.prepare:
+            sh(bench.prepare)
+        sh(f"/usr/bin/time -f '%e %U %S %M' -o {timing} sh -c {shlex.quote(bench.command)}",
+           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        fields = open(timing).read().split()
+        bench.rss = [int(fields[-1]) / 1024]
 
     def count_requests(self, benches) -> dict:
         """HTTP requests one run of each no-op / one-change bench makes (nginx's counter)."""
@@ -261,7 +273,7 @@ class Suite:
             ratio = f"{med(ref) / m:.2f}" if ref and ref is not bench and ".cold" in bench.name else ""
             files = f"{bench.files / m:,.0f}" if bench.files > 1 else ""
             rate = f"{bench.bytes / m / 1e6:.1f}" if bench.bytes else ""
-            cpu = f"{statistics.median(bench.cpu):.2f}" if bench.cpu else ""
+            cpu = f"{statistics.mean(bench.cpu):.2f}" if bench.cpu else ""
             rss = f"{max(bench.rss):.0f}" if bench.rss else ""
             rows.append(f"| {bench.name} | {m:.3f} | {min(bench.times):.3f}–{max(bench.times):.3f} | {files} | {rate} "
                         f"| {cpu} | {rss} | {ratio} |")
@@ -317,8 +329,8 @@ class Suite:
             "## Machine", *machine, "",
             "## Targets", "| work | measured | target | |", "|---|---|---|---|", *targets, "",
             "## All rows", *rows, "",
-            "files/s and MB/s are over the median. CPU is the client's user+sys (median), RSS its peak "
-            "(max over runs), both from GNU time. \"worker ÷ this\" is worker's median over this row's "
+            "files/s and MB/s are over the median. CPU is the client's user+sys (hyperfine's mean per run), RSS its peak "
+            "in one extra run under GNU time. \"worker ÷ this\" is worker's median over this row's "
             "(below 1: worker is faster). tmpfs rows put the destination in /dev/shm: the program's own "
             "cost without the disk.", "",
             "## Checks (untimed)", *[f"- {c}" for c in self.checks],

@@ -49,6 +49,7 @@ public struct SyncEngine: Sendable {
         let index = try CacheIndex(path: indexPath, create: false)
         let records = try index.allRecords()
         let objects = ObjectDirectory(objectsDirectory: root + "/objects/sha256")
+        if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
         return Planner(objectExists: objects.contains).plan(manifests, records: records)
     }
 
@@ -91,8 +92,10 @@ public struct SyncEngine: Sendable {
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
         let index = try CacheIndex(path: options.cacheDirectory + "/index.sqlite", create: true)
         let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        let records = try index.allRecords()
+        if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
         let plan = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
-            .plan(manifests, records: try index.allRecords())
+            .plan(manifests, records: records)
 
         var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
         try await run.execute()
@@ -110,6 +113,12 @@ public struct SyncEngine: Sendable {
         })
         report.finishedAt = Date()
         return report
+    }
+
+    /// Listing the object folders beats one lookup per object when the manifests name a large
+    /// share of a cache that is not tiny.
+    static func worthListing(entries: Int, records: Int) -> Bool {
+        records >= 2048 && entries >= records / 4
     }
 
     static func summaries(_ manifests: ManifestSet) -> [SyncReport.ManifestSummary] {

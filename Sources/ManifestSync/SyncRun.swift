@@ -17,6 +17,7 @@ struct SyncRun {
     private var rows: [(item: Int, entry: SyncReport.Entry)] = []
     private var listed = 0
     private var pending: [IndexRecord] = []
+    private var pendingFailures: [FailureRecord] = []
     /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
     private var pendingInstalls: [(temporary: String, sha256: String)] = []
     private var lastCommit = Date()
@@ -213,6 +214,10 @@ struct SyncRun {
         row.httpStatus = failure.httpStatus
         row.stale = planned.previous.map { store.contains($0.object) } ?? false
         keep(item, row)
+        if failure.reason != .cancelled || attempts > 0 {
+            pendingFailures.append(FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
+                                                 attempts: attempts, at: Date().timeIntervalSince1970))
+        }
         logger.debug("entry failed", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
                                                 "entry.reason": "\(failure.reason.rawValue)"])
     }
@@ -236,7 +241,7 @@ struct SyncRun {
     /// (still in `tmp/`), rename them to their object names, flush the renames, then one index
     /// transaction for the batch's rows. One flush pair per batch, not an fsync per file.
     private mutating func commit(touches: [String], at time: Double) throws(CacheError) {
-        guard !pending.isEmpty || !touches.isEmpty else { return }
+        guard !pending.isEmpty || !touches.isEmpty || !pendingFailures.isEmpty else { return }
         if !pendingInstalls.isEmpty {
             try store.flush()
             for install in pendingInstalls {
@@ -244,8 +249,9 @@ struct SyncRun {
             }
             try store.flush()
         }
-        try index.apply(upserts: pending, touches: touches, removals: [], at: time)
+        try index.apply(upserts: pending, touches: touches, removals: [], failures: pendingFailures, at: time)
         pending.removeAll(keepingCapacity: true)
+        pendingFailures.removeAll()
         pendingInstalls.removeAll(keepingCapacity: true)
         lastCommit = Date()
     }

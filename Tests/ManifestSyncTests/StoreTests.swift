@@ -111,3 +111,21 @@ import WorkerTestSupport
         #expect(store.root == directory.path + "/link")
     }
 }
+
+@Suite struct ObjectDirectoryTests {
+    @Test(arguments: [false, true])
+    func countsRegularFilesOnly(listed: Bool) throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let real = String(repeating: "ab", count: 32)
+        let planted = String(repeating: "ac", count: 32)
+        directory.write("cache/objects/sha256/ab/" + real, "bytes")
+        #expect(symlink(directory.path + "/cache/objects/sha256/ab/" + real, store.objectPath(planted)) == 0)
+        let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        if listed { objects.preload() }
+        #expect(objects.contains(real))
+        #expect(!objects.contains(planted), "a link named like an object is not one")
+        #expect(!objects.contains(String(repeating: "cd", count: 32)))
+        #expect(!objects.contains("../../etc/passwd"))
+    }
+}

@@ -56,6 +56,32 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     /// Normalized form, `sha256:9f86…`; the form the index and the report use.
     public var description: String { "\(algorithm.rawValue):\(hex)" }
 
+    /// True when `text` is exactly `hex` (lowercase), compared without building a string.
+    public func hasHex(_ text: String) -> Bool {
+        hasHex(utf8: text.utf8)
+    }
+
+    private func hasHex<Digits: Collection<UInt8>>(utf8 digits: Digits) -> Bool {
+        let digest = bytes
+        guard digits.count == digest.count * 2 else { return false }
+        var index = 0
+        for char in digits {
+            let byte = digest[index >> 1]
+            let nibble = index & 1 == 0 ? byte >> 4 : byte & 0x0f
+            guard char == Hex.lowercaseDigit(nibble) else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// True when `text` is this hash's normalized form (`description`), compared in place.
+    public func isDescribed(by text: String) -> Bool {
+        let name = algorithm.rawValue
+        let utf8 = text.utf8
+        guard utf8.count == name.utf8.count + 1 + algorithm.byteCount * 2, text.hasPrefix(name + ":") else { return false }
+        return hasHex(utf8: utf8.dropFirst(name.utf8.count + 1))
+    }
+
     /// Parses every form PRODUCT.md allows: `ALGO:HEX`, bare hex whose length names the algorithm,
     /// and SRI `ALGO-BASE64`. Returns a message (no location) for anything else.
     public static func parse(_ text: String) -> Result<ContentHash, HashParseError> {
@@ -186,6 +212,10 @@ enum Hex {
     /// True when `text` is exactly `length` lowercase hex digits (a safe object file name).
     static func isLowercaseHex(_ text: String, length: Int) -> Bool {
         text.utf8.count == length && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    static func lowercaseDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 48 + nibble : 87 + nibble
     }
 
     /// The value of a hex digit (either case), or nil.

@@ -70,8 +70,8 @@ public struct Planner {
     /// The row holds the version the manifest asks for. A hashless entry is satisfied by any version.
     static func isSameVersion(_ entry: ManifestEntry, _ record: IndexRecord) -> Bool {
         guard let hash = entry.hash else { return true }
-        if record.hash == hash.description { return true }
-        return hash.algorithm == .sha256 && record.object == hash.hex
+        if let stored = record.hash, hash.isDescribed(by: stored) { return true }
+        return hash.algorithm == .sha256 && hash.hasHex(record.object)
     }
 }
 

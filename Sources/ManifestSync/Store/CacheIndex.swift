@@ -32,6 +32,13 @@ public final class CacheIndex {
                 ) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS entries_object ON entries(object);
                 CREATE INDEX IF NOT EXISTS entries_hash ON entries(hash);
+                CREATE TABLE IF NOT EXISTS failures(
+                    url TEXT PRIMARY KEY NOT NULL,
+                    reason TEXT NOT NULL,
+                    error TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    at REAL NOT NULL
+                ) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS manifest_runs(
                     path TEXT PRIMARY KEY NOT NULL,
                     name TEXT NOT NULL,
@@ -109,6 +116,42 @@ public final class CacheIndex {
         }
     }
 
+    /// Counts for `worker status`.
+    public func statistics() throws(CacheError) -> CacheStatistics {
+        try wrap {
+            let totals = try database.prepare("""
+                SELECT count(*), count(DISTINCT object), coalesce(sum(size), 0), min(fetched_at), max(fetched_at)
+                FROM entries
+                """)
+            _ = try totals.step()
+            let distinct = try database.prepare(
+                "SELECT coalesce(sum(size), 0) FROM (SELECT max(size) AS size FROM entries GROUP BY object)")
+            _ = try distinct.step()
+            let failed = try database.prepare("SELECT count(*) FROM failures")
+            _ = try failed.step()
+            return CacheStatistics(
+                entries: Int(totals.int(0)), objects: Int(totals.int(1)),
+                entryBytes: totals.int(2), objectBytes: distinct.int(0),
+                oldestFetch: totals.isNull(3) ? nil : totals.double(3),
+                newestFetch: totals.isNull(4) ? nil : totals.double(4),
+                pendingFailures: Int(failed.int(0)))
+        }
+    }
+
+    /// Entries whose last sync failed and that have not succeeded since.
+    public func failures() throws(CacheError) -> [FailureRecord] {
+        try wrap {
+            let statement = try database.prepare("SELECT url, reason, error, attempts, at FROM failures ORDER BY url")
+            var rows: [FailureRecord] = []
+            while try statement.step() {
+                rows.append(FailureRecord(url: statement.text(0) ?? "", reason: statement.text(1) ?? "",
+                                          error: statement.text(2) ?? "", attempts: Int(statement.int(3)),
+                                          at: statement.double(4)))
+            }
+            return rows
+        }
+    }
+
     public func manifestRuns() throws(CacheError) -> [ManifestRun] {
         try wrap {
             let statement = try database.prepare(
@@ -126,9 +169,27 @@ public final class CacheIndex {
     // MARK: - Writes
 
     /// Applies one batch in a single transaction. Callers make the batch's objects durable first.
-    public func apply(upserts: [IndexRecord], touches: [String], removals: [String], at time: Double) throws(CacheError) {
+    /// A URL that is stored again clears its pending failure; `failures` records new ones.
+    public func apply(upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
+                      at time: Double) throws(CacheError) {
         try wrap {
             try database.transaction {
+                if !upserts.isEmpty || !removals.isEmpty {
+                    let clear = try database.prepare("DELETE FROM failures WHERE url = ?")
+                    for record in upserts { try clear.run([.text(record.url)]) }
+                    for url in removals { try clear.run([.text(url)]) }
+                }
+                if !failures.isEmpty {
+                    let fail = try database.prepare("""
+                        INSERT INTO failures(url, reason, error, attempts, at) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT(url) DO UPDATE SET reason = excluded.reason, error = excluded.error,
+                            attempts = excluded.attempts, at = excluded.at
+                        """)
+                    for failure in failures {
+                        try fail.run([.text(failure.url), .text(failure.reason), .text(failure.error),
+                                      .int(Int64(failure.attempts)), .double(failure.at)])
+                    }
+                }
                 if !upserts.isEmpty {
                     let upsert = try database.prepare("""
                         INSERT INTO entries(url, hash, object, size, fetched_at, last_used, etag, last_modified)
@@ -151,6 +212,20 @@ public final class CacheIndex {
                     let remove = try database.prepare("DELETE FROM entries WHERE url = ?")
                     for url in removals { try remove.run([.text(url)]) }
                 }
+            }
+        }
+    }
+
+    /// Sets when entries were last used (`gc` evicts by it; tests set it to control time).
+    public func setLastUsed(_ time: Double, urls: [String]) throws(CacheError) {
+        try apply(upserts: [], touches: urls, removals: [], at: time)
+    }
+
+    /// Deletes every row: entries, pending failures, manifest runs.
+    public func removeAll() throws(CacheError) {
+        try wrap {
+            try database.transaction {
+                try database.execute("DELETE FROM entries; DELETE FROM failures; DELETE FROM manifest_runs;")
             }
         }
     }

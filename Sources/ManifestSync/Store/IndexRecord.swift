@@ -33,3 +33,25 @@ public struct ManifestRun: Sendable, Equatable {
     public var finishedAt: Double
     public var failed: Int
 }
+
+/// An entry whose last sync failed (`worker status` lists them as pending).
+public struct FailureRecord: Sendable, Equatable, Codable {
+    public var url: String
+    public var reason: String
+    public var error: String
+    public var attempts: Int
+    public var at: Double
+}
+
+/// What the index holds, in numbers.
+public struct CacheStatistics: Sendable, Equatable {
+    public var entries: Int
+    public var objects: Int
+    /// Sum of entry sizes (what the cache would take without deduplication).
+    public var entryBytes: Int64
+    /// Sum of distinct object sizes (what it takes).
+    public var objectBytes: Int64
+    public var oldestFetch: Double?
+    public var newestFetch: Double?
+    public var pendingFailures: Int
+}
