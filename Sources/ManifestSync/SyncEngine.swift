@@ -8,6 +8,12 @@ public struct SyncOptions: Sendable {
     /// Seconds to wait for another run's lock; nil waits without limit.
     public var waitLock: Double?
     public var prune = false
+    /// Prune only orphans not used for this many seconds (a grace period; 0 = at once).
+    public var pruneAfter = 0.0
+    /// Check hashless entries with conditional requests.
+    public var revalidate = false
+    /// No network: report what is missing or out of date, fetch nothing.
+    public var offline = false
     /// The largest share of the index `--prune` may remove in one run (0...1).
     public var pruneMax = 0.5
     public var force = false
@@ -94,8 +100,9 @@ public struct SyncEngine: Sendable {
         let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
         let records = try index.allRecords()
         if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
-        let plan = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
-            .plan(manifests, records: records)
+        var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
+        planner.revalidate = options.revalidate && !options.offline
+        let plan = planner.plan(manifests, records: records)
 
         var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
         try await run.execute()

@@ -18,6 +18,8 @@ struct SyncRun {
     private var listed = 0
     private var pending: [IndexRecord] = []
     private var pendingFailures: [FailureRecord] = []
+    /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
+    private var pendingTouches: [String] = []
     /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
     private var pendingInstalls: [(temporary: String, sha256: String)] = []
     private var lastCommit = Date()
@@ -60,7 +62,7 @@ struct SyncRun {
                 if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
             case .reuse(let object, let size):
                 link(offset, object: object, size: size, status: .reused, body: nil, attempts: nil)
-            case .download:
+            case .download, .revalidate:
                 let key = item.entry.hash.map { $0.description } ?? "url:" + item.entry.url
                 if let existing = groupByKey[key] {
                     members[existing].append(offset)
@@ -71,13 +73,15 @@ struct SyncRun {
             }
         }
         for items in members {
-            groups.append(DownloadGroup(items: items, requests: items.map { request(for: plan.items[$0].entry) }))
+            groups.append(DownloadGroup(items: items, requests: items.map { request(for: $0) }))
         }
 
-        if !groups.isEmpty {
+        if options.offline {
+            for group in groups { failOffline(group) }
+        } else if !groups.isEmpty {
             try await download(groups)
         }
-        try commit(touches: touches, at: now)
+        try commit(touches: touches + pendingTouches, at: now)
         try prune()
         report.totals.entries = plan.items.count
         report.entries = rows.sorted { $0.item < $1.item }.map(\.entry) + report.entries
@@ -157,22 +161,52 @@ struct SyncRun {
         if let failure { throw failure }
     }
 
-    private func request(for entry: ManifestEntry) -> FetchRequest {
-        let manifest = plan.manifests.manifests[entry.manifest]
-        return FetchRequest(url: entry.url, expected: entry.hash, headers: manifest.headers,
-                            localRoot: manifest.baseURL == nil ? manifest.localRoot : nil)
+    private func request(for item: Int) -> FetchRequest {
+        let planned = plan.items[item]
+        let manifest = plan.manifests.manifests[planned.entry.manifest]
+        var request = FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifest.headers,
+                                   localRoot: manifest.baseURL == nil ? manifest.localRoot : nil)
+        if planned.action == .revalidate {
+            request.etag = planned.previous?.etag
+            request.lastModified = planned.previous?.lastModified
+        }
+        return request
+    }
+
+    /// `--offline`: what would need the network fails as `cancelled`; earlier versions stay.
+    private mutating func failOffline(_ group: DownloadGroup) {
+        for item in group.items {
+            let planned = plan.items[item]
+            if planned.action == .revalidate { continue }
+            let message = planned.isUpdate ? "offline: the cached version is out of date" : "offline: not in the cache"
+            fail(item, FetchFailure(.cancelled, message), attempts: 0)
+        }
     }
 
     private mutating func record(_ group: DownloadGroup, _ results: [FetchResult]) {
         var delivered: FetchedBody?
         for (position, result) in results.enumerated() {
             let item = group.items[position]
+            let planned = plan.items[item]
             report.totals.bytesDownloaded += result.bytesReceived
             switch result.result {
-            case .success(let body):
+            case .success(.notModified):
+                // 304: the stored version is current; only "last used" changes.
+                report.totals.count(.unchanged)
+                pendingTouches.append(planned.entry.url)
+                if options.reportAll {
+                    keep(item, entry(planned, status: .unchanged, object: planned.previous?.object,
+                                     size: planned.previous?.size, attempts: result.attempts))
+                }
+            case .success(.body(let body)):
                 delivered = body
                 pendingInstalls.append((body.temporaryPath, body.sha256))
-                let status: EntryStatus = plan.items[item].isUpdate ? .updated : .added
+                let status: EntryStatus
+                if planned.action == .revalidate {
+                    status = body.sha256 == planned.previous?.object ? .unchanged : .updated
+                } else {
+                    status = planned.isUpdate ? .updated : .added
+                }
                 link(item, object: body.sha256, size: body.size, status: status, body: body, attempts: result.attempts)
             case .failure(let failure):
                 fail(item, failure, attempts: result.attempts)
@@ -192,8 +226,10 @@ struct SyncRun {
         pending.append(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
                                    size: size, fetchedAt: now, lastUsed: now,
                                    etag: body?.etag, lastModified: body?.lastModified))
+        if status != .unchanged || options.reportAll {
+            keep(item, entry(planned, status: status, object: object, size: size, attempts: attempts))
+        }
         report.totals.count(status)
-        keep(item, entry(planned, status: status, object: object, size: size, attempts: attempts))
     }
 
     private mutating func keep(_ item: Int, _ row: SyncReport.Entry) {
@@ -228,7 +264,7 @@ struct SyncRun {
             url: Redact.url(planned.entry.url),
             hash: planned.entry.hash?.description,
             status: status,
-            previousHash: planned.isUpdate ? planned.previous?.hash : nil,
+            previousHash: status == .updated ? planned.previous.map { $0.hash ?? "sha256:" + $0.object } : nil,
             bytes: size,
             attempts: attempts,
             path: object.map(store.objectPath)
@@ -257,20 +293,22 @@ struct SyncRun {
     }
 
     private mutating func prune() throws(CacheError) {
-        guard options.prune, !plan.orphans.isEmpty else { return }
-        let share = Double(plan.orphans.count) / Double(max(1, plan.indexedEntries))
+        let cutoff = Date().timeIntervalSince1970 - options.pruneAfter
+        // The grace period: an orphan goes only once no synced manifest has named it for that long.
+        let orphans = plan.orphans.filter { $0.lastUsed <= cutoff }
+        report.pruneWaiting = plan.orphans.count - orphans.count
+        guard options.prune, !orphans.isEmpty else { return }
+        let share = Double(orphans.count) / Double(max(1, plan.indexedEntries))
         if share > options.pruneMax, !options.force {
-            report.pruneRefused = "refusing to prune \(plan.orphans.count) of \(plan.indexedEntries) entries "
+            report.pruneRefused = "refusing to prune \(orphans.count) of \(plan.indexedEntries) entries "
                 + "(\(Int((share * 100).rounded())) % > --prune-max \(Int((options.pruneMax * 100).rounded())) %); "
                 + "check the manifests, or pass --force"
             return
         }
         // Rows go before files: an index row never points at a missing object.
-        try index.apply(upserts: [], touches: [], removals: plan.orphans.map(\.url), at: Date().timeIntervalSince1970)
-        for object in Set(plan.orphans.map(\.object)) where try index.references(object: object) == 0 {
-            store.remove(object)
-        }
-        for orphan in plan.orphans {
+        try index.apply(upserts: [], touches: [], removals: orphans.map(\.url), at: Date().timeIntervalSince1970)
+        _ = try CacheMaintenance.deleteUnreferenced(orphans, index: index, store: store)
+        for orphan in orphans {
             report.totals.count(.removed)
             guard listed < options.listLimit ?? .max else { continue }
             listed += 1

@@ -26,6 +26,10 @@ struct CommonOptions: ParsableArguments {
 
     /// The cache directory, absolute: the option, else the environment, else the XDG default.
     func resolvedCacheDirectory() -> String {
+        Self.resolveCacheDirectory(cacheDirectory)
+    }
+
+    static func resolveCacheDirectory(_ cacheDirectory: String?) -> String {
         let environment = ProcessInfo.processInfo.environment
         let chosen: String
         if let cacheDirectory, !cacheDirectory.isEmpty {

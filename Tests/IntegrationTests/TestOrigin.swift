@@ -31,6 +31,7 @@ final class TestOrigin: Sendable {
         var hits: [String: Int] = [:]
         var headers: [String: [String: String]] = [:]
         var total = 0
+        var bodyBytes = 0
     }
 
     /// How a request is answered.
@@ -111,6 +112,8 @@ final class TestOrigin: Sendable {
 
     func hits(_ path: String) -> Int { state.withLock { $0.hits[path] ?? 0 } }
     var totalRequests: Int { state.withLock { $0.total } }
+    /// Body bytes sent for files set with `set(_:_:)`.
+    var bodyBytesSent: Int { state.withLock { $0.bodyBytes } }
     /// The request headers of the last request for `path`, names lowercased.
     func lastHeaders(_ path: String) -> [String: String]? { state.withLock { $0.headers[path] } }
 
@@ -138,7 +141,12 @@ final class TestOrigin: Sendable {
         }
         var headers = HTTPHeaders()
         if let file {
-            headers.add(name: "ETag", value: "\"\(SHA256.hash(data: file).prefix(8).map { String(format: "%02x", $0) }.joined())\"")
+            let etag = "\"\(SHA256.hash(data: file).prefix(8).map { String(format: "%02x", $0) }.joined())\""
+            headers.add(name: "ETag", value: etag)
+            if head.headers.first(name: "if-none-match") == etag {
+                return .respond(.notModified, headers, [])
+            }
+            state.withLock { $0.bodyBytes += file.count }
             return .respond(.ok, headers, file)
         }
         let segments = path.split(separator: "/").map(String.init)

@@ -30,6 +30,19 @@ struct FetchRequest: Sendable {
     let headers: [RequestHeader]
     /// For `file://` entries: the manifest folder the file must stay inside (symlinks resolved).
     let localRoot: String?
+    /// The stored version's validators: sent as If-None-Match / If-Modified-Since, so the origin
+    /// can answer 304 Not Modified without a body.
+    var etag: String? = nil
+    var lastModified: String? = nil
+
+    var isConditional: Bool { etag != nil || lastModified != nil }
+}
+
+/// What a successful download delivered.
+enum Delivery: Sendable {
+    case body(FetchedBody)
+    /// 304 to a conditional request: the stored version is current.
+    case notModified
 }
 
 /// A body that was received completely and matched its hash, waiting in `tmp/` to be installed
@@ -44,7 +57,7 @@ struct FetchedBody: Sendable {
 
 /// The outcome of a download with its retries.
 struct FetchResult: Sendable {
-    let result: Result<FetchedBody, FetchFailure>
+    let result: Result<Delivery, FetchFailure>
     let attempts: Int
     /// Body bytes received over all attempts.
     let bytesReceived: Int64
@@ -89,11 +102,11 @@ final class Fetcher: Sendable {
         var bytes: Int64 = 0
         while true {
             attempts += 1
-            let outcome: Result<FetchedBody, FetchFailure>
+            let outcome: Result<Delivery, FetchFailure>
             if Task.isCancelled {
                 outcome = .failure(FetchFailure(.cancelled, "the run was cancelled"))
             } else if request.url.hasPrefix("file://") {
-                outcome = readLocal(request, bytes: &bytes)
+                outcome = readLocal(request, bytes: &bytes).map(Delivery.body)
             } else {
                 outcome = await download(request, bytes: &bytes)
             }
@@ -112,7 +125,7 @@ final class Fetcher: Sendable {
 
     // MARK: - HTTP
 
-    private func download(_ request: FetchRequest, bytes: inout Int64) async -> Result<FetchedBody, FetchFailure> {
+    private func download(_ request: FetchRequest, bytes: inout Int64) async -> Result<Delivery, FetchFailure> {
         // AsyncHTTPClient's deadline covers the response head; the body loop checks it too, so a
         // slow drip that never goes quiet long enough for the read timeout still ends.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
@@ -126,6 +139,8 @@ final class Fetcher: Sendable {
             if sendHeaders {
                 for header in request.headers { http.headers.add(name: header.name, value: header.value) }
             }
+            if let etag = request.etag { http.headers.add(name: "If-None-Match", value: etag) }
+            if let lastModified = request.lastModified { http.headers.add(name: "If-Modified-Since", value: lastModified) }
             let response: HTTPClientResponse
             do {
                 response = try await client.execute(http, deadline: deadline, logger: nil)
@@ -143,6 +158,9 @@ final class Fetcher: Sendable {
                     continue
                 }
             }
+            if status == 304, request.isConditional {
+                return .success(.notModified)
+            }
             guard (200..<300).contains(status), status != 206 else {
                 let retryAfter = response.headers.first(name: "retry-after").flatMap(Self.parseRetryAfter)
                 return .failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter))
@@ -154,8 +172,8 @@ final class Fetcher: Sendable {
             let etag = response.headers.first(name: "etag")
             let lastModified = response.headers.first(name: "last-modified")
             return await receive(response.body, declared: declared, request: request, deadline: deadline, bytes: &bytes)
-                .map { FetchedBody(temporaryPath: $0.path, sha256: $0.sha256, size: $0.size, etag: etag,
-                                   lastModified: lastModified) }
+                .map { .body(FetchedBody(temporaryPath: $0.path, sha256: $0.sha256, size: $0.size, etag: etag,
+                                         lastModified: lastModified)) }
         }
         return .failure(FetchFailure(.redirect, "more than \(settings.maxRedirects) redirects"))
     }

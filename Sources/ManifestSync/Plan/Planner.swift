@@ -6,6 +6,8 @@ public struct Planner {
     /// Finds stored content by hash (the index answers this with its own lookups); nil: scan the
     /// records given to `plan`.
     public var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
+    /// Plan a conditional request for every cached entry without a hash.
+    public var revalidate = false
 
     public init(objectExists: @escaping (String) -> Bool,
                 storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
@@ -45,7 +47,7 @@ public struct Planner {
             let row = records.isEmpty ? nil : rows.find(entry.url, urlAt: { records[$0].url })
             previousRows.append(row.map(Int32.init) ?? -1)
             if let row, Self.isSameVersion(entry, records[row]), present(records[row].object) {
-                actions.append(.keep)
+                actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
                 continue
             }
             if !records.isEmpty, let hash = entry.hash {

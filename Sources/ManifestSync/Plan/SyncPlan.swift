@@ -7,6 +7,8 @@ public struct PlannedEntry: Sendable {
         case download
         /// The content is already stored under another URL: link it, no download.
         case reuse(object: String, size: Int64)
+        /// A hashless entry to check with a conditional request (`--revalidate`).
+        case revalidate
     }
 
     public let entry: ManifestEntry
@@ -17,7 +19,7 @@ public struct PlannedEntry: Sendable {
     /// The status this entry will have if its action succeeds.
     public var plannedStatus: EntryStatus {
         switch action {
-        case .keep: .unchanged
+        case .keep, .revalidate: .unchanged
         case .reuse: .reused
         case .download: isUpdate ? .updated : .added
         }

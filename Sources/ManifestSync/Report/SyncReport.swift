@@ -70,6 +70,8 @@ public struct SyncReport: Sendable {
     public var orphans = 0
     /// Set when pruning was refused by `--prune-max`.
     public var pruneRefused: String?
+    /// Orphans kept because their `--prune-after` grace period has not passed.
+    public var pruneWaiting = 0
 
     public var duration: Double { finishedAt.timeIntervalSince(startedAt) }
 

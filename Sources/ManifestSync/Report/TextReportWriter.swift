@@ -33,7 +33,9 @@ public struct TextReportWriter {
         if !report.dryRun { counts += ", failed \(totals.failed)" }
         if totals.removed > 0 { counts += ", \(report.dryRun ? "to remove" : "removed") \(totals.removed)" }
         lines.append(counts)
-        if report.orphans > 0, totals.removed == 0 {
+        if report.pruneWaiting > 0 {
+            lines.append("  \(report.pruneWaiting) unnamed entr\(report.pruneWaiting == 1 ? "y waits" : "ies wait") for the --prune-after grace period")
+        } else if report.orphans > 0, totals.removed == 0 {
             lines.append("  \(report.orphans) cached entr\(report.orphans == 1 ? "y is" : "ies are") named by no given manifest (--prune removes them)")
         }
         if !report.dryRun {

@@ -178,7 +178,10 @@ public struct CacheVerifier: Sendable {
             let expected = record.hash.flatMap { try? ContentHash.parse($0).get() }
             let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil))
             switch result.result {
-            case .success(let body):
+            case .success(.notModified):
+                dropped.append(record.url)
+                report.droppedEntries.append(Redact.url(record.url))
+            case .success(.body(let body)):
                 installs.append(body)
                 var updated = record
                 updated.object = body.sha256

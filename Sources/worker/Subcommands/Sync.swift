@@ -49,6 +49,15 @@ struct Sync: AsyncParsableCommand {
     @Flag(help: "Lift the --prune-max safety limit.")
     var force = false
 
+    @Option(name: .customLong("prune-after"), help: "Prune only entries no manifest has named for this long (grace period, e.g. 3d).")
+    var pruneAfter = "0"
+
+    @Flag(help: "Check entries without a hash with conditional requests (ETag / Last-Modified); 304 = unchanged.")
+    var revalidate = false
+
+    @Flag(help: "No network: report what is missing or out of date (exit 1 if anything is).")
+    var offline = false
+
     @Flag(name: .shortAndLong, help: "Log each retry and failure as it happens (stderr).")
     var verbose = false
 
@@ -79,6 +88,7 @@ struct Sync: AsyncParsableCommand {
             return seconds
         }
         let runDeadline = try deadline.map { try positiveDuration($0, "--deadline") }
+        guard Units.duration(pruneAfter) != nil else { throw ValidationError("--prune-after: '\(pruneAfter)' is not a duration") }
         let share = pruneMax.hasSuffix("%") ? Double(pruneMax.dropLast()).map { $0 / 100 } : Double(pruneMax)
         guard let share, (0...1).contains(share) else {
             throw ValidationError("--prune-max: '\(pruneMax)' is not a percentage from 0% to 100%")
@@ -107,6 +117,9 @@ struct Sync: AsyncParsableCommand {
         options.prune = prune
         options.pruneMax = settings.pruneMax
         options.force = force
+        options.pruneAfter = Units.duration(pruneAfter) ?? 0
+        options.revalidate = revalidate
+        options.offline = offline
         options.reportAll = common.reportAll
         options.listLimit = common.reportPath == nil ? TextReportWriter().listLimit : nil
         var logger = Logger(label: "worker")

@@ -1,0 +1,98 @@
+import Foundation
+
+/// `worker path`, `worker rm`, `worker clear`: look-ups and removals, under the lock where they
+/// write. Rows go before their files, and an object goes only when no row names it.
+public struct CacheMaintenance: Sendable {
+    public let cacheDirectory: String
+    public var waitLock: Double?
+
+    public init(cacheDirectory: String, waitLock: Double? = nil) {
+        self.cacheDirectory = cacheDirectory
+        self.waitLock = waitLock
+    }
+
+    private var indexPath: String { cacheDirectory + "/index.sqlite" }
+
+    // MARK: - path
+
+    /// The object path of `url`'s current version, or nil when it is not cached. Reading counts
+    /// as a use for `gc` — recorded when no other run holds the lock (a read never waits).
+    public func path(for url: String) async throws(CacheError) -> String? {
+        guard access(indexPath, F_OK) == 0 else { return nil }
+        let index = try CacheIndex(path: indexPath, create: false)
+        guard let record = try index.record(url: url) else { return nil }
+        let objects = ObjectDirectory(objectsDirectory: cacheDirectory + "/objects/sha256")
+        guard objects.contains(record.object) else { return nil }
+        if let lock = try? await CacheLock(directory: cacheDirectory, wait: 0) {
+            try index.setLastUsed(Date().timeIntervalSince1970, urls: [url])
+            withExtendedLifetime(lock) {}
+        }
+        return cacheDirectory + "/objects/sha256/" + record.object.prefix(2) + "/" + record.object
+    }
+
+    // MARK: - rm
+
+    public struct Removal: Sendable {
+        public var removed: [String] = []
+        public var notCached: [String] = []
+        public var objectsDeleted = 0
+        public var bytesFreed: Int64 = 0
+    }
+
+    public func remove(urls: [String]) async throws(CacheError) -> Removal {
+        var result = Removal()
+        guard access(indexPath, F_OK) == 0 else {
+            result.notCached = urls
+            return result
+        }
+        let store = try ContentStore(root: cacheDirectory)
+        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+        defer { withExtendedLifetime(lock) {} }
+        let index = try CacheIndex(path: indexPath, create: true)
+        var records: [IndexRecord] = []
+        for url in urls {
+            if let record = try index.record(url: url) { records.append(record) } else { result.notCached.append(url) }
+        }
+        try index.apply(upserts: [], touches: [], removals: records.map(\.url), at: Date().timeIntervalSince1970)
+        result.removed = records.map { Redact.url($0.url) }
+        (result.objectsDeleted, result.bytesFreed) = try Self.deleteUnreferenced(records, index: index, store: store)
+        return result
+    }
+
+    /// Deletes the objects of `removed` rows that no remaining row names.
+    static func deleteUnreferenced(_ removed: [IndexRecord], index: CacheIndex,
+                                   store: ContentStore) throws(CacheError) -> (objects: Int, bytes: Int64) {
+        var sizes: [String: Int64] = [:]
+        for record in removed { sizes[record.object] = record.size }
+        var objects = 0
+        var bytes: Int64 = 0
+        for (object, size) in sizes where try index.references(object: object) == 0 {
+            store.remove(object)
+            objects += 1
+            bytes += size
+        }
+        return (objects, bytes)
+    }
+
+    // MARK: - clear
+
+    /// Removes every entry and object (the rows first), and what `tmp/` holds.
+    public func clear() async throws(CacheError) -> (entries: Int, objects: Int) {
+        guard access(indexPath, F_OK) == 0 else { return (0, 0) }
+        let store = try ContentStore(root: cacheDirectory)
+        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+        defer { withExtendedLifetime(lock) {} }
+        let index = try CacheIndex(path: indexPath, create: true)
+        let entries = try index.statistics().entries
+        try index.removeAll()
+        var objects = 0
+        for slot in 0..<256 {
+            let folder = store.objectsDirectory + "/" + Hex.encode([UInt8(slot)])
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where unlink(folder + "/" + name) == 0 {
+                objects += 1
+            }
+        }
+        _ = store.removeStaleTemporaryFiles()
+        return (entries, objects)
+    }
+}

@@ -1,0 +1,106 @@
+import Crypto
+import Foundation
+
+/// The on-disk layout an app or server reads directly.
+public enum ExportLayout: String, Sendable, CaseIterable {
+    /// SDImageCache (SDWebImage 5): lowercase hex MD5 of the URL string, plus `.` and the URL
+    /// path's extension when it has one (without `:` or NUL, and at most 222 characters).
+    case sdwebimage
+    /// Kingfisher's DiskStorage with its default settings (`usesHashedFileName`, no
+    /// `pathExtension`, no `autoExtAfterHashedFileName`): lowercase hex SHA-256 of the cache key,
+    /// which for a plain URL is its absolute string. (Kingfisher before 8 used MD5.)
+    case kingfisher
+    /// Stored by hash: `<sha256 of the content>.<extension of the URL path>`.
+    case hash
+
+    /// The file name this layout gives `url`, whose content has SHA-256 `object`.
+    public func fileName(url: String, object: String) -> String {
+        let ext = Self.pathExtension(of: url)
+        switch self {
+        case .sdwebimage:
+            let name = Hex.encode(Insecure.MD5.hash(data: Array(url.utf8)))
+            let clean = ext.filter { $0 != ":" && $0 != "\0" }
+            return clean.isEmpty || clean.utf8.count > 222 ? name : name + "." + clean
+        case .kingfisher:
+            return Hex.encode(SHA256.hash(data: Array(url.utf8)))
+        case .hash:
+            return ext.isEmpty || ext.contains("/") ? object : object + "." + ext
+        }
+    }
+
+    /// The extension of the URL's path (no query, no fragment), as NSURL's `pathExtension`.
+    static func pathExtension(of url: String) -> String {
+        guard let path = URL(string: url)?.path, let last = path.split(separator: "/").last,
+              let dot = last.lastIndex(of: "."), dot != last.startIndex
+        else { return "" }
+        return String(last[last.index(after: dot)...])
+    }
+}
+
+/// `worker export`: writes cached files into a folder in a layout, as hard links to the objects
+/// where the file system allows (copies otherwise). The objects are read-only, so are the links.
+public struct Exporter: Sendable {
+    public let cacheDirectory: String
+
+    public init(cacheDirectory: String) {
+        self.cacheDirectory = cacheDirectory
+    }
+
+    public struct Result: Sendable {
+        public var linked = 0
+        public var copied = 0
+        public var unchanged = 0
+        public var missing: [String] = []
+    }
+
+    /// Exports every cached entry, or only those whose URL is in `urls`.
+    public func export(layout: ExportLayout, to folder: String, urls: Set<String>?) throws(CacheError) -> Result {
+        var result = Result()
+        let indexPath = cacheDirectory + "/index.sqlite"
+        guard access(indexPath, F_OK) == 0 else {
+            result.missing = urls.map { Array($0).sorted() } ?? []
+            return result
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw CacheError.unusable(path: folder, reason: "cannot create the export folder")
+        }
+        let records = try CacheIndex(path: indexPath, create: false).allRecords()
+        var found = Set<String>()
+        for record in records where urls?.contains(record.url) ?? true {
+            found.insert(record.url)
+            let source = cacheDirectory + "/objects/sha256/" + record.object.prefix(2) + "/" + record.object
+            let target = folder + "/" + layout.fileName(url: record.url, object: record.object)
+            var sourceInfo = stat()
+            var targetInfo = stat()
+            guard lstat(source, &sourceInfo) == 0 else {
+                result.missing.append(Redact.url(record.url))
+                continue
+            }
+            if lstat(target, &targetInfo) == 0 {
+                if targetInfo.st_ino == sourceInfo.st_ino && targetInfo.st_dev == sourceInfo.st_dev {
+                    result.unchanged += 1
+                    continue
+                }
+                unlink(target)
+            }
+            if link(source, target) == 0 {
+                result.linked += 1
+            } else if errno == EXDEV || errno == EPERM || errno == EMLINK {
+                do {
+                    try FileManager.default.copyItem(atPath: source, toPath: target)
+                    result.copied += 1
+                } catch {
+                    throw CacheError.unusable(path: target, reason: "cannot copy: \(error.localizedDescription)")
+                }
+            } else {
+                throw CacheError.unusable(path: target, reason: String(cString: strerror(errno)))
+            }
+        }
+        if let urls {
+            result.missing += urls.subtracting(found).map(Redact.url).sorted()
+        }
+        return result
+    }
+}

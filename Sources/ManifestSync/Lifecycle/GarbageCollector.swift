@@ -1,0 +1,86 @@
+import Foundation
+
+/// `worker gc`: SDImageCache's two rules for a shared, manifest-driven cache. Entries not used
+/// for `maxAge` go (used = named by a synced manifest, or read through `worker path`); then, while
+/// the distinct objects take more than `maxSize`, the least recently used entries go until they
+/// take at most `targetShare` of it (SDImageCache trims to half; 80 % keeps more of a warm cache).
+public struct GarbageCollector: Sendable {
+    public var cacheDirectory: String
+    public var maxAge: Double? = 7 * 86400
+    public var maxSize: Int64?
+    public var targetShare = 0.8
+    public var dryRun = false
+    public var waitLock: Double?
+
+    public init(cacheDirectory: String) {
+        self.cacheDirectory = cacheDirectory
+    }
+
+    public struct Result: Sendable, Codable {
+        public var dryRun: Bool
+        public var removedByAge: [String] = []
+        public var removedBySize: [String] = []
+        public var objectsDeleted = 0
+        public var bytesFreed: Int64 = 0
+        public var bytesBefore: Int64 = 0
+        public var bytesAfter: Int64 = 0
+
+        enum CodingKeys: String, CodingKey {
+            case dryRun = "dry_run"
+            case removedByAge = "removed_by_age"
+            case removedBySize = "removed_by_size"
+            case objectsDeleted = "objects_deleted"
+            case bytesFreed = "bytes_freed"
+            case bytesBefore = "bytes_before"
+            case bytesAfter = "bytes_after"
+        }
+    }
+
+    public func collect(now: Double = Date().timeIntervalSince1970) async throws(CacheError) -> Result {
+        var result = Result(dryRun: dryRun)
+        guard access(cacheDirectory + "/index.sqlite", F_OK) == 0 else { return result }
+        let store = try ContentStore(root: cacheDirectory)
+        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+        defer { withExtendedLifetime(lock) {} }
+        let index = try CacheIndex(path: cacheDirectory + "/index.sqlite", create: true)
+        let records = try index.allRecords().sorted { ($0.lastUsed, $0.url) < ($1.lastUsed, $1.url) }
+
+        var references: [String: Int] = [:]
+        var sizes: [String: Int64] = [:]
+        for record in records {
+            references[record.object, default: 0] += 1
+            sizes[record.object] = record.size
+        }
+        var bytes = sizes.values.reduce(0, +)
+        result.bytesBefore = bytes
+        var evicted: [IndexRecord] = []
+        func evict(_ record: IndexRecord) {
+            evicted.append(record)
+            references[record.object]! -= 1
+            if references[record.object] == 0 { bytes -= record.size }
+        }
+        var kept: [IndexRecord] = []
+        for record in records {
+            if let maxAge, record.lastUsed < now - maxAge {
+                evict(record)
+                result.removedByAge.append(Redact.url(record.url))
+            } else {
+                kept.append(record)
+            }
+        }
+        if let maxSize, bytes > maxSize {
+            let target = Int64(Double(maxSize) * targetShare)
+            for record in kept where bytes > target {
+                evict(record)
+                result.removedBySize.append(Redact.url(record.url))
+            }
+        }
+        result.bytesAfter = bytes
+        result.bytesFreed = result.bytesBefore - bytes
+        result.objectsDeleted = references.values.filter { $0 == 0 }.count
+        guard !dryRun, !evicted.isEmpty else { return result }
+        try index.apply(upserts: [], touches: [], removals: evicted.map(\.url), at: now)
+        _ = try CacheMaintenance.deleteUnreferenced(evicted, index: index, store: store)
+        return result
+    }
+}

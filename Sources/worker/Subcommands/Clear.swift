@@ -1,0 +1,23 @@
+import ArgumentParser
+import ManifestSync
+
+/// `worker clear`: delete every entry and object, under the lock.
+struct Clear: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete every entry and object of the cache.")
+
+    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
+    var cacheDirectory: String?
+
+    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
+    var waitLock: Double?
+
+    func run() async throws {
+        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: waitLock)
+        do {
+            let cleared = try await maintenance.clear()
+            Console.out("cleared \(cleared.entries) entries and \(cleared.objects) objects\n")
+        } catch {
+            throw cacheExitCode(error)
+        }
+    }
+}

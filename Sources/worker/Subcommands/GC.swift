@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import ManifestSync
+
+/// `worker gc`: evict by age, then by size, least recently used first.
+struct GC: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gc",
+        abstract: "Evict entries not used for --max-age, then least recently used ones while objects exceed --max-size.",
+        discussion: """
+            "Used" means named by a synced manifest or read through `worker path`. Over --max-size, \
+            entries go least recently used first until the objects take at most 80 % of it. An object \
+            goes when no entry uses it.
+            """)
+
+    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
+    var cacheDirectory: String?
+
+    @Option(name: .customLong("max-age"), help: "Evict entries not used for this long (e.g. 7d; 0 disables).")
+    var maxAge = "7d"
+
+    @Option(name: .customLong("max-size"), help: "Keep the objects under this size (e.g. 2GB, 512MiB).")
+    var maxSize: String?
+
+    @Flag(name: .customLong("dry-run"), help: "Show what would be evicted; change nothing.")
+    var dryRun = false
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
+    var waitLock: Double?
+
+    func validate() throws {
+        guard Units.duration(maxAge) != nil else { throw ValidationError("--max-age: '\(maxAge)' is not a duration (e.g. 7d)") }
+        if let maxSize, Units.size(maxSize) == nil { throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 2GB)") }
+    }
+
+    func run() async throws {
+        var collector = GarbageCollector(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
+        let age = Units.duration(maxAge) ?? 0
+        collector.maxAge = age > 0 ? age : nil
+        collector.maxSize = maxSize.flatMap(Units.size)
+        collector.dryRun = dryRun
+        collector.waitLock = waitLock
+        let result: GarbageCollector.Result
+        do {
+            result = try await collector.collect()
+        } catch {
+            throw cacheExitCode(error)
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            Console.out(String(decoding: try encoder.encode(result), as: UTF8.self) + "\n")
+            return
+        }
+        let verb = dryRun ? "would evict" : "evicted"
+        var lines = ["worker gc: \(verb) \(result.removedByAge.count) entries by age and \(result.removedBySize.count) by size; "
+            + "objects \(Units.formatBytes(result.bytesBefore)) → \(Units.formatBytes(result.bytesAfter))"]
+        for url in (result.removedByAge + result.removedBySize).prefix(20) { lines.append("  \(url)") }
+        Console.out(lines.joined(separator: "\n") + "\n")
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import ManifestSync
+
+/// `worker path URL`: the cached file of URL's current version.
+struct PathCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "path",
+        abstract: "Print the cached file's path for URL (exit 1 if it is not cached).")
+
+    @Argument(help: "The URL, as the manifest resolves it.")
+    var url: String
+
+    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
+    var cacheDirectory: String?
+
+    func run() async throws {
+        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
+        let path: String?
+        do {
+            path = try await maintenance.path(for: url)
+        } catch {
+            throw cacheExitCode(error)
+        }
+        guard let path else {
+            Console.error("not cached: \(Redact.url(url))")
+            throw ExitCode(ExitStatus.failures)
+        }
+        Console.out(path + "\n")
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import ManifestSync
+
+/// `worker rm URL…`: delete entries (and their objects once nothing else uses them).
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rm",
+        abstract: "Delete entries; an object goes when no other entry uses it (exit 1 if a URL was not cached).")
+
+    @Argument(help: "URLs to remove.")
+    var urls: [String]
+
+    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
+    var cacheDirectory: String?
+
+    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
+    var waitLock: Double?
+
+    func validate() throws {
+        guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
+    }
+
+    func run() async throws {
+        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: waitLock)
+        let result: CacheMaintenance.Removal
+        do {
+            result = try await maintenance.remove(urls: urls)
+        } catch {
+            throw cacheExitCode(error)
+        }
+        Console.out("removed \(result.removed.count) entr\(result.removed.count == 1 ? "y" : "ies"), "
+                    + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))\n")
+        for url in result.notCached { Console.error("not cached: \(Redact.url(url))") }
+        if !result.notCached.isEmpty { throw ExitCode(ExitStatus.failures) }
+    }
+}

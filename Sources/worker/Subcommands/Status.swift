@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+import ManifestSync
+
+/// `worker status`: the cache in numbers, the last sync of each manifest, pending failures.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show entries, objects, bytes, deduplication, and the last sync of each manifest.")
+
+    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
+    var cacheDirectory: String?
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func run() async throws {
+        let report: StatusReport
+        do {
+            report = try StatusReport.read(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
+        } catch {
+            throw cacheExitCode(error)
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            Console.out(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+            return
+        }
+        var lines = [
+            "cache      \(report.cacheDir)",
+            "entries    \(report.entries)",
+            "objects    \(report.objects) (\(Units.formatBytes(report.bytes)); deduplication saves \(Units.formatBytes(report.bytesSavedByDeduplication)))",
+        ]
+        if let oldest = report.oldestEntry, let newest = report.newestEntry {
+            lines.append("fetched    oldest \(oldest), newest \(newest)")
+        }
+        for manifest in report.manifests {
+            lines.append("manifest   \(manifest.name): \(manifest.entries) entries, last sync \(manifest.lastSync), \(manifest.result) (\(manifest.path))")
+        }
+        lines.append("failed     \(report.failedPending) entr\(report.failedPending == 1 ? "y" : "ies") pending")
+        for failure in report.failures.prefix(20) {
+            lines.append("  \(failure.url): \(failure.reason): \(failure.error)")
+        }
+        if report.failures.count > 20 { lines.append("  … and \(report.failures.count - 20) more (--json lists them all)") }
+        Console.out(lines.joined(separator: "\n") + "\n")
+    }
+}
