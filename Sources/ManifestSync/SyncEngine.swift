@@ -14,6 +14,10 @@ public struct SyncOptions: Sendable {
     public var revalidate = false
     /// No network: report what is missing or out of date, fetch nothing.
     public var offline = false
+    /// Handle only the entries of this shard (orphans too are only this shard's).
+    public var shard = Shard.all
+    /// Called after each finished download (from one task at a time).
+    public var onProgress: (@Sendable (SyncProgress) -> Void)?
     /// The largest share of the index `--prune` may remove in one run (0...1).
     public var pruneMax = 0.5
     public var force = false
@@ -33,6 +37,16 @@ public struct SyncOptions: Sendable {
     }
 }
 
+/// How far the downloads of a run are.
+public struct SyncProgress: Sendable {
+    /// Entries that needed the network, and how many of them are done.
+    public var total: Int
+    public var done: Int
+    public var failed: Int
+    public var bytes: Int64
+    public var started: Date
+}
+
 /// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.
 public struct SyncEngine: Sendable {
     public let options: SyncOptions
@@ -50,13 +64,15 @@ public struct SyncEngine: Sendable {
         let root = options.cacheDirectory
         let indexPath = root + "/index.sqlite"
         guard access(indexPath, F_OK) == 0 else {
-            return Planner(objectExists: { _ in false }).plan(manifests, records: [])
+            return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: [])
         }
         let index = try CacheIndex(path: indexPath, create: false)
         let records = try index.allRecords()
         let objects = ObjectDirectory(objectsDirectory: root + "/objects/sha256")
         if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
-        return Planner(objectExists: objects.contains).plan(manifests, records: records)
+        var planner = Planner(objectExists: objects.contains)
+        planner.shard = options.shard
+        return planner.plan(options.shard.filter(manifests), records: records)
     }
 
     /// The report of a plan: what a sync would do, without doing it.
@@ -102,7 +118,8 @@ public struct SyncEngine: Sendable {
         if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
         var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
         planner.revalidate = options.revalidate && !options.offline
-        let plan = planner.plan(manifests, records: records)
+        planner.shard = options.shard
+        let plan = planner.plan(options.shard.filter(manifests), records: records)
 
         var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
         try await run.execute()

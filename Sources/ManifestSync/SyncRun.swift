@@ -23,6 +23,7 @@ struct SyncRun {
     /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
     private var pendingInstalls: [(temporary: String, sha256: String)] = []
     private var lastCommit = Date()
+    private var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
     init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, logger: Logger) {
         self.plan = plan
@@ -76,6 +77,7 @@ struct SyncRun {
             groups.append(DownloadGroup(items: items, requests: items.map { request(for: $0) }))
         }
 
+        progress.total = groups.reduce(0) { $0 + $1.items.count }
         if options.offline {
             for group in groups { failOffline(group) }
         } else if !groups.isEmpty {
@@ -184,6 +186,12 @@ struct SyncRun {
     }
 
     private mutating func record(_ group: DownloadGroup, _ results: [FetchResult]) {
+        defer {
+            progress.done += group.items.count
+            progress.failed = report.totals.failed
+            progress.bytes = report.totals.bytesDownloaded
+            options.onProgress?(progress)
+        }
         var delivered: FetchedBody?
         for (position, result) in results.enumerated() {
             let item = group.items[position]
@@ -267,7 +275,9 @@ struct SyncRun {
             previousHash: status == .updated ? planned.previous.map { $0.hash ?? "sha256:" + $0.object } : nil,
             bytes: size,
             attempts: attempts,
-            path: object.map(store.objectPath)
+            path: object.map(store.objectPath),
+            manifest: plan.manifests.manifests[planned.entry.manifest].name,
+            previousPath: status == .updated || status == .failed ? planned.previous.map { store.objectPath($0.object) } : nil
         )
     }
 

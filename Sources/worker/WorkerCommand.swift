@@ -8,7 +8,7 @@ struct WorkerCommand: AsyncParsableCommand {
         commandName: "worker",
         abstract: "Keep a local cache of remote files in step with YAML manifests of URL + content hash.",
         subcommands: [Sync.self, Plan.self, Status.self, Verify.self, GC.self, PathCommand.self, Remove.self, Clear.self,
-                      Export.self]
+                      Export.self, Fingerprint.self]
     )
 
     /// Runs the command, mapping usage errors to exit 2 (PRODUCT.md) instead of EX_USAGE.

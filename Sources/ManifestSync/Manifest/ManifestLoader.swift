@@ -5,6 +5,8 @@ import Foundation
 public struct ManifestLoader {
     public var environment: [String: String]
     public var maxDiagnostics = 50
+    /// Expand `${VAR}` in header values (off for `worker fingerprint`, which never needs them).
+    public var expandsHeaders = true
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
@@ -61,7 +63,9 @@ public struct ManifestLoader {
                     collector.add(item, resolver: resolver, manifest: index, manifests: manifests, path: path, into: &fileDiagnostics)
                 }
             }
-            let headers = expand(header.headers, path: path, into: &fileDiagnostics)
+            let headers = expandsHeaders
+                ? expand(header.headers, path: path, into: &fileDiagnostics)
+                : header.headers.map { RequestHeader(name: $0.name, value: $0.value) }
             diagnostics += (fileDiagnostics + entryDiagnostics).sorted { ($0.line, $0.column) < ($1.line, $1.column) }
             manifests.append(Manifest(
                 path: path,

@@ -8,6 +8,8 @@ public struct Planner {
     public var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
     /// Plan a conditional request for every cached entry without a hash.
     public var revalidate = false
+    /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
+    public var shard = Shard.all
 
     public init(objectExists: @escaping (String) -> Bool,
                 storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
@@ -58,7 +60,7 @@ public struct Planner {
             }
             actions.append(.download)
         }
-        let orphans = records.filter { !manifests.contains(url: $0.url) }
+        let orphans = records.filter { !manifests.contains(url: $0.url) && shard.contains($0.url) }
         return SyncPlan(manifests: manifests, records: records, actions: actions, previousRows: previousRows, orphans: orphans)
     }
 

@@ -48,13 +48,18 @@ public struct SyncReport: Sendable {
         public var error: String?
         public var httpStatus: Int?
         public var stale: Bool?
+        /// The name of the manifest that lists the entry.
+        public var manifest: String?
+        /// The object of the earlier version (updated entries, and failed ones still served).
+        public var previousPath: String?
 
         enum CodingKeys: String, CodingKey {
             case url, hash, status
             case previousHash = "previous_hash"
             case bytes, attempts, path, reason, error
             case httpStatus = "http_status"
-            case stale
+            case stale, manifest
+            case previousPath = "previous_path"
         }
     }
 

@@ -61,6 +61,30 @@ struct Sync: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log each retry and failure as it happens (stderr).")
     var verbose = false
 
+    @Option(help: "Progress on stderr: auto (unless --quiet), always, never. A live line on a terminal, a plain line every 5 s elsewhere.")
+    var progress = "auto"
+
+    @Option(name: .customLong("log-format"), help: "Logs on stderr as text or json.")
+    var logFormat = "text"
+
+    @Option(name: .customLong("junit"), help: "Write JUnit XML: one test case per entry checked.")
+    var junitPath: String?
+
+    @Option(name: .customLong("summary-md"), help: "Write a Markdown summary (default in GitHub Actions: appended to $GITHUB_STEP_SUMMARY).")
+    var summaryPath: String?
+
+    @Option(name: .customLong("metrics"), help: "Write Prometheus text format (node_exporter textfile collector), atomically.")
+    var metricsPath: String?
+
+    @Option(name: .customLong("report-html"), help: "Write a self-contained HTML page with thumbnails of what changed or failed.")
+    var htmlPath: String?
+
+    @Option(name: .customLong("max-failures"), help: "Exit 0 while failures stay within N or N% of the entries.")
+    var maxFailures = "0"
+
+    @Option(help: "Handle only shard I of N (0-based; default from JOB_COMPLETION_INDEX / JOB_COMPLETION_COUNT).")
+    var shard: String?
+
     func validate() throws {
         guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
         guard retries >= 0, retries <= 100 else { throw ValidationError("--retries must be between 0 and 100") }
@@ -88,12 +112,44 @@ struct Sync: AsyncParsableCommand {
             return seconds
         }
         let runDeadline = try deadline.map { try positiveDuration($0, "--deadline") }
+        guard ProgressPrinter.Mode(rawValue: progress) != nil else { throw ValidationError("--progress: auto, always or never") }
+        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format: text or json") }
+        _ = try failureBudget()
+        _ = try resolvedShard()
         guard Units.duration(pruneAfter) != nil else { throw ValidationError("--prune-after: '\(pruneAfter)' is not a duration") }
         let share = pruneMax.hasSuffix("%") ? Double(pruneMax.dropLast()).map { $0 / 100 } : Double(pruneMax)
         guard let share, (0...1).contains(share) else {
             throw ValidationError("--prune-max: '\(pruneMax)' is not a percentage from 0% to 100%")
         }
         return (fetch, wait, runDeadline, share)
+    }
+
+    /// `--max-failures`: a count, or a share of the entries (`5%`).
+    func failureBudget() throws -> (count: Int?, share: Double?) {
+        if maxFailures.hasSuffix("%"), let percent = Double(maxFailures.dropLast()), (0...100).contains(percent) {
+            return (nil, percent / 100)
+        }
+        guard let count = Int(maxFailures), count >= 0 else {
+            throw ValidationError("--max-failures: '\(maxFailures)' is not a count or a percentage (e.g. 10 or 2%)")
+        }
+        return (count, nil)
+    }
+
+    /// `--shard I/N`, else Kubernetes Indexed Job variables, else everything.
+    func resolvedShard() throws -> Shard {
+        if let shard {
+            guard let parsed = Shard(shard) else { throw ValidationError("--shard: '\(shard)' is not I/N with 0 ≤ I < N") }
+            return parsed
+        }
+        let environment = ProcessInfo.processInfo.environment
+        guard let index = environment["JOB_COMPLETION_INDEX"] else { return .all }
+        guard let count = environment["JOB_COMPLETION_COUNT"] else {
+            throw ValidationError("JOB_COMPLETION_INDEX is set: set JOB_COMPLETION_COUNT to the Job's completions too (or pass --shard I/N)")
+        }
+        guard let parsed = Shard("\(index)/\(count)") else {
+            throw ValidationError("JOB_COMPLETION_INDEX/JOB_COMPLETION_COUNT '\(index)/\(count)' is not I/N with 0 ≤ I < N")
+        }
+        return parsed
     }
 
     private func positiveDuration(_ text: String, _ option: String) throws -> Double {
@@ -122,6 +178,15 @@ struct Sync: AsyncParsableCommand {
         options.offline = offline
         options.reportAll = common.reportAll
         options.listLimit = common.reportPath == nil ? TextReportWriter().listLimit : nil
+        options.shard = try resolvedShard()
+        if junitPath != nil { options.reportAll = true }
+        if junitPath != nil || htmlPath != nil || summaryPath != nil { options.listLimit = nil }
+        let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: progress) ?? .auto, quiet: common.quiet)
+        if let printer { options.onProgress = { printer.update($0) } }
+        let json = logFormat == "json"
+        LoggingSystem.bootstrap { label in
+            json ? JSONLogHandler(label: label) as any LogHandler : StreamLogHandler.standardError(label: label)
+        }
         var logger = Logger(label: "worker")
         logger.logLevel = verbose ? .debug : .warning
         let report: SyncReport
@@ -133,9 +198,40 @@ struct Sync: AsyncParsableCommand {
         let text = TextReportWriter()
         if !common.quiet { Console.out(text.summary(report)) }
         Console.error(text.failures(report))
-        try writeReport(report, to: common.reportPath)
-        if report.totals.failed > 0 || report.pruneRefused != nil {
-            throw ExitCode(ExitStatus.failures)
+        let budget = try failureBudget()
+        let allowed = budget.count ?? Int((Double(report.totals.entries) * (budget.share ?? 0)).rounded(.down))
+        let success = report.totals.failed <= allowed && report.pruneRefused == nil
+        try writeOutputs(report, success: success)
+        if !success { throw ExitCode(ExitStatus.failures) }
+    }
+
+    /// Every report the options asked for; one that cannot be written is exit 4.
+    private func writeOutputs(_ report: SyncReport, success: Bool) throws {
+        var json = report
+        if !common.reportAll { json.entries = report.entries.filter { $0.status != .unchanged } }
+        try writeReport(json, to: common.reportPath)
+        var files: [(String, String, Bool)] = []
+        if let junitPath { files.append((junitPath, JUnitReportWriter.xml(report), false)) }
+        if let metricsPath { files.append((metricsPath, PrometheusMetricsWriter.text(report, success: success), false)) }
+        if let htmlPath { files.append((htmlPath, HTMLReportWriter.html(report), false)) }
+        if let summaryPath {
+            files.append((summaryPath, MarkdownSummaryWriter.markdown(report), false))
+        } else if let github = ProcessInfo.processInfo.environment["GITHUB_STEP_SUMMARY"], !github.isEmpty {
+            files.append((github, MarkdownSummaryWriter.markdown(report), true))
+        }
+        for (path, text, append) in files {
+            do {
+                if append, let handle = FileHandle(forWritingAtPath: path) {
+                    handle.seekToEndOfFile()
+                    handle.write(Data(text.utf8))
+                    handle.closeFile()
+                } else {
+                    try AtomicFile.write(Data(text.utf8), to: path)
+                }
+            } catch {
+                Console.error("cannot write \(path): \(error.localizedDescription)")
+                throw ExitCode(ExitStatus.cacheUnusable)
+            }
         }
     }
 }

@@ -1,0 +1,35 @@
+import Foundation
+
+/// Prometheus text format for node_exporter's textfile collector: when the last run finished,
+/// whether it succeeded, entries by status, bytes, duration. Written atomically by the caller.
+public enum PrometheusMetricsWriter {
+    public static func text(_ report: SyncReport, success: Bool) -> String {
+        let manifests = report.manifests.map(\.name).joined(separator: ",")
+        let labels = #"manifests="\#(escape(manifests))""#
+        var lines: [String] = []
+        func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, String)]) {
+            lines.append("# HELP \(name) \(help)")
+            lines.append("# TYPE \(name) \(type)")
+            for (extra, value) in samples {
+                lines.append("\(name){\(labels)\(extra.isEmpty ? "" : "," + extra)} \(value)")
+            }
+        }
+        metric("worker_sync_last_run_timestamp_seconds", "When the last sync finished (Unix time).", "gauge",
+               [("", String(format: "%.3f", report.finishedAt.timeIntervalSince1970))])
+        metric("worker_sync_success", "1 if the last sync ended with exit code 0.", "gauge", [("", success ? "1" : "0")])
+        metric("worker_sync_duration_seconds", "How long the last sync took.", "gauge", [("", String(format: "%.3f", report.duration))])
+        let totals = report.totals
+        metric("worker_sync_entries", "Entries of the last sync by status.", "gauge", [
+            (#"status="unchanged""#, "\(totals.unchanged)"), (#"status="added""#, "\(totals.added)"),
+            (#"status="updated""#, "\(totals.updated)"), (#"status="reused""#, "\(totals.reused)"),
+            (#"status="failed""#, "\(totals.failed)"), (#"status="removed""#, "\(totals.removed)"),
+        ])
+        metric("worker_sync_bytes_downloaded", "Body bytes received by the last sync.", "gauge", [("", "\(totals.bytesDownloaded)")])
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import ManifestSync
+
+/// `worker fingerprint MANIFEST…`: a stable digest of what the manifests ask for (CI cache keys).
+struct Fingerprint: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a stable hash of the normalized manifests (for CI cache keys).",
+        discussion: """
+            The digest covers the set of (resolved URL, normalized hash) pairs and each manifest's \
+            name, base_url and header names: key order, comments, whitespace, quoting, hash spelling \
+            and entry order do not change it. Header values are left out (no secrets are needed).
+            """)
+
+    @Argument(help: "Manifest files (YAML).")
+    var manifests: [String]
+
+    func validate() throws {
+        guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
+    }
+
+    func run() async throws {
+        var loader = ManifestLoader()
+        loader.expandsHeaders = false
+        let set: ManifestSet
+        do {
+            set = try loader.load(paths: manifests)
+        } catch {
+            Console.error(error.description)
+            throw ExitCode(ExitStatus.usage)
+        }
+        Console.out(ManifestFingerprint.digest(set) + "\n")
+    }
+}

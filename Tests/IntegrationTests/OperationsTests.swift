@@ -1,0 +1,176 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import Testing
+
+/// Reports for CI and ops, the failure budget, shards, progress and logs, through the binary.
+@Suite struct OperationsTests {
+    /// A cache with one unchanged, one updated, one added and one failed entry.
+    func scenario() async throws -> (Harness, String, [UInt8], [UInt8]) {
+        let harness = try await Harness.start()
+        let keep = harness.serve("keep.png", "keep")
+        let old = harness.serve("change.png", "old version")
+        _ = try await harness.sync(harness.manifest([("/f/keep.png", keep), ("/f/change.png", old)]))
+        let new = harness.serve("change.png", "new version")
+        let added = harness.serve("added.png", "added")
+        let manifest = harness.manifest([("/f/keep.png", keep), ("/f/change.png", new), ("/f/added.png", added), ("/status/500", nil)],
+                                        name: "ops.yaml")
+        return (harness, manifest, old, new)
+    }
+
+    /// Element names and attributes of an XML document, in order.
+    final class XMLCollector: NSObject, XMLParserDelegate {
+        var elements: [(name: String, attributes: [String: String])] = []
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            elements.append((name, attributes))
+        }
+    }
+
+    @Test func junitHasOneTestCasePerEntryAndAFailureElement() async throws {
+        let (harness, manifest, _, _) = try await scenario()
+        let path = harness.directory.path + "/junit.xml"
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--junit", path, "--retries", "0"])
+        #expect(result.code == 1)
+        let parser = try #require(XMLParser(contentsOf: URL(fileURLWithPath: path)))
+        let collector = XMLCollector()
+        parser.delegate = collector
+        #expect(parser.parse(), "well-formed XML")
+        let cases = collector.elements.filter { $0.name == "testcase" }
+        #expect(cases.count == 4)
+        #expect(Set(cases.compactMap { $0.attributes["name"] }) == Set(["/f/keep.png", "/f/change.png", "/f/added.png", "/status/500"].map(harness.origin.url)))
+        let suite = try #require(collector.elements.first { $0.name == "testsuite" })
+        #expect(suite.attributes["name"] == "test" && suite.attributes["tests"] == "4" && suite.attributes["failures"] == "1")
+        let failure = try #require(collector.elements.first { $0.name == "failure" })
+        #expect(failure.attributes["type"] == "http_status")
+        #expect(failure.attributes["message"] == "HTTP 500")
+        await harness.origin.stop()
+    }
+
+    @Test func markdownSummaryToAFileOrToTheGitHubStepSummary() async throws {
+        let (harness, manifest, _, _) = try await scenario()
+        let path = harness.directory.path + "/summary.md"
+        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--summary-md", path, "--retries", "0"])
+        let summary = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(summary.contains("### ❌ worker sync: `test`"))
+        #expect(summary.contains("| 4 | 1 | 1 | 1 | 0 | 1 | 0 |"))
+        #expect(summary.contains("| \(harness.origin.url("/status/500")) | `http_status` | HTTP 500 |"))
+
+        let github = harness.directory.write("step-summary.md", "earlier step\n")
+        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"],
+                                 environment: ["GITHUB_STEP_SUMMARY": github])
+        let appended = try String(contentsOfFile: github, encoding: .utf8)
+        #expect(appended.hasPrefix("earlier step\n### ❌ worker sync"), "appended, as GitHub expects")
+        await harness.origin.stop()
+    }
+
+    @Test func prometheusMetricsParseAndCarryTheTotals() async throws {
+        let (harness, manifest, _, _) = try await scenario()
+        let path = harness.directory.path + "/worker.prom"
+        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--metrics", path, "--retries", "0"])
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var samples: [String: Double] = [:]
+        let sample = try Regex(#"^([a-z_]+)\{manifests="[^"]*"(?:,status="([a-z]+)")?\} (-?[0-9.e+]+)$"#)
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let match = try #require(try sample.wholeMatch(in: String(line)), "not a Prometheus sample: \(line)")
+            let name = String(match.output[1].substring!) + (match.output[2].substring.map { "." + $0 } ?? "")
+            samples[name] = Double(match.output[3].substring!)
+        }
+        #expect(samples["worker_sync_success"] == 0)
+        #expect(samples["worker_sync_entries.failed"] == 1)
+        #expect(samples["worker_sync_entries.updated"] == 1)
+        #expect(samples["worker_sync_entries.unchanged"] == 1)
+        #expect(samples["worker_sync_bytes_downloaded"] == Double("new version".utf8.count + "added".utf8.count))
+        #expect(try #require(samples["worker_sync_last_run_timestamp_seconds"]) > Date().timeIntervalSince1970 - 60)
+        #expect(text.contains("# TYPE worker_sync_entries gauge"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: harness.directory.path).allSatisfy { !$0.hasSuffix(".tmp") },
+                "written by way of a temporary file, nothing left behind")
+        await harness.origin.stop()
+    }
+
+    @Test func htmlReportShowsThumbnailsOldAndNewAndFailures() async throws {
+        let harness = try await Harness.start()
+        let png = { (color: UInt8) -> [UInt8] in [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, color] }
+        harness.origin.set("/f/a.png", png(1))
+        _ = try await harness.sync(harness.manifest([("/f/a.png", png(1))]))
+        harness.origin.set("/f/a.png", png(2))
+        harness.origin.set("/f/b.png", png(3))
+        let manifest = harness.manifest([("/f/a.png", png(2)), ("/f/b.png", png(3)), ("/status/404", nil)])
+        let path = harness.directory.path + "/report.html"
+        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report-html", path])
+        let html = try String(contentsOfFile: path, encoding: .utf8)
+        func data(_ bytes: [UInt8]) -> String { "data:image/png;base64," + Data(bytes).base64EncodedString() }
+        #expect(html.hasPrefix("<!doctype html>"))
+        #expect(html.contains("<h2>Updated <small>1</small></h2>"))
+        #expect(html.contains(data(png(1))) && html.contains(data(png(2))), "old and new side by side")
+        #expect(html.range(of: data(png(1)))!.lowerBound < html.range(of: data(png(2)))!.lowerBound, "old first")
+        #expect(html.contains("<h2>Added <small>1</small></h2>") && html.contains(data(png(3))))
+        #expect(html.contains("<h2>Failed <small>1</small></h2>") && html.contains("<b>http_status</b> HTTP 404"))
+        #expect(!html.contains("<script"), "no script")
+        #expect(!html.contains("src=\"http"), "self-contained: no external resource")
+        await harness.origin.stop()
+    }
+
+    @Test func failureBudgetDecidesTheExitCode() async throws {
+        let (harness, manifest, _, _) = try await scenario()
+        func code(_ budget: String) throws -> Int32 {
+            try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-failures", budget, "--retries", "0", "-q"]).code
+        }
+        #expect(try code("0") == 1)
+        #expect(try code("1") == 0)
+        #expect(try code("25%") == 0, "1 of 4 entries")
+        #expect(try code("10%") == 1)
+        #expect(try WorkerBinary.run(["sync", manifest, "--max-failures", "lots"]).code == 2)
+        await harness.origin.stop()
+    }
+
+    @Test func shardsSplitAManifestAcrossWorkersSharingOneCache() async throws {
+        let harness = try await Harness.start()
+        let keys = (0..<60).map { "s\($0)" }
+        let manifest = harness.manifest(keys.map { ("/gen/\($0)", TestOrigin.generated($0)) })
+        var handled = 0
+        for index in 0..<3 {
+            let environment = index == 2 ? ["JOB_COMPLETION_INDEX": "2", "JOB_COMPLETION_COUNT": "3"] : [:]
+            let arguments = ["sync", manifest, "--cache-dir", harness.cache, "--report", harness.directory.path + "/r\(index).json"]
+                + (index == 2 ? [] : ["--shard", "\(index)/3"])
+            let result = try WorkerBinary.run(arguments, environment: environment)
+            #expect(result.code == 0)
+            let report = try #require(JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/r\(index).json"))) as? [String: Any])
+            handled += (report["totals"] as? [String: Any])?["added"] as? Int ?? 0
+        }
+        #expect(handled == 60, "the shards cover every entry once")
+        #expect(harness.origin.totalRequests == 60)
+        #expect(try harness.records().count == 60)
+        let missing = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache], environment: ["JOB_COMPLETION_INDEX": "1"])
+        #expect(missing.code == 2)
+        #expect(missing.stderr.contains("JOB_COMPLETION_COUNT"))
+        await harness.origin.stop()
+    }
+
+    @Test func fingerprintPrintsOnlyTheDigest() throws {
+        let result = try WorkerBinary.run(["fingerprint", CommandLineTests.demoManifest])
+        #expect(result.code == 0)
+        #expect(result.stdout.range(of: "^[0-9a-f]{64}\n$", options: .regularExpression) != nil)
+        #expect(try WorkerBinary.run(["fingerprint", CommandLineTests.demoManifest]).stdout == result.stdout)
+    }
+
+    @Test func progressLinesWithoutATerminalAndJSONLogs() async throws {
+        let harness = try await Harness.start()
+        let manifest = harness.manifest([("/f/p", harness.serve("p")), ("/status/503", nil)])
+        let shown = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
+                                          "-v", "--log-format", "json"])
+        let progress = shown.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }
+        #expect(progress.last?.hasPrefix("progress: 2/2 entries") == true)
+        let logs = shown.stderr.split(separator: "\n").filter { $0.hasPrefix("{") }
+        #expect(!logs.isEmpty)
+        for line in logs {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["level"] != nil && object["message"] != nil && object["time"] != nil)
+        }
+        let quiet = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
+        #expect(!quiet.stderr.contains("progress:"))
+        await harness.origin.stop()
+    }
+}
