@@ -51,7 +51,11 @@ public enum HTMLReportWriter {
         guard !entries.isEmpty else { return "" }
         var out = "<section><h2>\(title) <small>\(entries.count)</small></h2><div class=\"grid\">\n"
         for entry in entries.prefix(cardLimit) {
-            out += "<article><div class=\"images\">\(card(entry))</div><p class=\"url\" title=\"\(escape(entry.url))\">\(escape(entry.url))</p></article>\n"
+            let url = URL(string: entry.url)
+            let name = url?.lastPathComponent ?? entry.url
+            let place = url?.host ?? (url?.isFileURL == true ? url?.deletingLastPathComponent().path : nil) ?? ""
+            out += "<article title=\"\(escape(entry.url))\"><div class=\"images\">\(card(entry))</div>"
+                + "<p class=\"url\"><b>\(escape(name))</b><br>\(escape(place))</p></article>\n"
         }
         out += "</div>"
         if entries.count > cardLimit { out += "<p class=\"more\">… and \(entries.count - cardLimit) more (see the JSON report)</p>" }
@@ -95,7 +99,7 @@ public enum HTMLReportWriter {
         .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(220px,1fr));gap:12px}
         article{background:#fff;border-radius:8px;padding:10px;box-shadow:0 1px 2px #0002}
         .images{display:flex;align-items:center;justify-content:center;gap:6px}
-        figure{margin:0;text-align:center}figure img{max-width:96px;max-height:96px;image-rendering:auto;border:1px solid #ddd;background:#fff}
+        figure,.images>.missing{margin:0;text-align:center;flex-shrink:0}figure img{max-width:96px;max-height:96px;image-rendering:auto;border:1px solid #ddd;background:#fff}
         figcaption{font-size:11px;color:#777}.arrow{font-size:18px;color:#999}
         .missing{width:96px;height:96px;display:flex;align-items:center;justify-content:center;background:#eee;color:#888;font-size:12px;border-radius:4px}
         .url{font:12px ui-monospace,monospace;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;margin:8px 0 0;color:#333}
