@@ -3,6 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 import Testing
+import WorkerTestSupport
 
 /// Reports for CI and ops, the failure budget, shards, progress and logs, through the binary.
 @Suite struct OperationsTests {
@@ -172,5 +173,16 @@ import Testing
         let quiet = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
         #expect(!quiet.stderr.contains("progress:"))
         await harness.origin.stop()
+    }
+
+    @Test func aTerminalGetsOneLiveProgressLine() throws {
+        // `script` (util-linux) gives the binary a pseudo-terminal, as a person at a shell would.
+        let directory = TemporaryDirectory()
+        let command = "\(WorkerBinary.path) sync \(CommandLineTests.demoManifest) --cache-dir \(directory.path)/cache"
+        let result = try WorkerBinary.run(["-qfec", command, "/dev/null"], executable: "/usr/bin/script")
+        #expect(result.code == 0)
+        #expect(result.stdout.contains("\r\u{1B}[2K1/6 entries"), "redrawn in place")
+        #expect(result.stdout.contains("\r\u{1B}[2K6/6 entries"))
+        #expect(!result.stdout.contains("progress: "), "not the plain lines meant for logs")
     }
 }
