@@ -114,7 +114,7 @@ public struct SyncEngine: Sendable {
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
         let index = try CacheIndex(path: options.cacheDirectory + "/index.sqlite", create: true)
         let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
-        let records = try index.allRecords()
+        let records = try index.allRecords(validators: options.revalidate)
         if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
         var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
         planner.revalidate = options.revalidate && !options.offline

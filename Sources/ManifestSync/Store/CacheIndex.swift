@@ -57,11 +57,13 @@ public final class CacheIndex {
 
     // MARK: - Reads
 
-    /// Every row, in one scan (cheaper than one lookup per manifest entry at scale).
-    public func allRecords() throws(CacheError) -> [IndexRecord] {
+    /// Every row, in one scan (cheaper than one lookup per manifest entry at scale). Validators
+    /// (ETag, Last-Modified) only when asked: only revalidation uses them.
+    public func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
         try wrap {
-            let statement = try database.prepare(
-                "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries")
+            let statement = try database.prepare(validators
+                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries"
+                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL FROM entries")
             var records: [IndexRecord] = []
             while try statement.step() {
                 records.append(IndexRecord(
