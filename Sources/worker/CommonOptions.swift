@@ -47,6 +47,13 @@ struct CommonOptions: ParsableArguments {
 
 /// Prints to stdout/stderr without buffering surprises between the two.
 enum Console {
+    /// The JSON style of every command's output: indented, sorted keys, slashes as they are.
+    static func json(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
     static func out(_ text: String) {
         guard !text.isEmpty else { return }
         FileHandle.standardOutput.write(Data(text.utf8))

@@ -102,7 +102,7 @@ import WorkerTestSupport
         _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report-html", path])
         let html = try String(contentsOfFile: path, encoding: .utf8)
         func data(_ bytes: [UInt8]) -> String { "data:image/png;base64," + Data(bytes).base64EncodedString() }
-        #expect(html.hasPrefix("<!doctype html>"))
+        #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains("<h2>Updated <small>1</small></h2>"))
         #expect(html.contains(data(png(1))) && html.contains(data(png(2))), "old and new side by side")
         #expect(html.range(of: data(png(1)))!.lowerBound < html.range(of: data(png(2)))!.lowerBound, "old first")
@@ -110,6 +110,15 @@ import WorkerTestSupport
         #expect(html.contains("<h2>Failed <small>1</small></h2>") && html.contains("<b>http_status</b> HTTP 404"))
         #expect(!html.contains("<script"), "no script")
         #expect(!html.contains("src=\"http"), "self-contained: no external resource")
+        // Parsed: the page is well-formed, with a section per kind and a card per entry.
+        let parser = XMLParser(data: Data(html.utf8))
+        let collector = XMLCollector()
+        parser.delegate = collector
+        #expect(parser.parse(), "well-formed (X)HTML: \(parser.parserError.map { "\($0)" } ?? "")")
+        #expect(collector.elements.filter { $0.name == "section" }.count == 3)
+        #expect(collector.elements.filter { $0.name == "article" }.count == 3)
+        let images = collector.elements.filter { $0.name == "img" }.compactMap { $0.attributes["src"] }
+        #expect(images == [data(png(1)), data(png(2)), data(png(3))], "before, after, added; the failed entry has no version")
         await harness.origin.stop()
     }
 

@@ -261,21 +261,13 @@ final class Fetcher: Sendable {
         let file: (fd: Int32, path: String)
         do { file = try store.makeTemporaryFile() } catch { return .failure(error) }
         var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = read(input, buffer.baseAddress, buffer.count)
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                sink.discard()
-                return .failure(FetchFailure(.io, "cannot read \(path): \(String(cString: strerror(errno)))"))
-            }
-            bytes += Int64(count)
-            if let failure = sink.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) {
-                sink.discard()
-                return .failure(failure)
-            }
+        let copied = FileChunks.read(input, path: path) { chunk in
+            bytes += Int64(chunk.count)
+            return sink.write(chunk)
+        }
+        if case .failure(let failure) = copied {
+            sink.discard()
+            return .failure(failure)
         }
         return finish(&sink).map {
             FetchedBody(temporaryPath: $0.path, sha256: $0.sha256, size: $0.size, etag: nil, lastModified: nil)

@@ -2,7 +2,8 @@ import Foundation
 
 /// A self-contained HTML page of a sync: the totals on top, then the entries that were added,
 /// updated (old and new side by side) or failed (with the version still served), as thumbnails
-/// embedded from the cache. No external resource, no script.
+/// embedded from the cache. No external resource, no script. Written as well-formed XHTML (void
+/// elements closed), so XML tools can read it too.
 public enum HTMLReportWriter {
     /// Images larger than this are not embedded (a box with the size instead).
     static let embedLimit = 512 << 10
@@ -34,9 +35,9 @@ public enum HTMLReportWriter {
             return served + "<p class=\"reason\"><b>\(escape(entry.reason?.rawValue ?? "failed"))</b> \(escape(entry.error ?? ""))</p>"
         }
         return """
-            <!doctype html>
-            <html lang="en"><head><meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <!DOCTYPE html>
+            <html xmlns="http://www.w3.org/1999/xhtml" lang="en"><head><meta charset="utf-8"/>
+            <meta name="viewport" content="width=device-width, initial-scale=1"/>
             <title>worker sync — \(escape(names))</title>
             <style>\(style)</style></head>
             <body>
@@ -55,7 +56,7 @@ public enum HTMLReportWriter {
             let name = url?.lastPathComponent ?? entry.url
             let place = url?.host ?? (url?.isFileURL == true ? url?.deletingLastPathComponent().path : nil) ?? ""
             out += "<article title=\"\(escape(entry.url))\"><div class=\"images\">\(card(entry))</div>"
-                + "<p class=\"url\"><b>\(escape(name))</b><br>\(escape(place))</p></article>\n"
+                + "<p class=\"url\"><b>\(escape(name))</b><br/>\(escape(place))</p></article>\n"
         }
         out += "</div>"
         if entries.count > cardLimit { out += "<p class=\"more\">… and \(entries.count - cardLimit) more (see the JSON report)</p>" }
@@ -70,7 +71,7 @@ public enum HTMLReportWriter {
         guard data.count <= embedLimit, let type = imageType(data) else {
             return "<figure><div class=\"missing\">\(escape(Units.formatBytes(Int64(data.count))))</div>\(label)</figure>"
         }
-        return "<figure><img alt=\"\" src=\"data:\(type);base64,\(data.base64EncodedString())\">\(label)</figure>"
+        return "<figure><img alt=\"\" src=\"data:\(type);base64,\(data.base64EncodedString())\"/>\(label)</figure>"
     }
 
     /// The MIME type of an image by its first bytes, or nil for anything else.

@@ -150,17 +150,12 @@ public struct CacheVerifier: Sendable {
         defer { close(fd) }
         var hasher = SHA256()
         var size: Int64 = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = read(fd, buffer.baseAddress, buffer.count)
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(FetchFailure(.io, String(cString: strerror(errno))))
-            }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            size += Int64(count)
+        if case .failure(let failure) = FileChunks.read(fd, path: path, { chunk in
+            hasher.update(bufferPointer: chunk)
+            size += Int64(chunk.count)
+            return nil
+        }) {
+            return .failure(failure)
         }
         return .success((ContentHash(algorithm: .sha256, digest: hasher.finalize()).hex, size))
     }

@@ -50,9 +50,7 @@ struct GC: AsyncParsableCommand {
             throw cacheExitCode(error)
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            Console.out(String(decoding: try encoder.encode(result), as: UTF8.self) + "\n")
+            Console.out(String(decoding: try Console.json(result), as: UTF8.self) + "\n")
             return
         }
         let verb = dryRun ? "would evict" : "evicted"

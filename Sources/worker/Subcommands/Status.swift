@@ -21,9 +21,7 @@ struct Status: AsyncParsableCommand {
             throw cacheExitCode(error)
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            Console.out(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+            Console.out(String(decoding: try Console.json(report), as: UTF8.self) + "\n")
             return
         }
         var lines = [

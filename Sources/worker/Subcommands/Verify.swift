@@ -44,9 +44,7 @@ struct Verify: AsyncParsableCommand {
         if !common.quiet { Console.out(Self.describe(report)) }
         if let path = common.reportPath {
             do {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                try AtomicFile.write(encoder.encode(report), to: path)
+                try AtomicFile.write(Console.json(report), to: path)
             } catch {
                 Console.error("cannot write the report: \(error.localizedDescription)")
                 throw ExitCode(ExitStatus.cacheUnusable)
