@@ -126,54 +126,58 @@ final class Fetcher: Sendable {
     // MARK: - HTTP
 
     private func download(_ request: FetchRequest, bytes: inout Int64) async -> Result<Delivery, FetchFailure> {
-        // AsyncHTTPClient's deadline covers the response head; the body loop checks it too, so a
-        // slow drip that never goes quiet long enough for the read timeout still ends.
         let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
         var current = request.url
         var visited: Set<String> = [current]
         var sendHeaders = true
         let origin = Self.origin(of: current)
         for hop in 0...settings.maxRedirects {
-            var http = HTTPClientRequest(url: current)
-            http.headers.add(name: "User-Agent", value: "worker/1")
+            var headers = HTTPHeaders()
+            headers.add(name: "User-Agent", value: "worker/1")
             if sendHeaders {
-                for header in request.headers { http.headers.add(name: header.name, value: header.value) }
+                for header in request.headers { headers.add(name: header.name, value: header.value) }
             }
-            if let etag = request.etag { http.headers.add(name: "If-None-Match", value: etag) }
-            if let lastModified = request.lastModified { http.headers.add(name: "If-Modified-Since", value: lastModified) }
-            let response: HTTPClientResponse
+            if let etag = request.etag { headers.add(name: "If-None-Match", value: etag) }
+            if let lastModified = request.lastModified { headers.add(name: "If-Modified-Since", value: lastModified) }
+            let http: HTTPClient.Request
             do {
-                response = try await client.execute(http, deadline: deadline, logger: nil)
+                http = try HTTPClient.Request(url: current, headers: headers)
             } catch {
                 return .failure(Self.classify(error))
             }
-            let status = Int(response.status.code)
-            if [301, 302, 303, 307, 308].contains(status) {
-                switch Self.redirectTarget(from: current, location: response.headers.first(name: "location"), status: status,
-                                           hop: hop, maxRedirects: settings.maxRedirects, visited: &visited) {
+            let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
+                                            conditional: request.isConditional, deadline: deadline,
+                                            entryTimeout: settings.entryTimeout)
+            let task = client.execute(request: http, delegate: delegate, deadline: deadline)
+            let outcome: ExchangeOutcome
+            do {
+                outcome = try await withTaskCancellationHandler {
+                    try await task.futureResult.get()
+                } onCancel: {
+                    task.cancel()
+                }
+            } catch {
+                bytes += delegate.bytesReceived
+                return .failure(Self.classify(error))
+            }
+            bytes += delegate.bytesReceived
+            switch outcome {
+            case .body(let file, let etag, let lastModified):
+                return .success(.body(FetchedBody(temporaryPath: file.path, sha256: file.sha256, size: file.size,
+                                                  etag: etag, lastModified: lastModified)))
+            case .notModified:
+                return .success(.notModified)
+            case .status(let status, let retryAfter):
+                return .failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter))
+            case .redirect(let status, let location):
+                switch Self.redirectTarget(from: current, location: location, status: status, hop: hop,
+                                           maxRedirects: settings.maxRedirects, visited: &visited) {
                 case .failure(let failure): return .failure(failure)
                 case .success(let next):
                     if Self.origin(of: next) != origin { sendHeaders = false }
                     current = next
-                    continue
                 }
             }
-            if status == 304, request.isConditional {
-                return .success(.notModified)
-            }
-            guard (200..<300).contains(status), status != 206 else {
-                let retryAfter = response.headers.first(name: "retry-after").flatMap(Self.parseRetryAfter)
-                return .failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter))
-            }
-            let declared = response.headers.first(name: "content-length").flatMap { Int64($0) }
-            if let declared, declared > settings.maxSize {
-                return .failure(FetchFailure(.tooLarge, "Content-Length \(declared) exceeds the limit of \(settings.maxSize) bytes"))
-            }
-            let etag = response.headers.first(name: "etag")
-            let lastModified = response.headers.first(name: "last-modified")
-            return await receive(response.body, declared: declared, request: request, deadline: deadline, bytes: &bytes)
-                .map { .body(FetchedBody(temporaryPath: $0.path, sha256: $0.sha256, size: $0.size, etag: etag,
-                                         lastModified: lastModified)) }
         }
         return .failure(FetchFailure(.redirect, "more than \(settings.maxRedirects) redirects"))
     }
@@ -204,34 +208,6 @@ final class Fetcher: Sendable {
             return .failure(FetchFailure(.redirect, "redirect loop at \(Redact.url(next))"))
         }
         return .success(next)
-    }
-
-    private func receive(_ body: HTTPClientResponse.Body, declared: Int64?, request: FetchRequest, deadline: NIODeadline,
-                         bytes: inout Int64) async -> Result<VerifiedFile, FetchFailure> {
-        let file: (fd: Int32, path: String)
-        do { file = try store.makeTemporaryFile() } catch { return .failure(error) }
-        var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
-        do {
-            for try await buffer in body {
-                bytes += Int64(buffer.readableBytes)
-                if NIODeadline.now() > deadline {
-                    sink.discard()
-                    return .failure(FetchFailure(.timeout, "the download took longer than the entry timeout (\(settings.entryTimeout) s)"))
-                }
-                if let failure = buffer.withUnsafeReadableBytes({ sink.write($0) }) {
-                    sink.discard()
-                    return .failure(failure)
-                }
-            }
-        } catch {
-            sink.discard()
-            return .failure(Self.classify(error))
-        }
-        if let declared, sink.size != declared {
-            sink.discard()
-            return .failure(FetchFailure(.connection, "truncated body: received \(sink.size) of \(declared) bytes"))
-        }
-        return finish(&sink)
     }
 
     // MARK: - Local files
