@@ -61,18 +61,23 @@ public struct SyncEngine: Sendable {
 
     /// The plan against the cache as it is. Creates nothing; a missing cache plans everything.
     public func plan(_ manifests: ManifestSet) throws(CacheError) -> SyncPlan {
-        let root = options.cacheDirectory
-        let indexPath = root + "/index.sqlite"
+        let indexPath = CacheLayout.indexPath(options.cacheDirectory)
         guard access(indexPath, F_OK) == 0 else {
             return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: [])
         }
-        let index = try CacheIndex(path: indexPath, create: false)
-        let records = try index.allRecords()
-        let objects = ObjectDirectory(objectsDirectory: root + "/objects/sha256")
-        if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
-        var planner = Planner(objectExists: objects.contains)
+        return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false))
+    }
+
+    /// The one way both `plan` and `sync` diff manifests against the index.
+    private func makePlan(_ manifests: ManifestSet, index: CacheIndex) throws(CacheError) -> SyncPlan {
+        let shard = options.shard.filter(manifests)
+        let records = try index.allRecords(validators: options.revalidate)
+        let objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
+        if Self.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
+        var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
+        planner.revalidate = options.revalidate && !options.offline
         planner.shard = options.shard
-        return planner.plan(options.shard.filter(manifests), records: records)
+        return planner.plan(shard, records: records)
     }
 
     /// The report of a plan: what a sync would do, without doing it.
@@ -112,14 +117,8 @@ public struct SyncEngine: Sendable {
         defer { withExtendedLifetime(lock) {} }
         let stale = store.removeStaleTemporaryFiles()
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
-        let index = try CacheIndex(path: options.cacheDirectory + "/index.sqlite", create: true)
-        let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
-        let records = try index.allRecords(validators: options.revalidate)
-        if Self.worthListing(entries: manifests.entries.count, records: records.count) { objects.preload() }
-        var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
-        planner.revalidate = options.revalidate && !options.offline
-        planner.shard = options.shard
-        let plan = planner.plan(options.shard.filter(manifests), records: records)
+        let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
+        let plan = try makePlan(manifests, index: index)
 
         var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
         try await run.execute()

@@ -11,7 +11,7 @@ public struct CacheMaintenance: Sendable {
         self.waitLock = waitLock
     }
 
-    private var indexPath: String { cacheDirectory + "/index.sqlite" }
+    private var indexPath: String { CacheLayout.indexPath(cacheDirectory) }
 
     // MARK: - path
 
@@ -21,13 +21,13 @@ public struct CacheMaintenance: Sendable {
         guard access(indexPath, F_OK) == 0 else { return nil }
         let index = try CacheIndex(path: indexPath, create: false)
         guard let record = try index.record(url: url) else { return nil }
-        let objects = ObjectDirectory(objectsDirectory: cacheDirectory + "/objects/sha256")
+        let objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
         guard objects.contains(record.object) else { return nil }
         if let lock = try? await CacheLock(directory: cacheDirectory, wait: 0) {
             try index.setLastUsed(Date().timeIntervalSince1970, urls: [url])
             withExtendedLifetime(lock) {}
         }
-        return cacheDirectory + "/objects/sha256/" + record.object.prefix(2) + "/" + record.object
+        return CacheLayout.objectPath(cacheDirectory, record.object)
     }
 
     // MARK: - rm

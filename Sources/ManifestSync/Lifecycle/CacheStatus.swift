@@ -43,7 +43,7 @@ public struct StatusReport: Sendable, Codable {
     /// Reads the index; a cache that does not exist yet is an empty report. Takes no lock.
     public static func read(cacheDirectory: String) throws(CacheError) -> StatusReport {
         var report = StatusReport(cacheDir: cacheDirectory)
-        let path = cacheDirectory + "/index.sqlite"
+        let path = CacheLayout.indexPath(cacheDirectory)
         guard access(path, F_OK) == 0 else { return report }
         let index = try CacheIndex(path: path, create: false)
         let numbers = try index.statistics()

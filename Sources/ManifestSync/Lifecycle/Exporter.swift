@@ -56,7 +56,7 @@ public struct Exporter: Sendable {
     /// Exports every cached entry, or only those whose URL is in `urls`.
     public func export(layout: ExportLayout, to folder: String, urls: Set<String>?) throws(CacheError) -> Result {
         var result = Result()
-        let indexPath = cacheDirectory + "/index.sqlite"
+        let indexPath = CacheLayout.indexPath(cacheDirectory)
         guard access(indexPath, F_OK) == 0 else {
             result.missing = urls.map { Array($0).sorted() } ?? []
             return result
@@ -70,7 +70,7 @@ public struct Exporter: Sendable {
         var found = Set<String>()
         for record in records where urls?.contains(record.url) ?? true {
             found.insert(record.url)
-            let source = cacheDirectory + "/objects/sha256/" + record.object.prefix(2) + "/" + record.object
+            let source = CacheLayout.objectPath(cacheDirectory, record.object)
             let target = folder + "/" + layout.fileName(url: record.url, object: record.object)
             var sourceInfo = stat()
             var targetInfo = stat()

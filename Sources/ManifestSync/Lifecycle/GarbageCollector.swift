@@ -38,11 +38,11 @@ public struct GarbageCollector: Sendable {
 
     public func collect(now: Double = Date().timeIntervalSince1970) async throws(CacheError) -> Result {
         var result = Result(dryRun: dryRun)
-        guard access(cacheDirectory + "/index.sqlite", F_OK) == 0 else { return result }
+        guard access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0 else { return result }
         let store = try ContentStore(root: cacheDirectory)
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
         defer { withExtendedLifetime(lock) {} }
-        let index = try CacheIndex(path: cacheDirectory + "/index.sqlite", create: true)
+        let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
         let records = try index.allRecords().sorted { ($0.lastUsed, $0.url) < ($1.lastUsed, $1.url) }
 
         var references: [String: Int] = [:]

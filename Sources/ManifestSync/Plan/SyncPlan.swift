@@ -60,10 +60,6 @@ public struct SyncPlan: Sendable {
                                 previous: row >= 0 ? plan.records[Int(row)] : nil)
         }
     }
-
-    public func count(_ status: EntryStatus) -> Int {
-        items.reduce(0) { $0 + ($1.plannedStatus == status ? 1 : 0) }
-    }
 }
 
 /// The outcome of one entry in a run (the report's `status`).

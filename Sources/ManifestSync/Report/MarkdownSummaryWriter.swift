@@ -1,3 +1,5 @@
+import Foundation
+
 /// A Markdown summary for CI pages (`$GITHUB_STEP_SUMMARY`): totals, then the failed entries.
 public enum MarkdownSummaryWriter {
     public static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
@@ -28,5 +30,3 @@ public enum MarkdownSummaryWriter {
         text.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
     }
 }
-
-import Foundation

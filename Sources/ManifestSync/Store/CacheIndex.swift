@@ -3,10 +3,13 @@ import Foundation
 /// The SQLite index (`index.sqlite`, WAL): url → object. All of the project's SQL lives here.
 public final class CacheIndex {
     private let database: SQLiteDatabase
+    /// The index file, named in errors.
+    public let path: String
     static let schemaVersion = 1
 
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
     public init(path: String, create: Bool) throws(CacheError) {
+        self.path = path
         do {
             database = try SQLiteDatabase(path: path, create: create)
             try database.execute("PRAGMA journal_mode=WAL")
@@ -254,7 +257,7 @@ public final class CacheIndex {
         } catch let error as CacheError {
             throw error
         } catch {
-            throw CacheError.unusable(path: "index.sqlite", reason: "\(error)")
+            throw CacheError.unusable(path: path, reason: "\(error)")
         }
     }
 }

@@ -12,7 +12,7 @@ public struct ContentStore: Sendable {
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
     public init(root: String) throws(CacheError) {
         self.root = root
-        objectsDirectory = root + "/objects/sha256"
+        objectsDirectory = CacheLayout.objectsDirectory(root)
         tmpDirectory = root + "/tmp"
         // The root's parents too (like `mkdir -p`): a fresh $XDG_CACHE_HOME may not exist yet.
         do {
@@ -32,16 +32,15 @@ public struct ContentStore: Sendable {
             try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))
         }
         var info = stat()
-        if lstat(root + "/index.sqlite", &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
-            throw CacheError.unusable(path: root + "/index.sqlite", reason: "is not a regular file")
+        if lstat(CacheLayout.indexPath(root), &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+            throw CacheError.unusable(path: CacheLayout.indexPath(root), reason: "is not a regular file")
         }
     }
 
     /// The path an object with this SHA-256 (64 lowercase hex digits) has or will have.
     public func objectPath(_ sha256: String) -> String {
         precondition(Hex.isLowercaseHex(sha256, length: 64), "object names are 64 lowercase hex digits")
-        let utf8 = Array(sha256.utf8)
-        return objectsDirectory + "/" + String(decoding: utf8[0..<2], as: UTF8.self) + "/" + sha256
+        return CacheLayout.objectPath(root, sha256)
     }
 
     /// True when the object file is present (not followed if it is a symlink planted in the cache).

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Parsers for the human units of the command line: durations (`30s`, `5m`, `7d`) and sizes
 /// (`256MiB`, `1MB`, `1048576`).
 public enum Units {
@@ -56,5 +58,3 @@ public enum Units {
         return (trimmed[..<end], trimmed[end...].drop { $0 == " " })
     }
 }
-
-import Foundation

@@ -61,7 +61,7 @@ public struct CacheVerifier: Sendable {
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
         defer { withExtendedLifetime(lock) {} }
         report.temporaryFiles = store.removeStaleTemporaryFiles()
-        let index = try CacheIndex(path: cacheDirectory + "/index.sqlite", create: true)
+        let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
         let records = try index.allRecords()
         let referenced = Set(records.map(\.object))
 

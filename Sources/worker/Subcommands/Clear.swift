@@ -8,11 +8,10 @@ struct Clear: AsyncParsableCommand {
     @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
     var cacheDirectory: String?
 
-    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
-    var waitLock: Double?
+    @OptionGroup var lock: LockOptions
 
     func run() async throws {
-        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: waitLock)
+        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: try lock.seconds())
         do {
             let cleared = try await maintenance.clear()
             Console.out("cleared \(cleared.entries) entries and \(cleared.objects) objects\n")

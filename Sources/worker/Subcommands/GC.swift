@@ -28,8 +28,7 @@ struct GC: AsyncParsableCommand {
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
-    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
-    var waitLock: Double?
+    @OptionGroup var lock: LockOptions
 
     func validate() throws {
         guard Units.duration(maxAge) != nil else { throw ValidationError("--max-age: '\(maxAge)' is not a duration (e.g. 7d)") }
@@ -42,7 +41,7 @@ struct GC: AsyncParsableCommand {
         collector.maxAge = age > 0 ? age : nil
         collector.maxSize = maxSize.flatMap(Units.size)
         collector.dryRun = dryRun
-        collector.waitLock = waitLock
+        collector.waitLock = try lock.seconds()
         let result: GarbageCollector.Result
         do {
             result = try await collector.collect()

@@ -13,15 +13,14 @@ struct Remove: AsyncParsableCommand {
     @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
     var cacheDirectory: String?
 
-    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
-    var waitLock: Double?
+    @OptionGroup var lock: LockOptions
 
     func validate() throws {
         guard !urls.isEmpty else { throw ValidationError("give at least one URL") }
     }
 
     func run() async throws {
-        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: waitLock)
+        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: try lock.seconds())
         let result: CacheMaintenance.Removal
         do {
             result = try await maintenance.remove(urls: urls)

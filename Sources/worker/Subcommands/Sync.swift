@@ -37,8 +37,7 @@ struct Sync: AsyncParsableCommand {
     @Option(name: .customLong("max-size"), help: "Largest body accepted for one entry (256MiB, 1MB, 1048576).")
     var maxSize = "256MiB"
 
-    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
-    var waitLock: String?
+    @OptionGroup var lock: LockOptions
 
     @Flag(help: "Remove cache entries no given manifest names.")
     var prune = false
@@ -107,10 +106,7 @@ struct Sync: AsyncParsableCommand {
             throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 256MiB, 1MB, 1048576)")
         }
         fetch.maxSize = size
-        let wait = try waitLock.map { text in
-            guard let seconds = Units.duration(text) else { throw ValidationError("--wait-lock: '\(text)' is not a duration") }
-            return seconds
-        }
+        let wait = try lock.seconds()
         let runDeadline = try deadline.map { try positiveDuration($0, "--deadline") }
         guard ProgressPrinter.Mode(rawValue: progress) != nil else { throw ValidationError("--progress: auto, always or never") }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format: text or json") }

@@ -26,15 +26,14 @@ struct Verify: AsyncParsableCommand {
     @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
     var caCertificates: [String] = []
 
-    @Option(name: .customLong("wait-lock"), help: "Seconds to wait for another run's lock before exit 3 (default: no limit).")
-    var waitLock: Double?
+    @OptionGroup var lock: LockOptions
 
     func run() async throws {
         var verifier = CacheVerifier(cacheDirectory: common.resolvedCacheDirectory())
         verifier.fetch.jobs = common.jobs
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates
-        verifier.waitLock = waitLock
+        verifier.waitLock = try lock.seconds()
         let report: VerifyReport
         do {
             report = try await verifier.verify(repair: repair)
