@@ -40,9 +40,14 @@ import WorkerTestSupport
         #expect(manifests.first?["name"] as? String == "demo" && manifests.first?["entries"] as? Int == 6)
 
         // Options may also come before the positional arguments.
-        let second = try WorkerBinary.run(["sync", "--cache-dir", cache, Self.demoManifest])
+        let second = try WorkerBinary.run(["sync", "--cache-dir", cache, Self.demoManifest, "--report", directory.path + "/r2.json"])
         #expect(second.code == 0)
         #expect(second.stdout.contains("added 0, updated 0, reused 0, unchanged 6, failed 0"))
+        #expect((try json(directory.path + "/r2.json")["entries"] as? [[String: Any]])?.isEmpty == true,
+                "unchanged entries are left out of the report")
+        _ = try WorkerBinary.run(["sync", "--cache-dir", cache, Self.demoManifest, "--report", directory.path + "/r3.json", "--report-all"])
+        let all = try #require(try json(directory.path + "/r3.json")["entries"] as? [[String: Any]])
+        #expect(all.count == 6 && all.allSatisfy { $0["status"] as? String == "unchanged" && $0["path"] != nil })
     }
 
     @Test func cacheDirectoryComesFromTheEnvironment() throws {

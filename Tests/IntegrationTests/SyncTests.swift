@@ -160,6 +160,18 @@ import Testing
         await harness.origin.stop()
     }
 
+    @Test func syncRemovesWhatACrashedRunLeftInTmp() async throws {
+        let harness = try await Harness.start()
+        let manifest = harness.manifest([("/f/a", harness.serve("a"))])
+        _ = try await harness.sync(manifest)
+        harness.directory.write("cache/tmp/dl-99999-1", "half a body")
+        harness.directory.write("cache/tmp/dl-99999-2", "another")
+        let warm = try await harness.sync(manifest)
+        #expect(warm.totals.unchanged == 1)
+        #expect(harness.temporaryFiles().isEmpty, "cleaned under the lock at start")
+        await harness.origin.stop()
+    }
+
     @Test func objectDeletedBehindOurBackIsFetchedAgain() async throws {
         let harness = try await Harness.start()
         let bytes = harness.serve("a")
