@@ -41,11 +41,6 @@ struct SyncRun {
         let requests: [FetchRequest]
     }
 
-    private enum GroupEvent: Sendable {
-        case done(group: Int, results: [FetchResult])
-        case deadline
-    }
-
     mutating func execute() async throws(CacheError) {
         let now = Date().timeIntervalSince1970
         var touches: [String] = []
@@ -56,7 +51,7 @@ struct SyncRun {
             switch item.action {
             case .keep:
                 report.totals.count(.unchanged)
-                if options.reportAll {
+                if options.reportAll, hasRoom {
                     keep(offset, entry(item, status: .unchanged, object: item.previous?.object, size: item.previous?.size))
                 }
                 // Like relatime: refresh "last used" at most hourly, so warm runs write nothing.
@@ -94,68 +89,29 @@ struct SyncRun {
 
     private mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
         let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
+        let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs)
         var failure: CacheError?
-        let jobs = max(1, options.fetch.jobs)
-        let deadline = options.deadline
-        var started = 0
-        await withTaskGroup(of: GroupEvent.self) { taskGroup in
-            func start(_ number: Int) {
-                let group = groups[number]
-                taskGroup.addTask {
-                    var results: [FetchResult] = []
-                    for request in group.requests {
-                        let result = await fetcher.fetch(request)
-                        results.append(result)
-                        if case .success = result.result { break }
-                    }
-                    return .done(group: number, results: results)
-                }
+        let deadlineTimer = options.deadline.map { seconds in
+            fetcher.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0, seconds) * 1e9))) { [logger] in
+                logger.info("deadline reached; cancelling downloads in flight")
+                queue.stop()
             }
-            if let deadline {
-                taskGroup.addTask {
-                    try? await Task.sleep(nanoseconds: UInt64(max(0, deadline) * 1e9))
-                    return .deadline
-                }
+        }
+        queue.start()
+        while let finished = await queue.next() {
+            for group in finished {
+                record(groups[group.group], group.results)
             }
-            while started < min(jobs, groups.count) {
-                start(started)
-                started += 1
-            }
-            var running = started
-            var stopped = false
-            for await event in taskGroup {
-                switch event {
-                case .deadline:
-                    if running > 0 {
-                        logger.info("deadline reached; cancelling downloads in flight")
-                        stopped = true
-                        taskGroup.cancelAll()
-                    }
-                    continue
-                case .done(let number, let results):
-                    running -= 1
-                    record(groups[number], results)
-                }
-                if failure == nil, pending.count >= options.batchSize || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
-                    do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
-                        failure = error
-                        stopped = true
-                        taskGroup.cancelAll()
-                    }
-                }
-                if !stopped, started < groups.count {
-                    start(started)
-                    started += 1
-                    running += 1
-                }
-                if running == 0 {
-                    // Only the deadline timer can be left: end it.
-                    taskGroup.cancelAll()
+            if failure == nil, pending.count >= options.batchSize || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
+                do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
+                    failure = error
+                    queue.stop()
                 }
             }
         }
+        deadlineTimer?.cancel()
         await fetcher.shutdown()
-        for number in started..<groups.count {
+        for number in queue.unstarted {
             for item in groups[number].items {
                 fail(item, FetchFailure(.cancelled, "the run's deadline passed before this entry started"), attempts: 0)
             }
@@ -202,7 +158,7 @@ struct SyncRun {
                 // 304: the stored version is current; only "last used" changes.
                 report.totals.count(.unchanged)
                 pendingTouches.append(planned.entry.url)
-                if options.reportAll {
+                if options.reportAll, hasRoom {
                     keep(item, entry(planned, status: .unchanged, object: planned.previous?.object,
                                      size: planned.previous?.size, attempts: result.attempts))
                 }
@@ -234,15 +190,19 @@ struct SyncRun {
         pending.append(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
                                    size: size, fetchedAt: now, lastUsed: now,
                                    etag: body?.etag, lastModified: body?.lastModified))
-        if status != .unchanged || options.reportAll {
+        if status != .unchanged || options.reportAll, hasRoom {
             keep(item, entry(planned, status: status, object: object, size: size, attempts: attempts))
         }
         report.totals.count(status)
     }
 
+    /// Whether the report list has room for another row that is not a failure. Callers build a
+    /// row only then: without a report file, a cold sync of a million entries builds none.
+    private var hasRoom: Bool { listed < options.listLimit ?? .max }
+
     private mutating func keep(_ item: Int, _ row: SyncReport.Entry) {
         if row.status != .failed {
-            guard listed < options.listLimit ?? .max else { return }
+            guard hasRoom else { return }
             listed += 1
         }
         rows.append((item, row))

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Writes a body to its temporary file while hashing it, enforcing the size limit. Small chunks
-/// are gathered and written together: a typical small body costs one write(2).
+/// Writes a body to its temporary file while hashing it, enforcing the size limit. Each chunk is
+/// written as it comes, with no copy: a small body arrives as one chunk, so it costs one write(2).
 struct BodySink {
     let fd: Int32
     let path: String
@@ -9,9 +9,7 @@ struct BodySink {
     let maxSize: Int64
     private(set) var size: Int64 = 0
     private var hasher: BodyHasher
-    private var buffer: [UInt8] = []
     private var closed = false
-    private static let bufferLimit = 64 << 10
 
     init(fd: Int32, path: String, expected: ContentHash?, maxSize: Int64) {
         self.fd = fd
@@ -28,25 +26,6 @@ struct BodySink {
             return FetchFailure(.tooLarge, "body exceeds the limit of \(maxSize) bytes")
         }
         hasher.update(bytes)
-        if buffer.count + bytes.count <= Self.bufferLimit {
-            if buffer.capacity == 0 { buffer.reserveCapacity(Self.bufferLimit) }
-            buffer.append(contentsOf: bytes)
-            return nil
-        }
-        if let failure = drain() { return failure }
-        guard bytes.count <= Self.bufferLimit else { return writeAll(bytes) }
-        buffer.append(contentsOf: bytes)
-        return nil
-    }
-
-    private mutating func drain() -> FetchFailure? {
-        guard !buffer.isEmpty else { return nil }
-        let failure = buffer.withUnsafeBytes { writeAll($0) }
-        buffer.removeAll(keepingCapacity: true)
-        return failure
-    }
-
-    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
         var offset = 0
         while offset < bytes.count {
             let written = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -59,12 +38,8 @@ struct BodySink {
         return nil
     }
 
-    /// Writes what is buffered, closes the file and checks the digest against the expected hash.
+    /// Closes the file and checks the digest against the expected hash.
     mutating func close() -> Result<(sha256: String, actual: ContentHash?), FetchFailure> {
-        if let failure = drain() {
-            discard()
-            return .failure(failure)
-        }
         closed = true
         if Foundation.close(fd) != 0 {
             let reason = String(cString: strerror(errno))

@@ -92,94 +92,146 @@ final class Fetcher: Sendable {
         self.logger = logger
     }
 
+    /// A loop of the client's group, for timers that belong with the downloads.
+    var eventLoop: any EventLoop { client.eventLoopGroup.next() }
+
     func shutdown() async {
         try? await client.shutdown()
     }
 
-    /// Downloads, retrying transient failures, and installs the verified body as an object.
+    /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
+    /// Cancelling the calling task cancels the download.
     func fetch(_ request: FetchRequest) async -> FetchResult {
-        var attempts = 0
-        var bytes: Int64 = 0
-        while true {
-            attempts += 1
-            let outcome: Result<Delivery, FetchFailure>
-            if Task.isCancelled {
-                outcome = .failure(FetchFailure(.cancelled, "the run was cancelled"))
-            } else if request.url.hasPrefix("file://") {
-                outcome = readLocal(request, bytes: &bytes).map(Delivery.body)
-            } else {
-                outcome = await download(request, bytes: &bytes)
+        let control = FetchControl()
+        let future = fetch(request, control: control)
+        return await withTaskCancellationHandler {
+            (try? await future.get())
+                ?? FetchResult(result: .failure(FetchFailure(.cancelled, "the run was cancelled")), attempts: 1,
+                               bytesReceived: 0)
+        } onCancel: {
+            control.stop()
+        }
+    }
+
+    /// Downloads one request, retrying transient failures, entirely on the client's event loops:
+    /// the response is hashed and written where it arrives and the next step (a redirect hop, a
+    /// retry timer) starts from the same loop. The future never fails; `control.stop()` ends
+    /// the download as `cancelled`.
+    func fetch(_ request: FetchRequest, control: FetchControl) -> EventLoopFuture<FetchResult> {
+        let loop = client.eventLoopGroup.any()
+        let promise = loop.makePromise(of: FetchResult.self)
+        attempt(request, number: 1, bytes: 0, on: loop, control: control, promise: promise)
+        return promise.futureResult
+    }
+
+    private typealias AttemptOutcome = (result: Result<Delivery, FetchFailure>, bytes: Int64)
+
+    private func attempt(_ request: FetchRequest, number: Int, bytes: Int64, on loop: any EventLoop,
+                         control: FetchControl, promise: EventLoopPromise<FetchResult>) {
+        if control.isStopped {
+            promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, "the run was cancelled")),
+                                        attempts: number, bytesReceived: bytes))
+            return
+        }
+        let outcome: EventLoopFuture<AttemptOutcome>
+        if request.url.hasPrefix("file://") {
+            // Local files are read off the event loops: a large one would stall every download.
+            let local = loop.makePromise(of: AttemptOutcome.self)
+            local.completeWithTask {
+                var received: Int64 = 0
+                let result = self.readLocal(request, bytes: &received).map(Delivery.body)
+                return (result, received)
             }
-            guard case .failure(let failure) = outcome,
-                  !Task.isCancelled,
-                  let delay = settings.retry.delay(after: failure, attempt: attempts)
+            outcome = local.futureResult
+        } else {
+            let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
+            outcome = exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true,
+                               deadline: deadline, bytes: 0, on: loop, control: control)
+        }
+        outcome.whenSuccess { result, received in
+            let total = bytes + received
+            guard case .failure(let failure) = result, !control.isStopped,
+                  let delay = self.settings.retry.delay(after: failure, attempt: number)
             else {
-                return FetchResult(result: outcome, attempts: attempts, bytesReceived: bytes)
+                promise.succeed(FetchResult(result: result, attempts: number, bytesReceived: total))
+                return
             }
-            logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
-                                                "fetch.reason": "\(failure.reason.rawValue)",
-                                                "fetch.delay": "\(delay)"])
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            self.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
+                                                     "fetch.reason": "\(failure.reason.rawValue)",
+                                                     "fetch.delay": "\(delay)"])
+            let wait = loop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {}
+            let token = control.register { wait.cancel() }
+            if token == nil { wait.cancel() }
+            wait.futureResult.whenComplete { waited in
+                control.unregister(token)
+                if case .success = waited {
+                    self.attempt(request, number: number + 1, bytes: total, on: loop, control: control, promise: promise)
+                } else {
+                    promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, "the run was cancelled")),
+                                                attempts: number, bytesReceived: total))
+                }
+            }
         }
     }
 
     // MARK: - HTTP
 
-    private func download(_ request: FetchRequest, bytes: inout Int64) async -> Result<Delivery, FetchFailure> {
-        let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
-        var current = request.url
-        var visited: Set<String> = [current]
-        var sendHeaders = true
-        let origin = Self.origin(of: current)
-        for hop in 0...settings.maxRedirects {
-            var headers = HTTPHeaders()
-            headers.add(name: "User-Agent", value: "worker/1")
-            if sendHeaders {
-                for header in request.headers { headers.add(name: header.name, value: header.value) }
-            }
-            if let etag = request.etag { headers.add(name: "If-None-Match", value: etag) }
-            if let lastModified = request.lastModified { headers.add(name: "If-Modified-Since", value: lastModified) }
-            let http: HTTPClient.Request
-            do {
-                http = try HTTPClient.Request(url: current, headers: headers)
-            } catch {
-                return .failure(Self.classify(error))
-            }
-            let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
-                                            conditional: request.isConditional, deadline: deadline,
-                                            entryTimeout: settings.entryTimeout)
-            let task = client.execute(request: http, delegate: delegate, deadline: deadline)
-            let outcome: ExchangeOutcome
-            do {
-                outcome = try await withTaskCancellationHandler {
-                    try await task.futureResult.get()
-                } onCancel: {
-                    task.cancel()
-                }
-            } catch {
-                bytes += delegate.bytesReceived
-                return .failure(Self.classify(error))
-            }
-            bytes += delegate.bytesReceived
+    /// One request and, through redirects we follow ourselves, the hops after it.
+    private func exchange(_ request: FetchRequest, url current: String, hop: Int, visited: Set<String>,
+                          sendHeaders: Bool, deadline: NIODeadline, bytes: Int64,
+                          on loop: any EventLoop, control: FetchControl) -> EventLoopFuture<AttemptOutcome> {
+        var headers = HTTPHeaders()
+        headers.add(name: "User-Agent", value: "worker/1")
+        if sendHeaders {
+            for header in request.headers { headers.add(name: header.name, value: header.value) }
+        }
+        if let etag = request.etag { headers.add(name: "If-None-Match", value: etag) }
+        if let lastModified = request.lastModified { headers.add(name: "If-Modified-Since", value: lastModified) }
+        let http: HTTPClient.Request
+        do {
+            http = try HTTPClient.Request(url: current, headers: headers)
+        } catch {
+            return loop.makeSucceededFuture((.failure(Self.classify(error)), bytes))
+        }
+        let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
+                                        conditional: request.isConditional, deadline: deadline,
+                                        entryTimeout: settings.entryTimeout)
+        // The delegate runs on `loop`: when called from one of the client's loops that is the
+        // current one, so a finished download and the next one share a thread.
+        let task = client.execute(request: http, delegate: delegate, eventLoop: .delegate(on: loop), deadline: deadline)
+        let token = control.register { task.cancel() }
+        if token == nil { task.cancel() }
+        return task.futureResult.flatMapWithEventLoop { outcome, loop -> EventLoopFuture<AttemptOutcome> in
+            control.unregister(token)
+            let received = bytes + delegate.bytesReceived
             switch outcome {
             case .body(let file, let etag, let lastModified):
-                return .success(.body(FetchedBody(temporaryPath: file.path, sha256: file.sha256, size: file.size,
-                                                  etag: etag, lastModified: lastModified)))
+                return loop.makeSucceededFuture((.success(.body(FetchedBody(
+                    temporaryPath: file.path, sha256: file.sha256, size: file.size,
+                    etag: etag, lastModified: lastModified))), received))
             case .notModified:
-                return .success(.notModified)
+                return loop.makeSucceededFuture((.success(.notModified), received))
             case .status(let status, let retryAfter):
-                return .failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter))
+                return loop.makeSucceededFuture((.failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status,
+                                                                       retryAfter: retryAfter)), received))
             case .redirect(let status, let location):
+                // The first hop's URL joins the visited set only when there is a redirect.
+                var visited = hop == 0 ? [current] : visited
                 switch Self.redirectTarget(from: current, location: location, status: status, hop: hop,
-                                           maxRedirects: settings.maxRedirects, visited: &visited) {
-                case .failure(let failure): return .failure(failure)
+                                           maxRedirects: self.settings.maxRedirects, visited: &visited) {
+                case .failure(let failure):
+                    return loop.makeSucceededFuture((.failure(failure), received))
                 case .success(let next):
-                    if Self.origin(of: next) != origin { sendHeaders = false }
-                    current = next
+                    // Manifest headers (credentials) never follow a redirect to another origin.
+                    return self.exchange(request, url: next, hop: hop + 1, visited: visited,
+                                         sendHeaders: sendHeaders && Self.origin(of: next) == Self.origin(of: request.url),
+                                         deadline: deadline, bytes: received, on: loop, control: control)
                 }
             }
+        }.flatMapErrorWithEventLoop { error, loop in
+            control.unregister(token)
+            return loop.makeSucceededFuture((.failure(Self.classify(error)), bytes + delegate.bytesReceived))
         }
-        return .failure(FetchFailure(.redirect, "more than \(settings.maxRedirects) redirects"))
     }
 
     /// Where a redirect leads, or why it is refused: no Location, too many hops, a loop, a scheme

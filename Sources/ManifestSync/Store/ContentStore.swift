@@ -55,7 +55,7 @@ public struct ContentStore: Sendable {
     func makeTemporaryFile() throws(FetchFailure) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
             let number = temporaryCounter.add(1, ordering: .relaxed).newValue
-            let path = tmpDirectory + "/dl-\(getpid())-\(number)"
+            let path = tmpDirectory + temporaryPrefix + String(number)
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444)
             if fd >= 0 { return (fd, path) }
             if errno != EEXIST {
@@ -117,3 +117,4 @@ public struct ContentStore: Sendable {
 
 /// Numbers temporary files within this process.
 private let temporaryCounter = Atomic<UInt64>(0)
+private let temporaryPrefix = "/dl-\(getpid())-"
