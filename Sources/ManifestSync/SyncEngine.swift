@@ -68,12 +68,25 @@ public struct SyncEngine: Sendable {
         return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false))
     }
 
-    /// The one way both `plan` and `sync` diff manifests against the index.
-    private func makePlan(_ manifests: ManifestSet, index: CacheIndex) throws(CacheError) -> SyncPlan {
+    /// The one way both `plan` and `sync` diff manifests against the index. Uses what
+    /// `prefetch` read ahead when no other writer has committed since.
+    private func makePlan(_ manifests: ManifestSet, index: CacheIndex,
+                          prefetched: CachePrefetch? = nil) throws(CacheError) -> SyncPlan {
         let shard = options.shard.filter(manifests)
-        let records = try index.allRecords(validators: options.revalidate)
-        let objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
-        if Self.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
+        let records: [IndexRecord]
+        let objects: ObjectDirectory
+        defer { prefetched?.close() }
+        if let prefetched, prefetched.isCurrent {
+            records = prefetched.records
+            objects = prefetched.objects
+            if !prefetched.listed, Self.worthListing(entries: shard.entries.count, records: records.count) {
+                objects.preload()
+            }
+        } else {
+            records = try index.allRecords(validators: options.revalidate)
+            objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
+            if Self.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
+        }
         var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
         planner.revalidate = options.revalidate && !options.offline
         planner.shard = options.shard
@@ -106,11 +119,27 @@ public struct SyncEngine: Sendable {
         return report
     }
 
+    // MARK: - Read-ahead
+
+    /// Starts reading the index rows (and listing the objects, when the manifests look large
+    /// enough to name most of them) on another thread, so that it overlaps parsing the manifests.
+    /// Reads only, and nothing without an index: a manifest that fails to parse has changed
+    /// nothing. `sync` uses the result only if no other writer has committed in between.
+    public func prefetch(manifestPaths: [String]) -> Task<CachePrefetch?, Never> {
+        let options = options
+        return Task.detached {
+            CachePrefetch(options: options, manifestBytes: manifestPaths.reduce(0) { total, path in
+                var info = stat()
+                return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
+            })
+        }
+    }
+
     // MARK: - Sync
 
     /// Plans, downloads what is missing or changed, verifies, stores, indexes and reports.
     /// Throws only what stops the whole run: the cache is unusable or locked.
-    public func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
+    public func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>? = nil) async throws(CacheError) -> SyncReport {
         let startedAt = Date()
         let store = try ContentStore(root: options.cacheDirectory)
         let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock)
@@ -118,7 +147,7 @@ public struct SyncEngine: Sendable {
         let stale = store.removeStaleTemporaryFiles()
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
         let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
-        let plan = try makePlan(manifests, index: index)
+        let plan = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
 
         var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
         try await run.execute()
@@ -150,5 +179,52 @@ public struct SyncEngine: Sendable {
 
     static func absolute(_ path: String) -> String {
         URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+}
+
+/// Index rows and an object listing read before the run holds the lock, with the index's data
+/// version at the time: if another writer commits before the run takes the lock, the version
+/// moves and the run reads again under the lock.
+public final class CachePrefetch: @unchecked Sendable {
+    // @unchecked: built on one thread, then handed whole to the run through a task's value and
+    // used only there.
+    /// Closed (set to nil) once the run has used it: the last connection to close checkpoints
+    /// the WAL, which is the run's connection's job, under the lock.
+    private var index: CacheIndex?
+    private let version: Int64
+    let records: [IndexRecord]
+    let objects: ObjectDirectory
+    /// Whether `objects` was listed (decided from the manifests' size before they were parsed).
+    let listed: Bool
+
+    /// Manifest bytes per entry, taken low: an estimate of the entry count from file sizes.
+    private static let bytesPerEntry = 100
+
+    /// nil without a usable index (a new cache, a planted link, a damaged file): the run then
+    /// reads under the lock as usual, and reports what is wrong.
+    init?(options: SyncOptions, manifestBytes: Int) {
+        let path = CacheLayout.indexPath(options.cacheDirectory)
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+              let index = try? CacheIndex(path: path, create: false, readOnly: true),
+              let version = try? index.dataVersion(),
+              let records = try? index.allRecords(validators: options.revalidate)
+        else { return nil }
+        self.index = index
+        self.version = version
+        self.records = records
+        objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
+        let entries = manifestBytes / Self.bytesPerEntry / max(1, options.shard.count)
+        listed = SyncEngine.worthListing(entries: entries, records: records.count)
+        if listed { objects.preload() }
+    }
+
+    /// No other connection has committed since the rows were read.
+    var isCurrent: Bool {
+        (try? index?.dataVersion()) == version
+    }
+
+    func close() {
+        index = nil
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import ManifestSync
+@testable import ManifestSync
 import Testing
 
 /// `SyncEngine.sync` against a real HTTP origin on 127.0.0.1 that counts requests.
@@ -23,6 +23,39 @@ import Testing
         #expect(harness.origin.totalRequests == 20, "a warm sync makes no request")
         #expect(warm.totals.unchanged == 20 && warm.totals.added == 0)
         #expect(warm.entries.isEmpty)
+        await harness.origin.stop()
+    }
+
+    @Test func readAheadIsUsedOnlyWhileNoOtherWriterCommitted() async throws {
+        let harness = try await Harness.start()
+        let names = (0..<3).map { "r\($0)" }
+        let manifest = harness.manifest(names.map { ("/f/" + $0, harness.serve($0)) })
+        _ = try await harness.sync(manifest)
+        let engine = SyncEngine(options: SyncOptions(cacheDirectory: harness.cache))
+
+        // Nothing changed since the read-ahead: it is current, and the warm sync needs no request.
+        let quiet = engine.prefetch(manifestPaths: [manifest])
+        let current = await quiet.value
+        #expect(current?.records.count == 3)
+        #expect(current?.isCurrent == true)
+        let warm = try await engine.sync(try ManifestLoader().load(paths: [manifest]), prefetched: quiet)
+        #expect(warm.totals.unchanged == 3 && harness.origin.totalRequests == 3)
+
+        // Another writer removes a row after the read-ahead and before the run takes the lock
+        // (its file stays, as when `worker rm` leaves an object another URL uses): the rows read
+        // ahead are stale, so the run reads again and fetches the entry. With the stale rows it
+        // would count the entry unchanged and leave it out of the index.
+        let ahead = engine.prefetch(manifestPaths: [manifest])
+        let stale = await ahead.value
+        #expect(stale?.records.count == 3)
+        let removed = try #require(try harness.records().first)
+        try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
+            .apply(upserts: [], touches: [], removals: [removed.url], at: Date().timeIntervalSince1970)
+        #expect(stale?.isCurrent == false)
+        let report = try await engine.sync(try ManifestLoader().load(paths: [manifest]), prefetched: ahead)
+        #expect(report.totals.added == 1 && report.totals.unchanged == 2 && report.totals.failed == 0)
+        #expect(harness.origin.totalRequests == 4)
+        #expect(try harness.records().count == 3)
         await harness.origin.stop()
     }
 

@@ -45,9 +45,12 @@ public struct Planner {
         var previousRows: [Int32] = []
         actions.reserveCapacity(manifests.entries.count)
         previousRows.reserveCapacity(manifests.entries.count)
+        /// Rows some entry names: the others are the orphans (no second lookup per row).
+        var named = [Bool](repeating: false, count: records.count)
         for entry in manifests.entries {
             let row = records.isEmpty ? nil : rows.find(entry.url, urlAt: { records[$0].url })
             previousRows.append(row.map(Int32.init) ?? -1)
+            if let row { named[row] = true }
             if let row, Self.isSameVersion(entry, records[row]), present(records[row].object) {
                 actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
                 continue
@@ -60,7 +63,10 @@ public struct Planner {
             }
             actions.append(.download)
         }
-        let orphans = records.filter { !manifests.contains(url: $0.url) && shard.contains($0.url) }
+        var orphans: [IndexRecord] = []
+        for (row, record) in records.enumerated() where !named[row] && shard.contains(record.url) {
+            orphans.append(record)
+        }
         return SyncPlan(manifests: manifests, records: records, actions: actions, previousRows: previousRows, orphans: orphans)
     }
 

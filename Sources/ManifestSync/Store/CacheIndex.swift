@@ -8,11 +8,12 @@ public final class CacheIndex {
     static let schemaVersion = 1
 
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
-    public init(path: String, create: Bool) throws(CacheError) {
+    /// A read-only connection never writes, not even the checkpoint a last connection makes.
+    public init(path: String, create: Bool, readOnly: Bool = false) throws(CacheError) {
         self.path = path
         do {
-            database = try SQLiteDatabase(path: path, create: create)
-            try database.execute("PRAGMA journal_mode=WAL")
+            database = try SQLiteDatabase(path: path, create: create && !readOnly, readOnly: readOnly)
+            if !readOnly { try database.execute("PRAGMA journal_mode=WAL") }
             // Objects are flushed before each commit; a lost commit only means a re-download.
             try database.execute("PRAGMA synchronous=NORMAL")
             let version = try database.prepare("PRAGMA user_version")
@@ -21,7 +22,9 @@ public final class CacheIndex {
             if current > Self.schemaVersion {
                 throw CacheError.unusable(path: path, reason: "index schema \(current) is newer than this worker (\(Self.schemaVersion))")
             }
-            guard create else { return }
+            // A current schema is left alone: the script below would write (user_version),
+            // and a write moves the data version other connections compare (`CachePrefetch`).
+            guard create, current < Self.schemaVersion else { return }
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS entries(
                     url TEXT PRIMARY KEY NOT NULL,
@@ -59,6 +62,15 @@ public final class CacheIndex {
     }
 
     // MARK: - Reads
+
+    /// SQLite's data version of this connection: it changes when another connection commits.
+    func dataVersion() throws(CacheError) -> Int64 {
+        try wrap {
+            let statement = try database.prepare("PRAGMA data_version")
+            _ = try statement.step()
+            return statement.int(0)
+        }
+    }
 
     /// Every row, in one scan (cheaper than one lookup per manifest entry at scale). Validators
     /// (ETag, Last-Modified) only when asked: only revalidation uses them.

@@ -7,8 +7,9 @@ final class ObjectDirectory {
     private let objectsDirectory: String
     /// Descriptors of the 256 fan-out folders, opened on first use; -1 when it cannot be opened.
     private var folders = [Int32](repeating: -2, count: 256)
-    /// Names of the regular files in every fan-out folder, when `preload()` listed them.
-    private var listed: Set<String>?
+    /// The regular files of every fan-out folder, by the 32 bytes their names spell, when
+    /// `preload()` listed them.
+    private var listed: Set<ObjectName>?
 
     init(objectsDirectory: String) {
         self.objectsDirectory = objectsDirectory
@@ -22,23 +23,26 @@ final class ObjectDirectory {
     /// worth it when most of the cache is about to be checked. Only entries the file system marks
     /// as regular files are taken; anything else is left to `fstatat`.
     func preload() {
-        var names = Set<String>()
+        var names = Set<ObjectName>()
         for slot in 0..<256 {
             guard let folder = opendir(objectsDirectory + "/" + Hex.encode([UInt8(slot)])) else { continue }
             defer { closedir(folder) }
             while let entry = readdir(folder) {
                 guard entry.pointee.d_type == UInt8(DT_REG) else { continue }
-                let name = withUnsafePointer(to: entry.pointee.d_name) {
-                    $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    ObjectName(hex: UnsafeRawBufferPointer(rebasing: raw.prefix { $0 != 0 }))
                 }
-                if name.utf8.count == 64 { names.insert(name) }
+                if let name { names.insert(name) }
             }
         }
         listed = names
     }
 
     func contains(_ sha256: String) -> Bool {
-        if let listed, listed.contains(sha256) { return true }
+        if let listed {
+            var hex = sha256
+            if let name = hex.withUTF8({ ObjectName(hex: UnsafeRawBufferPointer($0)) }), listed.contains(name) { return true }
+        }
         var name = sha256
         return name.withUTF8 { bytes -> Bool in
             guard bytes.count == 64, let high = Hex.value(bytes[0]), let low = Hex.value(bytes[1]) else { return false }
@@ -51,5 +55,44 @@ final class ObjectDirectory {
             return sha256.withCString { fstatat(folders[slot], $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
                 && (info.st_mode & S_IFMT) == S_IFREG
         }
+    }
+}
+
+/// An object's name as the 32 bytes its 64 lowercase hex digits spell: a set of them costs no
+/// string per file.
+private struct ObjectName: Hashable {
+    let words: (UInt64, UInt64, UInt64, UInt64)
+
+    /// nil unless `hex` is exactly 64 lowercase hex digits.
+    init?(hex: UnsafeRawBufferPointer) {
+        guard hex.count == 64 else { return nil }
+        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        for word in 0..<4 {
+            var value: UInt64 = 0
+            for offset in word * 16..<word * 16 + 16 {
+                let byte = hex[offset]
+                let digit: UInt8
+                switch byte {
+                case 48...57: digit = byte - 48
+                case 97...102: digit = byte - 87
+                default: return nil
+                }
+                value = value << 4 | UInt64(digit)
+            }
+            switch word {
+            case 0: words.0 = value
+            case 1: words.1 = value
+            case 2: words.2 = value
+            default: words.3 = value
+            }
+        }
+        self.words = words
+    }
+
+    static func == (a: ObjectName, b: ObjectName) -> Bool { a.words == b.words }
+
+    func hash(into hasher: inout Hasher) {
+        // SHA-256 output: any 64 of its bits are as good as all of them for bucketing.
+        hasher.combine(words.0)
     }
 }

@@ -12,8 +12,9 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
 
-    init(path: String, create: Bool) throws(SQLiteError) {
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
+    init(path: String, create: Bool, readOnly: Bool = false) throws(SQLiteError) {
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0))
+            | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"

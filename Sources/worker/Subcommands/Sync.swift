@@ -161,7 +161,6 @@ struct Sync: AsyncParsableCommand {
             return
         }
         let settings = try parsedSettings()
-        let set = try loadManifests(manifests)
         var options = SyncOptions(cacheDirectory: common.resolvedCacheDirectory())
         options.fetch = settings.fetch
         options.waitLock = settings.waitLock
@@ -185,9 +184,19 @@ struct Sync: AsyncParsableCommand {
         }
         var logger = Logger(label: "worker")
         logger.logLevel = verbose ? .debug : .warning
+        let engine = SyncEngine(options: options, logger: logger)
+        // The index is read on another thread while the manifests are parsed.
+        let prefetched = engine.prefetch(manifestPaths: manifests)
+        let set: ManifestSet
+        do {
+            set = try loadManifests(manifests)
+        } catch {
+            _ = await prefetched.value
+            throw error
+        }
         let report: SyncReport
         do {
-            report = try await SyncEngine(options: options, logger: logger).sync(set)
+            report = try await engine.sync(set, prefetched: prefetched)
         } catch {
             throw cacheExitCode(error)
         }
