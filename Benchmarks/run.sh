@@ -19,5 +19,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 
-swift build -c release --product worker >&2
+# The shipped configuration (as deploy/docker/Dockerfile builds it): the Swift runtime linked in,
+# which also starts faster (about 7 ms instead of 11 ms here).
+swift build -c release --static-swift-stdlib --product worker >&2
 exec python3 Benchmarks/bench.py --write BENCHMARKS.md "$@"

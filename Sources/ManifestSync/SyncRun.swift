@@ -122,13 +122,11 @@ struct SyncRun {
     private func request(for item: Int) -> FetchRequest {
         let planned = plan.items[item]
         let manifest = plan.manifests.manifests[planned.entry.manifest]
-        var request = FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifest.headers,
-                                   localRoot: manifest.baseURL == nil ? manifest.localRoot : nil)
-        if planned.action == .revalidate {
-            request.etag = planned.previous?.etag
-            request.lastModified = planned.previous?.lastModified
-        }
-        return request
+        let revalidate = planned.action == .revalidate
+        return FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifest.headers,
+                            localRoot: manifest.baseURL == nil ? manifest.localRoot : nil,
+                            etag: revalidate ? planned.previous?.etag : nil,
+                            lastModified: revalidate ? planned.previous?.lastModified : nil)
     }
 
     /// `--offline`: what would need the network fails as `cancelled`; earlier versions stay.

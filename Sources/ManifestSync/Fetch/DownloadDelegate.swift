@@ -45,7 +45,7 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     func didReceiveHead(task: HTTPClient.Task<ExchangeOutcome>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         let status = Int(head.status.code)
         let loop = task.eventLoop
-        if [301, 302, 303, 307, 308].contains(status) {
+        if status == 301 || status == 302 || status == 303 || status == 307 || status == 308 {
             outcome = .redirect(status: status, location: head.headers.first(name: "location"))
             return loop.makeSucceededVoidFuture()
         }

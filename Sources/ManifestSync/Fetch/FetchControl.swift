@@ -1,27 +1,44 @@
+import AsyncHTTPClient
+import NIOCore
 import Synchronization
 
-/// Stops a set of downloads: what is in flight (requests, retry waits) registers how to cancel
-/// itself, and `stop()` cancels all of it and refuses anything new.
+/// Something in flight that a stop cancels: a request, or the wait before a retry.
+enum Cancellable: Sendable {
+    case request(HTTPClient.Task<ExchangeOutcome>)
+    case timer(Scheduled<Void>)
+
+    func cancel() {
+        switch self {
+        case .request(let task): task.cancel()
+        case .timer(let scheduled): scheduled.cancel()
+        }
+    }
+}
+
+/// Stops a set of downloads: what is in flight registers itself, and `stop()` cancels all of it.
+/// Anything registered after the stop is cancelled at once.
 final class FetchControl: Sendable {
     private struct State {
         var stopped = false
         var nextToken = 0
-        var inFlight: [Int: @Sendable () -> Void] = [:]
+        var inFlight: [Int: Cancellable] = [:]
     }
 
     private let state = Mutex(State())
 
     var isStopped: Bool { state.withLock { $0.stopped } }
 
-    /// Registers how to cancel one piece of work; nil when already stopped (the caller cancels
-    /// at once). Unregister the token when the work ends.
-    func register(_ cancel: @escaping @Sendable () -> Void) -> Int? {
-        state.withLock { state in
+    /// Registers work to cancel on a stop; unregister the token when the work ends. After a stop
+    /// the work is cancelled here and nil returned.
+    func register(_ work: Cancellable) -> Int? {
+        let token = state.withLock { state -> Int? in
             guard !state.stopped else { return nil }
             state.nextToken += 1
-            state.inFlight[state.nextToken] = cancel
+            state.inFlight[state.nextToken] = work
             return state.nextToken
         }
+        if token == nil { work.cancel() }
+        return token
     }
 
     func unregister(_ token: Int?) {
@@ -29,13 +46,13 @@ final class FetchControl: Sendable {
         _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
     }
 
-    /// Cancels everything registered; later registrations are refused.
+    /// Cancels everything registered; later registrations are cancelled at once.
     func stop() {
-        let cancels = state.withLock { state in
+        let inFlight = state.withLock { state in
             state.stopped = true
             defer { state.inFlight.removeAll() }
             return Array(state.inFlight.values)
         }
-        for cancel in cancels { cancel() }
+        for work in inFlight { work.cancel() }
     }
 }

@@ -23,8 +23,9 @@ public struct FetchSettings: Sendable {
     public init() {}
 }
 
-/// One download to make: where from, what it must hash to, what to send.
-struct FetchRequest: Sendable {
+/// One download to make: where from, what it must hash to, what to send. A class: the steps of
+/// a download (callbacks on the event loops) share it instead of copying its strings.
+final class FetchRequest: Sendable {
     let url: String
     let expected: ContentHash?
     let headers: [RequestHeader]
@@ -32,8 +33,18 @@ struct FetchRequest: Sendable {
     let localRoot: String?
     /// The stored version's validators: sent as If-None-Match / If-Modified-Since, so the origin
     /// can answer 304 Not Modified without a body.
-    var etag: String? = nil
-    var lastModified: String? = nil
+    let etag: String?
+    let lastModified: String?
+
+    init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
+         etag: String? = nil, lastModified: String? = nil) {
+        self.url = url
+        self.expected = expected
+        self.headers = headers
+        self.localRoot = localRoot
+        self.etag = etag
+        self.lastModified = lastModified
+    }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
 }
@@ -124,7 +135,11 @@ final class Fetcher: Sendable {
         return promise.futureResult
     }
 
-    private typealias AttemptOutcome = (result: Result<Delivery, FetchFailure>, bytes: Int64)
+    /// One attempt's result and the body bytes it received.
+    private struct AttemptOutcome: Sendable {
+        let result: Result<Delivery, FetchFailure>
+        let bytes: Int64
+    }
 
     private func attempt(_ request: FetchRequest, number: Int, bytes: Int64, on loop: any EventLoop,
                          control: FetchControl, promise: EventLoopPromise<FetchResult>) {
@@ -133,35 +148,19 @@ final class Fetcher: Sendable {
                                         attempts: number, bytesReceived: bytes))
             return
         }
-        let outcome: EventLoopFuture<AttemptOutcome>
-        if request.url.hasPrefix("file://") {
-            // Local files are read off the event loops: a large one would stall every download.
-            let local = loop.makePromise(of: AttemptOutcome.self)
-            local.completeWithTask {
-                var received: Int64 = 0
-                let result = self.readLocal(request, bytes: &received).map(Delivery.body)
-                return (result, received)
-            }
-            outcome = local.futureResult
-        } else {
-            let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
-            outcome = exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true,
-                               deadline: deadline, bytes: 0, on: loop, control: control)
-        }
-        outcome.whenSuccess { result, received in
-            let total = bytes + received
-            guard case .failure(let failure) = result, !control.isStopped,
+        let finished: @Sendable (AttemptOutcome) -> Void = { outcome in
+            let total = bytes + outcome.bytes
+            guard case .failure(let failure) = outcome.result, !control.isStopped,
                   let delay = self.settings.retry.delay(after: failure, attempt: number)
             else {
-                promise.succeed(FetchResult(result: result, attempts: number, bytesReceived: total))
+                promise.succeed(FetchResult(result: outcome.result, attempts: number, bytesReceived: total))
                 return
             }
             self.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
                                                      "fetch.reason": "\(failure.reason.rawValue)",
                                                      "fetch.delay": "\(delay)"])
             let wait = loop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {}
-            let token = control.register { wait.cancel() }
-            if token == nil { wait.cancel() }
+            let token = control.register(.timer(wait))
             wait.futureResult.whenComplete { waited in
                 control.unregister(token)
                 if case .success = waited {
@@ -172,14 +171,26 @@ final class Fetcher: Sendable {
                 }
             }
         }
+        if request.url.hasPrefix("file://") {
+            // Local files are read off the event loops: a large one would stall every download.
+            Task {
+                var received: Int64 = 0
+                let result = self.readLocal(request, bytes: &received).map(Delivery.body)
+                finished(AttemptOutcome(result: result, bytes: received))
+            }
+        } else {
+            let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
+            exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true, deadline: deadline,
+                     bytes: 0, on: loop, control: control, finished: finished)
+        }
     }
 
     // MARK: - HTTP
 
     /// One request and, through redirects we follow ourselves, the hops after it.
     private func exchange(_ request: FetchRequest, url current: String, hop: Int, visited: Set<String>,
-                          sendHeaders: Bool, deadline: NIODeadline, bytes: Int64,
-                          on loop: any EventLoop, control: FetchControl) -> EventLoopFuture<AttemptOutcome> {
+                          sendHeaders: Bool, deadline: NIODeadline, bytes: Int64, on loop: any EventLoop,
+                          control: FetchControl, finished: @escaping @Sendable (AttemptOutcome) -> Void) {
         var headers = HTTPHeaders()
         headers.add(name: "User-Agent", value: "worker/1")
         if sendHeaders {
@@ -191,7 +202,8 @@ final class Fetcher: Sendable {
         do {
             http = try HTTPClient.Request(url: current, headers: headers)
         } catch {
-            return loop.makeSucceededFuture((.failure(Self.classify(error)), bytes))
+            finished(AttemptOutcome(result: .failure(Self.classify(error)), bytes: bytes))
+            return
         }
         let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
                                         conditional: request.isConditional, deadline: deadline,
@@ -199,38 +211,42 @@ final class Fetcher: Sendable {
         // The delegate runs on `loop`: when called from one of the client's loops that is the
         // current one, so a finished download and the next one share a thread.
         let task = client.execute(request: http, delegate: delegate, eventLoop: .delegate(on: loop), deadline: deadline)
-        let token = control.register { task.cancel() }
-        if token == nil { task.cancel() }
-        return task.futureResult.flatMapWithEventLoop { outcome, loop -> EventLoopFuture<AttemptOutcome> in
+        let token = control.register(.request(task))
+        task.futureResult.whenComplete { completion in
             control.unregister(token)
             let received = bytes + delegate.bytesReceived
+            let outcome: ExchangeOutcome
+            switch completion {
+            case .failure(let error):
+                finished(AttemptOutcome(result: .failure(Self.classify(error)), bytes: received))
+                return
+            case .success(let value):
+                outcome = value
+            }
             switch outcome {
             case .body(let file, let etag, let lastModified):
-                return loop.makeSucceededFuture((.success(.body(FetchedBody(
+                finished(AttemptOutcome(result: .success(.body(FetchedBody(
                     temporaryPath: file.path, sha256: file.sha256, size: file.size,
-                    etag: etag, lastModified: lastModified))), received))
+                    etag: etag, lastModified: lastModified))), bytes: received))
             case .notModified:
-                return loop.makeSucceededFuture((.success(.notModified), received))
+                finished(AttemptOutcome(result: .success(.notModified), bytes: received))
             case .status(let status, let retryAfter):
-                return loop.makeSucceededFuture((.failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status,
-                                                                       retryAfter: retryAfter)), received))
+                finished(AttemptOutcome(result: .failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status,
+                                                                      retryAfter: retryAfter)), bytes: received))
             case .redirect(let status, let location):
                 // The first hop's URL joins the visited set only when there is a redirect.
                 var visited = hop == 0 ? [current] : visited
                 switch Self.redirectTarget(from: current, location: location, status: status, hop: hop,
                                            maxRedirects: self.settings.maxRedirects, visited: &visited) {
                 case .failure(let failure):
-                    return loop.makeSucceededFuture((.failure(failure), received))
+                    finished(AttemptOutcome(result: .failure(failure), bytes: received))
                 case .success(let next):
                     // Manifest headers (credentials) never follow a redirect to another origin.
-                    return self.exchange(request, url: next, hop: hop + 1, visited: visited,
-                                         sendHeaders: sendHeaders && Self.origin(of: next) == Self.origin(of: request.url),
-                                         deadline: deadline, bytes: received, on: loop, control: control)
+                    self.exchange(request, url: next, hop: hop + 1, visited: visited,
+                                  sendHeaders: sendHeaders && Self.origin(of: next) == Self.origin(of: request.url),
+                                  deadline: deadline, bytes: received, on: loop, control: control, finished: finished)
                 }
             }
-        }.flatMapErrorWithEventLoop { error, loop in
-            control.unregister(token)
-            return loop.makeSucceededFuture((.failure(Self.classify(error)), bytes + delegate.bytesReceived))
         }
     }
 
