@@ -1,4 +1,3 @@
-import CWorkerSystem
 import Foundation
 
 /// Writes a body to its temporary file while hashing it, enforcing the size limit. Each chunk is
@@ -11,13 +10,6 @@ struct BodySink {
     private(set) var size: Int64 = 0
     private var hasher: BodyHasher
     private var closed = false
-    /// Bytes written since writeback was last started.
-    private var unflushed: Int64 = 0
-    /// A large body starts its writeback every this many bytes, while it downloads: the batch
-    /// flush (syncfs) then finds little left to write, instead of waiting for the whole body.
-    /// Small bodies skip it (a call per file would cost more than it saves); git's batch fsync
-    /// mode does the same with sync_file_range.
-    static let writebackInterval: Int64 = 1 << 20
 
     init(fd: Int32, path: String, expected: ContentHash?, maxSize: Int64) {
         self.fd = fd
@@ -43,19 +35,11 @@ struct BodySink {
             }
             offset += written
         }
-        unflushed += Int64(bytes.count)
-        if unflushed >= Self.writebackInterval {
-            _ = worker_start_writeback(fd, size - unflushed, unflushed)
-            unflushed = 0
-        }
         return nil
     }
 
     /// Closes the file and checks the digest against the expected hash.
     mutating func close() -> Result<(sha256: String, actual: ContentHash?), FetchFailure> {
-        if size >= Self.writebackInterval, unflushed > 0 {
-            _ = worker_start_writeback(fd, size - unflushed, unflushed)
-        }
         closed = true
         if Foundation.close(fd) != 0 {
             let reason = String(cString: strerror(errno))
