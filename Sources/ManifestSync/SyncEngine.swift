@@ -31,6 +31,9 @@ public struct SyncOptions: Sendable {
     /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
     public var batchSize = 2048
     public var batchInterval = 2.0
+    /// Body bytes per batch: large bodies are flushed while later ones still download, so the
+    /// run does not end waiting for all of them to reach the disk at once.
+    public var batchBytes: Int64 = 64 << 20
 
     public init(cacheDirectory: String) {
         self.cacheDirectory = cacheDirectory

@@ -22,6 +22,7 @@ struct SyncRun {
     private var pendingTouches: [String] = []
     /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
     private var pendingInstalls: [(temporary: String, sha256: String)] = []
+    private var pendingBytes: Int64 = 0
     private var lastCommit = Date()
     private var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
@@ -102,7 +103,8 @@ struct SyncRun {
             for group in finished {
                 record(groups[group.group], group.results)
             }
-            if failure == nil, pending.count >= options.batchSize || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
+            if failure == nil, pending.count >= options.batchSize || pendingBytes >= options.batchBytes
+                || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
                 do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
                     failure = error
                     queue.stop()
@@ -163,6 +165,7 @@ struct SyncRun {
             case .success(.body(let body)):
                 delivered = body
                 pendingInstalls.append((body.temporaryPath, body.sha256))
+                pendingBytes += body.size
                 let status: EntryStatus
                 if planned.action == .revalidate {
                     status = body.sha256 == planned.previous?.object ? .unchanged : .updated
@@ -257,6 +260,7 @@ struct SyncRun {
         pending.removeAll(keepingCapacity: true)
         pendingFailures.removeAll()
         pendingInstalls.removeAll(keepingCapacity: true)
+        pendingBytes = 0
         lastCommit = Date()
     }
 
