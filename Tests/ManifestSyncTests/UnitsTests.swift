@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ManifestSync
 
@@ -42,5 +43,46 @@ import Testing
                       "http://h/%2", "http://h/<x>", "http://h\\x", "http://h/\u{7F}"])
     func malformed(url: String) {
         #expect(!URLResolver.isWellFormedAbsolute(url))
+    }
+}
+
+/// Relative entries resolve by appending to `base_url` when that is plain RFC 3986 resolution, and
+/// through Foundation otherwise; both must give the same URL (index keys must not depend on the path).
+@Suite struct RelativeResolutionTests {
+    static let bases = ["http://h", "http://h/dir", "https://cdn.example.com/assets/v2/", "http://user@h:8080/x/y/"]
+    static let references = [
+        "a.png", "u/000001/avatar.png", "/abs/x.png", "a/b?x=1&y=2", "a/b#frag", "?q=1", "#f", "a/", "a//b",
+        "x/a:b", "%41b.png", "a%2Fb", "a/b.c.d", "-_~!$&'()*+,;=@.png", "a/..b/c..", "...",
+        // These take Foundation's path; listed to compare both anyway.
+        "a/./b", "../x", "./x", ".", "..", "a/..", "a/.?x", "//other/x", "a b", "é.png", "%zz", "a:b", "[x]",
+    ]
+
+    @Test(arguments: bases)
+    func appendingMatchesFoundation(base: String) throws {
+        var resolver = URLResolver(manifestPath: "/tmp/m.yaml")
+        #expect(resolver.setBase(base) == nil)
+        let baseURL = try #require(URL(string: base.hasSuffix("/") ? base : base + "/"))
+        var appended = 0
+        for reference in Self.references {
+            let foundation = URL(string: reference, relativeTo: baseURL)?.absoluteString
+            let resolved = try? resolver.resolve(reference).get()
+            if let fast = resolver.appendingResolution(reference) {
+                appended += 1
+                #expect(fast == foundation, "\(reference) against \(base)")
+                #expect(resolved == fast)
+            }
+        }
+        #expect(appended == 16, "the plain references take the appending path")
+        #expect(resolver.appendingResolution("a/./b") == nil && resolver.appendingResolution("../x") == nil)
+        #expect(resolver.appendingResolution("//other/x") == nil && resolver.appendingResolution("a:b") == nil)
+        #expect(resolver.appendingResolution("a b") == nil && resolver.appendingResolution("é.png") == nil,
+                "what Foundation would encode takes Foundation's path")
+    }
+
+    @Test func baseWithQueryAlwaysUsesFoundation() {
+        var resolver = URLResolver(manifestPath: "/tmp/m.yaml")
+        #expect(resolver.setBase("http://h/dir/?token=1") == nil)
+        #expect(resolver.appendingResolution("a.png") == nil)
+        #expect((try? resolver.resolve("a.png").get()) == "http://h/dir/a.png")
     }
 }

@@ -58,28 +58,34 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
 
     /// True when `text` is exactly `hex` (lowercase), compared without building a string.
     public func hasHex(_ text: String) -> Bool {
-        hasHex(utf8: text.utf8)
+        var text = text
+        return text.withUTF8 { hasHex(digits: UnsafeRawBufferPointer($0)) }
     }
 
-    private func hasHex<Digits: Collection<UInt8>>(utf8 digits: Digits) -> Bool {
-        let digest = bytes
-        guard digits.count == digest.count * 2 else { return false }
-        var index = 0
-        for char in digits {
-            let byte = digest[index >> 1]
-            let nibble = index & 1 == 0 ? byte >> 4 : byte & 0x0f
-            guard char == Hex.lowercaseDigit(nibble) else { return false }
-            index += 1
+    private func hasHex(digits: UnsafeRawBufferPointer) -> Bool {
+        let count = algorithm.byteCount
+        guard digits.count == count * 2 else { return false }
+        return storage.withBytes { digest in
+            for offset in 0..<count {
+                let byte = digest[offset]
+                guard digits[offset * 2] == Hex.lowercaseDigit(byte >> 4),
+                      digits[offset * 2 + 1] == Hex.lowercaseDigit(byte & 0x0f)
+                else { return false }
+            }
+            return true
         }
-        return true
     }
 
     /// True when `text` is this hash's normalized form (`description`), compared in place.
     public func isDescribed(by text: String) -> Bool {
-        let name = algorithm.rawValue
-        let utf8 = text.utf8
-        guard utf8.count == name.utf8.count + 1 + algorithm.byteCount * 2, text.hasPrefix(name + ":") else { return false }
-        return hasHex(utf8: utf8.dropFirst(name.utf8.count + 1))
+        var text = text
+        let name = algorithm.rawValue.utf8
+        return text.withUTF8 { utf8 in
+            guard utf8.count == name.count + 1 + algorithm.byteCount * 2, utf8[name.count] == UInt8(ascii: ":"),
+                  name.elementsEqual(utf8[..<name.count])
+            else { return false }
+            return hasHex(digits: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[(name.count + 1)...])))
+        }
     }
 
     /// Parses every form PRODUCT.md allows: `ALGO:HEX`, bare hex whose length names the algorithm,
@@ -159,6 +165,10 @@ private struct DigestStorage: Hashable, Sendable {
         case false?: return nil
         case nil: return Hex.decode(String(Substring(hex))).map { DigestStorage($0) }
         }
+    }
+
+    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        withUnsafeBytes(of: words, body)
     }
 
     func prefix(_ count: Int) -> [UInt8] {

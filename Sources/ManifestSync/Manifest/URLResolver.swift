@@ -9,6 +9,11 @@ struct URLResolver {
     let folder: String
     private(set) var base: String?
     private var baseURL: URL?
+    /// `base` ends in `/` and has no query or fragment: a plain relative path resolves against it
+    /// by appending (RFC 3986 §5.2), without Foundation's parse (a third of a warm run's time).
+    private var baseAppends = false
+    /// scheme://authority of `base`, for references that start with one `/`.
+    private var baseOrigin: Substring?
 
     init(manifestPath: String) {
         let absolute = URL(fileURLWithPath: manifestPath).deletingLastPathComponent().standardizedFileURL.path
@@ -33,7 +38,71 @@ struct URLResolver {
         }
         base = withSlash
         baseURL = url
+        baseAppends = !withSlash.contains("?") && !withSlash.contains("#")
+        if let authority = withSlash.range(of: "://") {
+            let rest = withSlash[authority.upperBound...]
+            baseOrigin = withSlash[..<(rest.firstIndex(of: "/") ?? withSlash.endIndex)]
+        }
         return nil
+    }
+
+    /// Resolution by appending, for the common case only: a reference that is a path without
+    /// dot segments (`.`, `..`), without `:` in its first segment, not starting with `//`, and
+    /// without `?`/`#` surprises in the base. Anything else goes through Foundation. The result
+    /// is what RFC 3986 resolution gives (a test compares it with Foundation's).
+    func appendingResolution(_ raw: String) -> String? {
+        guard baseAppends, let base, !raw.isEmpty else { return nil }
+        var reference = raw
+        let simple = reference.withUTF8 { utf8 -> Bool in
+            if utf8.count >= 2, utf8[0] == UInt8(ascii: "/"), utf8[1] == UInt8(ascii: "/") { return false }
+            var segmentStart = 0
+            var firstSegment = true
+            var index = 0
+            while index <= utf8.count {
+                let byte = index < utf8.count ? utf8[index] : UInt8(ascii: "/")
+                if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") {
+                    // The path ends here; its last segment must not be a dot segment either.
+                    return !Self.isDotSegment(utf8, segmentStart, index)
+                }
+                if byte == UInt8(ascii: ":"), firstSegment { return false }
+                if index < utf8.count {
+                    // Only characters Foundation keeps as they are; anything it might encode or
+                    // refuse takes the slow path, so both paths give the same answer.
+                    switch byte {
+                    case UInt8(ascii: "%"):
+                        guard index + 2 < utf8.count, Hex.value(utf8[index + 1]) != nil, Hex.value(utf8[index + 2]) != nil
+                        else { return false }
+                    case UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "{"),
+                         UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "^"), UInt8(ascii: "`"), UInt8(ascii: "["),
+                         UInt8(ascii: "]"):
+                        return false
+                    case 0x21...0x7e:
+                        break
+                    default:
+                        return false
+                    }
+                }
+                if byte == UInt8(ascii: "/") {
+                    if Self.isDotSegment(utf8, segmentStart, index) { return false }
+                    if index > 0 { firstSegment = false }
+                    segmentStart = index + 1
+                }
+                index += 1
+            }
+            return true
+        }
+        guard simple else { return nil }
+        if raw.hasPrefix("/") {
+            guard let baseOrigin else { return nil }
+            return baseOrigin + raw
+        }
+        return base + raw
+    }
+
+    private static func isDotSegment(_ utf8: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> Bool {
+        let length = end - start
+        let dot = UInt8(ascii: ".")
+        return (length == 1 && utf8[start] == dot) || (length == 2 && utf8[start] == dot && utf8[start + 1] == dot)
     }
 
     func resolve(_ raw: String) -> Result<String, Problem> {
@@ -47,6 +116,12 @@ struct URLResolver {
             return .success(raw)
         }
         if let baseURL {
+            if let appended = appendingResolution(raw) {
+                guard Self.isWellFormedAbsolute(appended) else {
+                    return .failure(Problem(message: "not a valid relative URL: \(Redact.short(raw, limit: 80))"))
+                }
+                return .success(appended)
+            }
             // Check what resolution produced, not only its input: Foundation hands some malformed
             // references (`:x/y`) back unresolved.
             guard let resolved = URL(string: raw, relativeTo: baseURL)?.absoluteString,

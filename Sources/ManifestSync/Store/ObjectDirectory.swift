@@ -66,27 +66,28 @@ private struct ObjectName: Hashable {
     /// nil unless `hex` is exactly 64 lowercase hex digits.
     init?(hex: UnsafeRawBufferPointer) {
         guard hex.count == 64 else { return nil }
-        var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        for word in 0..<4 {
-            var value: UInt64 = 0
-            for offset in word * 16..<word * 16 + 16 {
-                let byte = hex[offset]
-                let digit: UInt8
-                switch byte {
-                case 48...57: digit = byte - 48
-                case 97...102: digit = byte - 87
-                default: return nil
-                }
-                value = value << 4 | UInt64(digit)
-            }
-            switch word {
-            case 0: words.0 = value
-            case 1: words.1 = value
-            case 2: words.2 = value
-            default: words.3 = value
-            }
+        let bytes = hex.bindMemory(to: UInt8.self)
+        var invalid: UInt8 = 0
+        var a: UInt64 = 0, b: UInt64 = 0, c: UInt64 = 0, d: UInt64 = 0
+        for offset in 0..<16 {
+            a = a << 4 | UInt64(Self.nibble(bytes[offset], &invalid))
+            b = b << 4 | UInt64(Self.nibble(bytes[offset + 16], &invalid))
+            c = c << 4 | UInt64(Self.nibble(bytes[offset + 32], &invalid))
+            d = d << 4 | UInt64(Self.nibble(bytes[offset + 48], &invalid))
         }
-        self.words = words
+        guard invalid == 0 else { return nil }
+        words = (a, b, c, d)
+    }
+
+    /// The value of a lowercase hex digit; sets `invalid` for anything else. No branches.
+    @inline(__always)
+    private static func nibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
+        let digit = char &- 48
+        let letter = char &- 97
+        let isDigit: UInt8 = digit < 10 ? 1 : 0
+        let isLetter: UInt8 = letter < 6 ? 1 : 0
+        invalid |= 1 &- (isDigit | isLetter)
+        return isDigit == 1 ? digit : letter &+ 10
     }
 
     static func == (a: ObjectName, b: ObjectName) -> Bool { a.words == b.words }
