@@ -88,9 +88,24 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The common form, `sha256:` and 64 lowercase hex digits, decoded in one pass; nil for
+    /// anything else (which `parse` then handles, errors included).
+    private static func parseCanonicalSHA256(_ text: String) -> ContentHash? {
+        var text = text
+        let storage: DigestStorage? = text.withUTF8 { utf8 in
+            guard utf8.count == 71, utf8[0] == UInt8(ascii: "s"), utf8[1] == UInt8(ascii: "h"), utf8[2] == UInt8(ascii: "a"),
+                  utf8[3] == UInt8(ascii: "2"), utf8[4] == UInt8(ascii: "5"), utf8[5] == UInt8(ascii: "6"),
+                  utf8[6] == UInt8(ascii: ":")
+            else { return nil }
+            return DigestStorage.fromLowercaseHex(UnsafeBufferPointer(rebasing: utf8[7...]))
+        }
+        return storage.map { ContentHash(algorithm: .sha256, storage: $0) }
+    }
+
     /// Parses every form PRODUCT.md allows: `ALGO:HEX`, bare hex whose length names the algorithm,
     /// and SRI `ALGO-BASE64`. Returns a message (no location) for anything else.
     public static func parse(_ text: String) -> Result<ContentHash, HashParseError> {
+        if let hash = parseCanonicalSHA256(text) { return .success(hash) }
         let utf8 = text.utf8
         if let colon = utf8.firstIndex(of: UInt8(ascii: ":")) {
             guard let algorithm = HashAlgorithm(named: utf8[..<colon]), algorithm != .sha384 else {
@@ -165,6 +180,30 @@ private struct DigestStorage: Hashable, Sendable {
         case false?: return nil
         case nil: return Hex.decode(String(Substring(hex))).map { DigestStorage($0) }
         }
+    }
+
+    /// Decodes lowercase hex digits only (up to 128); nil for anything else.
+    static func fromLowercaseHex(_ digits: UnsafeBufferPointer<UInt8>) -> DigestStorage? {
+        guard digits.count % 2 == 0, digits.count <= 128 else { return nil }
+        var storage = DigestStorage([])
+        let valid = withUnsafeMutableBytes(of: &storage.words) { raw -> Bool in
+            var invalid: UInt8 = 0
+            for offset in 0..<digits.count / 2 {
+                raw[offset] = lowercaseNibble(digits[offset * 2], &invalid) << 4 | lowercaseNibble(digits[offset * 2 + 1], &invalid)
+            }
+            return invalid == 0
+        }
+        return valid ? storage : nil
+    }
+
+    @inline(__always)
+    private static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
+        let digit = char &- 48
+        let letter = char &- 97
+        let isDigit: UInt8 = digit < 10 ? 1 : 0
+        let isLetter: UInt8 = letter < 6 ? 1 : 0
+        invalid |= 1 &- (isDigit | isLetter)
+        return isDigit == 1 ? digit : letter &+ 10
     }
 
     func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {

@@ -106,6 +106,13 @@ struct URLResolver {
     }
 
     func resolve(_ raw: String) -> Result<String, Problem> {
+        // Most entries are absolute http(s) URLs: recognized without building the scheme string.
+        if Self.hasHTTPScheme(raw) {
+            guard Self.isWellFormedAbsolute(raw) else {
+                return .failure(Problem(message: "not a valid URL: \(Redact.short(Redact.url(raw), limit: 80))"))
+            }
+            return .success(raw)
+        }
         if let scheme = Self.scheme(of: raw) {
             guard scheme == "http" || scheme == "https" else {
                 return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only http and https)"))
@@ -197,6 +204,19 @@ struct URLResolver {
                 }
             }
             return true
+        }
+    }
+
+    /// True when `text` starts with `http://` or `https://` (any case).
+    static func hasHTTPScheme(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            guard utf8.count >= 7, utf8[0] | 0x20 == UInt8(ascii: "h"), utf8[1] | 0x20 == UInt8(ascii: "t"),
+                  utf8[2] | 0x20 == UInt8(ascii: "t"), utf8[3] | 0x20 == UInt8(ascii: "p")
+            else { return false }
+            let rest = utf8[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4
+            return utf8.count >= rest + 3 && utf8[rest] == UInt8(ascii: ":") && utf8[rest + 1] == UInt8(ascii: "/")
+                && utf8[rest + 2] == UInt8(ascii: "/")
         }
     }
 
