@@ -189,21 +189,12 @@ private struct DigestStorage: Hashable, Sendable {
         let valid = withUnsafeMutableBytes(of: &storage.words) { raw -> Bool in
             var invalid: UInt8 = 0
             for offset in 0..<digits.count / 2 {
-                raw[offset] = lowercaseNibble(digits[offset * 2], &invalid) << 4 | lowercaseNibble(digits[offset * 2 + 1], &invalid)
+                raw[offset] = Hex.lowercaseNibble(digits[offset * 2], &invalid) << 4
+                    | Hex.lowercaseNibble(digits[offset * 2 + 1], &invalid)
             }
             return invalid == 0
         }
         return valid ? storage : nil
-    }
-
-    @inline(__always)
-    private static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
-        let digit = char &- 48
-        let letter = char &- 97
-        let isDigit: UInt8 = digit < 10 ? 1 : 0
-        let isLetter: UInt8 = letter < 6 ? 1 : 0
-        invalid |= 1 &- (isDigit | isLetter)
-        return isDigit == 1 ? digit : letter &+ 10
     }
 
     func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
@@ -261,6 +252,17 @@ enum Hex {
     /// True when `text` is exactly `length` lowercase hex digits (a safe object file name).
     static func isLowercaseHex(_ text: String, length: Int) -> Bool {
         text.utf8.count == length && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    /// The value of a lowercase hex digit, without branches; sets `invalid` for any other byte.
+    @inline(__always)
+    static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
+        let digit = char &- 48
+        let letter = char &- 97
+        let isDigit: UInt8 = digit < 10 ? 1 : 0
+        let isLetter: UInt8 = letter < 6 ? 1 : 0
+        invalid |= 1 &- (isDigit | isLetter)
+        return isDigit == 1 ? digit : letter &+ 10
     }
 
     static func lowercaseDigit(_ nibble: UInt8) -> UInt8 {

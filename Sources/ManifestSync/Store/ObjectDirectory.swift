@@ -70,24 +70,13 @@ private struct ObjectName: Hashable {
         var invalid: UInt8 = 0
         var a: UInt64 = 0, b: UInt64 = 0, c: UInt64 = 0, d: UInt64 = 0
         for offset in 0..<16 {
-            a = a << 4 | UInt64(Self.nibble(bytes[offset], &invalid))
-            b = b << 4 | UInt64(Self.nibble(bytes[offset + 16], &invalid))
-            c = c << 4 | UInt64(Self.nibble(bytes[offset + 32], &invalid))
-            d = d << 4 | UInt64(Self.nibble(bytes[offset + 48], &invalid))
+            a = a << 4 | UInt64(Hex.lowercaseNibble(bytes[offset], &invalid))
+            b = b << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 16], &invalid))
+            c = c << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 32], &invalid))
+            d = d << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 48], &invalid))
         }
         guard invalid == 0 else { return nil }
         words = (a, b, c, d)
-    }
-
-    /// The value of a lowercase hex digit; sets `invalid` for anything else. No branches.
-    @inline(__always)
-    private static func nibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
-        let digit = char &- 48
-        let letter = char &- 97
-        let isDigit: UInt8 = digit < 10 ? 1 : 0
-        let isLetter: UInt8 = letter < 6 ? 1 : 0
-        invalid |= 1 &- (isDigit | isLetter)
-        return isDigit == 1 ? digit : letter &+ 10
     }
 
     static func == (a: ObjectName, b: ObjectName) -> Bool { a.words == b.words }
