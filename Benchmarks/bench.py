@@ -111,9 +111,12 @@ http {{
 # MARK: - Benches
 
 class Bench:
-    def __init__(self, name, command, prepare=None, setup=None, files=0, bytes_=0, runs=2, cwd_dir=False):
+    def __init__(self, name, command, prepare=None, setup=None, files=0, bytes_=0, runs=2, cwd_dir=False, scale=1):
         self.name, self.command, self.prepare, self.setup = name, command, prepare, setup
         self.files, self.bytes, self.runs = files, bytes_, runs
+        # Runs per round are multiplied by this: the large set takes 0.2 s a run and its medians
+        # swing with the page cache; more samples steady them.
+        self.scale = scale
         self.times, self.cpu, self.rss = [], [], []
 
 
@@ -147,18 +150,21 @@ class Suite:
         curl = "curl --parallel --parallel-max 16 --create-dirs -sS --fail"
         out = []
         for set_, files, size in (("small", small_files, small_bytes), ("large", large_files, large_bytes)):
+            scale = 3 if set_ == "large" else 1
             prep, cur = self.fresh(f"{set_}.worker")
             out.append(Bench(f"{set_}.worker.cold", f"{w} sync {s}/{set_}.yaml --cache-dir {cur}/cache -q", prep,
-                             files=files, bytes_=size))
+                             files=files, bytes_=size, scale=scale))
             prep, cur = self.fresh(f"{set_}.curl")
-            out.append(Bench(f"{set_}.curl.cold", f"cd {cur} && {curl} -K {s}/{set_}.curl", prep, files=files, bytes_=size))
+            out.append(Bench(f"{set_}.curl.cold", f"cd {cur} && {curl} -K {s}/{set_}.curl", prep, files=files, bytes_=size,
+                             scale=scale))
             if shutil.which("aria2c"):
                 prep, cur = self.fresh(f"{set_}.aria2c")
                 out.append(Bench(f"{set_}.aria2c.cold", f"cd {cur} && {aria} -i {s}/{set_}.aria2", prep,
                                  files=files, bytes_=size, runs=1 if set_ == "small" else 2))
             prep, cur = self.fresh(f"{set_}.cp")
             folder = "u" if set_ == "small" else "large"
-            out.append(Bench(f"{set_}.cp.cold", f"cp -r {self.root}/www/{folder} {cur}/", prep, files=files, bytes_=size))
+            out.append(Bench(f"{set_}.cp.cold", f"cp -r {self.root}/www/{folder} {cur}/", prep, files=files, bytes_=size,
+                             scale=scale))
         if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 4 << 30:
             shm = "/dev/shm/worker-bench-" + os.path.basename(self.runs_dir)
             os.makedirs(shm, exist_ok=True)
@@ -199,7 +205,7 @@ class Suite:
             for round_ in range(self.args.rounds):
                 for bench in benches:
                     print(f"round {round_ + 1}/{self.args.rounds}: {bench.name}", file=sys.stderr, flush=True)
-                    self.hyperfine(bench, self.args.runs if bench.runs > 1 else 1)
+                    self.hyperfine(bench, (self.args.runs if bench.runs > 1 else 1) * bench.scale)
             for bench in benches:
                 self.measure_memory(bench)
             self.checks = self.check_results()
@@ -322,7 +328,7 @@ class Suite:
             f"- {os.cpu_count()} cores ({cpu_model}), {memory} GiB, Linux {platform.release()}",
             f"- run folders under `{self.runs_dir}` (file system: {filesystem})",
             f"- nginx {nginx}, {curl_version}, aria2 {aria_version}, {output('hyperfine --version')}",
-            f"- {self.args.rounds} rounds × {self.args.runs} runs (1 a round for the slow aria2c small set), "
+            f"- {self.args.rounds} rounds × {self.args.runs} runs (1 a round for the slow aria2c small set; 3× as many for worker, curl and cp on the short large set), "
             f"alternating; load average at the end: {load}",
         ]
         text = "\n".join([
