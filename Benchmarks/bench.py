@@ -195,6 +195,13 @@ class Suite:
     # MARK: - Running
 
     def run(self) -> None:
+        # Every cold run keeps its folder until the end (no reuse of just-freed inodes): about
+        # 13 GB for the default rounds. Fail now rather than with a full disk halfway.
+        rounds, runs = self.args.rounds, self.args.runs
+        needed = (rounds * ((3 * runs + 1) * 134 + 10 * runs * 168) + 1024) << 20
+        free = shutil.disk_usage(self.runs_dir).free
+        if free < needed:
+            sys.exit(f"bench: {self.runs_dir} has {free >> 30} GiB free; the runs need about {needed >> 30} GiB")
         self.origin.start()
         try:
             benches = self.benches()
