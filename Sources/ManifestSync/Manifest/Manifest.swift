@@ -48,9 +48,6 @@ public struct ManifestSet: Sendable {
         self.entries = entries
         self.positions = positions
     }
-
-    /// True when some manifest names `url`.
-    public func contains(url: String) -> Bool { positions.find(url, in: entries) != nil }
 }
 
 /// URL → entry index, keyed by a 64-bit FNV-1a digest of the URL. A `[String: Int]` compares
