@@ -127,5 +127,22 @@ import WorkerTestSupport
         #expect(!objects.contains(planted), "a link named like an object is not one")
         #expect(!objects.contains(String(repeating: "cd", count: 32)))
         #expect(!objects.contains("../../etc/passwd"))
+        // Same first 48 digits as the real object, different last 16: the whole name is compared.
+        #expect(!objects.contains(String(repeating: "ab", count: 24) + String(repeating: "ef", count: 8)))
+    }
+
+    @Test func aListingAnswersFromWhatItRead() throws {
+        // The listing is a snapshot taken under the run's lock: once read, it answers without a
+        // file-system call per object (a name it holds stays present even if the file goes).
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let names = ["a", "b", "c"].map { $0 + String(repeating: "0123456789abcdef", count: 4).dropFirst() }
+        for name in names { directory.write("cache/objects/sha256/" + name.prefix(2) + "/" + name, name) }
+        let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        objects.preload()
+        for name in names { #expect(unlink(store.objectPath(name)) == 0) }
+        for name in names { #expect(objects.contains(name), "\(name) answered from the listing") }
+        let unlisted = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        for name in names { #expect(!unlisted.contains(name)) }
     }
 }
