@@ -31,6 +31,9 @@ public struct SyncOptions: Sendable {
     /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
     public var batchSize = 2048
     public var batchInterval = 2.0
+    /// Files to write at the end of the run (reports, metrics), and the failures it may have.
+    public var outputs = SyncOutputs()
+    public var failureBudget = FailureBudget.none
     /// Body bytes per batch: large bodies are flushed while later ones still download, so the
     /// run does not end waiting for all of them to reach the disk at once.
     public var batchBytes: Int64 = 64 << 20
@@ -150,9 +153,22 @@ public struct SyncEngine: Sendable {
         let stale = store.removeStaleTemporaryFiles()
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
         let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
-        let plan = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
+        var prefetch = await prefetched?.value
+        if store.isMarkedUnclean {
+            // The last writer stopped between installing objects and indexing them.
+            let swept = try store.sweepUnreferenced(index)
+            if swept > 0 { logger.info("removed \(swept) objects an interrupted run left unindexed") }
+            store.markClean()
+            prefetch?.close()
+            prefetch = nil
+        }
+        let plan = try makePlan(manifests, index: index, prefetched: prefetch)
 
-        var run = SyncRun(plan: plan, store: store, index: index, options: options, logger: logger)
+        // Rows are kept for the outputs that list them: JUnit has a case per entry checked.
+        var runOptions = options
+        if options.outputs.junit != nil { runOptions.reportAll = true }
+        if options.outputs.needsAllRows || options.outputs.report != nil { runOptions.listLimit = nil }
+        var run = SyncRun(plan: plan, store: store, index: index, options: runOptions, logger: logger)
         try await run.execute()
         var report = run.report
         report.startedAt = startedAt
@@ -167,6 +183,9 @@ public struct SyncEngine: Sendable {
                         finishedAt: finished, failed: failedPerManifest[offset])
         })
         report.finishedAt = Date()
+        report.succeeded = options.failureBudget.allows(report)
+        try options.outputs.write(report, success: report.succeeded)
+        try run.finish()
         return report
     }
 

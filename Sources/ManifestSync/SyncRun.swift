@@ -23,6 +23,12 @@ struct SyncRun {
     /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
     private var pendingInstalls: [(temporary: String, sha256: String)] = []
     private var pendingBytes: Int64 = 0
+    /// Objects the run's rows stopped naming (a URL's previous version). `finish()` deletes the
+    /// ones no row names, after the outputs were written (the HTML report shows them as
+    /// "before"), so no object is left that the index does not know.
+    private var replaced: Set<String> = []
+    /// Whether this run has marked the cache as being written (see `ContentStore.markUnclean`).
+    private var markedUnclean = false
     private var lastCommit = Date()
     private var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
@@ -74,6 +80,9 @@ struct SyncRun {
         }
 
         progress.total = groups.reduce(0) { $0 + $1.items.count }
+        progress.started = Date()
+        // A first snapshot, so progress can be shown before the first download ends.
+        if progress.total > 0, !options.offline { options.onProgress?(progress) }
         if options.offline {
             for group in groups { failOffline(group) }
         } else if !groups.isEmpty {
@@ -90,12 +99,16 @@ struct SyncRun {
 
     private mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
         let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
-        let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs)
+        // Origins an earlier run gave up on are probed with one request before the rest.
+        let remembered = try index.unhealthyOrigins()
+        let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
+        let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,
+                                  breaker: breaker)
         var failure: CacheError?
         let deadlineTimer = options.deadline.map { seconds in
             fetcher.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0, seconds) * 1e9))) { [logger] in
                 logger.info("deadline reached; cancelling downloads in flight")
-                queue.stop()
+                queue.stop(because: "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
             }
         }
         queue.start()
@@ -113,12 +126,37 @@ struct SyncRun {
         }
         deadlineTimer?.cancel()
         await fetcher.shutdown()
+        let deadlineText = options.deadline.map { Units.formatDuration($0) } ?? ""
         for number in queue.unstarted {
             for item in groups[number].items {
-                fail(item, FetchFailure(.cancelled, "the run's deadline passed before this entry started"), attempts: 0)
+                fail(item, FetchFailure(.cancelled, "the run's deadline (--deadline \(deadlineText)) passed before this entry started"),
+                     attempts: 0)
             }
         }
         if let failure { throw failure }
+        try recordOrigins(queue.originSummaries, remembered: remembered)
+    }
+
+    /// Puts the origins given up in the report and the index; forgets those that answered.
+    private mutating func recordOrigins(_ summaries: [OriginBreaker.Summary],
+                                        remembered: [UnhealthyOrigin]) throws(CacheError) {
+        let now = Date().timeIntervalSince1970
+        let since = Dictionary(remembered.map { ($0.origin, $0.since) }, uniquingKeysWith: { first, _ in first })
+        var failedByOrigin: [String: Int] = [:]
+        for row in rows where row.entry.status == .failed {
+            failedByOrigin[Fetcher.origin(of: plan.items[row.item].entry.url), default: 0] += 1
+        }
+        var down: [(origin: String, problem: String)] = []
+        for summary in summaries {
+            guard let problem = summary.openedFor else { continue }
+            down.append((summary.origin, problem))
+            report.unreachableOrigins.append(SyncReport.OriginProblem(
+                origin: summary.origin, problem: problem, since: Timestamp.iso(since[summary.origin] ?? now),
+                failed: failedByOrigin[summary.origin] ?? 0, notTried: summary.notTried))
+            logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
+        }
+        let reached = summaries.filter { $0.answered && $0.openedFor == nil }.map(\.origin)
+        try index.recordOrigins(down: down, reached: reached, at: now)
     }
 
     private func request(for item: Int) -> FetchRequest {
@@ -188,6 +226,7 @@ struct SyncRun {
                                body: FetchedBody?, attempts: Int?) {
         let planned = plan.items[item]
         let now = Date().timeIntervalSince1970
+        if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
         pending.append(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
                                    size: size, fetchedAt: now, lastUsed: now,
                                    etag: body?.etag, lastModified: body?.lastModified))
@@ -250,6 +289,12 @@ struct SyncRun {
     private mutating func commit(touches: [String], at time: Double) throws(CacheError) {
         guard !pending.isEmpty || !touches.isEmpty || !pendingFailures.isEmpty else { return }
         if !pendingInstalls.isEmpty {
+            if !markedUnclean {
+                // Made durable by the flush below, before any object is installed: a crash from
+                // here on leaves the mark, and the next run sweeps unindexed objects.
+                try store.markUnclean()
+                markedUnclean = true
+            }
             try store.flush()
             for install in pendingInstalls {
                 try store.install(temporary: install.temporary, sha256: install.sha256)
@@ -262,6 +307,16 @@ struct SyncRun {
         pendingInstalls.removeAll(keepingCapacity: true)
         pendingBytes = 0
         lastCommit = Date()
+    }
+
+    /// Deletes the previous versions no row names any more, then clears the mark a crash would
+    /// have left. The last step of a run, under its lock.
+    mutating func finish() throws(CacheError) {
+        for object in replaced where try index.references(object: object) == 0 {
+            store.remove(object)
+        }
+        replaced.removeAll()
+        if markedUnclean { store.markClean() }
     }
 
     private mutating func prune() throws(CacheError) {

@@ -45,8 +45,12 @@ struct CommonOptions: ParsableArguments {
     }
 }
 
-/// Prints to stdout/stderr without buffering surprises between the two.
+/// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
+/// json` every stderr line is one JSON object (time, level, message, and any fields given).
 enum Console {
+    /// Set once at start-up, before anything is printed or any task runs.
+    nonisolated(unsafe) static var jsonLines = false
+
     /// The JSON style of every command's output: indented, sorted keys, slashes as they are.
     static func json(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
@@ -59,9 +63,51 @@ enum Console {
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 
-    static func error(_ text: String) {
+    /// Writes `text` to stderr, a line at a time (as JSON objects at `level` when asked).
+    static func error(_ text: String, level: String = "error", fields: [String: String] = [:]) {
         guard !text.isEmpty else { return }
-        FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+        guard jsonLines else {
+            FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+            return
+        }
+        var out = Data()
+        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            out += jsonLine(level: level, message: String(line), fields: fields)
+        }
+        FileHandle.standardError.write(out)
+    }
+
+    /// A notice on stderr (waiting for a lock, progress): level `info` in JSON.
+    static func notice(_ text: String, fields: [String: String] = [:]) {
+        error(text, level: "info", fields: fields)
+    }
+
+    static func jsonLine(level: String, message: String, fields: [String: String] = [:]) -> Data {
+        var object: [String: String] = fields
+        object["time"] = ISO8601DateFormatter().string(from: Date())
+        object["level"] = level
+        object["logger"] = "worker"
+        object["message"] = message
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return data + Data("\n".utf8)
+    }
+}
+
+/// Ends the run with exit 4 when `directory` holds no cache: commands that only read or tidy a
+/// cache never create one, and a mistyped --cache-dir is named instead of shown as empty.
+func requireCache(_ directory: String) throws {
+    guard access(CacheLayout.indexPath(directory), F_OK) == 0 else {
+        Console.error("worker: no cache at \(directory) (nothing has been synced there; check --cache-dir or WORKER_CACHE_DIR)")
+        throw ExitCode(ExitStatus.cacheUnusable)
+    }
+}
+
+/// Ends the run with exit 2 when an output would overwrite a manifest or a file it did not write.
+func checkOutputs(_ outputs: [(OutputKind, String?)], manifests: [String]) throws {
+    let given = outputs.compactMap { kind, path in path.map { (kind: kind, path: $0) } }
+    if let problem = OutputGuard.problem(outputs: given, manifests: manifests) {
+        Console.error("worker: \(problem)")
+        throw ExitCode(ExitStatus.usage)
     }
 }
 
@@ -91,7 +137,7 @@ func cacheExitCode(_ error: CacheError) -> ExitCode {
     Console.error("worker: \(error)")
     switch error {
     case .locked: return ExitCode(ExitStatus.locked)
-    case .unusable: return ExitCode(ExitStatus.cacheUnusable)
+    case .unusable, .output: return ExitCode(ExitStatus.cacheUnusable)
     }
 }
 

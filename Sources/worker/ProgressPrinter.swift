@@ -3,17 +3,31 @@ import ManifestSync
 import Synchronization
 
 /// The progress of downloads on stderr: on a terminal one line redrawn in place (at most ten
-/// times a second); elsewhere (CI logs, journald) a plain line every five seconds.
+/// times a second); elsewhere (CI logs, journald) a plain line every five seconds, from a timer,
+/// so that a stall shows as lines that stop moving rather than as silence. With
+/// `--log-format json` the plain lines are JSON objects.
 final class ProgressPrinter: Sendable {
     enum Mode: String, CaseIterable { case auto, always, never }
 
+    private struct State {
+        var latest: SyncProgress?
+        var lastLine = 0.0
+        var stopped = false
+    }
+
     private let live: Bool
     private let interval: Double
-    private let last = Mutex<Double>(0)
+    /// Shared with the timer task (a Mutex cannot be copied into it).
+    private final class Shared: Sendable {
+        let mutex = Mutex(State())
+    }
+
+    private let shared = Shared()
+    private let timer: Task<Void, Never>?
 
     /// nil when nothing should be printed.
     init?(mode: Mode, quiet: Bool) {
-        let terminal = isatty(STDERR_FILENO) == 1
+        let terminal = isatty(STDERR_FILENO) == 1 && !Console.jsonLines
         switch mode {
         case .never: return nil
         case .auto where quiet: return nil
@@ -21,28 +35,79 @@ final class ProgressPrinter: Sendable {
         }
         live = terminal
         interval = terminal ? 0.1 : 5
+        guard !terminal else {
+            timer = nil
+            return
+        }
+        let shared = shared
+        let interval = interval
+        timer = Task.detached {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+                let progress = shared.mutex.withLock { state -> SyncProgress? in
+                    guard !state.stopped, let latest = state.latest else { return nil }
+                    let now = Date().timeIntervalSince1970
+                    guard now - state.lastLine >= interval * 0.9 else { return nil }
+                    state.lastLine = now
+                    return latest
+                }
+                if let progress { Self.printPlain(progress) }
+            }
+        }
     }
 
     func update(_ progress: SyncProgress) {
         let now = Date().timeIntervalSince1970
-        let due = last.withLock { last -> Bool in
-            guard now - last >= interval || progress.done == progress.total else { return false }
-            last = now
+        let due = shared.mutex.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            // Off a terminal the first timed line comes `interval` after the downloads start.
+            if state.latest == nil, !live { state.lastLine = now }
+            state.latest = progress
+            guard progress.done > 0 else { return false }
+            // Off a terminal the timer prints; the last line comes at once.
+            guard live || progress.done == progress.total, progress.total > 0 else { return false }
+            guard now - state.lastLine >= interval || progress.done == progress.total else { return false }
+            state.lastLine = now
             return true
         }
-        guard due, progress.total > 0 else { return }
-        let elapsed = max(Date().timeIntervalSince(progress.started), 0.001)
-        let rate = Double(progress.bytes) / elapsed
-        let remaining = progress.done > 0 ? elapsed / Double(progress.done) * Double(progress.total - progress.done) : 0
-        let line = String(format: "%d/%d entries  %@  %@/s  ETA %@  failed %d", progress.done, progress.total,
-                          Units.formatBytes(progress.bytes), Units.formatBytes(Int64(rate)),
-                          Self.duration(remaining), progress.failed)
+        guard due else { return }
         if live {
             let end = progress.done == progress.total ? "\n" : ""
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + line + end).utf8))
+            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + Self.line(progress) + end).utf8))
         } else {
-            FileHandle.standardError.write(Data(("progress: " + line + "\n").utf8))
+            Self.printPlain(progress)
         }
+    }
+
+    /// No more lines (the run is reporting).
+    func stop() {
+        shared.mutex.withLock { $0.stopped = true }
+        timer?.cancel()
+    }
+
+    private static func printPlain(_ progress: SyncProgress) {
+        Console.notice("progress: " + line(progress), fields: [
+            "progress.done": "\(progress.done)", "progress.total": "\(progress.total)",
+            "progress.failed": "\(progress.failed)", "progress.bytes": "\(progress.bytes)",
+        ])
+    }
+
+    static func line(_ progress: SyncProgress) -> String {
+        let elapsed = max(Date().timeIntervalSince(progress.started), 0.001)
+        let rate = Double(progress.bytes) / elapsed
+        return String(format: "%d/%d entries  %@  %@/s  ETA %@  failed %d", progress.done, progress.total,
+                      Units.formatBytes(progress.bytes), Units.formatBytes(Int64(rate)),
+                      eta(progress, elapsed: elapsed), progress.failed)
+    }
+
+    /// The time left, once enough is done to say: the first entries of a run are not a fair
+    /// sample (connections open, retries wait), and an estimate from them was 34 minutes for a
+    /// 2-minute run. Shown as `--` until a tenth of the entries, or 2 % and 10 s, are behind.
+    static func eta(_ progress: SyncProgress, elapsed: Double) -> String {
+        guard progress.done < progress.total else { return "0s" }
+        let share = Double(progress.done) / Double(max(progress.total, 1))
+        guard progress.done > 0, share >= 0.1 || (share >= 0.02 && elapsed >= 10) else { return "--" }
+        return duration(elapsed / share * (1 - share))
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ManifestSync
 
 /// `worker`: keeps a local cache of remote files in step with YAML manifests.
 @main
@@ -16,6 +17,15 @@ struct WorkerCommand: AsyncParsableCommand {
         // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
         // rather than kill the run with SIGXFSZ.
         signal(SIGXFSZ, SIG_IGN)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        // Known before parsing, so that even a usage error is a JSON line when asked for.
+        Console.jsonLines = zip(arguments, arguments.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
+            || arguments.contains("--log-format=json")
+        CacheLock.onWait = { message in Console.notice(message) }
+        if let first = arguments.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
+            Console.error("worker: \(message)")
+            Foundation.exit(ExitStatus.usage)
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -26,12 +36,37 @@ struct WorkerCommand: AsyncParsableCommand {
         } catch {
             let code = exitCode(for: error)
             if code.rawValue == 64 {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Console.error(fullMessage(for: error))
                 Foundation.exit(ExitStatus.usage)
             }
             exit(withError: error)
         }
     }
+}
+
+/// "unknown command 'snyc'; did you mean 'sync'?" for a first word that names no subcommand.
+func unknownCommand(_ word: String) -> String? {
+    let names = WorkerCommand.configuration.subcommands.compactMap { $0.configuration.commandName
+        ?? String(describing: $0).lowercased() } + ["help"]
+    guard !names.contains(word) else { return nil }
+    let close = names.map { ($0, editDistance($0, word)) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }
+    return "unknown command '\(word)'" + (close.map { "; did you mean '\($0.0)'?" } ?? " (see `worker --help`)")
+}
+
+/// Levenshtein distance, for suggestions.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    var row = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+        var previous = row[0]
+        row[0] = i
+        for j in stride(from: 1, through: b.count, by: 1) {
+            let current = row[j]
+            row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+            previous = current
+        }
+    }
+    return row[b.count]
 }
 
 /// The exit codes of PRODUCT.md.

@@ -102,7 +102,7 @@ import WorkerTestSupport
     @Test func lockedCacheExits3AfterWaitLock() async throws {
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"
-        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        #expect(try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache]).code == 0)
         let held = try await CacheLock(directory: cache, wait: 0)
         let result = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache, "--wait-lock", "0.3"])
         #expect(result.code == 3)

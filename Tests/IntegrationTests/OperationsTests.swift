@@ -171,14 +171,20 @@ import WorkerTestSupport
         let manifest = harness.manifest([("/f/p", harness.serve("p")), ("/status/503", nil)])
         let shown = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
                                           "-v", "--log-format", "json"])
-        let progress = shown.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }
-        #expect(progress.last?.hasPrefix("progress: 2/2 entries") == true)
-        let logs = shown.stderr.split(separator: "\n").filter { $0.hasPrefix("{") }
-        #expect(!logs.isEmpty)
-        for line in logs {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        // With --log-format json every stderr line is a JSON object: progress and failures too.
+        let lines = shown.stderr.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        var messages: [String] = []
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
             #expect(object["level"] != nil && object["message"] != nil && object["time"] != nil)
+            messages.append(object["message"] as? String ?? "")
         }
+        #expect(messages.filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 2/2 entries") == true)
+        #expect(messages.contains { $0.hasPrefix("failed: ") && $0.contains("HTTP 503") })
+        let plain = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "0"])
+        #expect(plain.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 1/1 entries") == true,
+                "\(plain.stderr)")
         let quiet = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
         #expect(!quiet.stderr.contains("progress:"))
         await harness.origin.stop()

@@ -50,12 +50,24 @@ enum WorkerBinary {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        // Read both pipes to the end before waiting, so a full pipe cannot block the child.
+        // Both pipes are drained at once (stderr on another thread): reading one to its end first
+        // would block forever once the child fills the other pipe's buffer.
+        let errBox = DataBox()
+        let errReader = Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile(); errBox.done.signal() }
+        errReader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        errBox.done.wait()
+        let errData = errBox.data
         process.waitUntilExit()
         return Result(code: process.terminationStatus,
                       stdout: String(decoding: outData, as: UTF8.self),
                       stderr: String(decoding: errData, as: UTF8.self))
     }
+}
+
+/// The stderr bytes a reader thread collects; `done` is signalled once they are all read.
+private final class DataBox: @unchecked Sendable {
+    // @unchecked: written by the reader thread before `done.signal()`, read only after `done.wait()`.
+    var data = Data()
+    let done = DispatchSemaphore(value: 0)
 }

@@ -5,4 +5,8 @@
 /// Declared by glibc only under _GNU_SOURCE, which Swift's Glibc module does not set.
 int worker_syncfs(int fd);
 
+/// statfs(2)'s f_type (the file system's magic number) for `path`; -1 on error.
+/// <sys/vfs.h> is not part of Swift's Glibc module.
+long long worker_fs_type(const char *path);
+
 #endif

@@ -54,8 +54,19 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             return loop.makeSucceededVoidFuture()
         }
         guard (200..<300).contains(status), status != 206 else {
-            outcome = .status(status, retryAfter: head.headers.first(name: "retry-after").flatMap(Fetcher.parseRetryAfter))
+            outcome = .status(status, retryAfter: head.headers.first(name: "retry-after").flatMap(FailureClassifier.parseRetryAfter))
             return loop.makeSucceededVoidFuture()
+        }
+        // worker never asks for an encoding (decompression is off, and manifests may not send
+        // Accept-Encoding or TE), so an encoded body is a misconfigured server: its bytes are not
+        // the content and are never stored as it. Retrying would get the same answer.
+        if let encoding = head.headers.first(name: "content-encoding"),
+           !encoding.trimmingCharacters(in: .whitespaces).isEmpty,
+           encoding.trimmingCharacters(in: .whitespaces).lowercased() != "identity" {
+            return loop.makeFailedFuture(FetchFailure(
+                .httpStatus, "the server sent the body with Content-Encoding: \(Redact.short(encoding, limit: 40)), "
+                    + "which was not asked for; encoded bytes are never stored as the content",
+                httpStatus: status, isPermanent: true))
         }
         declared = head.headers.first(name: "content-length").flatMap { Int64($0) }
         if let declared, declared > maxSize {

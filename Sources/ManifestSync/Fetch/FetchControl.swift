@@ -20,6 +20,7 @@ enum Cancellable: Sendable {
 final class FetchControl: Sendable {
     private struct State {
         var stopped = false
+        var reason = "the run was cancelled"
         var nextToken = 0
         var inFlight: [Int: Cancellable] = [:]
     }
@@ -27,6 +28,9 @@ final class FetchControl: Sendable {
     private let state = Mutex(State())
 
     var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Why downloads were stopped: the message of the entries that end as `cancelled`.
+    var stopReason: String { state.withLock { $0.reason } }
 
     /// Registers work to cancel on a stop; unregister the token when the work ends. After a stop
     /// the work is cancelled here and nil returned.
@@ -47,8 +51,9 @@ final class FetchControl: Sendable {
     }
 
     /// Cancels everything registered; later registrations are cancelled at once.
-    func stop() {
+    func stop(because reason: String = "the run was cancelled") {
         let inFlight = state.withLock { state in
+            if !state.stopped { state.reason = reason }
             state.stopped = true
             defer { state.inFlight.removeAll() }
             return Array(state.inFlight.values)

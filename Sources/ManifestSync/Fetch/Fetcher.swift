@@ -97,6 +97,10 @@ final class Fetcher: Sendable {
                                       read: .milliseconds(Int64(settings.readTimeout * 1000)))
         configuration.connectionPool = .init(idleTimeout: .seconds(60),
                                              concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, settings.jobs))
+        // A refused connect or a rejected handshake is reported at once and retried by our own
+        // policy (with backoff, and counted by the origin breaker); the pool's own retries would
+        // repeat it silently until the connect timeout (41 s per refused entry with 4 attempts).
+        configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.store = store
         self.settings = settings
@@ -128,10 +132,14 @@ final class Fetcher: Sendable {
     /// the response is hashed and written where it arrives and the next step (a redirect hop, a
     /// retry timer) starts from the same loop. The future never fails; `control.stop()` ends
     /// the download as `cancelled`.
-    func fetch(_ request: FetchRequest, control: FetchControl) -> EventLoopFuture<FetchResult> {
+    /// With a `gate`, every attempt's outcome is told to the origin breaker, and a retry waits
+    /// for the origin's pause or is not made once the origin is given up.
+    func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil) -> EventLoopFuture<FetchResult> {
         let loop = client.eventLoopGroup.any()
         let promise = loop.makePromise(of: FetchResult.self)
-        attempt(request, number: 1, bytes: 0, on: loop, control: control, promise: promise)
+        let origin = gate == nil || request.url.hasPrefix("file://") ? nil : Self.origin(of: request.url)
+        attempt(request, number: 1, bytes: 0, on: loop, control: control,
+                gate: origin.flatMap { origin in gate.map { (origin, $0) } }, promise: promise)
         return promise.futureResult
     }
 
@@ -142,19 +150,52 @@ final class Fetcher: Sendable {
     }
 
     private func attempt(_ request: FetchRequest, number: Int, bytes: Int64, on loop: any EventLoop,
-                         control: FetchControl, promise: EventLoopPromise<FetchResult>) {
+                         control: FetchControl, gate: (origin: String, gate: any OriginGate)?,
+                         promise: EventLoopPromise<FetchResult>) {
         if control.isStopped {
-            promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, "the run was cancelled")),
+            promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
                                         attempts: number, bytesReceived: bytes))
             return
         }
-        let finished: @Sendable (AttemptOutcome) -> Void = { outcome in
+        let finished: @Sendable (AttemptOutcome) -> Void = { received in
+            let outcome: AttemptOutcome
+            if case .failure(let failure) = received.result, failure.reason == .cancelled, control.isStopped {
+                // Say why the run stopped it (a deadline names itself).
+                outcome = AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: received.bytes)
+            } else {
+                outcome = received
+            }
             let total = bytes + outcome.bytes
-            guard case .failure(let failure) = outcome.result, !control.isStopped,
-                  let delay = self.settings.retry.delay(after: failure, attempt: number)
-            else {
+            let problem: String? = if case .failure(let failure) = outcome.result {
+                FailureClassifier.originProblem(failure)
+            } else {
+                nil
+            }
+            if let gate, !control.isStopped {
+                let retryAfter: Double? = if case .failure(let failure) = outcome.result { failure.retryAfter } else { nil }
+                gate.gate.record(gate.origin, problem.map { .unhealthy(problem: $0, retryAfter: retryAfter) } ?? .healthy)
+            }
+            let giveUp = { @Sendable in
+                if let gate, problem != nil, !control.isStopped { gate.gate.entryGaveUp(gate.origin) }
                 promise.succeed(FetchResult(result: outcome.result, attempts: number, bytesReceived: total))
+            }
+            guard case .failure(let failure) = outcome.result, !control.isStopped,
+                  var delay = self.settings.retry.delay(after: failure, attempt: number)
+            else {
+                giveUp()
                 return
+            }
+            if let gate {
+                switch gate.gate.admitRetry(gate.origin) {
+                case .giveUp:
+                    // The origin was given up while this entry waited: no more requests to it.
+                    giveUp()
+                    return
+                case .wait(let seconds):
+                    delay = max(delay, seconds)
+                case .go:
+                    break
+                }
             }
             self.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
                                                      "fetch.reason": "\(failure.reason.rawValue)",
@@ -164,9 +205,10 @@ final class Fetcher: Sendable {
             wait.futureResult.whenComplete { waited in
                 control.unregister(token)
                 if case .success = waited {
-                    self.attempt(request, number: number + 1, bytes: total, on: loop, control: control, promise: promise)
+                    self.attempt(request, number: number + 1, bytes: total, on: loop, control: control, gate: gate,
+                                 promise: promise)
                 } else {
-                    promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, "the run was cancelled")),
+                    promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
                                                 attempts: number, bytesReceived: total))
                 }
             }
@@ -202,7 +244,7 @@ final class Fetcher: Sendable {
         do {
             http = try HTTPClient.Request(url: current, headers: headers)
         } catch {
-            finished(AttemptOutcome(result: .failure(Self.classify(error)), bytes: bytes))
+            finished(AttemptOutcome(result: .failure(FailureClassifier.classify(error)), bytes: bytes))
             return
         }
         let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
@@ -218,7 +260,7 @@ final class Fetcher: Sendable {
             let outcome: ExchangeOutcome
             switch completion {
             case .failure(let error):
-                finished(AttemptOutcome(result: .failure(Self.classify(error)), bytes: received))
+                finished(AttemptOutcome(result: .failure(FailureClassifier.classify(error)), bytes: received))
                 return
             case .success(let value):
                 outcome = value
@@ -329,45 +371,6 @@ final class Fetcher: Sendable {
 
     private func finish(_ sink: inout BodySink) -> Result<VerifiedFile, FetchFailure> {
         sink.close().map { VerifiedFile(path: sink.path, sha256: $0.sha256, size: sink.size) }
-    }
-
-    // MARK: - Errors
-
-    static func classify(_ error: any Error) -> FetchFailure {
-        if let failure = error as? FetchFailure { return failure }
-        if error is CancellationError { return FetchFailure(.cancelled, "the run was cancelled") }
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .connectTimeout, .readTimeout, .deadlineExceeded, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
-                return FetchFailure(.timeout, "\(client.shortDescription)")
-            case .cancelled:
-                return FetchFailure(.cancelled, "the run was cancelled")
-            default:
-                return FetchFailure(.connection, "\(client.shortDescription)")
-            }
-        }
-        if let tls = error as? NIOSSLError, case .handshakeFailed(let cause) = tls {
-            let untrusted = "\(cause)".contains("CERTIFICATE_VERIFY_FAILED")
-            return FetchFailure(.connection, untrusted
-                ? "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)"
-                : "TLS handshake failed", isPermanent: untrusted)
-        }
-        if let parser = error as? HTTPParserError, parser == .invalidEOFState {
-            return FetchFailure(.connection, "truncated body: the connection closed before the declared length arrived")
-        }
-        if let channel = error as? ChannelError, channel == .connectTimeout(.zero) {
-            return FetchFailure(.timeout, "connect timeout")
-        }
-        return FetchFailure(.connection, Redact.short(String(describing: error), limit: 160))
-    }
-
-    static func parseRetryAfter(_ value: String) -> Double? {
-        if let seconds = Double(value.trimmingCharacters(in: .whitespaces)) { return seconds }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: value).map { $0.timeIntervalSinceNow }
     }
 
     /// scheme://host:port, lowercased: what "same origin" compares.

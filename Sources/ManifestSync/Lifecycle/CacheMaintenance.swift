@@ -50,11 +50,19 @@ public struct CacheMaintenance: Sendable {
         defer { withExtendedLifetime(lock) {} }
         let index = try CacheIndex(path: indexPath, create: true)
         var records: [IndexRecord] = []
+        var damaged: [String] = []
         for url in urls {
-            if let record = try index.record(url: url) { records.append(record) } else { result.notCached.append(url) }
+            if let record = try index.record(url: url) {
+                records.append(record)
+            } else if try index.hasRow(url: url) {
+                // A damaged row (its object name is not one): the row goes, no file is touched.
+                damaged.append(url)
+            } else {
+                result.notCached.append(url)
+            }
         }
-        try index.apply(upserts: [], touches: [], removals: records.map(\.url), at: Date().timeIntervalSince1970)
-        result.removed = records.map { Redact.url($0.url) }
+        try index.apply(upserts: [], touches: [], removals: records.map(\.url) + damaged, at: Date().timeIntervalSince1970)
+        result.removed = (records.map(\.url) + damaged).map(Redact.url)
         (result.objectsDeleted, result.bytesFreed) = try Self.deleteUnreferenced(records, index: index, store: store)
         return result
     }

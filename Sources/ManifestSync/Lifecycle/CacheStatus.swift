@@ -28,6 +28,22 @@ public struct StatusReport: Sendable, Codable {
     public var manifests: [ManifestLine] = []
     public var failedPending = 0
     public var failures: [FailureRecord] = []
+    /// Origins the last sync that tried them gave up on; the next sync probes each with one request.
+    public var unhealthyOrigins: [OriginLine] = []
+    /// `local`, or the network file system the cache is on (the index then journals without WAL).
+    public var fileSystem = "local"
+
+    public struct OriginLine: Sendable, Codable {
+        public let origin: String
+        public let since: String
+        public let lastChecked: String
+        public let problem: String
+
+        enum CodingKeys: String, CodingKey {
+            case origin, since, problem
+            case lastChecked = "last_checked"
+        }
+    }
 
     enum CodingKeys: String, CodingKey {
         case cacheDir = "cache_dir"
@@ -38,6 +54,8 @@ public struct StatusReport: Sendable, Codable {
         case manifests
         case failedPending = "failed_pending"
         case failures
+        case unhealthyOrigins = "unhealthy_origins"
+        case fileSystem = "file_system"
     }
 
     /// Reads the index; a cache that does not exist yet is an empty report. Takes no lock.
@@ -63,6 +81,10 @@ public struct StatusReport: Sendable, Codable {
             return redacted
         }
         report.failedPending = numbers.pendingFailures
+        report.unhealthyOrigins = try index.unhealthyOrigins().map {
+            OriginLine(origin: $0.origin, since: Timestamp.iso($0.since), lastChecked: Timestamp.iso($0.checked), problem: $0.problem)
+        }
+        if case .network(let name) = index.fileSystem { report.fileSystem = "network (\(name))" }
         return report
     }
 }

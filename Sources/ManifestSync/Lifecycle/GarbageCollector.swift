@@ -24,6 +24,8 @@ public struct GarbageCollector: Sendable {
         public var bytesFreed: Int64 = 0
         public var bytesBefore: Int64 = 0
         public var bytesAfter: Int64 = 0
+        /// Object files no entry named (an interrupted sync's), removed.
+        public var unindexedObjectsDeleted = 0
 
         enum CodingKeys: String, CodingKey {
             case dryRun = "dry_run"
@@ -33,6 +35,7 @@ public struct GarbageCollector: Sendable {
             case bytesFreed = "bytes_freed"
             case bytesBefore = "bytes_before"
             case bytesAfter = "bytes_after"
+            case unindexedObjectsDeleted = "unindexed_objects_deleted"
         }
     }
 
@@ -78,9 +81,15 @@ public struct GarbageCollector: Sendable {
         result.bytesAfter = bytes
         result.bytesFreed = result.bytesBefore - bytes
         result.objectsDeleted = references.values.filter { $0 == 0 }.count
-        guard !dryRun, !evicted.isEmpty else { return result }
-        try index.apply(upserts: [], touches: [], removals: evicted.map(\.url), at: now)
-        _ = try CacheMaintenance.deleteUnreferenced(evicted, index: index, store: store)
+        guard !dryRun else { return result }
+        if !evicted.isEmpty {
+            try index.apply(upserts: [], touches: [], removals: evicted.map(\.url), at: now)
+            _ = try CacheMaintenance.deleteUnreferenced(evicted, index: index, store: store)
+        }
+        // Objects an interrupted sync installed but never indexed: not counted by anything, so
+        // they would escape --max-size for good.
+        result.unindexedObjectsDeleted = try store.sweepUnreferenced(index)
+        store.markClean()
         return result
     }
 }

@@ -133,6 +133,20 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         return fromHex(utf8[...], algorithm: algorithm)
     }
 
+    /// Parses a hash as the index stores it (`description`: `ALGO:HEX` for every algorithm,
+    /// sha384 included, which a manifest can only spell in SRI form). nil for anything else: a
+    /// stored hash that does not parse marks its row as damaged, it never turns verification off.
+    public static func parseStored(_ text: String) -> ContentHash? {
+        if let hash = parseCanonicalSHA256(text) { return hash }
+        let utf8 = text.utf8
+        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
+              let algorithm = HashAlgorithm(named: utf8[..<colon]),
+              case .success(let hash) = fromHex(utf8[utf8.index(after: colon)...], algorithm: algorithm),
+              hash.description == text
+        else { return nil }
+        return hash
+    }
+
     private static func fromHex(_ digest: Substring.UTF8View, algorithm: HashAlgorithm) -> Result<ContentHash, HashParseError> {
         guard digest.count == algorithm.byteCount * 2 else {
             return .failure(.init("\(algorithm.rawValue) hash needs \(algorithm.byteCount * 2) hex digits, got \(digest.count)"))

@@ -124,8 +124,10 @@ public struct ManifestLoader {
                 rest = rest[rest.index(after: close)...]
             }
             value += rest
-            if value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-                report(header.line, header.column, "header '\(header.name)': the value contains a line break or NUL")
+            // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            if value.utf8.contains(where: HTTPToken.isForbiddenInValue) {
+                report(header.line, header.column,
+                       "header '\(header.name)': the value contains a control character (CR, LF, NUL or another)")
                 ok = false
             }
             if ok { out.append(RequestHeader(name: header.name, value: value)) }

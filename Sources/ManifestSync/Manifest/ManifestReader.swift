@@ -58,6 +58,11 @@ private struct Walker {
     var diagnostics: [ManifestDiagnostic] = []
     /// Set by a syntax error or by too many problems: stop reading.
     var stopped = false
+    /// Open mappings and lists around the current event.
+    var depth = 0
+    /// A manifest needs three levels (the document, `entries`, an entry); anything far deeper is
+    /// refused at once instead of walked (libyaml's cost grows with the square of the depth).
+    static let maxDepth = 64
 
     init(path: String, stream: YAMLEventStream, limit: Int) {
         self.path = path
@@ -78,6 +83,19 @@ private struct Walker {
             }
             if event.hasAnchor {
                 report(event, "YAML anchors are not allowed in a manifest")
+            }
+            switch event.kind {
+            case .mappingStart, .sequenceStart:
+                depth += 1
+                if depth > Self.maxDepth {
+                    report(event, "nesting deeper than \(Self.maxDepth) levels (a manifest needs 3)")
+                    stopped = true
+                    return nil
+                }
+            case .mappingEnd, .sequenceEnd:
+                depth -= 1
+            default:
+                break
             }
             return event
         case .failure(let error):
@@ -231,11 +249,17 @@ private struct Walker {
             seen[name.lowercased()] = key.line
             if !HTTPToken.isValidName(name) {
                 report(key, "'\(Redact.short(name))' is not a valid HTTP header name")
+            } else if let why = HTTPToken.refusal(forName: name) {
+                report(key, "header '\(name)' is not allowed in a manifest: \(why)")
             }
             // Header values may be secrets: never echo them.
             guard value.kind == .scalar, !value.isNull else {
                 report(value, "the value of header '\(Redact.short(name))' must be a string")
                 skip(after: value)
+                continue
+            }
+            if value.value.utf8.contains(where: HTTPToken.isForbiddenInValue) {
+                report(value, "header '\(Redact.short(name))': the value contains a control character (CR, LF, NUL or another)")
                 continue
             }
             header.headers.append((name: name, value: value.value, line: value.line, column: value.column))
@@ -314,8 +338,33 @@ private struct Walker {
     }
 }
 
-/// HTTP field-name syntax (RFC 9110 token).
+/// HTTP field-name syntax (RFC 9110 token), and the fields a manifest may not set.
 enum HTTPToken {
+    /// Why a request header is refused, or nil. Headers that change the representation would
+    /// make the server send bytes other than the content (compressed, a range), which would then
+    /// be stored or fail its hash; hop-by-hop and framing headers are the client's to send;
+    /// conditional headers are what `--revalidate` sends itself.
+    static func refusal(forName name: String) -> String? {
+        switch name.lowercased() {
+        case "accept-encoding", "te":
+            "it makes the server encode the body (compressed bytes would be stored as the content)"
+        case "range", "if-range":
+            "it asks for part of the body"
+        case "if-none-match", "if-modified-since", "if-match", "if-unmodified-since":
+            "conditional requests are made by worker itself (--revalidate)"
+        case "host", "content-length", "transfer-encoding", "connection", "upgrade", "expect", "keep-alive",
+             "proxy-connection", "trailer":
+            "the HTTP client sets it"
+        default:
+            nil
+        }
+    }
+
+    /// A byte RFC 9110 does not allow in a field value: controls other than horizontal tab.
+    static func isForbiddenInValue(_ byte: UInt8) -> Bool {
+        (byte < 0x20 && byte != 0x09) || byte == 0x7f
+    }
+
     static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy { byte in
             switch byte {

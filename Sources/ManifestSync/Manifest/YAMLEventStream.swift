@@ -26,34 +26,77 @@ struct YAMLEvent {
 }
 
 /// Pulls events from a YAML file one at a time through libyaml; memory stays bounded by libyaml's
-/// buffers, whatever the size of the document.
+/// buffers, whatever the size of the document. libyaml holds a whole token (a scalar) in memory
+/// before it yields its event, so the input it may read between two events is capped too: a
+/// 200 MB URL is refused after the cap, not after 800 MB of memory.
 final class YAMLEventStream {
+    /// Input bytes libyaml may read between two events (the longest token, comments included).
+    static let maxBytesBetweenEvents = 4 << 20
+    /// The longest scalar a manifest may hold: far beyond any URL, hash or header value.
+    static let maxScalarBytes = 64 << 10
+
     private var parser = yaml_parser_t()
-    private let file: UnsafeMutablePointer<FILE>
+    private let fd: Int32
+    /// Bytes handed to libyaml since the last event; the read handler refuses past the cap.
+    fileprivate var bytesSinceEvent = 0
+    fileprivate var overBudget = false
+    private var lastEventLine = 1
 
     /// Opens `path`; throws a message naming the OS error.
     init(path: String) throws(ManifestDiagnostic) {
-        guard let file = fopen(path, "rb") else {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
             throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: \(reason)")
         }
-        self.file = file
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: is a directory")
+        }
+        self.fd = fd
         yaml_parser_initialize(&parser)
-        yaml_parser_set_input_file(&parser, file)
+        yaml_parser_set_input(&parser, { data, buffer, size, sizeRead in
+            let stream = Unmanaged<YAMLEventStream>.fromOpaque(data!).takeUnretainedValue()
+            return stream.read(into: buffer!, size: size, sizeRead: sizeRead!)
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// libyaml's read handler: 1 with the bytes read (0 at the end of the file), 0 on an error.
+    private func read(into buffer: UnsafeMutablePointer<UInt8>, size: Int, sizeRead: UnsafeMutablePointer<Int>) -> Int32 {
+        guard bytesSinceEvent <= Self.maxBytesBetweenEvents else {
+            overBudget = true
+            return 0
+        }
+        while true {
+            let count = Foundation.read(fd, buffer, size)
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { return 0 }
+            bytesSinceEvent += count
+            sizeRead.pointee = count
+            return 1
+        }
     }
 
     deinit {
         yaml_parser_delete(&parser)
-        fclose(file)
+        close(fd)
     }
 
     /// The next event, or a located syntax error message.
     func next() -> Result<YAMLEvent, YAMLSyntaxError> {
         var event = yaml_event_t()
         guard yaml_parser_parse(&parser, &event) == 1 else {
+            if overBudget {
+                return .failure(YAMLSyntaxError(
+                    line: lastEventLine, column: 1,
+                    message: "a value or comment after this line runs past \(Self.maxBytesBetweenEvents >> 20) MiB; refused"))
+            }
             return .failure(syntaxError())
         }
         defer { yaml_event_delete(&event) }
+        bytesSinceEvent = 0
+        lastEventLine = Int(event.end_mark.line) + 1
         let kind: YAMLEvent.Kind
         var value = ""
         var isPlain = false
@@ -74,6 +117,11 @@ final class YAMLEventStream {
         case YAML_SCALAR_EVENT:
             kind = .scalar
             let scalar = event.data.scalar
+            guard scalar.length <= Self.maxScalarBytes else {
+                return .failure(YAMLSyntaxError(
+                    line: Int(event.start_mark.line) + 1, column: Int(event.start_mark.column) + 1,
+                    message: "a value of \(scalar.length) bytes; the longest a manifest allows is \(Self.maxScalarBytes)"))
+            }
             value = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
             isPlain = scalar.style == YAML_PLAIN_SCALAR_STYLE
             hasAnchor = scalar.anchor != nil

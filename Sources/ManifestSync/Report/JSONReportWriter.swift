@@ -12,6 +12,7 @@ public enum JSONReportWriter {
         let manifests: [SyncReport.ManifestSummary]
         let totals: SyncReport.Totals
         let entries: [SyncReport.Entry]
+        let unreachableOrigins: [SyncReport.OriginProblem]?
 
         enum CodingKeys: String, CodingKey {
             case schema
@@ -21,6 +22,7 @@ public enum JSONReportWriter {
             case durationSeconds = "duration_seconds"
             case cacheDir = "cache_dir"
             case manifests, totals, entries
+            case unreachableOrigins = "unreachable_origins"
         }
     }
 
@@ -35,7 +37,8 @@ public enum JSONReportWriter {
             cacheDir: report.cacheDirectory,
             manifests: report.manifests,
             totals: report.totals,
-            entries: report.entries
+            entries: report.entries,
+            unreachableOrigins: report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -48,16 +51,50 @@ public enum JSONReportWriter {
 }
 
 /// Writes a file by way of a temporary sibling and a rename, so readers never see half of it.
+/// The sibling has a random name and is created exclusively without following links
+/// (`mkstemp`'s rules): someone who can write the folder cannot aim the write elsewhere by
+/// planting a symlink under a name they guessed.
 public enum AtomicFile {
     public static func write(_ data: Data, to path: String) throws {
         let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        try data.write(to: temporary)
-        guard rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary.path)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(path): \(reason)"])
+        let folder = url.deletingLastPathComponent().path
+        var created: (fd: Int32, path: String)?
+        for _ in 0..<16 {
+            let candidate = folder + "/." + url.lastPathComponent + "." + randomSuffix() + ".tmp"
+            let fd = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+            if fd >= 0 { created = (fd, candidate); break }
+            guard errno == EEXIST else { throw failure(path, errno) }
         }
+        guard let (fd, temporary) = created else { throw failure(path, EEXIST) }
+        let written = data.withUnsafeBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return true }
+            var offset = 0
+            while offset < buffer.count {
+                let count = Foundation.write(fd, base + offset, buffer.count - offset)
+                if count < 0 { if errno == EINTR { continue }; return false }
+                offset += count
+            }
+            return true
+        }
+        let code = errno
+        close(fd)
+        guard written else {
+            unlink(temporary)
+            throw failure(path, code)
+        }
+        guard rename(temporary, url.path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw failure(path, code)
+        }
+    }
+
+    private static func randomSuffix() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(generator.next() as UInt64, radix: 36)
+    }
+
+    private static func failure(_ path: String, _ code: Int32) -> CocoaError {
+        CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(path): \(String(cString: strerror(code)))"])
     }
 }

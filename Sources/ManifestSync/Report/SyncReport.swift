@@ -77,6 +77,26 @@ public struct SyncReport: Sendable {
     public var pruneRefused: String?
     /// Orphans kept because their `--prune-after` grace period has not passed.
     public var pruneWaiting = 0
+    /// Whether the run met its success rule (failures within `--max-failures`, no refused prune).
+    public var succeeded = true
+    /// Origins the run gave up on: their remaining entries failed without a request.
+    public var unreachableOrigins: [OriginProblem] = []
+
+    /// An origin given up in a run, and what that cost.
+    public struct OriginProblem: Sendable, Codable, Equatable {
+        public var origin: String
+        public var problem: String
+        /// When a run first found it down (this one, or an earlier one).
+        public var since: String
+        /// Entries of this origin that failed, and how many of them were not tried at all.
+        public var failed: Int
+        public var notTried: Int
+
+        enum CodingKeys: String, CodingKey {
+            case origin, problem, since, failed
+            case notTried = "not_tried"
+        }
+    }
 
     public var duration: Double { finishedAt.timeIntervalSince(startedAt) }
 

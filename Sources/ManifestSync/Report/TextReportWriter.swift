@@ -4,8 +4,8 @@ import Foundation
 public struct TextReportWriter {
     /// Changed entries listed on stdout before the rest is summed up as "… and N more".
     public var listLimit = 20
-    /// Failed entries listed on stderr.
-    public var failureLimit = 50
+    /// Failed entries listed one a line on stderr; the rest are counted (the report has them all).
+    public var failureLimit = 10
 
     public init() {}
 
@@ -47,23 +47,41 @@ public struct TextReportWriter {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Failed entries, one a line, for stderr; empty when none failed.
-    public func failures(_ report: SyncReport) -> String {
+    /// For stderr: a line per origin given up, then failed entries one a line (those of given-up
+    /// origins are summed up in their origin's line), at most `failureLimit`; empty when none failed.
+    public func failures(_ report: SyncReport, reportPath: String? = nil) -> String {
+        failureLines(report, reportPath: reportPath).map { $0 + "\n" }.joined()
+    }
+
+    /// The lines of `failures`, one message each (for `--log-format json`).
+    public func failureLines(_ report: SyncReport, reportPath: String? = nil) -> [String] {
         let failed = report.failedEntries
-        guard !failed.isEmpty || report.pruneRefused != nil else { return "" }
+        guard !failed.isEmpty || report.pruneRefused != nil else { return [] }
         var lines: [String] = []
-        for entry in failed.prefix(failureLimit) {
-            let reason = entry.reason?.rawValue ?? "failed"
-            var line = "failed: \(entry.url): \(reason): \(entry.error ?? "")"
-            if let attempts = entry.attempts, attempts > 1 { line += " (\(attempts) attempts)" }
-            if entry.stale == true { line += " [the earlier version stays in the cache]" }
-            lines.append(line)
+        var summed = Set<String>()
+        for origin in report.unreachableOrigins {
+            summed.insert(origin.origin)
+            lines.append("origin unreachable: \(origin.origin): \(origin.problem); \(origin.failed) entr\(origin.failed == 1 ? "y" : "ies") "
+                         + "failed, \(origin.notTried) not tried (since \(origin.since))")
         }
-        if failed.count > failureLimit {
-            lines.append("… and \(failed.count - failureLimit) more failed entries (--report FILE lists them all)")
+        let listed = summed.isEmpty ? failed : failed.filter { !summed.contains(Fetcher.origin(of: $0.url)) }
+        for entry in listed.prefix(failureLimit) {
+            lines.append(Self.failureLine(entry))
+        }
+        if listed.count > failureLimit {
+            let see = reportPath == nil ? "see the report: --report FILE lists them all" : "see the report"
+            lines.append("… and \(listed.count - failureLimit) more (\(see))")
         }
         if let refused = report.pruneRefused { lines.append("prune: \(refused)") }
-        return lines.joined(separator: "\n") + "\n"
+        return lines
+    }
+
+    static func failureLine(_ entry: SyncReport.Entry) -> String {
+        let reason = entry.reason?.rawValue ?? "failed"
+        var line = "failed: \(entry.url): \(reason): \(entry.error ?? "")"
+        if let attempts = entry.attempts, attempts > 1 { line += " (\(attempts) attempts)" }
+        if entry.stale == true { line += " [the earlier version stays in the cache]" }
+        return line
     }
 
     /// What a plan says it would do: `add`, `update`, `reuse`, `remove`.

@@ -4,6 +4,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case unusable(path: String, reason: String)
     /// Another run held the lock longer than `--wait-lock`: exit 3.
     case locked(path: String, holder: String?)
+    /// An output file (`--report`, `--junit`, …) could not be written: exit 4.
+    case output(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -11,6 +13,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cache unusable: \(path): \(reason)"
         case .locked(let path, let holder):
             "cache is locked by another run\(holder.map { " (\($0))" } ?? ""): \(path)"
+        case .output(let path, let reason):
+            "cannot write \(path): \(reason)"
         }
     }
 }

@@ -5,17 +5,28 @@ public final class CacheIndex {
     private let database: SQLiteDatabase
     /// The index file, named in errors.
     public let path: String
-    static let schemaVersion = 1
+    /// Where it lives: on a network file system the index journals without WAL.
+    public private(set) var fileSystem = FileSystemKind.local
+    /// 2 added `origins` (origins found down, probed first by the next run).
+    static let schemaVersion = 2
 
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
     /// A read-only connection never writes, not even the checkpoint a last connection makes.
     public init(path: String, create: Bool, readOnly: Bool = false) throws(CacheError) {
         self.path = path
+        if create && !readOnly { try Self.restrictPermissions(path) }
         do {
             database = try SQLiteDatabase(path: path, create: create && !readOnly, readOnly: readOnly)
-            if !readOnly { try database.execute("PRAGMA journal_mode=WAL") }
-            // Objects are flushed before each commit; a lost commit only means a re-download.
-            try database.execute("PRAGMA synchronous=NORMAL")
+            fileSystem = FileSystemKind.of((path as NSString).deletingLastPathComponent)
+            if fileSystem.isNetwork {
+                // WAL's shared memory is per host: a rollback journal under POSIX locks instead.
+                if !readOnly { try database.execute("PRAGMA journal_mode=DELETE") }
+                try database.execute("PRAGMA synchronous=FULL")
+            } else {
+                if !readOnly { try database.execute("PRAGMA journal_mode=WAL") }
+                // Objects are flushed before each commit; a lost commit only means a re-download.
+                try database.execute("PRAGMA synchronous=NORMAL")
+            }
             let version = try database.prepare("PRAGMA user_version")
             _ = try version.step()
             let current = version.int(0)
@@ -45,6 +56,12 @@ public final class CacheIndex {
                     attempts INTEGER NOT NULL,
                     at REAL NOT NULL
                 ) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS origins(
+                    origin TEXT PRIMARY KEY NOT NULL,
+                    since REAL NOT NULL,
+                    problem TEXT NOT NULL,
+                    checked REAL NOT NULL
+                ) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS manifest_runs(
                     path TEXT PRIMARY KEY NOT NULL,
                     name TEXT NOT NULL,
@@ -59,6 +76,22 @@ public final class CacheIndex {
         } catch {
             throw CacheError.unusable(path: path, reason: "\(error)")
         }
+    }
+
+    /// The index names every URL, user info (`https://user:pw@…`) included: it and its WAL and
+    /// shared-memory files are readable by the owner only, whatever the umask. SQLite gives the
+    /// WAL and -shm files the mode of the database file, so creating that one 0600 covers all
+    /// three; an index made by an older version is tightened here.
+    private static func restrictPermissions(_ path: String) throws(CacheError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & 0o077 != 0 else { return }
+        fchmod(fd, 0o600)
+        for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
     }
 
     // MARK: - Reads
@@ -81,10 +114,12 @@ public final class CacheIndex {
                 : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL FROM entries")
             var records: [IndexRecord] = []
             while try statement.step() {
+                // A row whose object name is not one is damaged: never a path (see `damagedRows`).
+                guard let object = statement.text(2), Hex.isLowercaseHex(object, length: 64) else { continue }
                 records.append(IndexRecord(
                     url: statement.text(0) ?? "",
                     hash: statement.text(1),
-                    object: statement.text(2) ?? "",
+                    object: object,
                     size: statement.int(3),
                     fetchedAt: statement.double(4),
                     lastUsed: statement.double(5),
@@ -96,13 +131,49 @@ public final class CacheIndex {
         }
     }
 
+    /// SQLite's journal mode (`wal`, or `delete` on a network file system).
+    public func journalMode() throws(CacheError) -> String {
+        try wrap {
+            let statement = try database.prepare("PRAGMA journal_mode")
+            _ = try statement.step()
+            return statement.text(0) ?? ""
+        }
+    }
+
+    /// URLs of rows that cannot be trusted: an object name that is not 64 lowercase hex digits
+    /// (it would be turned into a path), or a stored hash that does not parse (the row could not
+    /// be verified again). Reads skip such rows; `verify` reports them and `--repair` drops them.
+    public func damagedRows() throws(CacheError) -> [String] {
+        try wrap {
+            let statement = try database.prepare("SELECT url, hash, object FROM entries")
+            var urls: [String] = []
+            while try statement.step() {
+                let objectIsName = statement.text(2).map { Hex.isLowercaseHex($0, length: 64) } ?? false
+                let hashParses = statement.text(1).map { ContentHash.parseStored($0) != nil } ?? true
+                if !objectIsName || !hashParses { urls.append(statement.text(0) ?? "") }
+            }
+            return urls
+        }
+    }
+
+    /// Whether a row exists for `url`, damaged or not.
+    public func hasRow(url: String) throws(CacheError) -> Bool {
+        try wrap {
+            let statement = try database.prepare("SELECT 1 FROM entries WHERE url = ?")
+            statement.bind([.text(url)])
+            return try statement.step()
+        }
+    }
+
     public func record(url: String) throws(CacheError) -> IndexRecord? {
         try wrap {
             let statement = try database.prepare(
                 "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries WHERE url = ?")
             statement.bind([.text(url)])
-            guard try statement.step() else { return nil }
-            return IndexRecord(url: url, hash: statement.text(1), object: statement.text(2) ?? "",
+            guard try statement.step(), let object = statement.text(2), Hex.isLowercaseHex(object, length: 64) else {
+                return nil
+            }
+            return IndexRecord(url: url, hash: statement.text(1), object: object,
                                size: statement.int(3), fetchedAt: statement.double(4), lastUsed: statement.double(5),
                                etag: statement.text(6), lastModified: statement.text(7))
         }
@@ -118,7 +189,7 @@ public final class CacheIndex {
             }
             let byHash = try database.prepare("SELECT object, size FROM entries WHERE hash = ? LIMIT 1")
             byHash.bind([.text(hash.description)])
-            guard try byHash.step(), let object = byHash.text(0) else { return nil }
+            guard try byHash.step(), let object = byHash.text(0), Hex.isLowercaseHex(object, length: 64) else { return nil }
             return (object, byHash.int(1))
         }
     }
@@ -183,6 +254,41 @@ public final class CacheIndex {
         }
     }
 
+    /// Origins a run gave up on and no later run has reached. An index made before the table
+    /// existed (and opened without migrating) has none.
+    public func unhealthyOrigins() throws(CacheError) -> [UnhealthyOrigin] {
+        try wrap {
+            let exists = try database.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'origins'")
+            guard try exists.step() else { return [] }
+            let statement = try database.prepare("SELECT origin, since, problem, checked FROM origins ORDER BY origin")
+            var rows: [UnhealthyOrigin] = []
+            while try statement.step() {
+                rows.append(UnhealthyOrigin(origin: statement.text(0) ?? "", since: statement.double(1),
+                                            problem: statement.text(2) ?? "", checked: statement.double(3)))
+            }
+            return rows
+        }
+    }
+
+    /// Records what a run learnt of its origins: `down` ones are kept (since when they first
+    /// were), `reached` ones are forgotten.
+    public func recordOrigins(down: [(origin: String, problem: String)], reached: [String], at time: Double) throws(CacheError) {
+        guard !down.isEmpty || !reached.isEmpty else { return }
+        try wrap {
+            try database.transaction {
+                let mark = try database.prepare("""
+                    INSERT INTO origins(origin, since, problem, checked) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(origin) DO UPDATE SET problem = excluded.problem, checked = excluded.checked
+                    """)
+                for item in down {
+                    try mark.run([.text(item.origin), .double(time), .text(item.problem), .double(time)])
+                }
+                let forget = try database.prepare("DELETE FROM origins WHERE origin = ?")
+                for origin in reached { try forget.run([.text(origin)]) }
+            }
+        }
+    }
+
     // MARK: - Writes
 
     /// Applies one batch in a single transaction. Callers make the batch's objects durable first.
@@ -242,7 +348,7 @@ public final class CacheIndex {
     public func removeAll() throws(CacheError) {
         try wrap {
             try database.transaction {
-                try database.execute("DELETE FROM entries; DELETE FROM failures; DELETE FROM manifest_runs;")
+                try database.execute("DELETE FROM entries; DELETE FROM failures; DELETE FROM manifest_runs; DELETE FROM origins;")
             }
         }
     }

@@ -6,16 +6,29 @@ public final class CacheLock: Sendable {
     private let fd: Int32
     public let path: String
 
+    /// Told when a run starts waiting for another's lock, and every 30 s while it waits. Set
+    /// once by the executable at start-up, before any task runs.
+    nonisolated(unsafe) public static var onWait: (@Sendable (String) -> Void)?
+    static let waitNoticeInterval = 30.0
+
     /// Takes the lock, waiting up to `wait` seconds (nil: without limit).
     public init(directory: String, wait: Double?) async throws(CacheError) {
         path = directory + "/lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw CacheError.unusable(path: path, reason: String(cString: strerror(errno))) }
         let start = Date()
+        var nextNotice = 0.0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
                 close(fd)
                 throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
+            }
+            let waited = Date().timeIntervalSince(start)
+            if waited >= nextNotice, wait != 0, let onWait = Self.onWait {
+                let holder = Self.readHolder(fd).map { " (\($0))" } ?? ""
+                let limit = wait.map { ", up to --wait-lock \(Units.formatDuration($0))" } ?? ""
+                onWait("waiting for the cache lock \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
+                nextNotice += Self.waitNoticeInterval
             }
             if let wait, Date().timeIntervalSince(start) >= wait {
                 let holder = Self.readHolder(fd)

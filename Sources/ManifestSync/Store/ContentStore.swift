@@ -15,10 +15,16 @@ public struct ContentStore: Sendable {
         objectsDirectory = CacheLayout.objectsDirectory(root)
         tmpDirectory = root + "/tmp"
         // The root's parents too (like `mkdir -p`): a fresh $XDG_CACHE_HOME may not exist yet.
-        do {
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        } catch {
-            throw CacheError.unusable(path: root, reason: Self.reason(error))
+        // A root made here is 0755 whatever the umask (under `umask 000` it would be writable
+        // by everyone, who could then plant files beside the index).
+        var rootInfo = stat()
+        if stat(root, &rootInfo) != 0 {
+            do {
+                try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            } catch {
+                throw CacheError.unusable(path: root, reason: Self.reason(error))
+            }
+            chmod(root, 0o755)
         }
         // The root may be a symlink (a cache moved to another disk); nothing inside it may be:
         // a planted link must not lead writes out of the cache.
@@ -88,6 +94,41 @@ public struct ContentStore: Sendable {
         guard fd >= 0 else { throw CacheError.unusable(path: root, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
         guard worker_syncfs(fd) == 0 else { throw CacheError.unusable(path: root, reason: "flush failed: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Marks the cache as being written: objects may be installed before their rows commit.
+    /// A run that ends normally removes the mark; one that finds it at start (a crash came in
+    /// between) sweeps objects no row names. Call only under the lock.
+    func markUnclean() throws(CacheError) {
+        let path = CacheLayout.uncleanMarkPath(root)
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw CacheError.unusable(path: path, reason: String(cString: strerror(errno))) }
+        close(fd)
+    }
+
+    func markClean() {
+        unlink(CacheLayout.uncleanMarkPath(root))
+    }
+
+    var isMarkedUnclean: Bool {
+        access(CacheLayout.uncleanMarkPath(root), F_OK) == 0
+    }
+
+    /// Deletes object files no row of `index` names (left by a run that stopped between
+    /// installing and indexing them) and returns how many. Call only under the lock.
+    func sweepUnreferenced(_ index: CacheIndex) throws(CacheError) -> Int {
+        let referenced = Set(try index.allRecords(validators: false).map(\.object))
+        var removed = 0
+        for byte in 0..<256 {
+            let folder = objectsDirectory + "/" + Hex.encode([UInt8(byte)])
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
+            for name in names where Hex.isLowercaseHex(name, length: 64) && !referenced.contains(name) {
+                var info = stat()
+                guard lstat(folder + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+                if unlink(folder + "/" + name) == 0 { removed += 1 }
+            }
+        }
+        return removed
     }
 
     /// Deletes every file in `tmp/`: leftovers of a run that crashed. Call only under the lock.

@@ -55,3 +55,14 @@ public struct CacheStatistics: Sendable, Equatable {
     public var newestFetch: Double?
     public var pendingFailures: Int
 }
+
+/// An origin a sync gave up on (refused, unreachable, or failing with 5xx / 429), until a later
+/// run reaches it again.
+public struct UnhealthyOrigin: Sendable, Equatable, Codable {
+    public var origin: String
+    /// When a run first found it down.
+    public var since: Double
+    public var problem: String
+    /// The last run that found it down.
+    public var checked: Double
+}

@@ -41,6 +41,16 @@ public enum Units {
     }
 
     /// `1.2 MB` style, powers of 1000.
+    /// A duration as `--deadline` and friends take it: `45s`, `1m30s`, `2h5m`, `0.5s`.
+    public static func formatDuration(_ seconds: Double) -> String {
+        if seconds < 60 {
+            return seconds == seconds.rounded() ? "\(Int(seconds))s" : String(format: "%gs", seconds)
+        }
+        let whole = Int(seconds.rounded())
+        if whole < 3600 { return whole % 60 == 0 ? "\(whole / 60)m" : "\(whole / 60)m\(whole % 60)s" }
+        return whole % 3600 / 60 == 0 ? "\(whole / 3600)h" : "\(whole / 3600)h\(whole % 3600 / 60)m"
+    }
+
     public static func formatBytes(_ bytes: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]
         var value = Double(bytes)

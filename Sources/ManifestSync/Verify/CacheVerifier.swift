@@ -10,8 +10,12 @@ public struct VerifyReport: Sendable, Codable {
     public var corruptObjects: [String] = []
     /// Index rows whose object file is missing (or was corrupt), by URL.
     public var missingObjects: [String] = []
-    /// Object files no index row names.
+    /// Object files no index row names: left by a run that stopped between installing an object
+    /// and indexing it. Not a problem (the next sync or `gc` removes them); `--repair` does too.
     public var unreferencedObjects: [String] = []
+    /// Index rows that cannot be trusted (an object name that is not one, a hash that does not
+    /// parse), by URL. Never used as paths; `--repair` drops them.
+    public var damagedRows: [String] = []
     /// Anything else under `objects/`: symlinks, wrongly named files, folders where files belong.
     public var strayFiles: [String] = []
     /// Files a crashed run left in `tmp/` (removed).
@@ -22,9 +26,10 @@ public struct VerifyReport: Sendable, Codable {
     public var droppedEntries: [String] = []
     public var deletedFiles = 0
 
-    /// True when the cache and its index agree.
+    /// True when nothing is wrong: every object hashes to its name, every row has its object
+    /// and can be trusted, and nothing foreign lies under `objects/`.
     public var isClean: Bool {
-        corruptObjects.isEmpty && missingObjects.isEmpty && unreferencedObjects.isEmpty && strayFiles.isEmpty
+        corruptObjects.isEmpty && missingObjects.isEmpty && strayFiles.isEmpty && damagedRows.isEmpty
     }
 
     enum CodingKeys: String, CodingKey {
@@ -33,6 +38,7 @@ public struct VerifyReport: Sendable, Codable {
         case corruptObjects = "corrupt_objects"
         case missingObjects = "missing_objects"
         case unreferencedObjects = "unreferenced_objects"
+        case damagedRows = "damaged_rows"
         case strayFiles = "stray_files"
         case temporaryFiles = "temporary_files"
         case repaired, redownloaded
@@ -63,6 +69,8 @@ public struct CacheVerifier: Sendable {
         report.temporaryFiles = store.removeStaleTemporaryFiles()
         let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
         let records = try index.allRecords()
+        let damaged = try index.damagedRows()
+        report.damagedRows = damaged.map(Redact.url).sorted()
         let referenced = Set(records.map(\.object))
 
         let (files, stray) = listObjects(store)
@@ -95,7 +103,12 @@ public struct CacheVerifier: Sendable {
         for path in stray where unlink(store.objectsDirectory + "/" + path) == 0 || rmdir(store.objectsDirectory + "/" + path) == 0 {
             report.deletedFiles += 1
         }
-        try await refetch(broken, store: store, index: index, report: &report)
+        if !damaged.isEmpty {
+            try index.apply(upserts: [], touches: [], removals: damaged, at: Date().timeIntervalSince1970)
+            report.droppedEntries += report.damagedRows
+        }
+        let droppedURLs = Set(damaged)
+        try await refetch(broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, report: &report)
         return report
     }
 
@@ -170,7 +183,14 @@ public struct CacheVerifier: Sendable {
         var installs: [FetchedBody] = []
         var dropped: [String] = []
         for record in broken {
-            let expected = record.hash.flatMap { try? ContentHash.parse($0).get() }
+            // The hash the row was verified against; one that does not parse drops the row
+            // rather than fetching whatever the server sends without a check.
+            let expected = record.hash.flatMap(ContentHash.parseStored)
+            if record.hash != nil && expected == nil {
+                dropped.append(record.url)
+                report.droppedEntries.append(Redact.url(record.url))
+                continue
+            }
             let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil))
             switch result.result {
             case .success(.notModified):

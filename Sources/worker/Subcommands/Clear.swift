@@ -11,6 +11,7 @@ struct Clear: AsyncParsableCommand {
     @OptionGroup var lock: LockOptions
 
     func run() async throws {
+        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
         let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: try lock.seconds())
         do {
             let cleared = try await maintenance.clear()

@@ -27,6 +27,7 @@ struct Export: AsyncParsableCommand {
     var cacheDirectory: String?
 
     func run() async throws {
+        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
         let urls = manifests.isEmpty ? nil : Set(try loadManifests(manifests).entries.map(\.url))
         let exporter = Exporter(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
         let result: Exporter.Result

@@ -30,12 +30,15 @@ struct GC: AsyncParsableCommand {
 
     @OptionGroup var lock: LockOptions
 
+    static let listLimit = 20
+
     func validate() throws {
         guard Units.duration(maxAge) != nil else { throw ValidationError("--max-age: '\(maxAge)' is not a duration (e.g. 7d)") }
         if let maxSize, Units.size(maxSize) == nil { throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 2GB)") }
     }
 
     func run() async throws {
+        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
         var collector = GarbageCollector(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
         let age = Units.duration(maxAge) ?? 0
         collector.maxAge = age > 0 ? age : nil
@@ -55,7 +58,14 @@ struct GC: AsyncParsableCommand {
         let verb = dryRun ? "would evict" : "evicted"
         var lines = ["worker gc: \(verb) \(result.removedByAge.count) entries by age and \(result.removedBySize.count) by size; "
             + "objects \(Units.formatBytes(result.bytesBefore)) → \(Units.formatBytes(result.bytesAfter))"]
-        for url in (result.removedByAge + result.removedBySize).prefix(20) { lines.append("  \(url)") }
+        let evicted = result.removedByAge + result.removedBySize
+        for url in evicted.prefix(Self.listLimit) { lines.append("  \(url)") }
+        if evicted.count > Self.listLimit {
+            lines.append("  … and \(evicted.count - Self.listLimit) more (--json lists them all)")
+        }
+        if result.unindexedObjectsDeleted > 0 {
+            lines.append("  removed \(result.unindexedObjectsDeleted) objects an interrupted sync left unindexed")
+        }
         Console.out(lines.joined(separator: "\n") + "\n")
     }
 }

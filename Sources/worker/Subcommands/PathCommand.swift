@@ -14,6 +14,7 @@ struct PathCommand: AsyncParsableCommand {
     var cacheDirectory: String?
 
     func run() async throws {
+        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
         let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
         let path: String?
         do {

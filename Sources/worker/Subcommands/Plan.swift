@@ -27,6 +27,7 @@ struct Plan: AsyncParsableCommand {
 /// Shared by `worker plan` and `worker sync --dry-run`.
 func runPlan(manifests paths: [String], common: CommonOptions, prune: Bool) throws {
     let startedAt = Date()
+    try checkOutputs([(.report, common.reportPath)], manifests: paths)
     let set = try loadManifests(paths)
     var options = SyncOptions(cacheDirectory: common.resolvedCacheDirectory())
     options.prune = prune

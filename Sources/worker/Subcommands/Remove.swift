@@ -20,6 +20,7 @@ struct Remove: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
         let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: try lock.seconds())
         let result: CacheMaintenance.Removal
         do {

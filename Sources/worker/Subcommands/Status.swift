@@ -14,6 +14,7 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
+        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
         let report: StatusReport
         do {
             report = try StatusReport.read(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
@@ -34,6 +35,12 @@ struct Status: AsyncParsableCommand {
         }
         for manifest in report.manifests {
             lines.append("manifest   \(manifest.name): \(manifest.entries) entries, last sync \(manifest.lastSync), \(manifest.result) (\(manifest.path))")
+        }
+        for origin in report.unhealthyOrigins {
+            lines.append("unhealthy  \(origin.origin) since \(origin.since): \(origin.problem) (last tried \(origin.lastChecked); the next sync probes it first)")
+        }
+        if report.fileSystem != "local" {
+            lines.append("filesystem \(report.fileSystem): the index uses a rollback journal (no WAL)")
         }
         lines.append("failed     \(report.failedPending) entr\(report.failedPending == 1 ? "y" : "ies") pending")
         for failure in report.failures.prefix(20) {

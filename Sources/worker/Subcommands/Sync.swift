@@ -121,14 +121,11 @@ struct Sync: AsyncParsableCommand {
     }
 
     /// `--max-failures`: a count, or a share of the entries (`5%`).
-    func failureBudget() throws -> (count: Int?, share: Double?) {
-        if maxFailures.hasSuffix("%"), let percent = Double(maxFailures.dropLast()), (0...100).contains(percent) {
-            return (nil, percent / 100)
-        }
-        guard let count = Int(maxFailures), count >= 0 else {
+    func failureBudget() throws -> FailureBudget {
+        guard let budget = FailureBudget(maxFailures) else {
             throw ValidationError("--max-failures: '\(maxFailures)' is not a count or a percentage (e.g. 10 or 2%)")
         }
-        return (count, nil)
+        return budget
     }
 
     /// `--shard I/N`, else Kubernetes Indexed Job variables, else everything.
@@ -156,6 +153,8 @@ struct Sync: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try checkOutputs([(.report, common.reportPath), (.junit, junitPath), (.summary, summaryPath),
+                          (.metrics, metricsPath), (.html, htmlPath)], manifests: manifests)
         if dryRun {
             try runPlan(manifests: manifests, common: common, prune: prune)
             return
@@ -174,10 +173,19 @@ struct Sync: AsyncParsableCommand {
         options.reportAll = common.reportAll
         options.listLimit = common.reportPath == nil ? TextReportWriter().listLimit : nil
         options.shard = try resolvedShard()
-        if junitPath != nil { options.reportAll = true }
-        if junitPath != nil || htmlPath != nil || summaryPath != nil { options.listLimit = nil }
+        options.failureBudget = try failureBudget()
+        options.outputs.report = common.reportPath
+        options.outputs.reportAll = common.reportAll
+        options.outputs.junit = junitPath
+        options.outputs.metrics = metricsPath
+        options.outputs.html = htmlPath
+        options.outputs.summary = summaryPath
+        if summaryPath == nil, let github = ProcessInfo.processInfo.environment["GITHUB_STEP_SUMMARY"], !github.isEmpty {
+            options.outputs.appendedSummary = github
+        }
         let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: progress) ?? .auto, quiet: common.quiet)
         if let printer { options.onProgress = { printer.update($0) } }
+        defer { printer?.stop() }
         let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
             json ? JSONLogHandler(label: label) as any LogHandler : StreamLogHandler.standardError(label: label)
@@ -200,43 +208,10 @@ struct Sync: AsyncParsableCommand {
         } catch {
             throw cacheExitCode(error)
         }
+        printer?.stop()
         let text = TextReportWriter()
         if !common.quiet { Console.out(text.summary(report)) }
-        Console.error(text.failures(report))
-        let budget = try failureBudget()
-        let allowed = budget.count ?? Int((Double(report.totals.entries) * (budget.share ?? 0)).rounded(.down))
-        let success = report.totals.failed <= allowed && report.pruneRefused == nil
-        try writeOutputs(report, success: success)
-        if !success { throw ExitCode(ExitStatus.failures) }
-    }
-
-    /// Every report the options asked for; one that cannot be written is exit 4.
-    private func writeOutputs(_ report: SyncReport, success: Bool) throws {
-        var json = report
-        if !common.reportAll { json.entries = report.entries.filter { $0.status != .unchanged } }
-        try writeReport(json, to: common.reportPath)
-        var files: [(String, String, Bool)] = []
-        if let junitPath { files.append((junitPath, JUnitReportWriter.xml(report), false)) }
-        if let metricsPath { files.append((metricsPath, PrometheusMetricsWriter.text(report, success: success), false)) }
-        if let htmlPath { files.append((htmlPath, HTMLReportWriter.html(report), false)) }
-        if let summaryPath {
-            files.append((summaryPath, MarkdownSummaryWriter.markdown(report), false))
-        } else if let github = ProcessInfo.processInfo.environment["GITHUB_STEP_SUMMARY"], !github.isEmpty {
-            files.append((github, MarkdownSummaryWriter.markdown(report), true))
-        }
-        for (path, text, append) in files {
-            do {
-                if append, let handle = FileHandle(forWritingAtPath: path) {
-                    handle.seekToEndOfFile()
-                    handle.write(Data(text.utf8))
-                    handle.closeFile()
-                } else {
-                    try AtomicFile.write(Data(text.utf8), to: path)
-                }
-            } catch {
-                Console.error("cannot write \(path): \(error.localizedDescription)")
-                throw ExitCode(ExitStatus.cacheUnusable)
-            }
-        }
+        for line in text.failureLines(report, reportPath: common.reportPath) { Console.error(line) }
+        if !report.succeeded { throw ExitCode(ExitStatus.failures) }
     }
 }

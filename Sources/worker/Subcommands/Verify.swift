@@ -29,6 +29,8 @@ struct Verify: AsyncParsableCommand {
     @OptionGroup var lock: LockOptions
 
     func run() async throws {
+        try requireCache(common.resolvedCacheDirectory())
+        try checkOutputs([(.verifyReport, common.reportPath)], manifests: [])
         var verifier = CacheVerifier(cacheDirectory: common.resolvedCacheDirectory())
         verifier.fetch.jobs = common.jobs
         verifier.fetch.retry = RetryPolicy(retries: retries)
@@ -56,12 +58,17 @@ struct Verify: AsyncParsableCommand {
         var lines = ["worker verify: \(report.objectsChecked) objects, \(Units.formatBytes(report.bytesChecked)) re-hashed"]
         let groups: [(String, [String])] = [
             ("corrupt object", report.corruptObjects), ("entry without its object", report.missingObjects),
-            ("unreferenced object", report.unreferencedObjects), ("stray file", report.strayFiles),
+            ("damaged index row", report.damagedRows), ("stray file", report.strayFiles),
         ]
         for (label, items) in groups where !items.isEmpty {
             lines.append("  \(items.count) \(label)\(items.count == 1 ? "" : "s")")
             for item in items.prefix(10) { lines.append("    \(item)") }
             if items.count > 10 { lines.append("    … and \(items.count - 10) more") }
+        }
+        if !report.unreferencedObjects.isEmpty {
+            let count = report.unreferencedObjects.count
+            lines.append("  \(count) object\(count == 1 ? "" : "s") no entry names (left by an interrupted run; "
+                         + "\(report.repaired ? "removed" : "the next sync or gc removes them"))")
         }
         if report.temporaryFiles > 0 { lines.append("  removed \(report.temporaryFiles) temporary files left by a crashed run") }
         if report.isClean { lines.append("  the cache and its index agree") }
