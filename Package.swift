@@ -58,7 +58,13 @@ let package = Package(
         ),
         .testTarget(
             name: "ManifestSyncTests",
-            dependencies: ["ManifestSync", "WorkerTestSupport"],
+            dependencies: [
+                "ManifestSync",
+                "WorkerTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             resources: [.copy("Fixtures")]
         ),
         .testTarget(

@@ -24,6 +24,7 @@ import Synchronization
 /// | `/goto?to=URL` | redirects to URL |
 /// | `/gen/KEY` | `TestOrigin.generated(KEY)`: 1–11 KB derived from KEY |
 /// | `/slow/MS/ROUTE` | waits MS milliseconds, then answers as ROUTE |
+/// | `/encoded/PATH` | PATH's bytes labelled `Content-Encoding: gzip` (nobody asked for it) |
 /// | anything else | 404 |
 final class TestOrigin: Sendable {
     struct State {
@@ -68,7 +69,7 @@ final class TestOrigin: Sendable {
     }
 
     /// Starts the origin; with `tls` (PEM certificate and key files) it speaks https.
-    static func start(tls: (certificate: String, key: String)? = nil) async throws -> TestOrigin {
+    static func start(tls: (certificate: String, key: String)? = nil, port: Int = 0) async throws -> TestOrigin {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let box = Box()
         let sslContext = try tls.map { files in
@@ -88,7 +89,7 @@ final class TestOrigin: Sendable {
                     try channel.pipeline.syncOperations.addHandler(OriginHandler(origin: box))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .bind(host: "127.0.0.1", port: port).get()
         let origin = TestOrigin(channel: channel, group: group, scheme: tls == nil ? "http" : "https")
         box.set(origin)
         return origin
@@ -162,6 +163,9 @@ final class TestOrigin: Sendable {
             }
             return .respond(.ok, headers, served(3))
         case "truncate": return .truncate(served(1))
+        case "encoded" where segments.count >= 2:
+            headers.add(name: "Content-Encoding", value: "gzip")
+            return .respond(.ok, headers, served(1))
         case "drip" where segments.count >= 3: return .drip(served(2), milliseconds: Int64(segments[1]) ?? 50)
         case "stall": return .stall(served(1))
         case "endless": return .endless
