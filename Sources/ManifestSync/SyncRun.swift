@@ -332,7 +332,12 @@ struct SyncRun {
                 + "check the manifests, or pass --force"
             return
         }
-        // Rows go before files: an index row never points at a missing object.
+        // Rows go before files: an index row never points at a missing object. A stop in between
+        // leaves objects no row names: the mark makes the next run sweep them.
+        if !markedUnclean {
+            try store.markUnclean()
+            markedUnclean = true
+        }
         try index.apply(upserts: [], touches: [], removals: orphans.map(\.url), at: Date().timeIntervalSince1970)
         _ = try CacheMaintenance.deleteUnreferenced(orphans, index: index, store: store)
         for orphan in orphans {

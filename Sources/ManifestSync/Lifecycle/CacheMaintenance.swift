@@ -61,9 +61,12 @@ public struct CacheMaintenance: Sendable {
                 result.notCached.append(url)
             }
         }
+        // Rows before files; a stop in between leaves the mark, and the next sync sweeps.
+        try store.markUnclean()
         try index.apply(upserts: [], touches: [], removals: records.map(\.url) + damaged, at: Date().timeIntervalSince1970)
         result.removed = (records.map(\.url) + damaged).map(Redact.url)
         (result.objectsDeleted, result.bytesFreed) = try Self.deleteUnreferenced(records, index: index, store: store)
+        store.markClean()
         return result
     }
 
