@@ -12,6 +12,8 @@ public struct SyncOptions: Sendable {
     public var pruneAfter = 0.0
     /// Check hashless entries with conditional requests.
     public var revalidate = false
+    /// Download and verify every selected entry again (`--refresh`).
+    public var refresh = false
     /// No network: report what is missing or out of date, fetch nothing.
     public var offline = false
     /// Handle only the entries of this shard (orphans too are only this shard's).
@@ -95,6 +97,7 @@ public struct SyncEngine: Sendable {
         }
         var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
         planner.revalidate = options.revalidate && !options.offline
+        planner.refresh = options.refresh && !options.offline
         planner.shard = options.shard
         return planner.plan(shard, records: records)
     }
@@ -131,7 +134,7 @@ public struct SyncEngine: Sendable {
     /// enough to name most of them) on another thread, so that it overlaps parsing the manifests.
     /// Reads only, and nothing without an index: a manifest that fails to parse has changed
     /// nothing. `sync` uses the result only if no other writer has committed in between.
-    public func prefetch(manifestPaths: [String]) -> Task<CachePrefetch?, Never> {
+    func prefetch(manifestPaths: [String]) -> Task<CachePrefetch?, Never> {
         let options = options
         return Task.detached {
             CachePrefetch(options: options, manifestBytes: manifestPaths.reduce(0) { total, path in
@@ -143,9 +146,32 @@ public struct SyncEngine: Sendable {
 
     // MARK: - Sync
 
+    /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
+    /// whole run from manifest paths to report, outputs written.
+    public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
+        let prefetched = prefetch(manifestPaths: manifestPaths)
+        let set: ManifestSet
+        do {
+            set = try ManifestLoader().load(paths: manifestPaths)
+        } catch {
+            _ = await prefetched.value
+            throw .manifest(error)
+        }
+        do {
+            return try await sync(set, prefetched: prefetched)
+        } catch {
+            throw .cache(error)
+        }
+    }
+
     /// Plans, downloads what is missing or changed, verifies, stores, indexes and reports.
     /// Throws only what stops the whole run: the cache is unusable or locked.
-    public func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>? = nil) async throws(CacheError) -> SyncReport {
+    public func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
+        try await sync(manifests, prefetched: nil)
+    }
+
+    /// The run, using what `prefetch` read ahead when no other writer has committed since.
+    func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncReport {
         let startedAt = Date()
         let store = try ContentStore(root: options.cacheDirectory)
         let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock)
@@ -183,6 +209,10 @@ public struct SyncEngine: Sendable {
                         finishedAt: finished, failed: failedPerManifest[offset])
         })
         report.finishedAt = Date()
+        if options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil {
+            report.limits = SyncReport.Limits(limitRate: options.fetch.limitRate,
+                                              maxRequestsPerSecond: options.fetch.maxRequestsPerSecond)
+        }
         report.succeeded = options.failureBudget.allows(report)
         try options.outputs.write(report, success: report.succeeded)
         try run.finish()
@@ -207,7 +237,7 @@ public struct SyncEngine: Sendable {
 /// Index rows and an object listing read before the run holds the lock, with the index's data
 /// version at the time: if another writer commits before the run takes the lock, the version
 /// moves and the run reads again under the lock.
-public final class CachePrefetch: @unchecked Sendable {
+final class CachePrefetch: @unchecked Sendable {
     // @unchecked: built on one thread, then handed whole to the run through a task's value and
     // used only there.
     /// Closed (set to nil) once the run has used it: the last connection to close checkpoints

@@ -65,8 +65,10 @@ struct SyncRun {
                 if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
             case .reuse(let object, let size):
                 link(offset, object: object, size: size, status: .reused, body: nil, attempts: nil)
-            case .download, .revalidate:
-                let key = item.entry.hash.map { $0.description } ?? "url:" + item.entry.url
+            case .download, .revalidate, .refresh:
+                // One download per content, except that --refresh fetches every URL again.
+                let key = options.refresh ? "url:" + item.entry.url
+                    : item.entry.hash.map { $0.description } ?? "url:" + item.entry.url
                 if let existing = groupByKey[key] {
                     members[existing].append(offset)
                 } else {
@@ -205,7 +207,8 @@ struct SyncRun {
                 pendingInstalls.append((body.temporaryPath, body.sha256))
                 pendingBytes += body.size
                 let status: EntryStatus
-                if planned.action == .revalidate {
+                if planned.action == .refresh { report.totals.refreshed += 1 }
+                if planned.action == .revalidate || planned.action == .refresh {
                     status = body.sha256 == planned.previous?.object ? .unchanged : .updated
                 } else {
                     status = planned.isUpdate ? .updated : .added

@@ -8,8 +8,9 @@ struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Keep a local cache of remote files in step with YAML manifests of URL + content hash.",
+        version: "worker \(WorkerVersion.current)",
         subcommands: [Sync.self, Plan.self, Status.self, Verify.self, GC.self, PathCommand.self, Remove.self, Clear.self,
-                      Export.self, Fingerprint.self]
+                      Export.self, Fingerprint.self, Completion.self]
     )
 
     /// Runs the command, mapping usage errors to exit 2 (PRODUCT.md) instead of EX_USAGE.

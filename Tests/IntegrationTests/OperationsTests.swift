@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import ManifestSync
 import Testing
 import WorkerTestSupport
 
@@ -73,7 +74,8 @@ import WorkerTestSupport
         let text = try String(contentsOfFile: path, encoding: .utf8)
         var samples: [String: Double] = [:]
         let sample = try Regex(#"^([a-z_]+)\{manifests="[^"]*"(?:,status="([a-z]+)")?\} (-?[0-9.e+]+)$"#)
-        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+        #expect(text.contains("worker_build_info{manifests=\"test\",version=\"\(WorkerVersion.current)\"} 1"), "the version")
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.hasPrefix("worker_build_info") {
             let match = try #require(try sample.wholeMatch(in: String(line)), "not a Prometheus sample: \(line)")
             let name = String(match.output[1].substring!) + (match.output[2].substring.map { "." + $0 } ?? "")
             samples[name] = Double(match.output[3].substring!)

@@ -25,6 +25,7 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private let conditional: Bool
     private let deadline: NIODeadline
     private let entryTimeout: Double
+    private let limits: RateLimits?
     private var sink: BodySink?
     private var declared: Int64?
     private var outcome: ExchangeOutcome?
@@ -33,7 +34,8 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private(set) var bytesReceived: Int64 = 0
 
     init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: NIODeadline,
-         entryTimeout: Double) {
+         entryTimeout: Double, limits: RateLimits?) {
+        self.limits = limits
         self.store = store
         self.expected = expected
         self.maxSize = maxSize
@@ -92,6 +94,10 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         if let failure = buffer.withUnsafeReadableBytes({ sink!.write($0) }) {
             return fail(task, failure)
+        }
+        // --limit-rate: the next part is read only once this one is paid for.
+        if let limits, case let delay = limits.delay(afterReceiving: buffer.readableBytes), delay > 0 {
+            return task.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {}.futureResult
         }
         return task.eventLoop.makeSucceededVoidFuture()
     }

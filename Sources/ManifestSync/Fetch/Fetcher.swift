@@ -19,6 +19,10 @@ public struct FetchSettings: Sendable {
     public var maxRedirects = 5
     /// PEM files of certificate authorities to trust besides the system's (an internal CA).
     public var caCertificates: [String] = []
+    /// Body bytes per second for the whole run (`--limit-rate`); nil: no limit.
+    public var limitRate: Int64?
+    /// Requests per second to each origin (`--max-rps`); nil: no limit.
+    public var maxRequestsPerSecond: Double?
 
     public init() {}
 }
@@ -81,6 +85,7 @@ final class Fetcher: Sendable {
     private let store: ContentStore
     private let settings: FetchSettings
     private let logger: Logger
+    private let limits: RateLimits?
 
     init(store: ContentStore, settings: FetchSettings, logger: Logger) {
         var configuration = HTTPClient.Configuration()
@@ -105,6 +110,7 @@ final class Fetcher: Sendable {
         self.store = store
         self.settings = settings
         self.logger = logger
+        limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
     }
 
     /// A loop of the client's group, for timers that belong with the downloads.
@@ -247,9 +253,32 @@ final class Fetcher: Sendable {
             finished(AttemptOutcome(result: .failure(FailureClassifier.classify(error)), bytes: bytes))
             return
         }
+        // --max-rps: this request takes its origin's next slot, waiting for it if need be.
+        if let limits, case let wait = limits.requestDelay(Self.origin(of: current)), wait > 0 {
+            let timer = loop.scheduleTask(in: .nanoseconds(Int64(wait * 1e9))) {}
+            let token = control.register(.timer(timer))
+            timer.futureResult.whenComplete { waited in
+                control.unregister(token)
+                guard case .success = waited else {
+                    finished(AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: bytes))
+                    return
+                }
+                self.send(http, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders,
+                          deadline: deadline, bytes: bytes, on: loop, control: control, finished: finished)
+            }
+            return
+        }
+        send(http, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders, deadline: deadline,
+             bytes: bytes, on: loop, control: control, finished: finished)
+    }
+
+    /// Sends one request and handles its outcome (a redirect continues with `exchange`).
+    private func send(_ http: HTTPClient.Request, _ request: FetchRequest, url current: String, hop: Int, visited: Set<String>,
+                      sendHeaders: Bool, deadline: NIODeadline, bytes: Int64, on loop: any EventLoop,
+                      control: FetchControl, finished: @escaping @Sendable (AttemptOutcome) -> Void) {
         let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
                                         conditional: request.isConditional, deadline: deadline,
-                                        entryTimeout: settings.entryTimeout)
+                                        entryTimeout: settings.entryTimeout, limits: limits)
         // The delegate runs on `loop`: when called from one of the client's loops that is the
         // current one, so a finished download and the next one share a thread.
         let task = client.execute(request: http, delegate: delegate, eventLoop: .delegate(on: loop), deadline: deadline)

@@ -8,6 +8,8 @@ public struct Planner {
     public var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
     /// Plan a conditional request for every cached entry without a hash.
     public var revalidate = false
+    /// Download every entry again, whatever the index says (SDWebImage's RefreshCached).
+    public var refresh = false
     /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
     public var shard = Shard.all
 
@@ -51,6 +53,10 @@ public struct Planner {
             let row = records.isEmpty ? nil : rows.find(entry.url, urlAt: { records[$0].url })
             previousRows.append(row.map(Int32.init) ?? -1)
             if let row { named[row] = true }
+            if refresh {
+                actions.append(row != nil && Self.isSameVersion(entry, records[row!]) ? .refresh : .download)
+                continue
+            }
             if let row, Self.isSameVersion(entry, records[row]), present(records[row].object) {
                 actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
                 continue

@@ -9,6 +9,9 @@ public struct PlannedEntry: Sendable {
         case reuse(object: String, size: Int64)
         /// A hashless entry to check with a conditional request (`--revalidate`).
         case revalidate
+        /// Download and verify it again whatever the index says (`--refresh`); the same bytes
+        /// leave it unchanged.
+        case refresh
     }
 
     public let entry: ManifestEntry
@@ -20,6 +23,7 @@ public struct PlannedEntry: Sendable {
     public var plannedStatus: EntryStatus {
         switch action {
         case .keep, .revalidate: .unchanged
+        case .refresh: previous == nil ? .added : .unchanged
         case .reuse: .reused
         case .download: isUpdate ? .updated : .added
         }

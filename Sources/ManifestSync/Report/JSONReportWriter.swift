@@ -4,6 +4,7 @@ import Foundation
 public enum JSONReportWriter {
     private struct Document: Encodable {
         let schema = 1
+        let workerVersion = WorkerVersion.current
         let dryRun: Bool
         let startedAt: String
         let finishedAt: String
@@ -13,9 +14,11 @@ public enum JSONReportWriter {
         let totals: SyncReport.Totals
         let entries: [SyncReport.Entry]
         let unreachableOrigins: [SyncReport.OriginProblem]?
+        let limits: SyncReport.Limits?
 
         enum CodingKeys: String, CodingKey {
             case schema
+            case workerVersion = "worker_version"
             case dryRun = "dry_run"
             case startedAt = "started_at"
             case finishedAt = "finished_at"
@@ -23,6 +26,7 @@ public enum JSONReportWriter {
             case cacheDir = "cache_dir"
             case manifests, totals, entries
             case unreachableOrigins = "unreachable_origins"
+            case limits
         }
     }
 
@@ -38,7 +42,8 @@ public enum JSONReportWriter {
             manifests: report.manifests,
             totals: report.totals,
             entries: report.entries,
-            unreachableOrigins: report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins
+            unreachableOrigins: report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins,
+            limits: report.limits
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

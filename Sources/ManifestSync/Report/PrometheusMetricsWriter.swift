@@ -14,6 +14,16 @@ public enum PrometheusMetricsWriter {
                 lines.append("\(name){\(labels)\(extra.isEmpty ? "" : "," + extra)} \(value)")
             }
         }
+        metric("worker_build_info", "The worker version that wrote these metrics.", "gauge",
+               [(#"version="\#(escape(WorkerVersion.current))""#, "1")])
+        if let rate = report.limits?.limitRate {
+            metric("worker_sync_limit_rate_bytes_per_second", "--limit-rate: body bytes per second for the whole run.", "gauge",
+                   [("", "\(rate)")])
+        }
+        if let rps = report.limits?.maxRequestsPerSecond {
+            metric("worker_sync_max_requests_per_second", "--max-rps: requests per second to each origin.", "gauge",
+                   [("", String(format: "%g", rps))])
+        }
         metric("worker_sync_last_run_timestamp_seconds", "When the last sync finished (Unix time).", "gauge",
                [("", String(format: "%.3f", report.finishedAt.timeIntervalSince1970))])
         metric("worker_sync_success", "1 if the last sync ended with exit code 0.", "gauge", [("", success ? "1" : "0")])

@@ -17,10 +17,13 @@ public struct SyncReport: Sendable {
         public var failed = 0
         public var removed = 0
         public var bytesDownloaded: Int64 = 0
+        /// Entries downloaded again by `--refresh` although the index had them.
+        public var refreshed = 0
 
         enum CodingKeys: String, CodingKey {
             case entries, unchanged, added, updated, reused, failed, removed
             case bytesDownloaded = "bytes_downloaded"
+            case refreshed
         }
 
         mutating func count(_ status: EntryStatus) {
@@ -77,6 +80,19 @@ public struct SyncReport: Sendable {
     public var pruneRefused: String?
     /// Orphans kept because their `--prune-after` grace period has not passed.
     public var pruneWaiting = 0
+    /// The rate limits the run kept (`--limit-rate`, `--max-rps`), if any.
+    public var limits: Limits?
+
+    public struct Limits: Sendable, Codable, Equatable {
+        public var limitRate: Int64?
+        public var maxRequestsPerSecond: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case limitRate = "limit_rate_bytes_per_second"
+            case maxRequestsPerSecond = "max_requests_per_second"
+        }
+    }
+
     /// Whether the run met its success rule (failures within `--max-failures`, no refused prune).
     public var succeeded = true
     /// Origins the run gave up on: their remaining entries failed without a request.

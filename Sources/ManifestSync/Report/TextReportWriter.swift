@@ -31,6 +31,7 @@ public struct TextReportWriter {
         var counts = "  \(report.dryRun ? "to add" : "added") \(totals.added), \(report.dryRun ? "to update" : "updated") \(totals.updated), "
             + "\(report.dryRun ? "to reuse" : "reused") \(totals.reused), unchanged \(totals.unchanged)"
         if !report.dryRun { counts += ", failed \(totals.failed)" }
+        if totals.refreshed > 0 { counts += ", refreshed \(totals.refreshed)" }
         if totals.removed > 0 { counts += ", \(report.dryRun ? "to remove" : "removed") \(totals.removed)" }
         lines.append(counts)
         if report.pruneWaiting > 0 {

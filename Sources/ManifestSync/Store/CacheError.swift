@@ -18,3 +18,10 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// Why a sync did not run to its report: its manifests are wrong (exit 2, nothing touched), or
+/// the cache cannot be used or is locked.
+public enum SyncFailure: Error, Sendable {
+    case manifest(ManifestErrors)
+    case cache(CacheError)
+}

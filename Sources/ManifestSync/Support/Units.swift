@@ -41,6 +41,25 @@ public enum Units {
     }
 
     /// `1.2 MB` style, powers of 1000.
+    /// A transfer rate in bytes per second, in curl's `--limit-rate` forms: `500000`, `256K`,
+    /// `1M`, `2G` (K = 1024), optionally with `B` or `/s` (`1MB/s`).
+    public static func rate(_ text: String) -> Int64? {
+        var rest = text.trimmingCharacters(in: .whitespaces)
+        if rest.lowercased().hasSuffix("/s") { rest.removeLast(2) }
+        if rest.hasSuffix("B") || rest.hasSuffix("b") { rest.removeLast() }
+        var multiplier: Double = 1
+        switch rest.last {
+        case "k", "K": multiplier = 1024
+        case "m", "M": multiplier = 1024 * 1024
+        case "g", "G": multiplier = 1024 * 1024 * 1024
+        default: break
+        }
+        if multiplier > 1 { rest.removeLast() }
+        guard let number = Double(rest), number > 0, number.isFinite else { return nil }
+        let bytes = number * multiplier
+        return bytes >= 1 && bytes < 1e15 ? Int64(bytes) : nil
+    }
+
     /// A duration as `--deadline` and friends take it: `45s`, `1m30s`, `2h5m`, `0.5s`.
     public static func formatDuration(_ seconds: Double) -> String {
         if seconds < 60 {

@@ -23,13 +23,12 @@ struct Export: AsyncParsableCommand {
     @Argument(help: "Export only the entries of these manifests.")
     var manifests: [String] = []
 
-    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
-    var cacheDirectory: String?
+    @OptionGroup(title: "Cache") var cache: CacheOptions
 
     func run() async throws {
-        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
+        let cacheDirectory = try cache.existing()
         let urls = manifests.isEmpty ? nil : Set(try loadManifests(manifests).entries.map(\.url))
-        let exporter = Exporter(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
+        let exporter = Exporter(cacheDirectory: cacheDirectory)
         let result: Exporter.Result
         do {
             result = try exporter.export(layout: layout, to: directory, urls: urls)

@@ -13,8 +13,7 @@ struct GC: AsyncParsableCommand {
             goes when no entry uses it.
             """)
 
-    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
-    var cacheDirectory: String?
+    @OptionGroup(title: "Cache") var cache: CacheOptions
 
     @Option(name: .customLong("max-age"), help: "Evict entries not used for this long (e.g. 7d; 0 disables).")
     var maxAge = "7d"
@@ -38,8 +37,8 @@ struct GC: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
-        var collector = GarbageCollector(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
+        let cacheDirectory = try cache.existing()
+        var collector = GarbageCollector(cacheDirectory: cacheDirectory)
         let age = Units.duration(maxAge) ?? 0
         collector.maxAge = age > 0 ? age : nil
         collector.maxSize = maxSize.flatMap(Units.size)

@@ -10,12 +10,11 @@ struct PathCommand: AsyncParsableCommand {
     @Argument(help: "The URL, as the manifest resolves it.")
     var url: String
 
-    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
-    var cacheDirectory: String?
+    @OptionGroup(title: "Cache") var cache: CacheOptions
 
     func run() async throws {
-        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
-        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
+        let cacheDirectory = try cache.existing()
+        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory)
         let path: String?
         do {
             path = try await maintenance.path(for: url)

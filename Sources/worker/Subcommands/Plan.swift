@@ -5,34 +5,56 @@ import ManifestSync
 /// `worker plan MANIFEST…`: what a sync would do, with no network and no change.
 struct Plan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show what a sync would do, with no network access and no change to the cache.")
+        abstract: "Show what a sync would do, with no network access and no change to the cache.",
+        discussion: """
+            Examples:
+              worker plan manifests/avatars.yaml
+              worker plan manifests/*.yaml --prune --report plan.json
+            """)
 
     @Argument(help: "Manifest files (YAML).")
     var manifests: [String]
 
-    @OptionGroup var common: CommonOptions
+    @OptionGroup(title: "Cache") var cache: CacheOptions
 
     @Flag(help: "Count cache entries no given manifest names as to be removed.")
     var prune = false
+
+    @Option(name: .customLong("report"), help: "Write the plan as a JSON report (schema 1) to this file.")
+    var reportPath: String?
+
+    @Flag(name: .customLong("report-all"), help: "List unchanged entries in the report too.")
+    var reportAll = false
+
+    @Flag(name: [.short, .customLong("quiet")], help: "Print nothing on stdout.")
+    var quiet = false
 
     func validate() throws {
         guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
     }
 
     func run() async throws {
-        try runPlan(manifests: manifests, common: common, prune: prune)
+        try runPlan(manifests: manifests, cacheDirectory: cache.resolved, reportPath: reportPath, reportAll: reportAll,
+                    quiet: quiet, prune: prune)
     }
 }
 
+/// `sync --dry-run` is `plan` with the sync's options.
+func runPlan(manifests paths: [String], cacheDirectory: String, output: OutputOptions, prune: Bool) throws {
+    try runPlan(manifests: paths, cacheDirectory: cacheDirectory, reportPath: output.reportPath, reportAll: output.reportAll,
+                quiet: output.quiet, prune: prune)
+}
+
 /// Shared by `worker plan` and `worker sync --dry-run`.
-func runPlan(manifests paths: [String], common: CommonOptions, prune: Bool) throws {
+func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
+             prune: Bool) throws {
     let startedAt = Date()
-    try checkOutputs([(.report, common.reportPath)], manifests: paths)
+    try checkOutputs([(.report, reportPath)], manifests: paths)
     let set = try loadManifests(paths)
-    var options = SyncOptions(cacheDirectory: common.resolvedCacheDirectory())
+    var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.prune = prune
-    options.reportAll = common.reportAll
-        options.listLimit = common.reportPath == nil ? TextReportWriter().listLimit : nil
+    options.reportAll = reportAll
+    options.listLimit = reportPath == nil ? TextReportWriter().listLimit : nil
     let engine = SyncEngine(options: options)
     let report: SyncReport
     do {
@@ -40,6 +62,6 @@ func runPlan(manifests paths: [String], common: CommonOptions, prune: Bool) thro
     } catch {
         throw cacheExitCode(error)
     }
-    if !common.quiet { Console.out(TextReportWriter().summary(report)) }
-    try writeReport(report, to: common.reportPath)
+    if !quiet { Console.out(TextReportWriter().summary(report)) }
+    try writeReport(report, to: reportPath)
 }

@@ -10,8 +10,7 @@ struct Remove: AsyncParsableCommand {
     @Argument(help: "URLs to remove.")
     var urls: [String]
 
-    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
-    var cacheDirectory: String?
+    @OptionGroup(title: "Cache") var cache: CacheOptions
 
     @OptionGroup var lock: LockOptions
 
@@ -20,8 +19,8 @@ struct Remove: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
-        let maintenance = CacheMaintenance(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory), waitLock: try lock.seconds())
+        let cacheDirectory = try cache.existing()
+        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory, waitLock: try lock.seconds())
         let result: CacheMaintenance.Removal
         do {
             result = try await maintenance.remove(urls: urls)

@@ -7,17 +7,16 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show entries, objects, bytes, deduplication, and the last sync of each manifest.")
 
-    @Option(name: .customLong("cache-dir"), help: "The cache directory (env WORKER_CACHE_DIR).")
-    var cacheDirectory: String?
+    @OptionGroup(title: "Cache") var cache: CacheOptions
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
     func run() async throws {
-        try requireCache(CommonOptions.resolveCacheDirectory(cacheDirectory))
-        let report: StatusReport
+        let cacheDirectory = try cache.existing()
+                let report: StatusReport
         do {
-            report = try StatusReport.read(cacheDirectory: CommonOptions.resolveCacheDirectory(cacheDirectory))
+            report = try StatusReport.read(cacheDirectory: cacheDirectory)
         } catch {
             throw cacheExitCode(error)
         }

@@ -15,7 +15,16 @@ struct Verify: AsyncParsableCommand {
             problems found and not repaired.
             """)
 
-    @OptionGroup var common: CommonOptions
+    @OptionGroup(title: "Cache") var cache: CacheOptions
+
+    @Option(name: [.short, .customLong("jobs")], help: "Files hashed (and, with --repair, downloaded) at once.")
+    var jobs = 4
+
+    @Option(name: .customLong("report"), help: "Write the findings as JSON to this file.")
+    var reportPath: String?
+
+    @Flag(name: [.short, .customLong("quiet")], help: "Print nothing on stdout.")
+    var quiet = false
 
     @Flag(help: "Fix what is found: delete bad files, re-download or drop broken entries.")
     var repair = false
@@ -29,10 +38,10 @@ struct Verify: AsyncParsableCommand {
     @OptionGroup var lock: LockOptions
 
     func run() async throws {
-        try requireCache(common.resolvedCacheDirectory())
-        try checkOutputs([(.verifyReport, common.reportPath)], manifests: [])
-        var verifier = CacheVerifier(cacheDirectory: common.resolvedCacheDirectory())
-        verifier.fetch.jobs = common.jobs
+        let directory = try cache.existing()
+        try checkOutputs([(.verifyReport, reportPath)], manifests: [])
+        var verifier = CacheVerifier(cacheDirectory: directory)
+        verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates
         verifier.waitLock = try lock.seconds()
@@ -42,8 +51,8 @@ struct Verify: AsyncParsableCommand {
         } catch {
             throw cacheExitCode(error)
         }
-        if !common.quiet { Console.out(Self.describe(report)) }
-        if let path = common.reportPath {
+        if !quiet { Console.out(Self.describe(report)) }
+        if let path = reportPath {
             do {
                 try AtomicFile.write(Console.json(report), to: path)
             } catch {

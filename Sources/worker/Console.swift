@@ -2,49 +2,6 @@ import ArgumentParser
 import Foundation
 import ManifestSync
 
-/// Options every command shares.
-struct CommonOptions: ParsableArguments {
-    @Option(name: .customLong("cache-dir"),
-            help: "The cache directory (env WORKER_CACHE_DIR; default $XDG_CACHE_HOME/worker or ~/.cache/worker).")
-    var cacheDirectory: String?
-
-    @Option(name: [.short, .customLong("jobs")], help: "Downloads at once.")
-    var jobs = 16
-
-    @Option(name: .customLong("report"), help: "Write the JSON report (schema 1) to this file.")
-    var reportPath: String?
-
-    @Flag(name: .customLong("report-all"), help: "List unchanged entries in the report too.")
-    var reportAll = false
-
-    @Flag(name: [.short, .customLong("quiet")], help: "Print nothing on stdout; failures still go to stderr.")
-    var quiet = false
-
-    func validate() throws {
-        guard (1...1024).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 1024") }
-    }
-
-    /// The cache directory, absolute: the option, else the environment, else the XDG default.
-    func resolvedCacheDirectory() -> String {
-        Self.resolveCacheDirectory(cacheDirectory)
-    }
-
-    static func resolveCacheDirectory(_ cacheDirectory: String?) -> String {
-        let environment = ProcessInfo.processInfo.environment
-        let chosen: String
-        if let cacheDirectory, !cacheDirectory.isEmpty {
-            chosen = cacheDirectory
-        } else if let fromEnvironment = environment["WORKER_CACHE_DIR"], !fromEnvironment.isEmpty {
-            chosen = fromEnvironment
-        } else if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
-            chosen = xdg + "/worker"
-        } else {
-            chosen = (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/worker"
-        }
-        return URL(fileURLWithPath: chosen).standardizedFileURL.path
-    }
-}
-
 /// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
 /// json` every stderr line is one JSON object (time, level, message, and any fields given).
 enum Console {
@@ -138,23 +95,5 @@ func cacheExitCode(_ error: CacheError) -> ExitCode {
     switch error {
     case .locked: return ExitCode(ExitStatus.locked)
     case .unusable, .output: return ExitCode(ExitStatus.cacheUnusable)
-    }
-}
-
-/// `--wait-lock`, the same for every command that writes: a duration (`30`, `30s`, `5m`).
-struct LockOptions: ParsableArguments {
-    @Option(name: .customLong("wait-lock"), help: "How long to wait for another run's lock before exit 3 (e.g. 30s; default: no limit).")
-    var waitLock: String?
-
-    func validate() throws {
-        _ = try seconds()
-    }
-
-    /// The wait in seconds; nil waits without limit.
-    func seconds() throws -> Double? {
-        try waitLock.map { text in
-            guard let seconds = Units.duration(text) else { throw ValidationError("--wait-lock: '\(text)' is not a duration (e.g. 30s)") }
-            return seconds
-        }
     }
 }

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import ManifestSync
+
+/// `--cache-dir`, the same for every command.
+struct CacheOptions: ParsableArguments {
+    @Option(name: .customLong("cache-dir"),
+            help: "The cache directory (env WORKER_CACHE_DIR; default $XDG_CACHE_HOME/worker or ~/.cache/worker).")
+    var cacheDirectory: String?
+
+    /// The cache directory, absolute: the option, else the environment, else the XDG default.
+    var resolved: String {
+        let environment = ProcessInfo.processInfo.environment
+        let chosen: String
+        if let cacheDirectory, !cacheDirectory.isEmpty {
+            chosen = cacheDirectory
+        } else if let fromEnvironment = environment["WORKER_CACHE_DIR"], !fromEnvironment.isEmpty {
+            chosen = fromEnvironment
+        } else if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            chosen = xdg + "/worker"
+        } else {
+            chosen = (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/worker"
+        }
+        return URL(fileURLWithPath: chosen).standardizedFileURL.path
+    }
+
+    /// The resolved directory, or exit 4 when it holds no cache (for commands that never create one).
+    func existing() throws -> String {
+        let directory = resolved
+        try requireCache(directory)
+        return directory
+    }
+}
+
+/// `--wait-lock`, the same for every command that writes: a duration (`30`, `30s`, `5m`).
+struct LockOptions: ParsableArguments {
+    @Option(name: .customLong("wait-lock"), help: "How long to wait for another run's lock before exit 3 (e.g. 30s; default: no limit).")
+    var waitLock: String?
+
+    func validate() throws {
+        _ = try seconds()
+    }
+
+    /// The wait in seconds; nil waits without limit.
+    func seconds() throws -> Double? {
+        try waitLock.map { text in
+            guard let seconds = Units.duration(text) else { throw ValidationError("--wait-lock: '\(text)' is not a duration (e.g. 30s)") }
+            return seconds
+        }
+    }
+}
