@@ -12,6 +12,8 @@ public struct SyncOptions: Sendable {
     public var pruneAfter = 0.0
     /// Check hashless entries with conditional requests.
     public var revalidate = false
+    /// Whether the run is recorded per manifest for `worker status` (not for `get`'s one URL).
+    public var recordsManifestRuns = true
     /// Download and verify every selected entry again (`--refresh`).
     public var refresh = false
     /// No network: report what is missing or out of date, fetch nothing.
@@ -202,12 +204,9 @@ public struct SyncEngine: Sendable {
         report.manifests = Self.summaries(manifests)
 
         let finished = Date().timeIntervalSince1970
-        var failedPerManifest = [Int](repeating: 0, count: manifests.manifests.count)
-        for failed in run.failedManifestIndexes { failedPerManifest[failed] += 1 }
-        try index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
-            ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,
-                        finishedAt: finished, failed: failedPerManifest[offset])
-        })
+        if options.recordsManifestRuns {
+            try recordRuns(manifests, run: run, at: finished)
+        }
         report.finishedAt = Date()
         if options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil {
             report.limits = SyncReport.Limits(limitRate: options.fetch.limitRate,
@@ -217,6 +216,15 @@ public struct SyncEngine: Sendable {
         try options.outputs.write(report, success: report.succeeded)
         try run.finish()
         return report
+    }
+
+    private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {
+        var failedPerManifest = [Int](repeating: 0, count: manifests.manifests.count)
+        for failed in run.failedManifestIndexes { failedPerManifest[failed] += 1 }
+        try run.index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
+            ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,
+                        finishedAt: finished, failed: failedPerManifest[offset])
+        })
     }
 
     /// Listing the object folders beats one lookup per object when the manifests name a large

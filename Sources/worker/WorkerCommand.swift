@@ -9,8 +9,8 @@ struct WorkerCommand: AsyncParsableCommand {
         commandName: "worker",
         abstract: "Keep a local cache of remote files in step with YAML manifests of URL + content hash.",
         version: "worker \(WorkerVersion.current)",
-        subcommands: [Sync.self, Plan.self, Status.self, Verify.self, GC.self, PathCommand.self, Remove.self, Clear.self,
-                      Export.self, Fingerprint.self, Completion.self]
+        subcommands: [Sync.self, Get.self, Plan.self, Status.self, Verify.self, GC.self, PathCommand.self, Remove.self, Clear.self,
+                      Export.self, Fingerprint.self, ManifestCommand.self, Completion.self]
     )
 
     /// Runs the command, mapping usage errors to exit 2 (PRODUCT.md) instead of EX_USAGE.

@@ -99,3 +99,113 @@ import WorkerTestSupport
         #expect((document["limits"] as? [String: Any])?["max_requests_per_second"] as? Double == 5)
     }
 }
+
+/// `worker get` and `worker manifest`, through the binary.
+@Suite struct LookupAndManifestTests {
+    @Test func getReadsThroughTheCache() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let bytes = harness.serve("a.png", "png bytes\n")
+        let url = harness.origin.url("/f/a.png")
+        let miss = try WorkerBinary.run(["get", url, "--cache-dir", harness.cache])
+        #expect(miss.code == 0, "\(miss.stderr)")
+        #expect(miss.stdout == harness.objectPath(sha256(bytes)) + "\n")
+        #expect(harness.origin.totalRequests == 1)
+        // A hit makes no request, also with the right hash pinned.
+        let hit = try WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "--hash", "sha256:\(sha256(bytes))"])
+        #expect(hit.code == 0 && hit.stdout == miss.stdout)
+        #expect(harness.origin.totalRequests == 1)
+        // The bytes to a file or to stdout.
+        let file = harness.directory.path + "/out.png"
+        #expect(try WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "-o", file]).code == 0)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: file))) == bytes)
+        let piped = try WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "-o", "-"])
+        #expect(Array(piped.stdout.utf8) == bytes)
+        #expect(harness.origin.totalRequests == 1)
+        // The entry exists like any other: path finds it, gc ages it, status counts it.
+        #expect(try WorkerBinary.run(["path", url, "--cache-dir", harness.cache]).stdout == miss.stdout)
+
+        // A wrong hash is a hash_mismatch, exit 1, nothing stored.
+        harness.serve("b.png", "other bytes\n")
+        let wrong = try WorkerBinary.run(["get", harness.origin.url("/f/b.png"), "--cache-dir", harness.cache,
+                                          "--hash", "sha256:" + String(repeating: "0", count: 64)])
+        #expect(wrong.code == 1)
+        #expect(wrong.stderr.contains("hash_mismatch"), "\(wrong.stderr)")
+        #expect(harness.objects() == [sha256(bytes)])
+        let missing = try WorkerBinary.run(["get", harness.origin.url("/status/404"), "--cache-dir", harness.cache])
+        #expect(missing.code == 1 && missing.stderr.contains("HTTP 404"))
+        #expect(try WorkerBinary.run(["get", "ftp://example.com/a", "--cache-dir", harness.cache]).code == 2)
+        #expect(try WorkerBinary.run(["get", url, "--hash", "nope"]).code == 2)
+    }
+
+    @Test func aFolderBecomesAManifestThatSyncsBack() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let folder = harness.directory.path + "/public"
+        let files = ["a.png": "A", "sub/b.png": "B", "sub/deeper/c d.png": "C with a space", "ü.txt": "unicode name",
+                     ".hidden": "skipped"]
+        for (name, text) in files {
+            harness.directory.write("public/" + name, text)
+        }
+        let result = try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets")])
+        #expect(result.code == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").filter { $0.hasPrefix("  - url:") }
+        #expect(lines == [#"  - url: "a.png""#, #"  - url: "sub/b.png""#, #"  - url: "sub/deeper/c%20d.png""#,
+                          #"  - url: "%C3%BC.txt""#], "stable order, relative, encoded: \(result.stdout)")
+        #expect(result.stdout.contains("sha256:\(sha256("A"))"))
+        #expect(!result.stdout.contains("hidden"))
+        // Written to a file, read back by the reader, synced from a server of the same folder.
+        let manifest = harness.directory.path + "/public.yaml"
+        #expect(try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets/"), "-o", manifest]).code == 0)
+        for (name, text) in files where !name.hasPrefix(".") {
+            let encoded = name.split(separator: "/").map { String($0).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)! }
+                .joined(separator: "/")
+            harness.origin.set("/assets/" + encoded, text)
+        }
+        let report = harness.directory.path + "/r.json"
+        let synced = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report", report])
+        #expect(synced.code == 0, "\(synced.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let entries = try #require(document["entries"] as? [[String: Any]])
+        #expect(entries.count == 4 && entries.allSatisfy { $0["status"] as? String == "added" && ($0["hash"] as? String)?.hasPrefix("sha256:") == true })
+        // Running it again gives the same bytes; it never overwrites a file it did not write.
+        #expect(try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets/"), "-o", manifest]).code == 0)
+        let foreign = harness.directory.write("notes.yaml", "version: 1\nentries: []\n")
+        #expect(try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/"), "-o", foreign]).code == 2)
+        #expect(try WorkerBinary.run(["manifest", folder]).code == 2, "--base-url is required with folders")
+    }
+
+    @Test func urlsArePinnedThroughTheCache() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let one = harness.serve("one", "first\n")
+        let two = harness.serve("two", "second\n")
+        let list = harness.directory.write("urls.txt", """
+            # avatars
+            \(harness.origin.url("/f/one"))
+
+            \(harness.origin.url("/f/two"))
+            \(harness.origin.url("/f/one"))
+            """)
+        let manifest = harness.directory.path + "/pinned.yaml"
+        let result = try WorkerBinary.run(["manifest", "--urls", list, "-o", manifest, "--cache-dir", harness.cache])
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(harness.origin.totalRequests == 2, "each URL once")
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        #expect(text.contains("sha256:\(sha256(one))") && text.contains("sha256:\(sha256(two))"))
+        #expect(text.contains("name: \"pinned\""))
+        // The cache is warm: a sync of the pinned manifest asks nothing.
+        let warm = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
+        #expect(warm.code == 0 && warm.stdout.contains("unchanged 2"), "\(warm.stdout)")
+        #expect(harness.origin.totalRequests == 2)
+        // From stdin; a URL that fails is left out (exit 1); a line that is no URL is located (exit 2).
+        let failing = harness.directory.write("failing.txt", "\(harness.origin.url("/f/one"))\n\(harness.origin.url("/status/404"))\n")
+        let partial = try WorkerBinary.run(["sh", "-c", "\"$0\" manifest --urls - --cache-dir \"$1\" < \"$2\"", WorkerBinary.path,
+                                            harness.cache, failing].dropFirst().map { $0 }, executable: "/bin/sh")
+        #expect(partial.code == 1, "\(partial.stderr)")
+        #expect(partial.stdout.contains("/f/one") && !partial.stdout.contains("/status/404"))
+        let bad = harness.directory.write("bad.txt", "\(harness.origin.url("/f/one"))\n\nnot a url\n")
+        let located = try WorkerBinary.run(["manifest", "--urls", bad, "--cache-dir", harness.cache])
+        #expect(located.code == 2 && located.stderr.contains("bad.txt:3:"), "\(located.stderr)")
+    }
+}

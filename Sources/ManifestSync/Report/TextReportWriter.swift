@@ -77,7 +77,7 @@ public struct TextReportWriter {
         return lines
     }
 
-    static func failureLine(_ entry: SyncReport.Entry) -> String {
+    public static func failureLine(_ entry: SyncReport.Entry) -> String {
         let reason = entry.reason?.rawValue ?? "failed"
         var line = "failed: \(entry.url): \(reason): \(entry.error ?? "")"
         if let attempts = entry.attempts, attempts > 1 { line += " (\(attempts) attempts)" }

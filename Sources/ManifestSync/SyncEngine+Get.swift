@@ -1,0 +1,89 @@
+import Foundation
+
+/// `worker get URL`: SDImageCache's read-through lookup for a command line — the index, then the
+/// object file, then the network. A miss is a one-entry sync through the same pipeline (the same
+/// verification, storage, lock and index rules), so the entry then exists like any other.
+extension SyncEngine {
+    /// What `get` found or fetched.
+    public struct Lookup: Sendable {
+        /// The object file, when the URL is cached (now).
+        public let path: String?
+        /// The entry's report row: its status (`unchanged` for a hit), or why it failed.
+        public let entry: SyncReport.Entry?
+    }
+
+    /// Looks `url` up, fetching it on a miss; `hash` pins the content it must have.
+    public func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              parsed.host?.isEmpty == false
+        else {
+            throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(
+                path: "get", line: 0, column: 0, message: "'\(Redact.url(url))' is not an absolute http or https URL")],
+                truncated: false))
+        }
+        let manifest = Manifest(path: "get", name: "get", baseURL: nil, headers: [], localRoot: "/", entryCount: 1)
+        let set = ManifestSet(manifests: [manifest],
+                              entries: [ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)])
+        var options = options
+        options.recordsManifestRuns = false
+        options.reportAll = true
+        options.listLimit = nil
+        let report: SyncReport
+        do {
+            report = try await SyncEngine(options: options, logger: logger).sync(set)
+        } catch {
+            throw .cache(error)
+        }
+        let entry = report.entries.first
+        guard entry?.status != .failed, let path = entry?.path else { return Lookup(path: nil, entry: entry) }
+        return Lookup(path: path, entry: entry)
+    }
+}
+
+/// `worker manifest --urls`: each URL downloaded once through the cache (which it warms), and
+/// pinned to the SHA-256 of what was stored.
+extension SyncEngine {
+    /// The pinned URLs in the order given (duplicates once), and the entries that failed.
+    /// `source` names the list in errors (`urls.txt:3: …`).
+    public func pin(urls: [String], source: String) async throws(SyncFailure) -> (items: [ManifestWriter.Item], failed: [SyncReport.Entry]) {
+        var diagnostics: [ManifestDiagnostic] = []
+        var entries: [ManifestEntry] = []
+        var seen = Set<String>()
+        for (offset, url) in urls.enumerated() {
+            guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+                  scheme == "http" || scheme == "https", parsed.host?.isEmpty == false
+            else {
+                diagnostics.append(ManifestDiagnostic(path: source, line: offset + 1, column: 1,
+                                                      message: "'\(Redact.url(url))' is not an absolute http or https URL"))
+                continue
+            }
+            if seen.insert(url).inserted {
+                entries.append(ManifestEntry(url: url, hash: nil, manifest: 0, line: offset + 1, column: 1))
+            }
+        }
+        guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
+        let manifest = Manifest(path: source, name: "urls", baseURL: nil, headers: [], localRoot: "/", entryCount: urls.count)
+        var options = options
+        options.recordsManifestRuns = false
+        options.reportAll = true
+        options.listLimit = nil
+        let report: SyncReport
+        do {
+            report = try await SyncEngine(options: options, logger: logger).sync(ManifestSet(manifests: [manifest], entries: entries))
+        } catch {
+            throw .cache(error)
+        }
+        var items: [ManifestWriter.Item] = []
+        var failed: [SyncReport.Entry] = []
+        // With every row kept, the report's entries are the manifest's, in order; its URLs are
+        // redacted, so the manifest takes them from the list.
+        for (entry, row) in zip(entries, report.entries) {
+            if row.status == .failed {
+                failed.append(row)
+            } else if let path = row.path {
+                items.append(ManifestWriter.Item(url: entry.url, sha256: (path as NSString).lastPathComponent))
+            }
+        }
+        return (items, failed)
+    }
+}

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Foundation
+import ManifestSync
+
+/// `worker manifest DIR… --base-url URL` or `worker manifest --urls FILE|-`: write a manifest.
+struct ManifestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "manifest",
+        abstract: "Write a manifest: for the files under folders, or for URLs downloaded once through the cache.",
+        discussion: """
+            With folders, every file below them (hidden ones and symlinks skipped) is hashed (SHA-256) \
+            and listed with its path relative to its folder, in a stable order, under --base-url: the \
+            manifest of a folder you publish at that URL. With --urls (one URL a line; blank lines and \
+            # comments skipped; - for standard input), each URL is downloaded once through the cache, \
+            which it warms, and pinned to the hash of what arrived. The manifest goes to standard \
+            output, or to FILE with -o.
+
+            Examples:
+              worker manifest public/avatars --base-url https://cdn.example.com/avatars/ -o manifests/avatars.yaml
+              worker manifest --urls urls.txt -o manifests/pinned.yaml
+              printf 'https://cdn.example.com/a.png\\n' | worker manifest --urls -
+            """)
+
+    @Argument(help: "Folders whose files the manifest lists.")
+    var folders: [String] = []
+
+    @Option(name: .customLong("base-url"), help: "The URL the folders are published at (each file's URL is relative to it).")
+    var baseURL: String?
+
+    @Option(name: .customLong("urls"), help: "A file of URLs (or - for standard input) to download once and pin.")
+    var urls: String?
+
+    @Option(help: "The manifest's name (default: the output file's name).")
+    var name: String?
+
+    @Option(name: .shortAndLong, help: "Write the manifest to FILE instead of standard output.")
+    var output: String?
+
+    @OptionGroup(title: "Cache (with --urls)") var cache: CacheOptions
+
+    @OptionGroup(title: "Network (with --urls)") var network: NetworkOptions
+
+    @OptionGroup var lock: LockOptions
+
+    func validate() throws {
+        if urls == nil {
+            guard !folders.isEmpty else { throw ValidationError("give folders (with --base-url) or --urls FILE") }
+            guard let baseURL else { throw ValidationError("--base-url: the URL the folders are published at") }
+            guard let parsed = URL(string: baseURL), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+                  parsed.host?.isEmpty == false, parsed.query == nil, parsed.fragment == nil
+            else { throw ValidationError("--base-url: '\(baseURL)' is not an absolute http or https URL without query") }
+        } else {
+            guard folders.isEmpty, baseURL == nil else { throw ValidationError("--urls takes no folders and no --base-url") }
+        }
+    }
+
+    func run() async throws {
+        if let output {
+            // Never over a file that is not a manifest worker wrote (a typo must not eat a source file).
+            if let text = try? String(contentsOfFile: output, encoding: .utf8), !text.isEmpty,
+               !text.hasPrefix("# Written by worker manifest") {
+                Console.error("worker: -o '\(output)' exists and was not written by `worker manifest`; refusing to overwrite it")
+                throw ExitCode(ExitStatus.usage)
+            }
+        }
+        let yaml: String
+        var failed = 0
+        if let urls {
+            (yaml, failed) = try await pinned(urls)
+        } else {
+            do {
+                let items = try ManifestWriter.scan(folders)
+                yaml = ManifestWriter.yaml(name: name, baseURL: baseURL, items: items)
+            } catch {
+                Console.error("worker: \(error)")
+                throw ExitCode(ExitStatus.usage)
+            }
+        }
+        if let output {
+            do {
+                try AtomicFile.write(Data(yaml.utf8), to: output)
+            } catch {
+                Console.error("worker: \(error.localizedDescription)")
+                throw ExitCode(ExitStatus.cacheUnusable)
+            }
+        } else {
+            Console.out(yaml)
+        }
+        if failed > 0 { throw ExitCode(ExitStatus.failures) }
+    }
+
+    /// The manifest of the URLs that could be fetched, and how many could not.
+    private func pinned(_ source: String) async throws -> (String, Int) {
+        let text: String
+        if source == "-" {
+            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        } else {
+            guard let read = try? String(contentsOfFile: source, encoding: .utf8) else {
+                Console.error("worker: cannot read --urls '\(source)'")
+                throw ExitCode(ExitStatus.usage)
+            }
+            text = read
+        }
+        // Line numbers stay those of the file: blank and comment lines become empty, then skipped.
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        var urls: [String] = []
+        var lineOf: [Int] = []
+        for (offset, line) in lines.enumerated() where !line.isEmpty && !line.hasPrefix("#") {
+            urls.append(line)
+            lineOf.append(offset + 1)
+        }
+        var options = SyncOptions(cacheDirectory: cache.resolved)
+        options.fetch = try network.settings()
+        options.waitLock = try lock.seconds()
+        let result: (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
+        do {
+            result = try await SyncEngine(options: options).pin(urls: urls, source: source == "-" ? "stdin" : source)
+        } catch .manifest(let errors) {
+            for diagnostic in errors.diagnostics {
+                let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line
+                Console.error("\(diagnostic.path):\(line): \(diagnostic.message)")
+            }
+            throw ExitCode(ExitStatus.usage)
+        } catch .cache(let error) {
+            throw cacheExitCode(error)
+        }
+        for entry in result.failed {
+            Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")
+        }
+        let name = name ?? output.map { (($0 as NSString).lastPathComponent as NSString).deletingPathExtension }
+        return (ManifestWriter.yaml(name: name, baseURL: nil, items: result.items), result.failed.count)
+    }
+}
