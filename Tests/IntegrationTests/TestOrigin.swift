@@ -25,6 +25,10 @@ import Synchronization
 /// | `/gen/KEY` | `TestOrigin.generated(KEY)`: 1–11 KB derived from KEY |
 /// | `/slow/MS/ROUTE` | waits MS milliseconds, then answers as ROUTE |
 /// | `/encoded/PATH` | PATH's bytes labelled `Content-Encoding: gzip` (nobody asked for it) |
+/// | `/cut/PERCENT/PATH` | the first request gets PERCENT % of PATH and a closed connection; later ones PATH |
+///
+/// Files given to `set(_:_:)` answer `Range: bytes=N-` with a 206 when `If-Range` (if sent)
+/// matches their ETag, as nginx does.
 /// | anything else | 404 |
 final class TestOrigin: Sendable {
     struct State {
@@ -39,6 +43,8 @@ final class TestOrigin: Sendable {
     enum Behavior {
         case respond(HTTPResponseStatus, HTTPHeaders, [UInt8])
         case truncate([UInt8])
+        /// The head declares the whole body; only the first `count` bytes follow, then a close.
+        case cut(HTTPHeaders, [UInt8], count: Int)
         case drip([UInt8], milliseconds: Int64)
         case stall([UInt8])
         case endless
@@ -120,6 +126,35 @@ final class TestOrigin: Sendable {
 
     // MARK: - Routing
 
+    static func etag(_ file: [UInt8]) -> String {
+        "\"\(SHA256.hash(data: file).prefix(8).map { String(format: "%02x", $0) }.joined())\""
+    }
+
+    /// A stored file: 304 to a matching If-None-Match, 206 to `Range: bytes=N-` (when If-Range,
+    /// if sent, still matches), else 200. Counts the body bytes sent.
+    private func serveFile(_ file: [UInt8], _ head: HTTPRequestHead) -> Behavior {
+        var headers = HTTPHeaders()
+        let etag = Self.etag(file)
+        headers.add(name: "ETag", value: etag)
+        if head.headers.first(name: "if-none-match") == etag {
+            return .respond(.notModified, headers, [])
+        }
+        if let range = head.headers.first(name: "range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+           let start = Int(range.dropFirst(6).dropLast()),
+           head.headers.first(name: "if-range").map({ $0 == etag }) ?? true {
+            guard start < file.count else {
+                headers.add(name: "Content-Range", value: "bytes */\(file.count)")
+                return .respond(.rangeNotSatisfiable, headers, [])
+            }
+            let part = Array(file[start...])
+            headers.add(name: "Content-Range", value: "bytes \(start)-\(file.count - 1)/\(file.count)")
+            state.withLock { $0.bodyBytes += part.count }
+            return .respond(.partialContent, headers, part)
+        }
+        state.withLock { $0.bodyBytes += file.count }
+        return .respond(.ok, headers, file)
+    }
+
     fileprivate func behavior(for head: HTTPRequestHead) -> Behavior {
         let segments = head.uri.split(separator: "/", maxSplits: 2).map(String.init)
         if segments.count == 3, segments[0] == "slow", let milliseconds = Int64(segments[1]) {
@@ -142,13 +177,7 @@ final class TestOrigin: Sendable {
         }
         var headers = HTTPHeaders()
         if let file {
-            let etag = "\"\(SHA256.hash(data: file).prefix(8).map { String(format: "%02x", $0) }.joined())\""
-            headers.add(name: "ETag", value: etag)
-            if head.headers.first(name: "if-none-match") == etag {
-                return .respond(.notModified, headers, [])
-            }
-            state.withLock { $0.bodyBytes += file.count }
-            return .respond(.ok, headers, file)
+            return serveFile(file, head)
         }
         let segments = path.split(separator: "/").map(String.init)
         let rest = { (from: Int) in "/" + segments.dropFirst(from).joined(separator: "/") }
@@ -163,6 +192,18 @@ final class TestOrigin: Sendable {
             }
             return .respond(.ok, headers, served(3))
         case "truncate": return .truncate(served(1))
+        case "cut" where segments.count >= 3:
+            let target = rest(2)
+            guard let file = state.withLock({ $0.files[target] }) else { return .respond(.notFound, headers, []) }
+            let first = state.withLock { state -> Bool in
+                state.hits["cut:" + target, default: 0] += 1
+                return state.hits["cut:" + target] == 1
+            }
+            guard first else { return serveFile(file, head) }
+            let count = file.count * (Int(segments[1]) ?? 50) / 100
+            headers.add(name: "ETag", value: Self.etag(file))
+            state.withLock { $0.bodyBytes += count }
+            return .cut(headers, file, count: count)
         case "encoded" where segments.count >= 2:
             headers.add(name: "Content-Encoding", value: "gzip")
             return .respond(.ok, headers, served(1))
@@ -231,6 +272,11 @@ private final class OriginHandler: ChannelInboundHandler {
         case .truncate(let body):
             writeHead(context, request, .ok, [:], length: body.count + 100, keepAlive: false)
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body))))).whenComplete { _ in
+                channel.close(promise: nil)
+            }
+        case .cut(let headers, let body, let count):
+            writeHead(context, request, .ok, headers, length: body.count, keepAlive: false)
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body.prefix(count)))))).whenComplete { _ in
                 channel.close(promise: nil)
             }
         case .stall(let body):

@@ -19,6 +19,34 @@ struct BodySink {
         hasher = BodyHasher(also: expected?.algorithm)
     }
 
+    /// A sink that continues the body kept at `path` (its `offset` bytes are hashed again first,
+    /// so the final digest covers every byte).
+    static func resuming(path: String, offset: Int64, expected: ContentHash?, maxSize: Int64) -> Result<BodySink, FetchFailure> {
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return .failure(FetchFailure(.io, "cannot reopen \(path): \(String(cString: strerror(errno)))")) }
+        var sink = BodySink(fd: fd, path: path, expected: expected, maxSize: maxSize)
+        var hasher = sink.hasher
+        var total: Int64 = 0
+        let read = FileChunks.read(fd, path: path) { chunk in
+            guard total + Int64(chunk.count) <= offset else { return FetchFailure(.io, "\(path) grew while it was read") }
+            hasher.update(chunk)
+            total += Int64(chunk.count)
+            return nil
+        }
+        guard case .success = read, total == offset, lseek(fd, off_t(offset), SEEK_SET) == off_t(offset) else {
+            Foundation.close(fd)
+            return .failure(FetchFailure(.io, "cannot resume from \(path)"))
+        }
+        sink.hasher = hasher
+        sink.size = offset
+        return .success(sink)
+    }
+
+    /// Closes the file and leaves it where it is (a part kept to be resumed).
+    mutating func keep() {
+        if !closed { Foundation.close(fd); closed = true }
+    }
+
     /// Appends bytes; returns a failure (and stops) when the limit is passed or the write fails.
     mutating func write(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
         size += Int64(bytes.count)

@@ -26,6 +26,13 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private let deadline: NIODeadline
     private let entryTimeout: Double
     private let limits: RateLimits?
+    /// The request's URL, and the kept part of its body this request asked the rest of.
+    private let url: String
+    private let resume: PartialDownloads.Resume?
+    private let resumeThreshold: Int64
+    private var resumed = false
+    /// ETag, else Last-Modified: what makes a cut body resumable.
+    private var validator: String?
     private var sink: BodySink?
     private var declared: Int64?
     private var outcome: ExchangeOutcome?
@@ -34,8 +41,11 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private(set) var bytesReceived: Int64 = 0
 
     init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: NIODeadline,
-         entryTimeout: Double, limits: RateLimits?) {
+         entryTimeout: Double, limits: RateLimits?, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64) {
         self.limits = limits
+        self.url = url
+        self.resume = resume
+        self.resumeThreshold = resumeThreshold
         self.store = store
         self.expected = expected
         self.maxSize = maxSize
@@ -55,6 +65,16 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             outcome = .notModified
             return loop.makeSucceededVoidFuture()
         }
+        if status == 416, resume != nil {
+            store.partials.discard(url)
+            return loop.makeFailedFuture(restart("the server refused to resume at byte \(resume!.offset)"))
+        }
+        if status == 206, let resume {
+            return continueBody(head, from: resume, on: loop)
+        }
+        // Anything but the rest of the kept part (a 200: the range was ignored, or the version
+        // changed and If-Range sent it whole): the kept part is of no use.
+        if resume != nil { store.partials.discard(url) }
         guard (200..<300).contains(status), status != 206 else {
             outcome = .status(status, retryAfter: head.headers.first(name: "retry-after").flatMap(FailureClassifier.parseRetryAfter))
             return loop.makeSucceededVoidFuture()
@@ -76,6 +96,7 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         etag = head.headers.first(name: "etag")
         lastModified = head.headers.first(name: "last-modified")
+        validator = Self.strongValidator(etag) ?? lastModified
         do {
             let file = try store.makeTemporaryFile()
             sink = BodySink(fd: file.fd, path: file.path, expected: expected, maxSize: maxSize)
@@ -103,30 +124,106 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func didReceiveError(task: HTTPClient.Task<ExchangeOutcome>, _ error: any Error) {
-        sink?.discard()
+        keepOrDiscard()
+    }
+
+    /// After a cut: a body past the threshold with a validator is kept to be resumed.
+    private func keepOrDiscard() {
+        guard var body = sink else { return }
         sink = nil
+        if let validator, body.size >= resumeThreshold {
+            body.keep()
+            store.partials.keep(body.path, url: url, validator: validator)
+        } else {
+            body.discard()
+            if resumed { store.partials.discard(url) }
+        }
+    }
+
+    /// A 206: the rest of the kept part, appended to it (its bytes hashed again first).
+    private func continueBody(_ head: HTTPResponseHead, from resume: PartialDownloads.Resume,
+                              on loop: any EventLoop) -> EventLoopFuture<Void> {
+        guard let range = head.headers.first(name: "content-range"), let start = Self.rangeStart(range),
+              start == resume.offset, let length = head.headers.first(name: "content-length").flatMap({ Int64($0) })
+        else {
+            store.partials.discard(url)
+            return loop.makeFailedFuture(restart("the server answered the resumed request with another range"))
+        }
+        declared = resume.offset + length
+        if let declared, declared > maxSize {
+            store.partials.discard(url)
+            return loop.makeFailedFuture(FetchFailure(.tooLarge, "Content-Range total \(declared) exceeds the limit of \(maxSize) bytes"))
+        }
+        etag = head.headers.first(name: "etag")
+        lastModified = head.headers.first(name: "last-modified")
+        validator = resume.validator
+        switch BodySink.resuming(path: resume.path, offset: resume.offset, expected: expected, maxSize: maxSize) {
+        case .success(let body):
+            sink = body
+            resumed = true
+            return loop.makeSucceededVoidFuture()
+        case .failure:
+            store.partials.discard(url)
+            return loop.makeFailedFuture(restart("the kept part could not be read"))
+        }
+    }
+
+    private func restart(_ why: String) -> FetchFailure {
+        var failure = FetchFailure(.connection, "\(why); the next attempt starts over")
+        failure.restartsFromScratch = true
+        return failure
+    }
+
+    /// `bytes START-END/TOTAL` → START.
+    static func rangeStart(_ value: String) -> Int64? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
+    }
+
+    /// An ETag usable with If-Range: a strong one (a weak `W/` tag may not be used there).
+    static func strongValidator(_ etag: String?) -> String? {
+        guard let etag, !etag.hasPrefix("W/") else { return nil }
+        return etag
     }
 
     func didFinishRequest(task: HTTPClient.Task<ExchangeOutcome>) throws -> ExchangeOutcome {
         if let outcome { return outcome }
-        guard var body = sink else { throw FetchFailure(.connection, "the response ended without a body") }
-        sink = nil
+        guard let body = sink else { throw FetchFailure(.connection, "the response ended without a body") }
         if let declared, body.size != declared {
-            body.discard()
-            throw FetchFailure(.connection, "truncated body: received \(body.size) of \(declared) bytes")
+            let size = body.size
+            keepOrDiscard()
+            throw FetchFailure(.connection, "truncated body: received \(size) of \(declared) bytes")
         }
-        switch body.close() {
-        case .failure(let failure):
+        sink = nil
+        var closing = body
+        switch closing.close() {
+        case .failure(var failure):
+            if resumed {
+                // The kept part and the rest do not make the content: start over.
+                store.partials.discard(url)
+                failure = FetchFailure(failure.reason, failure.message + " (after resuming a kept part; the next attempt starts over)")
+                failure.restartsFromScratch = true
+            }
             throw failure
         case .success(let digests):
-            return .body(Fetcher.VerifiedFile(path: body.path, sha256: digests.sha256, size: body.size),
+            if resumed { store.partials.completed(url) }
+            return .body(Fetcher.VerifiedFile(path: closing.path, sha256: digests.sha256, size: closing.size),
                          etag: etag, lastModified: lastModified)
         }
     }
 
     private func fail(_ task: HTTPClient.Task<ExchangeOutcome>, _ failure: FetchFailure) -> EventLoopFuture<Void> {
-        sink?.discard()
-        sink = nil
+        if failure.reason == .timeout {
+            // Too slow is a cut like any other: what arrived can be resumed.
+            keepOrDiscard()
+        } else {
+            sink?.discard()
+            sink = nil
+            if resumed { store.partials.discard(url) }
+        }
         return task.eventLoop.makeFailedFuture(failure)
     }
 }

@@ -16,6 +16,9 @@ public struct FetchFailure: Error, Sendable, Equatable {
     public let retryAfter: Double?
     /// A connection failure that another attempt cannot fix (an untrusted certificate).
     public let isPermanent: Bool
+    /// A resumed body that went wrong (a hash mismatch, a refused range): the kept part is gone
+    /// and another attempt starts from the first byte.
+    public var restartsFromScratch = false
 
     public init(_ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil,
                 isPermanent: Bool = false) {
@@ -29,6 +32,7 @@ public struct FetchFailure: Error, Sendable, Equatable {
     /// Transient failures are retried: connect errors, resets, truncated bodies, timeouts, 5xx, 408, 429.
     public var isTransient: Bool {
         if isPermanent { return false }
+        if restartsFromScratch { return true }
         return switch reason {
         case .connection, .timeout: true
         case .httpStatus:

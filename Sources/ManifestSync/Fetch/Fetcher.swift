@@ -17,6 +17,8 @@ public struct FetchSettings: Sendable {
     public var entryTimeout = 600.0
     public var maxSize: Int64 = 256 << 20
     public var maxRedirects = 5
+    /// Bodies cut off after this many bytes are kept and resumed with `Range` + `If-Range`.
+    public var resumeThreshold: Int64 = 1 << 20
     /// PEM files of certificate authorities to trust besides the system's (an internal CA).
     public var caCertificates: [String] = []
     /// Body bytes per second for the whole run (`--limit-rate`); nil: no limit.
@@ -245,6 +247,12 @@ final class Fetcher: Sendable {
             for header in request.headers { headers.add(name: header.name, value: header.value) }
         }
         if let etag = request.etag { headers.add(name: "If-None-Match", value: etag) }
+        // A body cut off before: ask for the rest, if it is still the same version.
+        let resume = request.isConditional ? nil : store.partials.resume(for: request.url)
+        if let resume {
+            headers.add(name: "Range", value: "bytes=\(resume.offset)-")
+            headers.add(name: "If-Range", value: resume.validator)
+        }
         if let lastModified = request.lastModified { headers.add(name: "If-Modified-Since", value: lastModified) }
         let http: HTTPClient.Request
         do {
@@ -264,21 +272,23 @@ final class Fetcher: Sendable {
                     return
                 }
                 self.send(http, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders,
-                          deadline: deadline, bytes: bytes, on: loop, control: control, finished: finished)
+                          deadline: deadline, bytes: bytes, resume: resume, on: loop, control: control, finished: finished)
             }
             return
         }
         send(http, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders, deadline: deadline,
-             bytes: bytes, on: loop, control: control, finished: finished)
+             bytes: bytes, resume: resume, on: loop, control: control, finished: finished)
     }
 
     /// Sends one request and handles its outcome (a redirect continues with `exchange`).
     private func send(_ http: HTTPClient.Request, _ request: FetchRequest, url current: String, hop: Int, visited: Set<String>,
-                      sendHeaders: Bool, deadline: NIODeadline, bytes: Int64, on loop: any EventLoop,
-                      control: FetchControl, finished: @escaping @Sendable (AttemptOutcome) -> Void) {
+                      sendHeaders: Bool, deadline: NIODeadline, bytes: Int64, resume: PartialDownloads.Resume?,
+                      on loop: any EventLoop, control: FetchControl,
+                      finished: @escaping @Sendable (AttemptOutcome) -> Void) {
         let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
                                         conditional: request.isConditional, deadline: deadline,
-                                        entryTimeout: settings.entryTimeout, limits: limits)
+                                        entryTimeout: settings.entryTimeout, limits: limits, url: request.url,
+                                        resume: resume, resumeThreshold: settings.resumeThreshold)
         // The delegate runs on `loop`: when called from one of the client's loops that is the
         // current one, so a finished download and the next one share a thread.
         let task = client.execute(request: http, delegate: delegate, eventLoop: .delegate(on: loop), deadline: deadline)

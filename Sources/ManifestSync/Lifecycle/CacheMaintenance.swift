@@ -104,6 +104,7 @@ public struct CacheMaintenance: Sendable {
             }
         }
         _ = store.removeStaleTemporaryFiles()
+        store.partials.removeAll(olderThan: nil)
         return (entries, objects)
     }
 }

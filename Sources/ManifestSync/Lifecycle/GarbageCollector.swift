@@ -89,6 +89,8 @@ public struct GarbageCollector: Sendable {
         // Objects an interrupted sync installed but never indexed: not counted by anything, so
         // they would escape --max-size for good.
         result.unindexedObjectsDeleted = try store.sweepUnreferenced(index)
+        // Parts of cut-off bodies no run has resumed for as long as entries may go unused.
+        store.partials.removeAll(olderThan: maxAge ?? 7 * 86400, now: now)
         store.markClean()
         return result
     }

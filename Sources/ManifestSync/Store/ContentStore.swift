@@ -8,12 +8,15 @@ public struct ContentStore: Sendable {
     public let root: String
     public let objectsDirectory: String
     public let tmpDirectory: String
+    /// Bodies cut off part-way, kept to be resumed.
+    let partials: PartialDownloads
 
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
     public init(root: String) throws(CacheError) {
         self.root = root
         objectsDirectory = CacheLayout.objectsDirectory(root)
         tmpDirectory = root + "/tmp"
+        partials = PartialDownloads(directory: root + "/partial")
         // The root's parents too (like `mkdir -p`): a fresh $XDG_CACHE_HOME may not exist yet.
         // A root made here is 0755 whatever the umask (under `umask 000` it would be writable
         // by everyone, who could then plant files beside the index).
@@ -32,6 +35,7 @@ public struct ContentStore: Sendable {
         try Self.makeDirectory(root + "/objects")
         try Self.makeDirectory(objectsDirectory)
         try Self.makeDirectory(tmpDirectory)
+        try Self.makeDirectory(partials.directory)
         // All 256 fan-out folders up front (and checked every run), so installing an object
         // never needs a mkdir and never follows a link.
         for byte in 0..<256 {

@@ -1,0 +1,81 @@
+import Crypto
+import Foundation
+
+/// Bodies cut off part-way, kept to be resumed: `partial/<sha256 of the URL>` holds the bytes
+/// received, `partial/<…>.meta` the response's validator (ETag, else Last-Modified) and the URL.
+/// A later attempt — in this run or the next — asks for the rest with `Range` + `If-Range`; the
+/// final hash still covers every byte. Only bodies past a threshold are kept (small ones are
+/// cheaper to fetch again), and only with a validator (without one a resumed body could mix two
+/// versions; the hash would catch it, but the request would be wasted).
+struct PartialDownloads: Sendable {
+    let directory: String
+
+    /// A body to resume: where its bytes are, how many, and the validator to send as If-Range.
+    struct Resume: Sendable, Equatable {
+        let path: String
+        let offset: Int64
+        let validator: String
+    }
+
+    func key(_ url: String) -> String {
+        Hex.encode(SHA256.hash(data: Array(url.utf8)))
+    }
+
+    func bodyPath(_ url: String) -> String { directory + "/" + key(url) }
+    private func metaPath(_ url: String) -> String { bodyPath(url) + ".meta" }
+
+    /// The kept part of `url`'s body, if any (and if its record is whole and for this URL).
+    func resume(for url: String) -> Resume? {
+        let body = bodyPath(url)
+        var info = stat()
+        guard lstat(body, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0,
+              let meta = try? String(contentsOfFile: metaPath(url), encoding: .utf8)
+        else { return nil }
+        let lines = meta.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard lines.count >= 2, lines[1] == url, !lines[0].isEmpty,
+              !lines[0].utf8.contains(where: HTTPToken.isForbiddenInValue)
+        else {
+            discard(url)
+            return nil
+        }
+        return Resume(path: body, offset: Int64(info.st_size), validator: lines[0])
+    }
+
+    /// Keeps the body at `temporary` (closed) as `url`'s part, with its validator.
+    func keep(_ temporary: String, url: String, validator: String) {
+        let meta = metaPath(url)
+        let text = validator + "\n" + url + "\n"
+        guard (try? Data(text.utf8).write(to: URL(fileURLWithPath: meta + ".tmp"))) != nil,
+              rename(meta + ".tmp", meta) == 0
+        else {
+            unlink(temporary)
+            return
+        }
+        if temporary != bodyPath(url), rename(temporary, bodyPath(url)) != 0 {
+            unlink(temporary)
+            discard(url)
+        }
+    }
+
+    /// Forgets `url`'s part (the body was completed, replaced, or cannot be resumed).
+    func discard(_ url: String) {
+        unlink(bodyPath(url))
+        unlink(metaPath(url))
+    }
+
+    /// Deletes kept parts not touched for `age` seconds (all of them with nil).
+    func removeAll(olderThan age: Double?, now: Double = Date().timeIntervalSince1970) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names {
+            var info = stat()
+            guard lstat(directory + "/" + name, &info) == 0 else { continue }
+            if let age, Double(info.st_mtim.tv_sec) > now - age { continue }
+            unlink(directory + "/" + name)
+        }
+    }
+
+    /// Forgets the record of a body that was completed and moved away.
+    func completed(_ url: String) {
+        unlink(metaPath(url))
+    }
+}
