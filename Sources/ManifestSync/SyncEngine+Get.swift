@@ -14,26 +14,13 @@ extension SyncEngine {
 
     /// Looks `url` up, fetching it on a miss; `hash` pins the content it must have.
     public func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              parsed.host?.isEmpty == false
-        else {
+        guard Self.isAbsoluteHTTP(url) else {
             throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(
                 path: "get", line: 0, column: 0, message: "'\(Redact.url(url))' is not an absolute http or https URL")],
                 truncated: false))
         }
-        let manifest = Manifest(path: "get", name: "get", baseURL: nil, headers: [], localRoot: "/", entryCount: 1)
-        let set = ManifestSet(manifests: [manifest],
-                              entries: [ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)])
-        var options = options
-        options.recordsManifestRuns = false
-        options.reportAll = true
-        options.listLimit = nil
-        let report: SyncReport
-        do {
-            report = try await SyncEngine(options: options, logger: logger).sync(set)
-        } catch {
-            throw .cache(error)
-        }
+        let report = try await syncWithoutManifest(
+            [ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)], name: "get", count: 1)
         let entry = report.entries.first
         guard entry?.status != .failed, let path = entry?.path else { return Lookup(path: nil, entry: entry) }
         return Lookup(path: path, entry: entry)
@@ -50,9 +37,7 @@ extension SyncEngine {
         var entries: [ManifestEntry] = []
         var seen = Set<String>()
         for (offset, url) in urls.enumerated() {
-            guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
-                  scheme == "http" || scheme == "https", parsed.host?.isEmpty == false
-            else {
+            guard Self.isAbsoluteHTTP(url) else {
                 diagnostics.append(ManifestDiagnostic(path: source, line: offset + 1, column: 1,
                                                       message: "'\(Redact.url(url))' is not an absolute http or https URL"))
                 continue
@@ -62,17 +47,7 @@ extension SyncEngine {
             }
         }
         guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
-        let manifest = Manifest(path: source, name: "urls", baseURL: nil, headers: [], localRoot: "/", entryCount: urls.count)
-        var options = options
-        options.recordsManifestRuns = false
-        options.reportAll = true
-        options.listLimit = nil
-        let report: SyncReport
-        do {
-            report = try await SyncEngine(options: options, logger: logger).sync(ManifestSet(manifests: [manifest], entries: entries))
-        } catch {
-            throw .cache(error)
-        }
+        let report = try await syncWithoutManifest(entries, name: source, count: urls.count)
         var items: [ManifestWriter.Item] = []
         var failed: [SyncReport.Entry] = []
         // With every row kept, the report's entries are the manifest's, in order; its URLs are
@@ -85,5 +60,27 @@ extension SyncEngine {
             }
         }
         return (items, failed)
+    }
+}
+
+extension SyncEngine {
+    /// A sync of entries that come from no manifest file: every row kept in the report, nothing
+    /// recorded per manifest.
+    func syncWithoutManifest(_ entries: [ManifestEntry], name: String, count: Int) async throws(SyncFailure) -> SyncReport {
+        let manifest = Manifest(path: name, name: name, baseURL: nil, headers: [], localRoot: "/", entryCount: count)
+        var options = options
+        options.recordsManifestRuns = false
+        options.reportAll = true
+        options.listLimit = nil
+        do {
+            return try await SyncEngine(options: options, logger: logger).sync(ManifestSet(manifests: [manifest], entries: entries))
+        } catch {
+            throw .cache(error)
+        }
+    }
+
+    static func isAbsoluteHTTP(_ url: String) -> Bool {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased() else { return false }
+        return (scheme == "http" || scheme == "https") && parsed.host?.isEmpty == false
     }
 }

@@ -33,6 +33,13 @@ import WorkerTestSupport
         for title in ["NETWORK", "REPORTS AND OUTPUT", "SCHEDULING", "CACHE", "Examples:"] {
             #expect(help.stdout.contains(title), "\(title)\n\(help.stdout)")
         }
+        for command in ["get", "plan", "status", "verify", "gc", "path", "rm", "clear", "export", "fingerprint", "manifest",
+                        "completion"] {
+            let text = try WorkerBinary.run([command, "--help"]).stdout
+            let examples = text.components(separatedBy: "Examples:").last?.split(separator: "\n")
+                .prefix { !$0.isEmpty }.filter { $0.hasPrefix("  worker ") || $0.contains("worker ") } ?? []
+            #expect(text.contains("Examples:") && examples.count >= 2, "\(command): \(text)")
+        }
     }
 
     @Test func refreshDownloadsEverythingAgain() async throws {

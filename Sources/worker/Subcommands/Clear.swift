@@ -3,7 +3,15 @@ import ManifestSync
 
 /// `worker clear`: delete every entry and object, under the lock.
 struct Clear: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Delete every entry and object of the cache.")
+    static let configuration = CommandConfiguration(
+        abstract: "Delete every entry and object of the cache.",
+        discussion: """
+            Rows go before files, under the lock; the cache stays usable.
+
+            Examples:
+              worker clear
+              worker clear --cache-dir /tmp/demo-cache --wait-lock 1m
+            """)
 
     @OptionGroup(title: "Cache") var cache: CacheOptions
 

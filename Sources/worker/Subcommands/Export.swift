@@ -12,6 +12,11 @@ struct Export: AsyncParsableCommand {
             sdwebimage: MD5 of the URL + its path extension (SDImageCache). kingfisher: SHA-256 of the \
             URL (Kingfisher's DiskStorage, default settings). hash: <sha256 of the content>.<extension>. \
             With manifests, only their entries are exported.
+
+            Examples:
+              worker export --layout sdwebimage ./Bundle/Avatars manifests/demo.yaml
+              worker export --layout kingfisher ./Caches/Kingfisher
+              worker export --layout hash /srv/static/by-hash
             """)
 
     @Option(help: "sdwebimage, kingfisher or hash.")

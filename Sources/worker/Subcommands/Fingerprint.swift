@@ -9,6 +9,10 @@ struct Fingerprint: AsyncParsableCommand {
             The digest covers the set of (resolved URL, normalized hash) pairs and each manifest's \
             name, base_url and header names: key order, comments, whitespace, quoting, hash spelling \
             and entry order do not change it. Header values are left out (no secrets are needed).
+
+            Examples:
+              worker fingerprint manifests/*.yaml
+              echo "key=worker-$(worker fingerprint manifests/*.yaml)" >> "$GITHUB_OUTPUT"
             """)
 
     @Argument(help: "Manifest files (YAML).")

@@ -11,6 +11,11 @@ struct GC: AsyncParsableCommand {
             "Used" means named by a synced manifest or read through `worker path`. Over --max-size, \
             entries go least recently used first until the objects take at most 80 % of it. An object \
             goes when no entry uses it.
+
+            Examples:
+              worker gc --max-age 30d --max-size 2GB
+              worker gc --max-size 500MB --dry-run
+              worker gc --json
             """)
 
     @OptionGroup(title: "Cache") var cache: CacheOptions

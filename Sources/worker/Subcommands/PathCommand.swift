@@ -5,7 +5,14 @@ import ManifestSync
 struct PathCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "path",
-        abstract: "Print the cached file's path for URL (exit 1 if it is not cached).")
+        abstract: "Print the cached file's path for URL (exit 1 if it is not cached).",
+        discussion: """
+            Never downloads (`worker get` does on a miss). Reading counts as a use for gc.
+
+            Examples:
+              worker path https://cdn.example.com/u/42.png
+              open "$(worker path https://cdn.example.com/u/42.png)"
+            """)
 
     @Argument(help: "The URL, as the manifest resolves it.")
     var url: String

@@ -5,7 +5,12 @@ import ManifestSync
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rm",
-        abstract: "Delete entries; an object goes when no other entry uses it (exit 1 if a URL was not cached).")
+        abstract: "Delete entries; an object goes when no other entry uses it (exit 1 if a URL was not cached).",
+        discussion: """
+            Examples:
+              worker rm https://cdn.example.com/u/42.png
+              worker rm https://cdn.example.com/u/1.png https://cdn.example.com/u/2.png --wait-lock 30s
+            """)
 
     @Argument(help: "URLs to remove.")
     var urls: [String]

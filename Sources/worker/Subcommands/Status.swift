@@ -5,7 +5,16 @@ import ManifestSync
 /// `worker status`: the cache in numbers, the last sync of each manifest, pending failures.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show entries, objects, bytes, deduplication, and the last sync of each manifest.")
+        abstract: "Show entries, objects, bytes, deduplication, and the last sync of each manifest.",
+        discussion: """
+            Also lists entries whose last sync failed and origins a sync gave up on (the next sync \
+            probes each with one request first).
+
+            Examples:
+              worker status
+              worker status --json | jq .failed_pending
+              worker status --cache-dir /var/cache/worker
+            """)
 
     @OptionGroup(title: "Cache") var cache: CacheOptions
 

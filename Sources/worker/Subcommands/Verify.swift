@@ -13,6 +13,11 @@ struct Verify: AsyncParsableCommand {
             hash; no manifest headers are sent), and drops rows that cannot be fetched — the next sync \
             of their manifest adds them back. Exit 0: the cache is consistent (after repair); 1: \
             problems found and not repaired.
+
+            Examples:
+              worker verify
+              worker verify --repair -j 4
+              worker verify --report verify.json --quiet
             """)
 
     @OptionGroup(title: "Cache") var cache: CacheOptions
