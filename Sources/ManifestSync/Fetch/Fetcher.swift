@@ -84,8 +84,8 @@ struct FetchResult: Sendable {
 /// renamed to their object name. One `HTTPClient` per run, its pool sized to the concurrency.
 final class Fetcher: Sendable {
     private let client: HTTPClient
-    private let store: ContentStore
-    private let settings: FetchSettings
+    let store: ContentStore
+    let settings: FetchSettings
     private let logger: Logger
     private let limits: RateLimits?
 
@@ -222,11 +222,8 @@ final class Fetcher: Sendable {
             }
         }
         if request.url.hasPrefix("file://") {
-            // Local files are read off the event loops: a large one would stall every download.
-            Task {
-                var received: Int64 = 0
-                let result = self.readLocal(request, bytes: &received).map(Delivery.body)
-                finished(AttemptOutcome(result: result, bytes: received))
+            readLocal(request) { result, received in
+                finished(AttemptOutcome(result: result.map(Delivery.body), bytes: received))
             }
         } else {
             let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
@@ -331,92 +328,10 @@ final class Fetcher: Sendable {
         }
     }
 
-    /// Where a redirect leads, or why it is refused: no Location, too many hops, a loop, a scheme
-    /// other than http(s), or a downgrade from https to http.
-    static func redirectTarget(from current: String, location: String?, status: Int, hop: Int, maxRedirects: Int,
-                               visited: inout Set<String>) -> Result<String, FetchFailure> {
-        guard let location, !location.isEmpty else {
-            return .failure(FetchFailure(.redirect, "HTTP \(status) redirect without a Location"))
-        }
-        guard hop < maxRedirects else {
-            return .failure(FetchFailure(.redirect, "more than \(maxRedirects) redirects"))
-        }
-        guard let base = URL(string: current), let target = URL(string: location, relativeTo: base)?.absoluteURL,
-              let scheme = target.scheme?.lowercased()
-        else {
-            return .failure(FetchFailure(.redirect, "redirect to an invalid Location"))
-        }
-        guard scheme == "http" || scheme == "https" else {
-            return .failure(FetchFailure(.scheme, "redirect to a '\(Redact.short(scheme))' URL refused (only http and https)"))
-        }
-        if base.scheme?.lowercased() == "https" && scheme == "http" {
-            return .failure(FetchFailure(.redirect, "redirect from https to http refused"))
-        }
-        let next = target.absoluteString
-        guard visited.insert(next).inserted else {
-            return .failure(FetchFailure(.redirect, "redirect loop at \(Redact.url(next))"))
-        }
-        return .success(next)
-    }
-
-    // MARK: - Local files
-
-    private func readLocal(_ request: FetchRequest, bytes: inout Int64) -> Result<FetchedBody, FetchFailure> {
-        let path = String(request.url.dropFirst("file://".count))
-        guard let real = realpath(path, nil) else {
-            return .failure(FetchFailure(.io, "cannot read \(path): \(String(cString: strerror(errno)))"))
-        }
-        let resolved = String(cString: real)
-        free(real)
-        if let root = request.localRoot, !resolved.hasPrefix(root + "/") {
-            return .failure(FetchFailure(.io, "\(path) resolves outside the manifest's folder"))
-        }
-        let input = open(resolved, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else {
-            return .failure(FetchFailure(.io, "cannot read \(path): \(String(cString: strerror(errno)))"))
-        }
-        defer { close(input) }
-        var info = stat()
-        guard fstat(input, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            return .failure(FetchFailure(.io, "\(path) is not a regular file"))
-        }
-        guard Int64(info.st_size) <= settings.maxSize else {
-            return .failure(FetchFailure(.tooLarge, "\(info.st_size) bytes exceeds the limit of \(settings.maxSize) bytes"))
-        }
-        let file: (fd: Int32, path: String)
-        do { file = try store.makeTemporaryFile() } catch { return .failure(error) }
-        var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
-        let copied = FileChunks.read(input, path: path) { chunk in
-            bytes += Int64(chunk.count)
-            return sink.write(chunk)
-        }
-        if case .failure(let failure) = copied {
-            sink.discard()
-            return .failure(failure)
-        }
-        return finish(&sink).map {
-            FetchedBody(temporaryPath: $0.path, sha256: $0.sha256, size: $0.size, etag: nil, lastModified: nil)
-        }
-    }
-
-    // MARK: - Verify
-
     /// A closed temporary file whose bytes matched the expected hash.
     struct VerifiedFile {
         let path: String
         let sha256: String
         let size: Int64
-    }
-
-    private func finish(_ sink: inout BodySink) -> Result<VerifiedFile, FetchFailure> {
-        sink.close().map { VerifiedFile(path: sink.path, sha256: $0.sha256, size: sink.size) }
-    }
-
-    /// scheme://host:port, lowercased: what "same origin" compares.
-    static func origin(of url: String) -> String {
-        guard let parsed = URL(string: url) else { return url }
-        let scheme = parsed.scheme?.lowercased() ?? ""
-        let port = parsed.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(parsed.host?.lowercased() ?? ""):\(port)"
     }
 }

@@ -1,0 +1,42 @@
+import Foundation
+
+/// The redirect rules the fetch stage applies itself (the client's own redirects are off): at
+/// most `maxRedirects` hops, no loops, http and https only, never from https down to http; what
+/// counts as the same origin (manifest headers never follow a redirect to another).
+extension Fetcher {
+    /// Where a redirect leads, or why it is refused: no Location, too many hops, a loop, a scheme
+    /// other than http(s), or a downgrade from https to http.
+    static func redirectTarget(from current: String, location: String?, status: Int, hop: Int, maxRedirects: Int,
+                               visited: inout Set<String>) -> Result<String, FetchFailure> {
+        guard let location, !location.isEmpty else {
+            return .failure(FetchFailure(.redirect, "HTTP \(status) redirect without a Location"))
+        }
+        guard hop < maxRedirects else {
+            return .failure(FetchFailure(.redirect, "more than \(maxRedirects) redirects"))
+        }
+        guard let base = URL(string: current), let target = URL(string: location, relativeTo: base)?.absoluteURL,
+              let scheme = target.scheme?.lowercased()
+        else {
+            return .failure(FetchFailure(.redirect, "redirect to an invalid Location"))
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return .failure(FetchFailure(.scheme, "redirect to a '\(Redact.short(scheme))' URL refused (only http and https)"))
+        }
+        if base.scheme?.lowercased() == "https" && scheme == "http" {
+            return .failure(FetchFailure(.redirect, "redirect from https to http refused"))
+        }
+        let next = target.absoluteString
+        guard visited.insert(next).inserted else {
+            return .failure(FetchFailure(.redirect, "redirect loop at \(Redact.url(next))"))
+        }
+        return .success(next)
+    }
+
+    /// scheme://host:port, lowercased: what "same origin" compares.
+    static func origin(of url: String) -> String {
+        guard let parsed = URL(string: url) else { return url }
+        let scheme = parsed.scheme?.lowercased() ?? ""
+        let port = parsed.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(parsed.host?.lowercased() ?? ""):\(port)"
+    }
+}
