@@ -39,3 +39,22 @@ import Testing
         #expect(Fetcher.origin(of: "http://a.example:8080/") != Fetcher.origin(of: "http://a.example/"))
     }
 }
+
+/// The byte-level origin reader agrees with Foundation wherever it answers.
+@Suite struct OriginKeyTests {
+    @Test(arguments: [
+        "http://a.example/x", "HTTP://A.Example:80/y", "https://cdn.example.com/u/1.png?x=1#f", "http://127.0.0.1:8080",
+        "https://h:443/", "http://h:1/a", "https://Sub.Domain.example:65535/p", "http://h?q", "http://h#f",
+    ])
+    func plainOriginsMatchFoundation(url: String) {
+        let fast = Fetcher.plainOrigin(url)
+        #expect(fast != nil)
+        #expect(fast == Fetcher.foundationOrigin(url), "\(url)")
+    }
+
+    @Test(arguments: ["http://user:pw@h/x", "http://[::1]:8080/x", "ftp://h/x", "http://h:99999/x", "http://h:/x", "http:///x"])
+    func unusualOnesGoThroughFoundation(url: String) {
+        #expect(Fetcher.plainOrigin(url) == nil, "\(url)")
+        #expect(Fetcher.origin(of: url) == Fetcher.foundationOrigin(url))
+    }
+}

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// Bodies cut off part-way, kept to be resumed: `partial/<sha256 of the URL>` holds the bytes
 /// received, `partial/<…>.meta` the response's validator (ETag, else Last-Modified) and the URL.
@@ -9,6 +10,20 @@ import Foundation
 /// versions; the hash would catch it, but the request would be wasted).
 struct PartialDownloads: Sendable {
     let directory: String
+    /// Whether any part may be kept: looked up once, then set when a part is kept. Most runs have
+    /// none, and then a request costs no hash of its URL and no stat for them.
+    private let present: Presence
+
+    private final class Presence: Sendable {
+        let flag: Atomic<Bool>
+        init(_ value: Bool) { flag = Atomic(value) }
+    }
+
+    init(directory: String) {
+        self.directory = directory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        present = Presence(!names.isEmpty)
+    }
 
     /// A body to resume: where its bytes are, how many, and the validator to send as If-Range.
     struct Resume: Sendable, Equatable {
@@ -26,6 +41,7 @@ struct PartialDownloads: Sendable {
 
     /// The kept part of `url`'s body, if any (and if its record is whole and for this URL).
     func resume(for url: String) -> Resume? {
+        guard present.flag.load(ordering: .relaxed) else { return nil }
         let body = bodyPath(url)
         var info = stat()
         guard lstat(body, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0,
@@ -43,6 +59,7 @@ struct PartialDownloads: Sendable {
 
     /// Keeps the body at `temporary` (closed) as `url`'s part, with its validator.
     func keep(_ temporary: String, url: String, validator: String) {
+        present.flag.store(true, ordering: .relaxed)
         let meta = metaPath(url)
         let text = validator + "\n" + url + "\n"
         guard (try? Data(text.utf8).write(to: URL(fileURLWithPath: meta + ".tmp"))) != nil,
