@@ -16,19 +16,14 @@ struct SyncRun {
     /// Report rows with their plan item, kept as `options.listLimit` allows (failed ones always).
     private var rows: [(item: Int, entry: SyncReport.Entry)] = []
     private var listed = 0
-    private var pending: [IndexRecord] = []
-    private var pendingFailures: [FailureRecord] = []
+    /// What finished since the last commit.
+    private var batch = BatchCommit()
     /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
     private var pendingTouches: [String] = []
-    /// Verified bodies in `tmp/` to install (rename to their object name) when the batch commits.
-    private var pendingInstalls: [(temporary: String, sha256: String)] = []
-    private var pendingBytes: Int64 = 0
     /// Objects the run's rows stopped naming (a URL's previous version). `finish()` deletes the
     /// ones no row names, after the outputs were written (the HTML report shows them as
     /// "before"), so no object is left that the index does not know.
     private var replaced: Set<String> = []
-    /// Whether this run has marked the cache as being written (see `ContentStore.markUnclean`).
-    private var markedUnclean = false
     private var lastCommit = Date()
     private var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
@@ -118,7 +113,7 @@ struct SyncRun {
             for group in finished {
                 record(groups[group.group], group.results)
             }
-            if failure == nil, pending.count >= options.batchSize || pendingBytes >= options.batchBytes
+            if failure == nil, batch.upserts.count >= options.batchSize || batch.bytes >= options.batchBytes
                 || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
                 do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
                     failure = error
@@ -204,8 +199,7 @@ struct SyncRun {
                 }
             case .success(.body(let body)):
                 delivered = body
-                pendingInstalls.append((body.temporaryPath, body.sha256))
-                pendingBytes += body.size
+                batch.addBytes(body.size)
                 let status: EntryStatus
                 if planned.action == .refresh { report.totals.refreshed += 1 }
                 if planned.action == .revalidate || planned.action == .refresh {
@@ -230,9 +224,9 @@ struct SyncRun {
         let planned = plan.items[item]
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
-        pending.append(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
-                                   size: size, fetchedAt: now, lastUsed: now,
-                                   etag: body?.etag, lastModified: body?.lastModified))
+        batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
+                              size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified),
+                  installing: body?.temporaryPath)
         if status != .unchanged || options.reportAll, hasRoom {
             keep(item, entry(planned, status: status, object: object, size: size, attempts: attempts))
         }
@@ -262,8 +256,8 @@ struct SyncRun {
         row.stale = planned.previous.map { store.contains($0.object) } ?? false
         keep(item, row)
         if failure.reason != .cancelled || attempts > 0 {
-            pendingFailures.append(FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
-                                                 attempts: attempts, at: Date().timeIntervalSince1970))
+            batch.add(failure: FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
+                                             attempts: attempts, at: Date().timeIntervalSince1970))
         }
         logger.debug("entry failed", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
                                                 "entry.reason": "\(failure.reason.rawValue)"])
@@ -286,29 +280,9 @@ struct SyncRun {
 
     // MARK: - Commit and prune
 
-    /// Commits a batch in the order that survives a crash at any point: flush the new bodies
-    /// (still in `tmp/`), rename them to their object names, flush the renames, then one index
-    /// transaction for the batch's rows. One flush pair per batch, not an fsync per file.
+    /// Commits what finished since the last commit (see `BatchCommit`).
     private mutating func commit(touches: [String], at time: Double) throws(CacheError) {
-        guard !pending.isEmpty || !touches.isEmpty || !pendingFailures.isEmpty else { return }
-        if !pendingInstalls.isEmpty {
-            if !markedUnclean {
-                // Made durable by the flush below, before any object is installed: a crash from
-                // here on leaves the mark, and the next run sweeps unindexed objects.
-                try store.markUnclean()
-                markedUnclean = true
-            }
-            try store.flush()
-            for install in pendingInstalls {
-                try store.install(temporary: install.temporary, sha256: install.sha256)
-            }
-            try store.flush()
-        }
-        try index.apply(upserts: pending, touches: touches, removals: [], failures: pendingFailures, at: time)
-        pending.removeAll(keepingCapacity: true)
-        pendingFailures.removeAll()
-        pendingInstalls.removeAll(keepingCapacity: true)
-        pendingBytes = 0
+        try batch.commit(store: store, index: index, touches: touches, at: time)
         lastCommit = Date()
     }
 
@@ -319,7 +293,7 @@ struct SyncRun {
             store.remove(object)
         }
         replaced.removeAll()
-        if markedUnclean { store.markClean() }
+        if batch.markedUnclean { store.markClean() }
     }
 
     private mutating func prune() throws(CacheError) {
@@ -337,10 +311,7 @@ struct SyncRun {
         }
         // Rows go before files: an index row never points at a missing object. A stop in between
         // leaves objects no row names: the mark makes the next run sweep them.
-        if !markedUnclean {
-            try store.markUnclean()
-            markedUnclean = true
-        }
+        try batch.markUnclean(store)
         try index.apply(upserts: [], touches: [], removals: orphans.map(\.url), at: Date().timeIntervalSince1970)
         _ = try CacheMaintenance.deleteUnreferenced(orphans, index: index, store: store)
         for orphan in orphans {

@@ -179,8 +179,7 @@ public struct CacheVerifier: Sendable {
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
         let fetcher = Fetcher(store: store, settings: fetch, logger: logger)
-        var upserts: [IndexRecord] = []
-        var installs: [FetchedBody] = []
+        var batch = BatchCommit()
         var dropped: [String] = []
         for record in broken {
             // The hash the row was verified against; one that does not parse drops the row
@@ -197,12 +196,11 @@ public struct CacheVerifier: Sendable {
                 dropped.append(record.url)
                 report.droppedEntries.append(Redact.url(record.url))
             case .success(.body(let body)):
-                installs.append(body)
                 var updated = record
                 updated.object = body.sha256
                 updated.size = body.size
                 updated.fetchedAt = Date().timeIntervalSince1970
-                upserts.append(updated)
+                batch.add(updated, installing: body.temporaryPath)
                 report.redownloaded.append(Redact.url(record.url))
             case .failure:
                 dropped.append(record.url)
@@ -210,11 +208,7 @@ public struct CacheVerifier: Sendable {
             }
         }
         await fetcher.shutdown()
-        if !installs.isEmpty {
-            try store.flush()
-            for body in installs { try store.install(temporary: body.temporaryPath, sha256: body.sha256) }
-            try store.flush()
-        }
-        try index.apply(upserts: upserts, touches: [], removals: dropped, at: Date().timeIntervalSince1970)
+        try batch.commit(store: store, index: index, removals: dropped, at: Date().timeIntervalSince1970)
+        if batch.markedUnclean { store.markClean() }
     }
 }
