@@ -176,8 +176,15 @@ public struct SyncEngine: Sendable {
     func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncReport {
         let startedAt = Date()
         let store = try ContentStore(root: options.cacheDirectory)
-        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock)
-        defer { withExtendedLifetime(lock) {} }
+        return try await CacheLock.withLock(directory: options.cacheDirectory, wait: options.waitLock) {
+            () async throws(CacheError) -> SyncReport in
+            try await syncLocked(manifests, store: store, startedAt: startedAt, prefetched: prefetched)
+        }
+    }
+
+    /// Everything a run does under the lock: sweep, plan, download and commit, report, tidy.
+    private func syncLocked(_ manifests: ManifestSet, store: ContentStore, startedAt: Date,
+                            prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncReport {
         let stale = store.removeStaleTemporaryFiles()
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
         let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)

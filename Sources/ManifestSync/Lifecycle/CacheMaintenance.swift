@@ -24,8 +24,8 @@ public struct CacheMaintenance: Sendable {
         let objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
         guard objects.contains(record.object) else { return nil }
         if let lock = try? await CacheLock(directory: cacheDirectory, wait: 0) {
+            defer { lock.release() }
             try index.setLastUsed(Date().timeIntervalSince1970, urls: [url])
-            withExtendedLifetime(lock) {}
         }
         return CacheLayout.objectPath(cacheDirectory, record.object)
     }
@@ -47,7 +47,7 @@ public struct CacheMaintenance: Sendable {
         }
         let store = try ContentStore(root: cacheDirectory)
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
-        defer { withExtendedLifetime(lock) {} }
+        defer { lock.release() }
         let index = try CacheIndex(path: indexPath, create: true)
         var records: [IndexRecord] = []
         var damaged: [String] = []
@@ -92,7 +92,7 @@ public struct CacheMaintenance: Sendable {
         guard access(indexPath, F_OK) == 0 else { return (0, 0) }
         let store = try ContentStore(root: cacheDirectory)
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
-        defer { withExtendedLifetime(lock) {} }
+        defer { lock.release() }
         let index = try CacheIndex(path: indexPath, create: true)
         let entries = try index.statistics().entries
         try index.removeAll()

@@ -44,7 +44,7 @@ public struct GarbageCollector: Sendable {
         guard access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0 else { return result }
         let store = try ContentStore(root: cacheDirectory)
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
-        defer { withExtendedLifetime(lock) {} }
+        defer { lock.release() }
         let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
         let records = try index.allRecords().sorted { ($0.lastUsed, $0.url) < ($1.lastUsed, $1.url) }
 

@@ -1,10 +1,20 @@
 import Foundation
+import Synchronization
 
 /// The exclusive lock of a writing run: `flock` on `CACHE/lock`, released when the process ends,
-/// so a crashed run never leaves the cache locked.
+/// so a crashed run never leaves the cache locked. Hold it for a scope with `withLock`.
 public final class CacheLock: Sendable {
     private let fd: Int32
     public let path: String
+    private let released = Atomic<Bool>(false)
+
+    /// Runs `body` holding the lock, and releases it when `body` returns or throws.
+    public static func withLock<T>(directory: String, wait: Double?,
+                                   _ body: () async throws(CacheError) -> T) async throws(CacheError) -> T {
+        let lock = try await CacheLock(directory: directory, wait: wait)
+        defer { lock.release() }
+        return try await body()
+    }
 
     /// Told when a run starts waiting for another's lock, and every 30 s while it waits. Set
     /// once by the executable at start-up, before any task runs.
@@ -30,7 +40,8 @@ public final class CacheLock: Sendable {
                 onWait("waiting for the cache lock \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
                 nextNotice += Self.waitNoticeInterval
             }
-            if let wait, Date().timeIntervalSince(start) >= wait {
+            // A cancelled wait ends like one that ran out: the lock was not had.
+            if let wait = wait ?? (Task.isCancelled ? 0 : nil), Task.isCancelled || Date().timeIntervalSince(start) >= wait {
                 let holder = Self.readHolder(fd)
                 close(fd)
                 throw CacheError.locked(path: path, holder: holder)
@@ -43,9 +54,15 @@ public final class CacheLock: Sendable {
         _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
     }
 
-    deinit {
+    /// Releases the lock (once; the end of the process releases it too).
+    public func release() {
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
         flock(fd, LOCK_UN)
         close(fd)
+    }
+
+    deinit {
+        release()
     }
 
     private static func readHolder(_ fd: Int32) -> String? {

@@ -65,7 +65,7 @@ public struct CacheVerifier: Sendable {
         var report = VerifyReport()
         let store = try ContentStore(root: cacheDirectory)
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
-        defer { withExtendedLifetime(lock) {} }
+        defer { lock.release() }
         report.temporaryFiles = store.removeStaleTemporaryFiles()
         let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
         let records = try index.allRecords()
