@@ -75,13 +75,13 @@ public struct SyncEngine: Sendable {
         guard access(indexPath, F_OK) == 0 else {
             return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: [])
         }
-        return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false))
+        return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false)).plan
     }
 
     /// The one way both `plan` and `sync` diff manifests against the index. Uses what
     /// `prefetch` read ahead when no other writer has committed since.
     private func makePlan(_ manifests: ManifestSet, index: CacheIndex,
-                          prefetched: CachePrefetch? = nil) throws(CacheError) -> SyncPlan {
+                          prefetched: CachePrefetch? = nil) throws(CacheError) -> (plan: SyncPlan, objects: ObjectDirectory) {
         let shard = options.shard.filter(manifests)
         let records: [IndexRecord]
         let objects: ObjectDirectory
@@ -101,7 +101,7 @@ public struct SyncEngine: Sendable {
         planner.revalidate = options.revalidate && !options.offline
         planner.refresh = options.refresh && !options.offline
         planner.shard = options.shard
-        return planner.plan(shard, records: records)
+        return (planner.plan(shard, records: records), objects)
     }
 
     /// The report of a plan: what a sync would do, without doing it.
@@ -197,7 +197,18 @@ public struct SyncEngine: Sendable {
             prefetch?.close()
             prefetch = nil
         }
-        let plan = try makePlan(manifests, index: index, prefetched: prefetch)
+        let (plan, objects) = try makePlan(manifests, index: index, prefetched: prefetch)
+        // Objects no row names — an interrupted run's (an `unclean` mark was swept above) or
+        // copied in by hand — go while the folders' listing is at hand, or when the cache is small
+        // enough to list; a large cache planned object by object leaves them to the mark and gc.
+        let leftovers = objects.unreferenced(by: plan.records)
+        if let leftovers {
+            for object in leftovers { store.remove(object) }
+            if !leftovers.isEmpty { logger.info("removed \(leftovers.count) objects no entry names") }
+        } else if plan.records.count <= Self.smallCache {
+            let swept = try store.sweepUnreferenced(index)
+            if swept > 0 { logger.info("removed \(swept) objects no entry names") }
+        }
 
         // Rows are kept for the outputs that list them: JUnit has a case per entry checked.
         var runOptions = options
@@ -233,6 +244,10 @@ public struct SyncEngine: Sendable {
                         finishedAt: finished, failed: failedPerManifest[offset])
         })
     }
+
+    /// Rows up to which a sync lists the object folders to find unindexed objects (a few
+    /// milliseconds); past it, only after an interrupted run or in gc.
+    static let smallCache = 4096
 
     /// Listing the object folders beats one lookup per object when the manifests name a large
     /// share of a cache that is not tiny.

@@ -145,4 +145,16 @@ import WorkerTestSupport
         let unlisted = ObjectDirectory(objectsDirectory: store.objectsDirectory)
         for name in names { #expect(!unlisted.contains(name)) }
     }
+
+    @Test func aListingNamesTheObjectsNoRecordNames() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let names = ["a", "b", "c"].map { $0 + String(repeating: "0123456789abcdef", count: 4).dropFirst() }
+        for name in names { directory.write("cache/objects/sha256/" + name.prefix(2) + "/" + name, name) }
+        let objects = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        #expect(objects.unreferenced(by: []) == nil, "nothing listed, nothing to say")
+        objects.preload()
+        let record = IndexRecord(url: "https://a.example/1", hash: nil, object: names[1], size: 1, fetchedAt: 0, lastUsed: 0)
+        #expect(objects.unreferenced(by: [record])?.sorted() == [names[0], names[2]])
+    }
 }

@@ -38,6 +38,19 @@ final class ObjectDirectory {
         listed = names
     }
 
+    /// The listed objects no record names (nil when the folders were not listed): what an
+    /// interrupted run or a hand left behind.
+    func unreferenced(by records: [IndexRecord]) -> [String]? {
+        guard let listed else { return nil }
+        var named = Set<ObjectName>()
+        named.reserveCapacity(records.count)
+        for record in records {
+            var object = record.object
+            if let name = object.withUTF8({ ObjectName(hex: UnsafeRawBufferPointer($0)) }) { named.insert(name) }
+        }
+        return listed.subtracting(named).map(\.hex)
+    }
+
     func contains(_ sha256: String) -> Bool {
         if let listed {
             var hex = sha256
@@ -80,6 +93,14 @@ private struct ObjectName: Hashable {
     }
 
     static func == (a: ObjectName, b: ObjectName) -> Bool { a.words == b.words }
+
+    /// The 64 lowercase hex digits.
+    var hex: String {
+        [words.0, words.1, words.2, words.3].map { word in
+            let digits = String(word, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }.joined()
+    }
 
     func hash(into hasher: inout Hasher) {
         // SHA-256 output: any 64 of its bits are as good as all of them for bucketing.
