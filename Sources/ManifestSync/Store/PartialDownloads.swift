@@ -61,10 +61,14 @@ struct PartialDownloads: Sendable {
     func keep(_ temporary: String, url: String, validator: String) {
         present.flag.store(true, ordering: .relaxed)
         let meta = metaPath(url)
-        let text = validator + "\n" + url + "\n"
-        guard (try? Data(text.utf8).write(to: URL(fileURLWithPath: meta + ".tmp"))) != nil,
-              rename(meta + ".tmp", meta) == 0
-        else {
+        // The URL may carry user info: the record is the owner's only, like the index.
+        let text = Array((validator + "\n" + url + "\n").utf8)
+        unlink(meta + ".tmp")
+        let fd = open(meta + ".tmp", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let written = fd >= 0 && text.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) } == text.count
+        if fd >= 0 { close(fd) }
+        guard written, rename(meta + ".tmp", meta) == 0 else {
+            unlink(meta + ".tmp")
             unlink(temporary)
             return
         }
