@@ -68,9 +68,11 @@ import WorkerTestSupport
         let origins = try #require(document["unreachable_origins"] as? [[String: Any]])
         #expect(origins.count == 1 && origins.first?["origin"] as? String == "http://127.0.0.1:\(port)")
         #expect((origins.first?["not_tried"] as? Int ?? 0) > 200, "most entries were not tried: \(origins)")
-        // stderr: one line for the origin, no line per entry of it.
+        // stderr: one line for the origin, a handful of entries, then how many more.
         let lines = first.stderr.split(separator: "\n")
         #expect(lines.filter { $0.hasPrefix("origin unreachable: http://127.0.0.1:\(port)") }.count == 1, "\(first.stderr)")
+        #expect(lines.filter { $0.hasPrefix("failed: ") }.count == 5, "\(first.stderr)")
+        #expect(lines.contains("… and 295 more (see the report)"), "\(first.stderr)")
         #expect(lines.count <= 12, "\(lines.count) lines on stderr")
 
         let status = try WorkerBinary.run(["status", "--cache-dir", healthy.cache])

@@ -4,8 +4,9 @@ import Foundation
 public struct TextReportWriter {
     /// Changed entries listed on stdout before the rest is summed up as "… and N more".
     public var listLimit = 20
-    /// Failed entries listed one a line on stderr; the rest are counted (the report has them all).
-    public var failureLimit = 10
+    /// Failed entries listed one a line on stderr (a handful); the rest are counted (the report
+    /// has them all).
+    public var failureLimit = 5
 
     public init() {}
 
@@ -48,8 +49,8 @@ public struct TextReportWriter {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// For stderr: a line per origin given up, then failed entries one a line (those of given-up
-    /// origins are summed up in their origin's line), at most `failureLimit`; empty when none failed.
+    /// For stderr: a line per origin given up, then failed entries one a line, at most
+    /// `failureLimit`, then how many more; empty when none failed.
     public func failures(_ report: SyncReport, reportPath: String? = nil) -> String {
         failureLines(report, reportPath: reportPath).map { $0 + "\n" }.joined()
     }
@@ -59,19 +60,16 @@ public struct TextReportWriter {
         let failed = report.failedEntries
         guard !failed.isEmpty || report.pruneRefused != nil else { return [] }
         var lines: [String] = []
-        var summed = Set<String>()
         for origin in report.unreachableOrigins {
-            summed.insert(origin.origin)
             lines.append("origin unreachable: \(origin.origin): \(origin.problem); \(origin.failed) entr\(origin.failed == 1 ? "y" : "ies") "
                          + "failed, \(origin.notTried) not tried (since \(origin.since))")
         }
-        let listed = summed.isEmpty ? failed : failed.filter { !summed.contains(Fetcher.origin(of: $0.url)) }
-        for entry in listed.prefix(failureLimit) {
+        for entry in failed.prefix(failureLimit) {
             lines.append(Self.failureLine(entry))
         }
-        if listed.count > failureLimit {
+        if failed.count > failureLimit {
             let see = reportPath == nil ? "see the report: --report FILE lists them all" : "see the report"
-            lines.append("… and \(listed.count - failureLimit) more (\(see))")
+            lines.append("… and \(failed.count - failureLimit) more (\(see))")
         }
         if let refused = report.pruneRefused { lines.append("prune: \(refused)") }
         return lines
