@@ -188,27 +188,16 @@ public struct SyncEngine: Sendable {
         let stale = store.removeStaleTemporaryFiles()
         if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
         let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
-        var prefetch = await prefetched?.value
-        if store.isMarkedUnclean {
-            // The last writer stopped between installing objects and indexing them.
-            let swept = try store.sweepUnreferenced(index)
-            if swept > 0 { logger.info("removed \(swept) objects an interrupted run left unindexed") }
-            store.markClean()
-            prefetch?.close()
-            prefetch = nil
-        }
-        let (plan, objects) = try makePlan(manifests, index: index, prefetched: prefetch)
-        // Objects no row names — an interrupted run's (an `unclean` mark was swept above) or
-        // copied in by hand — go while the folders' listing is at hand, or when the cache is small
-        // enough to list; a large cache planned object by object leaves them to the mark and gc.
-        let leftovers = objects.unreferenced(by: plan.records)
-        if let leftovers {
-            for object in leftovers { store.remove(object) }
-            if !leftovers.isEmpty { logger.info("removed \(leftovers.count) objects no entry names") }
-        } else if plan.records.count <= Self.smallCache {
-            let swept = try store.sweepUnreferenced(index)
-            if swept > 0 { logger.info("removed \(swept) objects no entry names") }
-        }
+        let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
+        // Objects no row names — left by a run stopped between installing and indexing them (its
+        // `unclean` mark says so), or copied in by hand — go: from the folders' listing when the
+        // plan made one, else by listing them when the last run was interrupted or the cache is
+        // small; a large cache planned object by object leaves hand-made ones to gc.
+        let interrupted = store.isMarkedUnclean
+        if interrupted || plan.records.count <= Self.smallCache { objects.preloadIfNeeded() }
+        let swept = store.removeUnreferenced(objects, records: plan.records)
+        if swept > 0 { logger.info("removed \(swept) objects no entry names") }
+        if interrupted { store.markClean() }
 
         // Rows are kept for the outputs that list them: JUnit has a case per entry checked.
         var runOptions = options
@@ -261,52 +250,5 @@ public struct SyncEngine: Sendable {
 
     static func absolute(_ path: String) -> String {
         URL(fileURLWithPath: path).standardizedFileURL.path
-    }
-}
-
-/// Index rows and an object listing read before the run holds the lock, with the index's data
-/// version at the time: if another writer commits before the run takes the lock, the version
-/// moves and the run reads again under the lock.
-final class CachePrefetch: @unchecked Sendable {
-    // @unchecked: built on one thread, then handed whole to the run through a task's value and
-    // used only there.
-    /// Closed (set to nil) once the run has used it: the last connection to close checkpoints
-    /// the WAL, which is the run's connection's job, under the lock.
-    private var index: CacheIndex?
-    private let version: Int64
-    let records: [IndexRecord]
-    let objects: ObjectDirectory
-    /// Whether `objects` was listed (decided from the manifests' size before they were parsed).
-    let listed: Bool
-
-    /// Manifest bytes per entry, taken low: an estimate of the entry count from file sizes.
-    private static let bytesPerEntry = 100
-
-    /// nil without a usable index (a new cache, a planted link, a damaged file): the run then
-    /// reads under the lock as usual, and reports what is wrong.
-    init?(options: SyncOptions, manifestBytes: Int) {
-        let path = CacheLayout.indexPath(options.cacheDirectory)
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
-              let index = try? CacheIndex(path: path, create: false, readOnly: true),
-              let version = try? index.dataVersion(),
-              let records = try? index.allRecords(validators: options.revalidate)
-        else { return nil }
-        self.index = index
-        self.version = version
-        self.records = records
-        objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
-        let entries = manifestBytes / Self.bytesPerEntry / max(1, options.shard.count)
-        listed = SyncEngine.worthListing(entries: entries, records: records.count)
-        if listed { objects.preload() }
-    }
-
-    /// No other connection has committed since the rows were read.
-    var isCurrent: Bool {
-        (try? index?.dataVersion()) == version
-    }
-
-    func close() {
-        index = nil
     }
 }

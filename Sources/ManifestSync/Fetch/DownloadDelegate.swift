@@ -82,9 +82,8 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
         // worker never asks for an encoding (decompression is off, and manifests may not send
         // Accept-Encoding or TE), so an encoded body is a misconfigured server: its bytes are not
         // the content and are never stored as it. Retrying would get the same answer.
-        if let encoding = head.headers.first(name: "content-encoding"),
-           !encoding.trimmingCharacters(in: .whitespaces).isEmpty,
-           encoding.trimmingCharacters(in: .whitespaces).lowercased() != "identity" {
+        if let encoding = head.headers.first(name: "content-encoding")?.trimmingCharacters(in: .whitespaces),
+           !encoding.isEmpty, encoding.lowercased() != "identity" {
             return loop.makeFailedFuture(FetchFailure(
                 .httpStatus, "the server sent the body with Content-Encoding: \(Redact.short(encoding, limit: 40)), "
                     + "which was not asked for; encoded bytes are never stored as the content",

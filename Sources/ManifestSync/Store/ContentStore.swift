@@ -121,18 +121,17 @@ public struct ContentStore: Sendable {
     /// Deletes object files no row of `index` names (left by a run that stopped between
     /// installing and indexing them) and returns how many. Call only under the lock.
     func sweepUnreferenced(_ index: CacheIndex) throws(CacheError) -> Int {
-        let referenced = Set(try index.allRecords(validators: false).map(\.object))
-        var removed = 0
-        for byte in 0..<256 {
-            let folder = objectsDirectory + "/" + Hex.encode([UInt8(byte)])
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
-            for name in names where Hex.isLowercaseHex(name, length: 64) && !referenced.contains(name) {
-                var info = stat()
-                guard lstat(folder + "/" + name, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-                if unlink(folder + "/" + name) == 0 { removed += 1 }
-            }
-        }
-        return removed
+        let objects = ObjectDirectory(objectsDirectory: objectsDirectory)
+        objects.preload()
+        return removeUnreferenced(objects, records: try index.allRecords(validators: false))
+    }
+
+    /// Deletes the objects `objects` listed that no record names; how many went (0 when the
+    /// folders were not listed).
+    func removeUnreferenced(_ objects: ObjectDirectory, records: [IndexRecord]) -> Int {
+        let leftovers = objects.unreferenced(by: records) ?? []
+        for object in leftovers { remove(object) }
+        return leftovers.count
     }
 
     /// Deletes every file in `tmp/`: leftovers of a run that crashed. Call only under the lock.

@@ -51,6 +51,11 @@ final class ObjectDirectory {
         return listed.subtracting(named).map(\.hex)
     }
 
+    /// Lists the folders unless that was done already.
+    func preloadIfNeeded() {
+        if listed == nil { preload() }
+    }
+
     func contains(_ sha256: String) -> Bool {
         if let listed {
             var hex = sha256
