@@ -253,6 +253,7 @@ struct SyncRun {
         row.reason = failure.reason
         row.error = failure.message
         row.httpStatus = failure.httpStatus
+        row.actualHash = failure.actualHash?.description
         row.stale = planned.previous.map { store.contains($0.object) } ?? false
         keep(item, row)
         if failure.reason != .cancelled || attempts > 0 {

@@ -83,6 +83,7 @@ import WorkerTestSupport
 
     @Test func failedEntryExits1AndTheReportSaysWhy() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/f/ok", harness.serve("ok")), ("/status/404", Array("x".utf8))])
         let reportPath = harness.directory.path + "/report.json"
         let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report", reportPath, "--retries", "0"])
@@ -96,7 +97,6 @@ import WorkerTestSupport
         #expect(failed["attempts"] as? Int == 1)
         #expect(failed["stale"] as? Bool == false)
         #expect((report["totals"] as? [String: Any])?["failed"] as? Int == 1)
-        await harness.origin.stop()
     }
 
     @Test func lockedCacheExits3AfterWaitLock() async throws {
@@ -148,6 +148,7 @@ import WorkerTestSupport
 
     @Test func credentialsNeverAppearInOutput() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("secret")
         let manifest = harness.directory.write("s.yaml", """
             version: 1
@@ -175,6 +176,5 @@ import WorkerTestSupport
         let missing = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
         #expect(missing.code == 2)
         #expect(missing.stderr.contains("environment variable 'WORKER_SECRET_TOKEN' is not set"))
-        await harness.origin.stop()
     }
 }

@@ -5,6 +5,7 @@ import Testing
 @Suite struct ConcurrencyTests {
     @Test func fourProcessesWithOverlappingManifestsShareOneCache() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         var processes: [(Process, String)] = []
         for worker in 0..<4 {
             // Manifest i names keys [25 i, 25 i + 100): 175 distinct files, most in two or more manifests.
@@ -25,6 +26,5 @@ import Testing
         let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(verify.code == 0)
         #expect(verify.stdout.contains("the cache and its index agree"))
-        await harness.origin.stop()
     }
 }

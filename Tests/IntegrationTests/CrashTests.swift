@@ -16,6 +16,7 @@ import Testing
     @Test func killedRunsNeverLeaveTheCacheInconsistent() async throws {
         let kills = Int(ProcessInfo.processInfo.environment["WORKER_CRASH_KILLS"] ?? "") ?? 20
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         var tally = Tally()
         var generator = SystemRandomNumberGenerator()
         var lastManifest = ""
@@ -61,7 +62,6 @@ import Testing
         #expect(tally.danglingRows == 0)
         // A test of kills that all land before or after the work proves nothing.
         #expect(tally.killedMidRun * 2 >= tally.kills, "only \(tally.killedMidRun) of \(tally.kills) kills landed mid-run")
-        await harness.origin.stop()
     }
 
     private func verify(_ harness: Harness) throws -> [String: Any] {

@@ -11,6 +11,7 @@ import Testing
 
     @Test func anEntryThatDoesNotFitFailsAsIOAndTheRestIsStored() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let big = [UInt8](repeating: 0x42, count: 1 << 20)
         harness.origin.set("/f/big", big)
         let small = harness.serve("small")
@@ -22,16 +23,15 @@ import Testing
         #expect(harness.objects() == [sha256(small)], "no partial object")
         #expect(harness.temporaryFiles().isEmpty)
         #expect(try harness.records().map(\.url) == [harness.origin.url("/f/small")])
-        await harness.origin.stop()
     }
 
     @Test func anIndexThatCannotGrowIsExit4NamingThePath() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/f/a", harness.serve("a"))])
         let result = try runLimited(kilobytes: 1, ["sync", manifest, "--cache-dir", harness.cache])
         #expect(result.code == 4)
         #expect(result.stderr.contains("cache unusable: \(harness.cache)/index.sqlite"))
         #expect(harness.objects().isEmpty)
-        await harness.origin.stop()
     }
 }

@@ -15,8 +15,7 @@ import Testing
     }
 
     /// Syncs a good entry plus `path` (expected to hold `expected`, if given) and returns the outcome.
-    func run(_ path: String, expected: [UInt8]? = nil, _ arguments: [String] = []) async throws -> (Harness, Outcome) {
-        let harness = try await Harness.start()
+    func run(_ harness: Harness, _ path: String, expected: [UInt8]? = nil, _ arguments: [String] = []) throws -> Outcome {
         let good = harness.serve("good")
         let served = harness.serve("payload", String(repeating: "payload ", count: 64))
         let faulty = expected ?? served
@@ -37,119 +36,149 @@ import Testing
             #expect(outcome.objects == [sha256(good)], "only the good body is stored")
             #expect(result.code == 1)
         }
-        return (harness, outcome)
+        return outcome
     }
 
     @Test func truncatedBodyFailsAsConnectionAfterRetries() async throws {
-        let (harness, outcome) = try await run("/truncate/f/payload", ["--retries", "1"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/truncate/f/payload", ["--retries", "1"])
         #expect(outcome.entry["reason"] as? String == "connection")
         #expect(outcome.entry["error"] as? String == "truncated body: the connection closed before the declared length arrived")
         #expect(outcome.entry["attempts"] as? Int == 2)
         #expect(harness.origin.hits("/truncate/f/payload") == 2)
-        await harness.origin.stop()
     }
 
     @Test func wrongBytesFailAsHashMismatch() async throws {
-        let (harness, outcome) = try await run("/f/payload", expected: Array("something else".utf8))
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/f/payload", expected: Array("something else".utf8))
         #expect(outcome.entry["reason"] as? String == "hash_mismatch")
+        #expect(outcome.entry["actual_hash"] as? String == "sha256:" + sha256(String(repeating: "payload ", count: 64)),
+                "what the served body hashed to")
         #expect(outcome.entry["attempts"] as? Int == 1)
-        await harness.origin.stop()
     }
 
     @Test func slowDripFailsAsTimeoutAtTheEntryTimeout() async throws {
-        let (harness, outcome) = try await run("/drip/100/f/payload", ["--entry-timeout", "0.5", "--retries", "0"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/drip/100/f/payload", ["--entry-timeout", "0.5", "--retries", "0"])
         #expect(outcome.entry["reason"] as? String == "timeout")
         #expect(outcome.seconds < 10)
-        await harness.origin.stop()
     }
 
     @Test func stalledBodyFailsAsTimeoutAtTheReadTimeout() async throws {
-        let (harness, outcome) = try await run("/stall/f/payload", ["--read-timeout", "0.4", "--retries", "0"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/stall/f/payload", ["--read-timeout", "0.4", "--retries", "0"])
         #expect(outcome.entry["reason"] as? String == "timeout")
         #expect(outcome.seconds < 10)
-        await harness.origin.stop()
     }
 
     @Test func endlessBodyIsCutAtMaxSize() async throws {
-        let (harness, outcome) = try await run("/endless", ["--max-size", "1MiB"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/endless", ["--max-size", "1MiB"])
         #expect(outcome.entry["reason"] as? String == "too_large")
         #expect(outcome.entry["attempts"] as? Int == 1, "too_large is not retried")
-        await harness.origin.stop()
     }
 
     @Test func declaredLengthOverMaxSizeIsRefusedBeforeTheBody() async throws {
-        let (harness, outcome) = try await run("/f/payload", ["--max-size", "100"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/f/payload", ["--max-size", "100"])
         #expect(outcome.entry["reason"] as? String == "too_large")
         #expect((outcome.entry["error"] as? String)?.hasPrefix("Content-Length 512 exceeds") == true)
-        await harness.origin.stop()
     }
 
     @Test(arguments: [500, 503, 408])
     func serverErrorThenSuccessIsRetried(code: Int) async throws {
-        let (harness, outcome) = try await run("/flaky/2/\(code)/f/payload", ["--retries", "3"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/flaky/2/\(code)/f/payload", ["--retries", "3"])
         #expect(outcome.code == 0)
         #expect(outcome.entry["status"] as? String == "added")
         #expect(outcome.entry["attempts"] as? Int == 3)
-        await harness.origin.stop()
     }
 
     @Test func tooManyRequestsHonoursRetryAfter() async throws {
-        let (harness, outcome) = try await run("/flaky/1/429/f/payload?retry-after=1", ["--retries", "2"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/flaky/1/429/f/payload?retry-after=1", ["--retries", "2"])
         #expect(outcome.code == 0)
         #expect(outcome.entry["attempts"] as? Int == 2)
         #expect(outcome.seconds >= 1.0, "waited as Retry-After asked")
-        await harness.origin.stop()
     }
 
     @Test func persistentServerErrorFailsWithItsStatus() async throws {
-        let (harness, outcome) = try await run("/status/503", ["--retries", "2"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/status/503", ["--retries", "2"])
         #expect(outcome.entry["reason"] as? String == "http_status")
         #expect(outcome.entry["http_status"] as? Int == 503)
         #expect(outcome.entry["attempts"] as? Int == 3)
         #expect(outcome.stderr.contains("(3 attempts)"))
-        await harness.origin.stop()
     }
 
     @Test func connectionResetFailsAsConnection() async throws {
-        let (harness, outcome) = try await run("/reset/f/payload", ["--retries", "1"])
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/reset/f/payload", ["--retries", "1"])
         #expect(outcome.entry["reason"] as? String == "connection")
         #expect(outcome.entry["attempts"] as? Int == 2)
-        await harness.origin.stop()
     }
 
     @Test func redirectChainIsFollowed() async throws {
-        let (harness, outcome) = try await run("/redirect/3/f/payload")
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/redirect/3/f/payload")
         #expect(outcome.code == 0)
         #expect(outcome.entry["status"] as? String == "added")
-        await harness.origin.stop()
     }
 
     @Test func redirectLoopFailsAsRedirect() async throws {
-        let (harness, outcome) = try await run("/loop/a")
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/loop/a")
         #expect(outcome.entry["reason"] as? String == "redirect")
         #expect((outcome.entry["error"] as? String)?.hasPrefix("redirect loop") == true)
-        await harness.origin.stop()
     }
 
     @Test func redirectToAnotherSchemeFailsAsScheme() async throws {
-        let (harness, outcome) = try await run("/goto?to=file:///etc/passwd")
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        defer { Task { await harness.origin.stop() } }
+        let outcome = try run(harness, "/goto?to=file:///etc/passwd")
         #expect(outcome.entry["reason"] as? String == "scheme")
-        await harness.origin.stop()
     }
 
     @Test func unreachableHostFailsAsConnection() async throws {
         // A port nothing listens on: the connect is refused at once.
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let manifest = harness.directory.write("down.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:1/x\n")
         let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"])
         #expect(result.code == 1)
         #expect(result.stderr.contains(": connection: "))
-        await harness.origin.stop()
     }
 
     @Test func credentialsAreDroppedOnACrossOriginRedirect() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let other = try await TestOrigin.start()
+        defer { Task { await other.stop() } }
         let bytes = Array("elsewhere\n".utf8)
         other.set("/f/elsewhere", bytes)
         let target = other.url("/f/elsewhere").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
@@ -159,7 +188,5 @@ import Testing
         #expect(harness.origin.lastHeaders("/goto")?["authorization"] == "Bearer xyz")
         #expect(other.lastHeaders("/f/elsewhere") != nil)
         #expect(other.lastHeaders("/f/elsewhere")?["authorization"] == nil, "credentials stay with their origin")
-        await other.stop()
-        await harness.origin.stop()
     }
 }

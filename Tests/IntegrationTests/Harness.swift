@@ -32,11 +32,14 @@ struct Harness {
         return directory.write(name, text)
     }
 
-    func sync(_ paths: String..., configure: (inout SyncOptions) -> Void = { _ in }) async throws -> SyncReport {
+    /// Syncs in process; `environment` is what `${VAR}` in headers reads (injected, never set
+    /// on the process, whose environment every test running in parallel shares).
+    func sync(_ paths: String..., environment: [String: String] = [:],
+              configure: (inout SyncOptions) -> Void = { _ in }) async throws -> SyncReport {
         var options = SyncOptions(cacheDirectory: cache)
         options.fetch.retry = RetryPolicy(retries: 2, baseDelay: 0.01, maxDelay: 0.05)
         configure(&options)
-        let set = try ManifestLoader().load(paths: paths)
+        let set = try ManifestLoader(environment: environment).load(paths: paths)
         return try await SyncEngine(options: options).sync(set)
     }
 

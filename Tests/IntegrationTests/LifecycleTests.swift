@@ -12,6 +12,7 @@ import Testing
 
     @Test func statusCountsEntriesObjectsDeduplicationRunsAndFailures() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let shared = harness.serve("shared", String(repeating: "s", count: 1000))
         harness.origin.set("/f/alias", shared)
         let other = harness.serve("other", String(repeating: "o", count: 500))
@@ -37,11 +38,11 @@ import Testing
         harness.origin.set("/status/404", "now it exists")
         _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
         #expect(try json(WorkerBinary.run(["status", "--cache-dir", harness.cache, "--json"]).stdout)["failed_pending"] as? Int == 0)
-        await harness.origin.stop()
     }
 
     @Test func pathPrintsTheObjectAndRecordsTheUse() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("p")
         _ = try await harness.sync(harness.manifest([("/f/p", bytes)]))
         try CacheIndex(path: harness.cache + "/index.sqlite", create: false).setLastUsed(1000, urls: [harness.origin.url("/f/p")])
@@ -52,11 +53,11 @@ import Testing
         let missing = try WorkerBinary.run(["path", harness.origin.url("/f/nope"), "--cache-dir", harness.cache])
         #expect(missing.code == 1)
         #expect(missing.stdout.isEmpty)
-        await harness.origin.stop()
     }
 
     @Test func rmRemovesEntriesAndObjectsNothingElseUses() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let shared = harness.serve("shared")
         harness.origin.set("/f/alias", shared)
         let alone = harness.serve("alone")
@@ -69,11 +70,11 @@ import Testing
         let unknown = try WorkerBinary.run(["rm", harness.origin.url("/f/never"), "--cache-dir", harness.cache])
         #expect(unknown.code == 1)
         #expect(unknown.stderr.contains("not cached: \(harness.origin.url("/f/never"))"))
-        await harness.origin.stop()
     }
 
     @Test func clearRemovesEverythingAndTheCacheStaysUsable() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest((0..<5).map { ("/f/c\($0)", harness.serve("c\($0)")) })
         _ = try await harness.sync(manifest)
         let result = try WorkerBinary.run(["clear", "--cache-dir", harness.cache])
@@ -83,11 +84,11 @@ import Testing
         #expect(try harness.records().isEmpty)
         let again = try await harness.sync(manifest)
         #expect(again.totals.added == 5)
-        await harness.origin.stop()
     }
 
     @Test func gcEvictsByAgeThenLeastRecentlyUsedBySize() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         // Five 1000-byte objects; last used 30, 4, 3, 2 and 1 days ago.
         let entries = (0..<5).map { ("/f/g\($0)", harness.serve("g\($0)", String(repeating: "\($0)", count: 1000))) }
         _ = try await harness.sync(harness.manifest(entries))
@@ -110,11 +111,11 @@ import Testing
         #expect(sized["bytes_after"] as? Int == 2000)
         #expect(try harness.records().map(\.url) == [harness.origin.url("/f/g3"), harness.origin.url("/f/g4")])
         #expect(Set(harness.objects()) == Set([sha256(entries[3].1), sha256(entries[4].1)]))
-        await harness.origin.stop()
     }
 
     @Test func pruneWaitsForTheGracePeriod() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let keep = (0..<4).map { ("/f/k\($0)", harness.serve("k\($0)")) }
         let recent = ("/f/recent", harness.serve("recent"))
         let old = ("/f/old", harness.serve("old"))
@@ -127,12 +128,12 @@ import Testing
         #expect(result.stdout.contains("1 unnamed entry waits for the --prune-after grace period"))
         #expect(try harness.records().map(\.url).contains(harness.origin.url(recent.0)))
         #expect(try !harness.records().map(\.url).contains(harness.origin.url(old.0)))
-        await harness.origin.stop()
     }
 
     @Test(arguments: ExportLayout.allCases)
     func exportWritesEachLayoutsNamesAsHardLinks(layout: ExportLayout) async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let png = harness.serve("a.png")
         let plain = harness.serve("noext")
         let query = harness.serve("q.jpg")
@@ -169,11 +170,11 @@ import Testing
         let subset = harness.directory.path + "/subset-\(layout.rawValue)"
         #expect(try WorkerBinary.run(["export", "--layout", layout.rawValue, subset, only, "--cache-dir", harness.cache]).code == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: subset) == [expected[urls[0]]!])
-        await harness.origin.stop()
     }
 
     @Test func revalidateUses304ForUnchangedAndFetchesChangedBodies() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         harness.serve("live", "version 1\n")
         let manifest = harness.manifest([("/f/live", nil)])
         _ = try await harness.sync(manifest)
@@ -195,11 +196,11 @@ import Testing
         let requests = harness.origin.totalRequests
         _ = try await harness.sync(manifest)
         #expect(harness.origin.totalRequests == requests)
-        await harness.origin.stop()
     }
 
     @Test func offlineReportsWhatIsMissingOrOutOfDateWithoutNetwork() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let a = harness.serve("a")
         let b = harness.serve("b")
         _ = try await harness.sync(harness.manifest([("/f/a", a)]))
@@ -216,6 +217,5 @@ import Testing
         #expect(byURL[harness.origin.url("/f/b")]?["error"] as? String == "offline: not in the cache")
         let complete = try WorkerBinary.run(["sync", harness.manifest([("/f/a", a)]), "--cache-dir", harness.cache, "--offline"])
         #expect(complete.code == 0)
-        await harness.origin.stop()
     }
 }

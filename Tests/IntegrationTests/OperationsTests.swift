@@ -32,6 +32,7 @@ import WorkerTestSupport
 
     @Test func junitHasOneTestCasePerEntryAndAFailureElement() async throws {
         let (harness, manifest, _, _) = try await scenario()
+        defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/junit.xml"
         let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--junit", path, "--retries", "0"])
         #expect(result.code == 1)
@@ -47,11 +48,11 @@ import WorkerTestSupport
         let failure = try #require(collector.elements.first { $0.name == "failure" })
         #expect(failure.attributes["type"] == "http_status")
         #expect(failure.attributes["message"] == "HTTP 500")
-        await harness.origin.stop()
     }
 
     @Test func markdownSummaryToAFileOrToTheGitHubStepSummary() async throws {
         let (harness, manifest, _, _) = try await scenario()
+        defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/summary.md"
         _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--summary-md", path, "--retries", "0"])
         let summary = try String(contentsOfFile: path, encoding: .utf8)
@@ -64,11 +65,11 @@ import WorkerTestSupport
                                  environment: ["GITHUB_STEP_SUMMARY": github])
         let appended = try String(contentsOfFile: github, encoding: .utf8)
         #expect(appended.hasPrefix("earlier step\n### ❌ worker sync"), "appended, as GitHub expects")
-        await harness.origin.stop()
     }
 
     @Test func prometheusMetricsParseAndCarryTheTotals() async throws {
         let (harness, manifest, _, _) = try await scenario()
+        defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/worker.prom"
         _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--metrics", path, "--retries", "0"])
         let text = try String(contentsOfFile: path, encoding: .utf8)
@@ -89,11 +90,11 @@ import WorkerTestSupport
         #expect(text.contains("# TYPE worker_sync_entries gauge"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: harness.directory.path).allSatisfy { !$0.hasSuffix(".tmp") },
                 "written by way of a temporary file, nothing left behind")
-        await harness.origin.stop()
     }
 
     @Test func htmlReportShowsThumbnailsOldAndNewAndFailures() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let png = { (color: UInt8) -> [UInt8] in [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, color] }
         harness.origin.set("/f/a.png", png(1))
         _ = try await harness.sync(harness.manifest([("/f/a.png", png(1))]))
@@ -121,11 +122,11 @@ import WorkerTestSupport
         #expect(collector.elements.filter { $0.name == "article" }.count == 3)
         let images = collector.elements.filter { $0.name == "img" }.compactMap { $0.attributes["src"] }
         #expect(images == [data(png(1)), data(png(2)), data(png(3))], "before, after, added; the failed entry has no version")
-        await harness.origin.stop()
     }
 
     @Test func failureBudgetDecidesTheExitCode() async throws {
         let (harness, manifest, _, _) = try await scenario()
+        defer { Task { await harness.origin.stop() } }
         func code(_ budget: String) throws -> Int32 {
             try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-failures", budget, "--retries", "0", "-q"]).code
         }
@@ -134,11 +135,11 @@ import WorkerTestSupport
         #expect(try code("25%") == 0, "1 of 4 entries")
         #expect(try code("10%") == 1)
         #expect(try WorkerBinary.run(["sync", manifest, "--max-failures", "lots"]).code == 2)
-        await harness.origin.stop()
     }
 
     @Test func shardsSplitAManifestAcrossWorkersSharingOneCache() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let keys = (0..<60).map { "s\($0)" }
         let manifest = harness.manifest(keys.map { ("/gen/\($0)", TestOrigin.generated($0)) })
         var handled = 0
@@ -158,7 +159,6 @@ import WorkerTestSupport
         let missing = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache], environment: ["JOB_COMPLETION_INDEX": "1"])
         #expect(missing.code == 2)
         #expect(missing.stderr.contains("JOB_COMPLETION_COUNT"))
-        await harness.origin.stop()
     }
 
     @Test func fingerprintPrintsOnlyTheDigest() throws {
@@ -170,6 +170,7 @@ import WorkerTestSupport
 
     @Test func progressLinesWithoutATerminalAndJSONLogs() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/f/p", harness.serve("p")), ("/status/503", nil)])
         let shown = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
                                           "-v", "--log-format", "json"])
@@ -189,7 +190,6 @@ import WorkerTestSupport
                 "\(plain.stderr)")
         let quiet = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
         #expect(!quiet.stderr.contains("progress:"))
-        await harness.origin.stop()
     }
 
     @Test func aTerminalGetsOneLiveProgressLine() throws {

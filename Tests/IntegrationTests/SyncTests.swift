@@ -6,6 +6,7 @@ import Testing
 @Suite struct SyncTests {
     @Test func coldSyncFetchesAllAndWarmSyncFetchesNone() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let names = (0..<20).map { "file\($0).png" }
         let manifest = harness.manifest(names.map { ("/f/" + $0, harness.serve($0)) })
 
@@ -23,11 +24,11 @@ import Testing
         #expect(harness.origin.totalRequests == 20, "a warm sync makes no request")
         #expect(warm.totals.unchanged == 20 && warm.totals.added == 0)
         #expect(warm.entries.isEmpty)
-        await harness.origin.stop()
     }
 
     @Test func readAheadIsUsedOnlyWhileNoOtherWriterCommitted() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let names = (0..<3).map { "r\($0)" }
         let manifest = harness.manifest(names.map { ("/f/" + $0, harness.serve($0)) })
         _ = try await harness.sync(manifest)
@@ -56,11 +57,11 @@ import Testing
         #expect(report.totals.added == 1 && report.totals.unchanged == 2 && report.totals.failed == 0)
         #expect(harness.origin.totalRequests == 4)
         #expect(try harness.records().count == 3)
-        await harness.origin.stop()
     }
 
     @Test func changingThreeHashesFetchesExactlyThree() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let names = (0..<10).map { "f\($0)" }
         var entries = names.map { ("/f/" + $0, harness.serve($0)) }
         _ = try await harness.sync(harness.manifest(entries))
@@ -78,11 +79,11 @@ import Testing
         for index in 0..<3 {
             #expect(try harness.cachedBytes("/f/" + names[index]) == entries[index].1)
         }
-        await harness.origin.stop()
     }
 
     @Test func wrongBytesFailWithHashMismatchAndKeepTheOldVersion() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let old = harness.serve("a", "old bytes\n")
         _ = try await harness.sync(harness.manifest([("/f/a", old), ("/f/b", harness.serve("b"))]))
 
@@ -101,11 +102,11 @@ import Testing
         #expect(try harness.cachedBytes("/f/a") == old, "the earlier version stays in place")
         #expect(!harness.objects().contains(sha256("not what the manifest says\n")), "bad bytes are never stored")
         #expect(harness.temporaryFiles().isEmpty)
-        await harness.origin.stop()
     }
 
     @Test func notFoundFailsWithHTTPStatusAndIsNotRetried() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let report = try await harness.sync(harness.manifest([
             ("/status/404", Array("x".utf8)), ("/f/ok", harness.serve("ok")),
         ]))
@@ -117,21 +118,21 @@ import Testing
         #expect(harness.origin.hits("/status/404") == 1)
         #expect(report.totals.added == 1)
         #expect(try harness.records().map(\.url) == [harness.origin.url("/f/ok")])
-        await harness.origin.stop()
     }
 
     @Test func serverErrorsAreRetriedThenReported() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let report = try await harness.sync(harness.manifest([("/status/503", nil)])) { $0.fetch.retry.retries = 2 }
         let failed = try #require(report.failedEntries.first)
         #expect(failed.reason == .httpStatus && failed.httpStatus == 503)
         #expect(failed.attempts == 3)
         #expect(harness.origin.hits("/status/503") == 3)
-        await harness.origin.stop()
     }
 
     @Test func failedURLIsTriedAgainOnTheNextRun() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = Array("arrives late\n".utf8)
         let manifest = harness.manifest([("/f/late", bytes)])
         let first = try await harness.sync(manifest)
@@ -139,11 +140,11 @@ import Testing
         harness.origin.set("/f/late", bytes)
         let second = try await harness.sync(manifest)
         #expect(second.totals.added == 1 && second.totals.failed == 0)
-        await harness.origin.stop()
     }
 
     @Test func twoURLsWithOneHashDownloadOnce() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("one")
         harness.origin.set("/f/two", bytes)
         harness.origin.set("/f/three", bytes)
@@ -157,20 +158,20 @@ import Testing
         #expect(harness.origin.totalRequests == 1)
         #expect(later.entries.map(\.status) == [.reused])
         #expect(try harness.records().count == 3)
-        await harness.origin.stop()
     }
 
     @Test func sameHashFromABrokenURLFallsBackToAnotherURL() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("good")
         let report = try await harness.sync(harness.manifest([("/f/missing", bytes), ("/f/good", bytes)]))
         #expect(report.entries.map(\.status) == [.failed, .added])
         #expect(report.failedEntries.first?.httpStatus == 404)
-        await harness.origin.stop()
     }
 
     @Test func hashlessEntryIsFetchedOnceWhileMissing() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         harness.serve("free")
         let manifest = harness.manifest([("/f/free", nil)])
         let first = try await harness.sync(manifest)
@@ -178,11 +179,11 @@ import Testing
         let second = try await harness.sync(manifest)
         #expect(second.totals.unchanged == 1)
         #expect(harness.origin.totalRequests == 1)
-        await harness.origin.stop()
     }
 
     @Test func redirectsAreFollowedUpToFive() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let report = try await harness.sync(harness.manifest([
             ("/redirect/5/f/five", harness.serve("five")), ("/redirect/6/f/six", harness.serve("six")),
         ]))
@@ -190,11 +191,11 @@ import Testing
         #expect(report.failedEntries.first?.reason == .redirect)
         #expect(report.failedEntries.first?.error == "more than 5 redirects")
         #expect(harness.origin.hits("/f/six") == 0)
-        await harness.origin.stop()
     }
 
     @Test func syncRemovesWhatACrashedRunLeftInTmp() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/f/a", harness.serve("a"))])
         _ = try await harness.sync(manifest)
         harness.directory.write("cache/tmp/dl-99999-1", "half a body")
@@ -202,11 +203,11 @@ import Testing
         let warm = try await harness.sync(manifest)
         #expect(warm.totals.unchanged == 1)
         #expect(harness.temporaryFiles().isEmpty, "cleaned under the lock at start")
-        await harness.origin.stop()
     }
 
     @Test func objectDeletedBehindOurBackIsFetchedAgain() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("a")
         let manifest = harness.manifest([("/f/a", bytes)])
         _ = try await harness.sync(manifest)
@@ -214,11 +215,11 @@ import Testing
         let report = try await harness.sync(manifest)
         #expect(report.entries.map(\.status) == [.added])
         #expect(harness.origin.totalRequests == 2)
-        await harness.origin.stop()
     }
 
     @Test func pruneRemovesOrphansAndTheirObjects() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let keep = (0..<3).map { ("/f/k\($0)", harness.serve("k\($0)")) }
         let drop = ("/f/d", harness.serve("d"))
         _ = try await harness.sync(harness.manifest(keep + [drop]))
@@ -233,11 +234,11 @@ import Testing
         #expect(pruned.entries.map(\.status) == [.removed])
         #expect(try harness.records().count == 3)
         #expect(!harness.objects().contains(sha256(drop.1)))
-        await harness.origin.stop()
     }
 
     @Test func pruneRefusesToRemoveMostOfTheCache() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let all = (0..<4).map { ("/f/p\($0)", harness.serve("p\($0)")) }
         _ = try await harness.sync(harness.manifest(all))
         // A truncated manifest: 3 of 4 entries would go.
@@ -249,11 +250,11 @@ import Testing
         let forced = try await harness.sync(harness.manifest(Array(all.prefix(1)))) { $0.prune = true; $0.force = true }
         #expect(forced.totals.removed == 3)
         #expect(try harness.records().count == 1)
-        await harness.origin.stop()
     }
 
     @Test func sharedObjectSurvivesPruningOfOneOfItsURLs() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("shared")
         harness.origin.set("/f/alias", bytes)
         let others = (0..<3).map { ("/f/o\($0)", harness.serve("o\($0)")) }
@@ -261,24 +262,23 @@ import Testing
         let report = try await harness.sync(harness.manifest([("/f/shared", bytes)] + others)) { $0.prune = true }
         #expect(report.totals.removed == 1)
         #expect(harness.objects().contains(sha256(bytes)))
-        await harness.origin.stop()
     }
 
     @Test func manifestHeadersAreSent() async throws {
         // The origin answers 404 to everything but the files it serves; a header that is not
         // sent shows up as no difference, so check it reaches a server that records it.
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("h")
         let manifest = harness.manifest([("/f/h", bytes)], extra: "headers:\n  X-Token: \"${WORKER_IT_TOKEN}\"\n")
-        setenv("WORKER_IT_TOKEN", "abc", 1)
-        let report = try await harness.sync(manifest)
+        let report = try await harness.sync(manifest, environment: ["WORKER_IT_TOKEN": "abc"])
         #expect(report.totals.added == 1)
         #expect(harness.origin.lastHeaders("/f/h")?["x-token"] == "abc")
-        await harness.origin.stop()
     }
 
     @Test func deadlineCancelsWhatIsLeft() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         // 503s with retries keep the only job busy past the deadline.
         let entries: [(path: String, bytes: [UInt8]?)] = [("/status/503", nil)] + (0..<5).map { ("/f/late\($0)", harness.serve("late\($0)")) }
         let report = try await harness.sync(harness.manifest(entries)) { options in
@@ -288,6 +288,5 @@ import Testing
         }
         #expect(report.totals.failed == 6)
         #expect(report.failedEntries.filter { $0.reason == .cancelled }.count >= 5)
-        await harness.origin.stop()
     }
 }

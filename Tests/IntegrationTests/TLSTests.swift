@@ -24,7 +24,9 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let files = try Self.makeCertificate(in: directory)
         let secure = try await TestOrigin.start(tls: files)
+        defer { Task { await secure.stop() } }
         let plain = try await Harness.start()
+        defer { Task { await plain.origin.stop() } }
         let bytes = Array("over tls\n".utf8)
         secure.set("/f/secure", bytes)
         let downgraded = plain.serve("plain")
@@ -56,7 +58,5 @@ import WorkerTestSupport
         #expect(refused["reason"] as? String == "redirect")
         #expect(refused["error"] as? String == "redirect from https to http refused")
         #expect(plain.origin.hits("/f/plain") == 0, "the http URL was never requested")
-        await secure.stop()
-        await plain.origin.stop()
     }
 }

@@ -5,6 +5,7 @@ import Testing
 @Suite struct VerifyTests {
     @Test func findsAndRepairsEveryKindOfProblem() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let entries = (0..<4).map { ("/f/v\($0)", harness.serve("v\($0)")) }
         _ = try await harness.sync(harness.manifest(entries))
         let clean = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
@@ -45,11 +46,11 @@ import Testing
         let after = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(after.code == 0)
         #expect(after.stdout.contains("worker verify: 4 objects"))
-        await harness.origin.stop()
     }
 
     @Test func repairDropsWhatCannotBeFetchedAgain() async throws {
         let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("gone")
         _ = try await harness.sync(harness.manifest([("/f/gone", bytes), ("/f/stays", harness.serve("stays"))]))
         unlink(harness.objectPath(sha256(bytes)))
@@ -59,6 +60,5 @@ import Testing
         #expect(repaired.stdout.contains("dropped 1 entries"))
         #expect(try harness.records().map(\.url) == [harness.origin.url("/f/stays")])
         #expect(!harness.objects().contains(sha256("different bytes now")), "a body that fails its hash is not kept")
-        await harness.origin.stop()
     }
 }

@@ -32,7 +32,7 @@ import WorkerTestSupport
         }
         #expect(policy.delay(after: FetchFailure(.hashMismatch, "expected a got b"), attempt: 1) == nil)
         #expect(policy.delay(after: FetchFailure(.tooLarge, "too large"), attempt: 1) == nil)
-        #expect(policy.delay(after: FetchFailure(.connection, "TLS: not trusted", isPermanent: true), attempt: 1) == nil)
+        #expect(policy.delay(after: FetchFailure(.connection, "TLS: not trusted", detail: .tls(.untrustedCertificate)), attempt: 1) == nil)
         var restart = FetchFailure(.hashMismatch, "a resumed body did not add up")
         restart.restartsFromScratch = true
         #expect(policy.delay(after: restart, attempt: 1) != nil, "a resumed body that went wrong is tried again from byte 0")
@@ -75,6 +75,10 @@ import WorkerTestSupport
         guard case .failure(let failure) = body.close() else { Issue.record("a mismatch was accepted"); return }
         #expect(failure.reason == .hashMismatch)
         #expect(failure.message.contains("expected sha256:0000") && failure.message.contains("got sha256:"))
+        // sha256("something else"), by sha256sum.
+        let actual = try ContentHash.parse("sha256:f41f3fa625ff120ddca7ef456bf66371ecea23c129f4e4c32367101edb516cf8").get()
+        #expect(failure.detail == .hashMismatch(expected: expected, actual: actual))
+        #expect(failure.actualHash == actual)
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/body"))
     }
 

@@ -181,6 +181,15 @@ import WorkerTestSupport
     @Test func missingFileIsAnError() throws {
         let error = try #require(throws: ManifestErrors.self) { try ManifestLoader().load(paths: ["/nonexistent/m.yaml"]) }
         #expect(error.description == "/nonexistent/m.yaml: cannot read manifest: No such file or directory")
+        #expect(error.diagnostics.map(\.kind) == [.unreadable])
+    }
+
+    @Test func diagnosticsSayTheirKind() throws {
+        let directory = TemporaryDirectory()
+        let broken = directory.write("broken.yaml", "version: 1\nentries:\n  - url: [unclosed\n")
+        let wrong = directory.write("wrong.yaml", "version: 2\nentries: []\n")
+        let error = try #require(throws: ManifestErrors.self) { try ManifestLoader().load(paths: [broken, wrong]) }
+        #expect(error.diagnostics.map(\.kind) == [.content, .syntax, .content])
     }
 
     // MARK: - Streaming

@@ -81,7 +81,7 @@ import Testing
         #expect(FailureClassifier.originProblem(FetchFailure(.httpStatus, "HTTP 404", httpStatus: 404)) == nil)
         #expect(FailureClassifier.originProblem(FetchFailure(.hashMismatch, "expected …")) == nil)
         #expect(FailureClassifier.originProblem(FetchFailure(.io, "disk full")) == nil)
-        #expect(FailureClassifier.originProblem(FetchFailure(.connection, "TLS: not trusted", isPermanent: true)) == nil)
+        #expect(FailureClassifier.originProblem(FetchFailure(.connection, "TLS: not trusted", detail: .tls(.untrustedCertificate))) == nil)
         #expect(FailureClassifier.originProblem(FetchFailure(.httpStatus, "HTTP 503", httpStatus: 503)) == "HTTP 503")
         #expect(FailureClassifier.originProblem(FetchFailure(.httpStatus, "HTTP 429", httpStatus: 429)) == "HTTP 429")
         #expect(FailureClassifier.originProblem(FetchFailure(.connection, "connection refused")) == "connection refused")

@@ -77,7 +77,7 @@ struct BodySink {
         let digests = hasher.finalize(for: expected?.algorithm)
         if let expected, let actual = digests.expected, actual != expected {
             unlink(path)
-            return .failure(FetchFailure(.hashMismatch, "expected \(expected) got \(actual)"))
+            return .failure(.hashMismatch(expected: expected, actual: actual))
         }
         return .success((digests.sha256, digests.expected))
     }

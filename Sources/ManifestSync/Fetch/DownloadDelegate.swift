@@ -87,7 +87,7 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             return loop.makeFailedFuture(FetchFailure(
                 .httpStatus, "the server sent the body with Content-Encoding: \(Redact.short(encoding, limit: 40)), "
                     + "which was not asked for; encoded bytes are never stored as the content",
-                httpStatus: status, isPermanent: true))
+                httpStatus: status, detail: .unrequestedEncoding(encoding)))
         }
         declared = head.headers.first(name: "content-length").flatMap { Int64($0) }
         if let declared, declared > maxSize {
@@ -100,7 +100,7 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
             let file = try store.makeTemporaryFile()
             sink = BodySink(fd: file.fd, path: file.path, expected: expected, maxSize: maxSize)
         } catch {
-            return loop.makeFailedFuture(error)
+            return loop.makeFailedFuture(FetchFailure(storing: error))
         }
         return loop.makeSucceededVoidFuture()
     }

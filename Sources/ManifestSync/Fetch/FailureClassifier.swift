@@ -42,10 +42,7 @@ enum FailureClassifier {
         }
         if let tls = error as? NIOSSLError {
             if case .handshakeFailed(let cause) = tls {
-                let untrusted = "\(cause)".contains("CERTIFICATE_VERIFY_FAILED")
-                return FetchFailure(.connection, untrusted
-                    ? "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)"
-                    : "TLS handshake rejected", isPermanent: untrusted)
+                return tlsFailure(cause)
             }
             return FetchFailure(.connection, "TLS error: \(Redact.short(String(describing: tls), limit: 120))")
         }
@@ -75,6 +72,17 @@ enum FailureClassifier {
         case ECONNABORTED: "connection aborted"
         default: "connection failed: \(String(cString: strerror(code)))"
         }
+    }
+
+    /// A failed handshake, told apart by BoringSSL's reason. NIOSSL keeps the packed error code
+    /// private, so the reason is read from its rendering (`…:CERTIFICATE_VERIFY_FAILED at …`),
+    /// here and nowhere else.
+    static func tlsFailure(_ cause: BoringSSLError) -> FetchFailure {
+        if "\(cause)".contains("CERTIFICATE_VERIFY_FAILED") {
+            return FetchFailure(.connection, "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)",
+                                detail: .tls(.untrustedCertificate))
+        }
+        return FetchFailure(.connection, "TLS handshake rejected", detail: .tls(.handshakeRejected))
     }
 
     /// What a failed attempt says about its origin, or nil when it says nothing about the origin

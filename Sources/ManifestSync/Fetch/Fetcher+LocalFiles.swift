@@ -39,7 +39,7 @@ extension Fetcher {
             return .failure(FetchFailure(.tooLarge, "\(info.st_size) bytes exceeds the limit of \(settings.maxSize) bytes"))
         }
         let file: (fd: Int32, path: String)
-        do { file = try store.makeTemporaryFile() } catch { return .failure(error) }
+        do { file = try store.makeTemporaryFile() } catch { return .failure(FetchFailure(storing: error)) }
         var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
         let copied = FileChunks.read(input, path: path) { chunk in
             bytes += Int64(chunk.count)

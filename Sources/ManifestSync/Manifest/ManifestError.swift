@@ -1,12 +1,24 @@
 /// A manifest problem with the place it was found, printed as `path:line:column: message`.
 public struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, as far as the rest of the load cares.
+    public enum Kind: Sendable, Equatable {
+        /// The file could not be opened or read: nothing in it was checked.
+        case unreadable
+        /// libyaml gave up: the file ends at this point, later problems are unknown.
+        case syntax
+        /// The YAML is well-formed but a key, a value or an entry is wrong.
+        case content
+    }
+
+    public let kind: Kind
     public let path: String
-    /// 1-based; 0 when the problem has no position (the file could not be opened).
+    /// 1-based; 0 when the problem has no position (the file could not be read).
     public let line: Int
     public let column: Int
     public let message: String
 
-    public init(path: String, line: Int, column: Int, message: String) {
+    public init(path: String, line: Int, column: Int, message: String, kind: Kind = .content) {
+        self.kind = kind
         self.path = path
         self.line = line
         self.column = column

@@ -49,7 +49,7 @@ public struct ManifestLoader {
                 }
                 collector.add(item, resolver: resolver, manifest: index, manifests: manifests, path: path, into: &entryDiagnostics)
             }
-            if fileDiagnostics.contains(where: { $0.message.hasPrefix("YAML syntax error") || $0.line == 0 }) {
+            if fileDiagnostics.contains(where: { $0.kind != .content }) {
                 diagnostics += fileDiagnostics
                 continue
             }

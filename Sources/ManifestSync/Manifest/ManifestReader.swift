@@ -99,7 +99,7 @@ private struct Walker {
             }
             return event
         case .failure(let error):
-            report(line: error.line, column: error.column, error.message)
+            report(line: error.line, column: error.column, error.message, kind: .syntax)
             stopped = true
             return nil
         }
@@ -109,9 +109,9 @@ private struct Walker {
         report(line: event.line, column: event.column, message)
     }
 
-    mutating func report(line: Int, column: Int, _ message: String) {
+    mutating func report(line: Int, column: Int, _ message: String, kind: ManifestDiagnostic.Kind = .content) {
         guard !stopped else { return }
-        diagnostics.append(ManifestDiagnostic(path: path, line: line, column: column, message: message))
+        diagnostics.append(ManifestDiagnostic(path: path, line: line, column: column, message: message, kind: kind))
         if diagnostics.count >= limit { stopped = true }
     }
 

@@ -47,12 +47,12 @@ final class YAMLEventStream {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
-            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: \(reason)")
+            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: \(reason)", kind: .unreadable)
         }
         var info = stat()
         if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             close(fd)
-            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: is a directory")
+            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: is a directory", kind: .unreadable)
         }
         self.fd = fd
         yaml_parser_initialize(&parser)

@@ -50,6 +50,8 @@ public struct SyncReport: Sendable {
         public var reason: FailureReason?
         public var error: String?
         public var httpStatus: Int?
+        /// What the body hashed to, for a `hash_mismatch` (`hash` is what was expected).
+        public var actualHash: String?
         public var stale: Bool?
         /// The name of the manifest that lists the entry.
         public var manifest: String?
@@ -61,6 +63,7 @@ public struct SyncReport: Sendable {
             case previousHash = "previous_hash"
             case bytes, attempts, path, reason, error
             case httpStatus = "http_status"
+            case actualHash = "actual_hash"
             case stale, manifest
             case previousPath = "previous_path"
         }

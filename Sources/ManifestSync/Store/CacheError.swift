@@ -1,7 +1,11 @@
+import Foundation
+
 /// Problems that stop a whole run: the cache itself cannot be used, or another run holds it.
 public enum CacheError: Error, Sendable, CustomStringConvertible {
-    /// Disk full, permissions, a corrupt index: exit 4.
+    /// Disk full, permissions, a damaged folder: exit 4.
     case unusable(path: String, reason: String)
+    /// SQLite refused the index (corrupt, full disk, read-only): exit 4, its code kept.
+    case index(path: String, cause: SQLiteError)
     /// Another run held the lock longer than `--wait-lock`: exit 3.
     case locked(path: String, holder: String?)
     /// An output file (`--report`, `--junit`, …) could not be written: exit 4.
@@ -11,6 +15,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .unusable(let path, let reason):
             "cache unusable: \(path): \(reason)"
+        case .index(let path, let cause):
+            "cache unusable: \(path): \(cause)"
         case .locked(let path, let holder):
             "cache is locked by another run\(holder.map { " (\($0))" } ?? ""): \(path)"
         case .output(let path, let reason):
@@ -24,4 +30,20 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
 public enum SyncFailure: Error, Sendable {
     case manifest(ManifestErrors)
     case cache(CacheError)
+}
+
+/// A system call on a file failed: what was tried, on which path, and `errno`.
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let operation: String
+    public let path: String
+    public let code: Int32
+
+    /// The error of the call that just failed (reads `errno`).
+    init(_ operation: String, _ path: String, code: Int32 = errno) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
 }

@@ -74,6 +74,8 @@ public final class CacheIndex {
                 """)
         } catch let error as CacheError {
             throw error
+        } catch let error as SQLiteError {
+            throw CacheError.index(path: path, cause: error)
         } catch {
             throw CacheError.unusable(path: path, reason: "\(error)")
         }
@@ -274,6 +276,8 @@ public final class CacheIndex {
             return try body()
         } catch let error as CacheError {
             throw error
+        } catch let error as SQLiteError {
+            throw CacheError.index(path: path, cause: error)
         } catch {
             throw CacheError.unusable(path: path, reason: "\(error)")
         }

@@ -62,17 +62,17 @@ public struct ContentStore: Sendable {
     /// A new, exclusive temporary file under `tmp/`, created read-only (the descriptor can still
     /// write it), so installing it needs no chmod. Names are the pid and a counter: the writer
     /// holds the lock, and O_EXCL settles the rest without a random draw per file.
-    func makeTemporaryFile() throws(FetchFailure) -> (fd: Int32, path: String) {
+    func makeTemporaryFile() throws(SystemError) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
             let number = temporaryCounter.add(1, ordering: .relaxed).newValue
             let path = tmpDirectory + temporaryPrefix + String(number)
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444)
             if fd >= 0 { return (fd, path) }
             if errno != EEXIST {
-                throw FetchFailure(.io, "cannot create \(path): \(String(cString: strerror(errno)))")
+                throw SystemError("create", path)
             }
         }
-        throw FetchFailure(.io, "cannot create a temporary file in \(tmpDirectory)")
+        throw SystemError("create a temporary file in", tmpDirectory, code: EEXIST)
     }
 
     /// Moves a verified temporary file to its final name. Replaces a file of the same name, which
