@@ -108,24 +108,25 @@ public struct SyncEngine: Sendable {
     public func report(of plan: SyncPlan, startedAt: Date) -> SyncReport {
         var report = SyncReport(dryRun: true, startedAt: startedAt, finishedAt: Date(),
                                 cacheDirectory: options.cacheDirectory, manifests: Self.summaries(plan.manifests))
-        for item in plan.items {
+        var rows = ReportBuilder(listLimit: options.listLimit, reportAll: options.reportAll)
+        for (offset, item) in plan.items.enumerated() {
             let status = item.plannedStatus
-            report.totals.count(status)
-            if status != .unchanged || options.reportAll, report.entries.count < options.listLimit ?? .max {
-                report.entries.append(SyncReport.Entry(
-                    url: Redact.url(item.entry.url), hash: item.entry.hash?.description, status: status,
-                    previousHash: status == .updated ? item.previous?.hash : nil))
+            rows.add(status, order: offset) {
+                SyncReport.Entry(url: Redact.url(item.entry.url), hash: item.entry.hash?.description, status: status,
+                                 previousHash: status == .updated ? item.previous?.hash : nil)
             }
         }
-        report.totals.entries = plan.items.count
-        report.orphans = plan.orphans.count
         if options.prune {
-            for orphan in plan.orphans {
-                report.totals.count(.removed)
-                guard report.entries.count < options.listLimit ?? .max else { continue }
-                report.entries.append(SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed))
+            for (offset, orphan) in plan.orphans.enumerated() {
+                rows.add(.removed, order: plan.items.count + offset) {
+                    SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed)
+                }
             }
         }
+        report.totals = rows.totals
+        report.totals.entries = plan.items.count
+        report.entries = rows.entries
+        report.orphans = plan.orphans.count
         report.finishedAt = Date()
         return report
     }
@@ -204,8 +205,7 @@ public struct SyncEngine: Sendable {
         if options.outputs.junit != nil { runOptions.reportAll = true }
         if options.outputs.needsAllRows || options.outputs.report != nil { runOptions.listLimit = nil }
         var run = SyncRun(plan: plan, store: store, index: index, options: runOptions, logger: logger)
-        try await run.execute()
-        var report = run.report
+        var report = try await run.execute()
         report.startedAt = startedAt
         report.cacheDirectory = options.cacheDirectory
         report.manifests = Self.summaries(manifests)

@@ -1,0 +1,44 @@
+/// Plan items that want the same content: the first URL that delivers it is downloaded, the
+/// others reuse the object. Hashless entries, and every entry under `--refresh`, are groups of one.
+struct DownloadGroup: Sendable {
+    /// Plan item numbers, in manifest order.
+    let items: [Int]
+    /// One request per item, tried in that order until one delivers.
+    let requests: [FetchRequest]
+}
+
+extension SyncPlan {
+    /// The items that need the network (download, revalidate, refresh), grouped by content in
+    /// the order their first item comes in the manifests.
+    func downloadGroups(refresh: Bool) -> [DownloadGroup] {
+        var groupByKey: [String: Int] = [:]
+        var members: [[Int]] = []
+        for (offset, item) in items.enumerated() {
+            switch item.action {
+            case .keep, .reuse:
+                continue
+            case .download, .revalidate, .refresh:
+                let key = refresh ? "url:" + item.entry.url : item.entry.hash.map { $0.description } ?? "url:" + item.entry.url
+                if let existing = groupByKey[key] {
+                    members[existing].append(offset)
+                } else {
+                    groupByKey[key] = members.count
+                    members.append([offset])
+                }
+            }
+        }
+        return members.map { items in DownloadGroup(items: items, requests: items.map(request(for:))) }
+    }
+
+    /// What to send for a plan item: its manifest's headers, and the stored version's
+    /// validators when it is revalidated.
+    func request(for item: Int) -> FetchRequest {
+        let planned = items[item]
+        let manifest = manifests.manifests[planned.entry.manifest]
+        let revalidate = planned.action == .revalidate
+        return FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifest.headers,
+                            localRoot: manifest.baseURL == nil ? manifest.localRoot : nil,
+                            etag: revalidate ? planned.previous?.etag : nil,
+                            lastModified: revalidate ? planned.previous?.lastModified : nil)
+    }
+}

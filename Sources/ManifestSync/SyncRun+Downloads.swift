@@ -1,0 +1,73 @@
+import Foundation
+
+extension SyncRun {
+    /// Runs the groups through a `DownloadQueue`, recording results as they come and committing
+    /// a batch whenever it is full or old enough.
+    mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
+        let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
+        // Origins an earlier run gave up on are probed with one request before the rest.
+        let remembered = try index.unhealthyOrigins()
+        let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
+        let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,
+                                  breaker: breaker)
+        var failure: CacheError?
+        let deadlineTimer = options.deadline.map { seconds in
+            fetcher.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0, seconds) * 1e9))) { [logger] in
+                logger.info("deadline reached; cancelling downloads in flight")
+                queue.stop(because: "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
+            }
+        }
+        queue.start()
+        while let finished = await queue.next() {
+            for group in finished {
+                record(groups[group.group], group.results)
+            }
+            if failure == nil, batch.upserts.count >= options.batchSize || batch.bytes >= options.batchBytes
+                || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
+                do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
+                    failure = error
+                    queue.stop()
+                }
+            }
+        }
+        deadlineTimer?.cancel()
+        await fetcher.shutdown()
+        let deadlineText = options.deadline.map { Units.formatDuration($0) } ?? ""
+        for number in queue.unstarted {
+            for item in groups[number].items {
+                fail(item, FetchFailure(.cancelled, "the run's deadline (--deadline \(deadlineText)) passed before this entry started"),
+                     attempts: 0)
+            }
+        }
+        if let failure { throw failure }
+        try recordOrigins(queue.originSummaries, remembered: remembered)
+    }
+
+    /// Puts the origins given up in the report and the index; forgets those that answered.
+    private mutating func recordOrigins(_ summaries: [OriginBreaker.Summary],
+                                        remembered: [UnhealthyOrigin]) throws(CacheError) {
+        let now = Date().timeIntervalSince1970
+        let since = Dictionary(remembered.map { ($0.origin, $0.since) }, uniquingKeysWith: { first, _ in first })
+        var down: [(origin: String, problem: String)] = []
+        for summary in summaries {
+            guard let problem = summary.openedFor else { continue }
+            down.append((summary.origin, problem))
+            report.unreachableOrigins.append(SyncReport.OriginProblem(
+                origin: summary.origin, problem: problem, since: Timestamp.iso(since[summary.origin] ?? now),
+                failed: failedByOrigin[summary.origin] ?? 0, notTried: summary.notTried))
+            logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
+        }
+        let reached = summaries.filter { $0.answered && $0.openedFor == nil }.map(\.origin)
+        try index.recordOrigins(down: down, reached: reached, at: now)
+    }
+
+    /// `--offline`: what would need the network fails as `cancelled`; earlier versions stay.
+    mutating func failOffline(_ group: DownloadGroup) {
+        for item in group.items {
+            let planned = plan.items[item]
+            if planned.action == .revalidate { continue }
+            let message = planned.isUpdate ? "offline: the cached version is out of date" : "offline: not in the cache"
+            fail(item, FetchFailure(.cancelled, message), attempts: 0)
+        }
+    }
+}
