@@ -78,17 +78,6 @@ func loadManifests(_ paths: [String]) throws -> ManifestSet {
     }
 }
 
-/// Writes the JSON report when asked; a report that cannot be written is exit 4.
-func writeReport(_ report: SyncReport, to path: String?) throws {
-    guard let path else { return }
-    do {
-        try JSONReportWriter.write(report, to: path)
-    } catch {
-        Console.error("cannot write the report: \(error.localizedDescription)")
-        throw ExitCode(ExitStatus.cacheUnusable)
-    }
-}
-
 /// Maps a run-stopping cache error to its exit code, after printing it.
 func cacheExitCode(_ error: CacheError) -> ExitCode {
     Console.error("worker: \(error)")

@@ -1,25 +1,5 @@
 import Foundation
 
-/// A manifest entry as written: its URL not yet resolved against `base_url`.
-public struct RawEntry: Sendable {
-    public var url: String
-    public var hash: ContentHash?
-    /// 1-based position of the entry (its `url` value when present).
-    public var line: Int
-    public var column: Int
-}
-
-/// The top-level fields of a manifest other than `entries`.
-public struct ManifestHeader: Sendable {
-    public var version: Int?
-    public var name: String?
-    public var baseURL: String?
-    public var baseURLPosition: (line: Int, column: Int) = (0, 0)
-    /// Header names and raw values (before `${VAR}` expansion), with the position of each value.
-    public var headers: [(name: String, value: String, line: Int, column: Int)] = []
-    public var hasEntries = false
-}
-
 /// Streams a manifest's YAML events and yields its entries one at a time, collecting every
 /// problem it finds with its position. Nothing but the current event and the header is held.
 public struct ManifestReader {
@@ -43,7 +23,7 @@ public struct ManifestReader {
             diagnostics.append(error)
             return header
         }
-        var walker = Walker(path: path, stream: stream, limit: maxDiagnostics)
+        var walker = ManifestWalker(path: path, stream: stream, limit: maxDiagnostics)
         walker.readDocument(into: &header, onEntry: onEntry)
         diagnostics.append(contentsOf: walker.diagnostics)
         return header
@@ -51,7 +31,7 @@ public struct ManifestReader {
 }
 
 /// Recursive descent over the event stream. Every `read…` function consumes exactly one node.
-private struct Walker {
+struct ManifestWalker {
     let path: String
     let stream: YAMLEventStream
     let limit: Int
@@ -223,47 +203,6 @@ private struct Walker {
             return nil
         }
         return value.value
-    }
-
-    // MARK: - Headers
-
-    mutating func readHeaders(_ start: YAMLEvent, into header: inout ManifestHeader) {
-        guard start.kind == .mappingStart else {
-            report(start, "'headers' must be a mapping of header names to values, found \(Self.describe(start))")
-            skip(after: start)
-            return
-        }
-        var seen: [String: Int] = [:]
-        while let key = next(), key.kind != .mappingEnd {
-            guard let value = next() else { return }
-            guard key.kind == .scalar, !key.isNull else {
-                report(key, "header names must be strings")
-                skip(after: key)
-                skip(after: value)
-                continue
-            }
-            let name = key.value
-            if let first = seen[name.lowercased()] {
-                report(key, "duplicate header '\(Redact.short(name))' (first at line \(first))")
-            }
-            seen[name.lowercased()] = key.line
-            if !HTTPToken.isValidName(name) {
-                report(key, "'\(Redact.short(name))' is not a valid HTTP header name")
-            } else if let why = HTTPToken.refusal(forName: name) {
-                report(key, "header '\(name)' is not allowed in a manifest: \(why)")
-            }
-            // Header values may be secrets: never echo them.
-            guard value.kind == .scalar, !value.isNull else {
-                report(value, "the value of header '\(Redact.short(name))' must be a string")
-                skip(after: value)
-                continue
-            }
-            if value.value.utf8.contains(where: HTTPToken.isForbiddenInValue) {
-                report(value, "header '\(Redact.short(name))': the value contains a control character (CR, LF, NUL or another)")
-                continue
-            }
-            header.headers.append((name: name, value: value.value, line: value.line, column: value.column))
-        }
     }
 
     // MARK: - Entries

@@ -39,29 +39,24 @@ struct Plan: AsyncParsableCommand {
     }
 }
 
-/// `sync --dry-run` is `plan` with the sync's options.
-func runPlan(manifests paths: [String], cacheDirectory: String, output: OutputOptions, prune: Bool) throws {
-    try runPlan(manifests: paths, cacheDirectory: cacheDirectory, reportPath: output.reportPath, reportAll: output.reportAll,
-                quiet: output.quiet, prune: prune)
-}
-
 /// Shared by `worker plan` and `worker sync --dry-run`.
 func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
              prune: Bool) throws {
-    let startedAt = Date()
     try checkOutputs([(.report, reportPath)], manifests: paths)
-    let set = try loadManifests(paths)
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.prune = prune
     options.reportAll = reportAll
     options.listLimit = reportPath == nil ? TextReportWriter().listLimit : nil
-    let engine = SyncEngine(options: options)
+    options.outputs.report = reportPath
+    options.outputs.reportAll = reportAll
     let report: SyncReport
     do {
-        report = engine.report(of: try engine.plan(set), startedAt: startedAt)
-    } catch {
+        report = try SyncEngine(options: options).dryRun(manifestPaths: paths)
+    } catch .manifest(let diagnostics) {
+        Console.error(diagnostics.description)
+        throw ExitCode(ExitStatus.usage)
+    } catch .cache(let error) {
         throw cacheExitCode(error)
     }
     if !quiet { Console.out(TextReportWriter().summary(report)) }
-    try writeReport(report, to: reportPath)
 }

@@ -86,7 +86,8 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         if dryRun {
-            try runPlan(manifests: manifests, cacheDirectory: cache.resolved, output: output, prune: prune)
+            try runPlan(manifests: manifests, cacheDirectory: cache.resolved, reportPath: output.reportPath,
+                        reportAll: output.reportAll, quiet: output.quiet, prune: prune)
             return
         }
         var options = try syncOptions()

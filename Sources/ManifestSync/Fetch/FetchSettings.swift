@@ -1,0 +1,22 @@
+/// Limits and timeouts of the fetch stage.
+public struct FetchSettings: Sendable {
+    public var jobs = 16
+    public var retry = RetryPolicy()
+    public var connectTimeout = 10.0
+    /// Longest silence while reading a body.
+    public var readTimeout = 30.0
+    /// Longest one request (head and body) may take.
+    public var entryTimeout = 600.0
+    public var maxSize: Int64 = 256 << 20
+    public var maxRedirects = 5
+    /// Bodies cut off after this many bytes are kept and resumed with `Range` + `If-Range`.
+    public var resumeThreshold: Int64 = 1 << 20
+    /// PEM files of certificate authorities to trust besides the system's (an internal CA).
+    public var caCertificates: [String] = []
+    /// Body bytes per second for the whole run (`--limit-rate`); nil: no limit.
+    public var limitRate: Int64?
+    /// Requests per second to each origin (`--max-rps`); nil: no limit.
+    public var maxRequestsPerSecond: Double?
+
+    public init() {}
+}

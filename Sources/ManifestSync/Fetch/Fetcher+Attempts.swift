@@ -1,0 +1,87 @@
+import Foundation
+import NIOCore
+
+/// The retry loop: an attempt's outcome is told to the origin gate, and a transient failure is
+/// tried again after the retry policy's delay (or the origin's pause), from the same event loop.
+extension Fetcher {
+    /// One attempt's result and the body bytes it received.
+    struct AttemptOutcome: Sendable {
+        let result: Result<Delivery, FetchFailure>
+        let bytes: Int64
+    }
+
+    func attempt(_ request: FetchRequest, number: Int, bytes: Int64, on loop: any EventLoop,
+                         control: FetchControl, gate: (origin: String, gate: any OriginGate)?,
+                         promise: EventLoopPromise<FetchResult>) {
+        if control.isStopped {
+            promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
+                                        attempts: number, bytesReceived: bytes))
+            return
+        }
+        let finished: @Sendable (AttemptOutcome) -> Void = { received in
+            let outcome: AttemptOutcome
+            if case .failure(let failure) = received.result, failure.reason == .cancelled, control.isStopped {
+                // Say why the run stopped it (a deadline names itself).
+                outcome = AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: received.bytes)
+            } else {
+                outcome = received
+            }
+            let total = bytes + outcome.bytes
+            let problem: String? = if case .failure(let failure) = outcome.result {
+                FailureClassifier.originProblem(failure)
+            } else {
+                nil
+            }
+            if let gate, !control.isStopped {
+                let retryAfter: Double? = if case .failure(let failure) = outcome.result { failure.retryAfter } else { nil }
+                gate.gate.record(gate.origin, problem.map { .unhealthy(problem: $0, retryAfter: retryAfter) } ?? .healthy)
+            }
+            let giveUp = { @Sendable in
+                if let gate, problem != nil, !control.isStopped { gate.gate.entryGaveUp(gate.origin) }
+                promise.succeed(FetchResult(result: outcome.result, attempts: number, bytesReceived: total))
+            }
+            guard case .failure(let failure) = outcome.result, !control.isStopped,
+                  var delay = self.settings.retry.delay(after: failure, attempt: number)
+            else {
+                giveUp()
+                return
+            }
+            if let gate {
+                switch gate.gate.admitRetry(gate.origin) {
+                case .giveUp:
+                    // The origin was given up while this entry waited: no more requests to it.
+                    giveUp()
+                    return
+                case .wait(let seconds):
+                    delay = max(delay, seconds)
+                case .go:
+                    break
+                }
+            }
+            self.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
+                                                     "fetch.reason": "\(failure.reason.rawValue)",
+                                                     "fetch.delay": "\(delay)"])
+            let wait = loop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {}
+            let token = control.register(.timer(wait))
+            wait.futureResult.whenComplete { waited in
+                control.unregister(token)
+                if case .success = waited {
+                    self.attempt(request, number: number + 1, bytes: total, on: loop, control: control, gate: gate,
+                                 promise: promise)
+                } else {
+                    promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
+                                                attempts: number, bytesReceived: total))
+                }
+            }
+        }
+        if request.url.hasPrefix("file://") {
+            readLocal(request) { result, received in
+                finished(AttemptOutcome(result: result.map(Delivery.body), bytes: received))
+            }
+        } else {
+            let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
+            exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true, deadline: deadline,
+                     bytes: 0, on: loop, control: control, finished: finished)
+        }
+    }
+}

@@ -1,0 +1,19 @@
+/// A manifest entry as written: its URL not yet resolved against `base_url`.
+public struct RawEntry: Sendable {
+    public var url: String
+    public var hash: ContentHash?
+    /// 1-based position of the entry (its `url` value when present).
+    public var line: Int
+    public var column: Int
+}
+
+/// The top-level fields of a manifest other than `entries`.
+public struct ManifestHeader: Sendable {
+    public var version: Int?
+    public var name: String?
+    public var baseURL: String?
+    public var baseURLPosition: (line: Int, column: Int) = (0, 0)
+    /// Header names and raw values (before `${VAR}` expansion), with the position of each value.
+    public var headers: [(name: String, value: String, line: Int, column: Int)] = []
+    public var hasEntries = false
+}

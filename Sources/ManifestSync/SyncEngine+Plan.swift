@@ -1,0 +1,85 @@
+import Foundation
+
+/// Planning: the diff of manifests against the index, with no network and no change.
+extension SyncEngine {
+    /// `worker plan` and `sync --dry-run`: reads the manifests, plans them against the cache as
+    /// it is, and returns (and writes, if asked) the report of what a sync would do.
+    public func dryRun(manifestPaths: [String]) throws(SyncFailure) -> SyncReport {
+        let startedAt = Date()
+        let manifests: ManifestSet
+        do {
+            manifests = try ManifestLoader().load(paths: manifestPaths)
+        } catch {
+            throw .manifest(error)
+        }
+        do {
+            let report = report(of: try plan(manifests), startedAt: startedAt)
+            try options.outputs.write(report, success: true)
+            return report
+        } catch {
+            throw .cache(error)
+        }
+    }
+
+    /// The plan against the cache as it is. Creates nothing; a missing cache plans everything.
+    public func plan(_ manifests: ManifestSet) throws(CacheError) -> SyncPlan {
+        let indexPath = CacheLayout.indexPath(options.cacheDirectory)
+        guard access(indexPath, F_OK) == 0 else {
+            return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: [])
+        }
+        return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false)).plan
+    }
+
+    /// The one way both `plan` and `sync` diff manifests against the index. Uses what
+    /// `prefetch` read ahead when no other writer has committed since.
+    func makePlan(_ manifests: ManifestSet, index: CacheIndex,
+                          prefetched: CachePrefetch? = nil) throws(CacheError) -> (plan: SyncPlan, objects: ObjectDirectory) {
+        let shard = options.shard.filter(manifests)
+        let records: [IndexRecord]
+        let objects: ObjectDirectory
+        defer { prefetched?.close() }
+        if let prefetched, prefetched.isCurrent {
+            records = prefetched.records
+            objects = prefetched.objects
+            if !prefetched.listed, Self.worthListing(entries: shard.entries.count, records: records.count) {
+                objects.preload()
+            }
+        } else {
+            records = try index.allRecords(validators: options.revalidate)
+            objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
+            if Self.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
+        }
+        var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
+        planner.revalidate = options.revalidate && !options.offline
+        planner.refresh = options.refresh && !options.offline
+        planner.shard = options.shard
+        return (planner.plan(shard, records: records), objects)
+    }
+
+    /// The report of a plan: what a sync would do, without doing it.
+    public func report(of plan: SyncPlan, startedAt: Date) -> SyncReport {
+        var report = SyncReport(dryRun: true, startedAt: startedAt, finishedAt: Date(),
+                                cacheDirectory: options.cacheDirectory, manifests: Self.summaries(plan.manifests))
+        var rows = ReportBuilder(listLimit: options.listLimit, reportAll: options.reportAll)
+        for (offset, item) in plan.items.enumerated() {
+            let status = item.plannedStatus
+            rows.add(status, order: offset) {
+                SyncReport.Entry(url: Redact.url(item.entry.url), hash: item.entry.hash?.description, status: status,
+                                 previousHash: status == .updated ? item.previous?.hash : nil)
+            }
+        }
+        if options.prune {
+            for (offset, orphan) in plan.orphans.enumerated() {
+                rows.add(.removed, order: plan.items.count + offset) {
+                    SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed)
+                }
+            }
+        }
+        report.totals = rows.totals
+        report.totals.entries = plan.items.count
+        report.entries = rows.entries
+        report.orphans = plan.orphans.count
+        report.finishedAt = Date()
+        return report
+    }
+}
