@@ -101,8 +101,8 @@ final class ProgressPrinter: Sendable {
     }
 
     /// The time left, once enough is done to say: the first entries of a run are not a fair
-    /// sample (connections open, retries wait), and an estimate from them was 34 minutes for a
-    /// 2-minute run. Shown as `--` until a tenth of the entries, or 2 % and 10 s, are behind.
+    /// sample (connections open, retries wait) and overestimate wildly. Shown as `--` until a
+    /// tenth of the entries, or 2 % and 10 s, are behind.
     static func eta(_ progress: SyncProgress, elapsed: Double) -> String {
         guard progress.done < progress.total else { return "0s" }
         let share = Double(progress.done) / Double(max(progress.total, 1))

@@ -12,8 +12,8 @@ enum ExchangeOutcome: Sendable {
 }
 
 /// Receives one response on its connection's event loop and hashes and writes the body to a
-/// temporary file as it arrives: no hop to another thread per chunk (with the async body
-/// sequence, thread switches were the largest cost of a cold sync of small files).
+/// temporary file as it arrives: no hop to another thread per chunk, which for small files
+/// would cost more than hashing them.
 final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     // @unchecked: AsyncHTTPClient calls these methods on the request's event loop, one at a
     // time; `bytesReceived` (content bytes only) is read only after the task's future completed.

@@ -32,7 +32,7 @@ final class Fetcher: Sendable {
                                              concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, settings.jobs))
         // A refused connect or a rejected handshake is reported at once and retried by our own
         // policy (with backoff, and counted by the origin breaker); the pool's own retries would
-        // repeat it silently until the connect timeout (41 s per refused entry with 4 attempts).
+        // repeat it silently until the connect timeout, for every attempt.
         configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.store = store

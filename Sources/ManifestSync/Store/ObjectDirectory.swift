@@ -1,8 +1,8 @@
 import Foundation
 
 /// Answers "is this object present?" for many objects at once: one `fstatat` per object against
-/// an open descriptor of its fan-out folder, instead of a walk of the whole path (the warm run's
-/// largest cost at 10k entries). Links are not followed; only regular files count.
+/// an open descriptor of its fan-out folder, instead of resolving the whole path each time.
+/// Links are not followed; only regular files count.
 final class ObjectDirectory {
     private let objectsDirectory: String
     /// Descriptors of the 256 fan-out folders, opened on first use; -1 when it cannot be opened.

@@ -1,0 +1,72 @@
+import ArgumentParser
+import ManifestSync
+
+/// What a sync does with the entries it is given: fetch again, revalidate, stay offline, prune.
+struct SelectionOptions: ParsableArguments {
+    @Flag(help: "Download and verify every selected entry again, whatever the index says (a changed body is updated, the same body unchanged).")
+    var refresh = false
+
+    @Flag(help: "Check entries without a hash with conditional requests (ETag / Last-Modified); 304 = unchanged.")
+    var revalidate = false
+
+    @Flag(help: "No network: report what is missing or out of date (exit 1 if anything is).")
+    var offline = false
+
+    @Flag(help: "Remove cache entries no given manifest names.")
+    var prune = false
+
+    @Option(name: .customLong("prune-max"), help: "Never prune more than this share of the cache in one run (e.g. 50%).")
+    var pruneMax = "50%"
+
+    @Flag(help: "Lift the --prune-max safety limit.")
+    var force = false
+
+    @Option(name: .customLong("prune-after"), help: "Prune only entries no manifest has named for this long (grace period, e.g. 3d).")
+    var pruneAfter = "0"
+
+    func validate() throws {
+        _ = try pruneShare()
+        guard Units.duration(pruneAfter) != nil else { throw ValidationError("--prune-after: '\(pruneAfter)' is not a duration") }
+    }
+
+    private func pruneShare() throws -> Double {
+        let share = pruneMax.hasSuffix("%") ? Double(pruneMax.dropLast()).map { $0 / 100 } : Double(pruneMax)
+        guard let share, (0...1).contains(share) else {
+            throw ValidationError("--prune-max: '\(pruneMax)' is not a percentage from 0% to 100%")
+        }
+        return share
+    }
+
+    func apply(to options: inout SyncOptions) throws {
+        options.prune = prune
+        options.pruneMax = try pruneShare()
+        options.force = force
+        options.pruneAfter = Units.duration(pruneAfter) ?? 0
+        options.revalidate = revalidate
+        options.refresh = refresh
+        options.offline = offline
+    }
+}
+
+/// Every option of `worker sync`, as the engine's settings: one place builds them.
+struct SyncCommandOptions: ParsableArguments {
+    @OptionGroup(title: "Cache") var cache: CacheOptions
+    @OptionGroup(title: "Selection") var selection: SelectionOptions
+    @OptionGroup(title: "Network") var network: NetworkOptions
+    @OptionGroup(title: "Reports and output") var output: OutputOptions
+    @OptionGroup(title: "Scheduling") var scheduling: SchedulingOptions
+
+    func syncOptions(manifests: [String]) throws -> SyncOptions {
+        var options = SyncOptions(cacheDirectory: cache.resolved)
+        try selection.apply(to: &options)
+        options.fetch = try network.settings()
+        options.waitLock = try scheduling.lock.seconds()
+        options.deadline = try scheduling.deadlineSeconds()
+        options.failureBudget = try scheduling.failureBudget()
+        options.shard = try scheduling.resolvedShard()
+        options.reportAll = output.reportAll
+        options.listLimit = output.reportPath == nil ? TextReportWriter().listLimit : nil
+        options.outputs = try output.outputs(manifests: manifests)
+        return options
+    }
+}
