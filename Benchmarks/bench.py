@@ -129,6 +129,8 @@ class Suite:
         self.results = os.path.join(args.results, datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
         self.origin = Origin(self.root, args.port)
         self.worker = os.path.abspath(args.worker)
+        # An earlier build of worker, run beside this one in the same rounds (before/after).
+        self.baseline = os.path.abspath(args.baseline) if args.baseline else None
         self.notes = []
         os.makedirs(self.runs_dir, exist_ok=True)
         os.makedirs(self.results, exist_ok=True)
@@ -141,19 +143,22 @@ class Suite:
         return (f"d=$(mktemp -d {base}/{name}.XXXXXX) && ln -sfn $d {current} && sync", current)
 
     def benches(self) -> list:
-        w, s = shlex.quote(self.worker), self.sets
+        s = self.sets
         small_files, small_bytes = 10_000, sum(os.path.getsize(os.path.join(dp, f))
                                                for dp, _, fs in os.walk(os.path.join(self.root, "www/u")) for f in fs)
         large_files, large_bytes = 40, 40 * (4 << 20)
         aria = ("aria2c -j 16 --max-connection-per-server=16 --console-log-level=warn --summary-interval=0 "
                 "--allow-overwrite=true --auto-file-renaming=false --auto-save-interval=0 --file-allocation=none")
         curl = "curl --parallel --parallel-max 16 --create-dirs -sS --fail"
+        self.aria = aria
+        binaries = [("worker", self.worker)] + ([("base", self.baseline)] if self.baseline else [])
         out = []
         for set_, files, size in (("small", small_files, small_bytes), ("large", large_files, large_bytes)):
             scale = 3 if set_ == "large" else 1
-            prep, cur = self.fresh(f"{set_}.worker")
-            out.append(Bench(f"{set_}.worker.cold", f"{w} sync {s}/{set_}.yaml --cache-dir {cur}/cache -q", prep,
-                             files=files, bytes_=size, scale=scale))
+            for tag, binary in binaries:
+                prep, cur = self.fresh(f"{set_}.{tag}")
+                out.append(Bench(f"{set_}.{tag}.cold", f"{shlex.quote(binary)} sync {s}/{set_}.yaml --cache-dir {cur}/cache -q",
+                                 prep, files=files, bytes_=size, scale=scale))
             prep, cur = self.fresh(f"{set_}.curl")
             out.append(Bench(f"{set_}.curl.cold", f"cd {cur} && {curl} -K {s}/{set_}.curl", prep, files=files, bytes_=size,
                              scale=scale))
@@ -168,28 +173,37 @@ class Suite:
         if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 4 << 30:
             shm = "/dev/shm/worker-bench-" + os.path.basename(self.runs_dir)
             os.makedirs(shm, exist_ok=True)
-            prep, cur = self.fresh("small.worker.tmpfs", shm)
-            out.append(Bench("small.worker.cold-tmpfs", f"{w} sync {s}/small.yaml --cache-dir {cur}/cache -q", prep,
-                             files=small_files, bytes_=small_bytes))
+            for tag, binary in binaries:
+                prep, cur = self.fresh(f"small.{tag}.tmpfs", shm)
+                out.append(Bench(f"small.{tag}.cold-tmpfs", f"{shlex.quote(binary)} sync {s}/small.yaml --cache-dir {cur}/cache -q",
+                                 prep, files=small_files, bytes_=small_bytes))
             prep, cur = self.fresh("small.cp.tmpfs", shm)
             out.append(Bench("small.cp.cold-tmpfs", f"cp -r {self.root}/www/u {cur}/", prep,
                              files=small_files, bytes_=small_bytes))
             self.shm = shm
-        warm = os.path.join(self.runs_dir, "small.worker.warm")
-        out.append(Bench("small.worker.warm", f"{w} sync {s}/small.yaml --cache-dir {warm} -q",
-                         setup=f"{w} sync {s}/small.yaml --cache-dir {warm} -q", files=small_files))
+        for tag, binary in binaries:
+            w = shlex.quote(binary)
+            warm = os.path.join(self.runs_dir, f"small.{tag}.warm")
+            out.append(Bench(f"small.{tag}.warm", f"{w} sync {s}/small.yaml --cache-dir {warm} -q",
+                             setup=f"{w} sync {s}/small.yaml --cache-dir {warm} -q", files=small_files))
         if shutil.which("aria2c"):
             ariawarm = os.path.join(self.runs_dir, "small.aria2c.warm")
             out.append(Bench("small.aria2c.warm-cond", f"cd {ariawarm} && {aria} --conditional-get=true -i {s}/small.aria2",
                              setup=f"mkdir -p {ariawarm} && cd {ariawarm} && {aria} -i {s}/small.aria2", files=small_files))
-        cache100k = os.path.join(self.runs_dir, "m100k.cache")
         flip = os.path.join(self.root, "flip")
-        toggle = (f"if [ \"$(cat {flip}/state)\" = a ]; then v=b; else v=a; fi; cp {flip}/$v.png {flip}/next.png && "
-                  f"mv {flip}/next.png {flip}/current.png && echo $v > {flip}/state && ln -sfn {s}/m100k-$v.yaml {s}/m100k-current.yaml")
-        out.append(Bench("m100k.worker.one-changed", f"{w} sync {s}/m100k-current.yaml --cache-dir {cache100k} -q",
-                         prepare=toggle, files=1,
-                         setup=f"echo b > {flip}/state && {toggle} && {w} sync {s}/m100k-current.yaml --cache-dir {cache100k} -q"))
-        out.append(Bench("plan1m.worker.plan", f"{w} plan {s}/plan1m.yaml --cache-dir {self.runs_dir}/empty -q", files=1_000_000))
+        for tag, binary in binaries:
+            w = shlex.quote(binary)
+            cache100k = os.path.join(self.runs_dir, f"m100k.{tag}.cache")
+            # Each binary's cache remembers the version it synced last (state.TAG): every run
+            # serves the other one, so every run has exactly one changed entry.
+            toggle = (f"if [ \"$(cat {flip}/state.{tag} 2>/dev/null)\" = a ]; then v=b; else v=a; fi; cp {flip}/$v.png {flip}/next.png && "
+                      f"mv {flip}/next.png {flip}/current.png && echo $v > {flip}/state.{tag} && ln -sfn {s}/m100k-$v.yaml {s}/m100k-{tag}.yaml")
+            out.append(Bench(f"m100k.{tag}.one-changed", f"{w} sync {s}/m100k-{tag}.yaml --cache-dir {cache100k} -q",
+                             prepare=toggle, files=1,
+                             setup=f"echo b > {flip}/state.{tag} && {toggle} && {w} sync {s}/m100k-{tag}.yaml --cache-dir {cache100k} -q"))
+        for tag, binary in binaries:
+            out.append(Bench(f"plan1m.{tag}.plan", f"{shlex.quote(binary)} plan {s}/plan1m.yaml --cache-dir {self.runs_dir}/empty -q",
+                             files=1_000_000))
         return out
 
     # MARK: - Running
@@ -198,7 +212,8 @@ class Suite:
         # Every cold run keeps its folder until the end (no reuse of just-freed inodes): about
         # 13 GB for the default rounds. Fail now rather than with a full disk halfway.
         rounds, runs = self.args.rounds, self.args.runs
-        needed = (rounds * ((3 * runs + 1) * 134 + 10 * runs * 168) + 1024) << 20
+        twins = 2 if self.baseline else 1
+        needed = (rounds * ((3 * runs + twins) * 134 + (7 + 3 * twins) * runs * 168) + 1024) << 20
         free = shutil.disk_usage(self.runs_dir).free
         if free < needed:
             sys.exit(f"bench: {self.runs_dir} has {free >> 30} GiB free; the runs need about {needed >> 30} GiB")
@@ -246,7 +261,7 @@ class Suite:
         """HTTP requests one run of each no-op / one-change bench makes (nginx's counter)."""
         counts = {}
         for bench in benches:
-            if bench.name in ("small.worker.warm", "m100k.worker.one-changed"):
+            if bench.name in ("small.worker.warm", "m100k.worker.one-changed", "small.base.warm", "m100k.base.one-changed"):
                 if bench.prepare:
                     sh(bench.prepare)
                 before = self.origin.requests()
@@ -322,6 +337,20 @@ class Suite:
         b = by.get("small.worker.cold")
         if b: target("cold 10k: peak RSS", f"{max(b.rss):.0f} MB", "≤ 100 MB", max(b.rss) <= 100)
 
+        compare = []
+        for bench in benches:
+            twin = by.get(bench.name.replace(".worker.", ".base."))
+            if ".worker." not in bench.name or not twin or bench.name not in by:
+                continue
+            wall, cpu = med(bench) / med(twin), statistics.mean(bench.cpu) / statistics.mean(twin.cpu)
+            worse = "**worse**" if wall > 1.05 or cpu > 1.05 else ""
+            compare.append(f"| {bench.name.replace('.worker', '')} | {med(twin):.3f} | {med(bench):.3f} | {wall:.2f} "
+                           f"| {statistics.mean(twin.cpu):.2f} | {statistics.mean(bench.cpu):.2f} | {cpu:.2f} | {worse} |")
+        if compare:
+            compare = ["## Before and after", f"`--baseline {self.baseline}` against this build, in the same rounds.", "",
+                       "| bench | before s | after s | after ÷ before | CPU before s | CPU after s | CPU ratio | |",
+                       "|---|---|---|---|---|---|---|---|", *compare, ""]
+
         cpu_model = output("grep -m1 'model name' /proc/cpuinfo").split(":")[-1].strip()
         memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
         filesystem = output(f"stat -f -c %T {self.runs_dir}")
@@ -340,6 +369,7 @@ class Suite:
         ]
         text = "\n".join([
             "## Machine", *machine, "",
+            *compare,
             "## Targets", "| work | measured | target | |", "|---|---|---|---|", *targets, "",
             "## All rows", *rows, "",
             "files/s and MB/s are over the median. CPU is the client's user+sys (hyperfine's mean per run), RSS its peak "
@@ -371,6 +401,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18181)
     parser.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 3)))
     parser.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 2)))
+    parser.add_argument("--baseline", help="another worker binary (an earlier build) to run beside this one: "
+                        "its rows are named *.base.* and a before/after table compares the two")
     parser.add_argument("--write", help="also write the summary to this Markdown file (BENCHMARKS.md)")
     parser.add_argument("--keep", action="store_true", help="keep the run folders")
     args = parser.parse_args()
