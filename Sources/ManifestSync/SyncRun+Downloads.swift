@@ -9,7 +9,7 @@ extension SyncRun {
         let remembered = try index.unhealthyOrigins()
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
         let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,
-                                  breaker: breaker)
+                                  streams: options.fetch.maxStreams, breaker: breaker)
         var failure: CacheError?
         let deadlineTimer = options.deadline.map { seconds in
             fetcher.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0, seconds) * 1e9))) { [logger] in

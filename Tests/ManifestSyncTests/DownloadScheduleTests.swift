@@ -6,82 +6,132 @@ import Testing
 @Suite struct DownloadScheduleTests {
     let a = "http://a.test:80"
     let b = "http://b.test:80"
+    let answer = OriginReport(outcome: .healthy)
+    let answerOverHTTP2 = OriginReport(outcome: .healthy, multiplexed: true)
 
     static func started(_ steps: [DownloadSchedule.Step]) -> [Int] {
         steps.compactMap { if case .start(let group, _) = $0 { group } else { nil } }
     }
 
-    @Test func runsAtMostJobsAtOnceInListOrder() {
-        var schedule = DownloadSchedule(origins: [a, a, a, a, a], jobs: 2)
+    @Test func localFilesRunJobsAtOnceInListOrder() {
+        var schedule = DownloadSchedule(origins: [nil, nil, nil, nil, nil], jobs: 2)
         #expect(Self.started(schedule.take(now: 0)) == [0, 1])
         #expect(schedule.running == 2)
         #expect(schedule.take(now: 0).isEmpty, "no room until one finishes")
-        #expect(Self.started(schedule.finished(now: 1)) == [2])
-        #expect(Self.started(schedule.finished(now: 1)) == [3])
-        #expect(Self.started(schedule.finished(now: 1)) == [4])
-        #expect(schedule.finished(now: 1).isEmpty && schedule.finished(now: 1).isEmpty)
+        #expect(Self.started(schedule.finished(1, now: 1)) == [2])
+        #expect(Self.started(schedule.finished(0, now: 1)) == [3])
+        #expect(Self.started(schedule.finished(2, now: 1)) == [4])
+        #expect(schedule.finished(3, now: 1).isEmpty && schedule.finished(4, now: 1).isEmpty)
         #expect(schedule.running == 0 && schedule.unstarted.isEmpty)
     }
 
-    @Test func localFilesStartWhateverTheOrigins() {
-        var breaker = OriginBreaker(down: [a])
-        _ = breaker.admitEntry(a, now: 0)  // the probe is in flight
-        var schedule = DownloadSchedule(origins: [a, nil, nil], jobs: 4, breaker: breaker)
-        #expect(Self.started(schedule.take(now: 0)) == [1, 2], "group 0 is parked behind the probe")
-        #expect(schedule.unstarted == [0])
+    @Test func http1StartsWithOneConnectionAndGrowsWithAnswersUpToJobs() {
+        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 20), jobs: 4)
+        #expect(Self.started(schedule.take(now: 0)) == [0], "one connection first")
+        #expect(Self.started(schedule.record(a, answer, now: 0)) == [1], "an answer: one more")
+        #expect(Self.started(schedule.record(a, answer, now: 0)) == [2])
+        #expect(Self.started(schedule.record(a, answer, now: 0)) == [3])
+        #expect(schedule.record(a, answer, now: 0).isEmpty, "--jobs is the cap")
+        #expect(schedule.windows[a]?.limit(jobs: 4, streams: 100) == 4)
+        #expect(Self.started(schedule.finished(0, now: 0)) == [4])
+    }
+
+    @Test func http2OpensTheWindowToMaxStreamsAtTheFirstAnswer() {
+        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 50), jobs: 4, streams: 32)
+        #expect(Self.started(schedule.take(now: 0)) == [0])
+        #expect(Self.started(schedule.record(a, answerOverHTTP2, now: 0)) == Array(1...31), "32 in flight on one connection")
+        #expect(schedule.running == 32)
+    }
+
+    @Test func overloadHalvesTheWindowThenItGrowsBackSlowly() {
+        var window = OriginWindow()
+        for _ in 0..<7 { window.answered(multiplexed: false, jobs: 16, streams: 100) }
+        #expect(window.limit(jobs: 16, streams: 100) == 8)
+        window.overloaded()
+        #expect(window.limit(jobs: 16, streams: 100) == 4, "a 429 or 503 halves it")
+        for _ in 0..<4 { window.answered(multiplexed: false, jobs: 16, streams: 100) }
+        #expect(window.limit(jobs: 16, streams: 100) == 4, "past the halving, +1/size per answer")
+        window.answered(multiplexed: false, jobs: 16, streams: 100)
+        #expect(window.limit(jobs: 16, streams: 100) == 5, "about one more per window's worth of answers")
+        window.overloaded()
+        window.overloaded()
+        window.overloaded()
+        #expect(window.limit(jobs: 16, streams: 100) == 1, "never below one")
+    }
+
+    @Test func anOverloadedOriginGetsFewerRequestsAtOnce() {
+        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 20), jobs: 4)
+        _ = schedule.take(now: 0)
+        for _ in 0..<3 { _ = schedule.record(a, answer, now: 0) }
+        #expect(schedule.running == 4)
+        let busy = OriginReport(outcome: .unhealthy(problem: "HTTP 503", retryAfter: nil), overloaded: true)
+        #expect(schedule.record(a, busy, now: 0).isEmpty)
+        #expect(schedule.finished(0, now: 0).isEmpty, "3 in flight, window 2")
+        #expect(schedule.finished(1, now: 0).isEmpty)
+        #expect(Self.started(schedule.finished(2, now: 0)) == [4], "back under the halved window")
+    }
+
+    @Test func originsDoNotShareAWindow() {
+        var schedule = DownloadSchedule(origins: [a, b, a, b], jobs: 4)
+        #expect(Self.started(schedule.take(now: 0)) == [0, 1], "one to each origin; the next a waits")
+        #expect(Self.started(schedule.record(a, answer, now: 0)) == [2])
+        #expect(Self.started(schedule.record(b, answer, now: 0)) == [3])
     }
 
     @Test func anOriginDownBeforeIsProbedOnceThenReleased() {
-        var schedule = DownloadSchedule(origins: [a, a, a, b], jobs: 8, breaker: OriginBreaker(down: [a]))
-        #expect(Self.started(schedule.take(now: 0)) == [0, 3], "one probe of a; b is not held up")
+        var schedule = DownloadSchedule(origins: [a, a, a], jobs: 8, breaker: OriginBreaker(down: [a]))
+        #expect(Self.started(schedule.take(now: 0)) == [0], "one probe")
         #expect(Set(schedule.unstarted) == [1, 2])
-        let released = schedule.record(a, .healthy, now: 1)
-        #expect(Self.started(released) == [1, 2], "the probe answered: the parked groups start")
-        #expect(schedule.unstarted.isEmpty)
+        #expect(Self.started(schedule.record(a, answer, now: 1)) == [1], "it answered: the window grows")
+        #expect(Self.started(schedule.finished(0, now: 1)) == [2])
     }
 
-    @Test func aProbeThatFailsRefusesTheParkedGroups() {
+    @Test func aProbeThatFailsRefusesTheRestWithoutARequest() {
         var schedule = DownloadSchedule(origins: [a, a, a], jobs: 8, breaker: OriginBreaker(down: [a]))
         _ = schedule.take(now: 0)
-        let steps = schedule.record(a, .unhealthy(problem: "connection refused", retryAfter: nil), now: 1)
+        #expect(schedule.record(a, OriginReport(outcome: .unhealthy(problem: "connection refused", retryAfter: nil)), now: 1)
+            .isEmpty)
+        #expect(schedule.admitRetry(a, now: 1) == .giveUp)
+        let steps = schedule.finished(0, now: 1)
         #expect(steps == [.refuse(group: 1, message: "origin unreachable: \(a) (connection refused); not tried"),
                           .refuse(group: 2, message: "origin unreachable: \(a) (connection refused); not tried")])
-        #expect(schedule.running == 1, "refused groups never held a slot")
-        #expect(schedule.admitRetry(a, now: 1) == .giveUp)
+        #expect(schedule.running == 0, "refused groups never held a slot")
     }
 
     @Test func retryAfterDelaysTheOriginsNextGroupsOnly() {
         var schedule = DownloadSchedule(origins: [a, a, b], jobs: 1)
         #expect(Self.started(schedule.take(now: 0)) == [0])
-        #expect(schedule.record(a, .unhealthy(problem: "HTTP 503", retryAfter: 5), now: 10).isEmpty)
+        let busy = OriginReport(outcome: .unhealthy(problem: "HTTP 503", retryAfter: 5), overloaded: true)
+        #expect(schedule.record(a, busy, now: 10).isEmpty)
         #expect(schedule.admitRetry(a, now: 11) == .wait(seconds: 4))
-        #expect(schedule.finished(now: 11) == [.start(group: 1, delay: 4)])
-        #expect(schedule.finished(now: 12) == [.start(group: 2, delay: 0)], "another origin does not wait")
+        #expect(schedule.finished(0, now: 11) == [.start(group: 1, delay: 4), .start(group: 2, delay: 0)],
+                "another origin does not wait")
     }
 
     @Test func entriesGivingUpOpenTheBreaker() {
-        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 8), jobs: 4)
+        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 8), jobs: 1)
+        let failed = OriginReport(outcome: .unhealthy(problem: "HTTP 500", retryAfter: nil))
+        var group = 0
         _ = schedule.take(now: 0)
         for _ in 0..<3 {
-            _ = schedule.record(a, .unhealthy(problem: "HTTP 500", retryAfter: nil), now: 0)
+            _ = schedule.record(a, failed, now: 0)
             #expect(schedule.entryGaveUp(a, now: 0).isEmpty)
+            #expect(Self.started(schedule.finished(group, now: 0)) == [group + 1])
+            group += 1
         }
-        _ = schedule.record(a, .unhealthy(problem: "HTTP 500", retryAfter: nil), now: 0)
+        _ = schedule.record(a, failed, now: 0)
         _ = schedule.entryGaveUp(a, now: 0)
-        let steps = schedule.finished(now: 0)
-        #expect(steps == [.refuse(group: 4, message: "origin unreachable: \(a) (HTTP 500); not tried"),
-                          .refuse(group: 5, message: "origin unreachable: \(a) (HTTP 500); not tried"),
-                          .refuse(group: 6, message: "origin unreachable: \(a) (HTTP 500); not tried"),
-                          .refuse(group: 7, message: "origin unreachable: \(a) (HTTP 500); not tried")])
+        let steps = schedule.finished(group, now: 0)
+        #expect(steps == (4..<8).map { .refuse(group: $0, message: "origin unreachable: \(a) (HTTP 500); not tried") })
         #expect(schedule.breaker.summaries.first?.notTried == 4)
     }
 
     @Test func aStopStartsNothingMoreAndListsTheRest() {
-        var schedule = DownloadSchedule(origins: [a, a, a, a], jobs: 2)
+        var schedule = DownloadSchedule(origins: [nil, nil, nil, nil], jobs: 2)
         _ = schedule.take(now: 0)
         schedule.stop()
-        #expect(schedule.finished(now: 1).isEmpty)
-        #expect(schedule.finished(now: 1).isEmpty)
+        #expect(schedule.finished(0, now: 1).isEmpty)
+        #expect(schedule.finished(1, now: 1).isEmpty)
         #expect(schedule.unstarted == [2, 3])
         #expect(schedule.running == 0)
     }

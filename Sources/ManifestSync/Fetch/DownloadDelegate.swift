@@ -39,6 +39,10 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
     private var etag: String?
     private var lastModified: String?
     private(set) var bytesReceived: Int64 = 0
+    /// The response came over HTTP/2 (read, like `bytesReceived`, after the task completed).
+    private(set) var multiplexed = false
+    /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
+    private(set) var closesConnection = false
 
     init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: NIODeadline,
          entryTimeout: Double, limits: RateLimits?, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64) {
@@ -56,6 +60,8 @@ final class DownloadDelegate: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func didReceiveHead(task: HTTPClient.Task<ExchangeOutcome>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         let status = Int(head.status.code)
+        multiplexed = head.version.major >= 2
+        closesConnection = !multiplexed && !head.isKeepAlive
         let loop = task.eventLoop
         if status == 301 || status == 302 || status == 303 || status == 307 || status == 308 {
             outcome = .redirect(status: status, location: head.headers.first(name: "location"))

@@ -32,14 +32,14 @@ final class DownloadQueue: Sendable, OriginGate {
     private let wakeCount: Int
     private let flushDelay = TimeAmount.milliseconds(10)
 
-    init(fetcher: Fetcher, groups: [[FetchRequest]], jobs: Int, breaker: OriginBreaker = OriginBreaker()) {
+    init(fetcher: Fetcher, groups: [[FetchRequest]], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker()) {
         self.fetcher = fetcher
         self.groups = groups
         wakeCount = max(1, min(64, groups.count / 8))
         let origins = groups.map { requests in
             requests.first.flatMap { $0.url.hasPrefix("file://") ? nil : Fetcher.origin(of: $0.url) }
         }
-        state = Mutex(State(schedule: DownloadSchedule(origins: origins, jobs: jobs, breaker: breaker)))
+        state = Mutex(State(schedule: DownloadSchedule(origins: origins, jobs: jobs, streams: streams, breaker: breaker)))
     }
 
     private static func now() -> Double {
@@ -98,9 +98,9 @@ final class DownloadQueue: Sendable, OriginGate {
         return state.withLock { $0.schedule.admitRetry(origin, now: now) }
     }
 
-    func record(_ origin: String, _ outcome: OriginBreaker.Outcome) {
+    func record(_ origin: String, _ report: OriginReport) {
         let now = Self.now()
-        changed(on: fetcher.eventLoop) { $0.record(origin, outcome, now: now) }
+        changed(on: fetcher.eventLoop) { $0.record(origin, report, now: now) }
     }
 
     func entryGaveUp(_ origin: String) {
@@ -177,7 +177,7 @@ final class DownloadQueue: Sendable, OriginGate {
         var scheduleFlush = false
         let starts = state.withLock { state -> [(group: Int, delay: Double)] in
             state.ready.append(finished)
-            let starts = apply(state.schedule.finished(now: now), to: &state)
+            let starts = apply(state.schedule.finished(finished.group, now: now), to: &state)
             guard let waiter = state.waiter else { return starts }
             if state.ready.count >= wakeCount || state.schedule.running == 0 {
                 wake = (waiter, state.ready)

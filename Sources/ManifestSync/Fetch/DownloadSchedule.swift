@@ -1,7 +1,8 @@
-/// Which download groups run when, as a plain value: at most `jobs` at once, in list order, each
-/// origin's health (the breaker) deciding whether a group starts, waits out a pause, is parked
-/// behind a probe or fails at once. No clock, no I/O, no locks: `DownloadQueue` holds it under
-/// its lock and passes the time, so tests drive it with numbers.
+/// Which download groups run when, as a plain value: in list order, each origin with as many
+/// requests in flight as its `OriginWindow` allows (local files: `jobs`), and each origin's
+/// health (the breaker) deciding whether a group starts, waits out a pause, is parked behind a
+/// probe or fails at once. No clock, no I/O, no locks: `DownloadQueue` holds it under its lock
+/// and passes the time, so tests drive it with numbers.
 struct DownloadSchedule: Sendable {
     /// What the queue is to do with a group.
     enum Step: Sendable, Equatable {
@@ -11,9 +12,17 @@ struct DownloadSchedule: Sendable {
         case refuse(group: Int, message: String)
     }
 
+    /// HTTP/1.1 connections per origin, and local files at once.
     let jobs: Int
+    /// Requests in flight on one HTTP/2 origin.
+    let streams: Int
     /// Each group's origin; nil for local files, which no origin rule concerns.
     private let origins: [String?]
+    private(set) var windows: [String: OriginWindow] = [:]
+    /// Local files being read.
+    private var localRunning = 0
+    /// Which origin each running group holds a slot of.
+    private var holding: [Int: String] = [:]
     private(set) var breaker: OriginBreaker
     /// Groups started and not finished yet.
     private(set) var running = 0
@@ -26,27 +35,35 @@ struct DownloadSchedule: Sendable {
     private var released: [Int] = []
     private var releasedStart = 0
 
-    init(origins: [String?], jobs: Int, breaker: OriginBreaker = OriginBreaker()) {
+    init(origins: [String?], jobs: Int, streams: Int = 100, breaker: OriginBreaker = OriginBreaker()) {
         self.origins = origins
         self.jobs = max(1, jobs)
+        self.streams = max(1, streams)
         self.breaker = breaker
     }
 
-    /// Takes groups while there is room: each starts, waits, is parked, or is refused.
+    /// Takes groups while the next one's origin has room: each starts, waits, is parked, or is
+    /// refused. Groups start in list order: one whose origin is full waits, and so do the ones
+    /// after it.
     mutating func take(now: Double) -> [Step] {
         var steps: [Step] = []
-        while !isStopped, running < jobs, let group = takeNext() {
+        while !isStopped, let group = peekNext() {
             guard let origin = origins[group] else {
+                guard localRunning < jobs else { break }
+                advance()
+                localRunning += 1
                 running += 1
                 steps.append(.start(group: group, delay: 0))
                 continue
             }
+            guard windows[origin, default: OriginWindow()].hasRoom(jobs: jobs, streams: streams) else { break }
+            advance()
             switch breaker.admitEntry(origin, now: now) {
             case .go, .probe:
-                running += 1
+                hold(group, origin)
                 steps.append(.start(group: group, delay: 0))
             case .wait(let until):
-                running += 1
+                hold(group, origin)
                 steps.append(.start(group: group, delay: max(0, until - now)))
             case .park:
                 parked[origin, default: []].append(group)
@@ -57,26 +74,47 @@ struct DownloadSchedule: Sendable {
         return steps
     }
 
-    private mutating func takeNext() -> Int? {
-        if releasedStart < released.count {
-            defer { releasedStart += 1 }
-            return released[releasedStart]
-        }
-        guard next < origins.count else { return nil }
-        defer { next += 1 }
-        return next
+    private mutating func hold(_ group: Int, _ origin: String) {
+        running += 1
+        holding[group] = origin
+        windows[origin, default: OriginWindow()].started()
+    }
+
+    /// The next group to take, without taking it.
+    private func peekNext() -> Int? {
+        if releasedStart < released.count { return released[releasedStart] }
+        return next < origins.count ? next : nil
+    }
+
+    private mutating func advance() {
+        if releasedStart < released.count { releasedStart += 1 } else { next += 1 }
     }
 
     /// A started group ended (delivered or failed): its slot goes to the next.
-    mutating func finished(now: Double) -> [Step] {
+    mutating func finished(_ group: Int, now: Double) -> [Step] {
         running -= 1
+        if let origin = holding.removeValue(forKey: group) {
+            windows[origin]?.finished()
+        } else {
+            localRunning -= 1
+        }
         return take(now: now)
     }
 
-    /// An attempt's outcome, told to the origin's breaker. A probe that ended releases the
-    /// groups parked behind it.
-    mutating func record(_ origin: String, _ outcome: OriginBreaker.Outcome, now: Double) -> [Step] {
-        release(breaker.record(origin, outcome, now: now), now: now)
+    /// An attempt's outcome: its origin's window grows with an answer and halves on 429 or
+    /// 503; the breaker hears of its health, and a probe that ended releases the groups parked
+    /// behind it.
+    mutating func record(_ origin: String, _ report: OriginReport, now: Double) -> [Step] {
+        if report.overloaded {
+            windows[origin, default: OriginWindow()].overloaded()
+        } else if report.outcome == .healthy {
+            windows[origin, default: OriginWindow()].answered(
+                multiplexed: report.multiplexed, closesConnections: report.closesConnections, jobs: jobs, streams: streams)
+        }
+        var steps = release(breaker.record(origin, report.outcome, now: now), now: now)
+        // A wider window may have room for more at once.
+        if steps.isEmpty, report.outcome == .healthy { steps = take(now: now) }
+        return steps
     }
 
     /// An entry of `origin` gave up after its retries.

@@ -1,6 +1,10 @@
 /// Limits and timeouts of the fetch stage.
 public struct FetchSettings: Sendable {
+    /// HTTP/1.1 connections per origin (reached by slow start), and local files at once.
     public var jobs = 16
+    /// Requests in flight on one HTTP/2 connection (`--max-streams`); the server's own limit
+    /// applies too.
+    public var maxStreams = 100
     public var retry = RetryPolicy()
     public var connectTimeout = 10.0
     /// Longest silence while reading a body.

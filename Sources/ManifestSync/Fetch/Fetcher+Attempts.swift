@@ -8,6 +8,10 @@ extension Fetcher {
     struct AttemptOutcome: Sendable {
         let result: Result<Delivery, FetchFailure>
         let bytes: Int64
+        /// The last response came over HTTP/2.
+        var multiplexed = false
+        /// The server closed the connection after the last response.
+        var closesConnection = false
     }
 
     func attempt(_ request: FetchRequest, number: Int, bytes: Int64, on loop: any EventLoop,
@@ -22,7 +26,8 @@ extension Fetcher {
             let outcome: AttemptOutcome
             if case .failure(let failure) = received.result, failure.reason == .cancelled, control.isStopped {
                 // Say why the run stopped it (a deadline names itself).
-                outcome = AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: received.bytes)
+                outcome = AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: received.bytes,
+                                         multiplexed: received.multiplexed)
             } else {
                 outcome = received
             }
@@ -33,8 +38,16 @@ extension Fetcher {
                 nil
             }
             if let gate, !control.isStopped {
-                let retryAfter: Double? = if case .failure(let failure) = outcome.result { failure.retryAfter } else { nil }
-                gate.gate.record(gate.origin, problem.map { .unhealthy(problem: $0, retryAfter: retryAfter) } ?? .healthy)
+                var retryAfter: Double?
+                var overloaded = false
+                if case .failure(let failure) = outcome.result {
+                    retryAfter = failure.retryAfter
+                    overloaded = failure.httpStatus == 429 || failure.httpStatus == 503
+                }
+                gate.gate.record(gate.origin, OriginReport(
+                    outcome: problem.map { .unhealthy(problem: $0, retryAfter: retryAfter) } ?? .healthy,
+                    multiplexed: outcome.multiplexed, closesConnections: outcome.closesConnection,
+                    overloaded: overloaded))
             }
             let giveUp = { @Sendable in
                 if let gate, problem != nil, !control.isStopped { gate.gate.entryGaveUp(gate.origin) }

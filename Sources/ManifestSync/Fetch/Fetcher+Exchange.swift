@@ -60,8 +60,22 @@ extension Fetcher {
                                         resume: resume, resumeThreshold: settings.resumeThreshold)
         // The delegate runs on `loop`: when called from one of the client's loops that is the
         // current one, so a finished download and the next one share a thread.
-        let task = client.execute(request: http, delegate: delegate, eventLoop: .delegate(on: loop), deadline: deadline)
+        let origin = Self.origin(of: current)
+        let multiplexed = multiplexedOrigins.withLock { $0.contains(origin) }
+        let task = client.execute(request: http, delegate: delegate,
+                                  eventLoop: multiplexed ? .delegateAndChannel(on: loop) : .delegate(on: loop),
+                                  deadline: deadline)
         let token = control.register(.request(task))
+        // Every outcome of this exchange says whether its response came over HTTP/2.
+        let finished: @Sendable (AttemptOutcome) -> Void = { outcome in
+            var outcome = outcome
+            outcome.multiplexed = delegate.multiplexed
+            outcome.closesConnection = delegate.closesConnection
+            if delegate.multiplexed, !multiplexed {
+                self.multiplexedOrigins.withLock { _ = $0.insert(origin) }
+            }
+            finished(outcome)
+        }
         task.futureResult.whenComplete { completion in
             control.unregister(token)
             let received = bytes + delegate.bytesReceived

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Downloads bodies into the content store: streamed to `tmp/` while hashed, verified, then
 /// renamed to their object name. One `HTTPClient` per run, its pool sized to the concurrency.
@@ -14,6 +15,11 @@ final class Fetcher: Sendable {
     let settings: FetchSettings
     let logger: Logger
     let limits: RateLimits?
+    /// Origins that answered over HTTP/2. Their requests ask for a connection on the event loop
+    /// the response is handled on: the pool then keeps one HTTP/2 connection per loop, and no
+    /// body chunk crosses threads. (HTTP/1.1 requests only prefer that loop, so the pool stays
+    /// within `--jobs` connections.)
+    let multiplexedOrigins = Mutex<Set<String>>([])
 
     init(store: ContentStore, settings: FetchSettings, logger: Logger) {
         var configuration = HTTPClient.Configuration()

@@ -174,9 +174,20 @@ struct OriginBreaker: Sendable {
 protocol OriginGate: Sendable {
     /// Before another attempt: go, wait this many seconds at least, or give up.
     func admitRetry(_ origin: String) -> RetryDecision
-    func record(_ origin: String, _ outcome: OriginBreaker.Outcome)
+    func record(_ origin: String, _ report: OriginReport)
     /// The entry failed for good on an origin problem.
     func entryGaveUp(_ origin: String)
+}
+
+/// What one attempt told about its origin: its health, its protocol, whether it asked for less.
+struct OriginReport: Sendable, Equatable {
+    var outcome: OriginBreaker.Outcome
+    /// The answer came over HTTP/2 (requests share one connection).
+    var multiplexed = false
+    /// The server closed the connection after answering (HTTP/1.0 or `Connection: close`).
+    var closesConnections = false
+    /// 429 or 503: the origin asks for fewer requests at once.
+    var overloaded = false
 }
 
 /// Whether a download may try its origin again.

@@ -4,8 +4,11 @@ import ManifestSync
 
 /// How downloads talk to origins: concurrency, retries, timeouts, limits, trust.
 struct NetworkOptions: ParsableArguments {
-    @Option(name: [.short, .customLong("jobs")], help: "Downloads at once (the cap on connections).")
+    @Option(name: [.short, .customLong("jobs")], help: "HTTP/1.1 connections per origin, opened as answers come (slow start); local files at once.")
     var jobs = 16
+
+    @Option(name: .customLong("max-streams"), help: "Requests in flight on one HTTP/2 connection (the server's own limit applies too).")
+    var maxStreams = 100
 
     @Option(help: "Extra attempts for transient failures (connect, reset, truncated body, 5xx, 408, 429).")
     var retries = 3
@@ -38,9 +41,11 @@ struct NetworkOptions: ParsableArguments {
     /// The fetch settings, or a usage error naming the option.
     func settings() throws -> FetchSettings {
         guard (1...1024).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 1024") }
+        guard (1...1000).contains(maxStreams) else { throw ValidationError("--max-streams must be between 1 and 1000") }
         guard (0...100).contains(retries) else { throw ValidationError("--retries must be between 0 and 100") }
         var fetch = FetchSettings()
         fetch.jobs = jobs
+        fetch.maxStreams = maxStreams
         fetch.retry = RetryPolicy(retries: retries)
         fetch.connectTimeout = try positiveDuration(connectTimeout, "--connect-timeout")
         fetch.readTimeout = try positiveDuration(readTimeout, "--read-timeout")

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Origins like the real network, on loopback: HTTPS with HTTP/1.1 and HTTP/2 (a test CA passed
+with --ca-cert / --cacert), +20 ms and +100 ms per response (nginx's Lua module: ngx.sleep), a plain
+origin for a 300-file sync, and python's http.server (HTTP/1.0, accept backlog 5).
+
+`worker sync` runs beside curl (at its defaults and at --parallel-max 16) and aria2c, in alternating
+rounds, each run in a fresh directory; every timed figure is hyperfine's, CPU is the client's
+user+sys. See Benchmarks/README.md ("Network profiles")."""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name, port, nginx listen flags, seconds of added latency (None: python's http.server)
+ORIGINS = {
+    "h2": (18443, "ssl http2", 0),
+    "h1tls": (18444, "ssl", 0),
+    "h2-20ms": (18445, "ssl http2", 0.02),
+    "h1-20ms": (18446, "", 0.02),
+    "h2-100ms": (18447, "ssl http2", 0.1),
+    "plain": (18448, "", 0),
+    "backlog5": (18449, None, 0),
+}
+
+# bench profile: origin, files, which peers (curl variants are curl arguments)
+PROFILES = [
+    ("https-h2-10k", "h2", 10_000, {"curl16": "--parallel-max 16 --http2"}),
+    ("https-h1-10k", "h1tls", 10_000, {"curl16": "--parallel-max 16 --http1.1"}),
+    ("https-h2-20ms-2k", "h2-20ms", 2_000, {"curl": "--http2", "curl16": "--parallel-max 16 --http2"}),
+    ("http-h1-20ms-2k", "h1-20ms", 2_000, {"curl": "", "curl16": "--parallel-max 16"}),
+    ("https-h2-100ms-500", "h2-100ms", 500, {"curl": "--http2", "curl16": "--parallel-max 16 --http2"}),
+    ("http-300", "plain", 300, {"curl16": "--parallel-max 16"}),
+    ("backlog5-300", "backlog5", 300, {"curl": "", "curl16": "--parallel-max 16"}),
+]
+
+# profile, peer, target ratio (worker ÷ peer, wall)
+TARGETS = [
+    ("https-h2-10k", "curl16", 1.0),
+    ("https-h1-10k", "curl16", 1.0),
+    ("https-h2-20ms-2k", "curl", 0.5),
+    ("http-h1-20ms-2k", "curl", 1.0),
+    ("http-300", "curl16", 1.2),
+    ("backlog5-300", "curl16", 1.5),
+]
+
+
+def sh(command: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(command, shell=True, check=True, **kwargs)
+
+
+def small_set(root: str) -> list:
+    """(relative path, sha256) of the 10k avatars, from the corpus manifest."""
+    entries, url = [], None
+    for line in open(os.path.join(root, "sets", "small.yaml")):
+        line = line.strip()
+        if line.startswith("- url: "):
+            url = line[len("- url: "):]
+        elif line.startswith("hash: sha256:") and url:
+            entries.append((url.split("/", 3)[3], line[len("hash: sha256:"):]))
+    return entries
+
+
+def make_tls(directory: str) -> dict:
+    """A test CA and a certificate for 127.0.0.1 signed by it."""
+    os.makedirs(directory, exist_ok=True)
+    files = {name: os.path.join(directory, name) for name in ("ca.pem", "ca.key", "server.pem", "server.key")}
+    if all(os.path.exists(path) for path in files.values()):
+        return files
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    sh(f"openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj '/CN=worker bench CA' "
+       f"-keyout {files['ca.key']} -out {files['ca.pem']}", **quiet)
+    extensions = os.path.join(directory, "san.ext")
+    open(extensions, "w").write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    request = os.path.join(directory, "server.csr")
+    sh(f"openssl req -newkey rsa:2048 -nodes -subj '/CN=127.0.0.1' -keyout {files['server.key']} -out {request}", **quiet)
+    sh(f"openssl x509 -req -in {request} -CA {files['ca.pem']} -CAkey {files['ca.key']} -CAcreateserial -days 30 "
+       f"-extfile {extensions} -out {files['server.pem']}", **quiet)
+    return files
+
+
+class Origins:
+    """One nginx with a server per profile (Lua for latency), and python's http.server."""
+
+    def __init__(self, root: str, tls: dict):
+        self.root, self.tls = root, tls
+        self.prefix = os.path.join(root, "nginx-network")
+        self.processes = []
+
+    def start(self) -> None:
+        os.makedirs(os.path.join(self.prefix, "logs"), exist_ok=True)
+        temp = os.path.join(self.prefix, "tmp")
+        os.makedirs(temp, exist_ok=True)
+        www = os.path.join(self.root, "www")
+        servers = []
+        for name, (port, flags, delay) in ORIGINS.items():
+            if flags is None:
+                continue
+            sleep = f"access_by_lua_block {{ ngx.sleep({delay}) }}" if delay else ""
+            servers.append(f"server {{ listen 127.0.0.1:{port} {flags} backlog=4096; root {www}; "
+                           f"location / {{ {sleep} }} }}")
+        user = "user root;" if os.geteuid() == 0 else ""
+        modules = "/usr/lib/nginx/modules"
+        conf = f"""{user}
+load_module {modules}/ndk_http_module.so;
+load_module {modules}/ngx_http_lua_module.so;
+worker_processes 1;
+pid {self.prefix}/logs/nginx.pid;
+error_log {self.prefix}/logs/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on; tcp_nopush on; tcp_nodelay on;
+    keepalive_timeout 65s; keepalive_requests 1000000;
+    open_file_cache max=30000 inactive=120s;
+    ssl_certificate {self.tls['server.pem']}; ssl_certificate_key {self.tls['server.key']};
+    ssl_session_cache shared:SSL:10m;
+    lua_package_path "/nonexistent/?.lua;;";
+    client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy; fastcgi_temp_path {temp}/fastcgi;
+    uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
+    {chr(10).join(servers)}
+}}
+"""
+        open(os.path.join(self.prefix, "nginx.conf"), "w").write(conf)
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.processes.append(subprocess.Popen([nginx, "-p", self.prefix, "-c", "nginx.conf", "-g", "daemon off;"],
+                                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        port = ORIGINS["backlog5"][0]
+        self.processes.append(subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                                                "--directory", www], start_new_session=True,
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for name, (port, flags, _) in ORIGINS.items():
+            scheme = "https" if flags and "ssl" in flags else "http"
+            for _ in range(100):
+                probe = subprocess.run(["curl", "-sS", "-o", "/dev/null", "--cacert", self.tls["ca.pem"],
+                                        f"{scheme}://127.0.0.1:{port}/u/000001/avatar.png"], capture_output=True)
+                if probe.returncode == 0:
+                    break
+                time.sleep(0.05)
+            else:
+                self.stop()
+                raise SystemExit(f"origin {name} did not start; see {self.prefix}/logs/error.log")
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+class Row:
+    def __init__(self, profile: str, tool: str, command: str, prepare: str, runs: int):
+        self.profile, self.tool, self.command, self.prepare, self.runs = profile, tool, command, prepare, runs
+        self.times, self.cpu = [], []
+
+    @property
+    def name(self) -> str:
+        return f"{self.profile}.{self.tool}"
+
+
+def rows(args, root: str, tls: dict) -> list:
+    entries = small_set(root)
+    sets = os.path.join(root, "sets-network")
+    runs_dir = os.path.join(root, "runs-network", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(sets, exist_ok=True)
+    os.makedirs(runs_dir, exist_ok=True)
+    worker = shlex.quote(os.path.abspath(args.worker))
+    aria = ("aria2c -j 16 --max-connection-per-server=16 --console-log-level=warn --summary-interval=0 "
+            "--allow-overwrite=true --auto-file-renaming=false --auto-save-interval=0 --file-allocation=none "
+            f"--ca-certificate={tls['ca.pem']}")
+    out = []
+    for profile, origin, files, curls in PROFILES:
+        port, flags, _ = ORIGINS[origin]
+        base = f"{'https' if flags and 'ssl' in flags else 'http'}://127.0.0.1:{port}"
+        chosen = entries[:files]
+        with open(os.path.join(sets, profile + ".yaml"), "w") as manifest:
+            manifest.write(f"version: 1\nname: {profile}\nbase_url: {base}/\nentries:\n")
+            for relative, digest in chosen:
+                manifest.write(f"  - url: {relative}\n    hash: sha256:{digest}\n")
+        with open(os.path.join(sets, profile + ".curl"), "w") as config:
+            for relative, _ in chosen:
+                config.write(f'url = "{base}/{relative}"\noutput = "{relative}"\n')
+        with open(os.path.join(sets, profile + ".aria2"), "w") as listing:
+            for relative, digest in chosen:
+                listing.write(f"{base}/{relative}\n  dir={os.path.dirname(relative)}\n  out={os.path.basename(relative)}\n"
+                              f"  checksum=sha-256={digest}\n")
+
+        def fresh(tool: str) -> tuple:
+            current = os.path.join(runs_dir, f"{profile}.{tool}.cur")
+            return (f"d=$(mktemp -d {runs_dir}/{profile}.{tool}.XXXXXX) && ln -sfn $d {current} && sync", current)
+
+        prepare, current = fresh("worker")
+        out.append(Row(profile, "worker", f"{worker} sync {sets}/{profile}.yaml --cache-dir {current}/cache "
+                                          f"--ca-cert {tls['ca.pem']} -q {args.worker_args}", prepare, args.runs))
+        if args.baseline:
+            prepare, current = fresh("base")
+            out.append(Row(profile, "base", f"{shlex.quote(os.path.abspath(args.baseline))} sync {sets}/{profile}.yaml "
+                                            f"--cache-dir {current}/cache --ca-cert {tls['ca.pem']} -q", prepare, args.runs))
+        for tool, extra in curls.items():
+            prepare, current = fresh(tool)
+            out.append(Row(profile, tool, f"cd {current} && curl --parallel {extra} --create-dirs -sS --fail "
+                                          f"--cacert {tls['ca.pem']} -K {sets}/{profile}.curl", prepare, args.runs))
+        if shutil.which("aria2c") and not args.no_aria2c:
+            prepare, current = fresh("aria2c")
+            out.append(Row(profile, "aria2c", f"cd {current} && {aria} -i {sets}/{profile}.aria2", prepare, 1))
+    return out
+
+
+def hyperfine(row: Row, runs: int, results: str) -> None:
+    export = os.path.join(results, row.name + ".json")
+    subprocess.run(["hyperfine", "--style", "none", "--runs", str(runs), "--export-json", export, "--shell", "sh",
+                    "--prepare", row.prepare, row.command], check=True, stdout=subprocess.DEVNULL)
+    result = json.load(open(export))["results"][0]
+    row.times += result["times"]
+    row.cpu.append(result["user"] + result["system"])
+
+
+def report(rows_: list, args) -> str:
+    by = {row.name: row for row in rows_ if row.times}
+    med = lambda row: statistics.median(row.times)
+    lines = ["| profile | tool | median s | min–max s | CPU s | worker ÷ this (wall) | worker ÷ this (CPU) |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows_:
+        if not row.times:
+            continue
+        worker = by.get(f"{row.profile}.worker")
+        ratio = f"{med(worker) / med(row):.2f}" if worker and row is not worker else ""
+        cpu_ratio = (f"{statistics.mean(worker.cpu) / statistics.mean(row.cpu):.2f}"
+                     if worker and row is not worker else "")
+        lines.append(f"| {row.profile} | {row.tool} | {med(row):.3f} | {min(row.times):.3f}–{max(row.times):.3f} "
+                     f"| {statistics.mean(row.cpu):.2f} | {ratio} | {cpu_ratio} |")
+    targets = ["| work | measured | target | |", "|---|---|---|---|"]
+    for profile, peer, goal in TARGETS:
+        worker, other = by.get(f"{profile}.worker"), by.get(f"{profile}.{peer}")
+        if worker and other:
+            ratio = med(worker) / med(other)
+            targets.append(f"| {profile}: worker ÷ {peer} | {ratio:.2f} | ≤ {goal} | {'met' if ratio <= goal else '**missed**'} |")
+    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join([
+        "## Network profiles", "",
+        f"{stamp}; {os.cpu_count()} cores; {args.rounds} rounds × {args.runs} runs, alternating (aria2c once a round); "
+        f"load average at the end: {load}. curl = curl's defaults (50 at once, HTTP/2 multiplexed on https); "
+        "curl16 = `--parallel-max 16`. CPU is the client's user+sys (mean per run).", "",
+        "### Targets", *targets, "", "### All rows", *lines, ""])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--worker", default=os.path.join(HERE, "..", ".build", "release", "worker"))
+    parser.add_argument("--baseline", help="an earlier worker binary to run beside this one (rows named base)")
+    parser.add_argument("--worker-args", default="", help="extra arguments for this worker's syncs")
+    parser.add_argument("--root", default=os.environ.get("WORKER_BENCH_DIR", "/tmp/worker-bench"))
+    parser.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 2)))
+    parser.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 2)))
+    parser.add_argument("--only", help="comma-separated profiles to run (default: all)")
+    parser.add_argument("--no-aria2c", action="store_true")
+    parser.add_argument("--write", help="also append the tables to this Markdown file")
+    args = parser.parse_args()
+    if args.only:
+        wanted = set(args.only.split(","))
+        PROFILES[:] = [profile for profile in PROFILES if profile[0] in wanted]
+    sh(f"python3 {HERE}/corpus.py {args.root} http://127.0.0.1:18181")
+    tls = make_tls(os.path.join(args.root, "tls"))
+    origins = Origins(args.root, tls)
+    origins.start()
+    results = os.path.join(HERE, "results", "network-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(results, exist_ok=True)
+    try:
+        all_rows = rows(args, args.root, tls)
+        for round_ in range(args.rounds):
+            for row in all_rows:
+                print(f"round {round_ + 1}/{args.rounds}: {row.name}", file=sys.stderr, flush=True)
+                hyperfine(row, row.runs, results)
+    finally:
+        origins.stop()
+    text = report(all_rows, args)
+    open(os.path.join(results, "summary.md"), "w").write(text)
+    print(text)
+    if args.write:
+        with open(args.write, "a") as out:
+            out.write("\n" + text)
+    shutil.rmtree(os.path.join(args.root, "runs-network"), ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+/// How many requests one origin gets at once, as a plain value.
+///
+/// Until the origin's protocol is known, and on HTTP/1.1 (one request per connection), the window
+/// starts at one and grows by one with each answer, up to `--jobs` connections (slow start: a
+/// small server's accept queue is not flooded with connects it drops). On HTTP/2 the requests
+/// share one connection, so once the first answer says so the window opens to `--max-streams`
+/// (the server's own SETTINGS_MAX_CONCURRENT_STREAMS still applies: the client queues beyond it).
+/// A server that closes the connection after every answer (HTTP/1.0, `Connection: close`) makes
+/// each request a new connect: it gets at most `Self.connectsAtOnce`, below the accept queue of a
+/// small server (Python's http.server listens with a backlog of 5), whose overflow the kernel
+/// answers by dropping the connect and retrying it a second later.
+/// A 429 or 503 halves the window; past that point it grows back by one per window's worth of
+/// answers (TCP's congestion avoidance), so an overloaded origin is not pushed straight back.
+struct OriginWindow: Sendable, Equatable {
+    /// Requests in flight.
+    private(set) var inFlight = 0
+    /// The window; fractional while it grows by 1/size per answer.
+    private(set) var size = 1.0
+    /// Past this size the window grows slowly (set by a halving).
+    private var threshold = Double.infinity
+    /// Whether the origin answered over HTTP/2; nil before its first answer.
+    private(set) var multiplexed: Bool?
+    /// The origin's last answer closed its connection.
+    private(set) var closesConnections = false
+    static let connectsAtOnce = 4
+
+    /// The most requests in flight now, given the caps for each protocol.
+    func limit(jobs: Int, streams: Int) -> Int {
+        max(1, min(Int(size), cap(jobs: jobs, streams: streams)))
+    }
+
+    private func cap(jobs: Int, streams: Int) -> Int {
+        if multiplexed == true { return streams }
+        return closesConnections ? min(jobs, Self.connectsAtOnce) : jobs
+    }
+
+    func hasRoom(jobs: Int, streams: Int) -> Bool {
+        inFlight < limit(jobs: jobs, streams: streams)
+    }
+
+    mutating func started() {
+        inFlight += 1
+    }
+
+    mutating func finished() {
+        inFlight -= 1
+    }
+
+    /// An answer: the window grows (and opens wide the first time HTTP/2 is seen).
+    mutating func answered(multiplexed: Bool, closesConnections: Bool = false, jobs: Int, streams: Int) {
+        self.closesConnections = closesConnections
+        let cap = Double(multiplexed ? streams : closesConnections ? min(jobs, Self.connectsAtOnce) : jobs)
+        if multiplexed, self.multiplexed != true, threshold == .infinity {
+            size = cap
+        } else if size < threshold {
+            size += 1
+        } else {
+            size += 1 / size
+        }
+        size = min(size, max(cap, 1))
+        self.multiplexed = multiplexed
+    }
+
+    /// A 429 or 503: half the window, and slow growth from there.
+    mutating func overloaded() {
+        size = max(1, (size / 2).rounded(.down))
+        threshold = size
+    }
+}
