@@ -33,6 +33,30 @@ def output(command: str) -> str:
 
 # MARK: - Origin
 
+def nginx_conf(prefix: str, http: str, top: str = "") -> str:
+    """The configuration every bench origin shares: one worker, keep-alive, sendfile, no access
+    log, temp paths under `prefix`; `http` adds to the http block, `top` before it (modules)."""
+    user = "user root;" if os.geteuid() == 0 else ""
+    temp = os.path.join(prefix, "tmp")
+    return f"""{user}
+{top}
+worker_processes 1;
+pid {prefix}/logs/nginx.pid;
+error_log {prefix}/logs/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on; tcp_nopush on; tcp_nodelay on;
+    keepalive_timeout 65s; keepalive_requests 1000000;
+    open_file_cache max=30000 inactive=120s;
+    client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy; fastcgi_temp_path {temp}/fastcgi;
+    uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
+{http}
+}}
+"""
+
+
 class Origin:
     """A private nginx: one worker, keep-alive, sendfile, no access log; stopped by its PID."""
 
@@ -49,32 +73,16 @@ class Origin:
         os.makedirs(os.path.join(self.prefix, "logs"), exist_ok=True)
         os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
         www, flip = os.path.join(self.root, "www"), os.path.join(self.root, "flip")
-        user = "user root;" if os.geteuid() == 0 else ""
-        temp = os.path.join(self.prefix, "tmp")
         with open(os.path.join(self.prefix, "nginx.conf"), "w") as conf:
-            conf.write(f"""{user}
-worker_processes 1;
-pid {self.prefix}/logs/nginx.pid;
-error_log {self.prefix}/logs/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on; tcp_nopush on; tcp_nodelay on;
-    keepalive_timeout 65s; keepalive_requests 1000000;
-    open_file_cache max=30000 inactive=120s; open_file_cache_valid 120s;
+            conf.write(nginx_conf(self.prefix, http=f"""    open_file_cache_valid 120s;
     if_modified_since before;
-    client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy; fastcgi_temp_path {temp}/fastcgi;
-    uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
     server {{
         listen 127.0.0.1:{self.port} backlog=4096;
         root {www};
         location = /m/0/u/000001/avatar.png {{ open_file_cache off; alias {flip}/current.png; }}
         location ~ ^/m/[0-9]/(?<rest>u/.*)$ {{ alias {www}/$rest; }}
         location = /__status {{ stub_status; }}
-    }}
-}}
-""")
+    }}"""))
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         self.process = subprocess.Popen([nginx, "-p", self.prefix, "-c", "nginx.conf", "-g", "daemon off;"],
                                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

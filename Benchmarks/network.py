@@ -18,6 +18,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench import nginx_conf  # noqa: E402  (the configuration both suites' origins share)
 
 # name, port, nginx listen flags, seconds of added latency (None: python's http.server)
 ORIGINS = {
@@ -96,8 +98,7 @@ class Origins:
 
     def start(self) -> None:
         os.makedirs(os.path.join(self.prefix, "logs"), exist_ok=True)
-        temp = os.path.join(self.prefix, "tmp")
-        os.makedirs(temp, exist_ok=True)
+        os.makedirs(os.path.join(self.prefix, "tmp"), exist_ok=True)
         www = os.path.join(self.root, "www")
         servers = []
         for name, (port, flags, delay) in ORIGINS.items():
@@ -106,29 +107,12 @@ class Origins:
             sleep = f"access_by_lua_block {{ ngx.sleep({delay}) }}" if delay else ""
             servers.append(f"server {{ listen 127.0.0.1:{port} {flags} backlog=4096; root {www}; "
                            f"location / {{ {sleep} }} }}")
-        user = "user root;" if os.geteuid() == 0 else ""
         modules = "/usr/lib/nginx/modules"
-        conf = f"""{user}
-load_module {modules}/ndk_http_module.so;
-load_module {modules}/ngx_http_lua_module.so;
-worker_processes 1;
-pid {self.prefix}/logs/nginx.pid;
-error_log {self.prefix}/logs/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    default_type application/octet-stream;
-    access_log off;
-    sendfile on; tcp_nopush on; tcp_nodelay on;
-    keepalive_timeout 65s; keepalive_requests 1000000;
-    open_file_cache max=30000 inactive=120s;
-    ssl_certificate {self.tls['server.pem']}; ssl_certificate_key {self.tls['server.key']};
+        top = f"load_module {modules}/ndk_http_module.so;\nload_module {modules}/ngx_http_lua_module.so;"
+        servers_text = "\n".join("    " + server for server in servers)
+        conf = nginx_conf(self.prefix, top=top, http=f"""    ssl_certificate {self.tls['server.pem']}; ssl_certificate_key {self.tls['server.key']};
     ssl_session_cache shared:SSL:10m;
-    lua_package_path "/nonexistent/?.lua;;";
-    client_body_temp_path {temp}/body; proxy_temp_path {temp}/proxy; fastcgi_temp_path {temp}/fastcgi;
-    uwsgi_temp_path {temp}/uwsgi; scgi_temp_path {temp}/scgi;
-    {chr(10).join(servers)}
-}}
-"""
+{servers_text}""")
         open(os.path.join(self.prefix, "nginx.conf"), "w").write(conf)
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         self.processes.append(subprocess.Popen([nginx, "-p", self.prefix, "-c", "nginx.conf", "-g", "daemon off;"],

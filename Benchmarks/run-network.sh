@@ -6,22 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light)
-[[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ]] || missing+=(libnginx-mod-http-lua)
-command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-command -v aria2c >/dev/null 2>&1 || missing+=(aria2)
-command -v curl >/dev/null 2>&1 || missing+=(curl)
-command -v hyperfine >/dev/null 2>&1 || missing+=(hyperfine)
-command -v python3 >/dev/null 2>&1 || missing+=(python3)
-if ((${#missing[@]})); then
-  echo "installing: ${missing[*]}" >&2
-  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
-  # The package starts a system nginx on port 80; the benches run their own.
-  $sudo systemctl stop nginx >/dev/null 2>&1 || true
-fi
+# shellcheck source=Benchmarks/install-tools.sh
+source Benchmarks/install-tools.sh
+install_missing /usr/sbin/nginx:nginx-light /usr/lib/nginx/modules/ngx_http_lua_module.so:libnginx-mod-http-lua \
+  openssl:openssl aria2c:aria2 curl:curl hyperfine:hyperfine python3:python3
 
 swift build -c release --static-swift-stdlib --product worker >&2
 exec python3 Benchmarks/network.py "$@"
