@@ -47,8 +47,10 @@ struct WorkerCommand: AsyncParsableCommand {
 
 /// "unknown command 'snyc'; did you mean 'sync'?" for a first word that names no subcommand.
 func unknownCommand(_ word: String) -> String? {
+    // `_typeName`, not `String(describing:)`: describing a type looks up its conformances, a
+    // scan of every conformance record that every run (this is called on each start) would pay.
     let names = WorkerCommand.configuration.subcommands.compactMap { $0.configuration.commandName
-        ?? String(describing: $0).lowercased() } + ["help"]
+        ?? _typeName($0, qualified: false).lowercased() } + ["help"]
     guard !names.contains(word) else { return nil }
     let close = names.map { ($0, editDistance($0, word)) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }
     return "unknown command '\(word)'" + (close.map { "; did you mean '\($0.0)'?" } ?? " (see `worker --help`)")

@@ -24,6 +24,7 @@ import Synchronization
 /// | `/goto?to=URL` | redirects to URL |
 /// | `/gen/KEY` | `TestOrigin.generated(KEY)`: 1–11 KB derived from KEY |
 /// | `/slow/MS/ROUTE` | waits MS milliseconds, then answers as ROUTE |
+/// | `/close/PATH` | PATH with `Connection: close`, then closes (an HTTP/1.0-style server) |
 /// | `/encoded/PATH` | PATH's bytes labelled `Content-Encoding: gzip` (nobody asked for it) |
 /// | `/cut/PERCENT/PATH` | the first request gets PERCENT % of PATH and a closed connection; later ones PATH |
 ///
@@ -37,6 +38,10 @@ final class TestOrigin: Sendable {
         var headers: [String: [String: String]] = [:]
         var total = 0
         var bodyBytes = 0
+        /// Requests received and not yet answered in full (answers of `respond` only).
+        var inFlight = 0
+        /// `inFlight` as each request arrived, itself included, in arrival order.
+        var inFlightAtArrival: [Int] = []
     }
 
     /// How a request is answered.
@@ -50,6 +55,8 @@ final class TestOrigin: Sendable {
         case endless
         case reset
         indirect case delayed(milliseconds: Int64, Behavior)
+        /// Answers like `respond`, then closes the connection whatever the client asked.
+        case respondAndClose(HTTPResponseStatus, [UInt8])
     }
 
     /// The deterministic body of `/gen/KEY`.
@@ -119,6 +126,19 @@ final class TestOrigin: Sendable {
 
     func hits(_ path: String) -> Int { state.withLock { $0.hits[path] ?? 0 } }
     var totalRequests: Int { state.withLock { $0.total } }
+    /// How many requests were in flight as each one arrived (itself included), in order.
+    var inFlightAtArrival: [Int] { state.withLock { $0.inFlightAtArrival } }
+
+    fileprivate func requestArrived() {
+        state.withLock { state in
+            state.inFlight += 1
+            state.inFlightAtArrival.append(state.inFlight)
+        }
+    }
+
+    fileprivate func requestAnswered() {
+        state.withLock { $0.inFlight -= 1 }
+    }
     /// Body bytes sent for files set with `set(_:_:)`.
     var bodyBytesSent: Int { state.withLock { $0.bodyBytes } }
     /// The request headers of the last request for `path`, names lowercased.
@@ -183,6 +203,7 @@ final class TestOrigin: Sendable {
         let rest = { (from: Int) in "/" + segments.dropFirst(from).joined(separator: "/") }
         let served = { (from: Int) in self.state.withLock { $0.files[rest(from)] } ?? Array("missing\n".utf8) }
         switch segments.first {
+        case "close" where segments.count >= 2: return .respondAndClose(.ok, served(1))
         case "status" where segments.count == 2:
             return .respond(HTTPResponseStatus(statusCode: Int(segments[1]) ?? 500), headers, Array("status\n".utf8))
         case "flaky" where segments.count >= 4:
@@ -255,6 +276,7 @@ private final class OriginHandler: ChannelInboundHandler {
             break
         case .end:
             guard let request = head else { return }
+            origin.get().requestArrived()
             serve(request, origin.get().behavior(for: request), context: context)
         }
     }
@@ -262,13 +284,10 @@ private final class OriginHandler: ChannelInboundHandler {
     private func serve(_ request: HTTPRequestHead, _ behavior: TestOrigin.Behavior, context: ChannelHandlerContext) {
         let channel = context.channel
         switch behavior {
+        case .respondAndClose(let status, let body):
+            respond(request, status, [:], body, keepAlive: false, context: context)
         case .respond(let status, let headers, let body):
-            let keepAlive = request.isKeepAlive
-            writeHead(context, request, status, headers, length: body.count, keepAlive: keepAlive)
-            if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body)))), promise: nil) }
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-                if !keepAlive { channel.close(promise: nil) }
-            }
+            respond(request, status, headers, body, keepAlive: request.isKeepAlive, context: context)
         case .truncate(let body):
             writeHead(context, request, .ok, [:], length: body.count + 100, keepAlive: false)
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body))))).whenComplete { _ in
@@ -300,6 +319,18 @@ private final class OriginHandler: ChannelInboundHandler {
                 guard channel.isActive else { return }
                 self.serve(request, inner, context: context)
             }
+        }
+    }
+
+    private func respond(_ request: HTTPRequestHead, _ status: HTTPResponseStatus, _ headers: HTTPHeaders, _ body: [UInt8],
+                         keepAlive: Bool, context: ChannelHandlerContext) {
+        let channel = context.channel
+        writeHead(context, request, status, headers, length: body.count, keepAlive: keepAlive)
+        if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body)))), promise: nil) }
+        let origin = origin.get()
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            origin.requestAnswered()
+            if !keepAlive { channel.close(promise: nil) }
         }
     }
 

@@ -2,8 +2,8 @@
 public struct FetchSettings: Sendable {
     /// HTTP/1.1 connections per origin (reached by slow start), and local files at once.
     public var jobs = 16
-    /// Requests in flight on one HTTP/2 connection (`--max-streams`); the server's own limit
-    /// applies too.
+    /// Requests in flight to one HTTP/2 origin (`--max-streams`), over one connection per event
+    /// loop; the server's own limit applies to each.
     public var maxStreams = 100
     public var retry = RetryPolicy()
     public var connectTimeout = 10.0

@@ -24,6 +24,8 @@ final class Fetcher: Sendable {
     init(store: ContentStore, settings: FetchSettings, logger: Logger) {
         var configuration = HTTPClient.Configuration()
         configuration.decompression = .disabled
+        // No tracing spans: nothing here reads them, and starting one costs every request.
+        configuration.tracing.tracer = nil
         if !settings.caCertificates.isEmpty {
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.additionalTrustRoots = settings.caCertificates.map { .file($0) }
