@@ -326,6 +326,10 @@ class Suite:
         if r is not None: target("cold 10k: worker ÷ curl --parallel", f"{r:.2f}", "≤ 1.0", r <= 1.0)
         r = ratio("small.worker.cold", "small.aria2c.cold")
         if r is not None: target("cold 10k: worker ÷ aria2c", f"{r:.2f}", "≤ 0.5", r <= 0.5)
+        w, c = by.get("small.worker.cold"), by.get("small.curl.cold")
+        if w and c:
+            r = statistics.mean(w.cpu) / statistics.mean(c.cpu)
+            target("cold 10k: worker CPU ÷ curl CPU (user+sys)", f"{r:.2f}", "≤ 1.3", r <= 1.3)
         r = ratio("small.worker.cold", "small.cp.cold")
         if r is not None: target("cold 10k: worker ÷ cp -r", f"{r:.2f}", "≤ 1.25", r <= 1.25)
         r = ratio("large.worker.cold", "large.curl.cold")
