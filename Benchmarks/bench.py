@@ -209,6 +209,11 @@ class Suite:
             out.append(Bench(f"m100k.{tag}.one-changed", f"{w} sync {s}/m100k-{tag}.yaml --cache-dir {cache100k} -q",
                              prepare=toggle, files=1,
                              setup=f"echo b > {flip}/state.{tag} && {toggle} && {w} sync {s}/m100k-{tag}.yaml --cache-dir {cache100k} -q"))
+        # The floor for planning: libyaml's bare event scan of the same file (Benchmarks/yaml_scan.c).
+        scan = os.path.join(self.root, "yaml_scan")
+        if shutil.which("cc") and subprocess.run(["cc", "-O2", "-o", scan, os.path.join(HERE, "yaml_scan.c"), "-lyaml"],
+                                                 capture_output=True).returncode == 0:
+            out.append(Bench("plan1m.libyaml.scan", f"{scan} {s}/plan1m.yaml", files=1_000_000))
         for tag, binary in binaries:
             out.append(Bench(f"plan1m.{tag}.plan", f"{shlex.quote(binary)} plan {s}/plan1m.yaml --cache-dir {self.runs_dir}/empty -q",
                              files=1_000_000))
@@ -345,6 +350,8 @@ class Suite:
         b = by.get("plan1m.worker.plan")
         if b:
             target("plan 1M: wall", f"{med(b):.2f} s", "≤ 3 s", med(b) <= 3)
+            r = ratio("plan1m.worker.plan", "plan1m.libyaml.scan")
+            if r is not None: target("plan 1M: worker ÷ libyaml's bare event scan", f"{r:.2f}", "≤ 1.5", r <= 1.5)
             target("plan 1M: peak RSS", f"{max(b.rss):.0f} MB", "≤ 400 MB", max(b.rss) <= 400)
         b = by.get("small.worker.cold")
         if b: target("cold 10k: peak RSS", f"{max(b.rss):.0f} MB", "≤ 100 MB", max(b.rss) <= 100)
