@@ -158,3 +158,19 @@ import WorkerTestSupport
         #expect(objects.unreferenced(by: [record])?.sorted() == [names[0], names[2]])
     }
 }
+
+/// Store errors keep their cause as data.
+@Suite struct StoreErrorTests {
+    @Test func aLockThatCannotBeOpenedSaysWhichCallFailedAndErrno() async throws {
+        let directory = TemporaryDirectory()
+        let missing = directory.path + "/missing"
+        do {
+            _ = try await CacheLock(directory: missing, wait: 0)
+            Issue.record("a lock in a missing folder was taken")
+        } catch {
+            guard case .system(let cause) = error else { Issue.record("\(error)"); return }
+            #expect(cause == SystemError("open", missing + "/lock", code: ENOENT))
+            #expect(error.description == "cache unusable: \(missing)/lock: No such file or directory (open)")
+        }
+    }
+}

@@ -95,7 +95,7 @@ public struct Exporter: Sendable {
                     throw CacheError.unusable(path: target, reason: "cannot copy: \(error.localizedDescription)")
                 }
             } else {
-                throw CacheError.unusable(path: target, reason: String(cString: strerror(errno)))
+                throw .system(SystemError("link", target))
             }
         }
         if let urls {

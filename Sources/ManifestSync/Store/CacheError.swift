@@ -6,6 +6,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case unusable(path: String, reason: String)
     /// SQLite refused the index (corrupt, full disk, read-only): exit 4, its code kept.
     case index(path: String, cause: SQLiteError)
+    /// A system call on the cache's files failed (permissions, a full disk): exit 4, errno kept.
+    case system(SystemError)
     /// Another run held the lock longer than `--wait-lock`: exit 3.
     case locked(path: String, holder: String?)
     /// An output file (`--report`, `--junit`, …) could not be written: exit 4.
@@ -17,6 +19,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cache unusable: \(path): \(reason)"
         case .index(let path, let cause):
             "cache unusable: \(path): \(cause)"
+        case .system(let cause):
+            "cache unusable: \(cause.path): \(String(cString: strerror(cause.code))) (\(cause.operation))"
         case .locked(let path, let holder):
             "cache is locked by another run\(holder.map { " (\($0))" } ?? ""): \(path)"
         case .output(let path, let reason):

@@ -88,7 +88,7 @@ public final class CacheIndex {
     private static func restrictPermissions(_ path: String) throws(CacheError) {
         let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
+            throw .system(SystemError("open", path))
         }
         defer { close(fd) }
         var info = stat()

@@ -25,13 +25,14 @@ public final class CacheLock: Sendable {
     public init(directory: String, wait: Double?) async throws(CacheError) {
         path = directory + "/lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw CacheError.unusable(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw .system(SystemError("open", path)) }
         let start = Date()
         var nextNotice = 0.0
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
+                let error = SystemError("lock", path)
                 close(fd)
-                throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
+                throw .system(error)
             }
             let waited = Date().timeIntervalSince(start)
             if waited >= nextNotice, wait != 0, let onWait = Self.onWait {

@@ -80,9 +80,9 @@ public struct ContentStore: Sendable {
     func install(temporary path: String, sha256: String) throws(CacheError) {
         let target = objectPath(sha256)
         guard rename(path, target) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let error = SystemError("rename into", target)
             unlink(path)
-            throw CacheError.unusable(path: target, reason: reason)
+            throw .system(error)
         }
     }
 
@@ -95,9 +95,9 @@ public struct ContentStore: Sendable {
     /// instead of an fsync per file (the idea of git's batch fsync mode).
     func flush() throws(CacheError) {
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw CacheError.unusable(path: root, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw .system(SystemError("open", root)) }
         defer { close(fd) }
-        guard worker_syncfs(fd) == 0 else { throw CacheError.unusable(path: root, reason: "flush failed: \(String(cString: strerror(errno)))") }
+        guard worker_syncfs(fd) == 0 else { throw .system(SystemError("flush", root)) }
     }
 
     /// Marks the cache as being written: objects may be installed before their rows commit.
@@ -106,7 +106,7 @@ public struct ContentStore: Sendable {
     func markUnclean() throws(CacheError) {
         let path = CacheLayout.uncleanMarkPath(root)
         let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw CacheError.unusable(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw .system(SystemError("create", path)) }
         close(fd)
     }
 
@@ -155,7 +155,7 @@ public struct ContentStore: Sendable {
             if status == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
             throw CacheError.unusable(path: path, reason: "exists and is not a directory\(followLink ? "" : " (symlinks are not followed inside the cache)")")
         }
-        throw CacheError.unusable(path: path, reason: String(cString: strerror(errno)))
+        throw .system(SystemError("create", path))
     }
 }
 
