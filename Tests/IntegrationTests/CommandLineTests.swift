@@ -76,6 +76,8 @@ import WorkerTestSupport
     @Test func usageErrorsExit2() throws {
         #expect(try WorkerBinary.run(["sync"]).code == 2)
         #expect(try WorkerBinary.run(["sync", "m.yaml", "--jobs", "0"]).code == 2)
+        let streams = try WorkerBinary.run(["sync", "m.yaml", "--max-streams", "0"])
+        #expect(streams.code == 2 && streams.stderr.contains("--max-streams must be between 1 and 1000"))
         #expect(try WorkerBinary.run(["sync", "m.yaml", "--max-size", "lots"]).code == 2)
         #expect(try WorkerBinary.run(["frobnicate"]).code == 2)
         #expect(try WorkerBinary.run(["--help"]).code == 0)

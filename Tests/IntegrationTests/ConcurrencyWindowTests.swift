@@ -3,15 +3,21 @@ import Testing
 
 /// How many requests an origin gets at once, seen from the origin, through the built binary.
 @Suite struct ConcurrencyWindowTests {
-    @Test func http1StartsWithOneRequestAndGrowsTowardJobs() async throws {
+    /// Syncs `count` entries served at `/ROUTE/f/N` and returns how many requests were in flight
+    /// at the origin as each one arrived.
+    func inFlightAtArrival(route: String, count: Int, jobs: Int) async throws -> [Int] {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        // Each answer takes 40 ms, so requests sent together overlap at the origin.
-        let entries = (0..<40).map { number in ("/slow/40/f/\(number)", harness.serve("\(number)")) }
-        let manifest = harness.manifest(entries.map { (path: $0.0, bytes: Optional($0.1)) })
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--jobs", "8", "-q"])
+        let entries = (0..<count).map { number in (path: "/\(route)/f/\(number)", bytes: Optional(harness.serve("\(number)"))) }
+        let result = try WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache,
+                                           "--jobs", "\(jobs)", "-q"])
         #expect(result.code == 0, "\(result.stderr)")
-        let seen = harness.origin.inFlightAtArrival
+        return harness.origin.inFlightAtArrival
+    }
+
+    @Test func http1StartsWithOneRequestAndGrowsTowardJobs() async throws {
+        // Each answer takes 40 ms, so requests sent together overlap at the origin.
+        let seen = try await inFlightAtArrival(route: "slow/40", count: 40, jobs: 8)
         #expect(seen.count == 40)
         #expect(seen.prefix(2) == [1, 1], "the second request waits for the first answer (slow start): \(seen)")
         #expect(seen.max() ?? 0 <= 8, "--jobs caps the connections: \(seen)")
@@ -19,14 +25,8 @@ import Testing
     }
 
     @Test func aServerThatClosesEveryConnectionGetsFewConnectsAtOnce() async throws {
-        let harness = try await Harness.start()
-        defer { Task { await harness.origin.stop() } }
         // `/close/…` answers with `Connection: close` and closes, as HTTP/1.0 servers do.
-        let entries = (0..<30).map { number in ("/slow/30/close/f/\(number)", harness.serve("\(number)")) }
-        let manifest = harness.manifest(entries.map { (path: $0.0, bytes: Optional($0.1)) })
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--jobs", "16", "-q"])
-        #expect(result.code == 0, "\(result.stderr)")
-        let seen = harness.origin.inFlightAtArrival
+        let seen = try await inFlightAtArrival(route: "slow/30/close", count: 30, jobs: 16)
         #expect(seen.count == 30)
         #expect(seen.max() ?? 0 <= 4, "each request is a new connect: at most 4 at once: \(seen)")
     }

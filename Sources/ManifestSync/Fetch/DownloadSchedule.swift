@@ -21,8 +21,6 @@ struct DownloadSchedule: Sendable {
     private(set) var windows: [String: OriginWindow] = [:]
     /// Local files being read.
     private var localRunning = 0
-    /// Which origin each running group holds a slot of.
-    private var holding: [Int: String] = [:]
     private(set) var breaker: OriginBreaker
     /// Groups started and not finished yet.
     private(set) var running = 0
@@ -76,7 +74,6 @@ struct DownloadSchedule: Sendable {
 
     private mutating func hold(_ group: Int, _ origin: String) {
         running += 1
-        holding[group] = origin
         windows[origin, default: OriginWindow()].started()
     }
 
@@ -93,7 +90,7 @@ struct DownloadSchedule: Sendable {
     /// A started group ended (delivered or failed): its slot goes to the next.
     mutating func finished(_ group: Int, now: Double) -> [Step] {
         running -= 1
-        if let origin = holding.removeValue(forKey: group) {
+        if let origin = origins[group] {
             windows[origin]?.finished()
         } else {
             localRunning -= 1

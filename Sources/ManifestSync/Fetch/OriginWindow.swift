@@ -49,17 +49,18 @@ struct OriginWindow: Sendable, Equatable {
 
     /// An answer: the window grows (and opens wide the first time HTTP/2 is seen).
     mutating func answered(multiplexed: Bool, closesConnections: Bool = false, jobs: Int, streams: Int) {
+        let opensWide = multiplexed && self.multiplexed != true && threshold == .infinity
+        self.multiplexed = multiplexed
         self.closesConnections = closesConnections
-        let cap = Double(multiplexed ? streams : closesConnections ? min(jobs, Self.connectsAtOnce) : jobs)
-        if multiplexed, self.multiplexed != true, threshold == .infinity {
-            size = cap
+        let ceiling = Double(cap(jobs: jobs, streams: streams))
+        if opensWide {
+            size = ceiling
         } else if size < threshold {
             size += 1
         } else {
             size += 1 / size
         }
-        size = min(size, max(cap, 1))
-        self.multiplexed = multiplexed
+        size = min(size, ceiling)
     }
 
     /// A 429 or 503: half the window, and slow growth from there.
