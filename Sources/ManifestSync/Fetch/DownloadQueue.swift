@@ -30,16 +30,13 @@ final class DownloadQueue: Sendable, OriginGate {
     private let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
     private let wakeCount: Int
-    private let flushDelay = TimeAmount.milliseconds(10)
+    private static let flushDelay = TimeAmount.milliseconds(10)
 
     init(fetcher: Fetcher, groups: [[FetchRequest]], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker()) {
         self.fetcher = fetcher
         self.groups = groups
         wakeCount = max(1, min(64, groups.count / 8))
-        let origins = groups.map { requests in
-            requests.first.flatMap { $0.url.hasPrefix("file://") ? nil : Fetcher.origin(of: $0.url) }
-        }
-        state = Mutex(State(schedule: DownloadSchedule(origins: origins, jobs: jobs, streams: streams, breaker: breaker)))
+        state = Mutex(State(schedule: DownloadSchedule(origins: groups.map { $0.first?.origin }, jobs: jobs, streams: streams, breaker: breaker)))
     }
 
     private static func now() -> Double {
@@ -110,17 +107,16 @@ final class DownloadQueue: Sendable, OriginGate {
 
     // MARK: - Starting and finishing groups
 
-    /// Changes the schedule under the lock; refused groups go straight to `ready`, a waiting
-    /// consumer is woken when something is ready, and the groups to start are started.
+    /// Changes the schedule under the lock; refused groups go straight to `ready` and reach the
+    /// consumer as finished ones do, and the groups to start are started.
     private func changed(on loop: any EventLoop, _ body: (inout DownloadSchedule) -> [DownloadSchedule.Step]) {
-        let (starts, wake) = state.withLock { state -> ([(group: Int, delay: Double)], Wake?) in
+        var handOver = HandOver()
+        let starts = state.withLock { state in
             let starts = apply(body(&state.schedule), to: &state)
-            guard let waiter = state.waiter, !state.ready.isEmpty else { return (starts, nil) }
-            state.waiter = nil
-            defer { state.ready = [] }
-            return (starts, (waiter, state.ready))
+            handOver = handOverIfDue(&state)
+            return starts
         }
-        if let (waiter, ready) = wake { waiter.resume(returning: ready) }
+        handOver.run(on: loop, flush: flush)
         perform(starts, on: loop)
     }
 
@@ -169,31 +165,44 @@ final class DownloadQueue: Sendable, OriginGate {
         }
     }
 
-    /// A group ended: its slot goes to the next group, and the consumer is woken once enough
-    /// are ready (or the last one is), else by a short timer.
+    /// A group ended: its slot goes to the next group.
     private func finish(_ finished: Finished, on loop: any EventLoop) {
         let now = Self.now()
-        var wake: Wake?
-        var scheduleFlush = false
-        let starts = state.withLock { state -> [(group: Int, delay: Double)] in
+        var handOver = HandOver()
+        let starts = state.withLock { state in
             state.ready.append(finished)
             let starts = apply(state.schedule.finished(finished.group, now: now), to: &state)
-            guard let waiter = state.waiter else { return starts }
-            if state.ready.count >= wakeCount || state.schedule.running == 0 {
-                wake = (waiter, state.ready)
-                state.waiter = nil
-                state.ready = []
-            } else if !state.flushScheduled {
-                state.flushScheduled = true
-                scheduleFlush = true
-            }
+            handOver = handOverIfDue(&state)
             return starts
         }
-        if let (waiter, ready) = wake { waiter.resume(returning: ready) }
-        if scheduleFlush {
-            loop.scheduleTask(in: flushDelay) { self.flush() }
-        }
+        handOver.run(on: loop, flush: flush)
         perform(starts, on: loop)
+    }
+
+    /// What to do for a waiting consumer after a change: wake it, arm the flush timer, or nothing.
+    private struct HandOver {
+        var wake: Wake?
+        var armFlush = false
+
+        func run(on loop: any EventLoop, flush: @escaping @Sendable () -> Void) {
+            if let (waiter, ready) = wake { waiter.resume(returning: ready) }
+            if armFlush { loop.scheduleTask(in: DownloadQueue.flushDelay) { flush() } }
+        }
+    }
+
+    /// The one rule for waking the consumer: once `wakeCount` groups are ready, or when nothing
+    /// more is running; fewer wait for the short flush timer. (Waking it for every finished
+    /// group would cost a thread hand-off per file.) Call under the lock.
+    private func handOverIfDue(_ state: inout State) -> HandOver {
+        guard let waiter = state.waiter, !state.ready.isEmpty else { return HandOver() }
+        if state.ready.count >= wakeCount || state.schedule.running == 0 {
+            state.waiter = nil
+            defer { state.ready = [] }
+            return HandOver(wake: (waiter, state.ready))
+        }
+        guard !state.flushScheduled else { return HandOver() }
+        state.flushScheduled = true
+        return HandOver(armFlush: true)
     }
 
     /// Hands what is ready to a waiting consumer (the timer behind `wakeCount`).

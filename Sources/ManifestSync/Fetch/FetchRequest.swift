@@ -10,6 +10,8 @@ final class FetchRequest: Sendable {
     /// can answer 304 Not Modified without a body.
     let etag: String?
     let lastModified: String?
+    /// The URL's origin (scheme, host, port) for the per-origin rules; nil for `file://`.
+    let origin: String?
 
     init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
          etag: String? = nil, lastModified: String? = nil) {
@@ -19,6 +21,7 @@ final class FetchRequest: Sendable {
         self.localRoot = localRoot
         self.etag = etag
         self.lastModified = lastModified
+        origin = url.hasPrefix("file://") ? nil : Fetcher.origin(of: url)
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }

@@ -31,7 +31,7 @@ extension Fetcher {
             return
         }
         // --max-rps: this request takes its origin's next slot, waiting for it if need be.
-        if let limits, case let wait = limits.requestDelay(Self.origin(of: current)), wait > 0 {
+        if let limits, case let wait = limits.requestDelay(Self.origin(of: current, for: request)), wait > 0 {
             let timer = loop.scheduleTask(in: .nanoseconds(Int64(wait * 1e9))) {}
             let token = control.register(.timer(timer))
             timer.futureResult.whenComplete { waited in
@@ -60,7 +60,7 @@ extension Fetcher {
                                         resume: resume, resumeThreshold: settings.resumeThreshold)
         // The delegate runs on `loop`: when called from one of the client's loops that is the
         // current one, so a finished download and the next one share a thread.
-        let origin = Self.origin(of: current)
+        let origin = Self.origin(of: current, for: request)
         let multiplexed = multiplexedOrigins.withLock { $0.contains(origin) }
         let task = client.execute(request: http, delegate: delegate,
                                   eventLoop: multiplexed ? .delegateAndChannel(on: loop) : .delegate(on: loop),
@@ -112,5 +112,11 @@ extension Fetcher {
                 }
             }
         }
+    }
+
+    /// The origin of `url`, the request's own URL or a hop after it (the request knows its own).
+    private static func origin(of url: String, for request: FetchRequest) -> String {
+        if url == request.url, let origin = request.origin { return origin }
+        return origin(of: url)
     }
 }

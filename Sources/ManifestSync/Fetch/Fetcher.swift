@@ -79,9 +79,8 @@ final class Fetcher: Sendable {
     func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil) -> EventLoopFuture<FetchResult> {
         let loop = client.eventLoopGroup.any()
         let promise = loop.makePromise(of: FetchResult.self)
-        let origin = gate == nil || request.url.hasPrefix("file://") ? nil : Self.origin(of: request.url)
         attempt(request, number: 1, bytes: 0, on: loop, control: control,
-                gate: origin.flatMap { origin in gate.map { (origin, $0) } }, promise: promise)
+                gate: request.origin.flatMap { origin in gate.map { (origin, $0) } }, promise: promise)
         return promise.futureResult
     }
 
