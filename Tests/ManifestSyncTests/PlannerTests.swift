@@ -107,4 +107,28 @@ import Testing
         #expect(positions.find("http://h/c", in: list) == 2)
         #expect(positions.find("http://h/d", in: list) == nil)
     }
+
+    @Test func insertIfAbsentAnswersTheFirstPositionAndKeepsEverythingAcrossGrowth() {
+        // No reserve: the table grows many times on the way to 5,000 URLs.
+        let urls = (0..<5000).map { "http://h/u/\($0)" }
+        var positions = URLPositions()
+        var firstTime: [Int?] = []
+        for (offset, url) in urls.enumerated() {
+            firstTime.append(positions.insertIfAbsent(url, at: offset) { urls[$0] })
+        }
+        #expect(firstTime.allSatisfy { $0 == nil })
+        let again = urls.enumerated().map { offset, url in positions.insertIfAbsent(url, at: 9999) { urls[$0] } }
+        #expect(again == Array(0..<5000))
+        #expect(positions.find("http://h/u/5000") { urls[$0] } == nil)
+    }
+
+    @Test func insertIfAbsentWithCollidingDigests() {
+        let urls = ["http://h/a", "http://h/b", "http://h/c"]
+        var positions = URLPositions(digest: { _ in 7 })
+        #expect(positions.insertIfAbsent(urls[0], at: 0) { urls[$0] } == nil)
+        #expect(positions.insertIfAbsent(urls[1], at: 1) { urls[$0] } == nil)
+        #expect(positions.insertIfAbsent(urls[1], at: 2) { urls[$0] } == 1)
+        #expect(positions.insertIfAbsent(urls[0], at: 2) { urls[$0] } == 0)
+        #expect(positions.find(urls[2]) { urls[$0] } == nil)
+    }
 }

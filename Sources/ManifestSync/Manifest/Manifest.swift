@@ -37,8 +37,8 @@ public struct ManifestSet: Sendable {
     public init(manifests: [Manifest], entries: [ManifestEntry]) {
         var positions = URLPositions()
         positions.reserve(entries.count)
-        for (offset, entry) in entries.enumerated() where positions.find(entry.url, in: entries) == nil {
-            positions.insert(entry.url, at: offset)
+        for (offset, entry) in entries.enumerated() {
+            _ = positions.insertIfAbsent(entry.url, at: offset) { entries[$0].url }
         }
         self.init(manifests: manifests, entries: entries, positions: positions)
     }
@@ -47,55 +47,5 @@ public struct ManifestSet: Sendable {
         self.manifests = manifests
         self.entries = entries
         self.positions = positions
-    }
-}
-
-/// URL → entry index, keyed by a 64-bit FNV-1a digest of the URL. A `[String: Int]` compares
-/// whole keys along every probe, and manifest URLs share long prefixes: at a million entries that
-/// was a fifth of `worker plan`. Digest collisions fall back to a map keyed by the URL itself.
-struct URLPositions: Sendable {
-    private var primary: [UInt64: Int32] = [:]
-    private var collisions: [String: Int32] = [:]
-    private let digest: @Sendable (String) -> UInt64
-
-    /// `digest` is replaceable so tests can force collisions.
-    init(digest: @escaping @Sendable (String) -> UInt64 = URLPositions.fnv1a) {
-        self.digest = digest
-    }
-
-    mutating func reserve(_ count: Int) {
-        primary.reserveCapacity(count)
-    }
-
-    func find(_ url: String, in entries: [ManifestEntry]) -> Int? {
-        find(url) { entries[$0].url }
-    }
-
-    /// The position of `url`, given how to read the URL stored at a position.
-    func find(_ url: String, urlAt: (Int) -> String) -> Int? {
-        guard let index = primary[digest(url)] else { return nil }
-        if urlAt(Int(index)) == url { return Int(index) }
-        return collisions[url].map(Int.init)
-    }
-
-    /// Records `url` at `index`; call only after `find` returned nil.
-    mutating func insert(_ url: String, at index: Int) {
-        let key = digest(url)
-        if primary[key] == nil {
-            primary[key] = Int32(index)
-        } else {
-            collisions[url] = Int32(index)
-        }
-    }
-
-    static func fnv1a(_ url: String) -> UInt64 {
-        var url = url
-        return url.withUTF8 { bytes in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes {
-                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-            }
-            return hash
-        }
     }
 }

@@ -151,8 +151,7 @@ private struct EntryCollector {
             diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
             return
         }
-        guard let existing = positions.find(url, in: entries) else {
-            positions.insert(url, at: entries.count)
+        guard let existing = positions.insertIfAbsent(url, at: entries.count, urlAt: { entries[$0].url }) else {
             entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))
             return
         }

@@ -22,8 +22,8 @@ public struct Planner {
     public func plan(_ manifests: ManifestSet, records: [IndexRecord]) -> SyncPlan {
         var rows = URLPositions()
         rows.reserve(records.count)
-        for (row, record) in records.enumerated() where rows.find(record.url, urlAt: { records[$0].url }) == nil {
-            rows.insert(record.url, at: row)
+        for (row, record) in records.enumerated() {
+            _ = rows.insertIfAbsent(record.url, at: row) { records[$0].url }
         }
         /// Stored content by hash, built only if some entry needs content and no lookup was given.
         var scanned: StoredContent?
