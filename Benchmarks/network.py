@@ -39,6 +39,7 @@ PROFILES = [
     ("https-h2-20ms-2k", "h2-20ms", 2_000, {"curl": "--http2", "curl16": "--parallel-max 16 --http2"}),
     ("http-h1-20ms-2k", "h1-20ms", 2_000, {"curl": "", "curl16": "--parallel-max 16"}),
     ("https-h2-100ms-500", "h2-100ms", 500, {"curl": "--http2", "curl16": "--parallel-max 16 --http2"}),
+    ("http-10k", "plain", 10_000, {"curl16": "--parallel-max 16"}),
     ("http-300", "plain", 300, {"curl16": "--parallel-max 16"}),
     ("backlog5-300", "backlog5", 300, {"curl": "", "curl16": "--parallel-max 16"}),
 ]
@@ -187,6 +188,13 @@ def rows(args, root: str, tls: dict) -> list:
         prepare, current = fresh("worker")
         out.append(Row(profile, "worker", f"{worker} sync {sets}/{profile}.yaml --cache-dir {current}/cache "
                                           f"--ca-cert {tls['ca.pem']} -q {args.worker_args}", prepare, args.runs))
+        if args.probe:
+            # The libcurl prototype with worker's defaults: 100 streams on HTTP/2, else 16 at once.
+            prepare, current = fresh("curlprobe")
+            window = 100 if flags and "http2" in flags else 16
+            out.append(Row(profile, "curlprobe", f"{shlex.quote(os.path.abspath(args.probe))} {sets}/{profile}.yaml "
+                                                 f"{current}/cache --ca-cert {tls['ca.pem']} --window {window}",
+                           prepare, args.runs))
         if args.baseline:
             prepare, current = fresh("base")
             out.append(Row(profile, "base", f"{shlex.quote(os.path.abspath(args.baseline))} sync {sets}/{profile}.yaml "
@@ -245,6 +253,7 @@ def main() -> None:
     parser.add_argument("--worker", default=os.path.join(HERE, "..", ".build", "release", "worker"))
     parser.add_argument("--baseline", help="an earlier worker binary to run beside this one (rows named base)")
     parser.add_argument("--worker-args", default="", help="extra arguments for this worker's syncs")
+    parser.add_argument("--probe", help="the libcurl prototype (Benchmarks/curlprobe) to run beside worker")
     parser.add_argument("--root", default=os.environ.get("WORKER_BENCH_DIR", "/tmp/worker-bench"))
     parser.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 2)))
     parser.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 2)))
