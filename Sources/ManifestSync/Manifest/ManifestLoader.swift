@@ -43,11 +43,13 @@ public struct ManifestLoader {
                 if resolver.base == nil, baseProblem == nil, let base = headerSoFar.baseURL {
                     baseProblem = resolver.setBase(base)
                 }
-                if resolver.base == nil, URLResolver.scheme(of: item.url) == nil {
+                // Most entries are absolute http(s) URLs: recognized before the general scheme check.
+                if resolver.base == nil, !URLResolver.hasHTTPScheme(item.url), URLResolver.scheme(of: item.url) == nil {
                     deferred.append(item)
                     return
                 }
-                collector.add(item, resolver: resolver, manifest: index, manifests: manifests, path: path, into: &entryDiagnostics)
+                collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
+                              into: &entryDiagnostics)
             }
             if fileDiagnostics.contains(where: { $0.kind != .content }) {
                 diagnostics += fileDiagnostics
@@ -60,7 +62,8 @@ public struct ManifestLoader {
                 fileDiagnostics.append(report(header.baseURLPosition.line, header.baseURLPosition.column, baseProblem))
             } else {
                 for item in deferred {
-                    collector.add(item, resolver: resolver, manifest: index, manifests: manifests, path: path, into: &fileDiagnostics)
+                    collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
+                                  into: &fileDiagnostics)
                 }
             }
             let headers = expandsHeaders
@@ -142,10 +145,12 @@ private struct EntryCollector {
     var entries: [ManifestEntry] = []
     var positions = URLPositions()
 
-    mutating func add(_ item: RawEntry, resolver: URLResolver, manifest index: Int, manifests: [Manifest], path: String,
-                      into diagnostics: inout [ManifestDiagnostic]) {
+    /// Adds `item`, whose URL resolved to `resolved`. (The resolver itself is not passed: that
+    /// copied it, with its strings and URL, for every entry.)
+    mutating func add(_ item: RawEntry, _ resolved: Result<String, URLResolver.Problem>, manifest index: Int,
+                      manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
         let url: String
-        switch resolver.resolve(item.url) {
+        switch resolved {
         case .success(let resolved): url = resolved
         case .failure(let problem):
             diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
