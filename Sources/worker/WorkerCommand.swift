@@ -47,10 +47,11 @@ struct WorkerCommand: AsyncParsableCommand {
 
 /// "unknown command 'snyc'; did you mean 'sync'?" for a first word that names no subcommand.
 func unknownCommand(_ word: String) -> String? {
-    // `_typeName`, not `String(describing:)`: describing a type looks up its conformances, a
-    // scan of every conformance record that every run (this is called on each start) would pay.
-    let names = WorkerCommand.configuration.subcommands.compactMap { $0.configuration.commandName
-        ?? _typeName($0, qualified: false).lowercased() } + ["help"]
+    // Every subcommand names itself: deriving a name from the type (`String(describing:)`, as
+    // ArgumentParser does for each subcommand when parsing) is a scan of every conformance
+    // record, which every run would pay. (A subcommand without a `commandName` is refused here
+    // as unknown, so its first test through the binary says so.)
+    let names = WorkerCommand.configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
     guard !names.contains(word) else { return nil }
     let close = names.map { ($0, editDistance($0, word)) }.filter { $0.1 <= 2 }.min { $0.1 < $1.1 }
     return "unknown command '\(word)'" + (close.map { "; did you mean '\($0.0)'?" } ?? " (see `worker --help`)")

@@ -4,6 +4,7 @@ import ManifestSync
 /// `worker clear`: delete every entry and object, under the lock.
 struct Clear: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "clear",
         abstract: "Delete every entry and object of the cache.",
         discussion: """
             Rows go before files, under the lock; the cache stays usable.

@@ -4,6 +4,7 @@ import ArgumentParser
 /// definitions as `--help` and the man page.
 struct Completion: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "completion",
         abstract: "Print the shell completion script for bash, zsh or fish.",
         discussion: """
             Examples:

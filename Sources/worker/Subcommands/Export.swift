@@ -7,6 +7,7 @@ extension ExportLayout: ExpressibleByArgument {}
 /// `worker export --layout LAYOUT DIR [MANIFEST…]`: the cache in an app library's layout.
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Write cached files into DIR in an app library's layout (hard links where possible).",
         discussion: """
             sdwebimage: MD5 of the URL + its path extension (SDImageCache). kingfisher: SHA-256 of the \

@@ -4,6 +4,7 @@ import ManifestSync
 /// `worker fingerprint MANIFEST…`: a stable digest of what the manifests ask for (CI cache keys).
 struct Fingerprint: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "fingerprint",
         abstract: "Print a stable hash of the normalized manifests (for CI cache keys).",
         discussion: """
             The digest covers the set of (resolved URL, normalized hash) pairs and each manifest's \

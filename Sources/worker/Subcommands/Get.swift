@@ -5,6 +5,7 @@ import ManifestSync
 /// `worker get URL [--hash H] [-o FILE|-]`: the cached file for URL, fetched on a miss.
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print the cached file's path for URL, downloading, verifying and storing it first on a miss.",
         discussion: """
             Looks in the index, then at the object file, then on the network (SDImageCache's order). \

@@ -5,6 +5,7 @@ import ManifestSync
 /// `worker plan MANIFEST…`: what a sync would do, with no network and no change.
 struct Plan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "plan",
         abstract: "Show what a sync would do, with no network access and no change to the cache.",
         discussion: """
             Examples:

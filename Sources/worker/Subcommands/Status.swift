@@ -5,6 +5,7 @@ import ManifestSync
 /// `worker status`: the cache in numbers, the last sync of each manifest, pending failures.
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show entries, objects, bytes, deduplication, and the last sync of each manifest.",
         discussion: """
             Also lists entries whose last sync failed and origins a sync gave up on (the next sync \

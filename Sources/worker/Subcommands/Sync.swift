@@ -6,6 +6,7 @@ import ManifestSync
 /// `worker sync MANIFEST…`: download what is missing or changed, verify, store, report.
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sync",
         abstract: "Download what is missing or changed, verify every body, store it, and report.",
         discussion: """
             Examples:

@@ -5,6 +5,7 @@ import ManifestSync
 /// `worker verify [--repair]`: re-hash every object and cross-check the index both ways.
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "verify",
         abstract: "Re-hash every object and check the index against the files, both ways.",
         discussion: """
             Reports corrupt objects (bytes that do not hash to their name), index rows whose object is \
