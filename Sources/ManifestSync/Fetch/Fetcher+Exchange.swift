@@ -4,7 +4,7 @@ import NIOCore
 import NIOHTTP1
 
 /// One HTTP exchange: the request's headers (validators, a resume range), `--max-rps`, the
-/// response through `DownloadDelegate`, and the redirects we follow ourselves.
+/// response through `DownloadDelegate` and its `ResponseHandler`, and the redirects we follow ourselves.
 extension Fetcher {
     /// One request and, through redirects we follow ourselves, the hops after it.
     func exchange(_ request: FetchRequest, url current: String, hop: Int, visited: Set<String>,
@@ -54,10 +54,12 @@ extension Fetcher {
                       sendHeaders: Bool, deadline: NIODeadline, bytes: Int64, resume: PartialDownloads.Resume?,
                       on loop: any EventLoop, control: FetchControl,
                       finished: @escaping @Sendable (AttemptOutcome) -> Void) {
-        let delegate = DownloadDelegate(store: store, expected: request.expected, maxSize: settings.maxSize,
-                                        conditional: request.isConditional, deadline: deadline,
-                                        entryTimeout: settings.entryTimeout, limits: limits, url: request.url,
-                                        resume: resume, resumeThreshold: settings.resumeThreshold)
+        let delegate = DownloadDelegate(
+            handler: ResponseHandler(store: store, expected: request.expected, maxSize: settings.maxSize,
+                                     conditional: request.isConditional, deadline: deadline,
+                                     entryTimeout: settings.entryTimeout, url: request.url, resume: resume,
+                                     resumeThreshold: settings.resumeThreshold),
+            limits: limits)
         // The delegate runs on `loop`: when called from one of the client's loops that is the
         // current one, so a finished download and the next one share a thread.
         let origin = Self.origin(of: current, for: request)
@@ -69,16 +71,16 @@ extension Fetcher {
         // Every outcome of this exchange says whether its response came over HTTP/2.
         let finished: @Sendable (AttemptOutcome) -> Void = { outcome in
             var outcome = outcome
-            outcome.multiplexed = delegate.multiplexed
-            outcome.closesConnection = delegate.closesConnection
-            if delegate.multiplexed, !multiplexed {
+            outcome.multiplexed = delegate.handler.multiplexed
+            outcome.closesConnection = delegate.handler.closesConnection
+            if delegate.handler.multiplexed, !multiplexed {
                 self.multiplexedOrigins.withLock { _ = $0.insert(origin) }
             }
             finished(outcome)
         }
         task.futureResult.whenComplete { completion in
             control.unregister(token)
-            let received = bytes + delegate.bytesReceived
+            let received = bytes + delegate.handler.bytesReceived
             let outcome: ExchangeOutcome
             switch completion {
             case .failure(let error):

@@ -1,0 +1,224 @@
+import Foundation
+import NIOCore
+
+/// What one response's head, body and end decide, whatever carries them: redirects, 304 to a
+/// conditional request, the rest of a kept part (206), error statuses, an unrequested encoding,
+/// the size limit; the body is hashed and written to a temporary file as it arrives
+/// (`BodySink`), and a body cut off past the resume threshold is kept to be resumed.
+/// The HTTP client's callbacks (`DownloadDelegate`) feed it; it makes no request and knows no
+/// event loop, one response's calls come one at a time.
+struct ResponseHandler {
+    private let store: ContentStore
+    private let expected: ContentHash?
+    private let maxSize: Int64
+    private let conditional: Bool
+    private let deadline: NIODeadline
+    private let entryTimeout: Double
+    /// The request's URL, and the kept part of its body this request asked the rest of.
+    private let url: String
+    private let resume: PartialDownloads.Resume?
+    private let resumeThreshold: Int64
+    private var resumed = false
+    /// ETag, else Last-Modified: what makes a cut body resumable.
+    private var validator: String?
+    private var sink: BodySink?
+    private var declared: Int64?
+    private var outcome: ExchangeOutcome?
+    private var etag: String?
+    private var lastModified: String?
+    /// Content bytes received.
+    private(set) var bytesReceived: Int64 = 0
+    /// The response came over HTTP/2.
+    private(set) var multiplexed = false
+    /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
+    private(set) var closesConnection = false
+
+    init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: NIODeadline,
+         entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64) {
+        self.store = store
+        self.expected = expected
+        self.maxSize = maxSize
+        self.conditional = conditional
+        self.deadline = deadline
+        self.entryTimeout = entryTimeout
+        self.url = url
+        self.resume = resume
+        self.resumeThreshold = resumeThreshold
+    }
+
+    /// The status line and headers (`header` looks one up by name, case-insensitively). A failure
+    /// ends the exchange; nil reads on.
+    mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, header: (String) -> String?) -> FetchFailure? {
+        multiplexed = httpMajorVersion >= 2
+        closesConnection = !multiplexed && !keepAlive
+        if status == 301 || status == 302 || status == 303 || status == 307 || status == 308 {
+            outcome = .redirect(status: status, location: header("location"))
+            return nil
+        }
+        if status == 304, conditional {
+            outcome = .notModified
+            return nil
+        }
+        if status == 416, let resume {
+            store.partials.discard(url)
+            return restart("the server refused to resume at byte \(resume.offset)")
+        }
+        if status == 206, let resume {
+            return continueBody(from: resume, header: header)
+        }
+        // Anything but the rest of the kept part (a 200: the range was ignored, or the version
+        // changed and If-Range sent it whole): the kept part is of no use.
+        if resume != nil { store.partials.discard(url) }
+        guard (200..<300).contains(status), status != 206 else {
+            outcome = .status(status, retryAfter: header("retry-after").flatMap(FailureClassifier.parseRetryAfter))
+            return nil
+        }
+        // worker never asks for an encoding (decompression is off, and manifests may not send
+        // Accept-Encoding or TE), so an encoded body is a misconfigured server: its bytes are not
+        // the content and are never stored as it. Retrying would get the same answer.
+        if let encoding = header("content-encoding")?.trimmingCharacters(in: .whitespaces),
+           !encoding.isEmpty, encoding.lowercased() != "identity" {
+            return FetchFailure(
+                .httpStatus, "the server sent the body with Content-Encoding: \(Redact.short(encoding, limit: 40)), "
+                    + "which was not asked for; encoded bytes are never stored as the content",
+                httpStatus: status, detail: .unrequestedEncoding(encoding))
+        }
+        declared = header("content-length").flatMap { Int64($0) }
+        if let declared, declared > maxSize {
+            return FetchFailure(.tooLarge, "Content-Length \(declared) exceeds the limit of \(maxSize) bytes")
+        }
+        etag = header("etag")
+        lastModified = header("last-modified")
+        validator = Self.strongValidator(etag) ?? lastModified
+        do {
+            let file = try store.makeTemporaryFile()
+            sink = BodySink(fd: file.fd, path: file.path, expected: expected, maxSize: maxSize)
+        } catch {
+            return FetchFailure(storing: error)
+        }
+        return nil
+    }
+
+    /// Whether this response's body is content (not a redirect's or an error status's, which
+    /// are read so the connection stays usable, and dropped).
+    var keepsBody: Bool { sink != nil }
+
+    /// A part of the body. A failure ends the exchange (what arrived is kept to be resumed when
+    /// the entry ran out of time, else deleted).
+    mutating func body(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
+        guard sink != nil else { return nil }
+        bytesReceived += Int64(bytes.count)
+        if NIODeadline.now() > deadline {
+            return failBody(FetchFailure(.timeout, "the download took longer than the entry timeout (\(entryTimeout) s)"))
+        }
+        if let failure = sink!.write(bytes) {
+            return failBody(failure)
+        }
+        return nil
+    }
+
+    /// The connection failed or was cut: a body past the threshold with a validator is kept to
+    /// be resumed.
+    mutating func cut() {
+        keepOrDiscard()
+    }
+
+    /// The response ended: its outcome, or why it is no use (a truncated body, a hash mismatch).
+    mutating func finish() -> Result<ExchangeOutcome, FetchFailure> {
+        if let outcome { return .success(outcome) }
+        guard let body = sink else { return .failure(FetchFailure(.connection, "the response ended without a body")) }
+        if let declared, body.size != declared {
+            let size = body.size
+            keepOrDiscard()
+            return .failure(FetchFailure(.connection, "truncated body: received \(size) of \(declared) bytes"))
+        }
+        sink = nil
+        var closing = body
+        switch closing.close() {
+        case .failure(var failure):
+            if resumed {
+                // The kept part and the rest do not make the content: start over.
+                store.partials.discard(url)
+                failure = FetchFailure(failure.reason, failure.message + " (after resuming a kept part; the next attempt starts over)")
+                failure.restartsFromScratch = true
+            }
+            return .failure(failure)
+        case .success(let digests):
+            if resumed { store.partials.completed(url) }
+            return .success(.body(Fetcher.VerifiedFile(path: closing.path, sha256: digests.sha256, size: closing.size),
+                                  etag: etag, lastModified: lastModified))
+        }
+    }
+
+    private mutating func keepOrDiscard() {
+        guard var body = sink else { return }
+        sink = nil
+        if let validator, body.size >= resumeThreshold {
+            body.keep()
+            store.partials.keep(body.path, url: url, validator: validator)
+        } else {
+            body.discard()
+            if resumed { store.partials.discard(url) }
+        }
+    }
+
+    private mutating func failBody(_ failure: FetchFailure) -> FetchFailure {
+        if failure.reason == .timeout {
+            // Too slow is a cut like any other: what arrived can be resumed.
+            keepOrDiscard()
+        } else {
+            sink?.discard()
+            sink = nil
+            if resumed { store.partials.discard(url) }
+        }
+        return failure
+    }
+
+    /// A 206: the rest of the kept part, appended to it (its bytes hashed again first).
+    private mutating func continueBody(from resume: PartialDownloads.Resume, header: (String) -> String?) -> FetchFailure? {
+        guard let range = header("content-range"), let start = Self.rangeStart(range),
+              start == resume.offset, let length = header("content-length").flatMap({ Int64($0) })
+        else {
+            store.partials.discard(url)
+            return restart("the server answered the resumed request with another range")
+        }
+        declared = resume.offset + length
+        if let declared, declared > maxSize {
+            store.partials.discard(url)
+            return FetchFailure(.tooLarge, "Content-Range total \(declared) exceeds the limit of \(maxSize) bytes")
+        }
+        etag = header("etag")
+        lastModified = header("last-modified")
+        validator = resume.validator
+        switch BodySink.resuming(path: resume.path, offset: resume.offset, expected: expected, maxSize: maxSize) {
+        case .success(let body):
+            sink = body
+            resumed = true
+            return nil
+        case .failure:
+            store.partials.discard(url)
+            return restart("the kept part could not be read")
+        }
+    }
+
+    private func restart(_ why: String) -> FetchFailure {
+        var failure = FetchFailure(.connection, "\(why); the next attempt starts over")
+        failure.restartsFromScratch = true
+        return failure
+    }
+
+    /// `bytes START-END/TOTAL` → START.
+    static func rangeStart(_ value: String) -> Int64? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        return Int64(spec[..<dash])
+    }
+
+    /// An ETag usable with If-Range: a strong one (a weak `W/` tag may not be used there).
+    static func strongValidator(_ etag: String?) -> String? {
+        guard let etag, !etag.hasPrefix("W/") else { return nil }
+        return etag
+    }
+}
