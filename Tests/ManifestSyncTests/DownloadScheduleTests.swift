@@ -25,6 +25,13 @@ import Testing
         #expect(schedule.running == 0 && schedule.unstarted.isEmpty)
     }
 
+    @Test func localFilesStopAtTheirOwnCapWhateverTheJobs() {
+        var schedule = DownloadSchedule(origins: Array(repeating: nil, count: 40), jobs: 50)
+        #expect(schedule.take(now: 0).count == DownloadSchedule.localFilesAtOnce)
+        #expect(schedule.take(now: 0).isEmpty, "no room until one finishes")
+        #expect(Self.started(schedule.finished(0, now: 1)) == [DownloadSchedule.localFilesAtOnce])
+    }
+
     @Test func http1StartsWithOneConnectionAndGrowsWithAnswersUpToJobs() {
         var schedule = DownloadSchedule(origins: Array(repeating: a, count: 20), jobs: 4)
         #expect(Self.started(schedule.take(now: 0)) == [0], "one connection first")

@@ -1,5 +1,5 @@
 /// Which download groups run when, as a plain value: in list order, each origin with as many
-/// requests in flight as its `OriginWindow` allows (local files: `jobs`), and each origin's
+/// requests in flight as its `OriginWindow` allows (local files: `localJobs`), and each origin's
 /// health (the breaker) deciding whether a group starts, waits out a pause, is parked behind a
 /// probe or fails at once. No clock, no I/O, no locks: `DownloadQueue` holds it under its lock
 /// and passes the time, so tests drive it with numbers.
@@ -12,8 +12,12 @@ struct DownloadSchedule: Sendable {
         case refuse(group: Int, message: String)
     }
 
-    /// HTTP/1.1 connections per origin, and local files at once.
+    /// HTTP/1.1 connections per origin.
     let jobs: Int
+    /// Local files read at once: `jobs`, up to `localFilesAtOnce` (each read blocks a thread, and
+    /// the disk, not a server far away, is what they wait for).
+    let localJobs: Int
+    static let localFilesAtOnce = 16
     /// Requests in flight on one HTTP/2 origin.
     let streams: Int
     /// Each group's origin; nil for local files, which no origin rule concerns.
@@ -36,6 +40,7 @@ struct DownloadSchedule: Sendable {
     init(origins: [String?], jobs: Int, streams: Int = 100, breaker: OriginBreaker = OriginBreaker()) {
         self.origins = origins
         self.jobs = max(1, jobs)
+        localJobs = min(self.jobs, Self.localFilesAtOnce)
         self.streams = max(1, streams)
         self.breaker = breaker
     }
@@ -47,7 +52,7 @@ struct DownloadSchedule: Sendable {
         var steps: [Step] = []
         while !isStopped, let group = peekNext() {
             guard let origin = origins[group] else {
-                guard localRunning < jobs else { break }
+                guard localRunning < localJobs else { break }
                 advance()
                 localRunning += 1
                 running += 1

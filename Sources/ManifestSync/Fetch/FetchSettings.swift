@@ -1,7 +1,9 @@
 /// Limits and timeouts of the fetch stage.
 public struct FetchSettings: Sendable {
-    /// HTTP/1.1 connections per origin (reached by slow start), and local files at once.
-    public var jobs = 16
+    /// HTTP/1.1 connections per origin (reached by slow start), and local files at once (at most
+    /// `DownloadSchedule.localFilesAtOnce`). curl's default: with slow start and the halving on
+    /// 429/503 a small server is never hit by that many at once.
+    public var jobs = 50
     /// Requests in flight to one HTTP/2 origin (`--max-streams`), over one connection per event
     /// loop; the server's own limit applies to each.
     public var maxStreams = 100

@@ -4,8 +4,8 @@ import ManifestSync
 
 /// How downloads talk to origins: concurrency, retries, timeouts, limits, trust.
 struct NetworkOptions: ParsableArguments {
-    @Option(name: [.short, .customLong("jobs")], help: "HTTP/1.1 connections per origin, opened as answers come (slow start); local files at once.")
-    var jobs = 16
+    @Option(name: [.short, .customLong("jobs")], help: "HTTP/1.1 connections per origin, opened as answers come (slow start); local files at once (at most 16).")
+    var jobs = 50
 
     @Option(name: .customLong("max-streams"), help: "Requests in flight to an HTTP/2 origin, over one connection per thread (the server's own limit applies too).")
     var maxStreams = 100
