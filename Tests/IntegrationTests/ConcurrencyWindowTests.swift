@@ -5,12 +5,13 @@ import Testing
 @Suite struct ConcurrencyWindowTests {
     /// Syncs `count` entries served at `/ROUTE/f/N` and returns how many requests were in flight
     /// at the origin as each one arrived.
-    func inFlightAtArrival(route: String, count: Int, jobs: Int) async throws -> [Int] {
+    /// Without `jobs`, the binary's default applies.
+    func inFlightAtArrival(route: String, count: Int, jobs: Int? = nil) async throws -> [Int] {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let entries = (0..<count).map { number in (path: "/\(route)/f/\(number)", bytes: Optional(harness.serve("\(number)"))) }
-        let result = try WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache,
-                                           "--jobs", "\(jobs)", "-q"])
+        let result = try WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q"]
+                                          + (jobs.map { ["--jobs", "\($0)"] } ?? []))
         #expect(result.code == 0, "\(result.stderr)")
         return harness.origin.inFlightAtArrival
     }
@@ -22,6 +23,16 @@ import Testing
         #expect(seen.prefix(2) == [1, 1], "the second request waits for the first answer (slow start): \(seen)")
         #expect(seen.max() ?? 0 <= 8, "--jobs caps the connections: \(seen)")
         #expect(seen.max() ?? 0 >= 4, "and the window grows with the answers: \(seen)")
+    }
+
+    @Test func byDefaultTheWindowGrowsPastSixteenUpToFifty() async throws {
+        // Slow start doubles the requests sent together with each round of 40 ms answers
+        // (1, 2, 4, …), so 150 entries reach well past the old default of 16.
+        let seen = try await inFlightAtArrival(route: "slow/40", count: 150)
+        #expect(seen.count == 150)
+        #expect(seen.prefix(2) == [1, 1], "slow start still begins with one: \(seen)")
+        #expect(seen.max() ?? 0 > 16, "the default is 50 connections per origin: \(seen)")
+        #expect(seen.max() ?? 0 <= 50, "and 50 is the cap: \(seen)")
     }
 
     @Test func aServerThatClosesEveryConnectionGetsFewConnectsAtOnce() async throws {

@@ -80,32 +80,29 @@ import Testing
 }
 
 @Suite struct URLPositionsTests {
-    func entries(_ urls: [String]) -> [ManifestEntry] {
-        urls.map { ManifestEntry(url: $0, hash: nil, manifest: 0, line: 1, column: 1) }
-    }
-
     @Test func findsWhatWasInsertedAndNothingElse() {
-        let list = entries((0..<1000).map { "http://h/u/\($0)" })
+        let urls = (0..<1000).map { "http://h/u/\($0)" }
         var positions = URLPositions()
-        for (offset, entry) in list.enumerated() { positions.insert(entry.url, at: offset) }
+        positions.reserve(urls.count)
+        for (offset, url) in urls.enumerated() { _ = positions.insertIfAbsent(url, at: offset) { urls[$0] } }
         var wrong: [Int] = []
         for number in 0..<1000 {
-            let found = positions.find("http://h/u/\(number)", in: list)
+            let found = positions.find("http://h/u/\(number)") { urls[$0] }
             if found != number { wrong.append(number) }
         }
         #expect(wrong.isEmpty)
-        #expect(positions.find("http://h/u/1000", in: list) == nil)
+        #expect(positions.find("http://h/u/1000") { urls[$0] } == nil)
     }
 
     @Test func digestCollisionsFallBackToTheURL() {
         // Every URL gets the same digest: all but the first live in the collision map.
-        let list = entries(["http://h/a", "http://h/b", "http://h/c"])
+        let urls = ["http://h/a", "http://h/b", "http://h/c"]
         var positions = URLPositions(digest: { _ in 42 })
-        for (offset, entry) in list.enumerated() { positions.insert(entry.url, at: offset) }
-        #expect(positions.find("http://h/a", in: list) == 0)
-        #expect(positions.find("http://h/b", in: list) == 1)
-        #expect(positions.find("http://h/c", in: list) == 2)
-        #expect(positions.find("http://h/d", in: list) == nil)
+        for (offset, url) in urls.enumerated() { _ = positions.insertIfAbsent(url, at: offset) { urls[$0] } }
+        #expect(positions.find("http://h/a") { urls[$0] } == 0)
+        #expect(positions.find("http://h/b") { urls[$0] } == 1)
+        #expect(positions.find("http://h/c") { urls[$0] } == 2)
+        #expect(positions.find("http://h/d") { urls[$0] } == nil)
     }
 
     @Test func insertIfAbsentAnswersTheFirstPositionAndKeepsEverythingAcrossGrowth() {

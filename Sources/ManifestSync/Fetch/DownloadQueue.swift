@@ -36,7 +36,8 @@ final class DownloadQueue: Sendable, OriginGate {
         self.fetcher = fetcher
         self.groups = groups
         wakeCount = max(1, min(64, groups.count / 8))
-        state = Mutex(State(schedule: DownloadSchedule(origins: groups.map { $0.first?.origin }, jobs: jobs, streams: streams, breaker: breaker)))
+        let origins = groups.map { $0.first?.origin }
+        state = Mutex(State(schedule: DownloadSchedule(origins: origins, jobs: jobs, streams: streams, breaker: breaker)))
     }
 
     private static func now() -> Double {

@@ -31,21 +31,9 @@ public struct Manifest: Sendable {
 public struct ManifestSet: Sendable {
     public let manifests: [Manifest]
     public let entries: [ManifestEntry]
-    /// URL → index into `entries`.
-    let positions: URLPositions
 
     public init(manifests: [Manifest], entries: [ManifestEntry]) {
-        var positions = URLPositions()
-        positions.reserve(entries.count)
-        for (offset, entry) in entries.enumerated() {
-            _ = positions.insertIfAbsent(entry.url, at: offset) { entries[$0].url }
-        }
-        self.init(manifests: manifests, entries: entries, positions: positions)
-    }
-
-    init(manifests: [Manifest], entries: [ManifestEntry], positions: URLPositions) {
         self.manifests = manifests
         self.entries = entries
-        self.positions = positions
     }
 }

@@ -83,7 +83,7 @@ public struct ManifestLoader {
             throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
                                  truncated: diagnostics.count >= maxDiagnostics)
         }
-        return ManifestSet(manifests: manifests, entries: collector.entries, positions: collector.positions)
+        return ManifestSet(manifests: manifests, entries: collector.entries)
     }
 
     static func defaultName(_ path: String) -> String {

@@ -2,7 +2,7 @@
 /// its own. A `[String: Int]` compares whole keys along every probe (manifest URLs share long
 /// prefixes), and a `[UInt64: Int32]` still runs every key through the standard library's seeded
 /// hasher: at a million entries each was a large share of `worker plan`. Here a lookup is one
-/// multiply and a short linear probe over two flat arrays. Digest collisions fall back to a map
+/// multiply and a short linear probe over one flat array. Digest collisions fall back to a map
 /// keyed by the URL itself.
 struct URLPositions: Sendable {
     /// A digest and its position + 1 (0: the slot is empty), side by side: a probe reads one
@@ -29,10 +29,6 @@ struct URLPositions: Sendable {
         if count * 4 > slots.count * 3 { rehash(minimumSlots: count * 4 / 3 + 1) }
     }
 
-    func find(_ url: String, in entries: [ManifestEntry]) -> Int? {
-        find(url) { entries[$0].url }
-    }
-
     /// The position of `url`, given how to read the URL stored at a position.
     func find(_ url: String, urlAt: (Int) -> String) -> Int? {
         guard !slots.isEmpty else { return nil }
@@ -43,20 +39,8 @@ struct URLPositions: Sendable {
         return collisions[url].map(Int.init)
     }
 
-    /// Records `url` at `index`; call only after `find` returned nil.
-    mutating func insert(_ url: String, at index: Int) {
-        reserve(count + 1)
-        let key = digest(url)
-        switch probe(key) {
-        case .taken:
-            collisions[url] = Int32(index)
-        case .empty(let slot):
-            fill(slot, key, index)
-        }
-    }
-
     /// The position of `url` if it is recorded; else records it at `index` and returns nil.
-    /// One digest and one probe, where `find` then `insert` take two of each.
+    /// One digest and one probe.
     mutating func insertIfAbsent(_ url: String, at index: Int, urlAt: (Int) -> String) -> Int? {
         reserve(count + 1)
         let key = digest(url)

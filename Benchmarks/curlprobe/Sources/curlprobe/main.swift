@@ -53,7 +53,6 @@ final class Transfer {
     let temporaryPath: String
     var fd: Int32 = -1
     var hash = SHA256_CTX()
-    var size = 0
     var failed = false
 
     init(entry: Entry, temporaryPath: String) {
@@ -77,7 +76,6 @@ let onBody: probe_write_callback = { data, size, count, context in
         if written < 0 { transfer.failed = true; return 0 }
         offset += written
     }
-    transfer.size += length
     return length
 }
 
