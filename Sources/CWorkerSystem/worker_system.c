@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <unistd.h>
 #include "worker_system.h"
 #if defined(__linux__)
@@ -21,5 +22,13 @@ long long worker_fs_type(const char *path) {
 #else
     (void)path;
     return -1;
+#endif
+}
+
+void worker_name_thread(const char *name) {
+#if defined(__linux__)
+    pthread_setname_np(pthread_self(), name);
+#else
+    pthread_setname_np(name);
 #endif
 }

@@ -33,8 +33,11 @@ public struct SyncOptions: Sendable {
     /// Seconds the whole run may take; entries not done by then fail as `cancelled`.
     public var deadline: Double?
     /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
-    public var batchSize = 2048
-    public var batchInterval = 2.0
+    /// Small enough that the flushes overlap the downloads (the last batch's flush is what a run
+    /// waits for at its end); measured on the 2,000-file +20 ms origin, 2048 / 2 s left one 0.2 s
+    /// flush after the last download.
+    public var batchSize = 1024
+    public var batchInterval = 0.5
     /// Files to write at the end of the run (reports, metrics), and the failures it may have.
     public var outputs = SyncOutputs()
     public var failureBudget = FailureBudget.none

@@ -4,15 +4,16 @@ extension SyncRun {
     /// Runs the groups through a `DownloadQueue`, recording results as they come and committing
     /// a batch whenever it is full or old enough.
     mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
-        let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
+        let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
         let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,
                                   streams: options.fetch.maxStreams, breaker: breaker)
         var failure: CacheError?
         let deadlineTimer = options.deadline.map { seconds in
-            fetcher.eventLoop.scheduleTask(in: .nanoseconds(Int64(max(0, seconds) * 1e9))) { [logger] in
+            fetcher.engine.schedule(in: seconds) { [logger] fired in
+                guard fired else { return }
                 logger.info("deadline reached; cancelling downloads in flight")
                 queue.stop(because: "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
             }
@@ -30,7 +31,7 @@ extension SyncRun {
                 }
             }
         }
-        deadlineTimer?.cancel()
+        if let deadlineTimer { fetcher.engine.cancelTimer(deadlineTimer) }
         await fetcher.shutdown()
         let deadlineText = options.deadline.map { Units.formatDuration($0) } ?? ""
         for number in queue.unstarted {

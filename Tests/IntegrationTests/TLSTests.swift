@@ -59,4 +59,34 @@ import WorkerTestSupport
         #expect(refused["error"] as? String == "redirect from https to http refused")
         #expect(plain.origin.hits("/f/plain") == 0, "the http URL was never requested")
     }
+
+    @Test func everyCACertFileIsTrustedAndTheBundleMadeForTheRunIsRemoved() async throws {
+        let directory = TemporaryDirectory()
+        let files = try Self.makeCertificate(in: directory)
+        let other = TemporaryDirectory()
+        let unrelated = try Self.makeCertificate(in: other)
+        let secure = try await TestOrigin.start(tls: files)
+        defer { Task { await secure.stop() } }
+        let bytes = Array("two authorities\n".utf8)
+        secure.set("/f/secure", bytes)
+        let manifest = directory.write("tls.yaml", """
+            version: 1
+            entries:
+              - url: \(secure.url("/f/secure"))
+                hash: sha256:\(sha256(bytes))
+            """)
+        let temporary = directory.path + "/tmp"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+
+        let wrong = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c1", "--ca-cert", unrelated.certificate],
+                                         environment: ["TMPDIR": temporary])
+        #expect(wrong.code == 1 && wrong.stderr.contains("certificate is not trusted"), "\(wrong.stderr)")
+
+        // Two files make one bundle for libcurl: the origin's authority is found in the second.
+        let both = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c2",
+                                         "--ca-cert", unrelated.certificate, "--ca-cert", files.certificate],
+                                        environment: ["TMPDIR": temporary])
+        #expect(both.code == 0, "\(both.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty, "the run's bundle is removed")
+    }
 }

@@ -1,7 +1,5 @@
-import AsyncHTTPClient
+import CCurl
 import Foundation
-import NIOCore
-import NIOHTTP1
 @testable import ManifestSync
 import Testing
 
@@ -89,13 +87,21 @@ import Testing
     }
 
     @Test func socketErrorsAreSaidInPlainWords() {
-        #expect(FailureClassifier.classify(IOError(errnoCode: ECONNREFUSED, reason: "connect")).message == "connection refused")
-        #expect(FailureClassifier.classify(IOError(errnoCode: ECONNRESET, reason: "read")).message == "connection reset by the server")
-        #expect(FailureClassifier.classify(HTTPClientError.connectTimeout).reason == .timeout)
-        #expect(FailureClassifier.classify(HTTPClientError.readTimeout).reason == .timeout)
-        #expect(FailureClassifier.classify(HTTPClientError.remoteConnectionClosed).reason == .connection)
-        let truncated = FailureClassifier.classify(HTTPParserError.invalidEOFState)
+        let url = "https://files.example:8443/a"
+        func classify(_ code: CURLcode, _ osErrno: Int32 = 0) -> FetchFailure {
+            FailureClassifier.classify(curl: code, osErrno: osErrno, url: url)
+        }
+        #expect(classify(CURLE_COULDNT_CONNECT, ECONNREFUSED).message == "connection refused")
+        #expect(classify(CURLE_RECV_ERROR, ECONNRESET).message == "connection reset by the server")
+        #expect(classify(CURLE_COULDNT_RESOLVE_HOST).message == "host not found: files.example:8443")
+        #expect(classify(CURLE_OPERATION_TIMEDOUT).reason == .timeout)
+        #expect(classify(CURLE_GOT_NOTHING).message == "the server closed the connection without an answer")
+        let truncated = classify(CURLE_PARTIAL_FILE)
         #expect(truncated.reason == .connection && truncated.message.hasPrefix("truncated body"))
+        #expect(classify(CURLE_PEER_FAILED_VERIFICATION).detail == .tls(.untrustedCertificate))
+        #expect(classify(CURLE_PEER_FAILED_VERIFICATION).isPermanent)
+        #expect(classify(CURLE_SSL_CONNECT_ERROR).detail == .tls(.handshakeRejected))
+        #expect(classify(CURLE_HTTP2_STREAM).message.hasPrefix("connection failed: "))
     }
 
     @Test func retryAfterIsSecondsOrADate() {

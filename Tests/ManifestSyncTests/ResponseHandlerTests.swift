@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 import Testing
 @testable import ManifestSync
 import WorkerTestSupport
@@ -12,7 +11,7 @@ import WorkerTestSupport
     private func handler(_ store: ContentStore, expected: String? = nil, conditional: Bool = false,
                          timeout: Int64 = 60) throws -> ResponseHandler {
         ResponseHandler(store: store, expected: try expected.map { try ContentHash.parse("sha256:" + $0).get() },
-                        maxSize: 1 << 20, conditional: conditional, deadline: .now() + .seconds(timeout),
+                        maxSize: 1 << 20, conditional: conditional, deadline: Monotonic.now() + Double(timeout),
                         entryTimeout: Double(timeout), url: "http://h/a", resume: nil, resumeThreshold: 1 << 20)
     }
 

@@ -9,4 +9,8 @@ int worker_syncfs(int fd);
 /// <sys/vfs.h> is not part of Swift's Glibc module.
 long long worker_fs_type(const char *path);
 
+/// Names the calling thread (seen in `top -H`, `perf`, `/proc/PID/task/*/comm`); at most 15 bytes.
+/// pthread_setname_np is declared by glibc only under _GNU_SOURCE.
+void worker_name_thread(const char *name);
+
 #endif

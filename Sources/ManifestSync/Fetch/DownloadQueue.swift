@@ -1,9 +1,8 @@
-import NIOCore
 import Synchronization
 
 /// Runs groups of downloads as `DownloadSchedule` decides. A group is a list of requests for the
-/// same content, tried in order until one delivers. A finished group starts the next one from
-/// the event loop it finished on, and finished groups reach the one consumer in batches: a cold
+/// same content, tried in order until one delivers. A finished group starts the next one on the
+/// fetch engine's thread, where it finished, and finished groups reach the one consumer in batches: a cold
 /// sync of small files makes no thread hand-off per file (such hand-offs cost more CPU than
 /// hashing the file).
 final class DownloadQueue: Sendable, OriginGate {
@@ -30,7 +29,7 @@ final class DownloadQueue: Sendable, OriginGate {
     private let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
     private let wakeCount: Int
-    private static let flushDelay = TimeAmount.milliseconds(10)
+    private static let flushDelay = 0.010
 
     init(fetcher: Fetcher, groups: [[FetchRequest]], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker()) {
         self.fetcher = fetcher
@@ -41,13 +40,15 @@ final class DownloadQueue: Sendable, OriginGate {
     }
 
     private static func now() -> Double {
-        Double(NIODeadline.now().uptimeNanoseconds) / 1e9
+        Monotonic.now()
     }
+
+    private var engine: CurlEngine { fetcher.engine }
 
     /// Starts the first groups.
     func start() {
         let now = Self.now()
-        changed(on: fetcher.eventLoop) { $0.take(now: now) }
+        changed { $0.take(now: now) }
     }
 
     /// Starts no more groups and cancels the downloads in flight (they finish as `cancelled`).
@@ -98,27 +99,27 @@ final class DownloadQueue: Sendable, OriginGate {
 
     func record(_ origin: String, _ report: OriginReport) {
         let now = Self.now()
-        changed(on: fetcher.eventLoop) { $0.record(origin, report, now: now) }
+        changed { $0.record(origin, report, now: now) }
     }
 
     func entryGaveUp(_ origin: String) {
         let now = Self.now()
-        changed(on: fetcher.eventLoop) { $0.entryGaveUp(origin, now: now) }
+        changed { $0.entryGaveUp(origin, now: now) }
     }
 
     // MARK: - Starting and finishing groups
 
     /// Changes the schedule under the lock; refused groups go straight to `ready` and reach the
     /// consumer as finished ones do, and the groups to start are started.
-    private func changed(on loop: any EventLoop, _ body: (inout DownloadSchedule) -> [DownloadSchedule.Step]) {
+    private func changed(_ body: (inout DownloadSchedule) -> [DownloadSchedule.Step]) {
         var handOver = HandOver()
         let starts = state.withLock { state in
             let starts = apply(body(&state.schedule), to: &state)
             handOver = handOverIfDue(&state)
             return starts
         }
-        handOver.run(on: loop, flush: flush)
-        perform(starts, on: loop)
+        handOver.run(on: engine, flush: flush)
+        perform(starts)
     }
 
     /// The steps' refusals as finished groups; the rest, to start. Call under the lock.
@@ -136,38 +137,33 @@ final class DownloadQueue: Sendable, OriginGate {
         return starts
     }
 
-    private func perform(_ starts: [(group: Int, delay: Double)], on loop: any EventLoop) {
+    private func perform(_ starts: [(group: Int, delay: Double)]) {
         for (number, delay) in starts {
             if delay > 0 {
-                let wait = loop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {}
-                let token = control.register(.timer(wait))
-                wait.futureResult.whenComplete { _ in
-                    self.control.unregister(token)
-                    self.run(number, request: 0, results: [])
-                }
+                // Started when the delay is over, or at once to end as cancelled after a stop.
+                fetcher.wait(delay, control: control) { _ in self.run(number, request: 0, results: []) }
             } else {
-                // Started after this turn of the event loop has handled all its ready
-                // connections: the origin gets the turn's requests together (fewer wake-ups).
-                loop.execute { self.run(number, request: 0, results: []) }
+                // Started after this turn of the engine has handled all its ready transfers:
+                // the origin gets the turn's requests together.
+                engine.execute { self.run(number, request: 0, results: []) }
             }
         }
     }
 
     private func run(_ number: Int, request index: Int, results: [FetchResult]) {
-        let future = fetcher.fetch(groups[number][index], control: control, gate: self)
-        future.whenSuccess { result in
+        fetcher.fetch(groups[number][index], control: control, gate: self) { result in
             var results = results
             results.append(result)
             if case .failure = result.result, index + 1 < self.groups[number].count, !self.control.isStopped {
                 self.run(number, request: index + 1, results: results)
             } else {
-                self.finish(Finished(group: number, results: results), on: future.eventLoop)
+                self.finish(Finished(group: number, results: results))
             }
         }
     }
 
     /// A group ended: its slot goes to the next group.
-    private func finish(_ finished: Finished, on loop: any EventLoop) {
+    private func finish(_ finished: Finished) {
         let now = Self.now()
         var handOver = HandOver()
         let starts = state.withLock { state in
@@ -176,8 +172,8 @@ final class DownloadQueue: Sendable, OriginGate {
             handOver = handOverIfDue(&state)
             return starts
         }
-        handOver.run(on: loop, flush: flush)
-        perform(starts, on: loop)
+        handOver.run(on: engine, flush: flush)
+        perform(starts)
     }
 
     /// What to do for a waiting consumer after a change: wake it, arm the flush timer, or nothing.
@@ -185,9 +181,9 @@ final class DownloadQueue: Sendable, OriginGate {
         var wake: Wake?
         var armFlush = false
 
-        func run(on loop: any EventLoop, flush: @escaping @Sendable () -> Void) {
+        func run(on engine: CurlEngine, flush: @escaping @Sendable () -> Void) {
             if let (waiter, ready) = wake { waiter.resume(returning: ready) }
-            if armFlush { loop.scheduleTask(in: DownloadQueue.flushDelay) { flush() } }
+            if armFlush { engine.schedule(in: DownloadQueue.flushDelay) { _ in flush() } }
         }
     }
 

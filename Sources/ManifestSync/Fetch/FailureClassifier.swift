@@ -1,63 +1,48 @@
-import AsyncHTTPClient
+import CCurl
 import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOPosix
-import NIOSSL
 
-/// Turns what the HTTP stack threw into a report reason and a message in plain words
-/// ("connection refused", not the socket layer's description), and says what a failure means for
-/// the origin's health.
+/// Turns how a transfer failed (libcurl's result code and the socket's error number) into a
+/// report reason and a message in plain words ("connection refused", not libcurl's wording), and
+/// says what a failure means for the origin's health.
 enum FailureClassifier {
-    static func classify(_ error: any Error) -> FetchFailure {
-        if let failure = error as? FetchFailure { return failure }
-        if error is CancellationError { return FetchFailure(.cancelled, "the run was cancelled") }
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout:
-                return FetchFailure(.timeout, "connect timeout: no connection within --connect-timeout")
-            case .readTimeout:
-                return FetchFailure(.timeout, "read timeout: the server sent nothing for --read-timeout")
-            case .deadlineExceeded:
-                return FetchFailure(.timeout, "the entry took longer than --entry-timeout")
-            case .cancelled:
-                return FetchFailure(.cancelled, "the run was cancelled")
-            case .remoteConnectionClosed:
-                return FetchFailure(.connection, "the server closed the connection without an answer")
-            default:
-                return FetchFailure(.connection, "\(client.shortDescription)")
-            }
-        }
-        if let connect = error as? NIOConnectionError {
-            if connect.dnsAError != nil || connect.dnsAAAAError != nil {
-                return FetchFailure(.connection, "host not found: \(Redact.short(connect.host))")
-            }
-            if let first = connect.connectionErrors.first?.error {
-                return classify(first)
-            }
-            return FetchFailure(.connection, "cannot connect to \(Redact.short(connect.host)):\(connect.port)")
-        }
-        if let io = error as? IOError {
-            return FetchFailure(.connection, socketProblem(io.errnoCode))
-        }
-        if let tls = error as? NIOSSLError {
-            if case .handshakeFailed(let cause) = tls {
-                return tlsFailure(cause)
-            }
-            return FetchFailure(.connection, "TLS error: \(Redact.short(String(describing: tls), limit: 120))")
-        }
-        if let parser = error as? HTTPParserError, parser == .invalidEOFState {
+    static func classify(curl code: CURLcode, osErrno: Int32, url: String) -> FetchFailure {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return FetchFailure(.connection, "host not found: \(Redact.short(host(of: url)))")
+        case CURLE_COULDNT_CONNECT:
+            if osErrno != 0 { return FetchFailure(.connection, socketProblem(osErrno)) }
+            return FetchFailure(.connection, "cannot connect to \(Redact.short(host(of: url)))")
+        case CURLE_OPERATION_TIMEDOUT:
+            // The only timeout libcurl keeps for us: the read and entry timeouts are the engine's.
+            return FetchFailure(.timeout, "connect timeout: no connection within --connect-timeout")
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return FetchFailure(.connection, "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)",
+                                detail: .tls(.untrustedCertificate))
+        case CURLE_SSL_CONNECT_ERROR:
+            return FetchFailure(.connection, "TLS handshake rejected", detail: .tls(.handshakeRejected))
+        case CURLE_GOT_NOTHING:
+            return FetchFailure(.connection, "the server closed the connection without an answer")
+        case CURLE_PARTIAL_FILE:
             return FetchFailure(.connection, "truncated body: the connection closed before the declared length arrived")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR:
+            if osErrno != 0 { return FetchFailure(.connection, socketProblem(osErrno)) }
+            return FetchFailure(.connection, "the server closed the connection")
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
+        case CURLE_OUT_OF_MEMORY:
+            return FetchFailure(.io, "out of memory")
+        default:
+            var message = "connection failed: " + String(cString: curl_easy_strerror(code))
+            if osErrno != 0 { message += " (" + String(cString: strerror(osErrno)) + ")" }
+            return FetchFailure(.connection, Redact.short(message, limit: 160))
         }
-        if let channel = error as? ChannelError {
-            switch channel {
-            case .connectTimeout: return FetchFailure(.timeout, "connect timeout: no connection within --connect-timeout")
-            case .eof, .outputClosed, .alreadyClosed, .ioOnClosedChannel:
-                return FetchFailure(.connection, "the server closed the connection")
-            default: break
-            }
-        }
-        return FetchFailure(.connection, Redact.short(String(describing: error), limit: 160))
+    }
+
+    /// The host (and port) of `url`, for messages.
+    private static func host(of url: String) -> String {
+        URLComponents(string: url).map { components in
+            (components.host ?? url) + (components.port.map { ":\($0)" } ?? "")
+        } ?? url
     }
 
     /// Plain words for a socket error number.
@@ -72,17 +57,6 @@ enum FailureClassifier {
         case ECONNABORTED: "connection aborted"
         default: "connection failed: \(String(cString: strerror(code)))"
         }
-    }
-
-    /// A failed handshake, told apart by BoringSSL's reason. NIOSSL keeps the packed error code
-    /// private, so the reason is read from its rendering (`…:CERTIFICATE_VERIFY_FAILED at …`),
-    /// here and nowhere else.
-    static func tlsFailure(_ cause: BoringSSLError) -> FetchFailure {
-        if "\(cause)".contains("CERTIFICATE_VERIFY_FAILED") {
-            return FetchFailure(.connection, "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)",
-                                detail: .tls(.untrustedCertificate))
-        }
-        return FetchFailure(.connection, "TLS handshake rejected", detail: .tls(.handshakeRejected))
     }
 
     /// What a failed attempt says about its origin, or nil when it says nothing about the origin

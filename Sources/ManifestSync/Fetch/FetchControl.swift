@@ -1,16 +1,14 @@
-import AsyncHTTPClient
-import NIOCore
 import Synchronization
 
-/// Something in flight that a stop cancels: a request, or the wait before a retry.
+/// Something in flight that a stop cancels: a request, or a wait (before a retry, for a slot).
 enum Cancellable: Sendable {
-    case request(HTTPClient.Task<ExchangeOutcome>)
-    case timer(Scheduled<Void>)
+    case transfer(CurlTransfer, on: CurlEngine)
+    case timer(Int, on: CurlEngine)
 
     func cancel() {
         switch self {
-        case .request(let task): task.cancel()
-        case .timer(let scheduled): scheduled.cancel()
+        case .transfer(let transfer, let engine): engine.abort(transfer, FetchFailure(.cancelled, "the run was cancelled"))
+        case .timer(let id, let engine): engine.cancelTimer(id)
         }
     }
 }

@@ -1,5 +1,5 @@
 /// One download to make: where from, what it must hash to, what to send. A class: the steps of
-/// a download (callbacks on the event loops) share it instead of copying its strings.
+/// a download (callbacks on the fetch engine's thread) share it instead of copying its strings.
 final class FetchRequest: Sendable {
     let url: String
     let expected: ContentHash?

@@ -1,8 +1,7 @@
 import Foundation
-import NIOCore
 
 /// The retry loop: an attempt's outcome is told to the origin gate, and a transient failure is
-/// tried again after the retry policy's delay (or the origin's pause), from the same event loop.
+/// tried again after the retry policy's delay (or the origin's pause), on the engine's thread.
 extension Fetcher {
     /// One attempt's result and the body bytes it received.
     struct AttemptOutcome: Sendable {
@@ -14,11 +13,10 @@ extension Fetcher {
         var closesConnection = false
     }
 
-    func attempt(_ request: FetchRequest, number: Int, bytes: Int64, on loop: any EventLoop,
-                         control: FetchControl, gate: (origin: String, gate: any OriginGate)?,
-                         promise: EventLoopPromise<FetchResult>) {
+    func attempt(_ request: FetchRequest, number: Int, bytes: Int64, control: FetchControl,
+                 gate: (origin: String, gate: any OriginGate)?, done: @escaping @Sendable (FetchResult) -> Void) {
         if control.isStopped {
-            promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
+            done(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
                                         attempts: number, bytesReceived: bytes))
             return
         }
@@ -51,7 +49,7 @@ extension Fetcher {
             }
             let giveUp = { @Sendable in
                 if let gate, problem != nil, !control.isStopped { gate.gate.entryGaveUp(gate.origin) }
-                promise.succeed(FetchResult(result: outcome.result, attempts: number, bytesReceived: total))
+                done(FetchResult(result: outcome.result, attempts: number, bytesReceived: total))
             }
             guard case .failure(let failure) = outcome.result, !control.isStopped,
                   var delay = self.settings.retry.delay(after: failure, attempt: number)
@@ -74,16 +72,12 @@ extension Fetcher {
             self.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
                                                      "fetch.reason": "\(failure.reason.rawValue)",
                                                      "fetch.delay": "\(delay)"])
-            let wait = loop.scheduleTask(in: .nanoseconds(Int64(delay * 1e9))) {}
-            let token = control.register(.timer(wait))
-            wait.futureResult.whenComplete { waited in
-                control.unregister(token)
-                if case .success = waited {
-                    self.attempt(request, number: number + 1, bytes: total, on: loop, control: control, gate: gate,
-                                 promise: promise)
+            self.wait(delay, control: control) { waited in
+                if waited {
+                    self.attempt(request, number: number + 1, bytes: total, control: control, gate: gate, done: done)
                 } else {
-                    promise.succeed(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
-                                                attempts: number, bytesReceived: total))
+                    done(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
+                                     attempts: number, bytesReceived: total))
                 }
             }
         }
@@ -92,9 +86,22 @@ extension Fetcher {
                 finished(AttemptOutcome(result: result.map(Delivery.body), bytes: received))
             }
         } else {
-            let deadline = NIODeadline.now() + .milliseconds(Int64(settings.entryTimeout * 1000))
-            exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true, deadline: deadline,
-                     bytes: 0, on: loop, control: control, finished: finished)
+            exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true,
+                     deadline: Monotonic.now() + settings.entryTimeout, bytes: 0, control: control, finished: finished)
+        }
+    }
+
+    /// Calls `then(true)` on the engine's thread after `seconds`, or `then(false)` once `control`
+    /// stops the downloads first.
+    func wait(_ seconds: Double, control: FetchControl, then: @escaping @Sendable (Bool) -> Void) {
+        let id = engine.newTimerID()
+        guard let token = control.register(.timer(id, on: engine)) else {
+            then(false)
+            return
+        }
+        engine.schedule(id, in: seconds) { fired in
+            control.unregister(token)
+            then(fired)
         }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// `file://` entries (manifests without `base_url` name files in their own folder): read off the
-/// event loops and off Swift's cooperative pool, which a large file would stall.
+/// fetch engine's thread and off Swift's cooperative pool, which a large file would stall.
 extension Fetcher {
     /// Reads `request`'s file on a Dispatch queue of its own and calls `done` with the outcome
     /// and the bytes read.

@@ -1,9 +1,8 @@
-import NIOCore
 import Synchronization
 
 /// `--limit-rate` and `--max-rps`: paces the body bytes of the whole run (one budget shared by
 /// every connection, as curl's `--limit-rate` and rclone's `--bwlimit`) and the requests to each
-/// origin. Answers are delays; the fetch stage waits them out on the event loop, and a delayed
+/// origin. Answers are delays; the fetch engine waits them out, and a delayed
 /// body read is back-pressure, so the server is read no faster than the budget.
 final class RateLimits: Sendable {
     private struct State {
@@ -24,7 +23,7 @@ final class RateLimits: Sendable {
     }
 
     static func now() -> Double {
-        Double(NIODeadline.now().uptimeNanoseconds) / 1e9
+        Monotonic.now()
     }
 
     /// Seconds to wait before reading more, once `count` more bytes arrived at `now`.

@@ -1,18 +1,26 @@
 import Foundation
-import NIOCore
+
+/// What one HTTP exchange ended with.
+enum ExchangeOutcome: Sendable {
+    case body(Fetcher.VerifiedFile, etag: String?, lastModified: String?)
+    case redirect(status: Int, location: String?)
+    case status(Int, retryAfter: Double?)
+    case notModified
+}
 
 /// What one response's head, body and end decide, whatever carries them: redirects, 304 to a
 /// conditional request, the rest of a kept part (206), error statuses, an unrequested encoding,
 /// the size limit; the body is hashed and written to a temporary file as it arrives
 /// (`BodySink`), and a body cut off past the resume threshold is kept to be resumed.
-/// The HTTP client's callbacks (`DownloadDelegate`) feed it; it makes no request and knows no
-/// event loop, one response's calls come one at a time.
+/// libcurl's callbacks (`CurlTransfer`) feed it; it makes no request and knows no thread, one
+/// response's calls come one at a time.
 struct ResponseHandler {
     private let store: ContentStore
     private let expected: ContentHash?
     private let maxSize: Int64
     private let conditional: Bool
-    private let deadline: NIODeadline
+    /// When the entry's time is up (monotonic seconds).
+    private let deadline: Double
     private let entryTimeout: Double
     /// The request's URL, and the kept part of its body this request asked the rest of.
     private let url: String
@@ -33,7 +41,7 @@ struct ResponseHandler {
     /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
     private(set) var closesConnection = false
 
-    init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: NIODeadline,
+    init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
          entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64) {
         self.store = store
         self.expected = expected
@@ -46,7 +54,11 @@ struct ResponseHandler {
         self.resumeThreshold = resumeThreshold
     }
 
-    /// The status line and headers (`header` looks one up by name, case-insensitively). A failure
+    /// The response headers `head` reads (lowercase): a transport may keep only these.
+    static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
+                              "location", "retry-after"]
+
+    /// The status line and headers (`header` looks one up by its lowercase name, one of `headerNames`). A failure
     /// ends the exchange; nil reads on.
     mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, header: (String) -> String?) -> FetchFailure? {
         multiplexed = httpMajorVersion >= 2
@@ -108,7 +120,7 @@ struct ResponseHandler {
     mutating func body(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
         guard sink != nil else { return nil }
         bytesReceived += Int64(bytes.count)
-        if NIODeadline.now() > deadline {
+        if Monotonic.now() > deadline {
             return failBody(FetchFailure(.timeout, "the download took longer than the entry timeout (\(entryTimeout) s)"))
         }
         if let failure = sink!.write(bytes) {

@@ -1,0 +1,311 @@
+import CCurl
+import CWorkerSystem
+import Foundation
+import Synchronization
+
+/// The fetch stage's engine: libcurl's multi interface on a thread of its own. Every transfer of
+/// a run, the timers around them (retry waits, `--max-rps` slots, timeouts) and the work they
+/// start run on this one thread, one at a time: a finished download starts the next one with no
+/// hand-off to another thread, and bodies are hashed and written where they arrive. Other
+/// threads reach it through `execute`, `schedule` and `start`, which queue a command and wake it.
+final class CurlEngine: @unchecked Sendable {
+    // @unchecked: `inbox`, `nextID` and `threadID` are safe from any thread; everything else is
+    // touched only on the engine's thread.
+
+    private enum Command {
+        case run(@Sendable () -> Void)
+        case addTimer(id: Int, due: Double, work: @Sendable (Bool) -> Void)
+        case cancelTimer(Int)
+        case start(CurlTransfer)
+        case abort(CurlTransfer, FetchFailure)
+        case stop(@Sendable () -> Void)
+    }
+
+    /// What every transfer's handle is set up with.
+    struct Options: Sendable {
+        var connectTimeout: Double
+        /// Longest silence while waiting for or reading a response.
+        var readTimeout: Double
+        /// HTTP/1.1 connections per host, and requests in flight on one HTTP/2 connection.
+        var connectionsPerHost: Int
+        var streamsPerConnection: Int
+        /// A PEM file of certificate authorities to trust besides libcurl's default folder of
+        /// them; nil trusts libcurl's defaults alone.
+        var trustedCertificates: String?
+    }
+
+    private struct Inbox {
+        var commands: [Command] = []
+        /// The engine ended: commands are dropped.
+        var closed = false
+    }
+
+    private let inbox = Mutex(Inbox())
+    private let nextID = Atomic<Int>(0)
+    private let threadID = Atomic<UInt>(0)
+    private let options: Options
+    private let multi: UnsafeMutableRawPointer
+    private var timers = TimerQueue<@Sendable (Bool) -> Void>()
+    private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    /// Handles of finished transfers, set up and ready for the next one.
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+    private var stopped: (@Sendable () -> Void)?
+    /// Timers cancelled before they were added (ids handed out first, for registering).
+    private var cancelledEarly = Set<Int>()
+
+    init(options: Options) {
+        Self.initializeOnce
+        self.options = options
+        guard let multi = curl_multi_init() else { fatalError("libcurl could not make a multi handle") }
+        self.multi = multi
+        worker_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.connectionsPerHost))
+        worker_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, options.streamsPerConnection))
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { context in
+            let engine = Unmanaged<CurlEngine>.fromOpaque(context!).takeRetainedValue()
+            engine.threadID.store(UInt(pthread_self()), ordering: .releasing)
+            worker_name_thread("worker-fetch")
+            engine.run()
+            return nil
+        }, context)
+        precondition(created == 0, "cannot start the fetch engine's thread: \(String(cString: strerror(created)))")
+        pthread_detach(thread)
+    }
+
+    /// libcurl's global state, set up once per process before any handle.
+    private static let initializeOnce: Void = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }()
+
+    /// Whether the caller runs on the engine's thread.
+    var isCurrent: Bool {
+        threadID.load(ordering: .acquiring) == UInt(pthread_self())
+    }
+
+    // MARK: - From any thread
+
+    /// Runs `work` on the engine's thread, after what is queued before it.
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        submit(.run(work))
+    }
+
+    /// Runs `work(true)` on the engine's thread after `seconds`, or `work(false)` once the timer
+    /// is cancelled first. Returns the timer's id for `cancelTimer`.
+    @discardableResult
+    func schedule(in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
+        let id = newTimerID()
+        schedule(id, in: seconds, work)
+        return id
+    }
+
+    /// An id for a timer to `schedule` later (registered for cancelling before it exists).
+    func newTimerID() -> Int {
+        nextID.add(1, ordering: .relaxed).newValue
+    }
+
+    func schedule(_ id: Int, in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) {
+        submit(.addTimer(id: id, due: Monotonic.now() + max(0, seconds), work: work))
+    }
+
+    func cancelTimer(_ id: Int) {
+        submit(.cancelTimer(id))
+    }
+
+    /// Starts `transfer`; its `done` is called on the engine's thread.
+    func start(_ transfer: CurlTransfer) {
+        submit(.start(transfer))
+    }
+
+    /// Ends `transfer` with `failure` if it is still running.
+    func abort(_ transfer: CurlTransfer, _ failure: FetchFailure) {
+        submit(.abort(transfer, failure))
+    }
+
+    /// Ends the engine once the transfers in flight are aborted; returns when its thread is done.
+    func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            submit(.stop({ continuation.resume() }))
+        }
+    }
+
+    private func submit(_ command: Command) {
+        let current = isCurrent
+        inbox.withLock { inbox in
+            guard !inbox.closed else { return }
+            inbox.commands.append(command)
+            // The engine drains its inbox before it waits: only a command from another thread
+            // into an empty inbox needs to wake it. (Under the lock: the handle outlives it.)
+            if inbox.commands.count == 1, !current { curl_multi_wakeup(multi) }
+        }
+    }
+
+    // MARK: - The engine's thread
+
+    private func run() {
+        var running: Int32 = 0
+        while true {
+            let commands = inbox.withLock { inbox in
+                defer { inbox.commands.removeAll(keepingCapacity: true) }
+                return inbox.commands
+            }
+            for command in commands { apply(command) }
+            for work in timers.takeDue(now: Monotonic.now()) { work(true) }
+            curl_multi_perform(multi, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                      let context = worker_curl_info_private(easy) else { continue }
+                let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+                end(transfer, code: message.pointee.data.result, failure: nil)
+            }
+            if let stopped, transfers.isEmpty {
+                finishStop(stopped)
+                return
+            }
+            let queued = inbox.withLock { !$0.commands.isEmpty }
+            var wait = 1000
+            if queued {
+                wait = 0
+            } else if let due = timers.nextDue() {
+                wait = min(wait, max(0, Int(((due - Monotonic.now()) * 1000).rounded(.up))))
+            }
+            if wait > 0 { curl_multi_poll(multi, nil, 0, Int32(wait), nil) }
+        }
+    }
+
+    private func apply(_ command: Command) {
+        switch command {
+        case .run(let work):
+            work()
+        case .addTimer(let id, let due, let work):
+            if cancelledEarly.remove(id) != nil {
+                work(false)
+            } else {
+                timers.add(id: id, due: due, work)
+            }
+        case .cancelTimer(let id):
+            if let work = timers.remove(id: id) {
+                work(false)
+            } else {
+                // Cancelled before its `schedule` arrived (or, rarely, just after it fired).
+                cancelledEarly.insert(id)
+            }
+        case .start(let transfer):
+            begin(transfer)
+        case .abort(let transfer, let failure):
+            end(transfer, code: nil, failure: failure)
+        case .stop(let done):
+            stopped = done
+            for transfer in Array(transfers.values) {
+                end(transfer, code: nil, failure: FetchFailure(.cancelled, "the run was cancelled"))
+            }
+        }
+    }
+
+    /// Ends what the stop left: timers end as cancelled, queued work runs (a start ends as
+    /// cancelled at once) until nothing more is queued; then the inbox closes.
+    private func finishStop(_ done: @Sendable () -> Void) {
+        while true {
+            for work in timers.takeDue(now: .infinity) { work(false) }
+            let commands = inbox.withLock { inbox in
+                if inbox.commands.isEmpty, timers.count == 0 { inbox.closed = true }
+                defer { inbox.commands.removeAll() }
+                return inbox.commands
+            }
+            if commands.isEmpty, timers.count == 0 { break }
+            for command in commands { apply(command) }
+        }
+        for handle in idleHandles { curl_easy_cleanup(handle) }
+        idleHandles.removeAll()
+        curl_multi_cleanup(multi)
+        done()
+    }
+
+    /// A timer of the engine's own (timeouts, pauses), added directly: this is its thread.
+    private func addTimer(at due: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
+        let id = newTimerID()
+        timers.add(id: id, due: due, work)
+        return id
+    }
+
+    private func begin(_ transfer: CurlTransfer) {
+        if stopped != nil {
+            transfer.complete(with: FetchFailure(.cancelled, "the run was cancelled"))
+            return
+        }
+        let handle = idleHandles.popLast() ?? makeHandle()
+        if let failure = transfer.attach(to: handle) {
+            transfer.detach()
+            idleHandles.append(handle)
+            transfer.complete(with: failure)
+            return
+        }
+        transfers[ObjectIdentifier(transfer)] = transfer
+        curl_multi_add_handle(multi, handle)
+        transfer.deadlineTimer = addTimer(at: transfer.deadline) { [unowned self] fired in
+            guard fired else { return }
+            end(transfer, code: nil, failure: FetchFailure(.timeout, "the entry took longer than --entry-timeout"))
+        }
+        armSilenceTimer(transfer, seen: transfer.activity)
+    }
+
+    /// `--read-timeout`: once connected, a transfer that receives nothing for that long (and is
+    /// not paused by `--limit-rate`) ends as a timeout. Checked every read-timeout, not per byte.
+    private func armSilenceTimer(_ transfer: CurlTransfer, seen: Int) {
+        transfer.silenceTimer = addTimer(at: Monotonic.now() + options.readTimeout) { [unowned self] fired in
+            guard fired, transfer.isAttached else { return }
+            if transfer.connected, !transfer.paused, transfer.activity == seen {
+                end(transfer, code: nil,
+                    failure: FetchFailure(.timeout, "read timeout: the server sent nothing for --read-timeout"))
+            } else {
+                armSilenceTimer(transfer, seen: transfer.activity)
+            }
+        }
+    }
+
+    /// `--limit-rate`: resumes a paused transfer when its bytes are paid for.
+    func resume(_ transfer: CurlTransfer, at due: Double) {
+        transfer.pauseTimer = addTimer(at: due) { fired in
+            guard fired, let handle = transfer.handle else { return }
+            transfer.paused = false
+            transfer.activity &+= 1
+            curl_easy_pause(handle, CURLPAUSE_CONT)
+        }
+    }
+
+    /// Ends a transfer: libcurl finished it (`code`), or it is cut short (`failure`).
+    private func end(_ transfer: CurlTransfer, code: CURLcode?, failure: FetchFailure?) {
+        guard let handle = transfer.handle else { return }
+        curl_multi_remove_handle(multi, handle)
+        transfers.removeValue(forKey: ObjectIdentifier(transfer))
+        if let id = transfer.deadlineTimer { _ = timers.remove(id: id) }
+        if let id = transfer.silenceTimer { _ = timers.remove(id: id) }
+        if let id = transfer.pauseTimer { _ = timers.remove(id: id) }
+        let outcome = transfer.finish(code: code, cutShort: failure)
+        transfer.detach()
+        idleHandles.append(handle)
+        transfer.done(transfer, outcome)
+    }
+
+    private func makeHandle() -> UnsafeMutableRawPointer {
+        guard let handle = curl_easy_init() else { fatalError("libcurl could not make a handle") }
+        worker_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+        worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // Wait for a connection that may multiplex rather than open another one.
+        worker_curl_set_long(handle, CURLOPT_PIPEWAIT, 1)
+        worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        worker_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        // Proxies from the environment are not used (they never were): a manifest's origins are
+        // reached directly.
+        worker_curl_set_string(handle, CURLOPT_PROXY, "")
+        // The bytes are stored as they came: never decoded (an encoded body is refused).
+        worker_curl_set_long(handle, CURLOPT_HTTP_CONTENT_DECODING, 0)
+        worker_curl_set_string(handle, CURLOPT_USERAGENT, "worker/1")
+        worker_curl_set_long(handle, CURLOPT_BUFFERSIZE, 64 << 10)
+        if let file = options.trustedCertificates { worker_curl_set_string(handle, CURLOPT_CAINFO, file) }
+        CurlTransfer.setCallbacks(handle)
+        return handle
+    }
+}

@@ -1,0 +1,237 @@
+import CCurl
+import Foundation
+
+/// One HTTP exchange on the `CurlEngine`: its request, and libcurl's callbacks for the response
+/// turned into a `ResponseHandler`'s head, body and end. Status line and header lines are parsed
+/// here; the body is hashed and written where libcurl hands it over, on the engine's thread.
+final class CurlTransfer: @unchecked Sendable {
+    // @unchecked: made on any thread, then touched only on the engine's thread.
+
+    /// What the exchange ended with.
+    struct Outcome: Sendable {
+        let result: Result<ExchangeOutcome, FetchFailure>
+        let bytes: Int64
+        /// The response came over HTTP/2.
+        let multiplexed: Bool
+        /// The server closes the connection after this response.
+        let closesConnection: Bool
+    }
+
+    let url: String
+    /// `Name: value` lines sent besides the User-Agent.
+    let requestHeaders: [String]
+    /// When the exchange must have ended (monotonic seconds).
+    let deadline: Double
+    let done: @Sendable (CurlTransfer, Outcome) -> Void
+    /// The `FetchControl` registration that cancels this transfer, set before it starts.
+    var controlToken: Int?
+    private var handler: ResponseHandler
+    private let engine: CurlEngine
+    private let limits: RateLimits?
+
+    // The engine's thread only.
+    private(set) var handle: UnsafeMutableRawPointer?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// Why a callback ended the exchange.
+    private var failure: FetchFailure?
+    private var status = 0
+    private var version = (major: 1, minor: 1)
+    private var headers: [(name: String, value: String)] = []
+    private var headDone = false
+    var connected = false
+    /// Bumped by every callback that shows the connection alive: the read timeout watches it.
+    var activity = 0
+    var paused = false
+    /// `--limit-rate`: the next part of the body waits until then.
+    private var paidUntil = 0.0
+    var deadlineTimer: Int?
+    var silenceTimer: Int?
+    var pauseTimer: Int?
+
+    init(url: String, requestHeaders: [String], deadline: Double, handler: ResponseHandler, engine: CurlEngine,
+         limits: RateLimits?, done: @escaping @Sendable (CurlTransfer, Outcome) -> Void) {
+        self.url = url
+        self.requestHeaders = requestHeaders
+        self.deadline = deadline
+        self.handler = handler
+        self.engine = engine
+        self.limits = limits
+        self.done = done
+    }
+
+    var isAttached: Bool { handle != nil }
+
+    /// Sets up `handle` for this request; a failure ends the exchange before it starts.
+    func attach(to handle: UnsafeMutableRawPointer) -> FetchFailure? {
+        self.handle = handle
+        for line in requestHeaders {
+            guard let list = curl_slist_append(headerList, line) else {
+                return FetchFailure(.io, "out of memory for the request's headers")
+            }
+            headerList = list
+        }
+        // Retained until `detach`: libcurl's callbacks find the transfer through this pointer.
+        let context = Unmanaged.passRetained(self).toOpaque()
+        if worker_curl_set_string(handle, CURLOPT_URL, url) != CURLE_OK {
+            Unmanaged<CurlTransfer>.fromOpaque(context).release()
+            return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
+        }
+        worker_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
+        worker_curl_set_pointer(handle, CURLOPT_PRIVATE, context)
+        worker_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
+        worker_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
+        worker_curl_set_pointer(handle, CURLOPT_PREREQDATA, context)
+        return nil
+    }
+
+    /// Lets go of the handle (to be reused) and of the request's headers.
+    func detach() {
+        if let handle, let context = worker_curl_info_private(handle) {
+            worker_curl_set_pointer(handle, CURLOPT_PRIVATE, nil)
+            Unmanaged<CurlTransfer>.fromOpaque(context).release()
+        }
+        curl_slist_free_all(headerList)
+        headerList = nil
+        handle = nil
+    }
+
+    /// Ends the exchange before it reached libcurl.
+    func complete(with failure: FetchFailure) {
+        done(self, Outcome(result: .failure(failure), bytes: 0, multiplexed: false, closesConnection: false))
+    }
+
+    /// What the exchange ended with: libcurl's result `code`, or `cutShort` when the engine ended
+    /// it (a timeout, a stop).
+    func finish(code: CURLcode?, cutShort: FetchFailure?) -> Outcome {
+        let result: Result<ExchangeOutcome, FetchFailure>
+        if let cutShort {
+            handler.cut()
+            result = .failure(cutShort)
+        } else if let failure {
+            // The handler said so itself (and dealt with its body).
+            result = .failure(failure)
+        } else if code == CURLE_OK, headDone {
+            result = handler.finish()
+        } else {
+            handler.cut()
+            result = .failure(code.map(classify) ?? FetchFailure(.connection, "the response ended without a head"))
+        }
+        return Outcome(result: result, bytes: handler.bytesReceived, multiplexed: handler.multiplexed,
+                       closesConnection: handler.closesConnection)
+    }
+
+    private func classify(_ code: CURLcode) -> FetchFailure {
+        let handle = self.handle!
+        return FailureClassifier.classify(curl: code, osErrno: Int32(worker_curl_info_long(handle, CURLINFO_OS_ERRNO)),
+                                          url: url)
+    }
+
+    // MARK: - libcurl's callbacks, on the engine's thread
+
+    static func setCallbacks(_ handle: UnsafeMutableRawPointer) {
+        worker_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+                .received(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
+        worker_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+                .headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+        }
+        worker_curl_set_prereq_callback(handle) { context, _, _, _, _ in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+            transfer.connected = true
+            transfer.activity &+= 1
+            return CURL_PREREQFUNC_OK
+        }
+    }
+
+    /// A part of the body. Returning less than its size ends the exchange (libcurl: write error).
+    private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
+        activity &+= 1
+        guard failure == nil else { return 0 }
+        guard headDone, handler.keepsBody else { return bytes.count }
+        if limits != nil, paidUntil > 0, case let now = Monotonic.now(), now < paidUntil {
+            // --limit-rate: this part is handed over again once the earlier ones are paid for.
+            paused = true
+            engine.resume(self, at: paidUntil)
+            paidUntil = 0
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
+        if let failure = handler.body(bytes) {
+            self.failure = failure
+            return 0
+        }
+        if let limits, case let delay = limits.delay(afterReceiving: bytes.count), delay > 0 {
+            paidUntil = Monotonic.now() + delay
+        }
+        return bytes.count
+    }
+
+    /// One line of the response's head: the status line, a header, or the blank line that ends
+    /// it (an informational 1xx head is skipped; trailers after the body are ignored).
+    private func headerLine(_ line: UnsafeRawBufferPointer) -> Int {
+        activity &+= 1
+        guard !headDone else { return line.count }
+        var end = line.count
+        while end > 0, line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        let text = UnsafeRawBufferPointer(rebasing: line[0..<end])
+        if text.isEmpty {
+            guard status >= 200 else {
+                headers.removeAll()
+                return line.count
+            }
+            headDone = true
+            let failure = handler.head(status: status, httpMajorVersion: version.major, keepAlive: keepsAlive) { name in
+                self.headers.first { $0.name == name }?.value
+            }
+            headers = []
+            if let failure {
+                self.failure = failure
+                return 0
+            }
+            return line.count
+        }
+        if text.starts(with: "HTTP/".utf8) {
+            parseStatusLine(text)
+        } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
+                  let name = Self.keptHeaders.first(where: { Self.sameName($0.utf8, text[..<colon]) }) {
+            var start = colon + 1
+            var end = text.count
+            while start < end, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
+            while end > start, text[end - 1] == UInt8(ascii: " ") || text[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            headers.append((name, String(decoding: text[start..<end], as: UTF8.self)))
+        }
+        return line.count
+    }
+
+    /// The headers read from a response (the handler's, and Connection): no String is made for
+    /// the others.
+    private static let keptHeaders = ResponseHandler.headerNames + ["connection"]
+
+    /// Whether `bytes` spell `name` (lowercase ASCII), in any case.
+    private static func sameName(_ name: String.UTF8View, _ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
+        guard name.count == bytes.count else { return false }
+        return zip(name, bytes).allSatisfy { expected, byte in
+            expected == (byte >= 65 && byte <= 90 ? byte + 32 : byte)
+        }
+    }
+
+    /// `HTTP/1.1 200 OK`, `HTTP/2 200`.
+    private func parseStatusLine(_ text: UnsafeRawBufferPointer) {
+        headers.removeAll()
+        let fields = text.split(separator: UInt8(ascii: " "), maxSplits: 2)
+        let versionText = String(decoding: fields[0].dropFirst(5), as: UTF8.self)
+        let numbers = versionText.split(separator: ".")
+        version = (Int(numbers.first ?? "") ?? 1, numbers.count > 1 ? Int(numbers[1]) ?? 0 : 0)
+        status = fields.count > 1 ? Int(String(decoding: fields[1], as: UTF8.self)) ?? 0 : 0
+    }
+
+    /// Whether the connection stays open after this response (HTTP/1.0 only when asked).
+    private var keepsAlive: Bool {
+        if version.major >= 2 { return true }
+        let connection = headers.first { $0.name == "connection" }?.value.lowercased()
+        // (Kept by `headerLine` with the handler's headers.)
+        if version.major == 1, version.minor == 0 { return connection == "keep-alive" }
+        return connection != "close"
+    }
+}

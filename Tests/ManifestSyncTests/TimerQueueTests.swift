@@ -1,0 +1,43 @@
+import Testing
+
+@testable import ManifestSync
+
+/// The fetch engine's timers as a value: work in, due work out, the time passed in. No I/O.
+@Suite struct TimerQueueTests {
+    @Test func dueWorkComesOutEarliestFirstAndTiesInTheOrderAdded() {
+        var timers = TimerQueue<String>()
+        timers.add(id: 1, due: 5, "five")
+        timers.add(id: 2, due: 1, "one")
+        timers.add(id: 3, due: 3, "three")
+        timers.add(id: 4, due: 1, "one again")
+        #expect(timers.nextDue() == 1)
+        #expect(timers.takeDue(now: 0.5).isEmpty)
+        #expect(timers.takeDue(now: 3) == ["one", "one again", "three"])
+        #expect(timers.nextDue() == 5 && timers.count == 1)
+        #expect(timers.takeDue(now: 10) == ["five"])
+        #expect(timers.nextDue() == nil && timers.count == 0)
+    }
+
+    @Test func aRemovedTimerNeverComesDueAndNoLongerSetsTheNextWakeUp() {
+        var timers = TimerQueue<String>()
+        timers.add(id: 1, due: 1, "early")
+        timers.add(id: 2, due: 2, "late")
+        #expect(timers.remove(id: 1) == "early")
+        #expect(timers.remove(id: 1) == nil, "removed once")
+        #expect(timers.nextDue() == 2, "the removed head is skipped")
+        #expect(timers.takeDue(now: 5) == ["late"])
+        #expect(timers.remove(id: 2) == nil, "taken timers cannot be removed")
+    }
+
+    @Test func manyTimersInRandomOrderComeOutSorted() {
+        var timers = TimerQueue<Int>()
+        var generator = SystemRandomNumberGenerator()
+        let dues = (0..<500).map { _ in Double(Int.random(in: 0..<1000, using: &generator)) }
+        for (id, due) in dues.enumerated() { timers.add(id: id, due: due, id) }
+        // Every third one removed before it is due.
+        for id in stride(from: 0, to: dues.count, by: 3) { _ = timers.remove(id: id) }
+        let taken = timers.takeDue(now: 1000)
+        let expected = dues.indices.filter { $0 % 3 != 0 }.sorted { (dues[$0], $0) < (dues[$1], $1) }
+        #expect(taken == expected)
+    }
+}
