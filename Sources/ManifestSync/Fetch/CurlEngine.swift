@@ -145,12 +145,12 @@ final class CurlEngine: @unchecked Sendable {
 
     private func run() {
         var running: Int32 = 0
+        // The inbox's commands are swapped out, not copied: no allocation per turn.
+        var commands: [Command] = []
         while true {
-            let commands = inbox.withLock { inbox in
-                defer { inbox.commands.removeAll(keepingCapacity: true) }
-                return inbox.commands
-            }
+            inbox.withLock { swap(&commands, &$0.commands) }
             for command in commands { apply(command) }
+            commands.removeAll(keepingCapacity: true)
             for work in timers.takeDue(now: Monotonic.now()) { work(true) }
             curl_multi_perform(multi, &running)
             var left: Int32 = 0

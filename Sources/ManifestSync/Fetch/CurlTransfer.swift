@@ -216,14 +216,27 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// `HTTP/1.1 200 OK`, `HTTP/2 200`.
+    /// `HTTP/1.1 200 OK`, `HTTP/2 200`: the version's digits and the status code, read in place.
     private func parseStatusLine(_ text: UnsafeRawBufferPointer) {
         headers.removeAll()
-        let fields = text.split(separator: UInt8(ascii: " "), maxSplits: 2)
-        let versionText = String(decoding: fields[0].dropFirst(5), as: UTF8.self)
-        let numbers = versionText.split(separator: ".")
-        version = (Int(numbers.first ?? "") ?? 1, numbers.count > 1 ? Int(numbers[1]) ?? 0 : 0)
-        status = fields.count > 1 ? Int(String(decoding: fields[1], as: UTF8.self)) ?? 0 : 0
+        var index = 5  // past "HTTP/"
+        func number() -> Int? {
+            var value: Int?
+            while index < text.count, text[index] >= 48, text[index] <= 57 {
+                value = (value ?? 0) * 10 + Int(text[index] - 48)
+                index += 1
+            }
+            return value
+        }
+        let major = number() ?? 1
+        var minor = 0
+        if index < text.count, text[index] == UInt8(ascii: ".") {
+            index += 1
+            minor = number() ?? 0
+        }
+        version = (major, minor)
+        while index < text.count, text[index] == UInt8(ascii: " ") { index += 1 }
+        status = number() ?? 0
     }
 
     /// Whether the connection stays open after this response (HTTP/1.0 only when asked).

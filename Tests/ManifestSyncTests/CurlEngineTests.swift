@@ -1,0 +1,67 @@
+import Synchronization
+import Testing
+
+@testable import ManifestSync
+
+/// The engine's thread, inbox and timers, without a transfer: what runs where, and what a
+/// cancel or a shutdown does to a timer.
+@Suite struct CurlEngineTests {
+    private func engine() -> CurlEngine {
+        CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
+                                  trustedCertificates: nil))
+    }
+
+    @Test func workRunsOnTheEngineThreadInTheOrderItWasQueued() async {
+        let engine = engine()
+        let seen = Mutex<[Int]>([])
+        let onEngine = Mutex(true)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            for number in 0..<100 {
+                engine.execute {
+                    if !engine.isCurrent { onEngine.withLock { $0 = false } }
+                    seen.withLock { $0.append(number) }
+                    if number == 99 { done.resume() }
+                }
+            }
+        }
+        #expect(seen.withLock { $0 } == Array(0..<100))
+        #expect(onEngine.withLock { $0 })
+        #expect(!engine.isCurrent, "the test's own thread is not the engine's")
+        await engine.shutdown()
+    }
+
+    @Test func aTimerFiresAfterItsDelay() async {
+        let engine = engine()
+        let start = Monotonic.now()
+        let (fired, at) = await withCheckedContinuation { (done: CheckedContinuation<(Bool, Double), Never>) in
+            engine.schedule(in: 0.05) { done.resume(returning: ($0, Monotonic.now())) }
+        }
+        #expect(fired)
+        #expect(at - start >= 0.05)
+        await engine.shutdown()
+    }
+
+    @Test func aTimerCancelledBeforeItIsScheduledEndsAsCancelledAtOnce() async {
+        let engine = engine()
+        let id = engine.newTimerID()
+        engine.cancelTimer(id)
+        let start = Monotonic.now()
+        // The time is taken on the engine's thread: the test's own task may wait for a thread.
+        let (fired, at) = await withCheckedContinuation { (done: CheckedContinuation<(Bool, Double), Never>) in
+            engine.schedule(id, in: 30) { done.resume(returning: ($0, Monotonic.now())) }
+        }
+        #expect(!fired)
+        #expect(at - start < 5, "not after its delay")
+        await engine.shutdown()
+    }
+
+    @Test func shutdownEndsPendingTimersAsCancelled() async {
+        let engine = engine()
+        let outcomes = Mutex<[Bool]>([])
+        engine.schedule(in: 60) { fired in outcomes.withLock { $0.append(fired) } }
+        let id = engine.schedule(in: 60) { fired in outcomes.withLock { $0.append(fired) } }
+        engine.cancelTimer(id)
+        await engine.shutdown()
+        #expect(outcomes.withLock { $0 } == [false, false])
+    }
+}
