@@ -11,8 +11,9 @@ extension SyncRun {
         let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,
                                   streams: options.fetch.maxStreams, breaker: breaker)
         var failure: CacheError?
+        let timerEngine = fetcher.engines[0]
         let deadlineTimer = options.deadline.map { seconds in
-            fetcher.engine.schedule(in: seconds) { [logger] fired in
+            timerEngine.schedule(in: seconds) { [logger] fired in
                 guard fired else { return }
                 logger.info("deadline reached; cancelling downloads in flight")
                 queue.stop(because: "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
@@ -31,7 +32,7 @@ extension SyncRun {
                 }
             }
         }
-        if let deadlineTimer { fetcher.engine.cancelTimer(deadlineTimer) }
+        if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
         await fetcher.shutdown()
         let deadlineText = options.deadline.map { Units.formatDuration($0) } ?? ""
         for number in queue.unstarted {

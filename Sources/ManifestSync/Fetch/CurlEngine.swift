@@ -3,11 +3,12 @@ import CWorkerSystem
 import Foundation
 import Synchronization
 
-/// The fetch stage's engine: libcurl's multi interface on a thread of its own. Every transfer of
-/// a run, the timers around them (retry waits, `--max-rps` slots, timeouts) and the work they
-/// start run on this one thread, one at a time: a finished download starts the next one with no
-/// hand-off to another thread, and bodies are hashed and written where they arrive. Other
-/// threads reach it through `execute`, `schedule` and `start`, which queue a command and wake it.
+/// A fetch engine: libcurl's multi interface on a thread of its own, with its own connections.
+/// The transfers it is given, the timers around them (retry waits, `--max-rps` slots, timeouts)
+/// and the work they start run on this one thread, one at a time: bodies are hashed and written
+/// where they arrive, and a download's retries and redirects stay here. (A run has a few engines,
+/// one per core: `Fetcher`.) Other threads reach it through `execute`, `schedule` and `start`,
+/// which queue a command and wake it.
 final class CurlEngine: @unchecked Sendable {
     // @unchecked: `inbox`, `nextID` and `threadID` are safe from any thread; everything else is
     // touched only on the engine's thread.

@@ -43,7 +43,8 @@ final class DownloadQueue: Sendable, OriginGate {
         Monotonic.now()
     }
 
-    private var engine: CurlEngine { fetcher.engine }
+    /// An engine for the queue's own timers.
+    private var engine: CurlEngine { fetcher.engines[0] }
 
     /// Starts the first groups.
     func start() {
@@ -141,21 +142,25 @@ final class DownloadQueue: Sendable, OriginGate {
         for (number, delay) in starts {
             if delay > 0 {
                 // Started when the delay is over, or at once to end as cancelled after a stop.
-                fetcher.wait(delay, control: control) { _ in self.run(number, request: 0, results: []) }
+                let engine = fetcher.anyEngine()
+                fetcher.wait(delay, control: control, on: engine) { _ in
+                    self.run(number, request: 0, results: [], on: engine)
+                }
             } else {
                 // Started after this turn of the engine has handled all its ready transfers:
                 // the origin gets the turn's requests together.
-                engine.execute { self.run(number, request: 0, results: []) }
+                let engine = fetcher.anyEngine()
+                engine.execute { self.run(number, request: 0, results: [], on: engine) }
             }
         }
     }
 
-    private func run(_ number: Int, request index: Int, results: [FetchResult]) {
-        fetcher.fetch(groups[number][index], control: control, gate: self) { result in
+    private func run(_ number: Int, request index: Int, results: [FetchResult], on engine: CurlEngine) {
+        fetcher.fetch(groups[number][index], control: control, gate: self, on: engine) { result in
             var results = results
             results.append(result)
             if case .failure = result.result, index + 1 < self.groups[number].count, !self.control.isStopped {
-                self.run(number, request: index + 1, results: results)
+                self.run(number, request: index + 1, results: results, on: engine)
             } else {
                 self.finish(Finished(group: number, results: results))
             }

@@ -4,8 +4,8 @@ public struct FetchSettings: Sendable {
     /// `DownloadSchedule.localFilesAtOnce`). curl's default: with slow start and the halving on
     /// 429/503 a small server is never hit by that many at once.
     public var jobs = 50
-    /// Requests in flight to one HTTP/2 origin (`--max-streams`), multiplexed on one connection;
-    /// the server's own limit applies to it (beyond it libcurl opens another).
+    /// Requests in flight to one HTTP/2 origin (`--max-streams`), multiplexed on one connection per
+    /// fetch engine; the server's own limit applies to each (beyond it libcurl opens another).
     public var maxStreams = 100
     public var retry = RetryPolicy()
     public var connectTimeout = 10.0

@@ -13,7 +13,7 @@ extension Fetcher {
         var closesConnection = false
     }
 
-    func attempt(_ request: FetchRequest, number: Int, bytes: Int64, control: FetchControl,
+    func attempt(_ request: FetchRequest, number: Int, bytes: Int64, control: FetchControl, on engine: CurlEngine,
                  gate: (origin: String, gate: any OriginGate)?, done: @escaping @Sendable (FetchResult) -> Void) {
         if control.isStopped {
             done(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
@@ -72,9 +72,10 @@ extension Fetcher {
             self.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
                                                      "fetch.reason": "\(failure.reason.rawValue)",
                                                      "fetch.delay": "\(delay)"])
-            self.wait(delay, control: control) { waited in
+            self.wait(delay, control: control, on: engine) { waited in
                 if waited {
-                    self.attempt(request, number: number + 1, bytes: total, control: control, gate: gate, done: done)
+                    self.attempt(request, number: number + 1, bytes: total, control: control, on: engine, gate: gate,
+                                 done: done)
                 } else {
                     done(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
                                      attempts: number, bytesReceived: total))
@@ -87,13 +88,14 @@ extension Fetcher {
             }
         } else {
             exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true,
-                     deadline: Monotonic.now() + settings.entryTimeout, bytes: 0, control: control, finished: finished)
+                     deadline: Monotonic.now() + settings.entryTimeout, bytes: 0, control: control, on: engine,
+                     finished: finished)
         }
     }
 
-    /// Calls `then(true)` on the engine's thread after `seconds`, or `then(false)` once `control`
+    /// Calls `then(true)` on `engine`'s thread after `seconds`, or `then(false)` once `control`
     /// stops the downloads first.
-    func wait(_ seconds: Double, control: FetchControl, then: @escaping @Sendable (Bool) -> Void) {
+    func wait(_ seconds: Double, control: FetchControl, on engine: CurlEngine, then: @escaping @Sendable (Bool) -> Void) {
         let id = engine.newTimerID()
         guard let token = control.register(.timer(id, on: engine)) else {
             then(false)

@@ -5,7 +5,7 @@ import Foundation
 extension Fetcher {
     /// One request and, through redirects we follow ourselves, the hops after it.
     func exchange(_ request: FetchRequest, url current: String, hop: Int, visited: Set<String>, sendHeaders: Bool,
-                  deadline: Double, bytes: Int64, control: FetchControl,
+                  deadline: Double, bytes: Int64, control: FetchControl, on engine: CurlEngine,
                   finished: @escaping @Sendable (AttemptOutcome) -> Void) {
         var lines: [String] = []
         if sendHeaders {
@@ -22,24 +22,26 @@ extension Fetcher {
         let headers = lines
         // --max-rps: this request takes its origin's next slot, waiting for it if need be.
         if let limits, case let delay = limits.requestDelay(Self.origin(of: current, for: request)), delay > 0 {
-            wait(delay, control: control) { waited in
+            wait(delay, control: control, on: engine) { waited in
                 guard waited else {
                     finished(AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: bytes))
                     return
                 }
                 self.send(headers, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders,
-                          deadline: deadline, bytes: bytes, resume: resume, control: control, finished: finished)
+                          deadline: deadline, bytes: bytes, resume: resume, control: control, on: engine,
+                          finished: finished)
             }
             return
         }
         send(headers, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders, deadline: deadline,
-             bytes: bytes, resume: resume, control: control, finished: finished)
+             bytes: bytes, resume: resume, control: control, on: engine, finished: finished)
     }
 
     /// Sends one request and handles its outcome (a redirect continues with `exchange`).
     private func send(_ headers: [String], _ request: FetchRequest, url current: String, hop: Int, visited: Set<String>,
                       sendHeaders: Bool, deadline: Double, bytes: Int64, resume: PartialDownloads.Resume?,
-                      control: FetchControl, finished: @escaping @Sendable (AttemptOutcome) -> Void) {
+                      control: FetchControl, on engine: CurlEngine,
+                      finished: @escaping @Sendable (AttemptOutcome) -> Void) {
         let handler = ResponseHandler(store: store, expected: request.expected, maxSize: settings.maxSize,
                                       conditional: request.isConditional, deadline: deadline,
                                       entryTimeout: settings.entryTimeout, url: request.url, resume: resume,
@@ -48,7 +50,7 @@ extension Fetcher {
                                     engine: engine, limits: limits) { transfer, exchanged in
             control.unregister(transfer.controlToken)
             self.exchanged(exchanged, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders,
-                           deadline: deadline, bytes: bytes, control: control, finished: finished)
+                           deadline: deadline, bytes: bytes, control: control, on: engine, finished: finished)
         }
         guard let registered = control.register(.transfer(transfer, on: engine)) else {
             finished(AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: bytes))
@@ -61,7 +63,8 @@ extension Fetcher {
     /// An exchange ended: its body, a status, or a redirect to follow.
     private func exchanged(_ exchanged: CurlTransfer.Outcome, _ request: FetchRequest, url current: String, hop: Int,
                            visited: Set<String>, sendHeaders: Bool, deadline: Double, bytes: Int64,
-                           control: FetchControl, finished: @escaping @Sendable (AttemptOutcome) -> Void) {
+                           control: FetchControl, on engine: CurlEngine,
+                           finished: @escaping @Sendable (AttemptOutcome) -> Void) {
         let received = bytes + exchanged.bytes
         // Every outcome of this exchange says whether its response came over HTTP/2.
         let finished: @Sendable (AttemptOutcome) -> Void = { outcome in
@@ -93,7 +96,7 @@ extension Fetcher {
                 // Manifest headers (credentials) never follow a redirect to another origin.
                 exchange(request, url: next, hop: hop + 1, visited: visited,
                          sendHeaders: sendHeaders && Self.origin(of: next) == Self.origin(of: request.url),
-                         deadline: deadline, bytes: received, control: control, finished: finished)
+                         deadline: deadline, bytes: received, control: control, on: engine, finished: finished)
             }
         }
     }

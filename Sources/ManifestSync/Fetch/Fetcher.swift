@@ -1,12 +1,18 @@
 import CCurl
 import Foundation
 import Logging
+import Synchronization
 
 /// Downloads bodies into the content store: streamed to `tmp/` while hashed, verified, then
-/// renamed to their object name. One `CurlEngine` per run: its connections are kept and
-/// multiplexed across every request of the run.
+/// renamed to their object name. A run's downloads share a few `CurlEngine`s (one thread each, as
+/// many as the machine has cores, at most `maxEngines`): a download and its retries and redirects
+/// stay on the engine it started on, each engine keeps and multiplexes its own connections.
 final class Fetcher: Sendable {
-    let engine: CurlEngine
+    let engines: [CurlEngine]
+    private let nextEngine = Atomic<Int>(0)
+    /// Engines at most: past two cores the origin, not hashing, is what a sync waits for, and
+    /// each engine opens its own connections.
+    static let maxEngines = 4
     let store: ContentStore
     let settings: FetchSettings
     let logger: Logger
@@ -18,10 +24,12 @@ final class Fetcher: Sendable {
     init(store: ContentStore, settings: FetchSettings, logger: Logger) {
         let trusted = Self.trustedCertificates(settings.caCertificates)
         temporaryBundle = trusted?.temporary == true ? trusted?.path : nil
-        engine = CurlEngine(options: CurlEngine.Options(
+        let options = CurlEngine.Options(
             connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout,
             connectionsPerHost: settings.jobs, streamsPerConnection: settings.maxStreams,
-            trustedCertificates: trusted?.path))
+            trustedCertificates: trusted?.path)
+        let count = max(1, min(Self.maxEngines, ProcessInfo.processInfo.activeProcessorCount))
+        engines = (0..<count).map { _ in CurlEngine(options: options) }
         self.store = store
         self.settings = settings
         self.logger = logger
@@ -59,32 +67,37 @@ final class Fetcher: Sendable {
     }
 
     func shutdown() async {
-        await engine.shutdown()
+        for engine in engines { await engine.shutdown() }
         if let temporaryBundle { unlink(temporaryBundle) }
     }
 
     /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
     /// Cancelling the calling task cancels the download.
+    /// The engine for the next download: each in turn.
+    func anyEngine() -> CurlEngine {
+        engines[nextEngine.add(1, ordering: .relaxed).oldValue % engines.count]
+    }
+
     func fetch(_ request: FetchRequest) async -> FetchResult {
         let control = FetchControl()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                fetch(request, control: control) { continuation.resume(returning: $0) }
+                fetch(request, control: control, on: anyEngine()) { continuation.resume(returning: $0) }
             }
         } onCancel: {
             control.stop()
         }
     }
 
-    /// Downloads one request, retrying transient failures, entirely on the engine's thread: the
+    /// Downloads one request, retrying transient failures, entirely on `engine`'s thread: the
     /// response is hashed and written where it arrives and the next step (a redirect hop, a
     /// retry timer) starts from there. `done` is called once, on the engine's thread;
     /// `control.stop()` ends the download as `cancelled`.
     /// With a `gate`, every attempt's outcome is told to the origin breaker, and a retry waits
     /// for the origin's pause or is not made once the origin is given up.
-    func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil,
+    func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil, on engine: CurlEngine,
                done: @escaping @Sendable (FetchResult) -> Void) {
-        attempt(request, number: 1, bytes: 0, control: control,
+        attempt(request, number: 1, bytes: 0, control: control, on: engine,
                 gate: request.origin.flatMap { origin in gate.map { (origin, $0) } }, done: done)
     }
 

@@ -3,7 +3,7 @@
 /// Until the origin's protocol is known, and on HTTP/1.1 (one request per connection), the window
 /// starts at one and grows by one with each answer, up to `--jobs` connections (slow start: a
 /// small server's accept queue is not flooded with connects it drops). On HTTP/2 the requests
-/// share one connection, so once the first answer says so the window opens to
+/// share a connection (one per fetch engine), so once the first answer says so the window opens to
 /// `--max-streams` (the server's SETTINGS_MAX_CONCURRENT_STREAMS still applies: beyond it
 /// libcurl opens another connection, up to `--jobs`).
 /// A server that closes the connection after every answer (HTTP/1.0, `Connection: close`) makes
