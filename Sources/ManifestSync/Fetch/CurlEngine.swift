@@ -44,6 +44,8 @@ final class CurlEngine: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private let nextID = Atomic<Int>(0)
     private let threadID = Atomic<UInt>(0)
+    /// Downloads handed to this engine and not yet finished (`Fetcher` balances on it).
+    let downloads = Atomic<Int>(0)
     private let options: Options
     private let multi: UnsafeMutableRawPointer
     private var timers = TimerQueue<@Sendable (Bool) -> Void>()

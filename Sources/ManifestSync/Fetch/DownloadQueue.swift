@@ -142,14 +142,14 @@ final class DownloadQueue: Sendable, OriginGate {
         for (number, delay) in starts {
             if delay > 0 {
                 // Started when the delay is over, or at once to end as cancelled after a stop.
-                let engine = fetcher.anyEngine()
+                let engine = fetcher.engineForNext()
                 fetcher.wait(delay, control: control, on: engine) { _ in
                     self.run(number, request: 0, results: [], on: engine)
                 }
             } else {
                 // Started after this turn of the engine has handled all its ready transfers:
                 // the origin gets the turn's requests together.
-                let engine = fetcher.anyEngine()
+                let engine = fetcher.engineForNext()
                 engine.execute { self.run(number, request: 0, results: [], on: engine) }
             }
         }
@@ -162,6 +162,7 @@ final class DownloadQueue: Sendable, OriginGate {
             if case .failure = result.result, index + 1 < self.groups[number].count, !self.control.isStopped {
                 self.run(number, request: index + 1, results: results, on: engine)
             } else {
+                self.fetcher.finished(on: engine)
                 self.finish(Finished(group: number, results: results))
             }
         }

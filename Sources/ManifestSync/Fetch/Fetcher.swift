@@ -9,7 +9,6 @@ import Synchronization
 /// stay on the engine it started on, each engine keeps and multiplexes its own connections.
 final class Fetcher: Sendable {
     let engines: [CurlEngine]
-    private let nextEngine = Atomic<Int>(0)
     /// Engines at most: past two cores the origin, not hashing, is what a sync waits for, and
     /// each engine opens its own connections.
     static let maxEngines = 4
@@ -73,16 +72,34 @@ final class Fetcher: Sendable {
 
     /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
     /// Cancelling the calling task cancels the download.
-    /// The engine for the next download: each in turn.
-    func anyEngine() -> CurlEngine {
-        engines[nextEngine.add(1, ordering: .relaxed).oldValue % engines.count]
+    /// The engine for a new download, counted in its `downloads` until `finished(on:)`: the one
+    /// with the fewest, the caller's own engine on a tie (a slot freed on an engine is taken again
+    /// there, with no hand-off between threads; a window that grows is spread over all of them).
+    func engineForNext() -> CurlEngine {
+        var best = engines.first { $0.isCurrent } ?? engines[0]
+        var fewest = best.downloads.load(ordering: .relaxed)
+        for engine in engines {
+            let count = engine.downloads.load(ordering: .relaxed)
+            if count < fewest { (best, fewest) = (engine, count) }
+        }
+        best.downloads.add(1, ordering: .relaxed)
+        return best
+    }
+
+    /// A download started with `engineForNext()` ended.
+    func finished(on engine: CurlEngine) {
+        engine.downloads.subtract(1, ordering: .relaxed)
     }
 
     func fetch(_ request: FetchRequest) async -> FetchResult {
         let control = FetchControl()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                fetch(request, control: control, on: anyEngine()) { continuation.resume(returning: $0) }
+                let engine = engineForNext()
+                fetch(request, control: control, on: engine) { result in
+                    self.finished(on: engine)
+                    continuation.resume(returning: result)
+                }
             }
         } onCancel: {
             control.stop()
