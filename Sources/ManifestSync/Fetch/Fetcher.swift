@@ -9,8 +9,8 @@ import Synchronization
 /// stay on the engine it started on, each engine keeps and multiplexes its own connections.
 final class Fetcher: Sendable {
     let engines: [CurlEngine]
-    /// Engines at most: past two cores the origin, not hashing, is what a sync waits for, and
-    /// each engine opens its own connections.
+    /// Engines at most: each opens its own connections to an origin (one HTTP/2 connection each),
+    /// so their number is kept small on machines with many cores.
     static let maxEngines = 4
     let store: ContentStore
     let settings: FetchSettings
@@ -70,8 +70,6 @@ final class Fetcher: Sendable {
         if let temporaryBundle { unlink(temporaryBundle) }
     }
 
-    /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
-    /// Cancelling the calling task cancels the download.
     /// The engine for a new download, counted in its `downloads` until `finished(on:)`: the one
     /// with the fewest, the caller's own engine on a tie (a slot freed on an engine is taken again
     /// there, with no hand-off between threads; a window that grows is spread over all of them).
@@ -91,6 +89,8 @@ final class Fetcher: Sendable {
         engine.downloads.subtract(1, ordering: .relaxed)
     }
 
+    /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
+    /// Cancelling the calling task cancels the download.
     func fetch(_ request: FetchRequest) async -> FetchResult {
         let control = FetchControl()
         return await withTaskCancellationHandler {
