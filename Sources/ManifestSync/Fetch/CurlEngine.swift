@@ -77,8 +77,12 @@ final class CurlEngine: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    /// libcurl's global state, set up once per process before any handle.
+    /// libcurl's global state, set up once per process before any handle. Handles are told not
+    /// to touch signals (CURLOPT_NOSIGNAL: they run on threads of their own), and libcurl then
+    /// leaves SIGPIPE to the program: a server that closes a connection while we write to it
+    /// (through OpenSSL, too) must fail that write with EPIPE, not kill the run.
     private static let initializeOnce: Void = {
+        signal(SIGPIPE, SIG_IGN)
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
 
