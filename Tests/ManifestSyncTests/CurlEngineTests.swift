@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import WorkerTestSupport
 
 @testable import ManifestSync
 
@@ -63,5 +64,31 @@ import Testing
         engine.cancelTimer(id)
         await engine.shutdown()
         #expect(outcomes.withLock { $0 } == [false, false])
+    }
+
+    @Test func anAbortThatArrivesBeforeItsTransferEndsItWithoutARequest() async throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let engine = engine()
+        let deadline = Monotonic.now() + 60
+        let handler = ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false,
+                                      deadline: deadline, entryTimeout: 60, url: "http://127.0.0.1:9/x", resume: nil,
+                                      resumeThreshold: 1 << 20)
+        let outcome = await withCheckedContinuation { (done: CheckedContinuation<CurlTransfer.Outcome, Never>) in
+            let transfer = CurlTransfer(url: "http://127.0.0.1:9/x", requestHeaders: [], deadline: deadline,
+                                        handler: handler, engine: engine, limits: nil) { _, outcome in
+                done.resume(returning: outcome)
+            }
+            // A stop racing a start: the abort is queued first.
+            engine.abort(transfer, FetchFailure(.cancelled, "stopped"))
+            engine.start(transfer)
+        }
+        guard case .failure(let failure) = outcome.result else {
+            Issue.record("the transfer ran")
+            return
+        }
+        #expect(failure.reason == .cancelled && failure.message == "stopped")
+        #expect(outcome.bytes == 0)
+        await engine.shutdown()
     }
 }

@@ -202,7 +202,11 @@ final class CurlEngine: @unchecked Sendable {
         case .start(let transfer):
             begin(transfer)
         case .abort(let transfer, let failure):
-            end(transfer, code: nil, failure: failure)
+            if transfer.isAttached {
+                end(transfer, code: nil, failure: failure)
+            } else {
+                transfer.abortedBeforeStart = failure
+            }
         case .stop(let done):
             stopped = done
             for transfer in Array(transfers.values) {
@@ -238,8 +242,8 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func begin(_ transfer: CurlTransfer) {
-        if stopped != nil {
-            transfer.complete(with: FetchFailure(.cancelled, "the run was cancelled"))
+        if let failure = transfer.abortedBeforeStart ?? (stopped != nil ? FetchFailure(.cancelled, "the run was cancelled") : nil) {
+            transfer.complete(with: failure)
             return
         }
         let handle = idleHandles.popLast() ?? makeHandle()

@@ -44,6 +44,9 @@ final class CurlTransfer: @unchecked Sendable {
     var paused = false
     /// `--limit-rate`: the next part of the body waits until then.
     private var paidUntil = 0.0
+    /// An abort that arrived before the transfer began (a stop racing its start): it ends the
+    /// transfer as soon as the engine gets to it.
+    var abortedBeforeStart: FetchFailure?
     var deadlineTimer: Int?
     var silenceTimer: Int?
     var pauseTimer: Int?
@@ -112,6 +115,8 @@ final class CurlTransfer: @unchecked Sendable {
             result = .failure(failure)
         } else if code == CURLE_OK, headDone {
             result = handler.finish()
+        } else if code == CURLE_OK {
+            result = .failure(FetchFailure(.connection, "the response ended without a head"))
         } else {
             handler.cut()
             result = .failure(code.map(classify) ?? FetchFailure(.connection, "the response ended without a head"))
