@@ -26,11 +26,9 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .systemLibrary(
-            name: "CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
+        // libcurl's headers (libcurl4-openssl-dev) at build time; libcurl.so.4 is loaded when the
+        // first download needs it (see Sources/CCurl/include/worker_curl.h).
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "CWorkerSystem"),
         .target(
             name: "ManifestSync",

@@ -57,9 +57,9 @@ final class CurlEngine: @unchecked Sendable {
     private var cancelledEarly = Set<Int>()
 
     init(options: Options) {
-        Self.initializeOnce
+        Self.prepare()
         self.options = options
-        guard let multi = curl_multi_init() else { fatalError("libcurl could not make a multi handle") }
+        guard let multi = worker_curl_multi_init() else { fatalError("libcurl could not make a multi handle") }
         self.multi = multi
         worker_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.connectionsPerHost))
@@ -77,14 +77,24 @@ final class CurlEngine: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    /// libcurl's global state, set up once per process before any handle. Handles are told not
+    /// libcurl loaded (`worker_curl_load`: only a run that downloads pays for it) and its global
+    /// state set up, once per process before any handle. Handles are told not
     /// to touch signals (CURLOPT_NOSIGNAL: they run on threads of their own), and libcurl then
     /// leaves SIGPIPE to the program: a server that closes a connection while we write to it
     /// (through OpenSSL, too) must fail that write with EPIPE, not kill the run.
     private static let initializeOnce: Void = {
+        if let problem = worker_curl_load() {
+            fatalError("worker downloads with libcurl, which could not be loaded (Debian: apt-get install libcurl4): "
+                + String(cString: problem))
+        }
         signal(SIGPIPE, SIG_IGN)
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        worker_curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
+
+    /// Loads libcurl and sets it up, once per process; call before any other use of it.
+    static func prepare() {
+        initializeOnce
+    }
 
     /// Whether the caller runs on the engine's thread.
     var isCurrent: Bool {
@@ -144,7 +154,7 @@ final class CurlEngine: @unchecked Sendable {
             inbox.commands.append(command)
             // The engine drains its inbox before it waits: only a command from another thread
             // into an empty inbox needs to wake it. (Under the lock: the handle outlives it.)
-            if inbox.commands.count == 1, !current { curl_multi_wakeup(multi) }
+            if inbox.commands.count == 1, !current { worker_curl_multi_wakeup(multi) }
         }
     }
 
@@ -159,9 +169,9 @@ final class CurlEngine: @unchecked Sendable {
             for command in commands { apply(command) }
             commands.removeAll(keepingCapacity: true)
             for work in timers.takeDue(now: Monotonic.now()) { work(true) }
-            curl_multi_perform(multi, &running)
+            worker_curl_multi_perform(multi, &running)
             var left: Int32 = 0
-            while let message = curl_multi_info_read(multi, &left) {
+            while let message = worker_curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                       let context = worker_curl_info_private(easy) else { continue }
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
@@ -178,7 +188,7 @@ final class CurlEngine: @unchecked Sendable {
             } else if let due = timers.nextDue() {
                 wait = min(wait, max(0, Int(((due - Monotonic.now()) * 1000).rounded(.up))))
             }
-            if wait > 0 { curl_multi_poll(multi, nil, 0, Int32(wait), nil) }
+            if wait > 0 { worker_curl_multi_poll(multi, Int32(wait)) }
         }
     }
 
@@ -228,9 +238,9 @@ final class CurlEngine: @unchecked Sendable {
             if commands.isEmpty, timers.count == 0 { break }
             for command in commands { apply(command) }
         }
-        for handle in idleHandles { curl_easy_cleanup(handle) }
+        for handle in idleHandles { worker_curl_easy_cleanup(handle) }
         idleHandles.removeAll()
-        curl_multi_cleanup(multi)
+        worker_curl_multi_cleanup(multi)
         done()
     }
 
@@ -254,7 +264,7 @@ final class CurlEngine: @unchecked Sendable {
             return
         }
         transfers[ObjectIdentifier(transfer)] = transfer
-        curl_multi_add_handle(multi, handle)
+        worker_curl_multi_add_handle(multi, handle)
         transfer.deadlineTimer = addTimer(at: transfer.deadline) { [unowned self] fired in
             guard fired else { return }
             end(transfer, code: nil, failure: FetchFailure(.timeout, "the entry took longer than --entry-timeout"))
@@ -282,14 +292,14 @@ final class CurlEngine: @unchecked Sendable {
             guard fired, let handle = transfer.handle else { return }
             transfer.paused = false
             transfer.activity &+= 1
-            curl_easy_pause(handle, CURLPAUSE_CONT)
+            worker_curl_easy_pause(handle, CURLPAUSE_CONT)
         }
     }
 
     /// Ends a transfer: libcurl finished it (`code`), or it is cut short (`failure`).
     private func end(_ transfer: CurlTransfer, code: CURLcode?, failure: FetchFailure?) {
         guard let handle = transfer.handle else { return }
-        curl_multi_remove_handle(multi, handle)
+        worker_curl_multi_remove_handle(multi, handle)
         transfers.removeValue(forKey: ObjectIdentifier(transfer))
         if let id = transfer.deadlineTimer { _ = timers.remove(id: id) }
         if let id = transfer.silenceTimer { _ = timers.remove(id: id) }
@@ -301,7 +311,7 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func makeHandle() -> UnsafeMutableRawPointer {
-        guard let handle = curl_easy_init() else { fatalError("libcurl could not make a handle") }
+        guard let handle = worker_curl_easy_init() else { fatalError("libcurl could not make a handle") }
         worker_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
         worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // Wait for a connection that may multiplex rather than open another one.

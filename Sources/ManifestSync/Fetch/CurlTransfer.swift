@@ -68,7 +68,7 @@ final class CurlTransfer: @unchecked Sendable {
     func attach(to handle: UnsafeMutableRawPointer) -> FetchFailure? {
         self.handle = handle
         for line in requestHeaders {
-            guard let list = curl_slist_append(headerList, line) else {
+            guard let list = worker_curl_slist_append(headerList, line) else {
                 return FetchFailure(.io, "out of memory for the request's headers")
             }
             headerList = list
@@ -93,7 +93,7 @@ final class CurlTransfer: @unchecked Sendable {
             worker_curl_set_pointer(handle, CURLOPT_PRIVATE, nil)
             Unmanaged<CurlTransfer>.fromOpaque(context).release()
         }
-        curl_slist_free_all(headerList)
+        worker_curl_slist_free_all(headerList)
         headerList = nil
         handle = nil
     }

@@ -21,6 +21,7 @@ final class Fetcher: Sendable {
     private let temporaryBundle: String?
 
     init(store: ContentStore, settings: FetchSettings, logger: Logger) {
+        CurlEngine.prepare()
         let trusted = Self.trustedCertificates(settings.caCertificates)
         temporaryBundle = trusted?.temporary == true ? trusted?.path : nil
         let options = CurlEngine.Options(
@@ -55,7 +56,7 @@ final class Fetcher: Sendable {
         var template = Array((NSTemporaryDirectory() + "/worker-ca-XXXXXX").utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { return (files[0], false) }
-        let path = String(cString: template)
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let written = pem.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
         guard written == pem.count else {
