@@ -39,8 +39,8 @@ final class Fetcher: Sendable {
     /// `--ca-cert`'s authorities besides the system's, as one file for libcurl: the given file
     /// itself when libcurl also looks in the system's folder of certificates (Debian's does), else
     /// a temporary file of libcurl's default bundle followed by the given files. (A file, not a
-    /// blob in memory: libcurl caches a file's parsed store, and compares a blob byte by byte
-    /// each time it looks for a connection to reuse.)
+    /// blob in memory: with CURLOPT_CAINFO_BLOB the HTTPS HTTP/1.1 10k took 4.7 s instead of
+    /// about 2; libcurl caches a parsed store only for files.)
     private static func trustedCertificates(_ files: [String]) -> (path: String, temporary: Bool)? {
         guard !files.isEmpty else { return nil }
         if files.count == 1, worker_curl_default_ca_path() != nil {
