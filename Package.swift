@@ -61,6 +61,7 @@ let package = Package(
                 "CCurl",
                 "WorkerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]
         ),

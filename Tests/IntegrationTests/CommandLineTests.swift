@@ -16,6 +16,17 @@ import WorkerTestSupport
         try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     }
 
+    /// libcurl is loaded at the first download: a command that downloads nothing never loads it
+    /// (nor the libraries it pulls in), so it starts as fast as before the move to libcurl.
+    @Test func aRunThatDownloadsNothingNeverLoadsLibcurl() throws {
+        let directory = TemporaryDirectory()
+        let plan = try WorkerBinary.run(["plan", Self.demoManifest, "--cache-dir", directory.path + "/cache"],
+                                        environment: ["LD_DEBUG": "libs"])
+        #expect(plan.code == 0)
+        #expect(plan.stderr.contains("libsqlite3"), "the loader's trace is there to read")
+        #expect(!plan.stderr.contains("libcurl"), "libcurl was loaded by a plan")
+    }
+
     @Test func demoSyncsThenReportsAllUnchanged() throws {
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"

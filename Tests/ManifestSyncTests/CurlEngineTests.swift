@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 import Testing
 import WorkerTestSupport
@@ -90,5 +91,26 @@ import WorkerTestSupport
         #expect(failure.reason == .cancelled && failure.message == "stopped")
         #expect(outcome.bytes == 0)
         await engine.shutdown()
+    }
+
+    @Test func newDownloadsGoToTheEngineWithTheFewestAndAFreedSlotStaysOnItsEngine() async throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let fetcher = Fetcher(store: store, settings: FetchSettings(), logger: Logger(label: "test"), engineCount: 2)
+        let (first, second) = (fetcher.engines[0], fetcher.engines[1])
+        // From a thread that is no engine's: the one with the fewest, the first on a tie.
+        #expect(fetcher.engineForNext() === first)
+        #expect(fetcher.engineForNext() === second)
+        #expect(fetcher.engineForNext() === first)
+        #expect(first.downloads.load(ordering: .relaxed) == 2 && second.downloads.load(ordering: .relaxed) == 1)
+        // On an engine's own thread a tie keeps the work there, with no hand-off.
+        fetcher.finished(on: first)
+        let chosen = await withCheckedContinuation { (done: CheckedContinuation<CurlEngine, Never>) in
+            second.execute { done.resume(returning: fetcher.engineForNext()) }
+        }
+        #expect(chosen === second)
+        fetcher.finished(on: first)
+        #expect(fetcher.engineForNext() === first, "fewer downloads wins over the caller's engine")
+        await fetcher.shutdown()
     }
 }

@@ -22,19 +22,6 @@ final class CurlEngine: @unchecked Sendable {
         case stop(@Sendable () -> Void)
     }
 
-    /// What every transfer's handle is set up with.
-    struct Options: Sendable {
-        var connectTimeout: Double
-        /// Longest silence while waiting for or reading a response.
-        var readTimeout: Double
-        /// HTTP/1.1 connections per host, and requests in flight on one HTTP/2 connection.
-        var connectionsPerHost: Int
-        var streamsPerConnection: Int
-        /// A PEM file of certificate authorities to trust besides libcurl's default folder of
-        /// them; nil trusts libcurl's defaults alone.
-        var trustedCertificates: String?
-    }
-
     private struct Inbox {
         var commands: [Command] = []
         /// The engine ended: commands are dropped.
@@ -57,7 +44,7 @@ final class CurlEngine: @unchecked Sendable {
     private var cancelledEarly = Set<Int>()
 
     init(options: Options) {
-        Self.prepare()
+        Libcurl.prepare()
         self.options = options
         guard let multi = worker_curl_multi_init() else { fatalError("libcurl could not make a multi handle") }
         self.multi = multi
@@ -75,25 +62,6 @@ final class CurlEngine: @unchecked Sendable {
         }, context)
         precondition(created == 0, "cannot start the fetch engine's thread: \(String(cString: strerror(created)))")
         pthread_detach(thread)
-    }
-
-    /// libcurl loaded (`worker_curl_load`: only a run that downloads pays for it) and its global
-    /// state set up, once per process before any handle. Handles are told not
-    /// to touch signals (CURLOPT_NOSIGNAL: they run on threads of their own), and libcurl then
-    /// leaves SIGPIPE to the program: a server that closes a connection while we write to it
-    /// (through OpenSSL, too) must fail that write with EPIPE, not kill the run.
-    private static let initializeOnce: Void = {
-        if let problem = worker_curl_load() {
-            fatalError("worker downloads with libcurl, which could not be loaded (Debian: apt-get install libcurl4): "
-                + String(cString: problem))
-        }
-        signal(SIGPIPE, SIG_IGN)
-        worker_curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-    }()
-
-    /// Loads libcurl and sets it up, once per process; call before any other use of it.
-    static func prepare() {
-        initializeOnce
     }
 
     /// Whether the caller runs on the engine's thread.
@@ -256,7 +224,7 @@ final class CurlEngine: @unchecked Sendable {
             transfer.complete(with: failure)
             return
         }
-        let handle = idleHandles.popLast() ?? makeHandle()
+        let handle = idleHandles.popLast() ?? options.makeHandle()
         if let failure = transfer.attach(to: handle) {
             transfer.detach()
             idleHandles.append(handle)
@@ -308,25 +276,5 @@ final class CurlEngine: @unchecked Sendable {
         transfer.detach()
         idleHandles.append(handle)
         transfer.done(transfer, outcome)
-    }
-
-    private func makeHandle() -> UnsafeMutableRawPointer {
-        guard let handle = worker_curl_easy_init() else { fatalError("libcurl could not make a handle") }
-        worker_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
-        worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        // Wait for a connection that may multiplex rather than open another one.
-        worker_curl_set_long(handle, CURLOPT_PIPEWAIT, 1)
-        worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
-        worker_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
-        // Proxies from the environment are not used (they never were): a manifest's origins are
-        // reached directly.
-        worker_curl_set_string(handle, CURLOPT_PROXY, "")
-        // The bytes are stored as they came: never decoded (an encoded body is refused).
-        worker_curl_set_long(handle, CURLOPT_HTTP_CONTENT_DECODING, 0)
-        worker_curl_set_string(handle, CURLOPT_USERAGENT, "worker/1")
-        worker_curl_set_long(handle, CURLOPT_BUFFERSIZE, 64 << 10)
-        if let file = options.trustedCertificates { worker_curl_set_string(handle, CURLOPT_CAINFO, file) }
-        CurlTransfer.setCallbacks(handle)
-        return handle
     }
 }

@@ -1,10 +1,10 @@
 import Synchronization
 
 /// Runs groups of downloads as `DownloadSchedule` decides. A group is a list of requests for the
-/// same content, tried in order until one delivers. A finished group starts the next one on the
-/// fetch engine's thread, where it finished, and finished groups reach the one consumer in batches: a cold
-/// sync of small files makes no thread hand-off per file (such hand-offs cost more CPU than
-/// hashing the file).
+/// same content, tried in order until one delivers. A group starts on the fetch engine with the
+/// fewest downloads (a finished group's slot is refilled on its own engine), and finished groups
+/// reach the one consumer in batches: a cold sync of small files makes no thread hand-off per file
+/// (such hand-offs cost more CPU than hashing the file).
 final class DownloadQueue: Sendable, OriginGate {
     struct Finished: Sendable {
         let group: Int
@@ -140,16 +140,15 @@ final class DownloadQueue: Sendable, OriginGate {
 
     private func perform(_ starts: [(group: Int, delay: Double)]) {
         for (number, delay) in starts {
+            let engine = fetcher.engineForNext()
             if delay > 0 {
                 // Started when the delay is over, or at once to end as cancelled after a stop.
-                let engine = fetcher.engineForNext()
                 fetcher.wait(delay, control: control, on: engine) { _ in
                     self.run(number, request: 0, results: [], on: engine)
                 }
             } else {
                 // Started after this turn of the engine has handled all its ready transfers:
                 // the origin gets the turn's requests together.
-                let engine = fetcher.engineForNext()
                 engine.execute { self.run(number, request: 0, results: [], on: engine) }
             }
         }

@@ -32,7 +32,7 @@ enum FailureClassifier {
         case CURLE_OUT_OF_MEMORY:
             return FetchFailure(.io, "out of memory")
         default:
-            CurlEngine.prepare()
+            Libcurl.prepare()
             var message = "connection failed: " + String(cString: worker_curl_easy_strerror(code))
             if osErrno != 0 { message += " (" + String(cString: strerror(osErrno)) + ")" }
             return FetchFailure(.connection, Redact.short(message, limit: 160))

@@ -17,7 +17,7 @@ extension Fetcher {
                  gate: (origin: String, gate: any OriginGate)?, done: @escaping @Sendable (FetchResult) -> Void) {
         if control.isStopped {
             done(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
-                                        attempts: number, bytesReceived: bytes))
+                             attempts: number, bytesReceived: bytes))
             return
         }
         let finished: @Sendable (AttemptOutcome) -> Void = { received in

@@ -20,16 +20,20 @@ final class Fetcher: Sendable {
     /// A bundle made for this run, removed at `shutdown`.
     private let temporaryBundle: String?
 
-    init(store: ContentStore, settings: FetchSettings, logger: Logger) {
-        CurlEngine.prepare()
+    /// One engine per core, at most `maxEngines`.
+    static var defaultEngineCount: Int {
+        max(1, min(maxEngines, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    init(store: ContentStore, settings: FetchSettings, logger: Logger, engineCount: Int = Fetcher.defaultEngineCount) {
+        Libcurl.prepare()
         let trusted = Self.trustedCertificates(settings.caCertificates)
         temporaryBundle = trusted?.temporary == true ? trusted?.path : nil
         let options = CurlEngine.Options(
             connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout,
             connectionsPerHost: settings.jobs, streamsPerConnection: settings.maxStreams,
             trustedCertificates: trusted?.path)
-        let count = max(1, min(Self.maxEngines, ProcessInfo.processInfo.activeProcessorCount))
-        engines = (0..<count).map { _ in CurlEngine(options: options) }
+        engines = (0..<max(1, engineCount)).map { _ in CurlEngine(options: options) }
         self.store = store
         self.settings = settings
         self.logger = logger
