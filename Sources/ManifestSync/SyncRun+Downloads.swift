@@ -8,8 +8,9 @@ extension SyncRun {
         let remembered = try index.unhealthyOrigins()
         let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
+        // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,
-                                  streams: options.fetch.maxStreams, breaker: breaker)
+                                  streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker)
         var failure: CacheError?
         let timerEngine = fetcher.engines[0]
         let deadlineTimer = options.deadline.map { seconds in

@@ -4,8 +4,9 @@ public struct FetchSettings: Sendable {
     /// `DownloadSchedule.localFilesAtOnce`). curl's default: with slow start and the halving on
     /// 429/503 a small server is never hit by that many at once.
     public var jobs = 50
-    /// Requests in flight to one HTTP/2 origin (`--max-streams`), multiplexed on one connection per
-    /// fetch engine; the server's own limit applies to each (beyond it libcurl opens another).
+    /// Requests in flight on one HTTP/2 connection (`--max-streams`); an origin gets one connection
+    /// per fetch engine, so this many times the engines in all. The server's own limit
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS) applies to each connection (beyond it libcurl opens another).
     public var maxStreams = 100
     public var retry = RetryPolicy()
     public var connectTimeout = 10.0

@@ -4,8 +4,9 @@
 /// starts at one and grows by one with each answer, up to `--jobs` connections (slow start: a
 /// small server's accept queue is not flooded with connects it drops). On HTTP/2 the requests
 /// share a connection (one per fetch engine), so once the first answer says so the window opens to
-/// `--max-streams` (the server's SETTINGS_MAX_CONCURRENT_STREAMS still applies: beyond it
-/// libcurl opens another connection, up to `--jobs`).
+/// `streams`: `--max-streams` per connection times the engines (the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS still applies: beyond it libcurl opens another connection, up
+/// to `--jobs`).
 /// A server that closes the connection after every answer (HTTP/1.0, `Connection: close`) makes
 /// each request a new connect: it gets at most `Self.connectsAtOnce`, below the accept queue of a
 /// small server (Python's http.server listens with a backlog of 5), whose overflow the kernel

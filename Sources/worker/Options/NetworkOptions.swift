@@ -7,7 +7,7 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: [.short, .customLong("jobs")], help: "HTTP/1.1 connections per origin, opened as answers come (slow start); local files at once (at most 16).")
     var jobs = 50
 
-    @Option(name: .customLong("max-streams"), help: "Requests in flight to an HTTP/2 origin, multiplexed on one connection per fetch thread (the server's own limit applies too).")
+    @Option(name: .customLong("max-streams"), help: "Requests in flight on one HTTP/2 connection; an origin gets one connection per fetch thread (one per core, at most 4), and the server's own limit applies too.")
     var maxStreams = 100
 
     @Option(help: "Extra attempts for transient failures (connect, reset, truncated body, 5xx, 408, 429).")
