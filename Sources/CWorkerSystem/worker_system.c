@@ -1,5 +1,8 @@
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 #include "worker_system.h"
 #if defined(__linux__)
@@ -30,5 +33,15 @@ void worker_name_thread(const char *name) {
     pthread_setname_np(pthread_self(), name);
 #else
     pthread_setname_np(name);
+#endif
+}
+
+int worker_rename_noreplace(const char *from, const char *to) {
+#if defined(__linux__) && defined(RENAME_NOREPLACE)
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+#else
+    (void)from; (void)to;
+    errno = ENOSYS;
+    return -1;
 #endif
 }

@@ -64,6 +64,33 @@ import WorkerTestSupport
         #expect(info.st_mode & 0o777 == 0o444, "objects are read-only")
     }
 
+    /// One flush per batch: a new name is taken without replacing anything, and a name that is
+    /// taken already (here a damaged leftover) is replaced, after the flush, by the verified bytes.
+    @Test func aBatchInstallsNewObjectsAndReplacesATakenName() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let index = try CacheIndex(path: CacheLayout.indexPath(store.root), create: true)
+        func body(_ text: String) throws -> String {
+            let file = try store.makeTemporaryFile()
+            #expect(write(file.fd, text, text.utf8.count) == text.utf8.count)
+            close(file.fd)
+            return file.path
+        }
+        let fresh = String(repeating: "1", count: 64), taken = String(repeating: "2", count: 64)
+        #expect(FileManager.default.createFile(atPath: store.objectPath(taken), contents: Data("damaged".utf8)))
+        var batch = BatchCommit()
+        for (name, text) in [(fresh, "fresh"), (taken, "verified")] {
+            batch.add(IndexRecord(url: "http://h/\(text)", hash: nil, object: name, size: Int64(text.utf8.count),
+                                  fetchedAt: 1, lastUsed: 1), installing: try body(text))
+        }
+        try batch.commit(store: store, index: index, at: 1)
+        #expect(batch.markedUnclean && store.isMarkedUnclean)
+        #expect(FileManager.default.contents(atPath: store.objectPath(fresh)) == Data("fresh".utf8))
+        #expect(FileManager.default.contents(atPath: store.objectPath(taken)) == Data("verified".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.tmpDirectory).isEmpty)
+        #expect(try index.allRecords().map(\.object).sorted() == [fresh, taken])
+    }
+
     @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")

@@ -13,4 +13,8 @@ long long worker_fs_type(const char *path);
 /// pthread_setname_np is declared by glibc only under _GNU_SOURCE.
 void worker_name_thread(const char *name);
 
+/// rename(2) that fails with EEXIST instead of replacing `to` (renameat2 with RENAME_NOREPLACE).
+/// Where the kernel or file system lacks it: -1 with errno EINVAL or ENOSYS.
+int worker_rename_noreplace(const char *from, const char *to);
+
 #endif

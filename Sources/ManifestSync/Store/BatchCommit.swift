@@ -1,10 +1,14 @@
 import Foundation
 
 /// One batch of finished work, made durable in the order that survives a crash at any point:
-/// mark the cache unclean (once), flush the new bodies (still in `tmp/` or `partial/`), rename
-/// them to their object names, flush the renames, then one index transaction for the batch's rows.
-/// One flush pair per batch, not an fsync per file (git's batch fsync mode). The one place that
-/// installs objects: `sync` and `verify --repair` both commit through it.
+/// mark the cache unclean (once a run, durably), rename the new bodies to their object names,
+/// flush (their bytes and the renames at once), then one index transaction for the batch's rows.
+/// One flush per batch, not an fsync per file (git's batch fsync mode). A crash before the flush
+/// ends may leave objects whose bytes never reached the disk, but no row names them yet and the
+/// mark makes the next run sweep them. A body whose object name is already taken (the same bytes,
+/// or a damaged leftover) is flushed before it replaces that file, so a file a row may name is
+/// never swapped for bytes not yet on disk. The one place that installs objects: `sync` and
+/// `verify --repair` both commit through it.
 struct BatchCommit {
     private(set) var upserts: [IndexRecord] = []
     private(set) var failures: [FailureRecord] = []
@@ -39,16 +43,24 @@ struct BatchCommit {
         guard !isEmpty || !touches.isEmpty || !removals.isEmpty else { return }
         if !installs.isEmpty {
             if !markedUnclean {
-                // Made durable by the flush below, before any object is installed: a crash from
-                // here on leaves the mark, and the next run sweeps unindexed objects.
+                // Durable before any object is installed: a crash from here on leaves the mark,
+                // and the next run sweeps unindexed objects.
                 try store.markUnclean()
                 markedUnclean = true
             }
-            try store.flush()
+            var replacing: [(temporary: String, sha256: String)] = []
             for install in installs {
-                try store.install(temporary: install.temporary, sha256: install.sha256)
+                if try !store.installNew(temporary: install.temporary, sha256: install.sha256) {
+                    replacing.append(install)
+                }
             }
             try store.flush()
+            if !replacing.isEmpty {
+                for install in replacing {
+                    try store.install(temporary: install.temporary, sha256: install.sha256)
+                }
+                try store.flush()
+            }
         }
         try index.apply(upserts: upserts, touches: touches, removals: removals, failures: failures, at: time)
         upserts.removeAll(keepingCapacity: true)

@@ -76,10 +76,33 @@ public struct ContentStore: Sendable {
     }
 
     /// Moves a verified temporary file to its final name. Replaces a file of the same name, which
-    /// can only be the same bytes or a damaged leftover.
+    /// can only be the same bytes or a damaged leftover (`BatchCommit` installs over a file only
+    /// once the new bytes are flushed).
     func install(temporary path: String, sha256: String) throws(CacheError) {
         let target = objectPath(sha256)
         guard rename(path, target) == 0 else {
+            let error = SystemError("rename into", target)
+            unlink(path)
+            throw .system(error)
+        }
+    }
+
+    /// Moves a verified temporary file to its final name unless a file (of any kind) has that
+    /// name already: false then, and the temporary file stays for `install`.
+    func installNew(temporary path: String, sha256: String) throws(CacheError) -> Bool {
+        let target = objectPath(sha256)
+        if worker_rename_noreplace(path, target) == 0 { return true }
+        switch errno {
+        case EEXIST:
+            return false
+        case EINVAL, ENOSYS:
+            // No RENAME_NOREPLACE here (an older kernel, some network file systems): look first.
+            // Only the run holding the lock installs, so nothing comes in between.
+            var info = stat()
+            if lstat(target, &info) == 0 { return false }
+            try install(temporary: path, sha256: sha256)
+            return true
+        default:
             let error = SystemError("rename into", target)
             unlink(path)
             throw .system(error)
@@ -102,12 +125,18 @@ public struct ContentStore: Sendable {
 
     /// Marks the cache as being written: objects may be installed before their rows commit.
     /// A run that ends normally removes the mark; one that finds it at start (a crash came in
-    /// between) sweeps objects no row names. Call only under the lock.
+    /// between) sweeps objects no row names. The mark is durable when this returns (the root
+    /// folder is flushed: one journal commit, not a flush of every file written so far), so no
+    /// object can reach the disk before it. Call only under the lock.
     func markUnclean() throws(CacheError) {
         let path = CacheLayout.uncleanMarkPath(root)
         let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .system(SystemError("create", path)) }
         close(fd)
+        let folder = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { throw .system(SystemError("open", root)) }
+        defer { close(folder) }
+        guard fsync(folder) == 0 else { throw .system(SystemError("flush", root)) }
     }
 
     func markClean() {
