@@ -147,6 +147,29 @@ import WorkerTestSupport
             """) == ["6:10: URL http://h/a is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at line 3"])
     }
 
+    /// Each entry is recorded when the next one is read: the last entry, and one repeated at once,
+    /// are still compared with what came before.
+    @Test func sameURLTwiceInARowAndAtTheEnd() throws {
+        #expect(problems("""
+            version: 1
+            entries:
+              - url: http://h/a
+                hash: md5:098f6bcd4621d373cade4e832627b4f6
+              - url: http://h/a
+                hash: md5:00000000000000000000000000000000
+            """) == ["5:10: URL http://h/a is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at line 3"])
+        let set = try load("""
+            version: 1
+            entries:
+              - url: http://h/a
+              - url: http://h/b
+              - url: http://h/a
+                hash: md5:098f6bcd4621d373cade4e832627b4f6
+            """).get()
+        #expect(set.entries.map(\.url) == ["http://h/a", "http://h/b"])
+        #expect(set.entries.first?.hash?.description == "md5:098f6bcd4621d373cade4e832627b4f6", "a later hash fills in")
+    }
+
     @Test func sameURLWithTwoHashesAcrossManifests() throws {
         let directory = TemporaryDirectory()
         let first = directory.write("a.yaml", "version: 1\nentries:\n  - url: http://h/x\n    hash: md5:098f6bcd4621d373cade4e832627b4f6\n")

@@ -17,4 +17,9 @@ void worker_name_thread(const char *name);
 /// Where the kernel or file system lacks it: -1 with errno EINVAL or ENOSYS.
 int worker_rename_noreplace(const char *from, const char *to);
 
+/// Asks the CPU to start loading the cache line at `address` (for writing): a hint, never a fault.
+static inline void worker_prefetch(const void *address) {
+    __builtin_prefetch(address, 1, 3);
+}
+
 #endif

@@ -51,6 +51,7 @@ public struct ManifestLoader {
                 collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
                               into: &entryDiagnostics)
             }
+            collector.flush(manifests: manifests, path: path, into: &entryDiagnostics)
             if fileDiagnostics.contains(where: { $0.kind != .content }) {
                 diagnostics += fileDiagnostics
                 continue
@@ -65,6 +66,7 @@ public struct ManifestLoader {
                     collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
                                   into: &fileDiagnostics)
                 }
+                collector.flush(manifests: manifests, path: path, into: &fileDiagnostics)
             }
             let headers = expandsHeaders
                 ? expand(header.headers, path: path, into: &fileDiagnostics)
@@ -140,10 +142,13 @@ public struct ManifestLoader {
 }
 
 /// Merges entries from every manifest: one per distinct URL, conflicting hashes reported with
-/// both places.
+/// both places. Each entry is recorded when the next one arrives (or at `flush`): its slot in
+/// the URL map, asked for when it came, has been loaded meanwhile.
 private struct EntryCollector {
     var entries: [ManifestEntry] = []
     var positions = URLPositions()
+    /// The entry waiting to be recorded, with its resolved URL and that URL's digest.
+    private var pending: (item: RawEntry, url: String, digest: UInt64, manifest: Int)?
 
     /// Adds `item`, whose URL resolved to `resolved`. (The resolver itself is not passed: that
     /// copied it, with its strings and URL, for every entry.)
@@ -156,7 +161,23 @@ private struct EntryCollector {
             diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
             return
         }
-        guard let existing = positions.insertIfAbsent(url, at: entries.count, urlAt: { entries[$0].url }) else {
+        let previous = pending
+        pending = (item, url, positions.digest(url), index)
+        if let previous { record(previous, manifests: manifests, path: path, into: &diagnostics) }
+    }
+
+    /// Records the entry still waiting; call before the entries are read and at the end of each
+    /// manifest (a waiting entry is always of the manifest being read).
+    mutating func flush(manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
+        guard let waiting = pending else { return }
+        pending = nil
+        record(waiting, manifests: manifests, path: path, into: &diagnostics)
+    }
+
+    private mutating func record(_ waiting: (item: RawEntry, url: String, digest: UInt64, manifest: Int),
+                                 manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
+        let (item, url, digest, index) = waiting
+        guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
             entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))
             return
         }

@@ -1,9 +1,15 @@
+import CWorkerSystem
+
 /// URL → entry index, keyed by a 64-bit FNV-1a digest of the URL, in an open-addressing table of
 /// its own. A `[String: Int]` compares whole keys along every probe (manifest URLs share long
 /// prefixes), and a `[UInt64: Int32]` still runs every key through the standard library's seeded
 /// hasher: at a million entries each was a large share of `worker plan`. Here a lookup is one
 /// multiply and a short linear probe over one flat array. Digest collisions fall back to a map
 /// keyed by the URL itself.
+///
+/// At a million URLs the table is 32 MB and every insert misses the CPU's caches: `digest(_:)`
+/// also asks for the slot's cache line, so a caller that inserts an entry later (the loader
+/// inserts each one after reading the next) finds it loaded.
 struct URLPositions: Sendable {
     /// A digest and its position + 1 (0: the slot is empty), side by side: a probe reads one
     /// cache line.
@@ -17,11 +23,11 @@ struct URLPositions: Sendable {
     /// 64 − log2(slot count): a slot is the top bits of the digest times a constant.
     private var shift: UInt64 = 64
     private var collisions: [String: Int32] = [:]
-    private let digest: @Sendable (String) -> UInt64
+    private let digester: @Sendable (String) -> UInt64
 
     /// `digest` is replaceable so tests can force collisions.
     init(digest: @escaping @Sendable (String) -> UInt64 = URLPositions.fnv1a) {
-        self.digest = digest
+        digester = digest
     }
 
     /// Makes room for `count` URLs without growing (the table stays at most three quarters full).
@@ -32,7 +38,7 @@ struct URLPositions: Sendable {
     /// The position of `url`, given how to read the URL stored at a position.
     func find(_ url: String, urlAt: (Int) -> String) -> Int? {
         guard !slots.isEmpty else { return nil }
-        let key = digest(url)
+        let key = digester(url)
         guard case .taken(let slot) = probe(key) else { return nil }
         let position = Int(slots[slot].position - 1)
         if urlAt(position) == url { return position }
@@ -42,8 +48,23 @@ struct URLPositions: Sendable {
     /// The position of `url` if it is recorded; else records it at `index` and returns nil.
     /// One digest and one probe.
     mutating func insertIfAbsent(_ url: String, at index: Int, urlAt: (Int) -> String) -> Int? {
+        insertIfAbsent(url, digest: digest(url), at: index, urlAt: urlAt)
+    }
+
+    /// `url`'s digest, for `insertIfAbsent(_:digest:at:urlAt:)`; starts loading the slot a probe
+    /// reads first.
+    func digest(_ url: String) -> UInt64 {
+        let key = digester(url)
+        if !slots.isEmpty {
+            let slot = home(key)
+            slots.withUnsafeBufferPointer { worker_prefetch($0.baseAddress! + slot) }
+        }
+        return key
+    }
+
+    /// `insertIfAbsent` with the digest computed ahead (by `digest(_:)`).
+    mutating func insertIfAbsent(_ url: String, digest key: UInt64, at index: Int, urlAt: (Int) -> String) -> Int? {
         reserve(count + 1)
-        let key = digest(url)
         switch probe(key) {
         case .empty(let slot):
             fill(slot, key, index)
@@ -65,12 +86,17 @@ struct URLPositions: Sendable {
     /// The slot holding `key`, else the empty slot where it would go.
     private func probe(_ key: UInt64) -> Probe {
         let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        var slot = home(key)
         while slots[slot].position != 0 {
             if slots[slot].digest == key { return .taken(slot) }
             slot = (slot + 1) & mask
         }
         return .empty(slot)
+    }
+
+    /// The first slot a probe for `key` reads.
+    private func home(_ key: UInt64) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
     }
 
     private mutating func fill(_ slot: Int, _ key: UInt64, _ index: Int) {
