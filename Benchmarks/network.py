@@ -179,6 +179,7 @@ def rows(args, root: str, tls: dict) -> list:
     # The runs write to tmpfs when it has room: these profiles measure the network, and a disk
     # still flushing an earlier run's deletions would add seconds of noise to every tool alike.
     scratch = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 8 << 30 else root
+    on_tmpfs = scratch == "/dev/shm"
     runs_dir = os.path.join(scratch, "worker-runs-network", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     args.runs_dir = runs_dir
     os.makedirs(sets, exist_ok=True)
@@ -206,7 +207,10 @@ def rows(args, root: str, tls: dict) -> list:
 
         def fresh(tool: str) -> tuple:
             current = os.path.join(runs_dir, f"{profile}.{tool}.cur")
-            return (f"d=$(mktemp -d {runs_dir}/{profile}.{tool}.XXXXXX) && ln -sfn $d {current} && sync", current)
+            # On tmpfs the previous run's folder goes first (memory, and no freed-inode penalty
+            # as on ext4): the 100k profile writes 1.3 GB a run.
+            drop = f"{{ [ -L {current} ] && rm -rf \"$(readlink {current})\"; true; }} && " if on_tmpfs else ""
+            return (f"{drop}d=$(mktemp -d {runs_dir}/{profile}.{tool}.XXXXXX) && ln -sfn $d {current} && sync", current)
 
         prepare, current = fresh("worker")
         out.append(Row(profile, "worker", f"{worker} sync {sets}/{profile}.yaml --cache-dir {current}/cache "
