@@ -86,6 +86,13 @@ public struct SyncEngine: Sendable {
         }
     }
 
+    /// Whether a run surely downloads over the network: the cache has no index yet and a
+    /// manifest lists an http(s) URL. (A run that downloads nothing never loads libcurl.)
+    func willDownload(_ set: ManifestSet) -> Bool {
+        access(CacheLayout.indexPath(options.cacheDirectory), F_OK) != 0
+            && set.entries.contains { URLResolver.hasHTTPScheme($0.url) }
+    }
+
     // MARK: - Sync
 
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
@@ -98,6 +105,11 @@ public struct SyncEngine: Sendable {
         } catch {
             _ = await prefetched.value
             throw .manifest(error)
+        }
+        if !options.offline, willDownload(set) {
+            // libcurl's thirty-odd libraries and OpenSSL's set-up take ~5 ms: loaded on a thread
+            // of their own while the cache is laid out, the index made and the plan drawn.
+            Thread.detachNewThread { Libcurl.prepare() }
         }
         do {
             return try await sync(set, prefetched: prefetched)
@@ -134,7 +146,7 @@ public struct SyncEngine: Sendable {
         // plan made one, else by listing them when the last run was interrupted or the cache is
         // small; a large cache planned object by object leaves hand-made ones to gc.
         let interrupted = store.isMarkedUnclean
-        if interrupted || plan.records.count <= Self.smallCache { objects.preloadIfNeeded() }
+        if !store.isNew, interrupted || plan.records.count <= Self.smallCache { objects.preloadIfNeeded() }
         let swept = store.removeUnreferenced(objects, records: plan.records)
         if swept > 0 { logger.info("removed \(swept) objects no entry names") }
         if interrupted { store.markClean() }

@@ -91,6 +91,13 @@ import WorkerTestSupport
         #expect(try index.allRecords().map(\.object).sorted() == [fresh, taken])
     }
 
+    /// A run on a new cache skips listing its (empty) object folders.
+    @Test func aStoreKnowsWhetherItMadeTheObjectFolders() throws {
+        let directory = TemporaryDirectory()
+        #expect(try ContentStore(root: directory.path + "/cache").isNew)
+        #expect(try !ContentStore(root: directory.path + "/cache").isNew)
+    }
+
     @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")

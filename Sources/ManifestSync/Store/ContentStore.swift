@@ -10,6 +10,8 @@ public struct ContentStore: Sendable {
     public let tmpDirectory: String
     /// Bodies cut off part-way, kept to be resumed.
     let partials: PartialDownloads
+    /// The object folders were made by this value's `init`: the cache holds no object yet.
+    public let isNew: Bool
 
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
     public init(root: String) throws(CacheError) {
@@ -33,7 +35,7 @@ public struct ContentStore: Sendable {
         // a planted link must not lead writes out of the cache.
         try Self.makeDirectory(root, followLink: true)
         try Self.makeDirectory(root + "/objects")
-        try Self.makeDirectory(objectsDirectory)
+        isNew = try Self.makeDirectory(objectsDirectory)
         try Self.makeDirectory(tmpDirectory)
         try Self.makeDirectory(partials.directory)
         // All 256 fan-out folders up front (and checked every run), so installing an object
@@ -177,11 +179,14 @@ public struct ContentStore: Sendable {
         return (error as NSError).localizedDescription
     }
 
-    private static func makeDirectory(_ path: String, followLink: Bool = false) throws(CacheError) {
-        if mkdir(path, 0o755) == 0 || errno == EEXIST {
+    /// Makes the folder unless it exists; true when it was made here.
+    @discardableResult
+    private static func makeDirectory(_ path: String, followLink: Bool = false) throws(CacheError) -> Bool {
+        if mkdir(path, 0o755) == 0 { return true }
+        if errno == EEXIST {
             var info = stat()
             let status = followLink ? stat(path, &info) : lstat(path, &info)
-            if status == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
+            if status == 0, (info.st_mode & S_IFMT) == S_IFDIR { return false }
             throw CacheError.unusable(path: path, reason: "exists and is not a directory\(followLink ? "" : " (symlinks are not followed inside the cache)")")
         }
         throw .system(SystemError("create", path))
