@@ -18,8 +18,10 @@ public struct ManifestLoader {
         var manifests: [Manifest] = []
         var collector = EntryCollector()
         // About a hundred bytes of YAML an entry: size the URL map once instead of growing it.
+        // (stat, not FileManager's attributes: those look up the owner's user and group names.)
         let totalBytes = paths.reduce(0) { total, path in
-            total + ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0)
+            var info = stat()
+            return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
         }
         collector.positions.reserve(min(totalBytes / 100, 50_000_000))
 
