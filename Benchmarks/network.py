@@ -236,10 +236,10 @@ def rows(args, root: str, tls: dict) -> list:
     return out
 
 
-def hyperfine(row: Row, runs: int, results: str) -> None:
+def hyperfine(row: Row, runs: int, results: str, warmup: int = 0) -> None:
     export = os.path.join(results, row.name + ".json")
-    subprocess.run(["hyperfine", "--style", "none", "--runs", str(runs), "--export-json", export, "--shell", "sh",
-                    "--prepare", row.prepare, row.command], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["hyperfine", "--style", "none", "--runs", str(runs), "--warmup", str(warmup), "--export-json", export,
+                    "--shell", "sh", "--prepare", row.prepare, row.command], check=True, stdout=subprocess.DEVNULL)
     result = json.load(open(export))["results"][0]
     row.times += result["times"]
     row.cpu.append(result["user"] + result["system"])
@@ -307,12 +307,13 @@ def main() -> None:
             profiles.setdefault(row.profile, []).append(row)
         for round_ in range(args.rounds):
             for group in profiles.values():
-                # Each round starts a profile with another tool: the first row after a profile
-                # change pays for the origin's cold caches (the 100k set is read from disk again).
+                # The first row after a profile change would pay for the origin's cold caches
+                # (the 100k set is read from disk again): it gets an untimed warm-up run, and
+                # each round starts with another tool.
                 shift = round_ % len(group)
-                for row in group[shift:] + group[:shift]:
+                for position, row in enumerate(group[shift:] + group[:shift]):
                     print(f"round {round_ + 1}/{args.rounds}: {row.name}", file=sys.stderr, flush=True)
-                    hyperfine(row, row.runs, results)
+                    hyperfine(row, row.runs, results, warmup=1 if position == 0 else 0)
     finally:
         origins.stop()
     text = report(all_rows, args)
