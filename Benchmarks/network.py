@@ -80,12 +80,13 @@ def small_set(root: str) -> list:
 
 def many_set(root: str, count: int) -> list:
     """(relative path, sha256) of `count` distinct avatars: the 10k corpus, then more of the same
-    kind under u/ (written once, by corpus.py's recipe)."""
+    kind under u-more/ (written once, by corpus.py's recipe)."""
     import corpus
     entries = small_set(root)
     www = os.path.join(root, "www")
     for index in range(len(entries) + 1, count + 1):
-        relative = f"u/{index:06d}/avatar.png"
+        # Beside u/, not in it: bench.py copies u/ (the 10k set) with cp -r.
+        relative = f"u-more/{index:06d}/avatar.png"
         data = corpus.content("small", index, corpus.small_size(index))
         path = os.path.join(www, relative)
         if not os.path.exists(path) or os.path.getsize(path) != len(data):
