@@ -79,10 +79,7 @@ public struct SyncEngine: Sendable {
     func prefetch(manifestPaths: [String]) -> Task<CachePrefetch?, Never> {
         let options = options
         return Task.detached {
-            CachePrefetch(options: options, manifestBytes: manifestPaths.reduce(0) { total, path in
-                var info = stat()
-                return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
-            })
+            CachePrefetch(options: options, manifestBytes: ManifestLoader.totalBytes(manifestPaths))
         }
     }
 

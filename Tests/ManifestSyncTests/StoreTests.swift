@@ -98,6 +98,20 @@ import WorkerTestSupport
         #expect(try !ContentStore(root: directory.path + "/cache").isNew)
     }
 
+    /// libcurl is loaded ahead only when a run surely downloads: no index yet and an http(s) URL.
+    /// A run over an existing index (a warm run) or of local files only must not load it.
+    @Test func aDownloadIsCertainOnlyWithoutAnIndexAndWithAnHTTPURL() throws {
+        let directory = TemporaryDirectory()
+        let engine = SyncEngine(options: SyncOptions(cacheDirectory: directory.path + "/cache"))
+        let remote = try load("version: 1\nentries:\n  - url: http://h/a\n").get()
+        let local = try load("version: 1\nentries:\n  - url: a.png\n", in: directory).get()
+        #expect(engine.willDownload(remote))
+        #expect(!engine.willDownload(local))
+        _ = try ContentStore(root: directory.path + "/cache")
+        _ = try CacheIndex(path: CacheLayout.indexPath(directory.path + "/cache"), create: true)
+        #expect(!engine.willDownload(remote), "an index exists: the plan decides")
+    }
+
     @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")

@@ -18,12 +18,7 @@ public struct ManifestLoader {
         var manifests: [Manifest] = []
         var collector = EntryCollector()
         // About a hundred bytes of YAML an entry: size the URL map once instead of growing it.
-        // (stat, not FileManager's attributes: those look up the owner's user and group names.)
-        let totalBytes = paths.reduce(0) { total, path in
-            var info = stat()
-            return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
-        }
-        collector.positions.reserve(min(totalBytes / 100, 50_000_000))
+        collector.positions.reserve(min(Self.totalBytes(paths) / 100, 50_000_000))
 
         for path in paths {
             guard diagnostics.count < maxDiagnostics else { break }
@@ -90,6 +85,15 @@ public struct ManifestLoader {
         return ManifestSet(manifests: manifests, entries: collector.entries)
     }
 
+    /// The manifests' sizes together (unreadable ones count 0). By stat, not FileManager's
+    /// attributes: those look up the owner's user and group names (/etc/passwd, nscd).
+    static func totalBytes(_ paths: [String]) -> Int {
+        paths.reduce(0) { total, path in
+            var info = stat()
+            return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
+        }
+    }
+
     static func defaultName(_ path: String) -> String {
         let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         return file.isEmpty ? "manifest" : file
@@ -149,8 +153,9 @@ public struct ManifestLoader {
 private struct EntryCollector {
     var entries: [ManifestEntry] = []
     var positions = URLPositions()
-    /// The entry waiting to be recorded, with its resolved URL and that URL's digest.
-    private var pending: (item: RawEntry, url: String, digest: UInt64, manifest: Int)?
+    /// An entry read, with its resolved URL and that URL's digest, not yet recorded.
+    private typealias Pending = (item: RawEntry, url: String, digest: UInt64, manifest: Int)
+    private var pending: Pending?
 
     /// Adds `item`, whose URL resolved to `resolved`. (The resolver itself is not passed: that
     /// copied it, with its strings and URL, for every entry.)
@@ -176,8 +181,8 @@ private struct EntryCollector {
         record(waiting, manifests: manifests, path: path, into: &diagnostics)
     }
 
-    private mutating func record(_ waiting: (item: RawEntry, url: String, digest: UInt64, manifest: Int),
-                                 manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
+    private mutating func record(_ waiting: Pending, manifests: [Manifest], path: String,
+                                 into diagnostics: inout [ManifestDiagnostic]) {
         let (item, url, digest, index) = waiting
         guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
             entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))

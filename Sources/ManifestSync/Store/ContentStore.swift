@@ -82,11 +82,14 @@ public struct ContentStore: Sendable {
     /// once the new bytes are flushed).
     func install(temporary path: String, sha256: String) throws(CacheError) {
         let target = objectPath(sha256)
-        guard rename(path, target) == 0 else {
-            let error = SystemError("rename into", target)
-            unlink(path)
-            throw .system(error)
-        }
+        guard rename(path, target) == 0 else { throw Self.renameFailed(path, target) }
+    }
+
+    /// The error of a failed rename into `target`; the temporary file is deleted.
+    private static func renameFailed(_ path: String, _ target: String) -> CacheError {
+        let error = SystemError("rename into", target)
+        unlink(path)
+        return .system(error)
     }
 
     /// Moves a verified temporary file to its final name unless a file (of any kind) has that
@@ -105,9 +108,7 @@ public struct ContentStore: Sendable {
             try install(temporary: path, sha256: sha256)
             return true
         default:
-            let error = SystemError("rename into", target)
-            unlink(path)
-            throw .system(error)
+            throw Self.renameFailed(path, target)
         }
     }
 
@@ -119,10 +120,15 @@ public struct ContentStore: Sendable {
     /// Makes everything written to the cache's file system so far durable: one flush per batch
     /// instead of an fsync per file (the idea of git's batch fsync mode).
     func flush() throws(CacheError) {
+        try withRootFolder { worker_syncfs($0) }
+    }
+
+    /// Runs `sync` (syncfs or fsync) on a descriptor of the cache root; its failure throws.
+    private func withRootFolder(_ sync: (Int32) -> Int32) throws(CacheError) {
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .system(SystemError("open", root)) }
         defer { close(fd) }
-        guard worker_syncfs(fd) == 0 else { throw .system(SystemError("flush", root)) }
+        guard sync(fd) == 0 else { throw .system(SystemError("flush", root)) }
     }
 
     /// Marks the cache as being written: objects may be installed before their rows commit.
@@ -135,10 +141,7 @@ public struct ContentStore: Sendable {
         let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .system(SystemError("create", path)) }
         close(fd)
-        let folder = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard folder >= 0 else { throw .system(SystemError("open", root)) }
-        defer { close(folder) }
-        guard fsync(folder) == 0 else { throw .system(SystemError("flush", root)) }
+        try withRootFolder { fsync($0) }
     }
 
     func markClean() {
