@@ -241,4 +241,66 @@ import WorkerTestSupport
         #expect(diagnostics.map(\.line) == [200_003, 200_004])
         #expect(diagnostics.last?.message.hasPrefix("YAML syntax error") == true)
     }
+
+    // MARK: - The parsing thread
+
+    /// Reads `text` with and without the parsing thread: entries as `line:column url hash`, then
+    /// problems as `line:column message`.
+    private func readBothWays(_ text: String, maxDiagnostics: Int = 50) -> (threaded: [String], inline: [String]) {
+        let directory = TemporaryDirectory()
+        let path = directory.write("m.yaml", text)
+        func read(threadedFromBytes: Int) -> [String] {
+            var reader = ManifestReader(path: path)
+            reader.threadedFromBytes = threadedFromBytes
+            reader.maxDiagnostics = maxDiagnostics
+            var seen: [String] = []
+            var diagnostics: [ManifestDiagnostic] = []
+            _ = reader.read(diagnostics: &diagnostics) { entry, _ in
+                seen.append("\(entry.line):\(entry.column) \(entry.url) \(entry.hash?.description ?? "-")")
+            }
+            return seen + diagnostics.map { "\($0.line):\($0.column) \($0.message)" }
+        }
+        return (read(threadedFromBytes: 0), read(threadedFromBytes: .max))
+    }
+
+    @Test func theParsingThreadGivesTheSameEntriesAndProblems() {
+        // Many batches of events, with problems between them, and each way a read can end:
+        // the document's end, a syntax error, an alias, too many problems.
+        var body = "version: 1\nentries:\n"
+        for number in 0..<5_000 {
+            body += "  - url: http://127.0.0.1/u/\(number).png\n"
+            if number % 7 == 0 { body += "    hash: sha256:\(String(format: "%064x", number))\n" }
+            if number % 1_000 == 999 { body += "    colour: red\n" }
+            if number == 2_500 { body += "  - url: [list]\n  - {}\n  - plain\n" }
+        }
+        let texts = [
+            body,
+            body + "oops: [\n",
+            body + "  - url: &anchor http://h/a\n  - *anchor\n  - url: http://h/after\n",
+            "version: 1\nentries:\n" + String(repeating: "  - sha: x\n", count: 3_000),
+            "",
+            "version: 1\nentries: []\n",
+            "version: 1\nentries:\n  - url: 'http://h/ünïcödé'\n    hash: \"sha256:\(String(repeating: "ab", count: 32))\"\n",
+        ]
+        for text in texts {
+            let (threaded, inline) = readBothWays(text)
+            #expect(threaded == inline)
+        }
+        // 4,995 entries (five carry an unknown key) and eight problems, the last on line 2 + 5,000
+        // entries + 715 hashes + 4 earlier unknown keys + 3 bad entries + 1.
+        let first = readBothWays(texts[0]).threaded
+        #expect(first.count == 4_995 + 8)
+        #expect(first.last == "5725:5 unknown key 'colour' in entry (expected url, hash)")
+    }
+
+    @Test func aReaderThatStopsEarlyStopsTheParsingThread() {
+        // Three problems end the read within the first batch; the thread, well ahead, is told to
+        // stop and waited for (a hang here would fail the test by its time limit).
+        let text = "version: 1\nentries:\n" + String(repeating: "  - sha: x\n", count: 200_000)
+        let (threaded, inline) = readBothWays(text, maxDiagnostics: 3)
+        #expect(threaded == inline)
+        #expect(threaded == ["3:5 unknown key 'sha' in entry (expected url, hash)",
+                             "3:5 entry has no 'url'",
+                             "4:5 unknown key 'sha' in entry (expected url, hash)"])
+    }
 }

@@ -17,8 +17,11 @@ public struct ManifestLoader {
         var diagnostics: [ManifestDiagnostic] = []
         var manifests: [Manifest] = []
         var collector = EntryCollector()
-        // About a hundred bytes of YAML an entry: size the URL map once instead of growing it.
-        collector.positions.reserve(min(Self.totalBytes(paths) / 100, 50_000_000))
+        // About a hundred bytes of YAML an entry: size the URL map and the entries once instead
+        // of growing them (each growth copies every entry so far).
+        let expected = min(Self.totalBytes(paths) / 100, 50_000_000)
+        collector.positions.reserve(expected)
+        collector.entries.reserveCapacity(expected)
 
         for path in paths {
             guard diagnostics.count < maxDiagnostics else { break }

@@ -6,6 +6,8 @@ public struct ManifestReader {
     public let path: String
     /// Stop collecting after this many problems.
     public var maxDiagnostics = 50
+    /// Files at least this large are parsed on a thread of their own (tests set 0 to use it always).
+    var threadedFromBytes = YAMLEventStream.threadedFromBytes
 
     public init(path: String) {
         self.path = path
@@ -18,7 +20,7 @@ public struct ManifestReader {
         var header = ManifestHeader()
         let stream: YAMLEventStream
         do {
-            stream = try YAMLEventStream(path: path)
+            stream = try YAMLEventStream(path: path, threadedFromBytes: threadedFromBytes)
         } catch {
             diagnostics.append(error)
             return header

@@ -25,127 +25,61 @@ struct YAMLEvent {
     }
 }
 
-/// Pulls events from a YAML file one at a time through libyaml; memory stays bounded by libyaml's
-/// buffers, whatever the size of the document. libyaml holds a whole token (a scalar) in memory
-/// before it yields its event, so the input it may read between two events is capped too: a
-/// 200 MB URL is refused after the cap, not after 800 MB of memory.
+/// The events of one manifest, in order. A large file is parsed on a thread of its own, batches
+/// of events ahead of the reader (libyaml's scan and the reader's checks then take a core each);
+/// a small one is parsed here, a batch at a time, without a thread. Both give the same events.
 final class YAMLEventStream {
-    /// Input bytes libyaml may read between two events (the longest token, comments included).
-    static let maxBytesBetweenEvents = 4 << 20
-    /// The longest scalar a manifest may hold: far beyond any URL, hash or header value.
-    static let maxScalarBytes = 64 << 10
+    /// Files at least this large get a parsing thread: below it the thread costs more than it saves.
+    static let threadedFromBytes = 1 << 20
+    /// Events per batch: a hand-over per thousand events costs nothing next to parsing them.
+    static let batchSize = 1024
 
-    private var parser = yaml_parser_t()
-    private let fd: Int32
-    /// Bytes handed to libyaml since the last event; the read handler refuses past the cap.
-    fileprivate var bytesSinceEvent = 0
-    fileprivate var overBudget = false
-    private var lastEventLine = 1
+    private let parser: LibYAMLParser?
+    private let pipe: YAMLEventPipe?
+    private var batch = YAMLEventBatch()
+    private var position = 0
+    /// The stream's end or its error, once read.
+    private var last: Result<YAMLEvent, YAMLSyntaxError>?
 
-    /// Opens `path`; throws a message naming the OS error.
-    init(path: String) throws(ManifestDiagnostic) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: \(reason)", kind: .unreadable)
-        }
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            close(fd)
-            throw ManifestDiagnostic(path: path, line: 0, column: 0, message: "cannot read manifest: is a directory", kind: .unreadable)
-        }
-        self.fd = fd
-        yaml_parser_initialize(&parser)
-        yaml_parser_set_input(&parser, { data, buffer, size, sizeRead in
-            let stream = Unmanaged<YAMLEventStream>.fromOpaque(data!).takeUnretainedValue()
-            return stream.read(into: buffer!, size: size, sizeRead: sizeRead!)
-        }, Unmanaged.passUnretained(self).toOpaque())
-    }
-
-    /// libyaml's read handler: 1 with the bytes read (0 at the end of the file), 0 on an error.
-    private func read(into buffer: UnsafeMutablePointer<UInt8>, size: Int, sizeRead: UnsafeMutablePointer<Int>) -> Int32 {
-        guard bytesSinceEvent <= Self.maxBytesBetweenEvents else {
-            overBudget = true
-            return 0
-        }
-        while true {
-            let count = Foundation.read(fd, buffer, size)
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return 0 }
-            bytesSinceEvent += count
-            sizeRead.pointee = count
-            return 1
+    /// Opens `path` (throwing a message naming the OS error) and, for a file of
+    /// `threadedFromBytes` or more, starts parsing it on another thread.
+    init(path: String, threadedFromBytes: Int = YAMLEventStream.threadedFromBytes) throws(ManifestDiagnostic) {
+        let parser = try LibYAMLParser(path: path)
+        if parser.byteCount >= threadedFromBytes {
+            pipe = YAMLEventPipe(parser: parser, batchSize: Self.batchSize)
+            self.parser = nil
+        } else {
+            pipe = nil
+            self.parser = parser
         }
     }
 
     deinit {
-        yaml_parser_delete(&parser)
-        close(fd)
+        pipe?.stop()
     }
 
-    /// The next event, or a located syntax error message.
+    /// The next event, or a located syntax error; after the end or an error, that again.
     func next() -> Result<YAMLEvent, YAMLSyntaxError> {
-        var event = yaml_event_t()
-        guard yaml_parser_parse(&parser, &event) == 1 else {
-            if overBudget {
-                return .failure(YAMLSyntaxError(
-                    line: lastEventLine, column: 1,
-                    message: "a value or comment after this line runs past \(Self.maxBytesBetweenEvents >> 20) MiB; refused"))
+        if let last { return last }
+        while position == batch.events.count {
+            if let failure = batch.failure {
+                last = .failure(failure)
+                return .failure(failure)
             }
-            return .failure(syntaxError())
-        }
-        defer { yaml_event_delete(&event) }
-        bytesSinceEvent = 0
-        lastEventLine = Int(event.end_mark.line) + 1
-        let kind: YAMLEvent.Kind
-        var value = ""
-        var isPlain = false
-        var hasAnchor = false
-        switch event.type {
-        case YAML_STREAM_START_EVENT: kind = .streamStart
-        case YAML_STREAM_END_EVENT: kind = .streamEnd
-        case YAML_DOCUMENT_START_EVENT: kind = .documentStart
-        case YAML_DOCUMENT_END_EVENT: kind = .documentEnd
-        case YAML_MAPPING_START_EVENT:
-            kind = .mappingStart
-            hasAnchor = event.data.mapping_start.anchor != nil
-        case YAML_MAPPING_END_EVENT: kind = .mappingEnd
-        case YAML_SEQUENCE_START_EVENT:
-            kind = .sequenceStart
-            hasAnchor = event.data.sequence_start.anchor != nil
-        case YAML_SEQUENCE_END_EVENT: kind = .sequenceEnd
-        case YAML_SCALAR_EVENT:
-            kind = .scalar
-            let scalar = event.data.scalar
-            guard scalar.length <= Self.maxScalarBytes else {
-                return .failure(YAMLSyntaxError(
-                    line: Int(event.start_mark.line) + 1, column: Int(event.start_mark.column) + 1,
-                    message: "a value of \(scalar.length) bytes; the longest a manifest allows is \(Self.maxScalarBytes)"))
+            if let pipe {
+                var used = YAMLEventBatch()
+                swap(&used, &batch)
+                batch = pipe.take(returning: used)
+            } else {
+                batch.removeAll()
+                parser!.fill(&batch, upTo: Self.batchSize)
             }
-            value = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
-            isPlain = scalar.style == YAML_PLAIN_SCALAR_STYLE
-            hasAnchor = scalar.anchor != nil
-        case YAML_ALIAS_EVENT: kind = .alias
-        default:
-            return .failure(YAMLSyntaxError(line: Int(event.start_mark.line) + 1,
-                                            column: Int(event.start_mark.column) + 1, message: "unexpected YAML event"))
+            position = 0
         }
-        return .success(YAMLEvent(kind: kind, line: Int(event.start_mark.line) + 1,
-                                  column: Int(event.start_mark.column) + 1,
-                                  value: value, isPlain: isPlain, hasAnchor: hasAnchor))
-    }
-
-    private func syntaxError() -> YAMLSyntaxError {
-        let problem = parser.problem.map { String(cString: $0) } ?? "syntax error"
-        var message = "YAML syntax error: \(problem)"
-        if let context = parser.context {
-            message += " (\(String(cString: context)) at line \(parser.context_mark.line + 1))"
-        }
-        if parser.error == YAML_READER_ERROR {
-            return YAMLSyntaxError(line: 1, column: 1, message: "\(message) at byte offset \(parser.problem_offset)")
-        }
-        return YAMLSyntaxError(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1,
-                               message: message)
+        let event = batch.event(at: position)
+        position += 1
+        if event.kind == .streamEnd { last = .success(event) }
+        return .success(event)
     }
 }
 
