@@ -156,8 +156,14 @@ public struct ManifestLoader {
 private struct EntryCollector {
     var entries: [ManifestEntry] = []
     var positions = URLPositions()
-    /// An entry read, with its resolved URL and that URL's digest, not yet recorded.
-    private typealias Pending = (item: RawEntry, url: String, digest: UInt64, manifest: Int)
+    /// An entry read, with its resolved URL and that URL's digest, not yet recorded. (A struct:
+    /// as a tuple it was copied and destroyed through the runtime's generic tuple functions.)
+    private struct Pending {
+        var item: RawEntry
+        var url: String
+        var digest: UInt64
+        var manifest: Int
+    }
     private var pending: Pending?
 
     /// Adds `item`, whose URL resolved to `resolved`. (The resolver itself is not passed: that
@@ -172,7 +178,7 @@ private struct EntryCollector {
             return
         }
         let previous = pending
-        pending = (item, url, positions.digest(url), index)
+        pending = Pending(item: item, url: url, digest: positions.digest(url), manifest: index)
         if let previous { record(previous, manifests: manifests, path: path, into: &diagnostics) }
     }
 
@@ -186,7 +192,7 @@ private struct EntryCollector {
 
     private mutating func record(_ waiting: Pending, manifests: [Manifest], path: String,
                                  into diagnostics: inout [ManifestDiagnostic]) {
-        let (item, url, digest, index) = waiting
+        let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
         guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
             entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))
             return

@@ -35,7 +35,7 @@ public struct ManifestReader {
 /// Recursive descent over the event stream. Every `read…` function consumes exactly one node.
 struct ManifestWalker {
     let path: String
-    let stream: YAMLEventStream
+    var stream: YAMLEventStream
     let limit: Int
     var diagnostics: [ManifestDiagnostic] = []
     /// Set by a syntax error or by too many problems: stop reading.

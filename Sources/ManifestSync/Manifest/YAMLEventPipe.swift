@@ -4,7 +4,7 @@ import Foundation
 /// `depth` batches wait at a time, so memory stays bounded whatever the size of the file;
 /// batches come back from the reader to be filled again, so none is allocated per batch.
 final class YAMLEventPipe: @unchecked Sendable {
-    static let depth = 16
+    static let depth = 8
 
     /// Guards everything below.
     private let condition = NSCondition()

@@ -28,14 +28,29 @@ struct YAMLEvent {
 /// The events of one manifest, in order. A large file is parsed on a thread of its own, batches
 /// of events ahead of the reader (libyaml's scan and the reader's checks then take a core each);
 /// a small one is parsed here, a batch at a time, without a thread. Both give the same events.
-final class YAMLEventStream {
+/// A value type, kept by its reader: events are read from the batch in place.
+struct YAMLEventStream {
     /// Files at least this large get a parsing thread: below it the thread costs more than it saves.
     static let threadedFromBytes = 1 << 20
-    /// Events per batch: a hand-over per thousand events costs nothing next to parsing them.
-    static let batchSize = 1024
+    /// Events per batch: a hand-over per few thousand events costs nothing next to parsing them.
+    static let batchSize = 4096
 
-    private let parser: LibYAMLParser?
-    private let pipe: YAMLEventPipe?
+    /// Where batches come from: the parser itself, or its thread (stopped when this goes).
+    private final class Source {
+        let parser: LibYAMLParser?
+        let pipe: YAMLEventPipe?
+
+        init(parser: LibYAMLParser, threaded: Bool) {
+            pipe = threaded ? YAMLEventPipe(parser: parser, batchSize: YAMLEventStream.batchSize) : nil
+            self.parser = threaded ? nil : parser
+        }
+
+        deinit {
+            pipe?.stop()
+        }
+    }
+
+    private let source: Source
     private var batch = YAMLEventBatch()
     private var position = 0
     /// The stream's end or its error, once read.
@@ -45,34 +60,24 @@ final class YAMLEventStream {
     /// `threadedFromBytes` or more, starts parsing it on another thread.
     init(path: String, threadedFromBytes: Int = YAMLEventStream.threadedFromBytes) throws(ManifestDiagnostic) {
         let parser = try LibYAMLParser(path: path)
-        if parser.byteCount >= threadedFromBytes {
-            pipe = YAMLEventPipe(parser: parser, batchSize: Self.batchSize)
-            self.parser = nil
-        } else {
-            pipe = nil
-            self.parser = parser
-        }
-    }
-
-    deinit {
-        pipe?.stop()
+        source = Source(parser: parser, threaded: parser.byteCount >= threadedFromBytes)
     }
 
     /// The next event, or a located syntax error; after the end or an error, that again.
-    func next() -> Result<YAMLEvent, YAMLSyntaxError> {
+    mutating func next() -> Result<YAMLEvent, YAMLSyntaxError> {
         if let last { return last }
         while position == batch.events.count {
             if let failure = batch.failure {
                 last = .failure(failure)
                 return .failure(failure)
             }
-            if let pipe {
+            if let pipe = source.pipe {
                 var used = YAMLEventBatch()
                 swap(&used, &batch)
                 batch = pipe.take(returning: used)
             } else {
                 batch.removeAll()
-                parser!.fill(&batch, upTo: Self.batchSize)
+                source.parser!.fill(&batch, upTo: Self.batchSize)
             }
             position = 0
         }
