@@ -23,6 +23,25 @@ import WorkerTestSupport
         #expect(try reopened.references(object: a.object) == 1)
     }
 
+    @Test func aURLStoredOrRemovedClearsItsPendingFailure() throws {
+        let directory = TemporaryDirectory()
+        let index = try CacheIndex(path: directory.path + "/index.sqlite", create: true)
+        let failed = ["http://h/a", "http://h/b", "http://h/c"].map {
+            FailureRecord(url: $0, reason: "http_status", error: "HTTP 503", attempts: 3, at: 1)
+        }
+        try index.apply(upserts: [], touches: [], removals: [], failures: failed, at: 1)
+        #expect(try index.failures().map(\.url) == ["http://h/a", "http://h/b", "http://h/c"])
+        let stored = IndexRecord(url: "http://h/a", hash: nil, object: String(repeating: "a", count: 64), size: 4,
+                                 fetchedAt: 2, lastUsed: 2)
+        try index.apply(upserts: [stored], touches: [], removals: ["http://h/c"], at: 2)
+        #expect(try index.failures().map(\.url) == ["http://h/b"])
+        // With none pending, storing rows looks nothing up and records nothing.
+        try index.apply(upserts: [], touches: [], removals: ["http://h/b"], at: 3)
+        try index.apply(upserts: [stored], touches: [], removals: [], at: 4)
+        #expect(try index.failures().isEmpty)
+        #expect(try index.statistics().pendingFailures == 0)
+    }
+
     @Test func corruptIndexIsUnusable() throws {
         let directory = TemporaryDirectory()
         let path = directory.write("index.sqlite", String(repeating: "not a database ", count: 400))

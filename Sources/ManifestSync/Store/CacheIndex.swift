@@ -219,7 +219,10 @@ public final class CacheIndex {
                       at time: Double) throws(CacheError) {
         try wrap {
             try database.transaction {
-                if !upserts.isEmpty || !removals.isEmpty {
+                // Most runs have no failure pending: then nothing is looked up per URL.
+                let anyFailure = try database.prepare("SELECT EXISTS(SELECT 1 FROM failures)")
+                _ = try anyFailure.step()
+                if anyFailure.int(0) != 0, !upserts.isEmpty || !removals.isEmpty {
                     let clear = try database.prepare("DELETE FROM failures WHERE url = ?")
                     for record in upserts { try clear.run([.text(record.url)]) }
                     for url in removals { try clear.run([.text(url)]) }
