@@ -25,6 +25,21 @@ import Testing
         #expect(seen.max() ?? 0 >= 4, "and the window grows with the answers: \(seen)")
     }
 
+    @Test(arguments: [1, 3, 40])
+    func jobsCapsTheConnectionsAcrossTheFetchEngines(jobs: Int) async throws {
+        // Each fetch engine keeps its own connections; together they may not open more than
+        // --jobs to an origin, however the requests move between them, and they keep them.
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let entries = (0..<min(400, 60 * jobs)).map { number in (path: "/slow/10/f/\(number)", bytes: Optional(harness.serve("\(number)"))) }
+        let result = try WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q", "--jobs", "\(jobs)"])
+        #expect(result.code == 0, "\(result.stderr)")
+        let connections = harness.origin.connections
+        #expect(connections.mostAtOnce <= jobs, "\(connections)")
+        #expect(connections.accepted <= jobs, "connections are kept, not opened again: \(connections)")
+        #expect(harness.origin.inFlightAtArrival.max() == jobs, "and all of them are used")
+    }
+
     @Test func byDefaultTheWindowGrowsPastSixteenUpToFifty() async throws {
         // Slow start triples the requests sent together with each round of 40 ms answers
         // (1, 3, 9, …), so 150 entries reach well past the old default of 16.

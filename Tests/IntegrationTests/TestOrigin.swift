@@ -42,6 +42,10 @@ final class TestOrigin: Sendable {
         var inFlight = 0
         /// `inFlight` as each request arrived, itself included, in arrival order.
         var inFlightAtArrival: [Int] = []
+        /// Connections open now, the most open at once, and every one accepted.
+        var openConnections = 0
+        var mostOpenConnections = 0
+        var connectionsAccepted = 0
     }
 
     /// How a request is answered.
@@ -138,6 +142,23 @@ final class TestOrigin: Sendable {
 
     fileprivate func requestAnswered() {
         state.withLock { $0.inFlight -= 1 }
+    }
+
+    /// The most connections open at once, and how many were accepted in all.
+    var connections: (mostAtOnce: Int, accepted: Int) {
+        state.withLock { ($0.mostOpenConnections, $0.connectionsAccepted) }
+    }
+
+    fileprivate func connectionOpened() {
+        state.withLock { state in
+            state.openConnections += 1
+            state.connectionsAccepted += 1
+            state.mostOpenConnections = max(state.mostOpenConnections, state.openConnections)
+        }
+    }
+
+    fileprivate func connectionClosed() {
+        state.withLock { $0.openConnections -= 1 }
     }
     /// Body bytes sent for files set with `set(_:_:)`.
     var bodyBytesSent: Int { state.withLock { $0.bodyBytes } }
@@ -266,6 +287,16 @@ private final class OriginHandler: ChannelInboundHandler {
 
     init(origin: Box) {
         self.origin = origin
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        origin.get().connectionOpened()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        origin.get().connectionClosed()
+        context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

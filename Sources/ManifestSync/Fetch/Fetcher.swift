@@ -29,11 +29,16 @@ final class Fetcher: Sendable {
         Libcurl.prepare()
         let trusted = Self.trustedCertificates(settings.caCertificates)
         temporaryBundle = trusted?.temporary == true ? trusted?.path : nil
-        let options = CurlEngine.Options(
-            connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout,
-            connectionsPerHost: settings.jobs, streamsPerConnection: settings.maxStreams,
-            trustedCertificates: trusted?.path)
-        engines = (0..<max(1, engineCount)).map { _ in CurlEngine(options: options) }
+        // `--jobs` caps an origin's connections across all engines: each engine keeps its own,
+        // so each gets its share (and there are never more engines than jobs). `engineForNext`
+        // sends each its share of the requests in flight.
+        let count = max(1, min(engineCount, settings.jobs))
+        engines = (0..<count).map { number in
+            CurlEngine(options: CurlEngine.Options(
+                connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout,
+                connectionsPerHost: settings.jobs / count + (number < settings.jobs % count ? 1 : 0),
+                streamsPerConnection: settings.maxStreams, trustedCertificates: trusted?.path))
+        }
         self.store = store
         self.settings = settings
         self.logger = logger
@@ -76,14 +81,17 @@ final class Fetcher: Sendable {
     }
 
     /// The engine for a new download, counted in its `downloads` until `finished(on:)`: the one
-    /// with the fewest, the caller's own engine on a tie (a slot freed on an engine is taken again
-    /// there, with no hand-off between threads; a window that grows is spread over all of them).
+    /// with the most room left in its share of the connections, the caller's own engine on a tie
+    /// (a slot freed on an engine is taken again there, with no hand-off between threads; a window
+    /// that grows is spread over all of them).
     func engineForNext() -> CurlEngine {
+        func room(_ engine: CurlEngine) -> Int {
+            engine.connectionsPerHost - engine.downloads.load(ordering: .relaxed)
+        }
         var best = engines.first { $0.isCurrent } ?? engines[0]
-        var fewest = best.downloads.load(ordering: .relaxed)
-        for engine in engines {
-            let count = engine.downloads.load(ordering: .relaxed)
-            if count < fewest { (best, fewest) = (engine, count) }
+        var most = room(best)
+        for engine in engines where room(engine) > most {
+            (best, most) = (engine, room(engine))
         }
         best.downloads.add(1, ordering: .relaxed)
         return best

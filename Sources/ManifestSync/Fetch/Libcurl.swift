@@ -30,7 +30,7 @@ extension CurlEngine {
         var connectTimeout: Double
         /// Longest silence while waiting for or reading a response.
         var readTimeout: Double
-        /// HTTP/1.1 connections per host, and requests in flight on one HTTP/2 connection.
+        /// Connections per host for this engine (its share of `--jobs`).
         var connectionsPerHost: Int
         var streamsPerConnection: Int
         /// A PEM file of certificate authorities to trust besides libcurl's default folder of
