@@ -246,9 +246,10 @@ import WorkerTestSupport
 
     /// Reads `text` with and without the parsing thread: entries as `line:column url hash`, then
     /// problems as `line:column message`.
-    private func readBothWays(_ text: String, maxDiagnostics: Int = 50) -> (threaded: [String], inline: [String]) {
+    private func readBothWays(_ text: String, maxDiagnostics: Int = 50, name: String = "m.yaml")
+        -> (threaded: [String], inline: [String]) {
         let directory = TemporaryDirectory()
-        let path = directory.write("m.yaml", text)
+        let path = directory.write(name, text)
         func read(threadedFromBytes: Int) -> [String] {
             var reader = ManifestReader(path: path)
             reader.threadedFromBytes = threadedFromBytes
@@ -293,12 +294,21 @@ import WorkerTestSupport
         #expect(first.last == "5725:5 unknown key 'colour' in entry (expected url, hash)")
     }
 
+    /// This process's open files whose path ends with `suffix`.
+    private func openFiles(ending suffix: String) -> [String] {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return descriptors.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+            .filter { $0.hasSuffix(suffix) }
+    }
+
     @Test func aReaderThatStopsEarlyStopsTheParsingThread() {
         // Three problems end the read within the first batch; the thread, well ahead, is told to
         // stop and waited for (a hang here would fail the test by its time limit).
         let text = "version: 1\nentries:\n" + String(repeating: "  - sha: x\n", count: 200_000)
-        let (threaded, inline) = readBothWays(text, maxDiagnostics: 3)
+        let name = "stops-early-\(UUID().uuidString).yaml"
+        let (threaded, inline) = readBothWays(text, maxDiagnostics: 3, name: name)
         #expect(threaded == inline)
+        #expect(openFiles(ending: "/" + name).isEmpty, "the thread has ended and closed the file")
         #expect(threaded == ["3:5 unknown key 'sha' in entry (expected url, hash)",
                              "3:5 entry has no 'url'",
                              "4:5 unknown key 'sha' in entry (expected url, hash)"])

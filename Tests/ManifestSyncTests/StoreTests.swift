@@ -117,6 +117,25 @@ import WorkerTestSupport
         #expect(try !ContentStore(root: directory.path + "/cache").isNew)
     }
 
+    /// Each run checks the 256 fan-out folders by one listing; one missing (or of another kind)
+    /// sends it back to making them one by one.
+    @Test func aMissingFanOutFolderIsMadeAgain() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let objects = store.objectPath(String(repeating: "a", count: 64)).components(separatedBy: "/aa/").first!
+        #expect(ContentStore.hasEveryFanOutFolder(objects))
+        #expect(rmdir(objects + "/c4") == 0)
+        #expect(!ContentStore.hasEveryFanOutFolder(objects))
+        _ = try ContentStore(root: directory.path + "/cache")
+        #expect(ContentStore.hasEveryFanOutFolder(objects))
+        // Names that are not fan-out folders are not counted.
+        #expect(FileManager.default.createFile(atPath: objects + "/C4", contents: nil))
+        #expect(mkdir(objects + "/zz", 0o755) == 0)
+        #expect(ContentStore.hasEveryFanOutFolder(objects))
+        #expect(rmdir(objects + "/00") == 0)
+        #expect(!ContentStore.hasEveryFanOutFolder(objects))
+    }
+
     /// libcurl is loaded ahead only when a run surely downloads: no index yet and an http(s) URL.
     /// A run over an existing index (a warm run) or of local files only must not load it.
     @Test func aDownloadIsCertainOnlyWithoutAnIndexAndWithAnHTTPURL() throws {

@@ -39,9 +39,12 @@ public struct ContentStore: Sendable {
         try Self.makeDirectory(tmpDirectory)
         try Self.makeDirectory(partials.directory)
         // All 256 fan-out folders up front (and checked every run), so installing an object
-        // never needs a mkdir and never follows a link.
-        for byte in 0..<256 {
-            try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))
+        // never needs a mkdir and never follows a link. Checked by one listing when the file
+        // system says what each entry is; made (or refused) one by one otherwise.
+        if isNew || !Self.hasEveryFanOutFolder(objectsDirectory) {
+            for byte in 0..<256 {
+                try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))
+            }
         }
         var info = stat()
         if lstat(CacheLayout.indexPath(root), &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
@@ -180,6 +183,32 @@ public struct ContentStore: Sendable {
         let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
         if let code = underlying?.code, underlying?.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(code))) }
         return (error as NSError).localizedDescription
+    }
+
+    /// Whether `directory` lists all 256 fan-out folders (`00` … `ff`) as directories, not links:
+    /// one read of the folder instead of a mkdir and an lstat for each. False when any is missing
+    /// or of another kind, or the file system does not tell (`DT_UNKNOWN`).
+    static func hasEveryFanOutFolder(_ directory: String) -> Bool {
+        guard let folder = opendir(directory) else { return false }
+        defer { closedir(folder) }
+        var seen = [Bool](repeating: false, count: 256)
+        var count = 0
+        while let entry = readdir(folder) {
+            let (type, name) = (entry.pointee.d_type, entry.pointee.d_name)
+            let slot: Int? = withUnsafeBytes(of: name) { raw in
+                guard raw[2] == 0, let high = Hex.value(raw[0]), let low = Hex.value(raw[1]),
+                      Hex.lowercaseDigit(high) == raw[0], Hex.lowercaseDigit(low) == raw[1]
+                else { return nil }
+                return Int(high) << 4 | Int(low)
+            }
+            guard let slot else { continue }
+            guard type == UInt8(DT_DIR) else { return false }
+            if !seen[slot] {
+                seen[slot] = true
+                count += 1
+            }
+        }
+        return count == 256
     }
 
     /// Makes the folder unless it exists; true when it was made here.
