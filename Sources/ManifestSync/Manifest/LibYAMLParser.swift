@@ -1,8 +1,8 @@
 import CYAML
 import Foundation
 
-/// Pulls events from a YAML file one at a time through libyaml; memory stays bounded by libyaml's
-/// buffers, whatever the size of the document. libyaml holds a whole token (a scalar) in memory
+/// Parses a YAML file through libyaml into batches of events (`fill`); memory stays bounded by
+/// libyaml's buffers and a batch, whatever the size of the document. libyaml holds a whole token (a scalar) in memory
 /// before it yields its event, so the input it may read between two events is capped too: a
 /// 200 MB URL is refused after the cap, not after 800 MB of memory. Used by one thread at a time
 /// (a large file's is handed whole to its parsing thread), hence unchecked.
