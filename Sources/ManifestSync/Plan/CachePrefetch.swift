@@ -12,7 +12,8 @@ final class CachePrefetch: @unchecked Sendable {
     private let version: Int64
     let records: [IndexRecord]
     let objects: ObjectDirectory
-    /// Whether `objects` was listed (decided from the manifests' size before they were parsed).
+    /// Whether `objects` was listed (decided from the manifests' size before they were parsed,
+    /// and the number of rows).
     let listed: Bool
 
     /// Manifest bytes per entry, taken low: an estimate of the entry count from file sizes.
@@ -33,7 +34,10 @@ final class CachePrefetch: @unchecked Sendable {
         self.records = records
         objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
         let entries = manifestBytes / Self.bytesPerEntry / max(1, options.shard.count)
+        // A small cache is listed by the run anyway (to sweep objects no row names): listed
+        // here, the plan checks its objects in that listing instead of one lookup each.
         listed = SyncEngine.worthListing(entries: entries, records: records.count)
+            || records.count <= SyncEngine.smallCache
         if listed { objects.preload() }
     }
 
