@@ -143,7 +143,7 @@ public struct SyncEngine: Sendable {
         // plan made one, else by listing them when the last run was interrupted or the cache is
         // small; a large cache planned object by object leaves hand-made ones to gc.
         let interrupted = store.isMarkedUnclean
-        if !store.isNew, interrupted || plan.records.count <= Self.smallCache { objects.preloadIfNeeded() }
+        if !store.isNew, interrupted || Self.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
         let swept = store.removeUnreferenced(objects, records: plan.records)
         if swept > 0 { logger.info("removed \(swept) objects no entry names") }
         if interrupted { store.markClean() }
@@ -185,6 +185,12 @@ public struct SyncEngine: Sendable {
     /// Rows up to which a sync lists the object folders to find unindexed objects (a few
     /// milliseconds); past it, only after an interrupted run or in gc.
     static let smallCache = 4096
+
+    /// Whether a sync lists the object folders of a cache of `records` rows whatever its
+    /// manifests (to sweep objects no row names): a small one.
+    static func listsEveryRun(records: Int) -> Bool {
+        records <= smallCache
+    }
 
     /// Listing the object folders beats one lookup per object when the manifests name a large
     /// share of a cache that is not tiny.

@@ -90,8 +90,9 @@ final class Fetcher: Sendable {
         }
         var best = engines.first { $0.isCurrent } ?? engines[0]
         var most = room(best)
-        for engine in engines where room(engine) > most {
-            (best, most) = (engine, room(engine))
+        for engine in engines {
+            let left = room(engine)
+            if left > most { (best, most) = (engine, left) }
         }
         best.downloads.add(1, ordering: .relaxed)
         return best

@@ -40,16 +40,19 @@ struct YAMLEventStream {
 
     /// Where batches come from: the parser itself, or its thread (stopped when this goes).
     private final class Source {
-        let parser: LibYAMLParser?
-        let pipe: YAMLEventPipe?
+        enum Kind {
+            case here(LibYAMLParser)
+            case thread(YAMLEventPipe)
+        }
+
+        let kind: Kind
 
         init(parser: LibYAMLParser, threaded: Bool) {
-            pipe = threaded ? YAMLEventPipe(parser: parser, batchSize: YAMLEventStream.batchSize) : nil
-            self.parser = threaded ? nil : parser
+            kind = threaded ? .thread(YAMLEventPipe(parser: parser, batchSize: YAMLEventStream.batchSize)) : .here(parser)
         }
 
         deinit {
-            pipe?.stop()
+            if case .thread(let pipe) = kind { pipe.stop() }
         }
     }
 
@@ -74,13 +77,14 @@ struct YAMLEventStream {
                 last = .failure(failure)
                 return .failure(failure)
             }
-            if let pipe = source.pipe {
+            switch source.kind {
+            case .thread(let pipe):
                 var used = YAMLEventBatch()
                 swap(&used, &batch)
                 batch = pipe.take(returning: used)
-            } else {
+            case .here(let parser):
                 batch.removeAll()
-                source.parser!.fill(&batch, upTo: Self.batchSize)
+                parser.fill(&batch, upTo: Self.batchSize)
             }
             position = 0
         }

@@ -37,7 +37,7 @@ final class CachePrefetch: @unchecked Sendable {
         // A small cache is listed by the run anyway (to sweep objects no row names): listed
         // here, the plan checks its objects in that listing instead of one lookup each.
         listed = SyncEngine.worthListing(entries: entries, records: records.count)
-            || records.count <= SyncEngine.smallCache
+            || SyncEngine.listsEveryRun(records: records.count)
         if listed { objects.preload() }
     }
 

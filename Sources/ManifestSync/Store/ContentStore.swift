@@ -191,22 +191,16 @@ public struct ContentStore: Sendable {
     static func hasEveryFanOutFolder(_ directory: String) -> Bool {
         guard let folder = opendir(directory) else { return false }
         defer { closedir(folder) }
-        var seen = [Bool](repeating: false, count: 256)
+        // A folder lists each name once: 256 two-digit lowercase hex names are all of them.
         var count = 0
         while let entry = readdir(folder) {
-            let (type, name) = (entry.pointee.d_type, entry.pointee.d_name)
-            let slot: Int? = withUnsafeBytes(of: name) { raw in
-                guard raw[2] == 0, let high = Hex.value(raw[0]), let low = Hex.value(raw[1]),
-                      Hex.lowercaseDigit(high) == raw[0], Hex.lowercaseDigit(low) == raw[1]
-                else { return nil }
-                return Int(high) << 4 | Int(low)
+            let isFanOut = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                raw[2] == 0 && Hex.value(raw[0]).map(Hex.lowercaseDigit) == raw[0]
+                    && Hex.value(raw[1]).map(Hex.lowercaseDigit) == raw[1]
             }
-            guard let slot else { continue }
-            guard type == UInt8(DT_DIR) else { return false }
-            if !seen[slot] {
-                seen[slot] = true
-                count += 1
-            }
+            guard isFanOut else { continue }
+            guard entry.pointee.d_type == UInt8(DT_DIR) else { return false }
+            count += 1
         }
         return count == 256
     }
