@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include "worker_system.h"
 #if defined(__linux__)
 #include <sys/vfs.h>
@@ -44,4 +45,21 @@ int worker_rename_noreplace(const char *from, const char *to) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+void worker_reserve_descriptors(int count) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && (rlim_t)count > limit.rlim_cur) {
+        count = (int)limit.rlim_cur;
+    }
+    // The kernel's first table holds 64: nothing to do below that.
+    if (count <= 64) return;
+    // Any open standard descriptor will do (a program may be started with some closed).
+    for (int fd = 0; fd <= 2; fd++) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, count - 1);
+        if (high >= 0) {
+            close(high);
+            return;
+        }
+    }
 }

@@ -17,6 +17,15 @@ void worker_name_thread(const char *name);
 /// Where the kernel or file system lacks it: -1 with errno EINVAL or ENOSYS.
 int worker_rename_noreplace(const char *from, const char *to);
 
+/// Grows the process's descriptor table to hold `count` descriptors (at most the soft
+/// RLIMIT_NOFILE) by duplicating a standard descriptor that high and closing the copy. Meant for
+/// the start of the program, while it has one thread: the kernel grows a table that threads share
+/// only after an RCU grace period (synchronize_rcu in expand_fdtable, several milliseconds, once
+/// per doubling past 64), which a run that opens its sockets and temporary files on many threads
+/// would otherwise pay in the middle of its downloads. The table never shrinks; the cost is a few
+/// kilobytes.
+void worker_reserve_descriptors(int count);
+
 /// Asks the CPU to start loading the cache line at `address` (for writing): a hint, never a fault.
 static inline void worker_prefetch(const void *address) {
     __builtin_prefetch(address, 1, 3);
