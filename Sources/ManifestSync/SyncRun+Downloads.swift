@@ -2,7 +2,9 @@ import Foundation
 
 extension SyncRun {
     /// Runs the groups through a `DownloadQueue`, recording results as they come and committing
-    /// a batch whenever it is full or old enough.
+    /// a batch whenever it is full or old enough. The fetch engines, idle once every group is
+    /// done, close their connections while the last batch commits: `execute` waits for
+    /// `stopping` after it, or before it throws.
     mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
@@ -34,7 +36,7 @@ extension SyncRun {
             }
         }
         if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
-        await fetcher.shutdown()
+        stopping = Task { await fetcher.shutdown() }
         let deadlineText = options.deadline.map { Units.formatDuration($0) } ?? ""
         for number in queue.unstarted {
             for item in groups[number].items {
@@ -60,7 +62,9 @@ extension SyncRun {
                 failed: failedByOrigin[summary.origin] ?? 0, notTried: summary.notTried))
             logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
         }
-        let reached = summaries.filter { $0.answered && $0.openedFor == nil }.map(\.origin)
+        // Only an origin remembered as down has a row to forget (the run holds the lock: no
+        // other writer adds one meanwhile), so a run whose origins were all well writes nothing.
+        let reached = summaries.filter { $0.answered && $0.openedFor == nil && since[$0.origin] != nil }.map(\.origin)
         try index.recordOrigins(down: down, reached: reached, at: now)
     }
 

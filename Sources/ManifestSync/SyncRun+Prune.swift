@@ -19,7 +19,7 @@ extension SyncRun {
         }
         // Rows go before files: an index row never points at a missing object. A stop in between
         // leaves objects no row names: the mark makes the next run sweep them.
-        try batch.markUnclean(store)
+        try batch.markUnclean()
         try index.apply(upserts: [], touches: [], removals: orphans.map(\.url), at: Date().timeIntervalSince1970)
         _ = try CacheMaintenance.deleteUnreferenced(orphans, index: index, store: store)
         for (offset, orphan) in orphans.enumerated() {

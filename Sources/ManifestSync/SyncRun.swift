@@ -21,7 +21,7 @@ struct SyncRun {
     /// Failed entries per origin, for the report's `unreachable_origins`.
     var failedByOrigin: [String: Int] = [:]
     /// What finished since the last commit.
-    var batch = BatchCommit()
+    var batch: BatchCommit
     /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
     var pendingTouches: [String] = []
     /// Objects the run's rows stopped naming (a URL's previous version). `finish()` deletes the
@@ -29,6 +29,8 @@ struct SyncRun {
     /// "before"), so no object is left that the index does not know.
     private var replaced: Set<String> = []
     var lastCommit = Date()
+    /// The fetch engines closing their connections after the downloads (see `download`).
+    var stopping: Task<Void, Never>?
     var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
     init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, logger: Logger) {
@@ -37,6 +39,7 @@ struct SyncRun {
         self.index = index
         self.options = options
         self.logger = logger
+        batch = BatchCommit(store: store)
         rows = ReportBuilder(listLimit: options.listLimit, reportAll: options.reportAll)
         factory = RowFactory(store: store, manifestNames: plan.manifests.manifests.map(\.name))
     }
@@ -64,13 +67,19 @@ struct SyncRun {
         progress.started = Date()
         // A first snapshot, so progress can be shown before the first download ends.
         if progress.total > 0, !options.offline { options.onProgress?(progress) }
-        if options.offline {
-            for group in groups { failOffline(group) }
-        } else if !groups.isEmpty {
-            try await download(groups)
+        do throws(CacheError) {
+            if options.offline {
+                for group in groups { failOffline(group) }
+            } else if !groups.isEmpty {
+                try await download(groups)
+            }
+            try commit(touches: touches + pendingTouches, at: now)
+            try prune()
+        } catch {
+            await stopping?.value
+            throw error
         }
-        try commit(touches: touches + pendingTouches, at: now)
-        try prune()
+        await stopping?.value
         var report = report
         report.totals = rows.totals
         report.totals.entries = plan.items.count
@@ -160,7 +169,7 @@ struct SyncRun {
 
     /// Commits what finished since the last commit (see `BatchCommit`).
     mutating func commit(touches: [String], at time: Double) throws(CacheError) {
-        try batch.commit(store: store, index: index, touches: touches, at: time)
+        try batch.commit(index: index, touches: touches, at: time)
         lastCommit = Date()
     }
 

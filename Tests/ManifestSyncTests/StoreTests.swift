@@ -83,8 +83,9 @@ import WorkerTestSupport
         #expect(info.st_mode & 0o777 == 0o444, "objects are read-only")
     }
 
-    /// One flush per batch: a new name is taken without replacing anything, and a name that is
-    /// taken already (here a damaged leftover) is replaced, after the flush, by the verified bytes.
+    /// One flush per batch: a new name is taken as its body arrives, without replacing anything
+    /// (the cache marked unclean first), and a name that is taken already (here a damaged
+    /// leftover) is replaced by the verified bytes only at the commit, after the flush.
     @Test func aBatchInstallsNewObjectsAndReplacesATakenName() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
@@ -97,13 +98,16 @@ import WorkerTestSupport
         }
         let fresh = String(repeating: "1", count: 64), taken = String(repeating: "2", count: 64)
         #expect(FileManager.default.createFile(atPath: store.objectPath(taken), contents: Data("damaged".utf8)))
-        var batch = BatchCommit()
+        var batch = BatchCommit(store: store)
         for (name, text) in [(fresh, "fresh"), (taken, "verified")] {
             batch.add(IndexRecord(url: "http://h/\(text)", hash: nil, object: name, size: Int64(text.utf8.count),
                                   fetchedAt: 1, lastUsed: 1), installing: try body(text))
         }
-        try batch.commit(store: store, index: index, at: 1)
         #expect(batch.markedUnclean && store.isMarkedUnclean)
+        #expect(FileManager.default.contents(atPath: store.objectPath(fresh)) == Data("fresh".utf8))
+        #expect(FileManager.default.contents(atPath: store.objectPath(taken)) == Data("damaged".utf8))
+        #expect(try index.allRecords().isEmpty)
+        try batch.commit(index: index, at: 1)
         #expect(FileManager.default.contents(atPath: store.objectPath(fresh)) == Data("fresh".utf8))
         #expect(FileManager.default.contents(atPath: store.objectPath(taken)) == Data("verified".utf8))
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.tmpDirectory).isEmpty)

@@ -75,8 +75,11 @@ final class Fetcher: Sendable {
         return (path, true)
     }
 
+    /// Stops every engine (they close their connections at the same time) and waits for all.
     func shutdown() async {
-        for engine in engines { await engine.shutdown() }
+        await withDiscardingTaskGroup { group in
+            for engine in engines { group.addTask { await engine.shutdown() } }
+        }
         if let temporaryBundle { unlink(temporaryBundle) }
     }
 

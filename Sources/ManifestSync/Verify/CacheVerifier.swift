@@ -179,7 +179,7 @@ public struct CacheVerifier: Sendable {
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
         let fetcher = Fetcher(store: store, settings: fetch, logger: logger)
-        var batch = BatchCommit()
+        var batch = BatchCommit(store: store)
         var dropped: [String] = []
         for record in broken {
             // The hash the row was verified against; one that does not parse drops the row
@@ -208,7 +208,7 @@ public struct CacheVerifier: Sendable {
             }
         }
         await fetcher.shutdown()
-        try batch.commit(store: store, index: index, removals: dropped, at: Date().timeIntervalSince1970)
+        try batch.commit(index: index, removals: dropped, at: Date().timeIntervalSince1970)
         if batch.markedUnclean { store.markClean() }
     }
 }
