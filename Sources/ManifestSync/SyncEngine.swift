@@ -1,3 +1,4 @@
+import CWorkerSystem
 import Foundation
 import Logging
 
@@ -83,11 +84,22 @@ public struct SyncEngine: Sendable {
         }
     }
 
-    /// Whether a run surely downloads over the network: the cache has no index yet and a
-    /// manifest lists an http(s) URL. (A run that downloads nothing never loads libcurl.)
-    func willDownload(_ set: ManifestSet) -> Bool {
-        access(CacheLayout.indexPath(options.cacheDirectory), F_OK) != 0
-            && set.entries.contains { URLResolver.hasHTTPScheme($0.url) }
+    /// The loader for the run's manifests. Where a run surely downloads — the cache has no index
+    /// yet, so every http(s) entry is a download — libcurl (its thirty-odd libraries and
+    /// OpenSSL's set-up, ~5 ms) starts loading on a thread of its own at the first such entry,
+    /// while the rest is read, the cache laid out, the index made and the plan drawn. A run that
+    /// downloads nothing (a warm run, local files only, `--offline`) never loads it.
+    func manifestLoader() -> ManifestLoader {
+        var loader = ManifestLoader()
+        if !options.offline, access(CacheLayout.indexPath(options.cacheDirectory), F_OK) != 0 {
+            loader.onFirstRemoteURL = {
+                Thread.detachNewThread {
+                    worker_name_thread("worker-libcurl")
+                    Libcurl.prepare()
+                }
+            }
+        }
+        return loader
     }
 
     // MARK: - Sync
@@ -98,15 +110,10 @@ public struct SyncEngine: Sendable {
         let prefetched = prefetch(manifestPaths: manifestPaths)
         let set: ManifestSet
         do {
-            set = try ManifestLoader().load(paths: manifestPaths)
+            set = try manifestLoader().load(paths: manifestPaths)
         } catch {
             _ = await prefetched.value
             throw .manifest(error)
-        }
-        if !options.offline, willDownload(set) {
-            // libcurl's thirty-odd libraries and OpenSSL's set-up take ~5 ms: loaded on a thread
-            // of their own while the cache is laid out, the index made and the plan drawn.
-            Thread.detachNewThread { Libcurl.prepare() }
         }
         do {
             return try await sync(set, prefetched: prefetched)

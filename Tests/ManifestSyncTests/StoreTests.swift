@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ManifestSync
 import WorkerTestSupport
@@ -140,18 +141,31 @@ import WorkerTestSupport
         #expect(!ContentStore.hasEveryFanOutFolder(objects))
     }
 
-    /// libcurl is loaded ahead only when a run surely downloads: no index yet and an http(s) URL.
-    /// A run over an existing index (a warm run) or of local files only must not load it.
-    @Test func aDownloadIsCertainOnlyWithoutAnIndexAndWithAnHTTPURL() throws {
+    /// libcurl is loaded ahead only when a run surely downloads: no index yet, not offline, and
+    /// (the loader's hook) from the first entry that resolves to an http(s) URL. A run over an
+    /// existing index (a warm run) or of local files only must not load it.
+    @Test func libcurlIsLoadedAheadOnlyWithoutAnIndexAndAtAnHTTPURL() throws {
         let directory = TemporaryDirectory()
-        let engine = SyncEngine(options: SyncOptions(cacheDirectory: directory.path + "/cache"))
-        let remote = try load("version: 1\nentries:\n  - url: http://h/a\n").get()
-        let local = try load("version: 1\nentries:\n  - url: a.png\n", in: directory).get()
-        #expect(engine.willDownload(remote))
-        #expect(!engine.willDownload(local))
+        var options = SyncOptions(cacheDirectory: directory.path + "/cache")
+        #expect(SyncEngine(options: options).manifestLoader().onFirstRemoteURL != nil)
+        options.offline = true
+        #expect(SyncEngine(options: options).manifestLoader().onFirstRemoteURL == nil, "--offline downloads nothing")
         _ = try ContentStore(root: directory.path + "/cache")
         _ = try CacheIndex(path: CacheLayout.indexPath(directory.path + "/cache"), create: true)
-        #expect(!engine.willDownload(remote), "an index exists: the plan decides")
+        options.offline = false
+        #expect(SyncEngine(options: options).manifestLoader().onFirstRemoteURL == nil, "an index exists: the plan decides")
+
+        func calls(_ text: String) throws -> Int {
+            let count = Mutex(0)
+            var loader = ManifestLoader(environment: [:])
+            loader.onFirstRemoteURL = { count.withLock { $0 += 1 } }
+            _ = try loader.load(paths: [directory.write("m.yaml", text)])
+            return count.withLock { $0 }
+        }
+        #expect(try calls("version: 1\nentries:\n  - url: a.png\n  - url: b/c.png\n") == 0)
+        #expect(try calls("version: 1\nentries:\n  - url: a.png\n  - url: http://h/a\n  - url: https://h/b\n") == 1)
+        // Relative entries listed before the base_url that makes them remote.
+        #expect(try calls("version: 1\nentries:\n  - url: a.png\nbase_url: https://cdn.example.com/\n") == 1)
     }
 
     @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {
