@@ -1,4 +1,3 @@
-import CWorkerSystem
 import Foundation
 import Logging
 
@@ -92,12 +91,7 @@ public struct SyncEngine: Sendable {
     func manifestLoader() -> ManifestLoader {
         var loader = ManifestLoader()
         if !options.offline, access(CacheLayout.indexPath(options.cacheDirectory), F_OK) != 0 {
-            loader.onFirstRemoteURL = {
-                Thread.detachNewThread {
-                    worker_name_thread("worker-libcurl")
-                    Libcurl.prepare()
-                }
-            }
+            loader.onFirstRemoteURL = { Libcurl.loadAhead() }
         }
         return loader
     }
@@ -107,6 +101,8 @@ public struct SyncEngine: Sendable {
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written.
     public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
+        // However the run ends, libcurl is not left loading (see `Libcurl.waitForLoadsAhead`).
+        defer { Libcurl.waitForLoadsAhead() }
         let prefetched = prefetch(manifestPaths: manifestPaths)
         let set: ManifestSet
         do {

@@ -131,6 +131,19 @@ import WorkerTestSupport
         }
     }
 
+    /// A new cache's run starts loading libcurl at the first remote entry, before the rest of
+    /// the manifest is read; one that then stops at a manifest error must not exit while the
+    /// libraries are still being loaded (it crashed in the exit's destructors, ~1 run in 20).
+    @Test func aManifestErrorWhileLibcurlLoadsExitsCleanly() throws {
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("env.yaml", "version: 1\nheaders:\n  X-Token: \"${TOKEN}\"\nentries:\n  - url: http://127.0.0.1:9/a\n")
+        for run in 0..<40 {
+            let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache\(run)"],
+                                              environment: ["TOKEN": "a\r\nInjected: 1"])
+            #expect(result.code == 2, "run \(run): \(result.stderr)")
+        }
+    }
+
     @Test func controlBytesInHeaderValuesAreManifestErrors() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
