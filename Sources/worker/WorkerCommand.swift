@@ -28,6 +28,13 @@ struct WorkerCommand: AsyncParsableCommand {
             Console.error("worker: \(message)")
             Foundation.exit(ExitStatus.usage)
         }
+        await runCommand()
+    }
+
+    /// Parses and runs the command, and exits from the thread it ends on. (Returning to `main`
+    /// would go back to the main actor first: on Linux a new thread for the main queue, made just
+    /// to exit.)
+    nonisolated private static func runCommand() async -> Never {
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -35,6 +42,7 @@ struct WorkerCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+            Foundation.exit(ExitStatus.ok)
         } catch {
             let code = exitCode(for: error)
             if code.rawValue == 64 {
