@@ -101,8 +101,8 @@ public struct SyncEngine: Sendable {
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written.
     public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
-        // However the run ends, libcurl is not left loading (see `Libcurl.waitForLoadsAhead`).
-        defer { Libcurl.waitForLoadsAhead() }
+        // However the run ends, libcurl is not left loading (see `Libcurl.waitForLoadAhead`).
+        defer { Libcurl.waitForLoadAhead() }
         let prefetched = prefetch(manifestPaths: manifestPaths)
         let set: ManifestSet
         do {
