@@ -15,7 +15,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     /// Runs the command, mapping usage errors to exit 2 (PRODUCT.md) instead of EX_USAGE.
     static func main() async {
-        DescriptorTable.reserve()
+        ProcessSetup.atStart()
         // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
         // rather than kill the run with SIGXFSZ.
         signal(SIGXFSZ, SIG_IGN)

@@ -19,6 +19,16 @@ enum Libcurl {
         worker_curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
 
+    /// Debian's libcurl links librtmp, which links GnuTLS, whose constructor initializes the
+    /// library when it is loaded (~0.45 ms of the ~4 ms load, mostly parsing ASN.1 tables);
+    /// worker never speaks RTMP (handles allow http and https only), so GnuTLS's documented
+    /// GNUTLS_NO_IMPLICIT_INIT skips it. Set at start, while the program has one thread
+    /// (setenv is not safe beside threads that read the environment); a value already set wins.
+    /// The 300-file cold sync: 0.7 ms sooner, 1.6 ms less CPU.
+    static func setEnvironment() {
+        setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0)
+    }
+
     /// Loads libcurl and sets it up, once per process; call before any other use of it. While
     /// `loadAhead` runs this waits asleep (a condition variable), not in `initializeOnce`'s lock:
     /// on Linux that lock spins in the kernel (a priority-inheriting futex) as long as its owner

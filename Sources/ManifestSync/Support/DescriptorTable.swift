@@ -13,8 +13,8 @@ public enum DescriptorTable {
     /// A run's connections and temporary files at the default `--jobs`, many times over.
     public static let startingCapacity: Int32 = 1024
 
-    /// Grows the table to hold `count` descriptors (at most the soft RLIMIT_NOFILE); call first
-    /// thing in `main`, before any thread starts.
+    /// Grows the table to hold `count` descriptors (at most the soft RLIMIT_NOFILE); called by
+    /// `ProcessSetup.atStart`, before any thread starts.
     public static func reserve(_ count: Int32 = startingCapacity) {
         worker_reserve_descriptors(count)
     }

@@ -1,0 +1,10 @@
+import Foundation
+
+/// What the program sets up first thing in `main`, while it has one thread: the descriptor
+/// table's size (`DescriptorTable`) and the environment libcurl's libraries read when loaded.
+public enum ProcessSetup {
+    public static func atStart() {
+        DescriptorTable.reserve()
+        Libcurl.setEnvironment()
+    }
+}
