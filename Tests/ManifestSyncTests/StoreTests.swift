@@ -115,6 +115,28 @@ import WorkerTestSupport
         #expect(try index.allRecords().map(\.object).sorted() == [fresh, taken])
     }
 
+    /// The schema is made in one transaction, and an index of schema 1 (before `origins`) gets
+    /// the missing table and the new version.
+    @Test func theSchemaIsMadeOnceAndUpgraded() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/index.sqlite"
+        do {
+            let old = try SQLiteDatabase(path: path, create: true, readOnly: false)
+            try old.execute("CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; PRAGMA user_version = 1;")
+        }
+        let index = try CacheIndex(path: path, create: true)
+        #expect(try index.unhealthyOrigins().isEmpty)
+        try index.recordOrigins(down: [("http://h", "refused")], reached: [], at: 1)
+        #expect(try index.unhealthyOrigins().map(\.origin) == ["http://h"])
+        let version = try index.database.prepare("PRAGMA user_version")
+        _ = try version.step()
+        #expect(version.int(0) == Int64(CacheIndex.schemaVersion))
+        let fresh = try CacheIndex(path: directory.path + "/fresh.sqlite", create: true)
+        let tables = try fresh.database.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        _ = try tables.step()
+        #expect(tables.int(0) == 4)
+    }
+
     /// A run on a new cache skips listing its (empty) object folders.
     @Test func aStoreKnowsWhetherItMadeTheObjectFolders() throws {
         let directory = TemporaryDirectory()

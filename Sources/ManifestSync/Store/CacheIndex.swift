@@ -41,7 +41,9 @@ public final class CacheIndex {
             // A current schema is left alone: the script below would write (user_version),
             // and a write moves the data version other connections compare (`CachePrefetch`).
             guard create, current < Self.schemaVersion else { return }
+            // One transaction: each statement on its own was a commit of its own (seven).
             try database.execute("""
+                BEGIN IMMEDIATE;
                 CREATE TABLE IF NOT EXISTS entries(
                     url TEXT PRIMARY KEY NOT NULL,
                     hash TEXT,
@@ -75,6 +77,7 @@ public final class CacheIndex {
                     failed INTEGER NOT NULL
                 );
                 PRAGMA user_version = \(Self.schemaVersion);
+                COMMIT;
                 """)
         } catch let error as CacheError {
             throw error
