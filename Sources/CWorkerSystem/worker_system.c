@@ -37,6 +37,16 @@ void worker_name_thread(const char *name) {
 #endif
 }
 
+int worker_renameat_noreplace(int fromFolder, const char *from, int toFolder, const char *to) {
+#if defined(__linux__) && defined(RENAME_NOREPLACE)
+    return renameat2(fromFolder, from, toFolder, to, RENAME_NOREPLACE);
+#else
+    (void)fromFolder; (void)from; (void)toFolder; (void)to;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 int worker_rename_noreplace(const char *from, const char *to) {
 #if defined(__linux__) && defined(RENAME_NOREPLACE)
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);

@@ -17,6 +17,9 @@ void worker_name_thread(const char *name);
 /// Where the kernel or file system lacks it: -1 with errno EINVAL or ENOSYS.
 int worker_rename_noreplace(const char *from, const char *to);
 
+/// The same, with each name relative to a folder's descriptor (renameat2).
+int worker_renameat_noreplace(int fromFolder, const char *from, int toFolder, const char *to);
+
 /// Grows the process's descriptor table to hold `count` descriptors (at most the soft
 /// RLIMIT_NOFILE) by duplicating a standard descriptor that high and closing the copy. Meant for
 /// the start of the program, while it has one thread: the kernel grows a table that threads share

@@ -12,6 +12,8 @@ public struct ContentStore: Sendable {
     let partials: PartialDownloads
     /// The object folders were made by this value's `init`: the cache holds no object yet.
     public let isNew: Bool
+    /// `tmp/` and `objects/sha256/`, open: files are created and installed by relative names.
+    private let folders: StoreFolders
 
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
     public init(root: String) throws(CacheError) {
@@ -50,6 +52,7 @@ public struct ContentStore: Sendable {
         if lstat(CacheLayout.indexPath(root), &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
             throw CacheError.unusable(path: CacheLayout.indexPath(root), reason: "is not a regular file")
         }
+        folders = try StoreFolders(temporary: tmpDirectory, objects: objectsDirectory)
     }
 
     /// The path an object with this SHA-256 (64 lowercase hex digits) has or will have.
@@ -70,8 +73,9 @@ public struct ContentStore: Sendable {
     func makeTemporaryFile() throws(SystemError) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
             let number = temporaryCounter.add(1, ordering: .relaxed).newValue
-            let path = tmpDirectory + temporaryPrefix + String(number)
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444)
+            let name = temporaryPrefix + String(number)
+            let fd = openat(folders.temporary, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444)
+            let path = tmpDirectory + "/" + name
             if fd >= 0 { return (fd, path) }
             if errno != EEXIST {
                 throw SystemError("create", path)
@@ -84,8 +88,18 @@ public struct ContentStore: Sendable {
     /// can only be the same bytes or a damaged leftover (`BatchCommit` installs over a file only
     /// once the new bytes are flushed).
     func install(temporary path: String, sha256: String) throws(CacheError) {
-        let target = objectPath(sha256)
-        guard rename(path, target) == 0 else { throw Self.renameFailed(path, target) }
+        let renamed = temporaryName(path).map { name in
+            renameat(folders.temporary, name, folders.objects, StoreFolders.relativeObjectPath(sha256))
+        } ?? rename(path, objectPath(sha256))
+        guard renamed == 0 else { throw Self.renameFailed(path, objectPath(sha256)) }
+    }
+
+    /// The name of a file in `tmp/` (a temporary file this store made), else nil.
+    private func temporaryName(_ path: String) -> String? {
+        guard path.hasPrefix(tmpDirectory), path.utf8.count > tmpDirectory.utf8.count + 1 else { return nil }
+        let name = path.utf8.dropFirst(tmpDirectory.utf8.count)
+        guard name.first == UInt8(ascii: "/"), !name.dropFirst().contains(UInt8(ascii: "/")) else { return nil }
+        return String(Substring(name.dropFirst()))
     }
 
     /// The error of a failed rename into `target`; the temporary file is deleted.
@@ -99,7 +113,10 @@ public struct ContentStore: Sendable {
     /// name already: false then, and the temporary file stays for `install`.
     func installNew(temporary path: String, sha256: String) throws(CacheError) -> Bool {
         let target = objectPath(sha256)
-        if worker_rename_noreplace(path, target) == 0 { return true }
+        let renamed = temporaryName(path).map { name in
+            worker_renameat_noreplace(folders.temporary, name, folders.objects, StoreFolders.relativeObjectPath(sha256))
+        } ?? worker_rename_noreplace(path, target)
+        if renamed == 0 { return true }
         switch errno {
         case EEXIST:
             return false
@@ -221,4 +238,4 @@ public struct ContentStore: Sendable {
 
 /// Numbers temporary files within this process.
 private let temporaryCounter = Atomic<UInt64>(0)
-private let temporaryPrefix = "/dl-\(getpid())-"
+private let temporaryPrefix = "dl-\(getpid())-"
