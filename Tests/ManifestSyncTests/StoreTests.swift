@@ -115,6 +115,32 @@ import WorkerTestSupport
         #expect(try index.allRecords().map(\.object).sorted() == [fresh, taken])
     }
 
+    /// A file of `tmp/` is installed by names relative to the store's open folders, any other by
+    /// its full path; both refuse a taken name, and a failed rename keeps its own errno.
+    @Test func installsFromTmpAndFromElsewhere() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let inTmp = try store.makeTemporaryFile()
+        close(inTmp.fd)
+        let elsewhere = directory.write("body", "elsewhere")
+        let first = String(repeating: "3", count: 64), second = String(repeating: "4", count: 64)
+        #expect(try store.installNew(temporary: inTmp.path, sha256: first))
+        #expect(try store.installNew(temporary: elsewhere, sha256: second))
+        #expect(store.contains(first) && store.contains(second))
+        #expect(FileManager.default.contents(atPath: store.objectPath(second)) == Data("elsewhere".utf8))
+        let again = try store.makeTemporaryFile()
+        close(again.fd)
+        #expect(try !store.installNew(temporary: again.path, sha256: first), "the name is taken")
+        let error = #expect(throws: CacheError.self) {
+            try store.install(temporary: store.tmpDirectory + "/missing", sha256: first)
+        }
+        guard case .system(let cause)? = error else {
+            Issue.record("expected a system error, got \(String(describing: error))")
+            return
+        }
+        #expect(cause == SystemError("rename into", store.objectPath(first), code: ENOENT))
+    }
+
     /// The schema is made in one transaction, and an index of schema 1 (before `origins`) gets
     /// the missing table and the new version.
     @Test func theSchemaIsMadeOnceAndUpgraded() throws {

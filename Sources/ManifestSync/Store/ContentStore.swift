@@ -88,48 +88,53 @@ public struct ContentStore: Sendable {
     /// can only be the same bytes or a damaged leftover (`BatchCommit` installs over a file only
     /// once the new bytes are flushed).
     func install(temporary path: String, sha256: String) throws(CacheError) {
-        let renamed = temporaryName(path).map { name in
-            renameat(folders.temporary, name, folders.objects, StoreFolders.relativeObjectPath(sha256))
-        } ?? rename(path, objectPath(sha256))
-        guard renamed == 0 else { throw Self.renameFailed(path, objectPath(sha256)) }
-    }
-
-    /// The name of a file in `tmp/` (a temporary file this store made), else nil.
-    private func temporaryName(_ path: String) -> String? {
-        guard path.hasPrefix(tmpDirectory), path.utf8.count > tmpDirectory.utf8.count + 1 else { return nil }
-        let name = path.utf8.dropFirst(tmpDirectory.utf8.count)
-        guard name.first == UInt8(ascii: "/"), !name.dropFirst().contains(UInt8(ascii: "/")) else { return nil }
-        return String(Substring(name.dropFirst()))
-    }
-
-    /// The error of a failed rename into `target`; the temporary file is deleted.
-    private static func renameFailed(_ path: String, _ target: String) -> CacheError {
-        let error = SystemError("rename into", target)
-        unlink(path)
-        return .system(error)
+        guard move(path, to: sha256, replacing: true) == 0 else { throw renameFailed(path, sha256, code: errno) }
     }
 
     /// Moves a verified temporary file to its final name unless a file (of any kind) has that
     /// name already: false then, and the temporary file stays for `install`.
     func installNew(temporary path: String, sha256: String) throws(CacheError) -> Bool {
-        let target = objectPath(sha256)
-        let renamed = temporaryName(path).map { name in
-            worker_renameat_noreplace(folders.temporary, name, folders.objects, StoreFolders.relativeObjectPath(sha256))
-        } ?? worker_rename_noreplace(path, target)
-        if renamed == 0 { return true }
-        switch errno {
+        if move(path, to: sha256, replacing: false) == 0 { return true }
+        let code = errno
+        switch code {
         case EEXIST:
             return false
         case EINVAL, ENOSYS:
             // No RENAME_NOREPLACE here (an older kernel, some network file systems): look first.
             // Only the run holding the lock installs, so nothing comes in between.
             var info = stat()
-            if lstat(target, &info) == 0 { return false }
+            if lstat(objectPath(sha256), &info) == 0 { return false }
             try install(temporary: path, sha256: sha256)
             return true
         default:
-            throw Self.renameFailed(path, target)
+            throw renameFailed(path, sha256, code: code)
         }
+    }
+
+    /// Renames a temporary file to the object's name, refusing to replace one unless `replacing`:
+    /// a file of `tmp/` by names relative to the open folders, any other by its full path.
+    private func move(_ path: String, to sha256: String, replacing: Bool) -> Int32 {
+        guard let name = temporaryName(path) else {
+            return replacing ? rename(path, objectPath(sha256)) : worker_rename_noreplace(path, objectPath(sha256))
+        }
+        let target = StoreFolders.relativeObjectPath(sha256)
+        return replacing
+            ? renameat(folders.temporary, name, folders.objects, target)
+            : worker_renameat_noreplace(folders.temporary, name, folders.objects, target)
+    }
+
+    /// The name of a file directly in `tmp/` (every temporary file this store makes), else nil.
+    private func temporaryName(_ path: String) -> String? {
+        guard path.hasPrefix(tmpDirectory) else { return nil }
+        let name = path.utf8.dropFirst(tmpDirectory.utf8.count)
+        guard name.first == UInt8(ascii: "/"), name.count > 1, !name.dropFirst().contains(UInt8(ascii: "/")) else { return nil }
+        return String(Substring(name.dropFirst()))
+    }
+
+    /// The error of a failed rename (`code`) into the object's name; the temporary file is deleted.
+    private func renameFailed(_ path: String, _ sha256: String, code: Int32) -> CacheError {
+        unlink(path)
+        return .system(SystemError("rename into", objectPath(sha256), code: code))
     }
 
     /// Removes an object file; a missing file is fine.

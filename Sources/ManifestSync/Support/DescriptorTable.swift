@@ -9,13 +9,13 @@ import CWorkerSystem
 /// default `--jobs 50` run two. Grown while the program has one thread, the same table costs
 /// nothing but a few kilobytes. (A parent that leaves high descriptors open, as a shell often
 /// does, hides the cost: the table is inherited at its size.)
-public enum DescriptorTable {
+enum DescriptorTable {
     /// A run's connections and temporary files at the default `--jobs`, many times over.
-    public static let startingCapacity: Int32 = 1024
+    static let startingCapacity: Int32 = 1024
 
     /// Grows the table to hold `count` descriptors (at most the soft RLIMIT_NOFILE); called by
     /// `ProcessSetup.atStart`, before any thread starts.
-    public static func reserve(_ count: Int32 = startingCapacity) {
+    static func reserve(_ count: Int32 = startingCapacity) {
         worker_reserve_descriptors(count)
     }
 }
