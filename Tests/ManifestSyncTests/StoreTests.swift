@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import ManifestSync
 import WorkerTestSupport
@@ -189,31 +188,18 @@ import WorkerTestSupport
         #expect(!ContentStore.hasEveryFanOutFolder(objects))
     }
 
-    /// libcurl is loaded ahead only when a run surely downloads: no index yet, not offline, and
-    /// (the loader's hook) from the first entry that resolves to an http(s) URL. A run over an
-    /// existing index (a warm run) or of local files only must not load it.
-    @Test func libcurlIsLoadedAheadOnlyWithoutAnIndexAndAtAnHTTPURL() throws {
+    /// libcurl starts loading as the run starts only where every http(s) entry is a download:
+    /// no index yet, not offline. A run over an existing index (a warm run) must not load it.
+    @Test func libcurlIsLoadedAheadOnlyWithoutAnIndexAndOnline() throws {
         let directory = TemporaryDirectory()
         var options = SyncOptions(cacheDirectory: directory.path + "/cache")
-        #expect(SyncEngine(options: options).manifestLoader().onFirstRemoteURL != nil)
+        #expect(SyncEngine(options: options).loadsLibcurlAhead)
         options.offline = true
-        #expect(SyncEngine(options: options).manifestLoader().onFirstRemoteURL == nil, "--offline downloads nothing")
+        #expect(!SyncEngine(options: options).loadsLibcurlAhead, "--offline downloads nothing")
         _ = try ContentStore(root: directory.path + "/cache")
         _ = try CacheIndex(path: CacheLayout.indexPath(directory.path + "/cache"), create: true)
         options.offline = false
-        #expect(SyncEngine(options: options).manifestLoader().onFirstRemoteURL == nil, "an index exists: the plan decides")
-
-        func calls(_ text: String) throws -> Int {
-            let count = Mutex(0)
-            var loader = ManifestLoader(environment: [:])
-            loader.onFirstRemoteURL = { count.withLock { $0 += 1 } }
-            _ = try loader.load(paths: [directory.write("m.yaml", text)])
-            return count.withLock { $0 }
-        }
-        #expect(try calls("version: 1\nentries:\n  - url: a.png\n  - url: b/c.png\n") == 0)
-        #expect(try calls("version: 1\nentries:\n  - url: a.png\n  - url: http://h/a\n  - url: https://h/b\n") == 1)
-        // Relative entries listed before the base_url that makes them remote.
-        #expect(try calls("version: 1\nentries:\n  - url: a.png\nbase_url: https://cdn.example.com/\n") == 1)
+        #expect(!SyncEngine(options: options).loadsLibcurlAhead, "an index exists: the plan decides")
     }
 
     @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {

@@ -7,9 +7,6 @@ public struct ManifestLoader {
     public var maxDiagnostics = 50
     /// Expand `${VAR}` in header values (off for `worker fingerprint`, which never needs them).
     public var expandsHeaders = true
-    /// Called once, as soon as an entry resolves to an http(s) URL, while the rest is still read
-    /// (`sync` of a new cache starts loading its HTTP client then).
-    public var onFirstRemoteURL: (() -> Void)?
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
@@ -25,15 +22,6 @@ public struct ManifestLoader {
         let expected = min(Self.totalBytes(paths) / 100, 50_000_000)
         collector.positions.reserve(expected)
         collector.entries.reserveCapacity(expected)
-        var remoteSeen = onFirstRemoteURL == nil
-        func resolved(_ resolver: URLResolver, _ item: RawEntry) -> Result<String, URLResolver.Problem> {
-            let url = resolver.resolve(item.url)
-            if !remoteSeen, case .success(let text) = url, URLResolver.hasHTTPScheme(text) {
-                remoteSeen = true
-                onFirstRemoteURL?()
-            }
-            return url
-        }
 
         for path in paths {
             guard diagnostics.count < maxDiagnostics else { break }
@@ -60,7 +48,7 @@ public struct ManifestLoader {
                     deferred.append(item)
                     return
                 }
-                collector.add(item, resolved(resolver, item), manifest: index, manifests: manifests, path: path,
+                collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
                               into: &entryDiagnostics)
             }
             collector.flush(manifests: manifests, path: path, into: &entryDiagnostics)
@@ -75,7 +63,7 @@ public struct ManifestLoader {
                 fileDiagnostics.append(report(header.baseURLPosition.line, header.baseURLPosition.column, baseProblem))
             } else {
                 for item in deferred {
-                    collector.add(item, resolved(resolver, item), manifest: index, manifests: manifests, path: path,
+                    collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
                                   into: &fileDiagnostics)
                 }
                 collector.flush(manifests: manifests, path: path, into: &fileDiagnostics)
