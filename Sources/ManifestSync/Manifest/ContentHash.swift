@@ -51,10 +51,28 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     public var bytes: [UInt8] { storage.prefix(algorithm.byteCount) }
 
     /// Lowercase hex of the digest: `algorithm.byteCount * 2` characters of `[0-9a-f]`.
-    public var hex: String { Hex.encode(bytes) }
+    public var hex: String { text(prefix: "") }
 
     /// Normalized form, `sha256:9f86…`; the form the index and the report use.
-    public var description: String { "\(algorithm.rawValue):\(hex)" }
+    public var description: String { text(prefix: algorithm.rawValue + ":") }
+
+    /// `prefix` and the digest's hex, written into one new string (every synced row names its
+    /// hash: no intermediate array or string).
+    private func text(prefix: String) -> String {
+        let prefix = prefix.utf8
+        let count = algorithm.byteCount
+        return String(unsafeUninitializedCapacity: prefix.count + count * 2) { out in
+            var end = out.initialize(fromContentsOf: prefix)
+            storage.withBytes { digest in
+                for byte in digest.prefix(count) {
+                    out[end] = Hex.lowercaseDigit(byte >> 4)
+                    out[end + 1] = Hex.lowercaseDigit(byte & 0x0f)
+                    end += 2
+                }
+            }
+            return end
+        }
+    }
 
     /// True when `text` is exactly `hex` (lowercase), compared without building a string.
     public func hasHex(_ text: String) -> Bool {

@@ -11,14 +11,14 @@ extension SyncPlan {
     /// The items that need the network (download, revalidate, refresh), grouped by content in
     /// the order their first item comes in the manifests.
     func downloadGroups(refresh: Bool) -> [DownloadGroup] {
-        var groupByKey: [String: Int] = [:]
+        var groupByKey: [GroupKey: Int] = [:]
         var members: [[Int]] = []
         for (offset, item) in items.enumerated() {
             switch item.action {
             case .keep, .reuse:
                 continue
             case .download, .revalidate, .refresh:
-                let key = refresh ? "url:" + item.entry.url : item.entry.hash.map { $0.description } ?? "url:" + item.entry.url
+                let key = refresh ? GroupKey.url(item.entry.url) : item.entry.hash.map(GroupKey.content) ?? .url(item.entry.url)
                 if let existing = groupByKey[key] {
                     members[existing].append(offset)
                 } else {
@@ -28,6 +28,13 @@ extension SyncPlan {
             }
         }
         return members.map { items in DownloadGroup(items: items, requests: items.map(request(for:))) }
+    }
+
+    /// What makes items one group: the same expected content, or (hashless, `--refresh`) the
+    /// same URL. The hash itself, not its text: no string made per entry.
+    private enum GroupKey: Hashable {
+        case content(ContentHash)
+        case url(String)
     }
 
     /// What to send for a plan item: its manifest's headers, and the stored version's

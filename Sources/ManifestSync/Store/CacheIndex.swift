@@ -250,9 +250,16 @@ public final class CacheIndex {
                             etag = excluded.etag, last_modified = excluded.last_modified
                         """)
                     for record in upserts {
-                        try upsert.run([.text(record.url), SQLiteValue(record.hash), .text(record.object),
-                                        .int(record.size), .double(record.fetchedAt), .double(record.lastUsed),
-                                        SQLiteValue(record.etag), SQLiteValue(record.lastModified)])
+                        try upsert.run { row in
+                            row.bind(1, record.url)
+                            row.bind(2, record.hash)
+                            row.bind(3, record.object)
+                            row.bind(4, record.size)
+                            row.bind(5, record.fetchedAt)
+                            row.bind(6, record.lastUsed)
+                            row.bind(7, record.etag)
+                            row.bind(8, record.lastModified)
+                        }
                     }
                 }
                 if !touches.isEmpty {

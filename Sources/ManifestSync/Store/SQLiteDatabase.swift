@@ -94,6 +94,30 @@ final class SQLiteStatement {
         }
     }
 
+    /// Binds and runs a statement that returns no rows, its values bound by `bind` one by one:
+    /// for the statements run once a row (no array of values built per row).
+    func run(binding bind: (SQLiteStatement) -> Void) throws(SQLiteError) {
+        sqlite3_reset(statement)
+        bind(self)
+        while try step() {}
+    }
+
+    func bind(_ index: Int32, _ text: String?) {
+        guard let text else {
+            sqlite3_bind_null(statement, index)
+            return
+        }
+        sqlite3_bind_text(statement, index, text, -1, Self.transient)
+    }
+
+    func bind(_ index: Int32, _ number: Int64) {
+        sqlite3_bind_int64(statement, index, number)
+    }
+
+    func bind(_ index: Int32, _ number: Double) {
+        sqlite3_bind_double(statement, index, number)
+    }
+
     /// Advances; true while a row is available.
     func step() throws(SQLiteError) -> Bool {
         let status = sqlite3_step(statement)
