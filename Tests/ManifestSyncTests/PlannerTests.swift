@@ -19,6 +19,20 @@ import Testing
             .plan(ManifestSet(manifests: [manifest], entries: entries), records: records)
     }
 
+    /// Entries that expect the same content are one group (one download, the others reuse it),
+    /// whatever form their hashes were written in; hashless entries and every entry under
+    /// `--refresh` are groups of one.
+    @Test func downloadGroupsJoinTheSameExpectedContent() {
+        let md5 = "0cc175b9c0f1b6a831c399e269772661"
+        let result = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", objectA.uppercased()),
+                           entry("http://h/c", nil), entry("http://h/d", "sha256:" + objectB), entry("http://h/e", nil),
+                           entry("http://h/f", "md5:" + md5), entry("http://h/g", md5)],
+                          [], present: [])
+        #expect(result.downloadGroups(refresh: false).map(\.items) == [[0, 1], [2], [3], [4], [5, 6]])
+        #expect(result.downloadGroups(refresh: false)[0].requests.map(\.url) == ["http://h/a", "http://h/b"])
+        #expect(result.downloadGroups(refresh: true).map(\.items) == [[0], [1], [2], [3], [4], [5], [6]])
+    }
+
     @Test func unchangedWhenTheIndexHasTheURLAtThisHashAndTheObjectExists() {
         let result = plan([entry("http://h/a", "sha256:" + objectA)],
                           [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
