@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `worker get URL`: SDImageCache's read-through lookup for a command line — the index, then the
 /// object file, then the network. A miss is a one-entry sync through the same pipeline (the same
@@ -56,7 +57,7 @@ extension SyncEngine {
             if row.status == .failed {
                 failed.append(row)
             } else if let path = row.path {
-                items.append(ManifestWriter.Item(url: entry.url, sha256: (path as NSString).lastPathComponent))
+                items.append(ManifestWriter.Item(url: entry.url, sha256: PathName.lastComponent(path)))
             }
         }
         return (items, failed)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Planning: the diff of manifests against the index, with no network and no change.
 extension SyncEngine {

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Logging
 
 extension SyncRun {
     /// Runs the groups through a `DownloadQueue`, recording results as they come and committing

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 extension SyncRun {
     /// `--prune`: removes the index rows (then the objects no row names) of entries no synced

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 
 /// One sync after planning: the plan's download groups go through the queue, each result goes

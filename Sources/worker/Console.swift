@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 
 /// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
@@ -17,21 +18,38 @@ enum Console {
 
     static func out(_ text: String) {
         guard !text.isEmpty else { return }
-        FileHandle.standardOutput.write(Data(text.utf8))
+        write(1, Data(text.utf8))
     }
 
     /// Writes `text` to stderr, a line at a time (as JSON objects at `level` when asked).
     static func error(_ text: String, level: String = "error", fields: [String: String] = [:]) {
         guard !text.isEmpty else { return }
         guard jsonLines else {
-            FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+            write(2, Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
             return
         }
         var out = Data()
         for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
             out += jsonLine(level: level, message: String(line), fields: fields)
         }
-        FileHandle.standardError.write(out)
+        write(2, out)
+    }
+
+    /// Writes all of `data` to descriptor `fd` (1 or 2), unbuffered, as the lines are made.
+    static func write(_ fd: Int32, _ data: Data) {
+        _ = data.withUnsafeBytes { FileChunks.writeAll(fd, $0) }
+    }
+
+    /// Everything on standard input, to its end.
+    static func readStandardInput() -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(0, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return data }
+            data.append(contentsOf: buffer[..<count])
+        }
     }
 
     /// A notice on stderr (waiting for a lock, progress): level `info` in JSON.
@@ -41,11 +59,13 @@ enum Console {
 
     static func jsonLine(level: String, message: String, fields: [String: String] = [:]) -> Data {
         var object: [String: String] = fields
-        object["time"] = ISO8601DateFormatter().string(from: Date())
+        object["time"] = Date().formatted(Date.ISO8601FormatStyle())
         object["level"] = level
         object["logger"] = "worker"
         object["message"] = message
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(object)) ?? Data("{}".utf8)
         return data + Data("\n".utf8)
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 
 /// `--log-format json`: one JSON object a line on stderr (time, level, message, metadata).
@@ -14,7 +15,7 @@ struct JSONLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var object: [String: String] = [
-            "time": ISO8601DateFormatter().string(from: Date()),
+            "time": Date().formatted(Date.ISO8601FormatStyle()),
             "level": event.level.rawValue,
             "logger": label,
             "message": event.message.description,
@@ -22,7 +23,9 @@ struct JSONLogHandler: LogHandler {
         for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
             object[key] = value.description
         }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        FileHandle.standardError.write(data + Data("\n".utf8))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(object) else { return }
+        Console.write(2, data + Data("\n".utf8))
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 import Synchronization
 
@@ -73,7 +74,7 @@ final class ProgressPrinter: Sendable {
         guard due else { return }
         if live {
             let end = progress.done == progress.total ? "\n" : ""
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + Self.line(progress) + end).utf8))
+            Console.write(2, Data(("\r\u{1B}[2K" + Self.line(progress) + end).utf8))
         } else {
             Self.printPlain(progress)
         }
@@ -95,9 +96,8 @@ final class ProgressPrinter: Sendable {
     static func line(_ progress: SyncProgress) -> String {
         let elapsed = max(Date().timeIntervalSince(progress.started), 0.001)
         let rate = Double(progress.bytes) / elapsed
-        return String(format: "%d/%d entries  %@  %@/s  ETA %@  failed %d", progress.done, progress.total,
-                      Units.formatBytes(progress.bytes), Units.formatBytes(Int64(rate)),
-                      eta(progress, elapsed: elapsed), progress.failed)
+        return "\(progress.done)/\(progress.total) entries  \(Units.formatBytes(progress.bytes))  "
+            + "\(Units.formatBytes(Int64(rate)))/s  ETA \(eta(progress, elapsed: elapsed))  failed \(progress.failed)"
     }
 
     /// The time left, once enough is done to say: the first entries of a run are not a fair

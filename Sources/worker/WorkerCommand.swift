@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 
 /// `worker`: keeps a local cache of remote files in step with YAML manifests.
@@ -26,7 +27,7 @@ struct WorkerCommand: AsyncParsableCommand {
         CacheLock.onWait = { message in Console.notice(message) }
         if let first = arguments.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
             Console.error("worker: \(message)")
-            Foundation.exit(ExitStatus.usage)
+            Glibc.exit(ExitStatus.usage)
         }
         await runCommand()
     }
@@ -42,12 +43,12 @@ struct WorkerCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
-            Foundation.exit(ExitStatus.ok)
+            Glibc.exit(ExitStatus.ok)
         } catch {
             let code = exitCode(for: error)
             if code.rawValue == 64 {
                 Console.error(fullMessage(for: error))
-                Foundation.exit(ExitStatus.usage)
+                Glibc.exit(ExitStatus.usage)
             }
             exit(withError: error)
         }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Writes a body to its temporary file while hashing it, enforcing the size limit. Each chunk is
 /// written as it comes, with no copy: a small body arrives as one chunk, so it costs one write(2).
@@ -34,7 +35,7 @@ struct BodySink {
             return nil
         }
         guard case .success = read, total == offset, lseek(fd, off_t(offset), SEEK_SET) == off_t(offset) else {
-            Foundation.close(fd)
+            Glibc.close(fd)
             return .failure(FetchFailure(.io, "cannot resume from \(path)"))
         }
         sink.hasher = hasher
@@ -44,7 +45,7 @@ struct BodySink {
 
     /// Closes the file and leaves it where it is (a part kept to be resumed).
     mutating func keep() {
-        if !closed { Foundation.close(fd); closed = true }
+        if !closed { Glibc.close(fd); closed = true }
     }
 
     /// Appends bytes; returns a failure (and stops) when the limit is passed or the write fails.
@@ -54,14 +55,8 @@ struct BodySink {
             return FetchFailure(.tooLarge, "body exceeds the limit of \(maxSize) bytes")
         }
         hasher.update(bytes)
-        var offset = 0
-        while offset < bytes.count {
-            let written = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return FetchFailure(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
-            }
-            offset += written
+        guard FileChunks.writeAll(fd, bytes) else {
+            return FetchFailure(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
         }
         return nil
     }
@@ -69,7 +64,7 @@ struct BodySink {
     /// Closes the file and checks the digest against the expected hash.
     mutating func close() -> Result<(sha256: String, actual: ContentHash?), FetchFailure> {
         closed = true
-        if Foundation.close(fd) != 0 {
+        if Glibc.close(fd) != 0 {
             let reason = String(cString: strerror(errno))
             unlink(path)
             return .failure(FetchFailure(.io, "cannot write \(path): \(reason)"))
@@ -84,7 +79,7 @@ struct BodySink {
 
     /// Closes (if open) and deletes the temporary file.
     mutating func discard() {
-        if !closed { Foundation.close(fd); closed = true }
+        if !closed { Glibc.close(fd); closed = true }
         unlink(path)
     }
 }

@@ -1,6 +1,7 @@
 import CCurl
 import CWorkerSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A fetch engine: libcurl's multi interface on a thread of its own, with its own connections.

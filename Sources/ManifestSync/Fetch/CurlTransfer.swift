@@ -1,5 +1,6 @@
 import CCurl
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One HTTP exchange on the `CurlEngine`: its request, and libcurl's callbacks for the response
 /// turned into a `ResponseHandler`'s head, body and end. Status line and header lines are parsed

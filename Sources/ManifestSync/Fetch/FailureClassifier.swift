@@ -1,5 +1,6 @@
 import CCurl
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Turns how a transfer failed (libcurl's result code and the socket's error number) into a
 /// report reason and a message in plain words ("connection refused", not libcurl's wording), and
@@ -77,11 +78,29 @@ enum FailureClassifier {
 
     /// `Retry-After`: seconds, or an HTTP date.
     static func parseRetryAfter(_ value: String) -> Double? {
-        if let seconds = Double(value.trimmingCharacters(in: .whitespaces)) { return seconds }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: value).map { $0.timeIntervalSinceNow }
+        if let seconds = Double(Text.trimmingSpaces(value)) { return seconds }
+        return httpDate(value).map { $0 - Date().timeIntervalSince1970 }
+    }
+
+    /// An HTTP date (RFC 9110's IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) as Unix time.
+    static func httpDate(_ value: String) -> Double? {
+        let parts = Text.trimmingSpaces(value).split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
+              let day = Int(parts[1]), (1...31).contains(day), let month = months.firstIndex(of: String(parts[2])),
+              let year = Int(parts[3]), year >= 1970
+        else { return nil }
+        let clock = parts[4].split(separator: ":")
+        guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
+              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        var fields = tm()
+        fields.tm_year = Int32(year - 1900)
+        fields.tm_mon = Int32(month)
+        fields.tm_mday = Int32(day)
+        fields.tm_hour = Int32(hour)
+        fields.tm_min = Int32(minute)
+        fields.tm_sec = Int32(second)
+        return Double(timegm(&fields))
     }
 }

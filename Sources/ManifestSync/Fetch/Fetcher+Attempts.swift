@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Logging
 
 /// The retry loop: an attempt's outcome is told to the origin gate, and a transient failure is
 /// tried again after the retry policy's delay (or the origin's pause), on the engine's thread.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One HTTP exchange: the request's headers (validators, a resume range), `--max-rps`, the
 /// response through a `CurlTransfer` and its `ResponseHandler`, and the redirects we follow ourselves.

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Dispatch
 
 /// `file://` entries (manifests without `base_url` name files in their own folder): read off the
 /// fetch engine's thread and off Swift's cooperative pool, which a large file would stall.

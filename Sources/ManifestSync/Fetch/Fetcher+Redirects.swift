@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The redirect rules the fetch stage applies itself (the client's own redirects are off): at
 /// most `maxRedirects` hops, no loops, http and https only, never from https down to http; what

@@ -1,5 +1,6 @@
 import CCurl
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Synchronization
 
@@ -62,7 +63,7 @@ final class Fetcher: Sendable {
             pem += data
             pem.append(UInt8(ascii: "\n"))
         }
-        var template = Array((NSTemporaryDirectory() + "/worker-ca-XXXXXX").utf8CString)
+        var template = Array(((ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp") + "/worker-ca-XXXXXX").utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { return (files[0], false) }
         let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

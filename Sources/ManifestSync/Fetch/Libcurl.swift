@@ -1,6 +1,7 @@
 import CCurl
 import CWorkerSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// libcurl itself: loaded once per process when the first download needs it, and the options
 /// every handle of a `CurlEngine` is set up with.
@@ -58,8 +59,7 @@ enum Libcurl {
         defer { loading.unlock() }
         guard ahead == .notStarted else { return }
         ahead = .running
-        Thread.detachNewThread {
-            worker_name_thread("worker-libcurl")
+        Threads.detach(name: "worker-libcurl") {
             initializeOnce
             loading.lock()
             ahead = .finished
@@ -69,7 +69,7 @@ enum Libcurl {
     }
 
     private enum LoadAhead { case notStarted, running, finished }
-    private static let loading = NSCondition()
+    private static let loading = ThreadCondition()
     /// Guarded by `loading`.
     nonisolated(unsafe) private static var ahead = LoadAhead.notStarted
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What one HTTP exchange ended with.
 enum ExchangeOutcome: Sendable {
@@ -88,7 +89,7 @@ struct ResponseHandler {
         // worker never asks for an encoding (decompression is off, and manifests may not send
         // Accept-Encoding or TE), so an encoded body is a misconfigured server: its bytes are not
         // the content and are never stored as it. Retrying would get the same answer.
-        if let encoding = header("content-encoding")?.trimmingCharacters(in: .whitespaces),
+        if let encoding = header("content-encoding").map(Text.trimmingSpaces),
            !encoding.isEmpty, encoding.lowercased() != "identity" {
             return FetchFailure(
                 .httpStatus, "the server sent the body with Content-Encoding: \(Redact.short(encoding, limit: 40)), "
@@ -221,7 +222,7 @@ struct ResponseHandler {
 
     /// `bytes START-END/TOTAL` → START.
     static func rangeStart(_ value: String) -> Int64? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        let trimmed = Text.trimmingSpaces(value)
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = trimmed.dropFirst(6)
         guard let dash = spec.firstIndex(of: "-") else { return nil }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `worker path`, `worker rm`, `worker clear`: look-ups and removals, under the lock where they
 /// write. Rows go before their files, and an object goes only when no row names it.

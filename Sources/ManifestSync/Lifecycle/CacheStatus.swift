@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What `worker status` prints: the cache in numbers, the last sync of each manifest, and the
 /// entries whose last sync failed.
@@ -92,8 +93,6 @@ public struct StatusReport: Sendable, Codable {
 /// ISO 8601 times for reports.
 enum Timestamp {
     static func iso(_ seconds: Double) -> String {
-        let format = ISO8601DateFormatter()
-        format.formatOptions = [.withInternetDateTime]
-        return format.string(from: Date(timeIntervalSince1970: seconds))
+        Date(timeIntervalSince1970: seconds).formatted(Date.ISO8601FormatStyle())
     }
 }

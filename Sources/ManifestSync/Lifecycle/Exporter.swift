@@ -1,5 +1,6 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The on-disk layout an app or server reads directly.
 public enum ExportLayout: String, Sendable, CaseIterable {
@@ -92,7 +93,7 @@ public struct Exporter: Sendable {
                     try FileManager.default.copyItem(atPath: source, toPath: target)
                     result.copied += 1
                 } catch {
-                    throw CacheError.unusable(path: target, reason: "cannot copy: \(error.localizedDescription)")
+                    throw CacheError.unusable(path: target, reason: "cannot copy: \(ErrorText.describe(error))")
                 }
             } else {
                 throw .system(SystemError("link", target))

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `worker gc`: SDImageCache's two rules for a shared, manifest-driven cache. Entries not used
 /// for `maxAge` go (used = named by a synced manifest, or read through `worker path`); then, while

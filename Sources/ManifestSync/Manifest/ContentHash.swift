@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A digest algorithm a manifest may name.
 public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {

@@ -1,5 +1,6 @@
 import CYAML
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Parses a YAML file through libyaml into batches of events (`fill`); memory stays bounded by
 /// libyaml's buffers and a batch, whatever the size of the document. libyaml holds a whole token (a scalar) in memory
@@ -52,7 +53,7 @@ final class LibYAMLParser: @unchecked Sendable {
             return 0
         }
         while true {
-            let count = Foundation.read(fd, buffer, size)
+            let count = Glibc.read(fd, buffer, size)
             if count < 0 && errno == EINTR { continue }
             guard count >= 0 else { return 0 }
             bytesSinceEvent += count

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Reads and validates manifests completely (a streaming pass each) before anything else happens:
 /// URL resolution, `${VAR}` expansion, and the same URL listed with two hashes.
@@ -120,7 +121,7 @@ public struct ManifestLoader {
             var value = ""
             var rest = Substring(header.value)
             var ok = true
-            while let open = rest.range(of: "${") {
+            while let open = rest.firstRange(of: "${") {
                 value += rest[..<open.lowerBound]
                 guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
                     report(header.line, header.column, "header '\(header.name)': '${' without a closing '}'")

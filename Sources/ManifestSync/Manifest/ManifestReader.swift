@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Streams a manifest's YAML events and yields its entries one at a time, collecting every
 /// problem it finds with its position. Nothing but the current event and the header is held.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The `headers` mapping: names checked as HTTP tokens, values as strings without control bytes.
 extension ManifestWalker {

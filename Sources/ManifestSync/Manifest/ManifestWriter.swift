@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Writes manifests: for the files under folders (pooch's `make_registry`: every file, SHA-256,
 /// relative URLs in a stable order), or for URLs whose hashes a sync pinned. What it writes the
@@ -22,8 +23,8 @@ public enum ManifestWriter {
     public static func scan(_ folders: [String]) throws(Failure) -> [Item] {
         var byPath: [String: (folder: String, sha256: String)] = [:]
         for folder in folders {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            var isDirectory = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory else {
                 throw Failure(path: folder, reason: "is not a directory")
             }
             let root = URL(fileURLWithPath: folder).standardizedFileURL.path
@@ -43,21 +44,30 @@ public enum ManifestWriter {
         }
     }
 
-    /// Relative paths of the regular files below `root`, not following links.
+    /// Relative paths of the regular files below `root`, not following links; hidden names
+    /// (and what is below a hidden folder) are skipped.
     private static func files(under root: String) throws(Failure) -> [String] {
-        guard let enumerator = FileManager.default.enumerator(atPath: root) else {
-            throw Failure(path: root, reason: "cannot be listed")
-        }
+        guard let top = opendir(root) else { throw Failure(path: root, reason: "cannot be listed") }
+        closedir(top)
         var found: [String] = []
-        while let relative = enumerator.nextObject() as? String {
-            let name = (relative as NSString).lastPathComponent
-            var info = stat()
-            guard lstat(root + "/" + relative, &info) == 0 else { continue }
-            if name.hasPrefix(".") {
-                if (info.st_mode & S_IFMT) == S_IFDIR { enumerator.skipDescendants() }
-                continue
+        var folders = [""]
+        while let relative = folders.popLast() {
+            guard let folder = opendir(relative.isEmpty ? root : root + "/" + relative) else { continue }
+            defer { closedir(folder) }
+            while let entry = readdir(folder) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                guard !name.hasPrefix(".") else { continue }
+                let path = relative.isEmpty ? name : relative + "/" + name
+                var info = stat()
+                guard lstat(root + "/" + path, &info) == 0 else { continue }
+                switch info.st_mode & S_IFMT {
+                case S_IFDIR: folders.append(path)
+                case S_IFREG: found.append(path)
+                default: continue
+                }
             }
-            if (info.st_mode & S_IFMT) == S_IFREG { found.append(relative) }
         }
         return found
     }
@@ -65,12 +75,24 @@ public enum ManifestWriter {
     /// A relative path as a relative URL: each segment percent-encoded, and a first segment with
     /// a colon prefixed with `./` so it is not read as a scheme.
     static func encode(_ relative: String) -> String {
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: ";")
-        let encoded = relative.split(separator: "/").map {
-            String($0).addingPercentEncoding(withAllowedCharacters: allowed) ?? String($0)
-        }.joined(separator: "/")
+        let encoded = relative.split(separator: "/").map(percentEncoded).joined(separator: "/")
         return encoded.split(separator: "/").first?.contains(":") == true ? "./" + encoded : encoded
+    }
+
+    /// A path segment with every byte outside RFC 3986's `pchar` (less `;`) as `%XX`, UTF-8.
+    private static func percentEncoded(_ segment: Substring) -> String {
+        let kept = Set("-._~!$&'()*+,=:@".utf8)
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        for byte in segment.utf8 {
+            let isAlphanumeric = (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+            if isAlphanumeric || kept.contains(byte) {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The manifest's YAML: `base_url` (with a trailing slash, so the relative URLs resolve below
@@ -98,7 +120,7 @@ public enum ManifestWriter {
             case "\t": out += "\\t"
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7f {
-                    out += String(format: "\\x%02x", scalar.value)
+                    out += "\\x" + Hex.encode([UInt8(scalar.value)])
                 } else {
                     out.unicodeScalars.append(scalar)
                 }

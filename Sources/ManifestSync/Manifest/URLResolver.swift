@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Resolves entry URLs: absolute http(s) as written; relative ones against `base_url`, or, without
 /// one, as local files inside the manifest's own folder.
@@ -39,7 +40,7 @@ struct URLResolver {
         base = withSlash
         baseURL = url
         baseAppends = !withSlash.contains("?") && !withSlash.contains("#")
-        if let authority = withSlash.range(of: "://") {
+        if let authority = withSlash.firstRange(of: "://") {
             let rest = withSlash[authority.upperBound...]
             baseOrigin = withSlash[..<(rest.firstIndex(of: "/") ?? withSlash.endIndex)]
         }
@@ -162,11 +163,27 @@ struct URLResolver {
         guard !components.isEmpty else {
             return .failure(Problem(message: "local path '\(Redact.short(raw))' names no file"))
         }
-        let decoded = components.map { $0.removingPercentEncoding ?? String($0) }
+        let decoded = components.map { Self.percentDecoded($0) ?? String($0) }
         guard !decoded.contains(where: { $0.contains("/") || $0 == ".." }) else {
             return .failure(Problem(message: "local path '\(Redact.short(raw))' leaves the manifest's folder"))
         }
         return .success("file://" + folder + "/" + decoded.joined(separator: "/"))
+    }
+
+    /// `%XX` sequences decoded; nil when a `%` is not followed by two hex digits or the bytes
+    /// are not UTF-8 (as Foundation's `removingPercentEncoding`).
+    static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var utf8 = text.utf8[...]
+        while let byte = utf8.popFirst() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = utf8.popFirst().flatMap(Hex.value), let low = utf8.popFirst().flatMap(Hex.value) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     /// A cheap check of an absolute http(s) URL, made once per entry instead of a full parse: a

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Runs a `LibYAMLParser` on a thread of its own and hands its events over in batches. At most
 /// `depth` batches wait at a time, so memory stays bounded whatever the size of the file;
@@ -7,7 +8,7 @@ final class YAMLEventPipe: @unchecked Sendable {
     static let depth = 8
 
     /// Guards everything below.
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var full: [YAMLEventBatch] = []
     private var empty: [YAMLEventBatch] = []
     /// Set by the reader when it reads no further: the thread stops at its next batch.
@@ -19,9 +20,7 @@ final class YAMLEventPipe: @unchecked Sendable {
     private var parserWaits = false
 
     init(parser: LibYAMLParser, batchSize: Int) {
-        let thread = Thread { [self] in run(parser, batchSize: batchSize) }
-        thread.name = "worker.yaml"
-        thread.start()
+        Threads.detach(name: "worker.yaml") { [self] in run(parser, batchSize: batchSize) }
     }
 
     /// The next batch; waits for it. `used` is the reader's previous batch, kept for refilling.

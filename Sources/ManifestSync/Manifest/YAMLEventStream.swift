@@ -1,5 +1,6 @@
 import CYAML
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One libyaml event, reduced to what the manifest reader needs.
 struct YAMLEvent {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Index rows and an object listing read before the run holds the lock, with the index's data
 /// version at the time: if another writer commits before the run takes the lock, the version

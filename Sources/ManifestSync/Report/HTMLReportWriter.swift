@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A self-contained HTML page of a sync: the totals on top, then the entries that were added,
 /// updated (old and new side by side) or failed (with the version still served), as thumbnails
@@ -16,7 +17,7 @@ public enum HTMLReportWriter {
         var body = """
             <header class="\(totals.failed == 0 ? "ok" : "bad")">
             <h1>worker sync — \(escape(names))</h1>
-            <p>\(escape(ISO8601DateFormatter().string(from: report.finishedAt))) · \(String(format: "%.2f", report.duration)) s · \
+            <p>\(escape(report.finishedAt.formatted(Date.ISO8601FormatStyle()))) · \(Text.format("%.2f", report.duration)) s · \
             \(escape(Units.formatBytes(totals.bytesDownloaded))) downloaded · cache <code>\(escape(report.cacheDirectory))</code></p>
             <ul class="totals">
             """
@@ -85,8 +86,15 @@ public enum HTMLReportWriter {
     }
 
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        Text.escaping(text) { scalar in
+            switch scalar {
+            case "&": "&amp;"
+            case "<": "&lt;"
+            case ">": "&gt;"
+            case "\"": "&quot;"
+            default: nil
+            }
+        }
     }
 
     private static let style = """

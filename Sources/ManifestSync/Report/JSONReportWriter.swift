@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Writes the JSON report (schema 1) atomically: a temporary file renamed over the target.
 public enum JSONReportWriter {
@@ -31,12 +32,11 @@ public enum JSONReportWriter {
     }
 
     public static func data(_ report: SyncReport) throws -> Data {
-        let format = ISO8601DateFormatter()
-        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
         let document = Document(
             dryRun: report.dryRun,
-            startedAt: format.string(from: report.startedAt),
-            finishedAt: format.string(from: report.finishedAt),
+            startedAt: report.startedAt.formatted(format),
+            finishedAt: report.finishedAt.formatted(format),
             durationSeconds: (report.duration * 1000).rounded() / 1000,
             cacheDir: report.cacheDirectory,
             manifests: report.manifests,
@@ -71,16 +71,7 @@ public enum AtomicFile {
             guard errno == EEXIST else { throw failure(path, errno) }
         }
         guard let (fd, temporary) = created else { throw failure(path, EEXIST) }
-        let written = data.withUnsafeBytes { buffer -> Bool in
-            guard let base = buffer.baseAddress else { return true }
-            var offset = 0
-            while offset < buffer.count {
-                let count = Foundation.write(fd, base + offset, buffer.count - offset)
-                if count < 0 { if errno == EINTR { continue }; return false }
-                offset += count
-            }
-            return true
-        }
+        let written = data.withUnsafeBytes { FileChunks.writeAll(fd, $0) }
         let code = errno
         close(fd)
         guard written else {
@@ -94,12 +85,21 @@ public enum AtomicFile {
         }
     }
 
+    /// Appends `data` to the existing file at `path` (GitHub's step summary, which the runner made).
+    public static func append(_ data: Data, to path: String) throws {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(path, errno) }
+        let written = data.withUnsafeBytes { FileChunks.writeAll(fd, $0) }
+        let code = errno
+        guard close(fd) == 0, written else { throw failure(path, written ? errno : code) }
+    }
+
     private static func randomSuffix() -> String {
         var generator = SystemRandomNumberGenerator()
         return String(generator.next() as UInt64, radix: 36)
     }
 
     private static func failure(_ path: String, _ code: Int32) -> CocoaError {
-        CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(path): \(String(cString: strerror(code)))"])
+        CocoaError(.fileWriteUnknown, userInfo: ["NSLocalizedDescription": "cannot write \(path): \(String(cString: strerror(code)))"])
     }
 }

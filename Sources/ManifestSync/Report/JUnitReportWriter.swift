@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// JUnit XML (GitLab, Jenkins and GitHub test reporters read it): one test suite per manifest,
 /// one test case per entry checked, a `<failure>` with the reason and message per failed entry.
@@ -48,5 +49,5 @@ public enum JUnitReportWriter {
         return out
     }
 
-    static func format(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
+    static func format(_ seconds: Double) -> String { Text.format("%.3f", seconds) }
 }

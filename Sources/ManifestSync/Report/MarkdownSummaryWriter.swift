@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A Markdown summary for CI pages (`$GITHUB_STEP_SUMMARY`): totals, then the failed entries.
 public enum MarkdownSummaryWriter {
@@ -13,7 +14,7 @@ public enum MarkdownSummaryWriter {
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             "| \(totals.entries) | \(totals.unchanged) | \(totals.added) | \(totals.updated) | \(totals.reused) "
                 + "| \(totals.failed) | \(totals.removed) | \(Units.formatBytes(totals.bytesDownloaded)) "
-                + "| \(String(format: "%.2f", report.duration)) s |",
+                + "| \(Text.format("%.2f", report.duration)) s |",
         ]
         let failed = report.failedEntries
         if !failed.isEmpty {
@@ -27,6 +28,6 @@ public enum MarkdownSummaryWriter {
     }
 
     private static func cell(_ text: String) -> String {
-        text.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
+        Text.escaping(text) { $0 == "|" ? "\\|" : $0 == "\n" ? " " : nil }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The files a run writes besides the cache (`--report`, `--junit`, …), and the rule that keeps
 /// them from destroying anything: an output never replaces a manifest of the run, nor an existing

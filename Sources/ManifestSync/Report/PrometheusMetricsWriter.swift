@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Prometheus text format for node_exporter's textfile collector: when the last run finished,
 /// whether it succeeded, entries by status, bytes, duration. Written atomically by the caller.
@@ -22,12 +23,12 @@ public enum PrometheusMetricsWriter {
         }
         if let rps = report.limits?.maxRequestsPerSecond {
             metric("worker_sync_max_requests_per_second", "--max-rps: requests per second to each origin.", "gauge",
-                   [("", String(format: "%g", rps))])
+                   [("", Text.format("%g", rps))])
         }
         metric("worker_sync_last_run_timestamp_seconds", "When the last sync finished (Unix time).", "gauge",
-               [("", String(format: "%.3f", report.finishedAt.timeIntervalSince1970))])
+               [("", Text.format("%.3f", report.finishedAt.timeIntervalSince1970))])
         metric("worker_sync_success", "1 if the last sync ended with exit code 0.", "gauge", [("", success ? "1" : "0")])
-        metric("worker_sync_duration_seconds", "How long the last sync took.", "gauge", [("", String(format: "%.3f", report.duration))])
+        metric("worker_sync_duration_seconds", "How long the last sync took.", "gauge", [("", Text.format("%.3f", report.duration))])
         let totals = report.totals
         metric("worker_sync_entries", "Entries of the last sync by status.", "gauge", [
             (#"status="unchanged""#, "\(totals.unchanged)"), (#"status="added""#, "\(totals.added)"),
@@ -39,7 +40,6 @@ public enum PrometheusMetricsWriter {
     }
 
     static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
+        Text.escaping(value) { $0 == "\\" ? "\\\\" : $0 == "\"" ? "\\\"" : $0 == "\n" ? "\\n" : nil }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The files a sync writes besides the cache, and the rule that decides its exit code. Written
 /// by the engine at the end of the run, under its lock, before the previous versions of updated
@@ -32,15 +33,10 @@ public struct SyncOutputs: Sendable {
         if let summary {
             try write(summary) { Data(MarkdownSummaryWriter.markdown(report).utf8) }
         } else if let appendedSummary {
-            guard let handle = FileHandle(forWritingAtPath: appendedSummary) else {
-                throw CacheError.output(path: appendedSummary, reason: "cannot open it to append")
-            }
-            defer { try? handle.close() }
             do {
-                try handle.seekToEnd()
-                try handle.write(contentsOf: Data(MarkdownSummaryWriter.markdown(report).utf8))
+                try AtomicFile.append(Data(MarkdownSummaryWriter.markdown(report).utf8), to: appendedSummary)
             } catch {
-                throw CacheError.output(path: appendedSummary, reason: error.localizedDescription)
+                throw CacheError.output(path: appendedSummary, reason: ErrorText.describe(error))
             }
         }
     }
@@ -49,7 +45,7 @@ public struct SyncOutputs: Sendable {
         do {
             try AtomicFile.write(contents(), to: path)
         } catch {
-            throw CacheError.output(path: path, reason: error.localizedDescription)
+            throw CacheError.output(path: path, reason: ErrorText.describe(error))
         }
     }
 }

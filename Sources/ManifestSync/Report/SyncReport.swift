@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The outcome of a run (`plan` or `sync`): schema 1 of PRODUCT.md.
 public struct SyncReport: Sendable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The human summary: counts, bytes and time on stdout; failed entries with reasons on stderr.
 public struct TextReportWriter {
@@ -43,8 +44,8 @@ public struct TextReportWriter {
         if !report.dryRun {
             let seconds = max(report.duration, 0.000_001)
             let rate = Double(totals.bytesDownloaded) / seconds
-            lines.append(String(format: "  downloaded %@ in %.2f s (%@/s)", Units.formatBytes(totals.bytesDownloaded),
-                                report.duration, Units.formatBytes(Int64(rate))))
+            lines.append("  downloaded \(Units.formatBytes(totals.bytesDownloaded)) in \(Text.format("%.2f", report.duration)) s "
+                + "(\(Units.formatBytes(Int64(rate)))/s)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

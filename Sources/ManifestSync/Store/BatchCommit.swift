@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One batch of finished work, made durable in the order that survives a crash at any point:
 /// mark the cache unclean (once a run, durably), rename each new body to its object name as it

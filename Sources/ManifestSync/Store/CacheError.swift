@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Problems that stop a whole run: the cache itself cannot be used, or another run holds it.
 public enum CacheError: Error, Sendable, CustomStringConvertible {

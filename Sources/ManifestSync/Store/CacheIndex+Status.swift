@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What `worker status` reads and each run records for it: counts, failures pending, the last
 /// sync of each manifest, origins found down. Part of `CacheIndex` (all SQL stays in this type).

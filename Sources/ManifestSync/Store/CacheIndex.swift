@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The SQLite index (`index.sqlite`, WAL): url → object. All of the project's SQL lives here.
 public final class CacheIndex {
@@ -18,7 +19,7 @@ public final class CacheIndex {
         if create && !readOnly { try Self.restrictPermissions(path) }
         do {
             database = try SQLiteDatabase(path: path, create: create && !readOnly, readOnly: readOnly)
-            fileSystem = FileSystemKind.of((path as NSString).deletingLastPathComponent)
+            fileSystem = FileSystemKind.of(PathName.parent(path))
             if fileSystem.isNetwork {
                 // WAL's shared memory is per host: a rollback journal under POSIX locks instead.
                 if !readOnly { try database.execute("PRAGMA journal_mode=DELETE") }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The exclusive lock of a writing run: `flock` on `CACHE/lock`, released when the process ends,
@@ -70,7 +71,7 @@ public final class CacheLock: Sendable {
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = pread(fd, &buffer, 63, 0)
         guard count > 0 else { return nil }
-        let text = String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = Text.trimmingWhitespace(String(decoding: buffer[0..<count], as: UTF8.self))
         return text.isEmpty ? nil : text
     }
 }

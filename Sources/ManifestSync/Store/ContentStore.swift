@@ -1,5 +1,6 @@
 import CWorkerSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The content-addressed part of the cache: `objects/sha256/ab/abcdef…` (read-only files named by
@@ -202,9 +203,7 @@ public struct ContentStore: Sendable {
     }
 
     private static func reason(_ error: any Error) -> String {
-        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-        if let code = underlying?.code, underlying?.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(code))) }
-        return (error as NSError).localizedDescription
+        ErrorText.describe(error)
     }
 
     /// Whether `directory` lists all 256 fan-out folders (`00` … `ff`) as directories, not links:

@@ -1,5 +1,6 @@
 import CWorkerSystem
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Whether a folder is on a network file system, where SQLite's WAL mode is unsafe: its
 /// shared-memory index (`-shm`) is mapped per host, so two hosts writing one index through

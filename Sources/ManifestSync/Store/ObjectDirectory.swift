@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Answers "is this object present?" for many objects at once: one `fstatat` per object against
 /// an open descriptor of its fan-out folder, instead of resolving the whole path each time.

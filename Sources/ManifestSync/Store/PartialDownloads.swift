@@ -1,5 +1,6 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Bodies cut off part-way, kept to be resumed: `partial/<sha256 of the URL>` holds the bytes
@@ -65,7 +66,7 @@ struct PartialDownloads: Sendable {
         let text = Array((validator + "\n" + url + "\n").utf8)
         unlink(meta + ".tmp")
         let fd = open(meta + ".tmp", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        let written = fd >= 0 && text.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) } == text.count
+        let written = fd >= 0 && text.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == text.count
         if fd >= 0 { close(fd) }
         guard written, rename(meta + ".tmp", meta) == 0 else {
             unlink(meta + ".tmp")

@@ -1,5 +1,6 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An error from SQLite, with the statement's purpose for context.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {

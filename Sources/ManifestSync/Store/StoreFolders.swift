@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Descriptors of the two folders every download passes through, `tmp/` and `objects/sha256/`,
 /// open while the store is: a temporary file is created and installed by names relative to them,

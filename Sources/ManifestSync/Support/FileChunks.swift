@@ -1,13 +1,31 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Reads a file descriptor to its end in 64 KiB chunks (retrying EINTR), handing each chunk to
-/// `body`; stops at the first error `body` returns. A read error names `path`.
-enum FileChunks {
+/// `body`; stops at the first error `body` returns. A read error names `path`. And the one loop
+/// that writes all of a buffer.
+public enum FileChunks {
+    /// Writes all of `bytes` to `fd`, again after a signal or a short write; false (errno set)
+    /// when a write fails.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        var offset = 0
+        while offset < bytes.count {
+            let count = Glibc.write(fd, base + offset, bytes.count - offset)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += count
+        }
+        return true
+    }
+
     static func read(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) -> FetchFailure?) -> Result<Void, FetchFailure> {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let count = Foundation.read(fd, buffer.baseAddress, buffer.count)
+            let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
             if count == 0 { return .success(()) }
             if count < 0 {
                 if errno == EINTR { continue }

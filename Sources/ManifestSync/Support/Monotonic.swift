@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Seconds on the monotonic clock: deadlines, timers and rates that wall-clock changes never move.
 enum Monotonic {

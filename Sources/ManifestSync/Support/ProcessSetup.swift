@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What the program sets up first thing in `main`, while it has one thread: the descriptor
 /// table's size (`DescriptorTable`) and the environment libcurl's libraries read when loaded.

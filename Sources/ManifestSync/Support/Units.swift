@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Parsers for the human units of the command line: durations (`30s`, `5m`, `7d`) and sizes
 /// (`256MiB`, `1MB`, `1048576`).
@@ -44,7 +45,7 @@ public enum Units {
     /// A transfer rate in bytes per second, in curl's `--limit-rate` forms: `500000`, `256K`,
     /// `1M`, `2G` (K = 1024), optionally with `B` or `/s` (`1MB/s`).
     public static func rate(_ text: String) -> Int64? {
-        var rest = text.trimmingCharacters(in: .whitespaces)
+        var rest = Text.trimmingSpaces(text)
         if rest.lowercased().hasSuffix("/s") { rest.removeLast(2) }
         if rest.hasSuffix("B") || rest.hasSuffix("b") { rest.removeLast() }
         var multiplier: Double = 1
@@ -63,7 +64,7 @@ public enum Units {
     /// A duration as `--deadline` and friends take it: `45s`, `1m30s`, `2h5m`, `0.5s`.
     public static func formatDuration(_ seconds: Double) -> String {
         if seconds < 60 {
-            return seconds == seconds.rounded() ? "\(Int(seconds))s" : String(format: "%gs", seconds)
+            return seconds == seconds.rounded() ? "\(Int(seconds))s" : Text.format("%g", seconds) + "s"
         }
         let whole = Int(seconds.rounded())
         if whole < 3600 { return whole % 60 == 0 ? "\(whole / 60)m" : "\(whole / 60)m\(whole % 60)s" }
@@ -78,11 +79,11 @@ public enum Units {
             value /= 1000
             unit += 1
         }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : Text.format("%.1f", value) + " " + units[unit]
     }
 
     private static func split(_ text: String) -> (Substring, Substring) {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)[...]
+        let trimmed = Text.trimmingSpaces(text)[...]
         let end = trimmed.firstIndex { !($0.isNumber || $0 == ".") } ?? trimmed.endIndex
         return (trimmed[..<end], trimmed[end...].drop { $0 == " " })
     }

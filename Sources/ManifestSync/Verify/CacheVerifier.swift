@@ -1,5 +1,6 @@
 import Crypto
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 
 /// What `worker verify` found, and what `--repair` did about it.

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 
 /// `--cache-dir`, the same for every command.
@@ -19,7 +20,7 @@ struct CacheOptions: ParsableArguments {
         } else if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
             chosen = xdg + "/worker"
         } else {
-            chosen = (environment["HOME"] ?? NSHomeDirectory()) + "/.cache/worker"
+            chosen = (environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path) + "/.cache/worker"
         }
         return URL(fileURLWithPath: chosen).standardizedFileURL.path
     }

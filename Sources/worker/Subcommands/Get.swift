@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 
 /// `worker get URL [--hash H] [-o FILE|-]`: the cached file for URL, fetched on a miss.
@@ -95,7 +96,7 @@ struct Get: AsyncParsableCommand {
         do {
             try AtomicFile.write(Data(contentsOf: URL(fileURLWithPath: path)), to: file)
         } catch {
-            throw failure(error.localizedDescription)
+            throw failure(ErrorText.describe(error))
         }
     }
 

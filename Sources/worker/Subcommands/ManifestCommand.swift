@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 
 /// `worker manifest DIR… --base-url URL` or `worker manifest --urls FILE|-`: write a manifest.
@@ -80,7 +81,7 @@ struct ManifestCommand: AsyncParsableCommand {
             do {
                 try AtomicFile.write(Data(yaml.utf8), to: output)
             } catch {
-                Console.error("worker: \(error.localizedDescription)")
+                Console.error("worker: \(ErrorText.describe(error))")
                 throw ExitCode(ExitStatus.cacheUnusable)
             }
         } else {
@@ -93,7 +94,7 @@ struct ManifestCommand: AsyncParsableCommand {
     private func pinned(_ source: String) async throws -> (String, Int) {
         let text: String
         if source == "-" {
-            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            text = String(decoding: Console.readStandardInput(), as: UTF8.self)
         } else {
             guard let read = try? String(contentsOfFile: source, encoding: .utf8) else {
                 Console.error("worker: cannot read --urls '\(source)'")
@@ -103,7 +104,7 @@ struct ManifestCommand: AsyncParsableCommand {
         }
         // Line numbers stay those of the file: blank and comment lines become empty, then skipped.
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.trimmingCharacters(in: .whitespaces)
+            Text.trimmingSpaces($0)
         }
         var urls: [String] = []
         var lineOf: [Int] = []
@@ -129,7 +130,7 @@ struct ManifestCommand: AsyncParsableCommand {
         for entry in result.failed {
             Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")
         }
-        let name = name ?? output.map { (($0 as NSString).lastPathComponent as NSString).deletingPathExtension }
+        let name = name ?? output.map { PathName.deletingExtension(PathName.lastComponent($0)) }
         return (ManifestWriter.yaml(name: name, baseURL: nil, items: result.items), result.failed.count)
     }
 }

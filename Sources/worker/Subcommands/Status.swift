@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 
 /// `worker status`: the cache in numbers, the last sync of each manifest, pending failures.

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ManifestSync
 
 /// `worker verify [--repair]`: re-hash every object and cross-check the index both ways.
@@ -62,7 +63,7 @@ struct Verify: AsyncParsableCommand {
             do {
                 try AtomicFile.write(Console.json(report), to: path)
             } catch {
-                Console.error("cannot write the report: \(error.localizedDescription)")
+                Console.error("cannot write the report: \(ErrorText.describe(error))")
                 throw ExitCode(ExitStatus.cacheUnusable)
             }
         }

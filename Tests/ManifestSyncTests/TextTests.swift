@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+@testable import ManifestSync
+import WorkerTestSupport
+
+/// worker links FoundationEssentials only; the text helpers that replace Foundation's must give
+/// what Foundation gives (the tests link Foundation, so it is the reference here).
+@Suite struct TextTests {
+    @Test func formatIsPrintf() {
+        for value in [0, 0.5, 1, 2.345, 12.5, 1234.5678, 1e-7, 3e21, -7.25, 86400.125] {
+            for format in ["%.1f", "%.2f", "%.3f", "%g"] {
+                #expect(Text.format(format, value) == String(format: format, value), "\(format) \(value)")
+            }
+        }
+        #expect(Text.format("%.2f", 1e300).count > 300, "longer than the first buffer")
+        #expect(Text.format("%.2f", 1e300) == String(format: "%.2f", 1e300))
+    }
+
+    @Test func trimmingMatchesFoundation() {
+        for text in ["", " ", "a", "  a b  ", "\tx\t", "\u{00A0}y\u{2003}", " line\n", "\n ", "gzip ", " 30"] {
+            #expect(Text.trimmingSpaces(text) == text.trimmingCharacters(in: .whitespaces), "'\(text)'")
+            #expect(Text.trimmingWhitespace(text) == text.trimmingCharacters(in: .whitespacesAndNewlines), "'\(text)'")
+        }
+    }
+
+    @Test func pathNamesMatchNSString() {
+        // (One-character paths are left out: this Foundation's deletingLastPathComponent traps on
+        // them. NSString gives what the last four expectations say.)
+        for path in ["/a/b.png", "/a/b/", "ab", "a/b", "/a", "out/list.yaml", "out/.hidden", "x.tar.gz", "/a//b"] {
+            #expect(PathName.lastComponent(path) == (path as NSString).lastPathComponent, "'\(path)'")
+            #expect(PathName.parent(path) == (path as NSString).deletingLastPathComponent, "'\(path)'")
+        }
+        #expect(PathName.lastComponent("/") == "/")
+        #expect(PathName.parent("/") == "/")
+        #expect(PathName.lastComponent("a") == "a")
+        #expect(PathName.parent("a") == "")
+        for name in ["list.yaml", "list", ".hidden", "x.tar.gz", "a.b/c"] {
+            #expect(PathName.deletingExtension(name) == (name as NSString).deletingPathExtension, "'\(name)'")
+        }
+    }
+
+    @Test func escapingReplacesScalarsNotCharacters() {
+        #expect(Text.escaping("a|b\r\nc") { $0 == "|" ? "\\|" : $0 == "\n" ? " " : nil } == "a\\|b\r c")
+        #expect(HTMLReportWriter.escape("<a href=\"x\">&</a>") == "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;")
+        #expect(PrometheusMetricsWriter.escape("a\\b\"c\nd") == "a\\\\b\\\"c\\nd")
+    }
+
+    @Test func percentEncodingMatchesFoundation() {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: ";")
+        for segment in ["plain.png", "a b", "ü.png", "50%", "a;b", "x?y#z", "k=v&w", "~tilde_(1)", "日本"] {
+            #expect(ManifestWriter.encode(segment) == segment.addingPercentEncoding(withAllowedCharacters: allowed), "\(segment)")
+        }
+        for encoded in ["a%20b", "%C3%BC", "100%", "%zz", "%4", "%FF", "plain", "%2Fslash"] {
+            #expect(URLResolver.percentDecoded(encoded[...]) == encoded.removingPercentEncoding, "\(encoded)")
+        }
+    }
+
+    @Test func httpDatesAndTimestampsMatchFoundation() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        for seconds in [0.0, 784_111_777, 1_795_000_000, 4_102_444_800] {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(FailureClassifier.httpDate(formatter.string(from: date)) == seconds)
+            let iso = ISO8601DateFormatter()
+            #expect(Timestamp.iso(seconds) == iso.string(from: date))
+        }
+        #expect(FailureClassifier.httpDate("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
+        for bad in ["soon", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT", ""] {
+            #expect(FailureClassifier.httpDate(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func fileErrorsAreTheSystemsWords() {
+        do {
+            _ = try FileManager.default.contentsOfDirectory(atPath: "/nonexistent-\(getpid())")
+            Issue.record("listed a folder that does not exist")
+        } catch {
+            #expect(ErrorText.describe(error) == "No such file or directory")
+        }
+        #expect(ErrorText.describe(CocoaError(.fileWriteUnknown, userInfo: ["NSLocalizedDescription": "cannot write x"])) == "cannot write x")
+    }
+
+    @Test func appendingNeedsAnExistingFile() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("summary.md", "one\n")
+        try AtomicFile.append(Data("two\n".utf8), to: path)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "one\ntwo\n")
+        #expect(throws: (any Error).self) { try AtomicFile.append(Data("x".utf8), to: directory.path + "/missing.md") }
+    }
+}
