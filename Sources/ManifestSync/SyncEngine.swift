@@ -131,7 +131,9 @@ public struct SyncEngine: Sendable {
         let store = try ContentStore(root: options.cacheDirectory)
         return try await CacheLock.withLock(directory: options.cacheDirectory, wait: options.waitLock) {
             () async throws(CacheError) -> SyncReport in
-            try await syncLocked(manifests, store: store, startedAt: startedAt, prefetched: prefetched)
+            // However the run ends, a new cache it made has all its fan-out folders.
+            defer { store.completeLayout() }
+            return try await syncLocked(manifests, store: store, startedAt: startedAt, prefetched: prefetched)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Crypto
 import Testing
 @testable import ManifestSync
 import WorkerTestSupport
@@ -89,6 +90,7 @@ import WorkerTestSupport
     @Test func aBatchInstallsNewObjectsAndReplacesATakenName() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
+        store.completeLayout()
         let index = try CacheIndex(path: CacheLayout.indexPath(store.root), create: true)
         func body(_ text: String) throws -> String {
             let file = try store.makeTemporaryFile()
@@ -169,12 +171,36 @@ import WorkerTestSupport
         #expect(try !ContentStore(root: directory.path + "/cache").isNew)
     }
 
-    /// Each run checks the 256 fan-out folders by one listing; one missing (or of another kind)
-    /// sends it back to making them one by one.
+    /// A new cache's fan-out folders are made as its objects arrive, the rest by
+    /// `completeLayout`; each later run checks all 256 by one listing, and one missing (or of
+    /// another kind) sends it back to making them one by one, refusing a planted link.
     @Test func aMissingFanOutFolderIsMadeAgain() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
-        let objects = store.objectPath(String(repeating: "a", count: 64)).components(separatedBy: "/aa/").first!
+        let objects = store.objectsDirectory
+        #expect(try FileManager.default.contentsOfDirectory(atPath: objects).isEmpty, "none made up front")
+        func temporary(_ text: String) throws -> String {
+            let (fd, path) = try store.makeTemporaryFile()
+            #expect(write(fd, text, text.utf8.count) == text.utf8.count)
+            close(fd)
+            return path
+        }
+        // "fan-out" hashes to 1e…, "other" to d9….
+        let fanOut = Hex.encode(SHA256.hash(data: Array("fan-out".utf8)))
+        #expect(try store.installNew(temporary: temporary("fan-out"), sha256: fanOut))
+        #expect(store.contains(fanOut))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: objects) == ["1e"])
+        // A dangling link in a folder's place is not followed: the install fails, and the
+        // next run refuses the cache until it is gone.
+        let other = Hex.encode(SHA256.hash(data: Array("other".utf8)))
+        #expect(symlink(directory.path + "/nowhere", objects + "/d9") == 0)
+        #expect(throws: CacheError.self) { try store.installNew(temporary: temporary("other"), sha256: other) }
+        #expect(access(directory.path + "/nowhere", F_OK) != 0)
+        store.completeLayout()
+        #expect(!ContentStore.hasEveryFanOutFolder(objects))
+        #expect(throws: CacheError.self) { try ContentStore(root: directory.path + "/cache") }
+        #expect(unlink(objects + "/d9") == 0)
+        _ = try ContentStore(root: directory.path + "/cache")
         #expect(ContentStore.hasEveryFanOutFolder(objects))
         #expect(rmdir(objects + "/c4") == 0)
         #expect(!ContentStore.hasEveryFanOutFolder(objects))
@@ -245,6 +271,7 @@ import WorkerTestSupport
         try FileManager.default.createDirectory(atPath: directory.path + "/real", withIntermediateDirectories: true)
         #expect(symlink(directory.path + "/real", directory.path + "/link") == 0)
         let store = try ContentStore(root: directory.path + "/link")
+        store.completeLayout()
         #expect(FileManager.default.fileExists(atPath: directory.path + "/real/objects/sha256/00"))
         #expect(store.root == directory.path + "/link")
     }
@@ -255,6 +282,7 @@ import WorkerTestSupport
     func countsRegularFilesOnly(listed: Bool) throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
+        store.completeLayout()
         let real = String(repeating: "ab", count: 32)
         let planted = String(repeating: "ac", count: 32)
         directory.write("cache/objects/sha256/ab/" + real, "bytes")

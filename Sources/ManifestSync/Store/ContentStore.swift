@@ -41,10 +41,11 @@ public struct ContentStore: Sendable {
         isNew = try Self.makeDirectory(objectsDirectory)
         try Self.makeDirectory(tmpDirectory)
         try Self.makeDirectory(partials.directory)
-        // All 256 fan-out folders up front (and checked every run), so installing an object
-        // never needs a mkdir and never follows a link. Checked by one listing when the file
-        // system says what each entry is; made (or refused) one by one otherwise.
-        if isNew || !Self.hasEveryFanOutFolder(objectsDirectory) {
+        // All 256 fan-out folders, checked every run, so installing an object never follows a
+        // link: by one listing when the file system says what each entry is; made (or refused)
+        // one by one otherwise. A new cache's are made as its objects arrive (256 mkdirs were
+        // ~1 ms of a cold run's start, before any download), the rest by `completeLayout`.
+        if !isNew, !Self.hasEveryFanOutFolder(objectsDirectory) {
             for byte in 0..<256 {
                 try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))
             }
@@ -53,7 +54,13 @@ public struct ContentStore: Sendable {
         if lstat(CacheLayout.indexPath(root), &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
             throw CacheError.unusable(path: CacheLayout.indexPath(root), reason: "is not a regular file")
         }
-        folders = try StoreFolders(temporary: tmpDirectory, objects: objectsDirectory)
+        folders = try StoreFolders(temporary: tmpDirectory, objects: objectsDirectory, fanOutComplete: !isNew)
+    }
+
+    /// Makes the fan-out folders a new cache's objects have not needed yet (see `init`); call
+    /// before a run that made the store ends, so that every cache a run leaves has all 256.
+    public func completeLayout() {
+        folders.completeFanOut()
     }
 
     /// The path an object with this SHA-256 (64 lowercase hex digits) has or will have.
@@ -113,15 +120,22 @@ public struct ContentStore: Sendable {
     }
 
     /// Renames a temporary file to the object's name, refusing to replace one unless `replacing`:
-    /// a file of `tmp/` by names relative to the open folders, any other by its full path.
+    /// a file of `tmp/` by names relative to the open folders, any other by its full path; the
+    /// object's fan-out folder is made first when it is not known to be there.
     private func move(_ path: String, to sha256: String, replacing: Bool) -> Int32 {
-        guard let name = temporaryName(path) else {
-            return replacing ? rename(path, objectPath(sha256)) : worker_rename_noreplace(path, objectPath(sha256))
+        let attempt: () -> Int32
+        if let name = temporaryName(path) {
+            let target = StoreFolders.relativeObjectPath(sha256)
+            attempt = {
+                replacing ? renameat(folders.temporary, name, folders.objects, target)
+                    : worker_renameat_noreplace(folders.temporary, name, folders.objects, target)
+            }
+        } else {
+            let target = objectPath(sha256)
+            attempt = { replacing ? rename(path, target) : worker_rename_noreplace(path, target) }
         }
-        let target = StoreFolders.relativeObjectPath(sha256)
-        return replacing
-            ? renameat(folders.temporary, name, folders.objects, target)
-            : worker_renameat_noreplace(folders.temporary, name, folders.objects, target)
+        guard folders.ensureFanOutFolder(for: sha256) else { return -1 }
+        return attempt()
     }
 
     /// The name of a file directly in `tmp/` (every temporary file this store makes), else nil.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// Descriptors of the two folders every download passes through, `tmp/` and `objects/sha256/`,
 /// open while the store is: a temporary file is created and installed by names relative to them,
@@ -9,8 +10,13 @@ import Glibc
 final class StoreFolders: Sendable {
     let temporary: Int32
     let objects: Int32
+    /// The fan-out folders known to be there (made or checked), by their first byte.
+    private let present: Mutex<[Bool]>
 
-    init(temporary temporaryPath: String, objects objectsPath: String) throws(CacheError) {
+    /// `fanOutComplete`: all 256 fan-out folders are there (checked); else they are made as
+    /// needed and by `completeFanOut`.
+    init(temporary temporaryPath: String, objects objectsPath: String, fanOutComplete: Bool) throws(CacheError) {
+        present = Mutex([Bool](repeating: fanOutComplete, count: 256))
         let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         temporary = open(temporaryPath, flags)
         guard temporary >= 0 else { throw .system(SystemError("open", temporaryPath)) }
@@ -25,6 +31,44 @@ final class StoreFolders: Sendable {
     deinit {
         close(temporary)
         close(objects)
+    }
+
+    /// Makes the fan-out folder of `sha256` (`ab/`) unless it is known to be there; true when it
+    /// is a folder, false (errno set) when it cannot be made or something else has its name (a
+    /// link is not followed).
+    func ensureFanOutFolder(for sha256: String) -> Bool {
+        var name = sha256
+        let slot = name.withUTF8 { utf8 -> Int? in
+            guard utf8.count >= 2, let high = Hex.value(utf8[0]), let low = Hex.value(utf8[1]) else { return nil }
+            return Int(high << 4 | low)
+        }
+        guard let slot else {
+            errno = ENOENT
+            return false
+        }
+        return ensureFanOutFolder(slot)
+    }
+
+    /// Makes the fan-out folders not known to be there, so that a cache a run leaves has all 256
+    /// (one that cannot be made is left to the next run's check).
+    func completeFanOut() {
+        for slot in 0..<256 { _ = ensureFanOutFolder(slot) }
+    }
+
+    private func ensureFanOutFolder(_ slot: Int) -> Bool {
+        if present.withLock({ $0[slot] }) { return true }
+        let prefix = Hex.encode([UInt8(slot)])
+        if mkdirat(objects, prefix, 0o755) != 0 {
+            guard errno == EEXIST else { return false }
+            var info = stat()
+            guard fstatat(objects, prefix, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                errno = ENOTDIR
+                return false
+            }
+        }
+        present.withLock { $0[slot] = true }
+        return true
     }
 
     /// `ab/abcdef…`: an object's name relative to `objects`.
