@@ -27,6 +27,36 @@ import WorkerTestSupport
         #expect(!plan.stderr.contains("libcurl"), "libcurl was loaded by a plan")
     }
 
+    /// `worker sync` into a cache without an index starts loading libcurl before its arguments
+    /// are parsed; `--offline`, `--dry-run`, or a cache with an index (the plan decides) do not.
+    @Test func libcurlLoadsBeforeParsingOnlyForASyncOfANewCache() throws {
+        let directory = TemporaryDirectory()
+        func loadsLibcurl(_ arguments: [String], code: Int32 = 0) throws -> Bool {
+            let result = try WorkerBinary.run(arguments, environment: ["LD_DEBUG": "libs"])
+            #expect(result.code == code, "\(arguments): \(result.stderr.suffix(300))")
+            #expect(result.stderr.contains("libsqlite3"), "the loader's trace is there to read")
+            return result.stderr.contains("libcurl")
+        }
+        let cache = directory.path + "/cache"
+        #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", directory.path + "/offline", "--offline"], code: 1),
+                "offline: not in the cache")
+        #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir=" + directory.path + "/dry", "--dry-run"]))
+        // The demo lists local files only: loaded for nothing, the guess's known cost.
+        #expect(try loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", cache]))
+        #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", cache]), "an index exists")
+    }
+
+    /// A usage error found while libcurl loads ahead ends with exit 2, never a crash (exiting
+    /// during the loader's work can crash in the exit's destructors).
+    @Test func aUsageErrorWhileLibcurlLoadsExitsCleanly() throws {
+        let directory = TemporaryDirectory()
+        for run in 0..<30 {
+            let result = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", directory.path + "/cache\(run)", "--jobs", "0"])
+            #expect(result.code == 2, "run \(run): \(result.stderr)")
+            #expect(result.stderr.contains("--jobs must be between 1 and 1024"))
+        }
+    }
+
     @Test func demoSyncsThenReportsAllUnchanged() throws {
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"

@@ -5,7 +5,7 @@ import Glibc
 
 /// libcurl itself: loaded once per process when the first download needs it, and the options
 /// every handle of a `CurlEngine` is set up with.
-enum Libcurl {
+public enum Libcurl {
     /// libcurl loaded (`worker_curl_load`: only a run that downloads pays for it) and its global
     /// state set up, once per process before any handle. Handles are told not to touch signals
     /// (CURLOPT_NOSIGNAL: they run on threads of their own), and libcurl then leaves SIGPIPE to
@@ -46,7 +46,7 @@ enum Libcurl {
     /// its downloads (a manifest error, a locked cache) waits for it too: a process that exits
     /// while another thread is inside dlopen (running the libraries' initializers) can crash in
     /// the exit's destructors.
-    static func waitForLoadAhead() {
+    public static func waitForLoadAhead() {
         loading.lock()
         while ahead == .running { loading.wait() }
         loading.unlock()
@@ -54,7 +54,7 @@ enum Libcurl {
 
     /// Starts loading libcurl on a thread of its own (named worker-libcurl), once per process;
     /// `prepare` waits for it.
-    static func loadAhead() {
+    public static func loadAhead() {
         loading.lock()
         defer { loading.unlock() }
         guard ahead == .notStarted else { return }

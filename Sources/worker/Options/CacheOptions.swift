@@ -11,6 +11,11 @@ struct CacheOptions: ParsableArguments {
 
     /// The cache directory, absolute: the option, else the environment, else the XDG default.
     var resolved: String {
+        Self.resolve(cacheDirectory)
+    }
+
+    /// The cache directory `--cache-dir` names (nil: not given), absolute.
+    static func resolve(_ cacheDirectory: String?) -> String {
         let environment = ProcessInfo.processInfo.environment
         let chosen: String
         if let cacheDirectory, !cacheDirectory.isEmpty {
