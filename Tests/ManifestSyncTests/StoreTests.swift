@@ -228,6 +228,26 @@ import WorkerTestSupport
         #expect(!SyncEngine(options: options).loadsLibcurlAhead, "an index exists: the plan decides")
     }
 
+    /// Stored content is found by its SHA-256 (the object's name) or by another algorithm's hash
+    /// a row was verified against; the hash index holds only the rows of other algorithms.
+    @Test func storedContentIsFoundByNameOrByAnotherAlgorithmsHash() throws {
+        let directory = TemporaryDirectory()
+        let index = try CacheIndex(path: directory.path + "/index.sqlite", create: true)
+        let a = String(repeating: "a", count: 64), b = String(repeating: "b", count: 64)
+        let md5 = "0cc175b9c0f1b6a831c399e269772661"
+        try index.apply(upserts: [IndexRecord(url: "http://h/a", hash: "sha256:" + a, object: a, size: 1, fetchedAt: 0, lastUsed: 0),
+                                  IndexRecord(url: "http://h/b", hash: "md5:" + md5, object: b, size: 2, fetchedAt: 0, lastUsed: 0)],
+                        touches: [], removals: [], at: 0)
+        func found(_ text: String) throws -> String? {
+            try index.storedObject(for: ContentHash.parse(text).get()).map { "\($0.object) \($0.size)" }
+        }
+        #expect(try found("sha256:" + a) == a + " 1")
+        #expect(try found("md5:" + md5) == b + " 2")
+        #expect(try found("sha256:" + b) == b + " 2", "by name, whatever the row was verified against")
+        #expect(try found("sha256:" + String(repeating: "c", count: 64)) == nil)
+        #expect(try found("md5:" + String(repeating: "0", count: 32)) == nil)
+    }
+
     @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
