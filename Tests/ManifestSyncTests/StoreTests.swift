@@ -162,6 +162,23 @@ import WorkerTestSupport
         let tables = try fresh.database.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
         _ = try tables.step()
         #expect(tables.int(0) == 4)
+        // Schema 2's hash index of every row becomes one of the other algorithms' rows.
+        let second = directory.path + "/second.sqlite"
+        do {
+            let old = try SQLiteDatabase(path: second, create: true, readOnly: false)
+            try old.execute("CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; CREATE INDEX entries_hash ON entries(hash); PRAGMA user_version = 2;")
+        }
+        for index in [try CacheIndex(path: second, create: true), fresh] {
+            let definition = try index.database.prepare("SELECT sql FROM sqlite_master WHERE name = 'entries_hash'")
+            _ = try definition.step()
+            #expect(definition.text(0)?.contains("WHERE substr(hash, 1, 7) <> 'sha256:'") == true)
+        }
+        // A newer schema is refused, named.
+        do {
+            let newer = try SQLiteDatabase(path: directory.path + "/newer.sqlite", create: true, readOnly: false)
+            try newer.execute("PRAGMA user_version = \(CacheIndex.schemaVersion + 1);")
+        }
+        #expect(throws: CacheError.self) { try CacheIndex(path: directory.path + "/newer.sqlite", create: true) }
     }
 
     /// A run on a new cache skips listing its (empty) object folders.
