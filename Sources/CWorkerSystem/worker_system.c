@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
+#include <string.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,4 +74,59 @@ void worker_reserve_descriptors(int count) {
             return;
         }
     }
+}
+
+static volatile sig_atomic_t stop_signal = 0;
+static int stop_pipe[2] = {-1, -1};
+
+static void on_stop_signal(int signal_number) {
+    if (stop_signal != 0) {
+        // The second: what the signal would have done without a handler, once this returns (the
+        // signal is blocked while its handler runs).
+        signal(signal_number, SIG_DFL);
+        raise(signal_number);
+        return;
+    }
+    stop_signal = signal_number;
+    int saved = errno;
+    unsigned char byte = (unsigned char)signal_number;
+    ssize_t written = write(stop_pipe[1], &byte, 1);
+    (void)written;
+    errno = saved;
+}
+
+int worker_stop_signals_install(void) {
+    if (stop_pipe[0] >= 0) return stop_pipe[0];
+    if (pipe2(stop_pipe, O_CLOEXEC) != 0) {
+        stop_pipe[0] = stop_pipe[1] = -1;
+        return -1;
+    }
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaddset(&action.sa_mask, SIGINT);
+    sigaddset(&action.sa_mask, SIGTERM);
+    action.sa_flags = SA_RESTART;
+    const int signals[] = {SIGINT, SIGTERM};
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        struct sigaction current;
+        if (sigaction(signals[i], NULL, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+        sigaction(signals[i], &action, NULL);
+    }
+    return stop_pipe[0];
+}
+
+int worker_stop_signal(void) {
+    return stop_signal;
+}
+
+void worker_end_by_signal(int signal_number) {
+    signal(signal_number, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signal_number);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(signal_number);
+    _exit(128 + signal_number);
 }

@@ -24,6 +24,10 @@ extension SyncRun {
                 queue.stop(because: "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
             }
         }
+        // SIGINT or SIGTERM (when the command handles them): the same stop as the deadline's.
+        StopSignals.watch { signal in
+            queue.stop(because: "the run was stopped by \(StopSignals.name(signal))")
+        }
         queue.start()
         while let finished = await queue.next() {
             for group in finished {
@@ -37,13 +41,13 @@ extension SyncRun {
                 }
             }
         }
+        StopSignals.unwatch()
         if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
         stopping = Task { await fetcher.shutdown() }
-        let deadlineText = options.deadline.map { Units.formatDuration($0) } ?? ""
+        let unstarted = FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")
         for number in queue.unstarted {
             for item in groups[number].items {
-                fail(item, FetchFailure(.cancelled, "the run's deadline (--deadline \(deadlineText)) passed before this entry started"),
-                     attempts: 0)
+                fail(item, unstarted, attempts: 0)
             }
         }
         if let failure { throw failure }

@@ -46,10 +46,16 @@ struct WorkerCommand: AsyncParsableCommand {
                 try command.run()
             }
             Libcurl.waitForLoadAhead()
+            StopSignals.endProcessIfStopped()
             Glibc.exit(ExitStatus.ok)
         } catch {
             Libcurl.waitForLoadAhead()
             let code = exitCode(for: error)
+            // A run stopped by SIGINT or SIGTERM ends by it, once its outputs are written.
+            if StopSignals.received != nil {
+                Console.error(fullMessage(for: error))
+                StopSignals.endProcessIfStopped()
+            }
             if code.rawValue == 64 {
                 Console.error(fullMessage(for: error))
                 Glibc.exit(ExitStatus.usage)

@@ -19,10 +19,11 @@ enum WorkerBinary {
         return folder.appendingPathComponent("worker").path
     }
 
-    /// Starts the executable with its output going to `log`; the caller waits for (or kills) it.
-    static func spawn(_ arguments: [String], log: String) throws -> Process {
+    /// Starts the executable (or `executable`) with its output going to `log`; the caller waits
+    /// for (or kills) it.
+    static func spawn(_ arguments: [String], log: String, executable: String? = nil) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: executable ?? path)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "WORKER_CACHE_DIR")

@@ -29,6 +29,23 @@ int worker_renameat_noreplace(int fromFolder, const char *from, int toFolder, co
 /// kilobytes.
 void worker_reserve_descriptors(int count);
 
+/// SIGINT and SIGTERM as a request to stop, for commands that download: the first of them is
+/// noted (`worker_stop_signal`) and a byte written to a pipe, whose read end this returns for a
+/// thread to wait on (-1 if no pipe could be made; the same descriptor when called again). A
+/// second one ends the process at once by its default action. A signal ignored when this is
+/// called (`nohup`, a background job of a shell without job control) stays ignored. Handlers run
+/// with SA_RESTART, so that reads and writes elsewhere are not cut short by them.
+int worker_stop_signals_install(void);
+
+/// The first SIGINT or SIGTERM received since `worker_stop_signals_install`; 0 for none.
+int worker_stop_signal(void);
+
+/// Ends the process by `signal`'s default action (terminate), as if the signal had never been
+/// handled, so that a shell or service manager sees the process killed by it (a shell running a
+/// script stops the script on a child killed by SIGINT, not on one that exited with 130). Falls
+/// back to _exit(128 + signal).
+void worker_end_by_signal(int signal);
+
 /// Asks the CPU to start loading the cache line at `address` (for writing): a hint, never a fault.
 static inline void worker_prefetch(const void *address) {
     __builtin_prefetch(address, 1, 3);

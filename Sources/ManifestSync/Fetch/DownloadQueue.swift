@@ -58,6 +58,9 @@ final class DownloadQueue: Sendable, OriginGate {
         control.stop(because: reason)
     }
 
+    /// Why the queue was stopped (the message of what a stop cancelled).
+    var stopReason: String { control.stopReason }
+
     /// The groups never started (after a stop), once `next()` has returned nil.
     var unstarted: [Int] {
         state.withLock { $0.schedule.unstarted }

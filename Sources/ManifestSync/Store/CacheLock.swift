@@ -42,8 +42,10 @@ public final class CacheLock: Sendable {
                 onWait("waiting for the cache lock \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
                 nextNotice += Self.waitNoticeInterval
             }
-            // A cancelled wait ends like one that ran out: the lock was not had.
-            if let wait = wait ?? (Task.isCancelled ? 0 : nil), Task.isCancelled || Date().timeIntervalSince(start) >= wait {
+            // A cancelled wait, or one a stop signal ends (`StopSignals`), ends like one that ran
+            // out: the lock was not had.
+            let stopped = Task.isCancelled || StopSignals.received != nil
+            if let wait = wait ?? (stopped ? 0 : nil), stopped || Date().timeIntervalSince(start) >= wait {
                 let holder = Self.readHolder(fd)
                 close(fd)
                 throw CacheError.locked(path: path, holder: holder)

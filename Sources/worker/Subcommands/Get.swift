@@ -46,6 +46,7 @@ struct Get: AsyncParsableCommand {
         options.fetch = try network.settings()
         options.waitLock = try lock.seconds()
         let expected = try hash.map { try ContentHash.parse($0).get() }
+        StopSignals.enable { Console.notice("worker: \($0)") }
         let lookup: SyncEngine.Lookup
         do {
             lookup = try await SyncEngine(options: options).get(url: url, hash: expected)

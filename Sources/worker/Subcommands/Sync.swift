@@ -36,6 +36,7 @@ struct Sync: AsyncParsableCommand {
             return
         }
         var settings = try options.syncOptions(manifests: manifests)
+        StopSignals.enable { Console.notice("worker: \($0)") }
         let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: output.progress) ?? .auto, quiet: output.quiet)
         if let printer { settings.onProgress = { printer.update($0) } }
         defer { printer?.stop() }

@@ -1,0 +1,122 @@
+import Foundation
+import ManifestSync
+import Testing
+
+/// SIGINT and SIGTERM stop a sync gracefully, from the binary: what finished is indexed and kept,
+/// the rest fails as `cancelled` in the report, and the process ends by the signal itself.
+@Suite(.serialized) struct StopSignalTests {
+    /// 50 answers of 600 ms, two at a time: about 15 s of work.
+    private func startSlowSync(_ harness: Harness, keys: [String], report: String,
+                               through shell: String? = nil) throws -> Process {
+        let manifest = harness.manifest(keys.map { ("/slow/600/gen/\($0)", TestOrigin.generated($0)) })
+        let arguments = ["sync", manifest, "--cache-dir", harness.cache, "-j", "2", "--report", report, "--progress", "never"]
+        let log = harness.directory.path + "/run.log"
+        guard let shell else { return try WorkerBinary.spawn(arguments, log: log) }
+        // `exec` keeps the dispositions the shell set: an ignored signal stays ignored.
+        return try WorkerBinary.spawn(["-c", "\(shell); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
+                                      log: log, executable: "/bin/sh")
+    }
+
+    /// Waits up to `seconds` for `condition`; whether it came. Blocks its thread rather than
+    /// sleeping as a task: with the whole suite running, a task's sleep can end late by seconds
+    /// (every pool thread busy), after the run meant to be interrupted has finished.
+    private func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while !condition() {
+            guard Date() < end else { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    /// Waits up to `seconds` for the process to end (killing it if it does not); whether it did.
+    private func waitForExit(_ process: Process, seconds: Double) -> Bool {
+        let ended = waitUntil(seconds: seconds) { !process.isRunning }
+        if !ended {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        return ended
+    }
+
+    private func entries(_ report: String) throws -> [[String: Any]] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report)))
+        return try #require((object as? [String: Any])?["entries"] as? [[String: Any]])
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aStopSignalKeepsWhatFinishedAndEndsByIt(_ signal: Int32) async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let keys = (0..<50).map { "k\($0)" }
+        let report = harness.directory.path + "/report.json"
+        let process = try startSlowSync(harness, keys: keys, report: report)
+        // The fourth request starts once the window has grown past one: the first answer is in.
+        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 4 })
+        #expect(process.isRunning, "the run had work left when the signal came")
+        kill(process.processIdentifier, signal)
+        #expect(waitForExit(process, seconds: 6), "the run stops within seconds, not after its remaining downloads")
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal,
+                "ends by the signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
+        let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
+        let log = try String(contentsOfFile: harness.directory.path + "/run.log", encoding: .utf8)
+        #expect(log.contains("\(name): stopping"), "\(log)")
+
+        // The report is written: what finished is added, everything else cancelled by the signal.
+        let rows = try entries(report)
+        #expect(rows.count == keys.count)
+        let added = rows.filter { $0["status"] as? String == "added" }
+        let failed = rows.filter { $0["status"] as? String == "failed" }
+        #expect(added.count >= 1 && added.count + failed.count == keys.count, "\(rows)")
+        #expect(!failed.isEmpty)
+        for row in failed {
+            #expect(row["reason"] as? String == "cancelled")
+            #expect((row["error"] as? String)?.contains("stopped by \(name)") == true, "\(row)")
+        }
+
+        // The finished ones are indexed and intact; the next run fetches only the rest.
+        #expect(try harness.records().count == added.count)
+        let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        #expect(verify.code == 0, "\(verify.stdout)\(verify.stderr)")
+        let before = harness.origin.totalRequests
+        let manifest = harness.directory.path + "/m.yaml"
+        let next = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"])
+        #expect(next.code == 0, "\(next.stderr)")
+        #expect(harness.origin.totalRequests - before == failed.count)
+    }
+
+    @Test func aStopSignalEndsAWaitForTheLock() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        try FileManager.default.createDirectory(atPath: harness.cache, withIntermediateDirectories: true)
+        let lock = try await CacheLock(directory: harness.cache, wait: 0)
+        defer { lock.release() }
+        let manifest = harness.manifest([("/f/a", harness.serve("a"))])
+        let log = harness.directory.path + "/run.log"
+        let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "--wait-lock", "5m"], log: log)
+        #expect(waitUntil(seconds: 30) {
+            (try? String(contentsOfFile: log, encoding: .utf8))?.contains("waiting for the cache lock") == true
+        })
+        #expect(process.isRunning, "waiting for the lock")
+        kill(process.processIdentifier, SIGTERM)
+        #expect(waitForExit(process, seconds: 6), "the wait ends at the signal, not after --wait-lock")
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
+        #expect(harness.origin.totalRequests == 0)
+    }
+
+    @Test func anIgnoredSignalStaysIgnored() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let report = harness.directory.path + "/report.json"
+        // As `nohup` or a shell's background job leaves SIGINT.
+        let process = try startSlowSync(harness, keys: (0..<50).map { "i\($0)" }, report: report, through: "trap '' INT")
+        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
+        kill(process.processIdentifier, SIGINT)
+        usleep(500_000)
+        #expect(process.isRunning, "SIGINT was ignored")
+        kill(process.processIdentifier, SIGTERM)
+        #expect(waitForExit(process, seconds: 6))
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
+        #expect(try entries(report).contains { ($0["error"] as? String)?.contains("stopped by SIGTERM") == true })
+    }
+}
