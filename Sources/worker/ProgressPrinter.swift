@@ -80,6 +80,13 @@ final class ProgressPrinter: Sendable {
         }
     }
 
+    /// A line of its own: on a terminal it replaces the live line, which the next update draws
+    /// again below it.
+    func note(_ text: String) {
+        guard live else { return Console.notice(text) }
+        Console.write(2, Data(("\r\u{1B}[2K" + text + "\n").utf8))
+    }
+
     /// No more lines (the run is reporting).
     func stop() {
         shared.mutex.withLock { $0.stopped = true }

@@ -36,8 +36,10 @@ struct Sync: AsyncParsableCommand {
             return
         }
         var settings = try options.syncOptions(manifests: manifests)
-        StopSignals.enable { Console.notice("worker: \($0)") }
         let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: output.progress) ?? .auto, quiet: output.quiet)
+        StopSignals.enable { message in
+            if let printer { printer.note("worker: " + message) } else { Console.notice("worker: " + message) }
+        }
         if let printer { settings.onProgress = { printer.update($0) } }
         defer { printer?.stop() }
         let engine = SyncEngine(options: settings, logger: makeLogger(output))
