@@ -9,8 +9,6 @@ public final class CacheIndex {
     public let path: String
     /// Where it lives: on a network file system the index journals without WAL.
     public private(set) var fileSystem = FileSystemKind.local
-    /// 2 added `origins` (origins found down, probed first by the next run).
-    static let schemaVersion = 3
 
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
     /// A read-only connection never writes, not even the checkpoint a last connection makes.
@@ -33,52 +31,7 @@ public final class CacheIndex {
             // object and hash indexes kept reading pages back (pread + pwrite were 12 % of a
             // 100k-file sync's consumer thread). Pages are allocated only as they are used.
             try database.execute("PRAGMA cache_size=-65536")
-            let current = try Self.userVersion(database)
-            if current > Self.schemaVersion {
-                throw CacheError.unusable(path: path, reason: "index schema \(current) is newer than this worker (\(Self.schemaVersion))")
-            }
-            // A current schema is left alone: the script below would write (user_version),
-            // and a write moves the data version other connections compare (`CachePrefetch`).
-            guard create, current < Self.schemaVersion else { return }
-            // One transaction: each statement on its own was a commit of its own (seven).
-            try database.execute("""
-                BEGIN IMMEDIATE;
-                CREATE TABLE IF NOT EXISTS entries(
-                    url TEXT PRIMARY KEY NOT NULL,
-                    hash TEXT,
-                    object TEXT NOT NULL,
-                    size INTEGER NOT NULL,
-                    fetched_at REAL NOT NULL,
-                    last_used REAL NOT NULL,
-                    etag TEXT,
-                    last_modified TEXT
-                ) WITHOUT ROWID;
-                CREATE INDEX IF NOT EXISTS entries_object ON entries(object);
-                DROP INDEX IF EXISTS entries_hash;
-                CREATE INDEX entries_hash ON entries(hash) WHERE substr(hash, 1, 7) <> 'sha256:';
-                CREATE TABLE IF NOT EXISTS failures(
-                    url TEXT PRIMARY KEY NOT NULL,
-                    reason TEXT NOT NULL,
-                    error TEXT NOT NULL,
-                    attempts INTEGER NOT NULL,
-                    at REAL NOT NULL
-                ) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS origins(
-                    origin TEXT PRIMARY KEY NOT NULL,
-                    since REAL NOT NULL,
-                    problem TEXT NOT NULL,
-                    checked REAL NOT NULL
-                ) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS manifest_runs(
-                    path TEXT PRIMARY KEY NOT NULL,
-                    name TEXT NOT NULL,
-                    entries INTEGER NOT NULL,
-                    finished_at REAL NOT NULL,
-                    failed INTEGER NOT NULL
-                );
-                PRAGMA user_version = \(Self.schemaVersion);
-                COMMIT;
-                """)
+            try Self.prepareSchema(database, path: path, create: create)
         } catch let error as CacheError {
             throw error
         } catch let error as SQLiteError {
@@ -293,14 +246,6 @@ public final class CacheIndex {
                 try database.execute("DELETE FROM entries; DELETE FROM failures; DELETE FROM manifest_runs; DELETE FROM origins;")
             }
         }
-    }
-
-    /// The schema version, read by a statement that is finalized on return (the schema script
-    /// drops an index, which SQLite refuses while a statement of the connection is open).
-    private static func userVersion(_ database: SQLiteDatabase) throws(SQLiteError) -> Int64 {
-        let version = try database.prepare("PRAGMA user_version")
-        _ = try version.step()
-        return version.int(0)
     }
 
     func wrap<T>(_ body: () throws -> T) throws(CacheError) -> T {

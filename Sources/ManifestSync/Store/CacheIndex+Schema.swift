@@ -1,0 +1,67 @@
+import FoundationEssentials
+
+/// The index's tables and their version (SQLite's `user_version`).
+extension CacheIndex {
+    /// 2 added `origins` (origins found down, probed first by the next run); 3 made the hash
+    /// index hold only rows of algorithms other than SHA-256 (those are found by object name).
+    static let schemaVersion = 3
+
+    /// Refuses an index of a newer schema; with `create`, makes the tables or brings an older
+    /// index up to this schema, in one transaction.
+    static func prepareSchema(_ database: SQLiteDatabase, path: String, create: Bool) throws {
+        let current = try userVersion(database)
+        if current > schemaVersion {
+            throw CacheError.unusable(path: path, reason: "index schema \(current) is newer than this worker (\(Self.schemaVersion))")
+        }
+        // A current schema is left alone: the script below would write (user_version),
+        // and a write moves the data version other connections compare (`CachePrefetch`).
+        guard create, current < schemaVersion else { return }
+        // One transaction: each statement on its own was a commit of its own (seven).
+        try database.execute("""
+            BEGIN IMMEDIATE;
+            CREATE TABLE IF NOT EXISTS entries(
+                url TEXT PRIMARY KEY NOT NULL,
+                hash TEXT,
+                object TEXT NOT NULL,
+                size INTEGER NOT NULL,
+                fetched_at REAL NOT NULL,
+                last_used REAL NOT NULL,
+                etag TEXT,
+                last_modified TEXT
+            ) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS entries_object ON entries(object);
+            DROP INDEX IF EXISTS entries_hash;
+            CREATE INDEX entries_hash ON entries(hash) WHERE substr(hash, 1, 7) <> 'sha256:';
+            CREATE TABLE IF NOT EXISTS failures(
+                url TEXT PRIMARY KEY NOT NULL,
+                reason TEXT NOT NULL,
+                error TEXT NOT NULL,
+                attempts INTEGER NOT NULL,
+                at REAL NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS origins(
+                origin TEXT PRIMARY KEY NOT NULL,
+                since REAL NOT NULL,
+                problem TEXT NOT NULL,
+                checked REAL NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS manifest_runs(
+                path TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                entries INTEGER NOT NULL,
+                finished_at REAL NOT NULL,
+                failed INTEGER NOT NULL
+            );
+            PRAGMA user_version = \(Self.schemaVersion);
+            COMMIT;
+            """)
+    }
+
+    /// The schema version, read by a statement that is finalized on return (the schema script
+    /// drops an index, which SQLite refuses while a statement of the connection is open).
+    private static func userVersion(_ database: SQLiteDatabase) throws(SQLiteError) -> Int64 {
+        let version = try database.prepare("PRAGMA user_version")
+        _ = try version.step()
+        return version.int(0)
+    }
+}
