@@ -85,6 +85,39 @@ import Testing
         #expect(harness.origin.totalRequests - before == failed.count)
     }
 
+    @Test func aSecondSignalEndsTheRunAtOnce() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let report = harness.directory.path + "/report.json"
+        let process = try startSlowSync(harness, keys: (0..<50).map { "d\($0)" }, report: report)
+        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
+        // The graceful stop takes milliseconds; the second signal comes microseconds after the
+        // first, so the run is still stopping: it ends by the second, not by the first. (SIGINT
+        // first: of two pending signals the kernel delivers the lower number first.)
+        kill(process.processIdentifier, SIGINT)
+        kill(process.processIdentifier, SIGTERM)
+        #expect(waitForExit(process, seconds: 6))
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM,
+                "ends by the second signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
+        // Crash-safe as ever: what the next run finds is consistent.
+        let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        #expect(verify.code == 0, "\(verify.stdout)\(verify.stderr)")
+    }
+
+    @Test func getStopsGracefullyToo() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let log = harness.directory.path + "/get.log"
+        let process = try WorkerBinary.spawn(["get", harness.origin.url("/slow/20000/gen/g"), "--cache-dir", harness.cache],
+                                             log: log)
+        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 1 })
+        kill(process.processIdentifier, SIGTERM)
+        #expect(waitForExit(process, seconds: 6), "stops at the signal, not after the 20 s answer")
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.contains("SIGTERM: stopping") && text.contains("cancelled: the run was stopped by SIGTERM"), "\(text)")
+    }
+
     @Test func aStopSignalEndsAWaitForTheLock() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

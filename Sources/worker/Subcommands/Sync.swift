@@ -37,9 +37,7 @@ struct Sync: AsyncParsableCommand {
         }
         var settings = try options.syncOptions(manifests: manifests)
         let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: output.progress) ?? .auto, quiet: output.quiet)
-        StopSignals.enable { message in
-            if let printer { printer.note("worker: " + message) } else { Console.notice("worker: " + message) }
-        }
+        StopSignals.enable { message in printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message) }
         if let printer { settings.onProgress = { printer.update($0) } }
         defer { printer?.stop() }
         let engine = SyncEngine(options: settings, logger: makeLogger(output))
