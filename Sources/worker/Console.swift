@@ -13,19 +13,22 @@ enum Console {
     static func json(_ value: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(value)
+        return escapingControls(try encoder.encode(value))
     }
 
+    /// Text for standard output: control characters from manifests, servers or the cache's
+    /// files never reach the terminal (`Sanitize.terminalLines`).
     static func out(_ text: String) {
         guard !text.isEmpty else { return }
-        write(1, Data(text.utf8))
+        write(1, Data(Sanitize.terminalLines(text).utf8))
     }
 
     /// Writes `text` to stderr, a line at a time (as JSON objects at `level` when asked).
     static func error(_ text: String, level: String = "error", fields: [String: String] = [:]) {
         guard !text.isEmpty else { return }
         guard jsonLines else {
-            write(2, Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+            let clean = Sanitize.terminalLines(text)
+            write(2, Data((clean.hasSuffix("\n") ? clean : clean + "\n").utf8))
             return
         }
         var out = Data()
@@ -66,7 +69,29 @@ enum Console {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(object)) ?? Data("{}".utf8)
-        return data + Data("\n".utf8)
+        return escapingControls(data) + Data("\n".utf8)
+    }
+
+    /// JSON text with DEL and the C1 controls (U+007F–U+009F), which JSON allows raw, written as
+    /// `\u` escapes too (the encoder escapes C0): a terminal showing the line acts on none of them.
+    static func escapingControls(_ json: Data) -> Data {
+        guard json.contains(0x7f) || json.contains(0xc2) else { return json }
+        var out = Data()
+        out.reserveCapacity(json.count)
+        var index = json.startIndex
+        while index < json.endIndex {
+            let byte = json[index]
+            if byte == 0x7f {
+                out += Data("\\u007f".utf8)
+            } else if byte == 0xc2, index + 1 < json.endIndex, (0x80...0x9f).contains(json[index + 1]) {
+                out += Data("\\u00\(String(json[index + 1], radix: 16))".utf8)
+                index += 1
+            } else {
+                out.append(byte)
+            }
+            index += 1
+        }
+        return out
     }
 }
 

@@ -26,6 +26,6 @@ struct JSONLogHandler: LogHandler {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let data = try? encoder.encode(object) else { return }
-        Console.write(2, data + Data("\n".utf8))
+        Console.write(2, Console.escapingControls(data) + Data("\n".utf8))
     }
 }

@@ -56,7 +56,7 @@ import WorkerTestSupport
         let path = harness.directory.path + "/summary.md"
         _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--summary-md", path, "--retries", "0"])
         let summary = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(summary.contains("### ❌ worker sync: `test`"))
+        #expect(summary.contains("### ❌ worker sync: test\n"))
         #expect(summary.contains("| 4 | 1 | 1 | 1 | 0 | 1 | 0 |"))
         #expect(summary.contains("| \(harness.origin.url("/status/500")) | `http_status` | HTTP 500 |"))
 

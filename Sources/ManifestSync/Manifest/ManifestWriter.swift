@@ -119,7 +119,7 @@ public enum ManifestWriter {
             case "\n": out += "\\n"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7f {
+                if scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) {
                     out += "\\x" + Hex.encode([UInt8(scalar.value)])
                 } else {
                     out.unicodeScalars.append(scalar)

@@ -86,15 +86,7 @@ public enum HTMLReportWriter {
     }
 
     static func escape(_ text: String) -> String {
-        Text.escaping(text) { scalar in
-            switch scalar {
-            case "&": "&amp;"
-            case "<": "&lt;"
-            case ">": "&gt;"
-            case "\"": "&quot;"
-            default: nil
-            }
-        }
+        Sanitize.markup(text)
     }
 
     private static let style = """

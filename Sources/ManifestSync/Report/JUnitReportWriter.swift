@@ -32,21 +32,7 @@ public enum JUnitReportWriter {
     }
 
     static func escape(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            case "\t", "\n", "\r": out.unicodeScalars.append(scalar)
-            default:
-                // XML 1.0 allows no other control characters.
-                if scalar.value < 0x20 { out += "?" } else { out.unicodeScalars.append(scalar) }
-            }
-        }
-        return out
+        Sanitize.markup(text)
     }
 
     static func format(_ seconds: Double) -> String { Text.format("%.3f", seconds) }

@@ -5,7 +5,7 @@ import Glibc
 public enum MarkdownSummaryWriter {
     public static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
         let totals = report.totals
-        let names = report.manifests.map { "`\($0.name)`" }.joined(separator: ", ")
+        let names = report.manifests.map { Sanitize.markdown($0.name) }.joined(separator: ", ")
         let icon = totals.failed == 0 ? "✅" : "❌"
         var lines = [
             "### \(icon) worker sync: \(names)",
@@ -28,6 +28,6 @@ public enum MarkdownSummaryWriter {
     }
 
     private static func cell(_ text: String) -> String {
-        Text.escaping(text) { $0 == "|" ? "\\|" : $0 == "\n" ? " " : nil }
+        Sanitize.markdown(text)
     }
 }

@@ -40,6 +40,8 @@ public enum PrometheusMetricsWriter {
     }
 
     static func escape(_ value: String) -> String {
-        Text.escaping(value) { $0 == "\\" ? "\\\\" : $0 == "\"" ? "\\\"" : $0 == "\n" ? "\\n" : nil }
+        Text.escaping(value) {
+            $0 == "\\" ? "\\\\" : $0 == "\"" ? "\\\"" : $0 == "\n" ? "\\n" : Sanitize.isUnsafeForTerminal($0) ? "?" : nil
+        }
     }
 }

@@ -13,9 +13,8 @@ public enum Redact {
         return String(text[..<schemeEnd.upperBound]) + String(afterScheme[afterScheme.index(after: at)...])
     }
 
-    /// A bounded, printable excerpt of user input for an error message.
+    /// A bounded, printable excerpt of user input for an error message (`Sanitize.terminal`).
     static func short(_ text: String, limit: Int = 40) -> String {
-        let printable = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : Character($0) })
-        return printable.count > limit ? String(printable.prefix(limit)) + "…" : printable
+        Sanitize.terminal(text, limit: limit)
     }
 }

@@ -62,7 +62,7 @@ struct Sync: AsyncParsableCommand {
 func makeLogger(_ output: OutputOptions) -> Logger {
     let json = output.logFormat == "json"
     LoggingSystem.bootstrap { label in
-        json ? JSONLogHandler(label: label) as any LogHandler : StreamLogHandler.standardError(label: label)
+        json ? JSONLogHandler(label: label) as any LogHandler : TextLogHandler(label: label)
     }
     var logger = Logger(label: "worker")
     logger.logLevel = output.verbose ? .debug : .warning
