@@ -161,7 +161,7 @@ final class CurlEngine: @unchecked Sendable {
             if queued {
                 wait = 0
             } else if let due = timers.nextDue() {
-                wait = min(wait, max(0, Int(((due - Monotonic.now()) * 1000).rounded(.up))))
+                wait = Checked.milliseconds(due - Monotonic.now(), upTo: wait)
             }
             if wait > 0 { worker_curl_multi_poll(multi, Int32(wait)) }
         }

@@ -188,7 +188,7 @@ final class CurlTransfer: @unchecked Sendable {
             }
             headDone = true
             let failure = handler.head(status: status, httpMajorVersion: version.major, keepAlive: keepsAlive) { name in
-                self.headers.first { $0.name == name }?.value
+                self.headers.compactMap { $0.name == name ? $0.value : nil }
             }
             headers = []
             if let failure {

@@ -76,9 +76,9 @@ enum FailureClassifier {
         }
     }
 
-    /// `Retry-After`: seconds, or an HTTP date.
+    /// `Retry-After`: seconds (digits only: RFC 9110's delay-seconds), or an HTTP date.
     static func parseRetryAfter(_ value: String) -> Double? {
-        if let seconds = Double(Text.trimmingSpaces(value)) { return seconds }
+        if let seconds = Checked.decimal(Text.trimmingSpaces(value)) { return Double(seconds) }
         return httpDate(value).map { $0 - Date().timeIntervalSince1970 }
     }
 

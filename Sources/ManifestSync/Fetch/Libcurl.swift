@@ -95,7 +95,7 @@ extension CurlEngine {
             worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
             // Wait for a connection that may multiplex rather than open another one.
             worker_curl_set_long(handle, CURLOPT_PIPEWAIT, 1)
-            worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(connectTimeout * 1000))
+            worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(connectTimeout, upTo: Int(Int32.max)))
             worker_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
             // Proxies from the environment are not used (they never were): a manifest's origins
             // are reached directly.

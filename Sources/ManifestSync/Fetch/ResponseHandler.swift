@@ -57,11 +57,12 @@ struct ResponseHandler {
 
     /// The response headers `head` reads (lowercase): a transport may keep only these.
     static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
-                              "location", "retry-after"]
+                              "location", "retry-after", "transfer-encoding"]
 
-    /// The status line and headers (`header` looks one up by its lowercase name, one of `headerNames`). A failure
-    /// ends the exchange; nil reads on.
-    mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, header: (String) -> String?) -> FetchFailure? {
+    /// The status line and headers (`headers` gives every instance of one, by its lowercase name,
+    /// one of `headerNames`, in the order received). A failure ends the exchange; nil reads on.
+    mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, headers: (String) -> [String]) -> FetchFailure? {
+        func header(_ name: String) -> String? { headers(name).first }
         multiplexed = httpMajorVersion >= 2
         closesConnection = !multiplexed && !keepAlive
         if status == 301 || status == 302 || status == 303 || status == 307 || status == 308 {
@@ -76,32 +77,37 @@ struct ResponseHandler {
             store.partials.discard(url)
             return restart("the server refused to resume at byte \(resume.offset)")
         }
+        // Whatever the status, a body coded in a way nobody asked for is not the content (and a
+        // 206's rest would be spliced onto the kept part in that coding).
+        if (200..<300).contains(status), let (problem, coding) = ResponseFraming.codingProblem(
+            contentEncoding: headers("content-encoding"), transferEncoding: headers("transfer-encoding")) {
+            if resume != nil { store.partials.discard(url) }
+            return FetchFailure(.httpStatus, problem.message, httpStatus: status, detail: .unrequestedEncoding(coding))
+        }
         if status == 206, let resume {
-            return continueBody(from: resume, header: header)
+            return continueBody(from: resume, headers: headers)
         }
         // Anything but the rest of the kept part (a 200: the range was ignored, or the version
         // changed and If-Range sent it whole): the kept part is of no use.
         if resume != nil { store.partials.discard(url) }
-        guard (200..<300).contains(status), status != 206 else {
-            outcome = .status(status, retryAfter: header("retry-after").flatMap(FailureClassifier.parseRetryAfter))
+        // 200 and 203 carry the content; 204 and 205 say there is none, 206 answers a range
+        // this request did not ask for, and the others are not answers to a GET of a file.
+        guard status == 200 || status == 203 else {
+            let retryAfter = header("retry-after").flatMap(FailureClassifier.parseRetryAfter)
+            outcome = .status(status, retryAfter: retryAfter)
             return nil
         }
-        // worker never asks for an encoding (decompression is off, and manifests may not send
-        // Accept-Encoding or TE), so an encoded body is a misconfigured server: its bytes are not
-        // the content and are never stored as it. Retrying would get the same answer.
-        if let encoding = header("content-encoding").map(Text.trimmingSpaces),
-           !encoding.isEmpty, encoding.lowercased() != "identity" {
-            return FetchFailure(
-                .httpStatus, "the server sent the body with Content-Encoding: \(Redact.short(encoding, limit: 40)), "
-                    + "which was not asked for; encoded bytes are never stored as the content",
-                httpStatus: status, detail: .unrequestedEncoding(encoding))
+        switch ResponseFraming.contentLength(headers("content-length")) {
+        case .failure(let problem):
+            return FetchFailure(.connection, problem.message)
+        case .success(let length):
+            declared = length
         }
-        declared = header("content-length").flatMap { Int64($0) }
         if let declared, declared > maxSize {
             return FetchFailure(.tooLarge, "Content-Length \(declared) exceeds the limit of \(maxSize) bytes")
         }
-        etag = header("etag")
-        lastModified = header("last-modified")
+        etag = Self.validator(header("etag"))
+        lastModified = Self.validator(header("last-modified"))
         validator = Self.strongValidator(etag) ?? lastModified
         do {
             let file = try store.makeTemporaryFile()
@@ -187,21 +193,25 @@ struct ResponseHandler {
         return failure
     }
 
-    /// A 206: the rest of the kept part, appended to it (its bytes hashed again first).
-    private mutating func continueBody(from resume: PartialDownloads.Resume, header: (String) -> String?) -> FetchFailure? {
-        guard let range = header("content-range"), let start = Self.rangeStart(range),
-              start == resume.offset, let length = header("content-length").flatMap({ Int64($0) })
-        else {
+    /// A 206: the rest of the kept part, appended to it (its bytes hashed again first). Its
+    /// range must start where the kept part ends and run to the end of the body.
+    private mutating func continueBody(from resume: PartialDownloads.Resume, headers: (String) -> [String]) -> FetchFailure? {
+        let total: Int64
+        switch ResponseFraming.resumedTotal(offset: resume.offset, contentRange: headers("content-range"),
+                                            contentLength: headers("content-length")) {
+        case .failure(let problem):
             store.partials.discard(url)
-            return restart("the server answered the resumed request with another range")
+            return restart(problem.message)
+        case .success(let value):
+            total = value
         }
-        declared = resume.offset + length
-        if let declared, declared > maxSize {
+        if total > maxSize {
             store.partials.discard(url)
-            return FetchFailure(.tooLarge, "Content-Range total \(declared) exceeds the limit of \(maxSize) bytes")
+            return FetchFailure(.tooLarge, "Content-Range total \(total) exceeds the limit of \(maxSize) bytes")
         }
-        etag = header("etag")
-        lastModified = header("last-modified")
+        declared = total
+        etag = Self.validator(headers("etag").first)
+        lastModified = Self.validator(headers("last-modified").first)
         validator = resume.validator
         switch BodySink.resuming(path: resume.path, offset: resume.offset, expected: expected, maxSize: maxSize) {
         case .success(let body):
@@ -220,13 +230,14 @@ struct ResponseHandler {
         return failure
     }
 
-    /// `bytes START-END/TOTAL` → START.
-    static func rangeStart(_ value: String) -> Int64? {
-        let trimmed = Text.trimmingSpaces(value)
-        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        let spec = trimmed.dropFirst(6)
-        guard let dash = spec.firstIndex(of: "-") else { return nil }
-        return Int64(spec[..<dash])
+    /// A validator (ETag, Last-Modified) as the server sent it, when it can be sent back in a
+    /// request header: nil when it holds a control character (CR, LF, other C0, DEL), a byte
+    /// outside ASCII, or is too long to be one.
+    static func validator(_ value: String?) -> String? {
+        guard let value, !value.isEmpty, value.utf8.count <= 512,
+              value.utf8.allSatisfy({ $0 < 0x80 && !HTTPToken.isForbiddenInValue($0) })
+        else { return nil }
+        return value
     }
 
     /// An ETag usable with If-Range: a strong one (a weak `W/` tag may not be used there).
