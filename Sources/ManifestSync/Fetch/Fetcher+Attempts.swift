@@ -85,7 +85,7 @@ extension Fetcher {
             }
         }
         if request.url.hasPrefix("file://") {
-            readLocal(request) { result, received in
+            readLocal(request, control: control) { result, received in
                 finished(AttemptOutcome(result: result.map(Delivery.body), bytes: received))
             }
         } else {

@@ -17,6 +17,9 @@ public struct VerifyReport: Sendable, Codable {
     /// Index rows that cannot be trusted (an object name that is not one, a hash that does not
     /// parse), by URL. Never used as paths; `--repair` drops them.
     public var damagedRows: [String] = []
+    /// Index rows whose size column is not their object's size (`gc` and `status` count by it),
+    /// by URL. `--repair` sets the object's size.
+    public var sizeMismatches: [String] = []
     /// Anything else under `objects/`: symlinks, wrongly named files, folders where files belong.
     public var strayFiles: [String] = []
     /// Files a crashed run left in `tmp/` (removed).
@@ -30,7 +33,7 @@ public struct VerifyReport: Sendable, Codable {
     /// True when nothing is wrong: every object hashes to its name, every row has its object
     /// and can be trusted, and nothing foreign lies under `objects/`.
     public var isClean: Bool {
-        corruptObjects.isEmpty && missingObjects.isEmpty && strayFiles.isEmpty && damagedRows.isEmpty
+        corruptObjects.isEmpty && missingObjects.isEmpty && strayFiles.isEmpty && damagedRows.isEmpty && sizeMismatches.isEmpty
     }
 
     enum CodingKeys: String, CodingKey {
@@ -40,6 +43,7 @@ public struct VerifyReport: Sendable, Codable {
         case missingObjects = "missing_objects"
         case unreferencedObjects = "unreferenced_objects"
         case damagedRows = "damaged_rows"
+        case sizeMismatches = "size_mismatches"
         case strayFiles = "stray_files"
         case temporaryFiles = "temporary_files"
         case repaired, redownloaded
@@ -78,11 +82,13 @@ public struct CacheVerifier: Sendable {
         report.strayFiles = stray
         let results = await hashAll(files.map { (name: $0, path: store.objectPath($0)) })
         var good = Set<String>()
+        var sizes: [String: Int64] = [:]
         for (name, result) in results {
             report.objectsChecked += 1
             switch result {
             case .success(let (digest, size)):
                 report.bytesChecked += size
+                sizes[name] = size
                 if digest == name { good.insert(name) } else { report.corruptObjects.append(name) }
             case .failure:
                 report.corruptObjects.append(name)
@@ -92,6 +98,11 @@ public struct CacheVerifier: Sendable {
         let broken = records.filter { !good.contains($0.object) }
         report.missingObjects = broken.map { Redact.url($0.url) }.sorted()
         report.corruptObjects.sort()
+        let damagedURLs = Set(damaged)
+        let misSized = records.filter { record in
+            good.contains(record.object) && sizes[record.object] != record.size && !damagedURLs.contains(record.url)
+        }
+        report.sizeMismatches = misSized.map { Redact.url($0.url) }.sorted()
         guard repair else { return report }
 
         report.repaired = true
@@ -107,6 +118,14 @@ public struct CacheVerifier: Sendable {
         if !damaged.isEmpty {
             try index.apply(upserts: [], touches: [], removals: damaged, at: Date().timeIntervalSince1970)
             report.droppedEntries += report.damagedRows
+        }
+        if !misSized.isEmpty {
+            let fixed = misSized.map { record in
+                var record = record
+                record.size = sizes[record.object] ?? record.size
+                return record
+            }
+            try index.apply(upserts: fixed, touches: [], removals: [], at: Date().timeIntervalSince1970)
         }
         let droppedURLs = Set(damaged)
         try await refetch(broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, report: &report)
@@ -182,6 +201,9 @@ public struct CacheVerifier: Sendable {
         let fetcher = Fetcher(store: store, settings: fetch, logger: logger)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []
+        // A local entry is read again only from inside the folder of a manifest that was synced
+        // into this cache (the same confinement as `sync`); one whose manifest is unknown is dropped.
+        let folders = try index.manifestRuns().map { URLResolver(manifestPath: $0.path).folder }
         for record in broken {
             // The hash the row was verified against; one that does not parse drops the row
             // rather than fetching whatever the server sends without a check.
@@ -191,7 +213,9 @@ public struct CacheVerifier: Sendable {
                 report.droppedEntries.append(Redact.url(record.url))
                 continue
             }
-            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil))
+            let localRoot = record.url.hasPrefix("file://")
+                ? folders.first { LocalFile.isInside(String(record.url.dropFirst("file://".count)), $0) } : nil
+            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: localRoot))
             switch result.result {
             case .success(.notModified):
                 dropped.append(record.url)

@@ -74,7 +74,8 @@ struct Verify: AsyncParsableCommand {
         var lines = ["worker verify: \(report.objectsChecked) objects, \(Units.formatBytes(report.bytesChecked)) re-hashed"]
         let groups: [(String, [String])] = [
             ("corrupt object", report.corruptObjects), ("entry without its object", report.missingObjects),
-            ("damaged index row", report.damagedRows), ("stray file", report.strayFiles),
+            ("damaged index row", report.damagedRows), ("index row with the wrong size", report.sizeMismatches),
+            ("stray file", report.strayFiles),
         ]
         for (label, items) in groups where !items.isEmpty {
             lines.append("  \(items.count) \(label)\(items.count == 1 ? "" : "s")")
