@@ -129,6 +129,7 @@ public struct SyncEngine: Sendable {
     func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncReport {
         let startedAt = Date()
         let store = try ContentStore(root: options.cacheDirectory)
+        if let warning = CacheLayout.writableRootWarning(options.cacheDirectory) { logger.warning("\(warning)") }
         return try await CacheLock.withLock(directory: options.cacheDirectory, wait: options.waitLock) {
             () async throws(CacheError) -> SyncReport in
             // However the run ends, a new cache it made has all its fan-out folders.

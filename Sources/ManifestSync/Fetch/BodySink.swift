@@ -23,8 +23,14 @@ struct BodySink {
     /// A sink that continues the body kept at `path` (its `offset` bytes are hashed again first,
     /// so the final digest covers every byte).
     static func resuming(path: String, offset: Int64, expected: ContentHash?, maxSize: Int64) -> Result<BodySink, FetchFailure> {
-        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return .failure(FetchFailure(.io, "cannot reopen \(path): \(String(cString: strerror(errno)))")) }
+        // Bytes are appended here before any hash check: only to a file of ours that nothing
+        // else names (a hard link planted in partial/ would have them written into its target).
+        guard OwnFile.isPrivate(fd) else {
+            Glibc.close(fd)
+            return .failure(FetchFailure(.io, "\(path) is not a file this cache made (another name links to it, or another user owns it)"))
+        }
         var sink = BodySink(fd: fd, path: path, expected: expected, maxSize: maxSize)
         var hasher = sink.hasher
         var total: Int64 = 0

@@ -52,7 +52,12 @@ public final class CacheIndex {
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & 0o077 != 0 else { return }
+        guard fstat(fd, &info) == 0 else { throw .system(SystemError("stat", path)) }
+        // SQLite writes into it: never through a second name (a planted hard link).
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
+            throw .unusable(path: path, reason: "it has \(info.st_nlink) names (a hard link elsewhere); the index must have one")
+        }
+        guard info.st_mode & 0o077 != 0 else { return }
         fchmod(fd, 0o600)
         for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
     }

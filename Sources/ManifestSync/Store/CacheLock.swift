@@ -53,9 +53,13 @@ public final class CacheLock: Sendable {
             try? await Task.sleep(nanoseconds: 50_000_000)
         }
         self.fd = fd
-        let note = "pid \(getpid())\n"
-        ftruncate(fd, 0)
-        _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
+        // The holder's pid, for a run that waits; never into a file another name links to
+        // (a hard link planted at `lock` would be truncated).
+        if OwnFile.isSingleLinked(fd) {
+            let note = "pid \(getpid())\n"
+            ftruncate(fd, 0)
+            _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
+        }
     }
 
     /// Releases the lock (once; the end of the process releases it too).
@@ -73,7 +77,8 @@ public final class CacheLock: Sendable {
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = pread(fd, &buffer, 63, 0)
         guard count > 0 else { return nil }
-        let text = Text.trimmingWhitespace(String(decoding: buffer[0..<count], as: UTF8.self))
+        // Whatever the file holds reaches a terminal: printable, one line, short.
+        let text = Sanitize.terminal(Text.trimmingWhitespace(String(decoding: buffer[0..<count], as: UTF8.self)), limit: 40)
         return text.isEmpty ? nil : text
     }
 }

@@ -45,7 +45,7 @@ struct PartialDownloads: Sendable {
         guard present.flag.load(ordering: .relaxed) else { return nil }
         let body = bodyPath(url)
         var info = stat()
-        guard lstat(body, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0,
+        guard lstat(body, &info) == 0, OwnFile.isPrivate(info), info.st_size > 0,
               let meta = try? String(contentsOfFile: metaPath(url), encoding: .utf8)
         else { return nil }
         let lines = meta.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
