@@ -53,15 +53,17 @@ public struct GarbageCollector: Sendable {
         var sizes: [String: Int64] = [:]
         for record in records {
             references[record.object, default: 0] += 1
-            sizes[record.object] = record.size
+            // A size the index cannot mean (negative: tampered) counts as nothing; sums hold at
+            // Int64.max rather than overflow (`verify` reports such rows).
+            sizes[record.object] = max(record.size, 0)
         }
-        var bytes = sizes.values.reduce(0, +)
+        var bytes = sizes.values.reduce(0, Checked.saturatingSum)
         result.bytesBefore = bytes
         var evicted: [IndexRecord] = []
         func evict(_ record: IndexRecord) {
             evicted.append(record)
             references[record.object]! -= 1
-            if references[record.object] == 0 { bytes -= record.size }
+            if references[record.object] == 0 { bytes = Checked.saturatingSum(bytes, -(sizes[record.object] ?? 0)) }
         }
         var kept: [IndexRecord] = []
         for record in records {
@@ -80,7 +82,7 @@ public struct GarbageCollector: Sendable {
             }
         }
         result.bytesAfter = bytes
-        result.bytesFreed = result.bytesBefore - bytes
+        result.bytesFreed = Checked.saturatingSum(result.bytesBefore, -bytes)
         result.objectsDeleted = references.values.filter { $0 == 0 }.count
         guard !dryRun else { return result }
         if !evicted.isEmpty {

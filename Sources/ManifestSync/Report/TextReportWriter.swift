@@ -45,7 +45,7 @@ public struct TextReportWriter {
             let seconds = max(report.duration, 0.000_001)
             let rate = Double(totals.bytesDownloaded) / seconds
             lines.append("  downloaded \(Units.formatBytes(totals.bytesDownloaded)) in \(Text.format("%.2f", report.duration)) s "
-                + "(\(Units.formatBytes(Int64(rate)))/s)")
+                + "(\(Units.formatBytes(Checked.int64(rate) ?? 0))/s)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -8,18 +8,19 @@ extension CacheIndex {
     public func statistics() throws(CacheError) -> CacheStatistics {
         try wrap {
             let totals = try database.prepare("""
-                SELECT count(*), count(DISTINCT object), coalesce(sum(size), 0), min(fetched_at), max(fetched_at)
+                SELECT count(*), count(DISTINCT object), total(size), min(fetched_at), max(fetched_at)
                 FROM entries
                 """)
             _ = try totals.step()
             let distinct = try database.prepare(
-                "SELECT coalesce(sum(size), 0) FROM (SELECT max(size) AS size FROM entries GROUP BY object)")
+                "SELECT total(size) FROM (SELECT max(size) AS size FROM entries GROUP BY object)")
             _ = try distinct.step()
             let failed = try database.prepare("SELECT count(*) FROM failures")
             _ = try failed.step()
             return CacheStatistics(
                 entries: Int(totals.int(0)), objects: Int(totals.int(1)),
-                entryBytes: totals.int(2), objectBytes: distinct.int(0),
+                // total(): a sum as a double, which a tampered size column cannot overflow.
+                entryBytes: Checked.int64(totals.double(2)) ?? Int64.max, objectBytes: Checked.int64(distinct.double(0)) ?? Int64.max,
                 oldestFetch: totals.isNull(3) ? nil : totals.double(3),
                 newestFetch: totals.isNull(4) ? nil : totals.double(4),
                 pendingFailures: Int(failed.int(0)))

@@ -17,8 +17,14 @@ public enum Units {
         case "w", "week", "weeks": 604_800
         default: nil
         }
-        return scale.map { value * $0 }
+        // Longer than a century is no duration a run can mean, and would overflow the
+        // nanoseconds and milliseconds the waits are made of.
+        guard let scale, value * scale <= maxDuration else { return nil }
+        return value * scale
     }
+
+    /// The longest duration an option takes: 100 years, in seconds.
+    public static let maxDuration = 3_155_760_000.0
 
     /// Bytes in `text`: a number with an optional unit B, KB/MB/GB/TB (powers of 1000) or
     /// KiB/MiB/GiB/TiB (powers of 1024); K, M, G, T alone are powers of 1024, as in rclone.

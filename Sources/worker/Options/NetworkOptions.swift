@@ -66,8 +66,8 @@ struct NetworkOptions: ParsableArguments {
             fetch.limitRate = rate
         }
         if let maxRequestsPerSecond {
-            guard maxRequestsPerSecond > 0, maxRequestsPerSecond.isFinite else {
-                throw ValidationError("--max-rps: give a positive number of requests per second")
+            guard maxRequestsPerSecond >= 0.001, maxRequestsPerSecond <= 1_000_000 else {
+                throw ValidationError("--max-rps: give a number of requests per second from 0.001 to 1000000")
             }
             fetch.maxRequestsPerSecond = maxRequestsPerSecond
         }
