@@ -15,10 +15,9 @@ extension SyncEngine {
 
     /// Looks `url` up, fetching it on a miss; `hash` pins the content it must have.
     public func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
-        guard Self.isAbsoluteHTTP(url) else {
-            throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(
-                path: "get", line: 0, column: 0, message: "'\(Redact.url(url))' is not an absolute http or https URL")],
-                truncated: false))
+        if let problem = Self.urlProblem(url) {
+            throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(path: "get", line: 0, column: 0, message: problem)],
+                                           truncated: false))
         }
         let report = try await syncWithoutManifest(
             [ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)], name: "get", count: 1)
@@ -38,9 +37,8 @@ extension SyncEngine {
         var entries: [ManifestEntry] = []
         var seen = Set<String>()
         for (offset, url) in urls.enumerated() {
-            guard Self.isAbsoluteHTTP(url) else {
-                diagnostics.append(ManifestDiagnostic(path: source, line: offset + 1, column: 1,
-                                                      message: "'\(Redact.url(url))' is not an absolute http or https URL"))
+            if let problem = Self.urlProblem(url) {
+                diagnostics.append(ManifestDiagnostic(path: source, line: offset + 1, column: 1, message: problem))
                 continue
             }
             if seen.insert(url).inserted {
@@ -80,8 +78,13 @@ extension SyncEngine {
         }
     }
 
-    static func isAbsoluteHTTP(_ url: String) -> Bool {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased() else { return false }
-        return (scheme == "http" || scheme == "https") && parsed.host?.isEmpty == false
+    /// Why `url` is not one a manifest entry could name absolutely (the manifest reader's own
+    /// check, so what `get` or `manifest --urls` takes a manifest takes too), or nil.
+    static func urlProblem(_ url: String) -> String? {
+        switch URLResolver.absolute(url) {
+        case .success?: nil
+        case .failure(let problem)?: problem.message
+        case nil: "'\(Redact.short(Redact.url(url), limit: 80))' is not an absolute http or https URL"
+        }
     }
 }

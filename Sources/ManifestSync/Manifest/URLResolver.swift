@@ -106,23 +106,24 @@ struct URLResolver {
         return (length == 1 && utf8[start] == dot) || (length == 2 && utf8[start] == dot && utf8[start + 1] == dot)
     }
 
-    func resolve(_ raw: String) -> Result<String, Problem> {
+    /// An absolute URL checked as every command checks one (a manifest entry, `get`, `manifest
+    /// --urls`): http or https and well formed. Nil when `raw` has no scheme (a relative reference).
+    static func absolute(_ raw: String) -> Result<String, Problem>? {
         // Most entries are absolute http(s) URLs: recognized without building the scheme string.
-        if Self.hasHTTPScheme(raw) {
-            guard Self.isWellFormedAbsolute(raw) else {
-                return .failure(Problem(message: "not a valid URL: \(Redact.short(Redact.url(raw), limit: 80))"))
-            }
-            return .success(raw)
-        }
-        if let scheme = Self.scheme(of: raw) {
+        if !hasHTTPScheme(raw) {
+            guard let scheme = scheme(of: raw) else { return nil }
             guard scheme == "http" || scheme == "https" else {
                 return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only http and https)"))
             }
-            guard Self.isWellFormedAbsolute(raw) else {
-                return .failure(Problem(message: "not a valid URL: \(Redact.short(Redact.url(raw), limit: 80))"))
-            }
-            return .success(raw)
         }
+        guard isWellFormedAbsolute(raw) else {
+            return .failure(Problem(message: "not a valid URL: \(Redact.short(Redact.url(raw), limit: 80))"))
+        }
+        return .success(raw)
+    }
+
+    func resolve(_ raw: String) -> Result<String, Problem> {
+        if let absolute = Self.absolute(raw) { return absolute }
         if let baseURL {
             if let appended = appendingResolution(raw) {
                 guard Self.isWellFormedAbsolute(appended) else {

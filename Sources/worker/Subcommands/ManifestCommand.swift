@@ -56,13 +56,10 @@ struct ManifestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if let output {
+        if let output, let problem = Self.outputProblem(output) {
             // Never over a file that is not a manifest worker wrote (a typo must not eat a source file).
-            if let text = try? String(contentsOfFile: output, encoding: .utf8), !text.isEmpty,
-               !text.hasPrefix("# Written by worker manifest") {
-                Console.error("worker: -o '\(output)' exists and was not written by `worker manifest`; refusing to overwrite it")
-                throw ExitCode(ExitStatus.usage)
-            }
+            Console.error("worker: -o '\(output)' \(problem); refusing to overwrite it")
+            throw ExitCode(ExitStatus.usage)
         }
         let yaml: String
         var failed = 0
@@ -90,6 +87,22 @@ struct ManifestCommand: AsyncParsableCommand {
         if failed > 0 { throw ExitCode(ExitStatus.failures) }
     }
 
+    /// Why `path` may not be replaced, or nil: it is missing, empty, or a manifest this command
+    /// wrote (its first bytes say so, read as bytes: a file that is not text is refused too).
+    static func outputProblem(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return "exists and is not a regular file" }
+        guard info.st_size > 0 else { return nil }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return "exists and cannot be read" }
+        defer { close(fd) }
+        let mark = Array("# Written by worker manifest".utf8)
+        var head = [UInt8](repeating: 0, count: mark.count)
+        let count = read(fd, &head, head.count)
+        return count == mark.count && head == mark ? nil : "exists and was not written by `worker manifest`"
+    }
+
     /// The manifest of the URLs that could be fetched, and how many could not.
     private func pinned(_ source: String) async throws -> (String, Int) {
         let text: String
@@ -103,7 +116,8 @@ struct ManifestCommand: AsyncParsableCommand {
             text = read
         }
         // Line numbers stay those of the file: blank and comment lines become empty, then skipped.
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+        // A line ends at LF, CR LF or a lone CR (a list saved on Windows or an old Mac).
+        let lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }.map {
             Text.trimmingSpaces($0)
         }
         var urls: [String] = []
