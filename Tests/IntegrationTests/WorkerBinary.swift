@@ -72,3 +72,24 @@ private final class DataBox: @unchecked Sendable {
     var data = Data()
     let done = DispatchSemaphore(value: 0)
 }
+
+extension WorkerBinary {
+    /// Runs the executable with output (stdout and stderr together) to a file, killing it after
+    /// `seconds` (a hang is then a failed expectation, not a stuck test run).
+    static func runBounded(_ arguments: [String], seconds: Double) throws -> Result {
+        try runBoundedReportingSignal(arguments, seconds: seconds).result
+    }
+
+    /// `runBounded`, and whether a signal ended the process (a trap, or the kill past `seconds`).
+    static func runBoundedReportingSignal(_ arguments: [String], seconds: Double) throws -> (result: Result, signalled: Bool) {
+        let log = FileManager.default.temporaryDirectory.path + "/worker-bounded-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let process = try spawn(arguments, log: log)
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return (Result(code: process.terminationStatus, stdout: text, stderr: text), process.terminationReason == .uncaughtSignal)
+    }
+}

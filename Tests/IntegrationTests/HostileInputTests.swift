@@ -1,0 +1,145 @@
+import Crypto
+import Foundation
+@testable import ManifestSync
+import Testing
+import WorkerTestSupport
+
+/// Hostile files, index rows and flags, through the built binary: none may crash a command, hang
+/// it, or copy what it must not.
+@Suite struct HostileInputTests {
+    /// A folder with a manifest of one local, hashless file, synced into a cache.
+    private func localCache(_ directory: TemporaryDirectory) throws -> (manifest: String, cache: String) {
+        directory.write("site/a.txt", "public\n")
+        let manifest = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
+        let cache = directory.path + "/cache"
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
+        try #require(result.code == 0, "\(result.stderr)")
+        return (manifest, cache)
+    }
+
+    private func objectFiles(_ directory: TemporaryDirectory) -> [String] {
+        directory.files(under: "cache/objects/sha256").map { directory.path + "/cache/objects/sha256/" + $0 }
+    }
+
+    @Test func repairReadsLocalFilesOnlyInsideTheManifestFolder() throws {
+        let directory = TemporaryDirectory()
+        let (_, cache) = try localCache(directory)
+        let secret = directory.write("private/secret.txt", "the owner's secret\n")
+        chmod(secret, 0o600)
+        // The file becomes a symlink to a file outside the folder, and its object goes.
+        unlink(directory.path + "/site/a.txt")
+        #expect(symlink(secret, directory.path + "/site/a.txt") == 0)
+        for object in objectFiles(directory) { unlink(object) }
+        let repaired = try WorkerBinary.run(["verify", "--repair", "--cache-dir", cache])
+        #expect(repaired.code == 0, "\(repaired.stdout)\(repaired.stderr)")
+        for object in objectFiles(directory) {
+            #expect(try String(contentsOfFile: object, encoding: .utf8) != "the owner's secret\n", "an outside file was copied in")
+        }
+        // A regular file in the folder is read again.
+        unlink(directory.path + "/site/a.txt")
+        directory.write("site/a.txt", "public\n")
+        let (_, cache2) = (0, cache)
+        #expect(try WorkerBinary.run(["sync", directory.path + "/site/m.yaml", "--cache-dir", cache2]).code == 0)
+        for object in objectFiles(directory) { unlink(object) }
+        let again = try WorkerBinary.run(["verify", "--repair", "--cache-dir", cache])
+        #expect(again.code == 0, "\(again.stdout)")
+        #expect(again.stdout.contains("downloaded 1 again"), "\(again.stdout)")
+    }
+
+    @Test func aFIFOInTheManifestFolderFailsAtOnce() throws {
+        let directory = TemporaryDirectory()
+        directory.write("site/a.txt", "a\n")
+        #expect(mkfifo(directory.path + "/site/pipe", 0o644) == 0)
+        let manifest = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n  - url: pipe\n")
+        let started = Date()
+        let result = try WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/cache",
+                                                  "--report", directory.path + "/r.json"], seconds: 20)
+        #expect(result.code == 1, "\(result.code) \(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(result.stderr.contains("not a regular file"), "\(result.stderr)")
+    }
+
+    @Test func manifestOutputReplacesOnlyAManifestItWrote() throws {
+        let directory = TemporaryDirectory()
+        directory.write("site/a.txt", "a\n")
+        // An image given by mistake: not UTF-8.
+        let image: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0xfe, 0x00, 0x80]
+        let output = directory.write("logo.png", image)
+        let result = try WorkerBinary.run(["manifest", directory.path + "/site", "--base-url", "https://cdn.example.com/",
+                                           "-o", output])
+        #expect(result.code == 2, "\(result.stderr)")
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: output))) == image)
+        // One it wrote is replaced.
+        let yaml = directory.path + "/m.yaml"
+        for _ in 0..<2 {
+            let written = try WorkerBinary.run(["manifest", directory.path + "/site", "--base-url", "https://cdn.example.com/", "-o", yaml])
+            #expect(written.code == 0, "\(written.stderr)")
+        }
+    }
+
+    @Test func aTamperedSizeColumnTrapsNothingAndVerifyFindsIt() throws {
+        let directory = TemporaryDirectory()
+        directory.write("site/a.txt", "a\n")
+        directory.write("site/b.txt", "b\n")
+        let manifest = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n  - url: b.txt\n")
+        let cache = directory.path + "/cache"
+        try #require(try WorkerBinary.run(["sync", manifest, "--cache-dir", cache]).code == 0)
+        let database = try SQLiteDatabase(path: cache + "/index.sqlite", create: false)
+        try database.execute("UPDATE entries SET size = 9223372036854775807")
+        let status = try WorkerBinary.run(["status", "--cache-dir", cache])
+        #expect(status.code == 0, "\(status.code) \(status.stderr)")
+        let gc = try WorkerBinary.run(["gc", "--max-size", "1GB", "--cache-dir", cache])
+        #expect(gc.code == 0, "\(gc.code) \(gc.stderr)")
+        let verify = try WorkerBinary.run(["verify", "--cache-dir", cache])
+        #expect(verify.code == 1, "a wrong size is a real problem: \(verify.stdout)")
+        #expect(verify.stdout.contains("wrong size"), "\(verify.stdout)")
+        let repaired = try WorkerBinary.run(["verify", "--repair", "--cache-dir", cache])
+        #expect(repaired.code == 0, "\(repaired.stdout)")
+        #expect(try WorkerBinary.run(["verify", "--cache-dir", cache]).code == 0)
+    }
+
+    @Test(arguments: [
+        ["--max-rps", "1e-17"], ["--max-rps", "nan"], ["--max-rps", "1e300"], ["--deadline", "1e300"],
+        ["--wait-lock", "1e300"], ["--connect-timeout", "1e20"], ["--read-timeout", "9e18"], ["--entry-timeout", "1e30d"],
+        ["--max-size", "1e30"], ["--limit-rate", "1e300"], ["--jobs", "99999999999999999999"],
+    ])
+    func absurdOptionValuesAreUsageErrors(_ option: [String]) throws {
+        let directory = TemporaryDirectory()
+        directory.write("site/a.txt", "a\n")
+        let manifest = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache"] + option)
+        #expect(result.code == 2, "\(option): \(result.code) \(result.stderr)")
+        #expect(result.stderr.contains(option[0]), "\(option): \(result.stderr)")
+    }
+
+    @Test func gcTakesNoAbsurdAge() throws {
+        let directory = TemporaryDirectory()
+        let gc = try WorkerBinary.run(["gc", "--max-age", "1e300d", "--cache-dir", directory.path])
+        #expect(gc.code == 2, "\(gc.code) \(gc.stderr)")
+    }
+
+    @Test func getAndPinTakeOnlyURLsAManifestTakes() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        harness.serve("a.txt")
+        harness.serve("b.txt")
+        let cache = harness.cache
+        // Foundation's URL parser takes a space (it encodes it); a manifest does not.
+        for bad in [harness.origin.url("/f/a b.txt"), harness.origin.url("/f/a|b"), "http://127.0.0.1:1/\u{1b}[2J"] {
+            let got = try WorkerBinary.run(["get", bad, "--cache-dir", cache])
+            #expect(got.code == 2, "\(bad): \(got.code) \(got.stderr)")
+            #expect(!got.stderr.unicodeScalars.contains { $0.value == 0x1b })
+            let list = harness.directory.write("bad.txt", bad + "\n")
+            let pinned = try WorkerBinary.run(["manifest", "--urls", list, "--cache-dir", cache])
+            #expect(pinned.code == 2, "\(bad): \(pinned.code) \(pinned.stderr)")
+        }
+        // A list saved with CR LF line ends is two URLs, and what it writes syncs.
+        let list = harness.directory.write("urls.txt", harness.origin.url("/f/a.txt") + "\r\n" + harness.origin.url("/f/b.txt") + "\r\n")
+        let output = harness.directory.path + "/pinned.yaml"
+        let pinned = try WorkerBinary.run(["manifest", "--urls", list, "--cache-dir", cache, "-o", output])
+        #expect(pinned.code == 0, "\(pinned.stderr)")
+        let yaml = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(yaml.components(separatedBy: "- url:").count == 3, "\(yaml)")
+        #expect(try WorkerBinary.run(["sync", output, "--cache-dir", cache]).code == 0)
+    }
+}
