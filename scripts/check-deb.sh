@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the Debian package (scripts/make-deb.sh) and checks it as an administrator would use it:
+# `dpkg -i`, `worker --version`, `man -w worker`, `systemd-analyze verify` on the installed units,
+# the demo synced as the `worker` user into /var/cache/worker, then remove (the cache and the user
+# stay) and purge (both gone). Run as root on a machine where the package may be installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+deb="$(bash scripts/make-deb.sh | tee /dev/stderr | sed -n 's/^built //p')"
+[ -f "$deb" ] || fail "scripts/make-deb.sh built no package"
+dpkg -i "$deb"
+trap 'dpkg --purge worker >/dev/null 2>&1 || true' EXIT
+
+worker --version
+man -w worker | grep -q 'worker.1' || fail "man -w worker"
+systemd-analyze verify /lib/systemd/system/worker-sync.service /lib/systemd/system/worker-sync.timer \
+  || fail "systemd-analyze verify on the installed units"
+getent passwd worker >/dev/null || fail "no worker user"
+[ "$(stat -c %U /var/cache/worker)" = worker ] || fail "/var/cache/worker is not the worker user's"
+for completion in /usr/share/bash-completion/completions/worker /usr/share/zsh/vendor-completions/_worker \
+  /usr/share/fish/vendor_completions.d/worker.fish; do
+  [ -s "$completion" ] || fail "no $completion"
+done
+
+# The demo as the worker user, from the example the package ships.
+runuser -u worker -- worker sync /usr/share/doc/worker/examples/demo.yaml --cache-dir /var/cache/worker --progress never
+runuser -u worker -- worker verify --cache-dir /var/cache/worker
+[ -f /var/cache/worker/index.sqlite ] || fail "the demo left no index"
+
+dpkg --remove worker
+[ -d /var/cache/worker ] || fail "remove deleted the cache"
+getent passwd worker >/dev/null || fail "remove deleted the user"
+dpkg --purge worker
+[ ! -e /var/cache/worker ] || fail "purge left /var/cache/worker"
+if getent passwd worker >/dev/null; then fail "purge left the worker user"; fi
+echo "ok: the Debian package installs, works, removes and purges"
