@@ -59,8 +59,16 @@ checks = {
     "deploy/kubernetes/cronjob.yaml": lambda d: d["kind"] == "CronJob" and d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0] == "sync",
     "deploy/kubernetes/indexed-job.yaml": lambda d: d["spec"]["completionMode"] == "Indexed"
         and str(d["spec"]["completions"]) == next(e["value"] for e in d["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "JOB_COMPLETION_COUNT"),
-    "deploy/github-actions/worker-sync.yml": lambda d: "sync" in d["jobs"] and any("actions/cache" in s.get("uses", "") for s in d["jobs"]["sync"]["steps"]),
-    "deploy/gitlab-ci/worker-sync.gitlab-ci.yml": lambda d: d["worker-sync"]["artifacts"]["reports"]["junit"] == "junit.xml",
+    # The cache is restored and saved in separate steps (a run with failed entries still saves),
+    # keyed on the worker version and the fingerprint; worker is installed, not compiled.
+    "deploy/github-actions/worker-sync.yml": lambda d: (lambda steps: any("actions/cache/restore" in s.get("uses", "") for s in steps)
+        and any("actions/cache/save" in s.get("uses", "") and "always()" in s.get("if", "") for s in steps)
+        and not any(s.get("uses", "").startswith("actions/cache@") for s in steps)
+        and not any("swift build" in s.get("run", "") for s in steps)
+        and any("worker --version" in s.get("run", "") and "worker fingerprint" in s.get("run", "") for s in steps))(d["jobs"]["sync"]["steps"]),
+    "deploy/gitlab-ci/worker-sync.gitlab-ci.yml": lambda d: d["worker-sync"]["artifacts"]["reports"]["junit"] == "junit.xml"
+        and d["worker-sync"]["cache"]["when"] == "always" and d["worker-sync"]["cache"]["key"] == "$WORKER_CACHE_KEY"
+        and "worker fingerprint" in " ".join(d["worker-key"]["script"]) and "worker --version" in " ".join(d["worker-key"]["script"]),
 }
 bad = 0
 for path, check in checks.items():
@@ -82,7 +90,7 @@ else
 fi
 
 if command -v shellcheck >/dev/null; then
-  if shellcheck -x .ci/run scripts/*.sh Benchmarks/*.sh; then echo "ok: shellcheck"; else fail "shellcheck"; fi
+  if shellcheck -x .ci/run scripts/*.sh scripts/lib/*.sh Benchmarks/*.sh packaging/debian/postinst packaging/debian/postrm; then echo "ok: shellcheck"; else fail "shellcheck"; fi
 else
   echo "skip: shellcheck not installed (apt-get install shellcheck)"
 fi
