@@ -116,7 +116,8 @@ final class RawOrigin: Sendable {
         let sent = min(answer?.stallAfter ?? bytes.count, bytes.count)
         var offset = 0
         while offset < sent {
-            let count = bytes.withUnsafeBytes { write(client, $0.baseAddress! + offset, sent - offset) }
+            // MSG_NOSIGNAL: a client that went away must not end the test process with SIGPIPE.
+            let count = bytes.withUnsafeBytes { send(client, $0.baseAddress! + offset, sent - offset, Int32(MSG_NOSIGNAL)) }
             guard count > 0 else { return }
             offset += count
         }
