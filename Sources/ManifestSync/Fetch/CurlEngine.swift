@@ -251,19 +251,23 @@ final class CurlEngine: @unchecked Sendable {
             guard fired else { return }
             end(transfer, code: nil, failure: FetchFailure(.timeout, "the entry took longer than --entry-timeout"))
         }
-        armSilenceTimer(transfer, seen: transfer.activity)
+        let now = Monotonic.now()
+        let watch = SilenceWatch(limit: options.readTimeout, now: now, activity: transfer.activity)
+        armSilenceTimer(transfer, at: now + watch.interval, watch: watch)
     }
 
     /// `--read-timeout`: once connected, a transfer that receives nothing for that long (and is
-    /// not paused by `--limit-rate`) ends as a timeout. Checked every read-timeout, not per byte.
-    private func armSilenceTimer(_ transfer: CurlTransfer, seen: Int) {
-        transfer.silenceTimer = addTimer(at: Monotonic.now() + options.readTimeout) { [unowned self] fired in
+    /// not paused by `--limit-rate`) ends as a timeout (`SilenceWatch` decides, on a timer).
+    private func armSilenceTimer(_ transfer: CurlTransfer, at due: Double, watch: SilenceWatch) {
+        transfer.silenceTimer = addTimer(at: due) { [unowned self] fired in
             guard fired, transfer.isAttached else { return }
-            if transfer.connected, !transfer.paused, transfer.activity == seen {
+            var watch = watch
+            switch watch.check(now: Monotonic.now(), activity: transfer.activity, waiting: !transfer.connected || transfer.paused) {
+            case .silent:
                 end(transfer, code: nil,
                     failure: FetchFailure(.timeout, "read timeout: the server sent nothing for --read-timeout"))
-            } else {
-                armSilenceTimer(transfer, seen: transfer.activity)
+            case .checkAt(let next):
+                armSilenceTimer(transfer, at: next, watch: watch)
             }
         }
     }

@@ -29,6 +29,11 @@ final class CurlTransfer: @unchecked Sendable {
     private var handler: ResponseHandler
     private let engine: CurlEngine
     private let limits: RateLimits?
+    private let meter: TransferMeter?
+    /// The request's origin (its group's, redirects or not): the window a head grows.
+    private let origin: String?
+    /// What the meter was told: that the request went out, its head, and its declared length.
+    private var metered = (sent: false, head: false, declared: Int64?.none)
 
     // The engine's thread only.
     private(set) var handle: UnsafeMutableRawPointer?
@@ -43,8 +48,6 @@ final class CurlTransfer: @unchecked Sendable {
     /// Bumped by every callback that shows the connection alive: the read timeout watches it.
     var activity = 0
     var paused = false
-    /// `--limit-rate`: the next part of the body waits until then.
-    private var paidUntil = 0.0
     /// An abort that arrived before the transfer began (a stop racing its start): it ends the
     /// transfer as soon as the engine gets to it.
     var abortedBeforeStart: FetchFailure?
@@ -53,7 +56,10 @@ final class CurlTransfer: @unchecked Sendable {
     var pauseTimer: Int?
 
     init(url: String, requestHeaders: [String], deadline: Double, handler: ResponseHandler, engine: CurlEngine,
-         limits: RateLimits?, done: @escaping @Sendable (CurlTransfer, Outcome) -> Void) {
+         limits: RateLimits?, meter: TransferMeter? = nil, origin: String? = nil,
+         done: @escaping @Sendable (CurlTransfer, Outcome) -> Void) {
+        self.meter = meter
+        self.origin = origin
         self.url = url
         self.requestHeaders = requestHeaders
         self.deadline = deadline
@@ -85,6 +91,8 @@ final class CurlTransfer: @unchecked Sendable {
         worker_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_PREREQDATA, context)
+        meter?.requestSent()
+        metered.sent = true
         return nil
     }
 
@@ -122,6 +130,10 @@ final class CurlTransfer: @unchecked Sendable {
             handler.cut()
             result = .failure(code.map(classify) ?? FetchFailure(.connection, "the response ended without a head"))
         }
+        if metered.sent, let meter {
+            meter.exchangeEnded(declared: metered.declared, received: handler.bytesReceived,
+                                headArrived: metered.head)
+        }
         return Outcome(result: result, bytes: handler.bytesReceived, multiplexed: handler.multiplexed,
                        closesConnection: handler.closesConnection)
     }
@@ -156,20 +168,19 @@ final class CurlTransfer: @unchecked Sendable {
         activity &+= 1
         guard failure == nil else { return 0 }
         guard headDone, handler.keepsBody else { return bytes.count }
-        if limits != nil, paidUntil > 0, case let now = Monotonic.now(), now < paidUntil {
-            // --limit-rate: this part is handed over again once the earlier ones are paid for.
+        if let limits, case let wait = limits.wait(), wait > 0 {
+            // --limit-rate: the run's budget is spent for now; this part is handed over again
+            // once it is paid for (by this transfer's bytes or another's).
             paused = true
-            engine.resume(self, at: paidUntil)
-            paidUntil = 0
+            engine.resume(self, at: Monotonic.now() + wait)
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         if let failure = handler.body(bytes) {
             self.failure = failure
             return 0
         }
-        if let limits, case let delay = limits.delay(afterReceiving: bytes.count), delay > 0 {
-            paidUntil = Monotonic.now() + delay
-        }
+        limits?.spend(bytes.count)
+        meter?.bodyReceived(bytes.count)
         return bytes.count
     }
 
@@ -194,6 +205,13 @@ final class CurlTransfer: @unchecked Sendable {
             if let failure {
                 self.failure = failure
                 return 0
+            }
+            if let meter {
+                metered.head = true
+                metered.declared = handler.bytesToCome
+                meter.headArrived(TransferMeter.Head(origin: origin ?? "", status: status, multiplexed: handler.multiplexed,
+                                                     closesConnection: handler.closesConnection),
+                                  declared: metered.declared)
             }
             return line.count
         }
