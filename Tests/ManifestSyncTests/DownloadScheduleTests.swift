@@ -9,6 +9,12 @@ import Testing
     let answer = OriginReport(outcome: .healthy)
     let answerOverHTTP2 = OriginReport(outcome: .healthy, multiplexed: true)
 
+    /// A response's head from `origin` (status 200 unless said).
+    static func head(_ schedule: inout DownloadSchedule, _ origin: String, status: Int = 200, http2: Bool = false,
+                     now: Double = 0) -> [Int] {
+        started(schedule.headArrived(origin, status: status, multiplexed: http2, closesConnections: false, now: now))
+    }
+
     static func started(_ steps: [DownloadSchedule.Step]) -> [Int] {
         steps.compactMap { if case .start(let group, _) = $0 { group } else { nil } }
     }
@@ -35,10 +41,11 @@ import Testing
     @Test func http1StartsWithOneConnectionAndGrowsWithAnswersUpToJobs() {
         var schedule = DownloadSchedule(origins: Array(repeating: a, count: 20), jobs: 6)
         #expect(Self.started(schedule.take(now: 0)) == [0], "one connection first")
-        #expect(Self.started(schedule.record(a, answer, now: 0)) == [1, 2], "an answer: two more")
-        #expect(Self.started(schedule.record(a, answer, now: 0)) == [3, 4])
-        #expect(Self.started(schedule.record(a, answer, now: 0)) == [5], "--jobs is the cap")
-        #expect(schedule.record(a, answer, now: 0).isEmpty)
+        #expect(Self.head(&schedule, a) == [1, 2], "an answer begins: two more")
+        #expect(Self.head(&schedule, a) == [3, 4])
+        #expect(Self.head(&schedule, a) == [5], "--jobs is the cap")
+        #expect(Self.head(&schedule, a).isEmpty)
+        #expect(schedule.record(a, answer, now: 0).isEmpty, "an answer that ends adds nothing: it grew as it began")
         #expect(schedule.windows[a]?.limit(jobs: 6, streams: 100) == 6)
         #expect(Self.started(schedule.finished(0, now: 0)) == [6])
     }
@@ -46,8 +53,27 @@ import Testing
     @Test func http2OpensTheWindowToMaxStreamsAtTheFirstAnswer() {
         var schedule = DownloadSchedule(origins: Array(repeating: a, count: 50), jobs: 4, streams: 32)
         #expect(Self.started(schedule.take(now: 0)) == [0])
-        #expect(Self.started(schedule.record(a, answerOverHTTP2, now: 0)) == Array(1...31), "32 in flight on one connection")
+        #expect(Self.head(&schedule, a, http2: true) == Array(1...31), "32 in flight on one connection")
         #expect(schedule.running == 32)
+        #expect(schedule.record(a, answerOverHTTP2, now: 0).isEmpty)
+        #expect(schedule.windows[a]?.limit(jobs: 4, streams: 32) == 32, "the end of the answer keeps it open")
+    }
+
+    @Test func aFewLargeBodiesFromASlowServerRunInParallelFromTheStart() {
+        // Three 10 MB files at 2 MB/s a connection: none completes for 5 s, but each head comes
+        // within a round trip, and each head opens room for more.
+        var schedule = DownloadSchedule(origins: [a, a, a], jobs: 16)
+        #expect(Self.started(schedule.take(now: 0)) == [0])
+        #expect(Self.head(&schedule, a, now: 0.001) == [1, 2], "the first head: the other two start at once")
+        #expect(schedule.running == 3, "all three in flight before any body is done")
+    }
+
+    @Test func anOverloadedAnswerDoesNotGrowTheWindowAsItBegins() {
+        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 10), jobs: 8)
+        _ = schedule.take(now: 0)
+        #expect(Self.head(&schedule, a, status: 503).isEmpty)
+        #expect(Self.head(&schedule, a, status: 429).isEmpty)
+        #expect(schedule.running == 1)
     }
 
     @Test func overloadHalvesTheWindowThenItGrowsBackSlowly() {
@@ -69,7 +95,7 @@ import Testing
     @Test func anOverloadedOriginGetsFewerRequestsAtOnce() {
         var schedule = DownloadSchedule(origins: Array(repeating: a, count: 20), jobs: 4)
         _ = schedule.take(now: 0)
-        for _ in 0..<3 { _ = schedule.record(a, answer, now: 0) }
+        for _ in 0..<3 { _ = Self.head(&schedule, a) }
         #expect(schedule.running == 4)
         let busy = OriginReport(outcome: .unhealthy(problem: "HTTP 503", retryAfter: nil), overloaded: true)
         #expect(schedule.record(a, busy, now: 0).isEmpty)
@@ -81,15 +107,16 @@ import Testing
     @Test func originsDoNotShareAWindow() {
         var schedule = DownloadSchedule(origins: [a, b, a, b], jobs: 4)
         #expect(Self.started(schedule.take(now: 0)) == [0, 1], "one to each origin; the next a waits")
-        #expect(Self.started(schedule.record(a, answer, now: 0)) == [2])
-        #expect(Self.started(schedule.record(b, answer, now: 0)) == [3])
+        #expect(Self.head(&schedule, a) == [2])
+        #expect(Self.head(&schedule, b) == [3])
     }
 
     @Test func anOriginDownBeforeIsProbedOnceThenReleased() {
         var schedule = DownloadSchedule(origins: [a, a, a], jobs: 8, breaker: OriginBreaker(down: [a]))
         #expect(Self.started(schedule.take(now: 0)) == [0], "one probe")
         #expect(Set(schedule.unstarted) == [1, 2])
-        #expect(Self.started(schedule.record(a, answer, now: 1)) == [1, 2], "it answered: the window grows")
+        #expect(Self.head(&schedule, a, now: 1).isEmpty, "its head grows the window, but the rest wait for the probe's end")
+        #expect(Self.started(schedule.record(a, answer, now: 1)) == [1, 2], "it answered: the rest start")
         #expect(schedule.finished(0, now: 1).isEmpty && schedule.unstarted.isEmpty)
     }
 

@@ -37,7 +37,20 @@ final class DownloadQueue: Sendable, OriginGate {
         wakeCount = max(1, min(64, groups.count / 8))
         let origins = groups.map { $0.first?.origin }
         state = Mutex(State(schedule: DownloadSchedule(origins: origins, jobs: jobs, streams: streams, breaker: breaker)))
+        fetcher.meter.onHead { [weak self] head in self?.headArrived(head) }
     }
+
+    /// A response began: its origin's window grows as the answer starts, not when it ends.
+    private func headArrived(_ head: TransferMeter.Head) {
+        let now = Self.now()
+        changed {
+            $0.headArrived(head.origin, status: head.status, multiplexed: head.multiplexed,
+                           closesConnections: head.closesConnection, now: now)
+        }
+    }
+
+    /// Whether every group has started (none waits for room or behind a probe).
+    var allStarted: Bool { state.withLock { $0.schedule.allTaken } }
 
     private static func now() -> Double {
         Monotonic.now()

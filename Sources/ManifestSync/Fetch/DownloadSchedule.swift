@@ -103,15 +103,27 @@ struct DownloadSchedule: Sendable {
         return take(now: now)
     }
 
-    /// An attempt's outcome: its origin's window grows with an answer and halves on 429 or
-    /// 503; the breaker hears of its health, and a probe that ended releases the groups parked
+    /// A response's head arrived: its origin's window grows (not for 429 and 503, which halve it
+    /// when the attempt ends), and a wider window may have room for the next groups.
+    mutating func headArrived(_ origin: String, status: Int, multiplexed: Bool, closesConnections: Bool,
+                              now: Double) -> [Step] {
+        guard status != 429, status != 503, windows[origin] != nil else { return [] }
+        windows[origin]?.answered(multiplexed: multiplexed, closesConnections: closesConnections, jobs: jobs, streams: streams)
+        return take(now: now)
+    }
+
+    /// Whether every group has been taken (none waits for room or behind a probe).
+    var allTaken: Bool { peekNext() == nil && parked.isEmpty }
+
+    /// An attempt's outcome: its origin's window halves on 429 or 503 (it grew with the head);
+    /// the breaker hears of its health, and a probe that ended releases the groups parked
     /// behind it.
     mutating func record(_ origin: String, _ report: OriginReport, now: Double) -> [Step] {
         if report.overloaded {
             windows[origin, default: OriginWindow()].overloaded()
         } else if report.outcome == .healthy {
-            windows[origin, default: OriginWindow()].answered(
-                multiplexed: report.multiplexed, closesConnections: report.closesConnections, jobs: jobs, streams: streams)
+            windows[origin, default: OriginWindow()].learned(
+                multiplexed: report.multiplexed, closesConnections: report.closesConnections)
         }
         var steps = release(breaker.record(origin, report.outcome, now: now), now: now)
         // A wider window may have room for more at once.

@@ -48,7 +48,7 @@ extension Fetcher {
                                       entryTimeout: settings.entryTimeout, url: request.url, resume: resume,
                                       resumeThreshold: settings.resumeThreshold)
         let transfer = CurlTransfer(url: current, requestHeaders: headers, deadline: deadline, handler: handler,
-                                    engine: engine, limits: limits) { transfer, exchanged in
+                                    engine: engine, limits: limits, meter: meter, origin: request.origin) { transfer, exchanged in
             control.unregister(transfer.controlToken)
             self.exchanged(exchanged, request, url: current, hop: hop, visited: visited, sendHeaders: sendHeaders,
                            deadline: deadline, bytes: bytes, control: control, on: engine, finished: finished)

@@ -17,6 +17,8 @@ final class Fetcher: Sendable {
     let settings: FetchSettings
     let logger: Logger
     let limits: RateLimits?
+    /// Heads and body bytes as the transfers go (the window's growth, byte progress).
+    let meter = TransferMeter()
 
     /// A bundle made for this run, removed at `shutdown`.
     private let temporaryBundle: String?

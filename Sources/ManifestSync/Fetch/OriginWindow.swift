@@ -1,7 +1,7 @@
 /// How many requests one origin gets at once, as a plain value.
 ///
 /// Until the origin's protocol is known, and on HTTP/1.1 (one request per connection), the window
-/// starts at one and grows by two with each answer, up to `--jobs` connections (slow start: a
+/// starts at one and grows by two with each answer as its head arrives, up to `--jobs` connections (slow start: a
 /// small server's accept queue is not flooded with connects it drops). Two, as TCP's slow start
 /// may grow by two segments an acknowledgment (RFC 3465): the window triples each round trip, and
 /// at +20 ms it reaches 50 connections a round trip sooner than by one (2,000 files: 0.96 s
@@ -53,7 +53,17 @@ struct OriginWindow: Sendable, Equatable {
         inFlight -= 1
     }
 
-    /// An answer: the window grows (and opens wide the first time HTTP/2 is seen).
+    /// An answer ended well: what it said of the connection is kept; the window grew when its
+    /// head arrived (`answered`).
+    mutating func learned(multiplexed: Bool, closesConnections: Bool) {
+        if multiplexed && self.multiplexed != true { return }  // the head opens the window wide
+        self.multiplexed = multiplexed
+        self.closesConnections = closesConnections
+    }
+
+    /// An answer began (its head arrived): the window grows (and opens wide the first time
+    /// HTTP/2 is seen). Growing as answers begin rather than as they complete keeps a few large
+    /// bodies from a slow server from downloading one after another.
     mutating func answered(multiplexed: Bool, closesConnections: Bool = false, jobs: Int, streams: Int) {
         let opensWide = multiplexed && self.multiplexed != true && threshold == .infinity
         self.multiplexed = multiplexed

@@ -118,6 +118,13 @@ struct ResponseHandler {
         return nil
     }
 
+    /// The content bytes this response's head says will follow (for a resumed body, the rest
+    /// only); nil when it did not say, 0 for a body that is not content.
+    var bytesToCome: Int64? {
+        guard let sink else { return 0 }
+        return declared.map { $0 - (resumed ? sink.size : 0) }
+    }
+
     /// Whether this response's body is content (not a redirect's or an error status's, which
     /// are read so the connection stays usable, and dropped).
     var keepsBody: Bool { sink != nil }
