@@ -57,8 +57,12 @@ public struct SyncProgress: Sendable {
     public var total: Int
     public var done: Int
     public var failed: Int
+    /// Body bytes received so far, downloads in flight included.
     public var bytes: Int64
     public var started: Date
+    /// `bytes` plus what the downloads still to come declared, once every download has started
+    /// and said how long its body is; nil until then.
+    public var bytesTotal: Int64? = nil
 }
 
 /// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.

@@ -28,11 +28,25 @@ extension SyncRun {
         StopSignals.watch { signal in
             queue.stop(because: "the run was stopped by \(StopSignals.name(signal))")
         }
+        // Progress counts bytes as they arrive: a snapshot every quarter second from the engine,
+        // also while one long download is the only thing running.
+        let live = LiveProgress(progress)
+        let meter = fetcher.meter
+        let snapshot = { @Sendable () -> SyncProgress in
+            var current = live.value
+            current.bytes = meter.bytes
+            current.bytesTotal = queue.allStarted ? meter.bytesOutstanding.map { current.bytes + $0 } : nil
+            return current
+        }
+        if let onProgress = options.onProgress {
+            live.tick(every: 0.25, on: timerEngine) { onProgress(snapshot()) }
+        }
         queue.start()
         while let finished = await queue.next() {
             for group in finished {
-                record(groups[group.group], group.results)
+                record(groups[group.group], group.results, progress: snapshot)
             }
+            live.value = progress
             if failure == nil, batch.upserts.count >= options.batchSize || batch.bytes >= options.batchBytes
                 || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
                 do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
@@ -42,6 +56,7 @@ extension SyncRun {
             }
         }
         StopSignals.unwatch()
+        live.stop()
         if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
         stopping = Task { await fetcher.shutdown() }
         let unstarted = FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")

@@ -92,11 +92,17 @@ struct SyncRun {
     // MARK: - Results
 
     /// A group's results: the first delivered body is linked to the items not tried.
-    mutating func record(_ group: DownloadGroup, _ results: [FetchResult]) {
+    mutating func record(_ group: DownloadGroup, _ results: [FetchResult],
+                         progress live: (@Sendable () -> SyncProgress)? = nil) {
         defer {
             progress.done += group.items.count
             progress.failed = rows.totals.failed
-            progress.bytes = rows.totals.bytesDownloaded
+            if let live {
+                let now = live()
+                (progress.bytes, progress.bytesTotal) = (now.bytes, now.bytesTotal)
+            } else {
+                progress.bytes = rows.totals.bytesDownloaded
+            }
             options.onProgress?(progress)
         }
         var delivered: FetchedBody?

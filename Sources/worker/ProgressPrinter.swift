@@ -64,7 +64,8 @@ final class ProgressPrinter: Sendable {
             // Off a terminal the first timed line comes `interval` after the downloads start.
             if state.latest == nil, !live { state.lastLine = now }
             state.latest = progress
-            guard progress.done > 0 else { return false }
+            // Nothing to show before the first byte or entry (the line would read all zeros).
+            guard progress.done > 0 || progress.bytes > 0 else { return false }
             // Off a terminal the timer prints; the last line comes at once.
             guard live || progress.done == progress.total, progress.total > 0 else { return false }
             guard now - state.lastLine >= interval || progress.done == progress.total else { return false }
@@ -94,30 +95,44 @@ final class ProgressPrinter: Sendable {
     }
 
     private static func printPlain(_ progress: SyncProgress) {
-        Console.notice("progress: " + line(progress), fields: [
+        var fields = [
             "progress.done": "\(progress.done)", "progress.total": "\(progress.total)",
             "progress.failed": "\(progress.failed)", "progress.bytes": "\(progress.bytes)",
-        ])
+            "progress.bytes_per_second": "\(Int64(rate(progress)))",
+        ]
+        if let total = progress.bytesTotal { fields["progress.bytes_total"] = "\(total)" }
+        Console.notice("progress: " + line(progress), fields: fields)
     }
 
+    private static func rate(_ progress: SyncProgress) -> Double {
+        Double(progress.bytes) / max(Date().timeIntervalSince(progress.started), 0.001)
+    }
+
+    /// `3/10 entries  12.0 MB of 30.0 MB  4.0 MB/s  ETA 5s  failed 0` (`of …` once every
+    /// download has said how long it is).
     static func line(_ progress: SyncProgress) -> String {
         let elapsed = max(Date().timeIntervalSince(progress.started), 0.001)
-        let rate = Double(progress.bytes) / elapsed
-        return "\(progress.done)/\(progress.total) entries  \(Units.formatBytes(progress.bytes))  "
-            + "\(Units.formatBytes(Int64(rate)))/s  ETA \(eta(progress, elapsed: elapsed))  failed \(progress.failed)"
+        let bytes = Units.formatBytes(progress.bytes) + (progress.bytesTotal.map { " of " + Units.formatBytes($0) } ?? "")
+        return "\(progress.done)/\(progress.total) entries  \(bytes)  "
+            + "\(Units.formatBytes(Int64(rate(progress))))/s  ETA \(eta(progress, elapsed: elapsed))  failed \(progress.failed)"
     }
 
-    /// The time left, once enough is done to say: the first entries of a run are not a fair
-    /// sample (connections open, retries wait) and overestimate wildly. Shown as `--` until a
-    /// tenth of the entries, or 2 % and 10 s, are behind.
+    /// The time left, once enough is done to say. With the total bytes known, by bytes at the
+    /// current rate; else by entries: the first entries of a run are not a fair sample
+    /// (connections open, retries wait) and overestimate wildly, so it shows `--` until a tenth
+    /// of the entries, or 2 % and 10 s, are behind.
     static func eta(_ progress: SyncProgress, elapsed: Double) -> String {
         guard progress.done < progress.total else { return "0s" }
+        if let total = progress.bytesTotal, progress.bytes > 0, elapsed >= 1 {
+            return duration(Double(max(0, total - progress.bytes)) / (Double(progress.bytes) / elapsed))
+        }
         let share = Double(progress.done) / Double(max(progress.total, 1))
         guard progress.done > 0, share >= 0.1 || (share >= 0.02 && elapsed >= 10) else { return "--" }
         return duration(elapsed / share * (1 - share))
     }
 
     static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds < 1e8 else { return "--" }
         let whole = Int(seconds.rounded())
         return whole >= 3600 ? "\(whole / 3600)h\(whole % 3600 / 60)m" : whole >= 60 ? "\(whole / 60)m\(whole % 60)s" : "\(whole)s"
     }

@@ -1,0 +1,31 @@
+import FoundationEssentials
+import Synchronization
+
+/// The run's progress as the consumer last recorded it, for a timer on a fetch engine that
+/// reports it (with the bytes received since) while nothing finishes.
+final class LiveProgress: Sendable {
+    private let state: Mutex<SyncProgress>
+    private let stopped = Atomic<Bool>(false)
+
+    init(_ progress: SyncProgress) {
+        state = Mutex(progress)
+    }
+
+    var value: SyncProgress {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
+
+    /// Calls `report` every `seconds` on `engine`'s timers until `stop()`.
+    func tick(every seconds: Double, on engine: CurlEngine, _ report: @escaping @Sendable () -> Void) {
+        engine.schedule(in: seconds) { [self] fired in
+            guard fired, !stopped.load(ordering: .relaxed) else { return }
+            report()
+            tick(every: seconds, on: engine, report)
+        }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+    }
+}
