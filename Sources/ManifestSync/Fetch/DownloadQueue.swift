@@ -41,12 +41,20 @@ final class DownloadQueue: Sendable, OriginGate {
     }
 
     /// A response began: its origin's window grows as the answer starts, not when it ends.
+    /// (Most heads find the window at its cap: then nothing but the lock is paid.)
     private func headArrived(_ head: TransferMeter.Head) {
         let now = Self.now()
-        changed {
-            $0.headArrived(head.origin, status: head.status, multiplexed: head.multiplexed,
-                           closesConnections: head.closesConnection, now: now)
+        var handOver = HandOver()
+        let starts = state.withLock { state -> [(group: Int, delay: Double)] in
+            let steps = state.schedule.headArrived(head.origin, status: head.status, multiplexed: head.multiplexed,
+                                                   closesConnections: head.closesConnection, now: now)
+            guard !steps.isEmpty else { return [] }
+            let starts = apply(steps, to: &state)
+            handOver = handOverIfDue(&state)
+            return starts
         }
+        handOver.run(on: engine, flush: flush)
+        perform(starts)
     }
 
     /// Whether every group has started (none waits for room or behind a probe).

@@ -107,8 +107,12 @@ struct DownloadSchedule: Sendable {
     /// when the attempt ends), and a wider window may have room for the next groups.
     mutating func headArrived(_ origin: String, status: Int, multiplexed: Bool, closesConnections: Bool,
                               now: Double) -> [Step] {
-        guard status != 429, status != 503, windows[origin] != nil else { return [] }
-        windows[origin]?.answered(multiplexed: multiplexed, closesConnections: closesConnections, jobs: jobs, streams: streams)
+        guard status != 429, status != 503, var window = windows[origin] else { return [] }
+        let before = window.limit(jobs: jobs, streams: streams)
+        window.answered(multiplexed: multiplexed, closesConnections: closesConnections, jobs: jobs, streams: streams)
+        windows[origin] = window
+        // Only a window that grew (or changed its cap) can have room for another group.
+        guard window.limit(jobs: jobs, streams: streams) != before else { return [] }
         return take(now: now)
     }
 
