@@ -31,7 +31,11 @@ ORIGINS = {
     "h2-100ms": (18447, "ssl http2", 0.1),
     "plain": (18448, "", 0),
     "backlog5": (18449, None, 0),
+    # nginx's limit_rate: each connection gets 2 MB/s (a slow server, or a far one)
+    "slow2m": (18450, "", 0),
 }
+# nginx directives a server's location adds
+LOCATION = {"slow2m": "limit_rate 2m;"}
 
 # bench profile: origin, files, which peers (curl variants are curl arguments)
 PROFILES = [
@@ -46,8 +50,13 @@ PROFILES = [
     # 100,000 distinct avatars (the 10k corpus and 90k more, 1.3 GB): only with --only, it needs
     # ~3 GB of tmpfs per run and a minute a round.
     ("http-100k", "plain", 100_000, {"curl16": "--parallel-max 16"}),
+    # Large files (generated under www/large/): a few from a server giving each connection
+    # 2 MB/s, and one of 1 GiB from loopback without a limit. Only with --only.
+    ("slow2m-3x10m", "slow2m", "3x10m", {"curl": "--parallel-immediate"}),
+    ("slow2m-10x10m", "slow2m", "10x10m", {"curl": "--parallel-immediate"}),
+    ("http-1g", "plain", "1x1g", {"curl": ""}),
 ]
-OPT_IN = {"http-100k"}
+OPT_IN = {"http-100k", "slow2m-3x10m", "slow2m-10x10m", "http-1g"}
 
 # profile, peer, target ratio (worker ÷ peer), and of what: wall time or CPU (user+sys)
 TARGETS = [
@@ -59,6 +68,9 @@ TARGETS = [
     ("backlog5-300", "curl16", 1.5, "wall"),
     ("http-10k", "curl16", 1.3, "CPU"),
     ("http-100k", "curl16", 1.3, "CPU"),
+    ("slow2m-3x10m", "fastest", 1.05, "wall"),
+    ("slow2m-10x10m", "fastest", 1.05, "wall"),
+    ("http-1g", "curl", 1.1, "wall"),
 ]
 
 
@@ -93,6 +105,33 @@ def many_set(root: str, count: int) -> list:
             corpus.write(path, data)
         entries.append((relative, hashlib.sha256(data).hexdigest()))
     return entries[:count]
+
+
+def large_set(root: str, spec: str) -> list:
+    """(relative path, sha256) of `spec` = COUNTxSIZE large files (`3x10m`, `1x1g`), made once
+    under www/large/ from a seeded generator."""
+    count, size = spec.split("x")
+    size_bytes = int(size[:-1]) * {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[size[-1]]
+    out = []
+    for index in range(int(count)):
+        relative = f"large/{size}-{index}.bin"
+        path = os.path.join(root, "www", relative)
+        marker = path + ".sha256"
+        if not (os.path.exists(path) and os.path.exists(marker) and os.path.getsize(path) == size_bytes):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            digest = hashlib.sha256()
+            block = hashlib.sha256(f"{spec}-{index}".encode()).digest() * 32768  # 1 MiB
+            with open(path, "wb") as out_file:
+                written = 0
+                while written < size_bytes:
+                    # Each MiB differs (its first bytes count it), so nothing compresses or dedups.
+                    chunk = (written.to_bytes(8, "little") + block[8:])[: size_bytes - written]
+                    out_file.write(chunk)
+                    digest.update(chunk)
+                    written += len(chunk)
+            open(marker, "w").write(digest.hexdigest())
+        out.append((relative, open(marker).read().strip()))
+    return out
 
 
 def make_tls(directory: str) -> dict:
@@ -131,7 +170,7 @@ class Origins:
                 continue
             sleep = f"access_by_lua_block {{ ngx.sleep({delay}) }}" if delay else ""
             servers.append(f"server {{ listen 127.0.0.1:{port} {flags} backlog=4096; root {www}; "
-                           f"location / {{ {sleep} }} }}")
+                           f"location / {{ {sleep} {LOCATION.get(name, '')} }} }}")
         modules = "/usr/lib/nginx/modules"
         top = f"load_module {modules}/ndk_http_module.so;\nload_module {modules}/ngx_http_lua_module.so;"
         servers_text = "\n".join("    " + server for server in servers)
@@ -193,7 +232,10 @@ def rows(args, root: str, tls: dict) -> list:
     for profile, origin, files, curls in PROFILES:
         port, flags, _ = ORIGINS[origin]
         base = f"{'https' if flags and 'ssl' in flags else 'http'}://127.0.0.1:{port}"
-        chosen = entries[:files] if files <= len(entries) else many_set(root, files)
+        if isinstance(files, str):
+            chosen = large_set(root, files)
+        else:
+            chosen = entries[:files] if files <= len(entries) else many_set(root, files)
         with open(os.path.join(sets, profile + ".yaml"), "w") as manifest:
             manifest.write(f"version: 1\nname: {profile}\nbase_url: {base}/\nentries:\n")
             for relative, digest in chosen:
@@ -214,8 +256,10 @@ def rows(args, root: str, tls: dict) -> list:
             return (f"{drop}d=$(mktemp -d {runs_dir}/{profile}.{tool}.XXXXXX) && ln -sfn $d {current} && sync", current)
 
         prepare, current = fresh("worker")
+        # Large files: past the default --max-size of 256 MiB.
+        size_limit = "--max-size 2GiB " if isinstance(files, str) else ""
         out.append(Row(profile, "worker", f"{worker} sync {sets}/{profile}.yaml --cache-dir {current}/cache "
-                                          f"--ca-cert {tls['ca.pem']} -q {args.worker_args}", prepare, args.runs))
+                                          f"--ca-cert {tls['ca.pem']} -q {size_limit}{args.worker_args}", prepare, args.runs))
         if args.probe:
             # The libcurl prototype with worker's defaults: 100 streams on HTTP/2, else 16 at once.
             prepare, current = fresh("curlprobe")
@@ -226,7 +270,7 @@ def rows(args, root: str, tls: dict) -> list:
         if args.baseline:
             prepare, current = fresh("base")
             out.append(Row(profile, "base", f"{shlex.quote(os.path.abspath(args.baseline))} sync {sets}/{profile}.yaml "
-                                            f"--cache-dir {current}/cache --ca-cert {tls['ca.pem']} -q", prepare, args.runs))
+                                            f"--cache-dir {current}/cache --ca-cert {tls['ca.pem']} -q {size_limit}", prepare, args.runs))
         for tool, extra in curls.items():
             prepare, current = fresh(tool)
             out.append(Row(profile, tool, f"cd {current} && curl --parallel {extra} --create-dirs -sS --fail "
@@ -235,6 +279,54 @@ def rows(args, root: str, tls: dict) -> list:
             prepare, current = fresh("aria2c")
             out.append(Row(profile, "aria2c", f"cd {current} && {aria} -i {sets}/{profile}.aria2", prepare, 1))
     return out
+
+
+def peak_rss_kib(command: list) -> int:
+    """The largest resident set of `command` (KiB), from a Python of its own whose only child it is."""
+    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    return int(subprocess.run([sys.executable, "-c", probe, *command], check=True, capture_output=True, text=True).stdout)
+
+
+def limit_rates(args, root: str) -> str:
+    """`--limit-rate` as delivered: each cap over about 6 s, on one connection and on three (the
+    plain origin, no limit of its own), the rate achieved = bytes ÷ the whole run's wall time.
+    Then the peak RSS of one 1 GiB body."""
+    worker = os.path.abspath(args.worker)
+    port = ORIGINS["plain"][0]
+    scratch = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 4 << 30 else root
+    lines = ["| --limit-rate | connections | bytes | seconds | achieved | ÷ cap |", "|---|---|---|---|---|---|"]
+    caps = [("256K", 256 << 10), ("1M", 1 << 20), ("10M", 10 << 20), ("30M", 30 << 20)]
+    for text, cap in caps:
+        for count in (1, 3):
+            each = cap * 6 // count
+            spec = f"{count}x{each >> 10}k"
+            chosen = large_set(root, spec)
+            manifest = os.path.join(root, "sets-network", f"rate-{spec}.yaml")
+            with open(manifest, "w") as out:
+                out.write(f"version: 1\nname: rate\nbase_url: http://127.0.0.1:{port}/\nentries:\n")
+                for relative, digest in chosen:
+                    out.write(f"  - url: {relative}\n    hash: sha256:{digest}\n")
+            cache = os.path.join(scratch, f"worker-rate-{os.getpid()}")
+            shutil.rmtree(cache, ignore_errors=True)
+            started = time.monotonic()
+            subprocess.run([worker, "sync", manifest, "--cache-dir", cache, "-q", "--limit-rate", text], check=True)
+            seconds = time.monotonic() - started
+            shutil.rmtree(cache, ignore_errors=True)
+            total = each * count
+            achieved = total / seconds
+            lines.append(f"| {text} | {count} | {total} | {seconds:.2f} | {achieved / (1 << 20):.3f} MiB/s | {achieved / cap:.3f} |")
+    chosen = large_set(root, "1x1g")
+    manifest = os.path.join(root, "sets-network", "rss-1g.yaml")
+    with open(manifest, "w") as out:
+        out.write(f"version: 1\nname: rss\nbase_url: http://127.0.0.1:{port}/\nentries:\n"
+                  f"  - url: {chosen[0][0]}\n    hash: sha256:{chosen[0][1]}\n")
+    cache = os.path.join(scratch, f"worker-rss-{os.getpid()}")
+    shutil.rmtree(cache, ignore_errors=True)
+    rss = peak_rss_kib([worker, "sync", manifest, "--cache-dir", cache, "-q", "--max-size", "2GiB"])
+    shutil.rmtree(cache, ignore_errors=True)
+    return "\n".join(["### --limit-rate as delivered", "", *lines, "",
+                      f"Peak RSS of `worker sync` of one 1 GiB body (loopback, no limit): {rss / 1024:.1f} MiB (goal: under 64).", ""])
 
 
 def hyperfine(row: Row, runs: int, results: str, warmup: int = 0) -> None:
@@ -263,6 +355,11 @@ def report(rows_: list, args) -> str:
     targets = ["| work | measured | target | |", "|---|---|---|---|"]
     for profile, peer, goal, kind in TARGETS:
         worker, other = by.get(f"{profile}.worker"), by.get(f"{profile}.{peer}")
+        if peer == "fastest":
+            # The faster of the peers that ran (curl, aria2c).
+            peers = [row for row in rows_ if row.profile == profile and row.times and row.tool in ("curl", "aria2c")]
+            other = min(peers, key=med) if peers else None
+            peer = other.tool if other else peer
         if worker and other:
             if kind == "CPU":
                 ratio = statistics.mean(worker.cpu) / statistics.mean(other.cpu)
@@ -291,6 +388,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 2)))
     parser.add_argument("--only", help="comma-separated profiles to run (default: all but http-100k)")
     parser.add_argument("--no-aria2c", action="store_true")
+    parser.add_argument("--limit-rates", action="store_true",
+                        help="also measure --limit-rate as delivered (256K to 30M) and a 1 GiB body's peak RSS")
     parser.add_argument("--write", help="also append the tables to this Markdown file")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {profile[0] for profile in PROFILES} - OPT_IN
@@ -315,9 +414,10 @@ def main() -> None:
                 for position, row in enumerate(group[shift:] + group[:shift]):
                     print(f"round {round_ + 1}/{args.rounds}: {row.name}", file=sys.stderr, flush=True)
                     hyperfine(row, row.runs, results, warmup=1 if position == 0 else 0)
+        extra = limit_rates(args, args.root) if args.limit_rates else ""
     finally:
         origins.stop()
-    text = report(all_rows, args)
+    text = report(all_rows, args) + ("\n" + extra if extra else "")
     open(os.path.join(results, "summary.md"), "w").write(text)
     print(text)
     if args.write:
