@@ -10,14 +10,20 @@ struct BodySink {
     let maxSize: Int64
     private(set) var size: Int64 = 0
     private var hasher: BodyHasher
+    /// Hashes on a thread of its own (a large body): then `hasher` is in it until `close`.
+    private var pipeline: HashPipeline?
     private var closed = false
 
-    init(fd: Int32, path: String, expected: ContentHash?, maxSize: Int64) {
+    /// Bodies declared at least this long are hashed beside their download (`HashPipeline`).
+    static let pipelineThreshold: Int64 = 8 << 20
+
+    init(fd: Int32, path: String, expected: ContentHash?, maxSize: Int64, declaredSize: Int64? = nil) {
         self.fd = fd
         self.path = path
         self.expected = expected
         self.maxSize = maxSize
         hasher = BodyHasher(also: expected?.algorithm)
+        if let declaredSize, declaredSize >= Self.pipelineThreshold { pipeline = HashPipeline(hasher) }
     }
 
     /// A sink that continues the body kept at `path` (its `offset` bytes are hashed again first,
@@ -60,7 +66,7 @@ struct BodySink {
         if size > maxSize {
             return FetchFailure(.tooLarge, "body exceeds the limit of \(maxSize) bytes")
         }
-        hasher.update(bytes)
+        if let pipeline { pipeline.update(bytes) } else { hasher.update(bytes) }
         guard FileChunks.writeAll(fd, bytes) else {
             return FetchFailure(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
         }
@@ -75,6 +81,7 @@ struct BodySink {
             unlink(path)
             return .failure(FetchFailure(.io, "cannot write \(path): \(reason)"))
         }
+        if let pipeline { hasher = pipeline.finish() }
         let digests = hasher.finalize(for: expected?.algorithm)
         if let expected, let actual = digests.expected, actual != expected {
             unlink(path)

@@ -111,7 +111,7 @@ struct ResponseHandler {
         validator = Self.strongValidator(etag) ?? lastModified
         do {
             let file = try store.makeTemporaryFile()
-            sink = BodySink(fd: file.fd, path: file.path, expected: expected, maxSize: maxSize)
+            sink = BodySink(fd: file.fd, path: file.path, expected: expected, maxSize: maxSize, declaredSize: declared)
         } catch {
             return FetchFailure(storing: error)
         }
