@@ -46,15 +46,17 @@ printf 'worker (%s) unstable; urgency=medium\n\n  * Built from the worker reposi
 find "$root/usr" -type f -exec chmod 0644 {} + && chmod 0755 "$root/usr/bin/worker"
 install -m 0755 packaging/debian/postinst packaging/debian/postrm "$root/DEBIAN/"
 
-# The shared libraries the binary loads: libc's family from ldd, and libcurl, which it opens at
-# run time (dlopen: ldd does not list it) and needs at 7.80 or later.
+# The shared libraries the binary loads: libc's family (the newest symbol versions it uses set the
+# minimum versions), libyaml and SQLite from ldd, and libcurl, which it opens at run time (dlopen:
+# ldd does not list it) and needs at 7.80 or later.
+glibc="$(objdump -T "$binary" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: worker
 Version: $version
 Architecture: $arch
 Maintainer: worker maintainers <maintainers@example.org>
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
-Depends: libc6 (>= 2.34), libstdc++6, libgcc-s1, libcurl4 (>= 7.80.0), libyaml-0-2, libsqlite3-0, adduser
+Depends: libc6 (>= $glibc), libstdc++6 (>= 11), libgcc-s1, libcurl4 (>= 7.80.0), libyaml-0-2, libsqlite3-0, adduser
 Section: net
 Priority: optional
 Description: keeps a local cache of remote files in step with manifests
