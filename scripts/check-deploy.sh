@@ -14,7 +14,10 @@ if command -v systemd-analyze >/dev/null; then
   units="$(mktemp -d)"
   sed "s|/usr/local/bin/worker|$worker|" deploy/systemd/worker-sync.service >"$units/worker-sync.service"
   cp deploy/systemd/worker-sync.timer "$units/"
-  if out=$(systemd-analyze verify "$units/worker-sync.service" "$units/worker-sync.timer" 2>&1); then
+  # The unit's Documentation=man:worker(1) is checked with man: the repository's page, as the
+  # package installs it.
+  mkdir -p "$units/man/man1" && cp docs/worker.1 "$units/man/man1/"
+  if out=$(MANPATH="$units/man:" systemd-analyze verify "$units/worker-sync.service" "$units/worker-sync.timer" 2>&1); then
     echo "ok: systemd units"
   else
     fail "systemd-analyze: $out"
