@@ -7,7 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-deb="$(bash scripts/make-deb.sh | tee /dev/stderr | sed -n 's/^built //p')"
+# (Not `tee /dev/stderr`: reopening stderr truncates a log file it is redirected to.)
+built="$(bash scripts/make-deb.sh)"
+echo "$built"
+deb="$(sed -n 's/^built //p' <<<"$built")"
 [ -f "$deb" ] || fail "scripts/make-deb.sh built no package"
 dpkg -i "$deb"
 trap 'dpkg --purge worker >/dev/null 2>&1 || true' EXIT
