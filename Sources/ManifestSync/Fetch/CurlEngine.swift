@@ -238,7 +238,10 @@ final class CurlEngine: @unchecked Sendable {
             transfer.complete(with: failure)
             return
         }
-        let handle = idleHandles.popLast() ?? options.makeHandle()
+        guard let handle = idleHandles.popLast() ?? options.makeHandle() else {
+            transfer.complete(with: FetchFailure(.io, "libcurl could not make a handle (out of memory)"))
+            return
+        }
         if let failure = transfer.attach(to: handle) {
             transfer.detach()
             idleHandles.append(handle)

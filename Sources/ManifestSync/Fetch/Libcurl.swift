@@ -88,9 +88,9 @@ extension CurlEngine {
         var trustedCertificates: String?
 
         /// A new handle with these options and `CurlTransfer`'s callbacks; a transfer sets its
-        /// own URL, headers and context on it.
-        func makeHandle() -> UnsafeMutableRawPointer {
-            guard let handle = worker_curl_easy_init() else { fatalError("libcurl could not make a handle") }
+        /// own URL, headers and context on it. Nil when libcurl cannot make one (out of memory).
+        func makeHandle() -> UnsafeMutableRawPointer? {
+            guard let handle = worker_curl_easy_init() else { return nil }
             worker_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
             worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
             // Wait for a connection that may multiplex rather than open another one.
