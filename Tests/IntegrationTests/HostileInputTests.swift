@@ -143,3 +143,27 @@ import WorkerTestSupport
         #expect(try WorkerBinary.run(["sync", output, "--cache-dir", cache]).code == 0)
     }
 }
+
+/// A libcurl that cannot be loaded is an error naming the package, never a trap.
+@Suite struct MissingLibcurlTests {
+    @Test func aSyncWithoutAUsableLibcurlExits4NamingThePackage() throws {
+        let directory = TemporaryDirectory()
+        // A libcurl.so.4 found first (LD_LIBRARY_PATH) that has none of libcurl's functions.
+        let source = directory.write("empty.c", "int worker_not_libcurl(void) { return 0; }\n")
+        let library = directory.path + "/lib/libcurl.so.4"
+        try FileManager.default.createDirectory(atPath: directory.path + "/lib", withIntermediateDirectories: true)
+        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let cc = try #require(compiler, "a C compiler (the Swift toolchain has clang)")
+        let built = try WorkerBinary.run(["-shared", "-fPIC", "-o", library, source], executable: cc)
+        try #require(built.code == 0, "\(built.stderr)")
+        directory.write("site/a.txt", "a\n")
+        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache"],
+                                          environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
+        // (A trap's SIGILL also reads as 4 in terminationStatus: the message tells them apart.)
+        #expect(result.code == 4, "\(result.code) \(result.stderr)")
+        #expect(result.stderr.contains("cannot download: libcurl.so.4 could not be loaded"), "\(result.stderr)")
+        #expect(result.stderr.contains("apt-get install libcurl4"))
+        #expect(!result.stderr.contains("Fatal error"), "\(result.stderr)")
+    }
+}

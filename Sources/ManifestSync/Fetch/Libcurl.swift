@@ -11,14 +11,20 @@ public enum Libcurl {
     /// (CURLOPT_NOSIGNAL: they run on threads of their own), and libcurl then leaves SIGPIPE to
     /// the program: a server that closes a connection while we write to it (through OpenSSL,
     /// too) must fail that write with EPIPE, not kill the run.
-    private static let initializeOnce: Void = {
-        if let problem = worker_curl_load() {
-            fatalError("worker downloads with libcurl, which could not be loaded (Debian: apt-get install libcurl4): "
-                + String(cString: problem))
-        }
+    /// Nil once loaded; else why not (no libcurl.so.4): then nothing of libcurl may be called.
+    private static let initializeOnce: String? = {
+        if let problem = worker_curl_load() { return String(cString: problem) }
         signal(SIGPIPE, SIG_IGN)
         worker_curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return nil
     }()
+
+    /// Why libcurl cannot be used, or nil once it is loaded and set up (waits for `loadAhead`).
+    /// A run checks this before it makes a `Fetcher`, and fails with `CacheError.library`.
+    static func loadProblem() -> String? {
+        waitForLoadAhead()
+        return initializeOnce
+    }
 
     /// Debian's libcurl links librtmp, which links GnuTLS, whose constructor initializes the
     /// library when it is loaded (~0.45 ms of the ~4 ms load, mostly parsing ASN.1 tables);
@@ -39,7 +45,7 @@ public enum Libcurl {
     /// host). The 300-file cold sync: 1.7 ms sooner and 3 ms less CPU a run than waiting in the lock.
     static func prepare() {
         waitForLoadAhead()
-        initializeOnce
+        _ = initializeOnce
     }
 
     /// Returns once the `loadAhead` thread, if any, has loaded libcurl. A run that ends before
@@ -60,7 +66,7 @@ public enum Libcurl {
         guard ahead == .notStarted else { return }
         ahead = .running
         Threads.detach(name: "worker-libcurl") {
-            initializeOnce
+            _ = initializeOnce
             loading.lock()
             ahead = .finished
             loading.broadcast()

@@ -13,6 +13,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case locked(path: String, holder: String?)
     /// An output file (`--report`, `--junit`, …) could not be written: exit 4.
     case output(path: String, reason: String)
+    /// A shared library the run needs could not be loaded (libcurl, for downloads): exit 4.
+    case library(name: String, reason: String)
 
     public var description: String {
         switch self {
@@ -26,6 +28,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cache is locked by another run\(holder.map { " (\($0))" } ?? ""): \(path)"
         case .output(let path, let reason):
             "cannot write \(path): \(reason)"
+        case .library(let name, let reason):
+            "cannot download: \(name) could not be loaded (\(reason)); Debian: apt-get install libcurl4"
         }
     }
 }

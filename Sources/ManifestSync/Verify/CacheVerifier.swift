@@ -198,6 +198,7 @@ public struct CacheVerifier: Sendable {
     private func refetch(_ broken: [IndexRecord], store: ContentStore, index: CacheIndex,
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
+        if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         let fetcher = Fetcher(store: store, settings: fetch, logger: logger)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []
