@@ -19,11 +19,12 @@ extension SyncEngine {
             throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(path: "get", line: 0, column: 0, message: problem)],
                                            truncated: false))
         }
-        let report = try await syncWithoutManifest(
-            [ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)], name: "get", count: 1)
-        let entry = report.entries.first
-        guard entry?.status != .failed, let path = entry?.path else { return Lookup(path: nil, entry: entry) }
-        return Lookup(path: path, entry: entry)
+        let entry = ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)
+        if !options.refresh, let hit = try cached(entry) { return hit }
+        let report = try await syncWithoutManifest([entry], name: "get", count: 1)
+        let row = report.entries.first
+        guard row?.status != .failed, let path = row?.path else { return Lookup(path: nil, entry: row) }
+        return Lookup(path: path, entry: row)
     }
 }
 
@@ -63,6 +64,28 @@ extension SyncEngine {
 }
 
 extension SyncEngine {
+    /// `get`'s hit, read without the lock or a write (it answers while syncs write, and in a cache
+    /// this user may only read): the row holds the version asked for and its object is there,
+    /// of the row's size. nil on a miss, which a sync then fetches.
+    func cached(_ entry: ManifestEntry) throws(SyncFailure) -> Lookup? {
+        let indexPath = CacheLayout.indexPath(options.cacheDirectory)
+        guard access(indexPath, F_OK) == 0 else { return nil }
+        let record: IndexRecord?
+        do {
+            record = try CacheIndex(path: indexPath, create: false, readOnly: true).record(url: entry.url)
+        } catch {
+            throw .cache(error)
+        }
+        guard let record, Planner.isSameVersion(entry, record) else { return nil }
+        let path = CacheLayout.objectPath(options.cacheDirectory, record.object)
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == record.size else { return nil }
+        CacheMaintenance.recordUse(record, url: entry.url, cacheDirectory: options.cacheDirectory)
+        let row = SyncReport.Entry(url: Redact.url(entry.url), hash: entry.hash?.description, status: .unchanged,
+                                   bytes: record.size, path: path, manifest: "get")
+        return Lookup(path: path, entry: row)
+    }
+
     /// A sync of entries that come from no manifest file: every row kept in the report, nothing
     /// recorded per manifest.
     func syncWithoutManifest(_ entries: [ManifestEntry], name: String, count: Int) async throws(SyncFailure) -> SyncReport {

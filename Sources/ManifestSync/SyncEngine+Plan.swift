@@ -28,7 +28,7 @@ extension SyncEngine {
         guard access(indexPath, F_OK) == 0 else {
             return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: [])
         }
-        return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false)).plan
+        return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false, readOnly: true)).plan
     }
 
     /// The one way both `plan` and `sync` diff manifests against the index. Uses what
@@ -54,6 +54,9 @@ extension SyncEngine {
         planner.revalidate = options.revalidate && !options.offline
         planner.refresh = options.refresh && !options.offline
         planner.shard = options.shard
+        if index.credentialFree { planner.urlKey = index.key }
+        // A stat per object named: a file changed on disk (its size) is fetched again.
+        planner.objectSize = objects.size
         return (planner.plan(shard, records: records), objects)
     }
 

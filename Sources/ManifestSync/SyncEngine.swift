@@ -130,35 +130,60 @@ public struct SyncEngine: Sendable {
     }
 
     /// The run, using what `prefetch` read ahead when no other writer has committed since.
+    /// Several runs may write one cache at once: each joins its writers (`WriterSlot`) and holds
+    /// the cache's lock only to start (tidy, plan), to commit each batch and to finish; its
+    /// downloads overlap the other runs'.
     func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncReport {
         let startedAt = Date()
+        if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) {
+            _ = await prefetched?.value
+            throw .notWritable(problem)
+        }
         let store = try ContentStore(root: options.cacheDirectory)
         if let warning = CacheLayout.writableRootWarning(options.cacheDirectory) { logger.warning("\(warning)") }
-        return try await CacheLock.withLock(directory: options.cacheDirectory, wait: options.waitLock) {
-            () async throws(CacheError) -> SyncReport in
-            // However the run ends, a new cache it made has all its fan-out folders.
-            defer { store.completeLayout() }
-            return try await syncLocked(manifests, store: store, startedAt: startedAt, prefetched: prefetched)
+        let job = options.recordsManifestRuns
+            ? try await JobLock.take(directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
+                                     shard: options.shard, wait: options.waitLock) : nil
+        defer { job?.release() }
+        let slot = try await WriterSlot(directory: options.cacheDirectory, wait: options.waitLock)
+        // However the run ends, a new cache it made has all its fan-out folders.
+        defer {
+            store.completeLayout()
+            slot.release()
         }
+        let (plan, index) = try await start(manifests, store: store, slot: slot, prefetched: prefetched)
+        return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt)
     }
 
-    /// Everything a run does under the lock: sweep, plan, download and commit, report, tidy.
-    private func syncLocked(_ manifests: ManifestSet, store: ContentStore, startedAt: Date,
-                            prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncReport {
-        let stale = store.removeStaleTemporaryFiles()
-        if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
+    /// The start of a run, under the lock: a writer alone deletes what dead runs left in `tmp/`;
+    /// the index is made (or brought up to this schema), the plan drawn, and objects no row names
+    /// swept — left by a run stopped between installing and indexing them (its `unclean` mark
+    /// says so), or copied in by hand: from the folders' listing when the plan made one, else by
+    /// listing them when a run died or the cache is small; a large cache planned object by
+    /// object leaves hand-made ones to gc.
+    private func start(_ manifests: ManifestSet, store: ContentStore, slot: WriterSlot,
+                       prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> (SyncPlan, CacheIndex) {
+        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock)
+        defer { lock.release() }
+        var deadMarks: [String] = []
+        if slot.alone {
+            let stale = store.removeStaleTemporaryFiles()
+            if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
+            deadMarks = store.uncleanMarks()
+        }
+        slot.share()
         let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
         let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
-        // Objects no row names — left by a run stopped between installing and indexing them (its
-        // `unclean` mark says so), or copied in by hand — go: from the folders' listing when the
-        // plan made one, else by listing them when the last run was interrupted or the cache is
-        // small; a large cache planned object by object leaves hand-made ones to gc.
-        let interrupted = store.isMarkedUnclean
-        if !store.isNew, interrupted || Self.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
+        if !store.isNew, !deadMarks.isEmpty || Self.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
         let swept = store.removeUnreferenced(objects, records: plan.records)
         if swept > 0 { logger.info("removed \(swept) objects no entry names") }
-        if interrupted { store.markClean() }
+        store.removeMarks(deadMarks)
+        return (plan, index)
+    }
 
+    /// Downloads and commits (`SyncRun`), then records the run, writes the outputs and finishes.
+    private func run(_ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
+                     startedAt: Date) async throws(CacheError) -> SyncReport {
         // Rows are kept for the outputs that list them: JUnit has a case per entry checked.
         var runOptions = options
         if options.outputs.junit != nil { runOptions.reportAll = true }
@@ -180,7 +205,7 @@ public struct SyncEngine: Sendable {
         }
         report.succeeded = options.failureBudget.allows(report)
         try options.outputs.write(report, success: report.succeeded)
-        try run.finish()
+        try await run.finish()
         return report
     }
 

@@ -42,15 +42,19 @@ extension SyncRun {
         if let onProgress = options.onProgress {
             live.tick(every: 0.25, on: timerEngine) { onProgress(snapshot()) }
         }
+        // The consumer wakes at least this often, so that a finished entry is committed within
+        // the batch interval (docs/CACHE.md) while long downloads are all that runs.
+        let cadence = Ticker()
+        cadence.every(options.batchInterval / 2, on: timerEngine) { queue.wakeConsumer() }
         queue.start()
         while let finished = await queue.next() {
             for group in finished {
                 record(groups[group.group], group.results, progress: snapshot)
             }
             live.value = progress
-            if failure == nil, batch.upserts.count >= options.batchSize || batch.bytes >= options.batchBytes
+            if failure == nil, !batch.isEmpty, batch.upserts.count >= options.batchSize || batch.bytes >= options.batchBytes
                 || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
-                do throws(CacheError) { try commit(touches: [], at: Date().timeIntervalSince1970) } catch {
+                do throws(CacheError) { try await commit(touches: [], at: Date().timeIntervalSince1970) } catch {
                     failure = error
                     queue.stop()
                 }
@@ -58,6 +62,7 @@ extension SyncRun {
         }
         StopSignals.unwatch()
         live.stop()
+        cadence.stop()
         if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
         stopping = Task { await fetcher.shutdown() }
         let unstarted = FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")

@@ -5,7 +5,7 @@ extension SyncRun {
     /// `--prune`: removes the index rows (then the objects no row names) of entries no synced
     /// manifest has named for `--prune-after`, unless they are more than `--prune-max` of the
     /// index (`--force` lifts that).
-    mutating func prune() throws(CacheError) {
+    mutating func prune() async throws(CacheError) {
         let cutoff = Date().timeIntervalSince1970 - options.pruneAfter
         // The grace period: an orphan goes only once no synced manifest has named it for that long.
         let orphans = plan.orphans.filter { $0.lastUsed <= cutoff }
@@ -19,7 +19,10 @@ extension SyncRun {
             return
         }
         // Rows go before files: an index row never points at a missing object. A stop in between
-        // leaves objects no row names: the mark makes the next run sweep them.
+        // leaves objects no row names: the mark makes the next run sweep them. Under the lock, no
+        // other run has an object installed and not yet named that this could delete.
+        let lock = try await CacheLock.forCommit(directory: store.root)
+        defer { lock.release() }
         try batch.markUnclean()
         try index.apply(upserts: [], touches: [], removals: orphans.map(\.url), at: Date().timeIntervalSince1970)
         _ = try CacheMaintenance.deleteUnreferenced(orphans, index: index, store: store)

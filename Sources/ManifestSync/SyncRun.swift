@@ -59,6 +59,8 @@ struct SyncRun {
                 if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
             case .reuse(let object, let size):
                 link(offset, object: object, size: size, status: .reused, body: nil, attempts: nil)
+            case .repair:
+                logger.warning("\(Redact.url(item.entry.url)): the cached file's size is not the index's (changed on disk); fetching it again")
             case .download, .revalidate, .refresh:
                 break
             }
@@ -74,8 +76,8 @@ struct SyncRun {
             } else if !groups.isEmpty {
                 try await download(groups)
             }
-            try commit(touches: touches + pendingTouches, at: now)
-            try prune()
+            try await commit(touches: touches + pendingTouches, at: now)
+            try await prune()
         } catch {
             await stopping?.value
             throw error
@@ -123,7 +125,10 @@ struct SyncRun {
                 batch.addBytes(body.size)
                 let status: EntryStatus
                 if planned.action == .refresh { rows.totals.refreshed += 1 }
-                if planned.action == .revalidate || planned.action == .refresh {
+                if planned.action == .repair {
+                    rows.totals.repaired += 1
+                    status = .updated
+                } else if planned.action == .revalidate || planned.action == .refresh {
                     status = body.sha256 == planned.previous?.object ? .unchanged : .updated
                 } else {
                     status = planned.isUpdate ? .updated : .added
@@ -148,7 +153,13 @@ struct SyncRun {
         batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
                               size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified),
                   installing: body?.temporaryPath)
-        rows.add(status, order: item) { [factory] in factory.entry(planned, status: status, object: object, size: size, attempts: attempts) }
+        rows.add(status, order: item) { [factory] in
+            var row = factory.entry(planned, status: status, object: object, size: size, attempts: attempts)
+            if planned.action == .repair, status != .reused {
+                row.refetched = "the cached file's size was not the index's (it changed on disk)"
+            }
+            return row
+        }
     }
 
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
@@ -166,7 +177,8 @@ struct SyncRun {
         }
         if failure.reason != .cancelled || attempts > 0 {
             batch.add(failure: FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
-                                             attempts: attempts, at: Date().timeIntervalSince1970))
+                                             attempts: attempts, at: Date().timeIntervalSince1970,
+                                             getOnly: !options.recordsManifestRuns))
         }
         logger.debug("entry failed", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
                                                 "entry.reason": "\(failure.reason.rawValue)"])
@@ -174,15 +186,25 @@ struct SyncRun {
 
     // MARK: - Commit and finish
 
-    /// Commits what finished since the last commit (see `BatchCommit`).
-    mutating func commit(touches: [String], at time: Double) throws(CacheError) {
+    /// Commits what finished since the last commit (see `BatchCommit`), holding the cache's lock
+    /// for that only: other runs' downloads go on meanwhile, and their commits wait their turn.
+    mutating func commit(touches: [String], at time: Double) async throws(CacheError) {
+        defer { lastCommit = Date() }
+        guard !batch.isEmpty || !touches.isEmpty else { return }
+        let lock = try await CacheLock.forCommit(directory: store.root)
+        defer { lock.release() }
         try batch.commit(index: index, touches: touches, at: time)
-        lastCommit = Date()
+        for url in batch.vanished {
+            logger.warning("\(Redact.url(url)): its stored content was removed by another run before this one recorded it; the next sync fetches it")
+        }
     }
 
-    /// Deletes the previous versions no row names any more, then clears the mark a crash would
-    /// have left. The last step of a run, under its lock.
-    mutating func finish() throws(CacheError) {
+    /// Deletes the previous versions no row names any more, then clears this process's mark (a
+    /// crash would have left it). The last step of a run, under the lock.
+    mutating func finish() async throws(CacheError) {
+        guard !replaced.isEmpty || batch.markedUnclean else { return }
+        let lock = try await CacheLock.forCommit(directory: store.root)
+        defer { lock.release() }
         for object in replaced where try index.references(object: object) == 0 {
             store.remove(object)
         }

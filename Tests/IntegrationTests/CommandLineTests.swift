@@ -150,9 +150,10 @@ import WorkerTestSupport
         let result = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache, "--wait-lock", "0.3"])
         #expect(result.code == 3)
         #expect(result.stderr.contains("cache is locked by another run (pid \(getpid()))"))
-        // Every command that writes takes --wait-lock as a duration.
-        let verify = try WorkerBinary.run(["verify", "--cache-dir", cache, "--wait-lock", "300ms"])
+        // Every command that writes takes --wait-lock as a duration; one that reads never waits.
+        let verify = try WorkerBinary.run(["verify", "--repair", "--cache-dir", cache, "--wait-lock", "300ms"])
         #expect(verify.code == 3)
+        #expect(try WorkerBinary.run(["verify", "--cache-dir", cache, "--wait-lock", "300ms"]).code == 0)
         #expect(try WorkerBinary.run(["gc", "--cache-dir", cache, "--wait-lock", "soon"]).code == 2)
         withExtendedLifetime(held) {}
     }

@@ -39,6 +39,22 @@ import Testing
         #expect(result.items.map(\.plannedStatus) == [.unchanged])
     }
 
+    /// With sizes checked, an object whose file is not its row's size is fetched again
+    /// (`.repair`, reported as updated); one of the right size is kept; a reuse needs the right
+    /// size too.
+    @Test func aRowWhoseObjectChangedSizeIsRepaired() {
+        let manifest = Manifest(path: "m.yaml", name: "m", baseURL: nil, headers: [], localRoot: "/", entryCount: 3)
+        var planner = Planner(objectExists: { _ in true })
+        planner.objectSize = { $0 == objectA ? 10 : 17 }
+        let result = planner.plan(ManifestSet(manifests: [manifest], entries: [
+            entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB), entry("http://h/c", "sha256:" + objectB),
+        ]), records: [record("http://h/a", hash: "sha256:" + objectA, object: objectA),
+                      record("http://h/b", hash: "sha256:" + objectB, object: objectB)])
+        #expect(result.items.map(\.action) == [.keep, .repair, .download])
+        #expect(result.items[1].plannedStatus == .updated)
+        #expect(result.downloadGroups(refresh: false).map(\.items) == [[1, 2]], "one download for the content, the other links it")
+    }
+
     @Test func addedWhenMissingOrWhenTheObjectFileIsGone() {
         let result = plan([entry("http://h/new", "sha256:" + objectA), entry("http://h/gone", "sha256:" + objectB)],
                           [record("http://h/gone", hash: "sha256:" + objectB, object: objectB)], present: [])

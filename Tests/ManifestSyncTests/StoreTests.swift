@@ -84,9 +84,11 @@ import WorkerTestSupport
         #expect(info.st_mode & 0o777 == 0o444, "objects are read-only")
     }
 
-    /// One flush per batch: a new name is taken as its body arrives, without replacing anything
-    /// (the cache marked unclean first), and a name that is taken already (here a damaged
-    /// leftover) is replaced by the verified bytes only at the commit, after the flush.
+    /// One flush per batch, under the lock: nothing is installed before the commit (another
+    /// run holding the lock must never see an object no row names yet); then new names are
+    /// taken (the cache marked unclean first) and a name that is taken already (here a damaged
+    /// leftover) is replaced by the verified bytes after the flush. A row for content stored
+    /// earlier is written only if its object is still there.
     @Test func aBatchInstallsNewObjectsAndReplacesATakenName() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
@@ -99,21 +101,26 @@ import WorkerTestSupport
             return file.path
         }
         let fresh = String(repeating: "1", count: 64), taken = String(repeating: "2", count: 64)
+        let gone = String(repeating: "5", count: 64)
         #expect(FileManager.default.createFile(atPath: store.objectPath(taken), contents: Data("damaged".utf8)))
         var batch = BatchCommit(store: store)
         for (name, text) in [(fresh, "fresh"), (taken, "verified")] {
             batch.add(IndexRecord(url: "http://h/\(text)", hash: nil, object: name, size: Int64(text.utf8.count),
                                   fetchedAt: 1, lastUsed: 1), installing: try body(text))
         }
-        #expect(batch.markedUnclean && store.isMarkedUnclean)
-        #expect(FileManager.default.contents(atPath: store.objectPath(fresh)) == Data("fresh".utf8))
+        batch.add(IndexRecord(url: "http://h/reused", hash: nil, object: gone, size: 4, fetchedAt: 1, lastUsed: 1), installing: nil)
+        #expect(!batch.markedUnclean && store.uncleanMarks().isEmpty)
+        #expect(!store.contains(fresh))
         #expect(FileManager.default.contents(atPath: store.objectPath(taken)) == Data("damaged".utf8))
-        #expect(try index.allRecords().isEmpty)
         try batch.commit(index: index, at: 1)
+        #expect(batch.markedUnclean && store.uncleanMarks() == [PathName.lastComponent(CacheLayout.uncleanMarkPath(store.root))])
         #expect(FileManager.default.contents(atPath: store.objectPath(fresh)) == Data("fresh".utf8))
         #expect(FileManager.default.contents(atPath: store.objectPath(taken)) == Data("verified".utf8))
         #expect(try FileManager.default.contentsOfDirectory(atPath: store.tmpDirectory).isEmpty)
         #expect(try index.allRecords().map(\.object).sorted() == [fresh, taken])
+        #expect(batch.vanished == ["http://h/reused"])
+        store.markClean()
+        #expect(store.uncleanMarks().isEmpty)
     }
 
     /// A file of `tmp/` is installed by names relative to the store's open folders, any other by

@@ -231,6 +231,18 @@ final class DownloadQueue: Sendable, OriginGate {
         return HandOver(armFlush: true)
     }
 
+    /// Wakes a waiting consumer even when nothing finished (with what is ready, maybe nothing),
+    /// so that it can commit what it holds on time while long downloads go on.
+    func wakeConsumer() {
+        let wake = state.withLock { state -> Wake? in
+            guard let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            defer { state.ready = [] }
+            return (waiter, state.ready)
+        }
+        if let (waiter, ready) = wake { waiter.resume(returning: ready) }
+    }
+
     /// Hands what is ready to a waiting consumer (the timer behind `wakeCount`).
     private func flush() {
         let wake = state.withLock { state -> Wake? in

@@ -59,12 +59,13 @@ public struct StatusReport: Sendable, Codable {
         case fileSystem = "file_system"
     }
 
-    /// Reads the index; a cache that does not exist yet is an empty report. Takes no lock.
+    /// Reads the index (read-only: it works while syncs write, and in a cache this user may only
+    /// read); a cache that does not exist yet is an empty report. Takes no lock.
     public static func read(cacheDirectory: String) throws(CacheError) -> StatusReport {
         var report = StatusReport(cacheDir: cacheDirectory)
         let path = CacheLayout.indexPath(cacheDirectory)
         guard access(path, F_OK) == 0 else { return report }
-        let index = try CacheIndex(path: path, create: false)
+        let index = try CacheIndex(path: path, create: false, readOnly: true)
         let numbers = try index.statistics()
         report.entries = numbers.entries
         report.objects = numbers.objects

@@ -67,9 +67,12 @@ public struct Exporter: Sendable {
         } catch {
             throw CacheError.unusable(path: folder, reason: "cannot create the export folder")
         }
-        let records = try CacheIndex(path: indexPath, create: false).allRecords()
+        let index = try CacheIndex(path: indexPath, create: false, readOnly: true)
+        let records = try index.allRecords()
+        // Asked-for URLs as the index keys them (without user info in a shared cache).
+        let wanted = urls.map { Set($0.map(index.key)) }
         var found = Set<String>()
-        for record in records where urls?.contains(record.url) ?? true {
+        for record in records where wanted?.contains(record.url) ?? true {
             found.insert(record.url)
             let source = CacheLayout.objectPath(cacheDirectory, record.object)
             let target = folder + "/" + layout.fileName(url: record.url, object: record.object)
@@ -88,7 +91,7 @@ public struct Exporter: Sendable {
             }
             if link(source, target) == 0 {
                 result.linked += 1
-            } else if errno == EXDEV || errno == EPERM || errno == EMLINK {
+            } else if [EXDEV, EPERM, EMLINK, EROFS, EACCES].contains(errno) {
                 do {
                     try FileManager.default.copyItem(atPath: source, toPath: target)
                     result.copied += 1
@@ -100,7 +103,7 @@ public struct Exporter: Sendable {
             }
         }
         if let urls {
-            result.missing += urls.subtracting(found).map(Redact.url).sorted()
+            result.missing += urls.filter { !found.contains(index.key($0)) }.map(Redact.url).sorted()
         }
         return result
     }

@@ -43,10 +43,39 @@ public struct GarbageCollector: Sendable {
     public func collect(now: Double = Date().timeIntervalSince1970) async throws(CacheError) -> Result {
         var result = Result(dryRun: dryRun)
         guard access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0 else { return result }
+        if dryRun { return try plan(now: now, index: CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)).result }
+        if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
         let store = try ContentStore(root: cacheDirectory)
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
         defer { lock.release() }
         let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
+        let evicted: [IndexRecord]
+        (result, evicted) = try plan(now: now, index: index)
+        if !evicted.isEmpty {
+            // Rows before files; a stop in between leaves the mark, and the next lone writer sweeps.
+            var batch = BatchCommit(store: store)
+            try batch.markUnclean()
+            try index.apply(upserts: [], touches: [], removals: evicted.map(\.url), at: now)
+            _ = try CacheMaintenance.deleteUnreferenced(evicted, index: index, store: store)
+        }
+        // Objects an interrupted sync installed but never indexed: not counted by anything, so
+        // they would escape --max-size for good. Under the lock every other run's objects are
+        // named already.
+        result.unindexedObjectsDeleted = try store.sweepUnreferenced(index)
+        // Parts of cut-off bodies no run has resumed for as long as entries may go unused.
+        store.partials.removeAll(olderThan: maxAge ?? 7 * 86400, now: now)
+        store.markClean()
+        // With no writer running, the marks of runs that died are swept too.
+        if let slot = try? await WriterSlot(directory: cacheDirectory, exclusive: true, wait: 0) {
+            store.removeMarks(store.uncleanMarks())
+            slot.release()
+        }
+        return result
+    }
+
+    /// What the two rules evict from `index`, and the result they would give.
+    private func plan(now: Double, index: CacheIndex) throws(CacheError) -> (result: Result, evicted: [IndexRecord]) {
+        var result = Result(dryRun: dryRun)
         let records = try index.allRecords().sorted { ($0.lastUsed, $0.url) < ($1.lastUsed, $1.url) }
 
         var references: [String: Int] = [:]
@@ -84,17 +113,6 @@ public struct GarbageCollector: Sendable {
         result.bytesAfter = bytes
         result.bytesFreed = Checked.saturatingSum(result.bytesBefore, -bytes)
         result.objectsDeleted = references.values.filter { $0 == 0 }.count
-        guard !dryRun else { return result }
-        if !evicted.isEmpty {
-            try index.apply(upserts: [], touches: [], removals: evicted.map(\.url), at: now)
-            _ = try CacheMaintenance.deleteUnreferenced(evicted, index: index, store: store)
-        }
-        // Objects an interrupted sync installed but never indexed: not counted by anything, so
-        // they would escape --max-size for good.
-        result.unindexedObjectsDeleted = try store.sweepUnreferenced(index)
-        // Parts of cut-off bodies no run has resumed for as long as entries may go unused.
-        store.partials.removeAll(olderThan: maxAge ?? 7 * 86400, now: now)
-        store.markClean()
-        return result
+        return (result, evicted)
     }
 }

@@ -17,7 +17,7 @@ extension SyncPlan {
             switch item.action {
             case .keep, .reuse:
                 continue
-            case .download, .revalidate, .refresh:
+            case .download, .revalidate, .refresh, .repair:
                 let key = refresh ? GroupKey.url(item.entry.url) : item.entry.hash.map(GroupKey.content) ?? .url(item.entry.url)
                 if let existing = groupByKey[key] {
                     members[existing].append(offset)

@@ -12,6 +12,11 @@ public struct Planner {
     public var refresh = false
     /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
     public var shard = Shard.all
+    /// The size of an object file (nil: absent), checked once per object: with it, a row whose
+    /// object is there but of another size (changed on disk) is fetched again (`.repair`).
+    var objectSize: ((String) -> Int64?)?
+    /// How the index keys an entry's URL (`CacheIndex.key`: without user info in a shared cache).
+    var urlKey: ((String) -> String)?
 
     public init(objectExists: @escaping (String) -> Bool,
                 storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
@@ -34,13 +39,20 @@ public struct Planner {
         }
         /// Each object is checked once, however many URLs share it. Keyed by 64 bits of its name;
         /// the full name is compared, so a crafted prefix collision only costs a second check.
-        var presence: [UInt64: (object: String, present: Bool)] = [:]
-        func present(_ object: String) -> Bool {
+        var presence: [UInt64: (object: String, size: Int64)] = [:]
+        /// The object's size (-1: absent; 0 when only presence is checked and it is there).
+        func size(_ object: String) -> Int64 {
             let key = Self.prefixKey(object)
-            if let known = presence[key], known.object == object { return known.present }
-            let exists = objectExists(object)
-            presence[key] = (object, exists)
-            return exists
+            if let known = presence[key], known.object == object { return known.size }
+            let size = objectSize.map { $0(object) ?? -1 } ?? (objectExists(object) ? 0 : -1)
+            presence[key] = (object, size)
+            return size
+        }
+        func present(_ object: String) -> Bool { size(object) >= 0 }
+        /// Present, and of the row's size when sizes are checked.
+        func intact(_ object: String, _ expected: Int64) -> Bool {
+            let found = size(object)
+            return found >= 0 && (objectSize == nil || found == expected)
         }
 
         var actions: [PlannedEntry.Action] = []
@@ -50,7 +62,7 @@ public struct Planner {
         /// Rows some entry names: the others are the orphans (no second lookup per row).
         var named = [Bool](repeating: false, count: records.count)
         for entry in manifests.entries {
-            let row = records.isEmpty ? nil : rows.find(entry.url, urlAt: { records[$0].url })
+            let row = records.isEmpty ? nil : rows.find(urlKey?(entry.url) ?? entry.url, urlAt: { records[$0].url })
             previousRows.append(row.map(Int32.init) ?? -1)
             if let row { named[row] = true }
             if refresh {
@@ -58,11 +70,15 @@ public struct Planner {
                 continue
             }
             if let row, Self.isSameVersion(entry, records[row]), present(records[row].object) {
-                actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
+                if intact(records[row].object, records[row].size) {
+                    actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
+                } else {
+                    actions.append(.repair)
+                }
                 continue
             }
             if !records.isEmpty, let hash = entry.hash {
-                if let content = stored(hash), present(content.object) {
+                if let content = stored(hash), intact(content.object, content.size) {
                     actions.append(.reuse(object: content.object, size: content.size))
                     continue
                 }

@@ -12,6 +12,9 @@ public struct PlannedEntry: Sendable {
         /// Download and verify it again whatever the index says (`--refresh`); the same bytes
         /// leave it unchanged.
         case refresh
+        /// The index has this URL at this version, but its object's size is not the row's (the
+        /// file changed on disk): download and verify it again, replacing the file.
+        case repair
     }
 
     public let entry: ManifestEntry
@@ -26,6 +29,7 @@ public struct PlannedEntry: Sendable {
         case .refresh: previous == nil ? .added : .unchanged
         case .reuse: .reused
         case .download: isUpdate ? .updated : .added
+        case .repair: .updated
         }
     }
 

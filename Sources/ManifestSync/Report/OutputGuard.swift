@@ -51,7 +51,10 @@ public enum OutputGuard {
             }
             seen[absolute] = kind
             var info = stat()
-            guard stat(path, &info) == 0 else { continue }
+            guard stat(path, &info) == 0 else {
+                if let problem = folderProblem(path) { return "\(kind.option) '\(path)': \(problem)" }
+                continue
+            }
             if inputs.contains(where: { $0 == (info.st_dev, info.st_ino) }) {
                 return "\(kind.option) '\(path)' is a manifest of this run; refusing to overwrite it"
             }
@@ -63,6 +66,22 @@ public enum OutputGuard {
                 return "\(kind.option) '\(path)' exists and is not an earlier \(kind.option) output; "
                     + "refusing to overwrite it (remove it or choose another path)"
             }
+        }
+        return nil
+    }
+
+    /// Why a file cannot be created at `path` (its folder is missing, is not a folder, or is not
+    /// writable), or nil. Checked before the run, so a sync does not do its work for nothing.
+    public static func folderProblem(_ path: String) -> String? {
+        let folder = PathName.parent(URL(fileURLWithPath: path).standardizedFileURL.path)
+        var info = stat()
+        guard stat(folder, &info) == 0 else {
+            return "its folder \(folder) \(errno == ENOENT ? "does not exist" : "cannot be read: \(String(cString: strerror(errno)))")"
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { return "\(folder) is not a folder" }
+        guard access(folder, W_OK | X_OK) == 0 else {
+            return errno == EROFS ? "its folder \(folder) is on a read-only file system"
+                : "its folder \(folder) is not writable (\(CacheAccess.owner(info)))"
         }
         return nil
     }

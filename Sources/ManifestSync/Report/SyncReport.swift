@@ -20,11 +20,13 @@ public struct SyncReport: Sendable {
         public var bytesDownloaded: Int64 = 0
         /// Entries downloaded again by `--refresh` although the index had them.
         public var refreshed = 0
+        /// Entries fetched again because their cached file had changed on disk (counted as updated).
+        public var repaired = 0
 
         enum CodingKeys: String, CodingKey {
             case entries, unchanged, added, updated, reused, failed, removed
             case bytesDownloaded = "bytes_downloaded"
-            case refreshed
+            case refreshed, repaired
         }
 
         mutating func count(_ status: EntryStatus) {
@@ -58,6 +60,8 @@ public struct SyncReport: Sendable {
         public var manifest: String?
         /// The object of the earlier version (updated entries, and failed ones still served).
         public var previousPath: String?
+        /// Why an entry the index had was fetched again though its version had not changed.
+        public var refetched: String?
 
         enum CodingKeys: String, CodingKey {
             case url, hash, status
@@ -67,6 +71,7 @@ public struct SyncReport: Sendable {
             case actualHash = "actual_hash"
             case stale, manifest
             case previousPath = "previous_path"
+            case refetched
         }
     }
 

@@ -34,6 +34,7 @@ public struct TextReportWriter {
             + "\(report.dryRun ? "to reuse" : "reused") \(totals.reused), unchanged \(totals.unchanged)"
         if !report.dryRun { counts += ", failed \(totals.failed)" }
         if totals.refreshed > 0 { counts += ", refreshed \(totals.refreshed)" }
+        if totals.repaired > 0 { counts += " (\(totals.repaired) changed on disk, fetched again)" }
         if totals.removed > 0 { counts += ", \(report.dryRun ? "to remove" : "removed") \(totals.removed)" }
         lines.append(counts)
         if report.pruneWaiting > 0 {

@@ -15,6 +15,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case output(path: String, reason: String)
     /// A shared library the run needs could not be loaded (libcurl, for downloads): exit 4.
     case library(name: String, reason: String)
+    /// A command that writes met a cache it may not write (read-only file system, another
+    /// user's files): exit 4, the path and why in words.
+    case notWritable(String)
 
     public var description: String {
         switch self {
@@ -30,6 +33,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cannot write \(path): \(reason)"
         case .library(let name, let reason):
             "cannot download: \(name) could not be loaded (\(reason)); Debian: apt-get install libcurl4"
+        case .notWritable(let problem):
+            "cache not writable: \(problem)"
         }
     }
 }

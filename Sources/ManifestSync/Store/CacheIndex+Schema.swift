@@ -3,8 +3,9 @@ import FoundationEssentials
 /// The index's tables and their version (SQLite's `user_version`).
 extension CacheIndex {
     /// 2 added `origins` (origins found down, probed first by the next run); 3 made the hash
-    /// index hold only rows of algorithms other than SHA-256 (those are found by object name).
-    static let schemaVersion = 3
+    /// index hold only rows of algorithms other than SHA-256 (those are found by object name); 4
+    /// marks failures of URLs only `get` or `manifest --urls` asked for (they age out).
+    static let schemaVersion = 4
 
     /// Refuses an index of a newer schema; with `create`, makes the tables or brings an older
     /// index up to this schema, in one transaction.
@@ -16,6 +17,9 @@ extension CacheIndex {
         // A current schema is left alone: the script below would write (user_version),
         // and a write moves the data version other connections compare (`CachePrefetch`).
         guard create, current < schemaVersion else { return }
+        // Schemas 2–3 had `failures` without `get_only`: it is added in the same transaction.
+        let addGetOnly = try hasTable(database, "failures") && !hasColumn(database, "failures", "get_only")
+            ? "ALTER TABLE failures ADD COLUMN get_only INTEGER NOT NULL DEFAULT 0;" : ""
         // One transaction: each statement on its own was a commit of its own (seven).
         try database.execute("""
             BEGIN IMMEDIATE;
@@ -37,8 +41,10 @@ extension CacheIndex {
                 reason TEXT NOT NULL,
                 error TEXT NOT NULL,
                 attempts INTEGER NOT NULL,
-                at REAL NOT NULL
+                at REAL NOT NULL,
+                get_only INTEGER NOT NULL DEFAULT 0
             ) WITHOUT ROWID;
+            \(addGetOnly)
             CREATE TABLE IF NOT EXISTS origins(
                 origin TEXT PRIMARY KEY NOT NULL,
                 since REAL NOT NULL,
@@ -63,5 +69,15 @@ extension CacheIndex {
         let version = try database.prepare("PRAGMA user_version")
         _ = try version.step()
         return version.int(0)
+    }
+
+    static func hasTable(_ database: SQLiteDatabase, _ table: String) throws(SQLiteError) -> Bool {
+        let statement = try database.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '\(table)'")
+        return try statement.step()
+    }
+
+    static func hasColumn(_ database: SQLiteDatabase, _ table: String, _ column: String) throws(SQLiteError) -> Bool {
+        let statement = try database.prepare("SELECT 1 FROM pragma_table_info('\(table)') WHERE name = '\(column)'")
+        return try statement.step()
     }
 }

@@ -15,7 +15,7 @@ extension CacheIndex {
             let distinct = try database.prepare(
                 "SELECT total(size) FROM (SELECT max(size) AS size FROM entries GROUP BY object)")
             _ = try distinct.step()
-            let failed = try database.prepare("SELECT count(*) FROM failures")
+            let failed = try database.prepare("SELECT count(*) FROM failures\(try pendingFilter())")
             _ = try failed.step()
             return CacheStatistics(
                 entries: Int(totals.int(0)), objects: Int(totals.int(1)),
@@ -30,15 +30,25 @@ extension CacheIndex {
     /// Entries whose last sync failed and that have not succeeded since.
     public func failures() throws(CacheError) -> [FailureRecord] {
         try wrap {
-            let statement = try database.prepare("SELECT url, reason, error, attempts, at FROM failures ORDER BY url")
+            let getOnly = try Self.hasColumn(database, "failures", "get_only") ? "get_only" : "0"
+            let statement = try database.prepare(
+                "SELECT url, reason, error, attempts, at, \(getOnly) FROM failures\(try pendingFilter()) ORDER BY url")
             var rows: [FailureRecord] = []
             while try statement.step() {
                 rows.append(FailureRecord(url: statement.text(0) ?? "", reason: statement.text(1) ?? "",
                                           error: statement.text(2) ?? "", attempts: Int(statement.int(3)),
-                                          at: statement.double(4)))
+                                          at: statement.double(4), getOnly: statement.int(5) != 0))
             }
             return rows
         }
+    }
+
+    /// The failures still pending: a failure of a URL only `get` asked for ages out (rows of an
+    /// index older than schema 4, read without migrating, have no such mark).
+    private func pendingFilter() throws -> String {
+        guard try Self.hasColumn(database, "failures", "get_only") else { return "" }
+        let cutoff = Date().timeIntervalSince1970 - FailureRecord.getOnlyLifetime
+        return " WHERE get_only = 0 OR at >= \(cutoff)"
     }
 
     public func manifestRuns() throws(CacheError) -> [ManifestRun] {

@@ -10,20 +10,32 @@ public final class CacheIndex {
     /// Where it lives: on a network file system the index journals without WAL.
     public private(set) var fileSystem = FileSystemKind.local
 
+    /// Whether URL user info is kept out of the index (a group-shared cache, `CacheAccess`): rows
+    /// are keyed by `CredentialFreeURL.key`.
+    let credentialFree: Bool
+
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
-    /// A read-only connection never writes, not even the checkpoint a last connection makes.
+    /// A read-only connection never writes, not even the checkpoint a last connection makes; it
+    /// works in a cache this user may not write (another user's, a read-only mount).
     public init(path: String, create: Bool, readOnly: Bool = false) throws(CacheError) {
         self.path = path
-        if create && !readOnly { try Self.restrictPermissions(path) }
+        let folder = PathName.parent(path)
+        credentialFree = CacheAccess.isGroupShared(folder)
+        if create && !readOnly { try Self.restrictPermissions(path, groupReadable: credentialFree) }
         do {
-            database = try SQLiteDatabase(path: path, create: create && !readOnly, readOnly: readOnly)
-            fileSystem = FileSystemKind.of(PathName.parent(path))
+            database = try Self.connect(path, create: create && !readOnly, readOnly: readOnly)
+            fileSystem = FileSystemKind.of(folder)
             if fileSystem.isNetwork {
                 // WAL's shared memory is per host: a rollback journal under POSIX locks instead.
                 if !readOnly { try database.execute("PRAGMA journal_mode=DELETE") }
                 try database.execute("PRAGMA synchronous=FULL")
             } else {
-                if !readOnly { try database.execute("PRAGMA journal_mode=WAL") }
+                if !readOnly {
+                    // Kept for readers that may not create them; cut back to 16 MiB after a
+                    // checkpoint, so a large first sync does not leave a large file behind.
+                    database.keepWALFiles()
+                    try database.execute("PRAGMA journal_mode=WAL; PRAGMA journal_size_limit=16777216")
+                }
                 // Objects are flushed before each commit; a lost commit only means a re-download.
                 try database.execute("PRAGMA synchronous=NORMAL")
             }
@@ -35,31 +47,10 @@ public final class CacheIndex {
         } catch let error as CacheError {
             throw error
         } catch let error as SQLiteError {
-            throw CacheError.index(path: path, cause: error)
+            throw Self.explain(error, path: path, readOnly: readOnly)
         } catch {
             throw CacheError.unusable(path: path, reason: "\(error)")
         }
-    }
-
-    /// The index names every URL, user info (`https://user:pw@…`) included: it and its WAL and
-    /// shared-memory files are readable by the owner only, whatever the umask. SQLite gives the
-    /// WAL and -shm files the mode of the database file, so creating that one 0600 covers all
-    /// three; an index made by an older version is tightened here.
-    private static func restrictPermissions(_ path: String) throws(CacheError) {
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw .system(SystemError("open", path))
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .system(SystemError("stat", path)) }
-        // SQLite writes into it: never through a second name (a planted hard link).
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
-            throw .unusable(path: path, reason: "it has \(info.st_nlink) names (a hard link elsewhere); the index must have one")
-        }
-        guard info.st_mode & 0o077 != 0 else { return }
-        fchmod(fd, 0o600)
-        for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
     }
 
     // MARK: - Reads
@@ -128,7 +119,7 @@ public final class CacheIndex {
     public func hasRow(url: String) throws(CacheError) -> Bool {
         try wrap {
             let statement = try database.prepare("SELECT 1 FROM entries WHERE url = ?")
-            statement.bind([.text(url)])
+            statement.bind([.text(key(url))])
             return try statement.step()
         }
     }
@@ -137,7 +128,7 @@ public final class CacheIndex {
         try wrap {
             let statement = try database.prepare(
                 "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries WHERE url = ?")
-            statement.bind([.text(url)])
+            statement.bind([.text(key(url))])
             guard try statement.step(), let object = statement.text(2), Hex.isLowercaseHex(object, length: 64) else {
                 return nil
             }
@@ -169,6 +160,15 @@ public final class CacheIndex {
         }
     }
 
+    /// Whether a failure is pending for `url`.
+    public func hasFailure(url: String) throws(CacheError) -> Bool {
+        try wrap {
+            let statement = try database.prepare("SELECT 1 FROM failures WHERE url = ?")
+            statement.bind([.text(key(url))])
+            return try statement.step()
+        }
+    }
+
     /// How many rows name `object`.
     public func references(object: String) throws(CacheError) -> Int {
         try wrap {
@@ -192,18 +192,25 @@ public final class CacheIndex {
                 _ = try anyFailure.step()
                 if anyFailure.int(0) != 0, !upserts.isEmpty || !removals.isEmpty {
                     let clear = try database.prepare("DELETE FROM failures WHERE url = ?")
-                    for record in upserts { try clear.run([.text(record.url)]) }
-                    for url in removals { try clear.run([.text(url)]) }
+                    for record in upserts { try clear.run([.text(key(record.url))]) }
+                    for url in removals { try clear.run([.text(key(url))]) }
+                }
+                if anyFailure.int(0) != 0 {
+                    // Failures of URLs only `get` asked for age out (the next write drops them).
+                    let expired = try database.prepare("DELETE FROM failures WHERE get_only = 1 AND at < ?")
+                    try expired.run([.double(time - FailureRecord.getOnlyLifetime)])
                 }
                 if !failures.isEmpty {
+                    // A manifest's failure of a URL stays a manifest's (get_only = 0) until it clears.
                     let fail = try database.prepare("""
-                        INSERT INTO failures(url, reason, error, attempts, at) VALUES (?, ?, ?, ?, ?)
+                        INSERT INTO failures(url, reason, error, attempts, at, get_only) VALUES (?, ?, ?, ?, ?, ?)
                         ON CONFLICT(url) DO UPDATE SET reason = excluded.reason, error = excluded.error,
-                            attempts = excluded.attempts, at = excluded.at
+                            attempts = excluded.attempts, at = excluded.at,
+                            get_only = min(failures.get_only, excluded.get_only)
                         """)
                     for failure in failures {
-                        try fail.run([.text(failure.url), .text(failure.reason), .text(failure.error),
-                                      .int(Int64(failure.attempts)), .double(failure.at)])
+                        try fail.run([.text(key(failure.url)), .text(failure.reason), .text(failure.error),
+                                      .int(Int64(failure.attempts)), .double(failure.at), .int(failure.getOnly ? 1 : 0)])
                     }
                 }
                 if !upserts.isEmpty {
@@ -216,7 +223,7 @@ public final class CacheIndex {
                         """)
                     for record in upserts {
                         try upsert.run { row in
-                            row.bind(1, record.url)
+                            row.bind(1, key(record.url))
                             row.bind(2, record.hash)
                             row.bind(3, record.object)
                             row.bind(4, record.size)
@@ -229,11 +236,11 @@ public final class CacheIndex {
                 }
                 if !touches.isEmpty {
                     let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
-                    for url in touches { try touch.run([.double(time), .text(url)]) }
+                    for url in touches { try touch.run([.double(time), .text(key(url))]) }
                 }
                 if !removals.isEmpty {
                     let remove = try database.prepare("DELETE FROM entries WHERE url = ?")
-                    for url in removals { try remove.run([.text(url)]) }
+                    for url in removals { try remove.run([.text(key(url))]) }
                 }
             }
         }
@@ -241,7 +248,12 @@ public final class CacheIndex {
 
     /// Sets when entries were last used (`gc` evicts by it; tests set it to control time).
     public func setLastUsed(_ time: Double, urls: [String]) throws(CacheError) {
-        try apply(upserts: [], touches: urls, removals: [], at: time)
+        try wrap {
+            try database.transaction {
+                let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
+                for url in urls { try touch.run([.double(time), .text(key(url))]) }
+            }
+        }
     }
 
     /// Deletes every row: entries, pending failures, manifest runs.

@@ -6,8 +6,16 @@ public enum CacheLayout {
 
     public static func objectsDirectory(_ root: String) -> String { root + "/objects/sha256" }
 
-    /// Present while a run may have installed objects it has not indexed yet.
-    public static func uncleanMarkPath(_ root: String) -> String { root + "/unclean" }
+    /// Present while this process may have installed objects it has not indexed yet: one mark per
+    /// writing process (`unclean.<pid>-<random>`), so that one writer ending never clears the mark
+    /// of another still running. `unclean` alone is an older worker's.
+    public static func uncleanMarkPath(_ root: String) -> String { root + "/" + uncleanMarkPrefix + "." + processToken }
+
+    static let uncleanMarkPrefix = "unclean"
+
+    /// This process among the cache's writers, in the names of its temporary files and its mark:
+    /// the pid and a random number (two pods sharing a volume may have the same pid).
+    static let processToken = "\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
     /// A warning when other users may write into the cache's root folder (its mode gives group or
     /// others write permission): they could plant files and links under the names a run writes.

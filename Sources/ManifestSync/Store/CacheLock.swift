@@ -2,8 +2,10 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// The exclusive lock of a writing run: `flock` on `CACHE/lock`, released when the process ends,
-/// so a crashed run never leaves the cache locked. Hold it for a scope with `withLock`.
+/// The cache's exclusive lock: `flock` on `CACHE/lock`, released when the process ends, so a
+/// crashed run never leaves the cache locked. Held only to change what others may see at once:
+/// a sync's start (tidy, plan) and each of its commits, prune, `rm`, `gc`, `verify --repair`.
+/// Readers never take it. Hold it for a scope with `withLock`.
 public final class CacheLock: Sendable {
     private let fd: Int32
     public let path: String
@@ -23,12 +25,24 @@ public final class CacheLock: Sendable {
     static let waitNoticeInterval = 30.0
 
     /// Takes the lock, waiting up to `wait` seconds (nil: without limit).
-    public init(directory: String, wait: Double?) async throws(CacheError) {
-        path = directory + "/lock"
+    public convenience init(directory: String, wait: Double?) async throws(CacheError) {
+        try await self.init(path: directory + "/lock", wait: wait, noun: "the cache lock")
+    }
+
+    /// The lock for a commit (or a prune, or a run's end): waited for without limit, said only
+    /// when the wait is long (another run's commit takes milliseconds; a `gc` may take longer).
+    static func forCommit(directory: String) async throws(CacheError) -> CacheLock {
+        try await CacheLock(path: directory + "/lock", wait: nil, noun: "the cache lock", firstNotice: 2)
+    }
+
+    /// Takes the `flock` of the file at `path` (made when missing), waiting up to `wait` seconds;
+    /// `noun` names it in the notices of a wait, the first after `firstNotice` seconds.
+    init(path: String, wait: Double?, noun: String, firstNotice: Double = 0) async throws(CacheError) {
+        self.path = path
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .system(SystemError("open", path)) }
         let start = Date()
-        var nextNotice = 0.0
+        var nextNotice = firstNotice
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
                 let error = SystemError("lock", path)
@@ -39,7 +53,7 @@ public final class CacheLock: Sendable {
             if waited >= nextNotice, wait != 0, let onWait = Self.onWait {
                 let holder = Self.readHolder(fd).map { " (\($0))" } ?? ""
                 let limit = wait.map { ", up to --wait-lock \(Units.formatDuration($0))" } ?? ""
-                onWait("waiting for the cache lock \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
+                onWait("waiting for \(noun) \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
                 nextNotice += Self.waitNoticeInterval
             }
             // A cancelled wait, or one a stop signal ends (`StopSignals`), ends like one that ran
@@ -50,7 +64,8 @@ public final class CacheLock: Sendable {
                 close(fd)
                 throw CacheError.locked(path: path, holder: holder)
             }
-            try? await Task.sleep(nanoseconds: 50_000_000)
+            // Short: a commit holds the lock for milliseconds, and the committing run waits here.
+            try? await Task.sleep(nanoseconds: 10_000_000)
         }
         self.fd = fd
         // The holder's pid, for a run that waits; never into a file another name links to
@@ -60,6 +75,19 @@ public final class CacheLock: Sendable {
             ftruncate(fd, 0)
             _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
         }
+    }
+
+    /// Waits until no run is committing (a shared `flock` on `lock` once it is free, let go at
+    /// once), up to `seconds`; a reader that may not open the file does not wait.
+    public static func waitForCommit(directory: String, upTo seconds: Double) {
+        let fd = open(directory + "/lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let start = Monotonic.now()
+        while flock(fd, LOCK_SH | LOCK_NB) != 0, Monotonic.now() - start < seconds {
+            usleep(10_000)
+        }
+        flock(fd, LOCK_UN)
     }
 
     /// Releases the lock (once; the end of the process releases it too).

@@ -76,8 +76,8 @@ public struct ContentStore: Sendable {
     }
 
     /// A new, exclusive temporary file under `tmp/`, created read-only (the descriptor can still
-    /// write it), so installing it needs no chmod. Names are the pid and a counter: the writer
-    /// holds the lock, and O_EXCL settles the rest without a random draw per file.
+    /// write it), so installing it needs no chmod. Names are the process's token and a counter:
+    /// O_EXCL settles the rest without a random draw per file.
     func makeTemporaryFile() throws(SystemError) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
             let number = temporaryCounter.add(1, ordering: .relaxed).newValue
@@ -188,8 +188,16 @@ public struct ContentStore: Sendable {
         unlink(CacheLayout.uncleanMarkPath(root))
     }
 
-    var isMarkedUnclean: Bool {
-        access(CacheLayout.uncleanMarkPath(root), F_OK) == 0
+    /// The marks in the cache root, this process's and others' (`unclean`, `unclean.<token>`).
+    /// Found by a writer that is alone (`WriterSlot.alone`), they are those of runs that died.
+    func uncleanMarks() -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: root) else { return [] }
+        return names.filter { $0 == CacheLayout.uncleanMarkPrefix || $0.hasPrefix(CacheLayout.uncleanMarkPrefix + ".") }
+    }
+
+    /// Removes the marks `uncleanMarks` found (their objects were swept).
+    func removeMarks(_ names: [String]) {
+        for name in names { unlink(root + "/" + name) }
     }
 
     /// Deletes object files no row of `index` names (left by a run that stopped between
@@ -208,7 +216,8 @@ public struct ContentStore: Sendable {
         return leftovers.count
     }
 
-    /// Deletes every file in `tmp/`: leftovers of a run that crashed. Call only under the lock.
+    /// Deletes every file in `tmp/`: leftovers of runs that crashed. Call only as the one writer
+    /// (`WriterSlot.alone`): the files of a running writer are there too.
     func removeStaleTemporaryFiles() -> Int {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDirectory) else { return 0 }
         var removed = 0
@@ -256,4 +265,4 @@ public struct ContentStore: Sendable {
 
 /// Numbers temporary files within this process.
 private let temporaryCounter = Atomic<UInt64>(0)
-private let temporaryPrefix = "dl-\(getpid())-"
+private let temporaryPrefix = "dl-\(CacheLayout.processToken)-"

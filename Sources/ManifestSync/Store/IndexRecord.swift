@@ -41,6 +41,26 @@ public struct FailureRecord: Sendable, Equatable, Codable {
     public var error: String
     public var attempts: Int
     public var at: Double
+    /// Only `get` or `manifest --urls` asked for the URL (no manifest entry failed on it): the
+    /// failure ages out after `FailureRecord.getOnlyLifetime` instead of staying until it clears.
+    public var getOnly = false
+
+    /// How long a failure of a URL only `get` asked for stays pending.
+    public static let getOnlyLifetime = 86400.0
+
+    public init(url: String, reason: String, error: String, attempts: Int, at: Double, getOnly: Bool = false) {
+        self.url = url
+        self.reason = reason
+        self.error = error
+        self.attempts = attempts
+        self.at = at
+        self.getOnly = getOnly
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case url, reason, error, attempts, at
+        case getOnly = "get_only"
+    }
 }
 
 /// What the index holds, in numbers.

@@ -57,23 +57,35 @@ final class ObjectDirectory {
         if listed == nil { preload() }
     }
 
+    /// The size of the object's file, or nil when it is not a regular file here: always a stat
+    /// (a listing tells names, not sizes).
+    func size(_ sha256: String) -> Int64? {
+        var info = stat()
+        guard status(sha256, &info), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
+    }
+
     func contains(_ sha256: String) -> Bool {
         if let listed {
             var hex = sha256
             if let name = hex.withUTF8({ ObjectName(hex: UnsafeRawBufferPointer($0)) }), listed.contains(name) { return true }
         }
+        var info = stat()
+        return status(sha256, &info) && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// `fstatat` of the object in its fan-out folder's open descriptor (links not followed).
+    private func status(_ sha256: String, _ info: inout stat) -> Bool {
         var name = sha256
-        return name.withUTF8 { bytes -> Bool in
-            guard bytes.count == 64, let high = Hex.value(bytes[0]), let low = Hex.value(bytes[1]) else { return false }
-            let slot = Int(high << 4 | low)
-            if folders[slot] == -2 {
-                folders[slot] = open(objectsDirectory + "/" + Hex.encode([UInt8(slot)]), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            }
-            guard folders[slot] >= 0 else { return false }
-            var info = stat()
-            return sha256.withCString { fstatat(folders[slot], $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
-                && (info.st_mode & S_IFMT) == S_IFREG
+        guard let slot = name.withUTF8({ bytes -> Int? in
+            guard bytes.count == 64, let high = Hex.value(bytes[0]), let low = Hex.value(bytes[1]) else { return nil }
+            return Int(high << 4 | low)
+        }) else { return false }
+        if folders[slot] == -2 {
+            folders[slot] = open(objectsDirectory + "/" + Hex.encode([UInt8(slot)]), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         }
+        guard folders[slot] >= 0 else { return false }
+        return sha256.withCString { fstatat(folders[slot], $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
     }
 }
 

@@ -7,16 +7,25 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public let code: Int32
     public let message: String
     public var description: String { "SQLite error \(code): \(message)" }
+
+    /// A refusal that comes from permissions or a read-only file system (the primary code:
+    /// read-only, cannot open, permission, authorization).
+    var isAccessDenied: Bool {
+        [SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH].contains(code & 0xff)
+    }
 }
 
 /// A thin, single-threaded wrapper over one sqlite3 connection. Every use stays on one task.
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
 
-    init(path: String, create: Bool, readOnly: Bool = false) throws(SQLiteError) {
+    /// Opens `path`; with `immutable`, read-only as a file nothing changes (SQLite's `immutable=1`:
+    /// no locks, no WAL or shared-memory file), for a cache on a read-only file system.
+    init(path: String, create: Bool, readOnly: Bool = false, immutable: Bool = false) throws(SQLiteError) {
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0))
-            | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &handle, flags, nil)
+            | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0)
+        let name = immutable ? "file:" + Self.uriPath(path) + "?immutable=1" : path
+        let status = sqlite3_open_v2(name, &handle, flags, nil)
         guard status == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close(handle)
@@ -28,6 +37,33 @@ final class SQLiteDatabase {
 
     deinit {
         sqlite3_close_v2(handle)
+    }
+
+    /// How long a statement waits for another connection's write lock before SQLITE_BUSY.
+    func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
+    /// Keeps the WAL and shared-memory files when the last connection closes (SQLite's
+    /// `SQLITE_FCNTL_PERSIST_WAL`): a reader that may not create files in the cache (another
+    /// user's, read-only) can open a WAL database only while both exist.
+    func keepWALFiles() {
+        var on: Int32 = 1
+        _ = sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &on)
+    }
+
+    /// `path` for a `file:` URI: `%`, `?` and `#` escaped.
+    private static func uriPath(_ path: String) -> String {
+        var escaped = ""
+        for character in path {
+            switch character {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3f"
+            case "#": escaped += "%23"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
     }
 
     func execute(_ sql: String) throws(SQLiteError) {

@@ -5,7 +5,6 @@ import Synchronization
 /// reports it (with the bytes received since) while nothing finishes.
 final class LiveProgress: Sendable {
     private let state: Mutex<SyncProgress>
-    private let stopped = Atomic<Bool>(false)
 
     init(_ progress: SyncProgress) {
         state = Mutex(progress)
@@ -18,10 +17,25 @@ final class LiveProgress: Sendable {
 
     /// Calls `report` every `seconds` on `engine`'s timers until `stop()`.
     func tick(every seconds: Double, on engine: CurlEngine, _ report: @escaping @Sendable () -> Void) {
+        ticker.every(seconds, on: engine, report)
+    }
+
+    private let ticker = Ticker()
+
+    func stop() {
+        ticker.stop()
+    }
+}
+
+/// Work repeated on a fetch engine's timers until `stop()`.
+final class Ticker: Sendable {
+    private let stopped = Atomic<Bool>(false)
+
+    func every(_ seconds: Double, on engine: CurlEngine, _ work: @escaping @Sendable () -> Void) {
         engine.schedule(in: seconds) { [self] fired in
             guard fired, !stopped.load(ordering: .relaxed) else { return }
-            report()
-            tick(every: seconds, on: engine, report)
+            work()
+            every(seconds, on: engine, work)
         }
     }
 

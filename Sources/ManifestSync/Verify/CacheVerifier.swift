@@ -22,7 +22,7 @@ public struct VerifyReport: Sendable, Codable {
     public var sizeMismatches: [String] = []
     /// Anything else under `objects/`: symlinks, wrongly named files, folders where files belong.
     public var strayFiles: [String] = []
-    /// Files a crashed run left in `tmp/` (removed).
+    /// Files a crashed run left in `tmp/` (removed by `--repair`).
     public var temporaryFiles = 0
     public var repaired = false
     public var redownloaded: [String] = []
@@ -54,7 +54,8 @@ public struct VerifyReport: Sendable, Codable {
 
 /// Re-hashes every object and cross-checks the index both ways; with `repair`, deletes what is
 /// wrong, re-downloads what the index still names (verified against its hash), and drops rows
-/// that cannot be fetched again. Runs under the cache lock.
+/// that cannot be fetched again. Without `--repair` it only reads, while syncs write; with it,
+/// it holds the cache's lock.
 public struct CacheVerifier: Sendable {
     public let cacheDirectory: String
     public var fetch = FetchSettings()
@@ -67,43 +68,101 @@ public struct CacheVerifier: Sendable {
     }
 
     public func verify(repair: Bool) async throws(CacheError) -> VerifyReport {
+        if repair {
+            if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
+            let store = try ContentStore(root: cacheDirectory)
+            let slot = try await WriterSlot(directory: cacheDirectory, wait: waitLock)
+            defer { slot.release() }
+            let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+            defer { lock.release() }
+            var report = VerifyReport()
+            // `tmp/` holds the bodies of other runs in flight unless this one is alone.
+            if slot.alone { report.temporaryFiles = store.removeStaleTemporaryFiles() }
+            let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
+            let findings = try await check(index: index, report: &report, settled: true)
+            try await self.repair(findings, index: index, store: store, report: &report)
+            return report
+        }
+        // Without --repair it only reads: no lock, a read-only index, while syncs write.
         var report = VerifyReport()
-        let store = try ContentStore(root: cacheDirectory)
-        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
-        defer { lock.release() }
-        report.temporaryFiles = store.removeStaleTemporaryFiles()
-        let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
-        let records = try index.allRecords()
+        guard access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0 else { return report }
+        let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)
+        _ = try await check(index: index, report: &report, settled: false)
+        // What dead runs left in `tmp/` (counted, not removed); while a sync runs, its own are there.
+        if !WriterSlot.anyRunning(directory: cacheDirectory) {
+            report.temporaryFiles = (try? FileManager.default.contentsOfDirectory(atPath: cacheDirectory + "/tmp"))?.count ?? 0
+        }
+        return report
+    }
+
+    /// Hashes every object and cross-checks the index both ways. Unless `settled` (the lock is
+    /// held), other runs may commit and delete meanwhile: what looks wrong is read again once the
+    /// commit in progress (if any) is done, and only what is still wrong is reported.
+    private func check(index: CacheIndex, report: inout VerifyReport, settled: Bool) async throws(CacheError) -> Findings {
+        let objectsDirectory = CacheLayout.objectsDirectory(cacheDirectory)
+        var records = try index.allRecords()
         let damaged = try index.damagedRows()
         report.damagedRows = damaged.map(Redact.url).sorted()
-        let referenced = Set(records.map(\.object))
 
-        let (files, stray) = listObjects(store)
+        let (files, stray) = listObjects(objectsDirectory)
         report.strayFiles = stray
-        let results = await hashAll(files.map { (name: $0, path: store.objectPath($0)) })
+        let results = await hashAll(files.map { (name: $0, path: CacheLayout.objectPath(cacheDirectory, $0)) })
         var good = Set<String>()
         var sizes: [String: Int64] = [:]
+        var corrupt: [String] = []
         for (name, result) in results {
-            report.objectsChecked += 1
             switch result {
             case .success(let (digest, size)):
+                report.objectsChecked += 1
                 report.bytesChecked += size
                 sizes[name] = size
-                if digest == name { good.insert(name) } else { report.corruptObjects.append(name) }
-            case .failure:
-                report.corruptObjects.append(name)
+                if digest == name { good.insert(name) } else { corrupt.append(name) }
+            case .failure(let failure):
+                // Deleted since the listing (another run replaced or evicted it): not a finding.
+                if !settled, failure.message == String(cString: strerror(ENOENT)) { continue }
+                report.objectsChecked += 1
+                corrupt.append(name)
             }
         }
-        report.unreferencedObjects = good.subtracting(referenced).sorted()
-        let broken = records.filter { !good.contains($0.object) }
+        report.corruptObjects = corrupt.sorted()
+        var unreferenced = good.subtracting(records.map(\.object))
+        var broken = records.filter { !good.contains($0.object) }
+        if !settled, !unreferenced.isEmpty || !broken.isEmpty {
+            // A commit in progress installs objects before it names them; another run may have
+            // replaced a row's object since the rows were read. Read again, once it is done.
+            CacheLock.waitForCommit(directory: cacheDirectory, upTo: 5)
+            records = try index.allRecords()
+            let named = Set(records.map(\.object))
+            unreferenced = unreferenced.filter { !named.contains($0) }
+            let current = Dictionary(records.map { ($0.url, $0) }, uniquingKeysWith: { first, _ in first })
+            broken = broken.compactMap { old in
+                guard let now = current[old.url], now.object == old.object else { return nil }
+                return good.contains(now.object) ? nil : now
+            }
+        }
+        report.unreferencedObjects = unreferenced.sorted()
         report.missingObjects = broken.map { Redact.url($0.url) }.sorted()
-        report.corruptObjects.sort()
         let damagedURLs = Set(damaged)
         let misSized = records.filter { record in
             good.contains(record.object) && sizes[record.object] != record.size && !damagedURLs.contains(record.url)
         }
         report.sizeMismatches = misSized.map { Redact.url($0.url) }.sorted()
-        guard repair else { return report }
+        return Findings(broken: broken, misSized: misSized, sizes: sizes, damaged: damaged, stray: stray)
+    }
+
+    /// What `check` found that `--repair` acts on.
+    private struct Findings {
+        let broken: [IndexRecord]
+        let misSized: [IndexRecord]
+        let sizes: [String: Int64]
+        let damaged: [String]
+        let stray: [String]
+    }
+
+    /// Deletes what is wrong, sets sizes, re-downloads what the index still names and drops rows
+    /// that cannot be fetched again. Holding the lock.
+    private func repair(_ findings: Findings, index: CacheIndex, store: ContentStore,
+                        report: inout VerifyReport) async throws(CacheError) {
 
         report.repaired = true
         // Bad files go first (their rows are broken already); then each broken row is fetched
@@ -112,34 +171,34 @@ public struct CacheVerifier: Sendable {
             store.remove(name)
             report.deletedFiles += 1
         }
-        for path in stray where unlink(store.objectsDirectory + "/" + path) == 0 || rmdir(store.objectsDirectory + "/" + path) == 0 {
+        for path in findings.stray where unlink(store.objectsDirectory + "/" + path) == 0
+            || rmdir(store.objectsDirectory + "/" + path) == 0 {
             report.deletedFiles += 1
         }
-        if !damaged.isEmpty {
-            try index.apply(upserts: [], touches: [], removals: damaged, at: Date().timeIntervalSince1970)
+        if !findings.damaged.isEmpty {
+            try index.apply(upserts: [], touches: [], removals: findings.damaged, at: Date().timeIntervalSince1970)
             report.droppedEntries += report.damagedRows
         }
-        if !misSized.isEmpty {
-            let fixed = misSized.map { record in
+        if !findings.misSized.isEmpty {
+            let fixed = findings.misSized.map { record in
                 var record = record
-                record.size = sizes[record.object] ?? record.size
+                record.size = findings.sizes[record.object] ?? record.size
                 return record
             }
             try index.apply(upserts: fixed, touches: [], removals: [], at: Date().timeIntervalSince1970)
         }
-        let droppedURLs = Set(damaged)
-        try await refetch(broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, report: &report)
-        return report
+        let droppedURLs = Set(findings.damaged)
+        try await refetch(findings.broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, report: &report)
     }
 
     /// Object names in the fan-out folders, and everything there that is not a well-named file.
-    private func listObjects(_ store: ContentStore) -> (files: [String], stray: [String]) {
+    private func listObjects(_ objectsDirectory: String) -> (files: [String], stray: [String]) {
         var files: [String] = []
         var stray: [String] = []
         let manager = FileManager.default
         for byte in 0..<256 {
             let prefix = Hex.encode([UInt8(byte)])
-            let folder = store.objectsDirectory + "/" + prefix
+            let folder = objectsDirectory + "/" + prefix
             guard let names = try? manager.contentsOfDirectory(atPath: folder) else { continue }
             for name in names {
                 var info = stat()
@@ -209,7 +268,8 @@ public struct CacheVerifier: Sendable {
             // The hash the row was verified against; one that does not parse drops the row
             // rather than fetching whatever the server sends without a check.
             let expected = record.hash.flatMap(ContentHash.parseStored)
-            if record.hash != nil && expected == nil {
+            // So is a row keyed without its URL's user info (a shared cache): it cannot be fetched.
+            if record.hash != nil && expected == nil || CredentialFreeURL.isKey(record.url) {
                 dropped.append(record.url)
                 report.droppedEntries.append(Redact.url(record.url))
                 continue

@@ -42,6 +42,11 @@ struct Get: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Checked before the lookup: a fetch whose bytes cannot be written is work for nothing.
+        if let output, output != "-", access(output, F_OK) != 0, let problem = OutputGuard.folderProblem(output) {
+            Console.error("worker: -o '\(output)': \(problem)")
+            throw ExitCode(ExitStatus.usage)
+        }
         var options = SyncOptions(cacheDirectory: cache.resolved)
         options.fetch = try network.settings()
         options.waitLock = try lock.seconds()

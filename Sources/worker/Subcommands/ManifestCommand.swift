@@ -61,6 +61,10 @@ struct ManifestCommand: AsyncParsableCommand {
             Console.error("worker: -o '\(output)' \(problem); refusing to overwrite it")
             throw ExitCode(ExitStatus.usage)
         }
+        if let output, access(output, F_OK) != 0, let problem = OutputGuard.folderProblem(output) {
+            Console.error("worker: -o '\(output)': \(problem)")
+            throw ExitCode(ExitStatus.usage)
+        }
         let yaml: String
         var failed = 0
         if let urls {

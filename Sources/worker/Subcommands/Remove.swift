@@ -5,7 +5,7 @@ import ManifestSync
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rm",
-        abstract: "Delete entries; an object goes when no other entry uses it (exit 1 if a URL was not cached).",
+        abstract: "Delete entries and their pending failures; an object goes when no other entry uses it (exit 1 if a URL was neither).",
         discussion: """
             Examples:
               worker rm https://cdn.example.com/u/42.png
@@ -33,7 +33,9 @@ struct Remove: AsyncParsableCommand {
             throw cacheExitCode(error)
         }
         Console.out("removed \(result.removed.count) entr\(result.removed.count == 1 ? "y" : "ies"), "
-                    + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))\n")
+                    + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))"
+                    + (result.failuresCleared.isEmpty ? "" : "; cleared \(result.failuresCleared.count) pending failure"
+                        + (result.failuresCleared.count == 1 ? "" : "s")) + "\n")
         for url in result.notCached { Console.error("not cached: \(Redact.url(url))") }
         if !result.notCached.isEmpty { throw ExitCode(ExitStatus.failures) }
     }

@@ -37,8 +37,8 @@ struct Status: AsyncParsableCommand {
         }
         var lines = [
             "cache      \(report.cacheDir)",
-            "entries    \(report.entries)",
-            "objects    \(report.objects) (\(Units.formatBytes(report.bytes)); deduplication saves \(Units.formatBytes(report.bytesSavedByDeduplication)))",
+            "entries    \(report.entries) (URLs with a verified file in the cache)",
+            "objects    \(report.objects) (distinct files, \(Units.formatBytes(report.bytes)); deduplication saves \(Units.formatBytes(report.bytesSavedByDeduplication)))",
         ]
         if let oldest = report.oldestEntry, let newest = report.newestEntry {
             lines.append("fetched    oldest \(oldest), newest \(newest)")
@@ -52,9 +52,12 @@ struct Status: AsyncParsableCommand {
         if report.fileSystem != "local" {
             lines.append("filesystem \(report.fileSystem): the index uses a rollback journal (no WAL)")
         }
-        lines.append("failed     \(report.failedPending) entr\(report.failedPending == 1 ? "y" : "ies") pending")
+        lines.append("failed     \(report.failedPending) entr\(report.failedPending == 1 ? "y" : "ies") pending"
+                     + (report.failedPending == 0 ? "" : " (the last attempt failed and none has succeeded since; cleared when the URL "
+                        + "is fetched or by `worker rm URL`)"))
         for failure in report.failures.prefix(20) {
-            lines.append("  \(failure.url): \(failure.reason): \(failure.error)")
+            let note = failure.getOnly ? " (only `worker get` asked for it: forgotten a day after the attempt)" : ""
+            lines.append("  \(failure.url): \(failure.reason): \(failure.error)\(note)")
         }
         if report.failures.count > 20 { lines.append("  … and \(report.failures.count - 20) more (--json lists them all)") }
         Console.out(lines.joined(separator: "\n") + "\n")

@@ -1,0 +1,67 @@
+import FoundationEssentials
+import Glibc
+
+/// Opening the index as this process may: read-only where it may not write, its files' modes,
+/// SQLite's refusals in words, and the URL keys of a shared cache. Part of `CacheIndex`.
+extension CacheIndex {
+    /// A connection, read-only ones checked with a first read: a WAL index whose WAL and
+    /// shared-memory files are gone (an older worker deleted them as it closed) cannot be read
+    /// without creating them, which a reader that may not write the folder cannot; with no WAL
+    /// file every commit is in the main file, which is then opened as immutable.
+    static func connect(_ path: String, create: Bool, readOnly: Bool) throws(SQLiteError) -> SQLiteDatabase {
+        let database = try SQLiteDatabase(path: path, create: create, readOnly: readOnly)
+        guard readOnly else { return database }
+        do {
+            _ = try database.prepare("SELECT 1 FROM sqlite_master LIMIT 1").step()
+            return database
+        } catch where error.isAccessDenied && access(path + "-wal", F_OK) != 0 && access(path, R_OK) == 0 {
+            return try SQLiteDatabase(path: path, create: false, readOnly: true, immutable: true)
+        }
+    }
+
+    /// SQLite's refusal in words when it comes from permissions or a read-only file system.
+    static func explain(_ error: SQLiteError, path: String, readOnly: Bool) -> CacheError {
+        guard error.isAccessDenied else {
+            return .index(path: path, cause: error)
+        }
+        if let problem = CacheAccess.readProblem(index: path) { return .notWritable(problem) }
+        if !readOnly, let problem = CacheAccess.writeProblem(root: PathName.parent(path)) { return .notWritable(problem) }
+        return .index(path: path, cause: error)
+    }
+
+    /// The index names every URL: it and its WAL and shared-memory files are readable by the
+    /// owner only (0600) whatever the umask — or by the group too (0640) in a cache its
+    /// administrator shares with a group, whose rows then carry no URL user info
+    /// (`credentialFree`). SQLite gives the WAL and -shm files the mode of the database file, so
+    /// creating that one right covers all three; an index made otherwise is set right here.
+    static func restrictPermissions(_ path: String, groupReadable: Bool) throws(CacheError) {
+        let mode: mode_t = groupReadable ? 0o640 : 0o600
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            if errno == EACCES || errno == EROFS || errno == EPERM,
+               let problem = CacheAccess.writeProblem(root: PathName.parent(path)) { throw .notWritable(problem) }
+            throw .system(SystemError("open", path))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .system(SystemError("stat", path)) }
+        // SQLite writes into it: never through a second name (a planted hard link).
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
+            throw .unusable(path: path, reason: "it has \(info.st_nlink) names (a hard link elsewhere); the index must have one")
+        }
+        var folder = stat()
+        if groupReadable, stat(PathName.parent(path), &folder) == 0, folder.st_gid != info.st_gid {
+            // Made before the folder was shared: it takes the folder's group, as new files do.
+            fchown(fd, uid_t.max, folder.st_gid)
+            for suffix in ["-wal", "-shm"] { chown(path + suffix, uid_t.max, folder.st_gid) }
+        }
+        guard info.st_mode & 0o777 != mode else { return }
+        fchmod(fd, mode)
+        for suffix in ["-wal", "-shm"] { chmod(path + suffix, mode) }
+    }
+
+    /// The key of `url`'s rows: the URL itself, or without its user info in a shared cache.
+    func key(_ url: String) -> String {
+        credentialFree ? CredentialFreeURL.key(url) : url
+    }
+}

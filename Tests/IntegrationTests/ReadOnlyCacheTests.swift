@@ -1,0 +1,147 @@
+import Foundation
+import Glibc
+import Testing
+import WorkerTestSupport
+
+/// A cache this user may read but not write: another user's (as root the reads run as `nobody`,
+/// so the test holds when tests run as root), a read-only mount, a cache shared with a group.
+@Suite struct ReadOnlyCacheTests {
+    /// Runs the binary as `nobody` when the tests run as root (setpriv), else as this user.
+    private struct Reader {
+        let binary: String
+        let asNobody: Bool
+
+        init(_ directory: TemporaryDirectory) throws {
+            asNobody = geteuid() == 0
+            // A copy nobody can run, wherever the build folder is.
+            binary = directory.path + "/worker-bin"
+            try? FileManager.default.removeItem(atPath: binary)
+            try FileManager.default.copyItem(atPath: WorkerBinary.path, toPath: binary)
+            chmod(binary, 0o755)
+            chmod(directory.path, 0o755)
+        }
+
+        func run(_ arguments: [String]) throws -> WorkerBinary.Result {
+            guard asNobody else { return try WorkerBinary.run(arguments, executable: binary) }
+            return try WorkerBinary.run(["--reuid=65534", "--regid=65534", "--clear-groups", "--", binary] + arguments,
+                                        executable: "/usr/bin/setpriv")
+        }
+    }
+
+    /// Every read works in another user's cache; every write says what is not writable, exit 4.
+    @Test func aCacheThisUserMayOnlyReadServesEveryRead() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let reader = try Reader(harness.directory)
+        let bytes = harness.serve("r")
+        let manifest = harness.manifest([("/f/r", bytes), ("/f/s", harness.serve("s"))])
+        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"]).code == 0)
+        let url = harness.origin.url("/f/r")
+        let out = harness.directory.path + "/out"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        chmod(out, 0o777)
+        let cache = ["--cache-dir", harness.cache]
+        func checkReads(_ label: String) throws {
+            let get = try reader.run(["get", url] + cache)
+            #expect(get.code == 0 && get.stdout.contains(sha256(bytes)), "\(label) get: \(get.stdout) \(get.stderr)")
+            #expect(try reader.run(["path", url] + cache).stdout.contains(sha256(bytes)), "\(label) path")
+            let status = try reader.run(["status"] + cache)
+            #expect(status.code == 0 && status.stdout.contains("entries    2"), "\(label) status: \(status.stderr)")
+            #expect(try reader.run(["plan", manifest] + cache).code == 0, "\(label) plan")
+            #expect(try reader.run(["export", "--layout", "hash", out, manifest] + cache).code == 0, "\(label) export")
+            let verify = try reader.run(["verify"] + cache)
+            #expect(verify.code == 0 && verify.stdout.contains("the cache and its index agree"), "\(label) verify: \(verify.stdout) \(verify.stderr)")
+            #expect(try reader.run(["fingerprint", manifest]).code == 0, "\(label) fingerprint")
+        }
+        func checkWrites(_ label: String, words: String) throws {
+            harness.serve("t")
+            let writes: [[String]] = [["sync", manifest], ["get", harness.origin.url("/f/t")], ["gc"], ["rm", url], ["verify", "--repair"]]
+            for arguments in writes {
+                let result = try reader.run(arguments + cache)
+                #expect(result.code == 4, "\(label) \(arguments[0]): \(result.code) \(result.stderr)")
+                #expect(result.stderr.contains(words) && !result.stderr.contains("SQLite"), "\(label) \(arguments[0]): \(result.stderr)")
+            }
+        }
+        if reader.asNobody {
+            // Another user's cache that its owner let others read.
+            #expect(chmodRecursively(harness.cache, "a+rX"))
+            try checkReads("readable")
+            try checkWrites("readable", words: "is not writable by user nobody (uid 65534)")
+            // As an older worker left it: no WAL or shared-memory file beside the index.
+            unlink(harness.cache + "/index.sqlite-wal")
+            unlink(harness.cache + "/index.sqlite-shm")
+            try checkReads("without WAL files")
+        } else {
+            #expect(chmodRecursively(harness.cache, "a-w"))
+            try checkReads("read-only")
+            try checkWrites("read-only", words: "is not writable by user")
+            #expect(chmodRecursively(harness.cache, "u+w"))
+        }
+        #expect(harness.origin.totalRequests == 2, "reads made no request")
+    }
+
+    /// A read-only mount (a bind mount in a mount namespace of its own, where that is allowed).
+    @Test func aReadOnlyMountServesEveryRead() async throws {
+        guard geteuid() == 0, let probe = try? WorkerBinary.run(["-m", "true"], executable: "/usr/bin/unshare"), probe.code == 0 else {
+            print("skipped: no mount namespace here (needs root)")
+            return
+        }
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let bytes = harness.serve("m")
+        let manifest = harness.manifest([("/f/m", bytes)])
+        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"]).code == 0)
+        let mount = "mount --bind '\(harness.cache)' '\(harness.cache)' && mount -o remount,ro,bind '\(harness.cache)' && "
+        func inMount(_ command: String) throws -> WorkerBinary.Result {
+            try WorkerBinary.run(["-m", "sh", "-c", mount + "'\(WorkerBinary.path)' " + command + " --cache-dir '\(harness.cache)'"],
+                                 executable: "/usr/bin/unshare")
+        }
+        let get = try inMount("get '\(harness.origin.url("/f/m"))'")
+        #expect(get.code == 0 && get.stdout.contains(sha256(bytes)), "\(get.stdout) \(get.stderr)")
+        let status = try inMount("status")
+        #expect(status.code == 0 && status.stdout.contains("entries    1"), "\(status.stderr)")
+        let verify = try inMount("verify")
+        #expect(verify.code == 0, "\(verify.stdout) \(verify.stderr)")
+        let sync = try inMount("sync '\(manifest)'")
+        #expect(sync.code == 4 && sync.stderr.contains("read-only file system") && !sync.stderr.contains("SQLite"), "\(sync.stderr)")
+    }
+
+    /// A cache its administrator shares with a group (set-group-ID, group-readable root): the
+    /// index is readable by the group, carries no URL credentials, and the group's users read.
+    @Test func aGroupSharedCacheStaysSharedWithoutCredentials() async throws {
+        guard geteuid() == 0 else {
+            print("skipped: needs root to give the cache to another group")
+            return
+        }
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let reader = try Reader(harness.directory)
+        try FileManager.default.createDirectory(atPath: harness.cache, withIntermediateDirectories: true)
+        chown(harness.cache, 0, 65534)
+        chmod(harness.cache, 0o2750)
+        let bytes = harness.serve("g")
+        let secretURL = harness.origin.url("/f/g").replacingOccurrences(of: "://", with: "://alice:s3cret-pw@")
+        let manifest = harness.directory.write("g.yaml", "version: 1\nentries:\n  - url: \(secretURL)\n    hash: sha256:\(sha256(bytes))\n")
+        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"]).code == 0)
+        var info = stat()
+        #expect(stat(harness.cache + "/index.sqlite", &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o640 && info.st_gid == 65534, "mode \(String(info.st_mode & 0o777, radix: 8)), gid \(info.st_gid)")
+        for suffix in ["", "-wal", "-shm"] {
+            let data = (try? Data(contentsOf: URL(fileURLWithPath: harness.cache + "/index.sqlite" + suffix))) ?? Data()
+            #expect(data.range(of: Data("s3cret-pw".utf8)) == nil, "credentials in index.sqlite\(suffix)")
+        }
+        // A member of the group (nobody's group here) reads; a second sync finds the entry.
+        let status = try reader.run(["status", "--cache-dir", harness.cache])
+        #expect(status.code == 0 && status.stdout.contains("entries    1"), "\(status.stdout) \(status.stderr)")
+        let get = try reader.run(["get", secretURL, "--cache-dir", harness.cache])
+        #expect(get.code == 0 && get.stdout.contains(sha256(bytes)), "\(get.stdout) \(get.stderr)")
+        let again = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
+        #expect(again.code == 0 && again.stdout.contains("unchanged 1"), "\(again.stdout)")
+        #expect(harness.origin.totalRequests == 1)
+        #expect(!again.stdout.contains("s3cret-pw"))
+    }
+
+    private func chmodRecursively(_ path: String, _ mode: String) -> Bool {
+        (try? WorkerBinary.run(["-R", mode, path], executable: "/bin/chmod").code) == 0
+    }
+}
