@@ -271,6 +271,19 @@ def rows(args, root: str, tls: dict) -> list:
             prepare, current = fresh("base")
             out.append(Row(profile, "base", f"{shlex.quote(os.path.abspath(args.baseline))} sync {sets}/{profile}.yaml "
                                             f"--cache-dir {current}/cache --ca-cert {tls['ca.pem']} -q {size_limit}", prepare, args.runs))
+        if args.shards:
+            # N shards of the set on one cache: one after another, and all started together.
+            count = args.shards
+            binaries = [("worker", worker)] + ([("base", shlex.quote(os.path.abspath(args.baseline)))] if args.baseline else [])
+            for name, binary in binaries:
+                for how in ("serial", "together"):
+                    prepare, current = fresh(f"{name}-{count}shards-{how}")
+                    runs = [f"{binary} sync {sets}/{profile}.yaml --shard {i}/{count} --cache-dir {current}/cache "
+                            f"--ca-cert {tls['ca.pem']} -q --wait-lock 10m" for i in range(count)]
+                    command = (" && ".join(runs) if how == "serial" else
+                               " ".join(f"{run} & p{i}=$!;" for i, run in enumerate(runs))
+                               + " " + " && ".join(f"wait $p{i}" for i in range(count)))
+                    out.append(Row(profile, f"{name}-{count}shards-{how}", command, prepare, args.runs))
         for tool, extra in curls.items():
             prepare, current = fresh(tool)
             out.append(Row(profile, tool, f"cd {current} && curl --parallel {extra} --create-dirs -sS --fail "
@@ -367,6 +380,16 @@ def report(rows_: list, args) -> str:
                 ratio = med(worker) / med(other)
             targets.append(f"| {profile}: worker ÷ {peer} ({kind}) | {ratio:.2f} | ≤ {goal} | "
                            f"{'met' if ratio <= goal else '**missed**'} |")
+    for name in ("worker", "base"):
+        for profile in sorted({row.profile for row in rows_}):
+            serial = by.get(f"{profile}.{name}-{args.shards}shards-serial")
+            together = by.get(f"{profile}.{name}-{args.shards}shards-together")
+            if serial and together:
+                ratio = med(serial) / med(together)
+                goal = "≥ 2.5" if name == "worker" else ""
+                met = ("met" if ratio >= 2.5 else "**missed**") if name == "worker" else "(before: the lock held for a whole run)"
+                targets.append(f"| {profile}: {name}, {args.shards} shards one after another ÷ started together (wall) "
+                               f"| {ratio:.2f} | {goal} | {met} |")
     load = " ".join(open("/proc/loadavg").read().split()[:3])
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join([
@@ -390,6 +413,8 @@ def main() -> None:
     parser.add_argument("--no-aria2c", action="store_true")
     parser.add_argument("--limit-rates", action="store_true",
                         help="also measure --limit-rate as delivered (256K to 30M) and a 1 GiB body's peak RSS")
+    parser.add_argument("--shards", type=int, default=0,
+                        help="also sync each set as N shards on one cache, one after another and started together")
     parser.add_argument("--write", help="also append the tables to this Markdown file")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {profile[0] for profile in PROFILES} - OPT_IN

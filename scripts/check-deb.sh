@@ -18,6 +18,7 @@ trap 'dpkg --purge worker >/dev/null 2>&1 || true' EXIT
 worker --version
 man -w worker | grep -q 'worker.1' || fail "man -w worker"
 systemd-analyze verify /lib/systemd/system/worker-sync.service /lib/systemd/system/worker-sync.timer \
+  /lib/systemd/system/worker-verify.service /lib/systemd/system/worker-verify.timer \
   || fail "systemd-analyze verify on the installed units"
 getent passwd worker >/dev/null || fail "no worker user"
 [ "$(stat -c %U /var/cache/worker)" = worker ] || fail "/var/cache/worker is not the worker user's"

@@ -12,12 +12,14 @@ fail() { echo "FAIL: $*"; status=1; }
 worker="$(swift build --show-bin-path 2>/dev/null)/worker"
 if command -v systemd-analyze >/dev/null; then
   units="$(mktemp -d)"
-  sed "s|/usr/local/bin/worker|$worker|" deploy/systemd/worker-sync.service >"$units/worker-sync.service"
-  cp deploy/systemd/worker-sync.timer "$units/"
+  for unit in worker-sync worker-verify; do
+    sed "s|/usr/local/bin/worker|$worker|" "deploy/systemd/$unit.service" >"$units/$unit.service"
+    cp "deploy/systemd/$unit.timer" "$units/"
+  done
   # The unit's Documentation=man:worker(1) is checked with man: the repository's page, as the
   # package installs it.
   mkdir -p "$units/man/man1" && cp docs/worker.1 "$units/man/man1/"
-  if out=$(MANPATH="$units/man:" systemd-analyze verify "$units/worker-sync.service" "$units/worker-sync.timer" 2>&1); then
+  if out=$(MANPATH="$units/man:" systemd-analyze verify "$units"/worker-*.service "$units"/worker-*.timer 2>&1); then
     echo "ok: systemd units"
   else
     fail "systemd-analyze: $out"
@@ -60,6 +62,8 @@ fi
 import sys, yaml
 checks = {
     "deploy/kubernetes/cronjob.yaml": lambda d: d["kind"] == "CronJob" and d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0] == "sync",
+    "deploy/kubernetes/verify-cronjob.yaml": lambda d: d["kind"] == "CronJob" and d["spec"]["schedule"] == "30 3 * * 0"
+        and d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0] == "verify",
     "deploy/kubernetes/indexed-job.yaml": lambda d: d["spec"]["completionMode"] == "Indexed"
         and str(d["spec"]["completions"]) == next(e["value"] for e in d["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "JOB_COMPLETION_COUNT"),
     # The cache is restored and saved in separate steps (a run with failed entries still saves),

@@ -35,7 +35,7 @@ gzip -9n <docs/worker.1 >"$root/usr/share/man/man1/worker.1.gz"
 "$binary" completion bash | sed '1{/^#!/d}' >"$root/usr/share/bash-completion/completions/worker"
 "$binary" completion zsh >"$root/usr/share/zsh/vendor-completions/_worker"
 "$binary" completion fish >"$root/usr/share/fish/vendor_completions.d/worker.fish"
-for unit in worker-sync.service worker-sync.timer; do
+for unit in worker-sync.service worker-sync.timer worker-verify.service worker-verify.timer; do
   sed 's|/usr/local/bin/worker|/usr/bin/worker|' "deploy/systemd/$unit" >"$root/lib/systemd/system/$unit"
 done
 install -m 0644 manifests/demo.yaml "$root/usr/share/doc/worker/examples/demo.yaml"
