@@ -42,7 +42,7 @@ extension SyncEngine {
         if let prefetched, prefetched.isCurrent {
             records = prefetched.records
             objects = prefetched.objects
-            if !prefetched.listed, Self.worthListing(entries: shard.entries.count, records: records.count) {
+            if !prefetched.listed, !objects.hasSizes, Self.worthListing(entries: shard.entries.count, records: records.count) {
                 objects.preload()
             }
         } else {

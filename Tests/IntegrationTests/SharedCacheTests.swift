@@ -157,6 +157,9 @@ import Testing
         }
         let get = try WorkerBinary.run(["get", harness.origin.url("/f/x"), "--cache-dir", harness.cache, "-o", "/nonexistent/dir/x"])
         #expect(get.code == 2 && get.stderr.contains("/nonexistent/dir"), "\(get.stderr)")
+        let list = harness.directory.write("urls.txt", harness.origin.url("/f/x") + "\n")
+        let pin = try WorkerBinary.run(["manifest", "--urls", list, "--cache-dir", harness.cache, "-o", "/nonexistent/dir/m.yaml"])
+        #expect(pin.code == 2 && pin.stderr.contains("/nonexistent/dir"), "\(pin.stderr)")
         #expect(harness.origin.totalRequests == 0)
         #expect(try WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", harness.cache, "-q"]).code == 0)
         let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", "/nonexistent/dir/v.json"])

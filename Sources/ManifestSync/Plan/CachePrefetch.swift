@@ -35,10 +35,14 @@ final class CachePrefetch: @unchecked Sendable {
         self.records = records
         objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
         let entries = manifestBytes / Self.bytesPerEntry / max(1, options.shard.count)
+        // The plan compares each named object's size with its row: read here, beside the parse,
+        // when the manifests look like naming most of the rows (a stat tells presence too).
+        let sized = !records.isEmpty && entries >= records.count / 2
+        if sized { objects.preloadSizes(of: records) }
         // A small cache is listed by the run anyway (to sweep objects no row names): listed
         // here, the plan checks its objects in that listing instead of one lookup each.
-        listed = SyncEngine.worthListing(entries: entries, records: records.count)
-            || SyncEngine.listsEveryRun(records: records.count)
+        listed = SyncEngine.listsEveryRun(records: records.count)
+            || !sized && SyncEngine.worthListing(entries: entries, records: records.count)
         if listed { objects.preload() }
     }
 
