@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kills="${1:-200}"
 swift build --build-tests >/dev/null
-WORKER_CRASH_KILLS="$kills" swift test --skip-build --filter CrashTests 2>&1 | grep -E "crash test:|✔|✘|recorded an issue"
+WORKER_CRASH_KILLS="$kills" swift test --skip-build --filter CrashTests 2>&1 | grep -E "crash test|✔|✘|recorded an issue"

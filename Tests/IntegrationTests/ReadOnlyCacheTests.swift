@@ -67,6 +67,10 @@ import WorkerTestSupport
             #expect(chmodRecursively(harness.cache, "a+rX"))
             try checkReads("readable")
             try checkWrites("readable", words: "is not writable by user nobody (uid 65534)")
+            // Only the index made readable (its WAL files still the owner's alone).
+            chmod(harness.cache + "/index.sqlite-wal", 0o600)
+            chmod(harness.cache + "/index.sqlite-shm", 0o600)
+            try checkReads("WAL files unreadable")
             // As an older worker left it: no WAL or shared-memory file beside the index.
             unlink(harness.cache + "/index.sqlite-wal")
             unlink(harness.cache + "/index.sqlite-shm")

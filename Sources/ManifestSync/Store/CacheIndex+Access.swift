@@ -5,16 +5,18 @@ import Glibc
 /// SQLite's refusals in words, and the URL keys of a shared cache. Part of `CacheIndex`.
 extension CacheIndex {
     /// A connection, read-only ones checked with a first read: a WAL index whose WAL and
-    /// shared-memory files are gone (an older worker deleted them as it closed) cannot be read
-    /// without creating them, which a reader that may not write the folder cannot; with no WAL
-    /// file every commit is in the main file, which is then opened as immutable.
+    /// shared-memory files are gone (an older worker deleted them as it closed) or that this user
+    /// may not open (made before the cache was shared) cannot be read without them, which a
+    /// reader that may not write the folder cannot fix; the main file is then opened as immutable
+    /// (what the last checkpoint holds: complete once the writers have closed, as they checkpoint
+    /// when they do).
     static func connect(_ path: String, create: Bool, readOnly: Bool) throws(SQLiteError) -> SQLiteDatabase {
         let database = try SQLiteDatabase(path: path, create: create, readOnly: readOnly)
         guard readOnly else { return database }
         do {
             _ = try database.prepare("SELECT 1 FROM sqlite_master LIMIT 1").step()
             return database
-        } catch where error.isAccessDenied && access(path + "-wal", F_OK) != 0 && access(path, R_OK) == 0 {
+        } catch where error.isAccessDenied && access(path, R_OK) == 0 {
             return try SQLiteDatabase(path: path, create: false, readOnly: true, immutable: true)
         }
     }
