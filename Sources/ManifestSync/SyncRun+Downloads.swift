@@ -11,7 +11,7 @@ extension SyncRun {
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
-        let fetcher = Fetcher(store: store, settings: options.fetch, logger: logger)
+        let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger)
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,

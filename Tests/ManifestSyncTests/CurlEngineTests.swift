@@ -8,13 +8,13 @@ import WorkerTestSupport
 /// The engine's thread, inbox and timers, without a transfer: what runs where, and what a
 /// cancel or a shutdown does to a timer.
 @Suite struct CurlEngineTests {
-    private func engine() -> CurlEngine {
-        CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
+    private func engine() throws -> CurlEngine {
+        try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
                                   trustedCertificates: nil))
     }
 
-    @Test func workRunsOnTheEngineThreadInTheOrderItWasQueued() async {
-        let engine = engine()
+    @Test func workRunsOnTheEngineThreadInTheOrderItWasQueued() async throws {
+        let engine = try engine()
         let seen = Mutex<[Int]>([])
         let onEngine = Mutex(true)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -32,8 +32,8 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func aTimerFiresAfterItsDelay() async {
-        let engine = engine()
+    @Test func aTimerFiresAfterItsDelay() async throws {
+        let engine = try engine()
         let start = Monotonic.now()
         let (fired, at) = await withCheckedContinuation { (done: CheckedContinuation<(Bool, Double), Never>) in
             engine.schedule(in: 0.05) { done.resume(returning: ($0, Monotonic.now())) }
@@ -43,8 +43,8 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func aTimerCancelledBeforeItIsScheduledEndsAsCancelledAtOnce() async {
-        let engine = engine()
+    @Test func aTimerCancelledBeforeItIsScheduledEndsAsCancelledAtOnce() async throws {
+        let engine = try engine()
         let id = engine.newTimerID()
         engine.cancelTimer(id)
         let start = Monotonic.now()
@@ -57,8 +57,8 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func shutdownEndsPendingTimersAsCancelled() async {
-        let engine = engine()
+    @Test func shutdownEndsPendingTimersAsCancelled() async throws {
+        let engine = try engine()
         let outcomes = Mutex<[Bool]>([])
         engine.schedule(in: 60) { fired in outcomes.withLock { $0.append(fired) } }
         let id = engine.schedule(in: 60) { fired in outcomes.withLock { $0.append(fired) } }
@@ -70,7 +70,7 @@ import WorkerTestSupport
     @Test func anAbortThatArrivesBeforeItsTransferEndsItWithoutARequest() async throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
-        let engine = engine()
+        let engine = try engine()
         let deadline = Monotonic.now() + 60
         let handler = ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false,
                                       deadline: deadline, entryTimeout: 60, url: "http://127.0.0.1:9/x", resume: nil,
@@ -96,7 +96,7 @@ import WorkerTestSupport
     @Test func newDownloadsGoToTheEngineWithTheFewestAndAFreedSlotStaysOnItsEngine() async throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
-        let fetcher = Fetcher(store: store, settings: FetchSettings(), logger: Logger(label: "test"), engineCount: 2)
+        let fetcher = try Fetcher(store: store, settings: FetchSettings(), logger: Logger(label: "test"), engineCount: 2)
         let (first, second) = (fetcher.engines[0], fetcher.engines[1])
         // From a thread that is no engine's: the one with the fewest, the first on a tie.
         #expect(fetcher.engineForNext() === first)

@@ -46,10 +46,14 @@ final class CurlEngine: @unchecked Sendable {
     /// Timers cancelled before they were added (ids handed out first, for registering).
     private var cancelledEarly = Set<Int>()
 
-    init(options: Options) {
+    /// Starts the engine's thread; fails (never traps) when libcurl cannot make a multi handle or
+    /// the system will not start a thread.
+    init(options: Options) throws(CacheError) {
         Libcurl.prepare()
         self.options = options
-        guard let multi = worker_curl_multi_init() else { fatalError("libcurl could not make a multi handle") }
+        guard let multi = worker_curl_multi_init() else {
+            throw .library(name: "libcurl.so.4", reason: "it could not make a multi handle (out of memory)")
+        }
         self.multi = multi
         worker_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.connectionsPerHost))
@@ -67,7 +71,10 @@ final class CurlEngine: @unchecked Sendable {
             engine.run()
             return nil
         }, context)
-        precondition(created == 0, "cannot start the fetch engine's thread: \(String(cString: strerror(created)))")
+        guard created == 0 else {
+            Unmanaged<CurlEngine>.fromOpaque(context).release()
+            throw .resources("cannot start a thread for downloads: \(String(cString: strerror(created)))")
+        }
         pthread_detach(thread)
     }
 

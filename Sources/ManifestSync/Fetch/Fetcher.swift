@@ -28,7 +28,8 @@ final class Fetcher: Sendable {
         max(1, min(maxEngines, ProcessInfo.processInfo.activeProcessorCount))
     }
 
-    init(store: ContentStore, settings: FetchSettings, logger: Logger, engineCount: Int = Fetcher.defaultEngineCount) {
+    /// Fails when an engine cannot start (see `CurlEngine.init`); the ones started are stopped.
+    init(store: ContentStore, settings: FetchSettings, logger: Logger, engineCount: Int = Fetcher.defaultEngineCount) throws(CacheError) {
         Libcurl.prepare()
         let trusted = Self.trustedCertificates(settings.caCertificates)
         temporaryBundle = trusted?.temporary == true ? trusted?.path : nil
@@ -36,12 +37,20 @@ final class Fetcher: Sendable {
         // so each gets its share (and there are never more engines than jobs). `engineForNext`
         // sends each its share of the requests in flight.
         let count = max(1, min(engineCount, settings.jobs))
-        engines = (0..<count).map { number in
-            CurlEngine(options: CurlEngine.Options(
-                connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout,
-                connectionsPerHost: settings.jobs / count + (number < settings.jobs % count ? 1 : 0),
-                streamsPerConnection: settings.maxStreams, trustedCertificates: trusted?.path))
+        var started: [CurlEngine] = []
+        for number in 0..<count {
+            do {
+                started.append(try CurlEngine(options: CurlEngine.Options(
+                    connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout,
+                    connectionsPerHost: settings.jobs / count + (number < settings.jobs % count ? 1 : 0),
+                    streamsPerConnection: settings.maxStreams, trustedCertificates: trusted?.path)))
+            } catch {
+                for engine in started { Task { await engine.shutdown() } }
+                if let temporary = trusted, temporary.temporary { unlink(temporary.path) }
+                throw error
+            }
         }
+        engines = started
         self.store = store
         self.settings = settings
         self.logger = logger

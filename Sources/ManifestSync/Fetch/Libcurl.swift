@@ -65,13 +65,15 @@ public enum Libcurl {
         defer { loading.unlock() }
         guard ahead == .notStarted else { return }
         ahead = .running
-        Threads.detach(name: "worker-libcurl") {
+        let started = Threads.detach(name: "worker-libcurl") {
             _ = initializeOnce
             loading.lock()
             ahead = .finished
             loading.broadcast()
             loading.unlock()
         }
+        // No thread: libcurl is loaded when the first download needs it, as without the head start.
+        if !started { ahead = .notStarted }
     }
 
     private enum LoadAhead { case notStarted, running, finished }

@@ -19,8 +19,9 @@ final class YAMLEventPipe: @unchecked Sendable {
     private var readerWaits = false
     private var parserWaits = false
 
-    init(parser: LibYAMLParser, batchSize: Int) {
-        Threads.detach(name: "worker.yaml") { [self] in run(parser, batchSize: batchSize) }
+    /// nil when no thread can be started: the caller parses on its own thread instead.
+    init?(parser: LibYAMLParser, batchSize: Int) {
+        guard Threads.detach(name: "worker.yaml", { [self] in run(parser, batchSize: batchSize) }) else { return nil }
     }
 
     /// The next batch; waits for it. `used` is the reader's previous batch, kept for refilling.

@@ -49,7 +49,11 @@ struct YAMLEventStream {
         let kind: Kind
 
         init(parser: LibYAMLParser, threaded: Bool) {
-            kind = threaded ? .thread(YAMLEventPipe(parser: parser, batchSize: YAMLEventStream.batchSize)) : .here(parser)
+            if threaded, let pipe = YAMLEventPipe(parser: parser, batchSize: YAMLEventStream.batchSize) {
+                kind = .thread(pipe)
+            } else {
+                kind = .here(parser)
+            }
         }
 
         deinit {

@@ -55,8 +55,10 @@ public enum StopSignals {
             defer { state.watching = true }
             return state.watching ? -1 : state.descriptor
         }
-        if descriptor >= 0 {
-            Threads.detach(name: "worker-signals") { waitForSignals(descriptor) }
+        // Without a thread (the system would not start one) a signal is still recorded, and
+        // the lock waits and the end of the run still see it; only the downloads go on.
+        if descriptor >= 0, !Threads.detach(name: "worker-signals", { waitForSignals(descriptor) }) {
+            state.withLock { $0.watching = false }
         }
         if let signal = received { onStop(signal) }
     }

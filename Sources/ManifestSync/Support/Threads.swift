@@ -30,7 +30,10 @@ final class ThreadCondition: @unchecked Sendable {
 
 enum Threads {
     /// Runs `body` on a new detached thread named `name` (at most 15 bytes, as Linux keeps).
-    static func detach(name: String, _ body: @escaping @Sendable () -> Void) {
+    /// False when the system cannot start one (a thread limit, no memory): the caller does
+    /// without it, never traps.
+    @discardableResult
+    static func detach(name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
         final class Start {
             let name: String
             let body: @Sendable () -> Void
@@ -47,7 +50,11 @@ enum Threads {
             start.body()
             return nil
         }, start)
-        guard status == 0 else { fatalError("cannot start a thread: \(String(cString: strerror(status)))") }
+        guard status == 0 else {
+            Unmanaged<Start>.fromOpaque(start).release()
+            return false
+        }
         pthread_detach(thread)
+        return true
     }
 }

@@ -258,7 +258,7 @@ public struct CacheVerifier: Sendable {
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
-        let fetcher = Fetcher(store: store, settings: fetch, logger: logger)
+        let fetcher = try Fetcher(store: store, settings: fetch, logger: logger)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []
         // A local entry is read again only from inside the folder of a manifest that was synced
