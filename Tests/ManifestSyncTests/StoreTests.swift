@@ -123,6 +123,19 @@ import WorkerTestSupport
         #expect(store.uncleanMarks().isEmpty)
     }
 
+    /// An index file a first run was killed before making the tables of (an empty file) reads as
+    /// an empty index for readers, who cannot make them; a writer makes them.
+    @Test func anIndexWithoutTablesReadsAsEmpty() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("cache/index.sqlite", "")
+        let reader = try CacheIndex(path: path, create: false, readOnly: true)
+        #expect(reader.isStandIn)
+        #expect(try reader.allRecords().isEmpty && reader.failures().isEmpty)
+        let writer = try CacheIndex(path: path, create: true)
+        #expect(!writer.isStandIn)
+        #expect(try !CacheIndex(path: path, create: false, readOnly: true).isStandIn)
+    }
+
     /// A file of `tmp/` is installed by names relative to the store's open folders, any other by
     /// its full path; both refuse a taken name, and a failed rename keeps its own errno.
     @Test func installsFromTmpAndFromElsewhere() throws {

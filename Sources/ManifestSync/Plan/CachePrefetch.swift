@@ -26,7 +26,7 @@ final class CachePrefetch: @unchecked Sendable {
         let path = CacheLayout.indexPath(options.cacheDirectory)
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
-              let index = try? CacheIndex(path: path, create: false, readOnly: true),
+              let index = try? CacheIndex(path: path, create: false, readOnly: true), !index.isStandIn,
               let version = try? index.dataVersion(),
               let records = try? index.allRecords(validators: options.revalidate)
         else { return nil }

@@ -10,15 +10,22 @@ extension CacheIndex {
     /// reader that may not write the folder cannot fix; the main file is then opened as immutable
     /// (what the last checkpoint holds: complete once the writers have closed, as they checkpoint
     /// when they do).
-    static func connect(_ path: String, create: Bool, readOnly: Bool) throws(SQLiteError) -> SQLiteDatabase {
+    static func connect(_ path: String, create: Bool, readOnly: Bool) throws -> SQLiteDatabase {
         let database = try SQLiteDatabase(path: path, create: create, readOnly: readOnly)
         guard readOnly else { return database }
-        do {
+        var readable = database
+        do throws(SQLiteError) {
             _ = try database.prepare("SELECT 1 FROM sqlite_master LIMIT 1").step()
-            return database
-        } catch where error.isAccessDenied && access(path, R_OK) == 0 {
-            return try SQLiteDatabase(path: path, create: false, readOnly: true, immutable: true)
+        } catch {
+            guard error.isAccessDenied, access(path, R_OK) == 0 else { throw error }
+            readable = try SQLiteDatabase(path: path, create: false, readOnly: true, immutable: true)
         }
+        // An index whose first run was stopped before it made the tables (an empty file) reads
+        // as an empty index: a reader cannot make them.
+        guard try !hasTable(readable, "entries") else { return readable }
+        let empty = try SQLiteDatabase(path: ":memory:", create: true)
+        try prepareSchema(empty, path: path, create: true)
+        return empty
     }
 
     /// SQLite's refusal in words when it comes from permissions or a read-only file system.

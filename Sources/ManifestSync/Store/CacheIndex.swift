@@ -10,6 +10,9 @@ public final class CacheIndex {
     /// Where it lives: on a network file system the index journals without WAL.
     public private(set) var fileSystem = FileSystemKind.local
 
+    /// A stand-in for an index file no run has made the tables of yet (read-only): empty.
+    var isStandIn: Bool { database.isInMemory }
+
     /// Whether URL user info is kept out of the index (a group-shared cache, `CacheAccess`): rows
     /// are keyed by `CredentialFreeURL.key`.
     let credentialFree: Bool

@@ -39,6 +39,12 @@ final class SQLiteDatabase {
         sqlite3_close_v2(handle)
     }
 
+    /// Whether the connection is to a database in memory (no file).
+    var isInMemory: Bool {
+        guard let name = sqlite3_db_filename(handle, "main") else { return true }
+        return name.pointee == 0
+    }
+
     /// How long a statement waits for another connection's write lock before SQLITE_BUSY.
     func setBusyTimeout(milliseconds: Int32) {
         sqlite3_busy_timeout(handle, milliseconds)
