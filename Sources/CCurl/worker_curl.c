@@ -1,4 +1,5 @@
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stddef.h>
 #include "worker_curl.h"
 
@@ -33,6 +34,15 @@ const char *worker_curl_load(void) {
     if (!library) return dlerror();
 #define LOAD(field, name) \
     if (!(*(void **)&api.field = dlsym(library, name))) return dlerror();
+    // 7.80.0 first: CURLOPT_PREREQFUNCTION (the request-started hook) is the newest option used.
+    LOAD(version_info, "curl_version_info")
+    curl_version_info_data *info = api.version_info(CURLVERSION_NOW);
+    if (!info || info->version_num < 0x075000) {
+        static char old[160];
+        snprintf(old, sizeof old, "libcurl %s is older than 7.80.0, which worker needs",
+                 info && info->version ? info->version : "of an unknown version");
+        return old;
+    }
     LOAD(global_init, "curl_global_init")
     LOAD(multi_init, "curl_multi_init")
     LOAD(multi_setopt, "curl_multi_setopt")
@@ -51,7 +61,6 @@ const char *worker_curl_load(void) {
     LOAD(easy_getinfo, "curl_easy_getinfo")
     LOAD(slist_append, "curl_slist_append")
     LOAD(slist_free_all, "curl_slist_free_all")
-    LOAD(version_info, "curl_version_info")
 #undef LOAD
     return NULL;
 }

@@ -166,4 +166,28 @@ import WorkerTestSupport
         #expect(result.stderr.contains("apt-get install libcurl4"))
         #expect(!result.stderr.contains("Fatal error"), "\(result.stderr)")
     }
+
+    /// A libcurl older than 7.80.0 (the newest option worker sets) is refused at load, by name.
+    @Test func aLibcurlOlderThan780IsRefusedByVersion() throws {
+        let directory = TemporaryDirectory()
+        // A libcurl.so.4 that says it is 7.74.0 (Debian 11's) and has nothing else.
+        let source = directory.write("old.c", """
+            #include <stddef.h>
+            struct info { int age; const char *version; unsigned int version_num; };
+            static struct info old = { 9, "7.74.0", 0x074a00 };
+            void *curl_version_info(int age) { (void)age; return &old; }
+            """)
+        let library = directory.path + "/lib/libcurl.so.4"
+        try FileManager.default.createDirectory(atPath: directory.path + "/lib", withIntermediateDirectories: true)
+        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let cc = try #require(compiler, "a C compiler (the Swift toolchain has clang)")
+        let built = try WorkerBinary.run(["-shared", "-fPIC", "-o", library, source], executable: cc)
+        try #require(built.code == 0, "\(built.stderr)")
+        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache"],
+                                          environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
+        #expect(result.code == 4, "\(result.code) \(result.stderr)")
+        #expect(result.stderr.contains("libcurl 7.74.0 is older than 7.80.0, which worker needs"), "\(result.stderr)")
+        #expect(result.stderr.contains("apt-get install libcurl4"))
+    }
 }
