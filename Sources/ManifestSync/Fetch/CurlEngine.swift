@@ -55,13 +55,21 @@ final class CurlEngine: @unchecked Sendable {
             throw .library(name: "libcurl.so.4", reason: "it could not make a multi handle (out of memory)")
         }
         self.multi = multi
-        worker_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.connectionsPerHost))
+        var refused: [String] = []
+        func check(_ code: CURLMcode, _ option: String) { if code != CURLM_OK { refused.append("\(option) (code \(code.rawValue))") } }
+        check(worker_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
+        check(worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.connectionsPerHost)),
+              "CURLMOPT_MAX_HOST_CONNECTIONS")
         // Room to keep every connection the window uses: libcurl's default (four per transfer
         // added) shrinks as transfers end and are removed, and closed connections the window
         // then opened again (HTTPS HTTP/1.1 10k: 66–83 TLS handshakes instead of 50).
-        worker_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, 4 * max(1, options.connectionsPerHost))
-        worker_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, options.streamsPerConnection))
+        check(worker_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, 4 * max(1, options.connectionsPerHost)), "CURLMOPT_MAXCONNECTS")
+        check(worker_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, options.streamsPerConnection)),
+              "CURLMOPT_MAX_CONCURRENT_STREAMS")
+        guard refused.isEmpty else {
+            worker_curl_multi_cleanup(multi)
+            throw .library(name: "libcurl.so.4", reason: "it refused " + refused.joined(separator: ", "))
+        }
         let context = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { context in
@@ -73,6 +81,7 @@ final class CurlEngine: @unchecked Sendable {
         }, context)
         guard created == 0 else {
             Unmanaged<CurlEngine>.fromOpaque(context).release()
+            worker_curl_multi_cleanup(multi)
             throw .resources("cannot start a thread for downloads: \(String(cString: strerror(created)))")
         }
         pthread_detach(thread)
@@ -245,9 +254,16 @@ final class CurlEngine: @unchecked Sendable {
             transfer.complete(with: failure)
             return
         }
-        guard let handle = idleHandles.popLast() ?? options.makeHandle() else {
-            transfer.complete(with: FetchFailure(.io, "libcurl could not make a handle (out of memory)"))
-            return
+        let handle: UnsafeMutableRawPointer
+        if let idle = idleHandles.popLast() {
+            handle = idle
+        } else {
+            switch options.makeHandle() {
+            case .success(let made): handle = made
+            case .failure(let failure):
+                transfer.complete(with: failure)
+                return
+            }
         }
         if let failure = transfer.attach(to: handle) {
             transfer.detach()

@@ -146,21 +146,23 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: - libcurl's callbacks, on the engine's thread
 
-    static func setCallbacks(_ handle: UnsafeMutableRawPointer) {
-        worker_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+    /// Sets the three callbacks; libcurl's answer to each, by option name.
+    static func setCallbacks(_ handle: UnsafeMutableRawPointer) -> [(CURLcode, String)] {
+        let write = worker_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
             Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
                 .received(UnsafeRawBufferPointer(start: data, count: size * count))
         }
-        worker_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+        let header = worker_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
             Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
                 .headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
         }
-        worker_curl_set_prereq_callback(handle) { context, _, _, _, _ in
+        let prereq = worker_curl_set_prereq_callback(handle) { context, _, _, _, _ in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
             transfer.connected = true
             transfer.activity &+= 1
             return CURL_PREREQFUNC_OK
         }
+        return [(write, "CURLOPT_WRITEFUNCTION"), (header, "CURLOPT_HEADERFUNCTION"), (prereq, "CURLOPT_PREREQFUNCTION")]
     }
 
     /// A part of the body. Returning less than its size ends the exchange (libcurl: write error).

@@ -96,25 +96,37 @@ extension CurlEngine {
         var trustedCertificates: String?
 
         /// A new handle with these options and `CurlTransfer`'s callbacks; a transfer sets its
-        /// own URL, headers and context on it. Nil when libcurl cannot make one (out of memory).
-        func makeHandle() -> UnsafeMutableRawPointer? {
-            guard let handle = worker_curl_easy_init() else { return nil }
-            worker_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
-            worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        /// own URL, headers and context on it. Fails when libcurl cannot make one (out of memory)
+        /// or refuses an option (a build without it): every option's return code is checked.
+        func makeHandle() -> Result<UnsafeMutableRawPointer, FetchFailure> {
+            guard let handle = worker_curl_easy_init() else {
+                return .failure(FetchFailure(.io, "libcurl could not make a handle (out of memory)"))
+            }
+            var refused: [String] = []
+            func check(_ code: CURLcode, _ option: String) {
+                if code != CURLE_OK { refused.append("\(option) (\(String(cString: worker_curl_easy_strerror(code))))") }
+            }
+            check(worker_curl_set_long(handle, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+            check(worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
             // Wait for a connection that may multiplex rather than open another one.
-            worker_curl_set_long(handle, CURLOPT_PIPEWAIT, 1)
-            worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(connectTimeout, upTo: Int(Int32.max)))
-            worker_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+            check(worker_curl_set_long(handle, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")
+            check(worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(connectTimeout, upTo: Int(Int32.max))),
+                  "CURLOPT_CONNECTTIMEOUT_MS")
+            check(worker_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
             // Proxies from the environment are not used (they never were): a manifest's origins
             // are reached directly.
-            worker_curl_set_string(handle, CURLOPT_PROXY, "")
+            check(worker_curl_set_string(handle, CURLOPT_PROXY, ""), "CURLOPT_PROXY")
             // The bytes are stored as they came: never decoded (an encoded body is refused).
-            worker_curl_set_long(handle, CURLOPT_HTTP_CONTENT_DECODING, 0)
-            worker_curl_set_string(handle, CURLOPT_USERAGENT, "worker/1")
-            worker_curl_set_long(handle, CURLOPT_BUFFERSIZE, 64 << 10)
-            if let trustedCertificates { worker_curl_set_string(handle, CURLOPT_CAINFO, trustedCertificates) }
-            CurlTransfer.setCallbacks(handle)
-            return handle
+            check(worker_curl_set_long(handle, CURLOPT_HTTP_CONTENT_DECODING, 0), "CURLOPT_HTTP_CONTENT_DECODING")
+            check(worker_curl_set_string(handle, CURLOPT_USERAGENT, "worker/1"), "CURLOPT_USERAGENT")
+            check(worker_curl_set_long(handle, CURLOPT_BUFFERSIZE, 64 << 10), "CURLOPT_BUFFERSIZE")
+            if let trustedCertificates { check(worker_curl_set_string(handle, CURLOPT_CAINFO, trustedCertificates), "CURLOPT_CAINFO") }
+            for (code, option) in CurlTransfer.setCallbacks(handle) { check(code, option) }
+            guard refused.isEmpty else {
+                worker_curl_easy_cleanup(handle)
+                return .failure(FetchFailure(.io, "libcurl refused " + refused.joined(separator: ", ")))
+            }
+            return .success(handle)
         }
     }
 }
