@@ -63,6 +63,10 @@ import WorkerTestSupport
             }
         }
         if reader.asNobody {
+            // Another user's cache whose index is its owner's alone: said in words.
+            let private_ = try reader.run(["status"] + cache)
+            #expect(private_.code == 4 && private_.stderr.contains("cache not readable: \(harness.cache)/index.sqlite is not readable by user nobody")
+                    && private_.stderr.contains("mode 0600") && !private_.stderr.contains("SQLite"), "\(private_.stderr)")
             // Another user's cache that its owner let others read.
             #expect(chmodRecursively(harness.cache, "a+rX"))
             try checkReads("readable")

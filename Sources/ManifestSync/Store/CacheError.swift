@@ -18,6 +18,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// A command that writes met a cache it may not write (read-only file system, another
     /// user's files): exit 4, the path and why in words.
     case notWritable(String)
+    /// A command met an index it may not read (another user's, not shared): exit 4, in words.
+    case notReadable(String)
     /// The system would not give the run what it needs (a thread): exit 4.
     case resources(String)
 
@@ -37,6 +39,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cannot download: \(name) could not be loaded (\(reason)); Debian: apt-get install libcurl4"
         case .notWritable(let problem):
             "cache not writable: \(problem)"
+        case .notReadable(let problem):
+            "cache not readable: \(problem)"
         case .resources(let problem):
             problem
         }

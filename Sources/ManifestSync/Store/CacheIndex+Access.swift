@@ -33,7 +33,7 @@ extension CacheIndex {
         guard error.isAccessDenied else {
             return .index(path: path, cause: error)
         }
-        if let problem = CacheAccess.readProblem(index: path) { return .notWritable(problem) }
+        if let problem = CacheAccess.readProblem(index: path) { return .notReadable(problem) }
         if !readOnly, let problem = CacheAccess.writeProblem(root: PathName.parent(path)) { return .notWritable(problem) }
         return .index(path: path, cause: error)
     }
