@@ -149,13 +149,7 @@ import WorkerTestSupport
     @Test func aSyncWithoutAUsableLibcurlExits4NamingThePackage() throws {
         let directory = TemporaryDirectory()
         // A libcurl.so.4 found first (LD_LIBRARY_PATH) that has none of libcurl's functions.
-        let source = directory.write("empty.c", "int worker_not_libcurl(void) { return 0; }\n")
-        let library = directory.path + "/lib/libcurl.so.4"
-        try FileManager.default.createDirectory(atPath: directory.path + "/lib", withIntermediateDirectories: true)
-        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        let cc = try #require(compiler, "a C compiler (the Swift toolchain has clang)")
-        let built = try WorkerBinary.run(["-shared", "-fPIC", "-o", library, source], executable: cc)
-        try #require(built.code == 0, "\(built.stderr)")
+        try buildStubLibcurl(in: directory, source: "int worker_not_libcurl(void) { return 0; }\n")
         directory.write("site/a.txt", "a\n")
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
         let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache"],
@@ -167,22 +161,26 @@ import WorkerTestSupport
         #expect(!result.stderr.contains("Fatal error"), "\(result.stderr)")
     }
 
+    /// Compiles `source` into `lib/libcurl.so.4` under `directory` (found first with LD_LIBRARY_PATH).
+    private func buildStubLibcurl(in directory: TemporaryDirectory, source: String) throws {
+        let file = directory.write("stub.c", source)
+        try FileManager.default.createDirectory(atPath: directory.path + "/lib", withIntermediateDirectories: true)
+        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let cc = try #require(compiler, "a C compiler (the Swift toolchain has clang)")
+        let built = try WorkerBinary.run(["-shared", "-fPIC", "-o", directory.path + "/lib/libcurl.so.4", file], executable: cc)
+        try #require(built.code == 0, "\(built.stderr)")
+    }
+
     /// A libcurl older than 7.80.0 (the newest option worker sets) is refused at load, by name.
     @Test func aLibcurlOlderThan780IsRefusedByVersion() throws {
         let directory = TemporaryDirectory()
         // A libcurl.so.4 that says it is 7.74.0 (Debian 11's) and has nothing else.
-        let source = directory.write("old.c", """
+        try buildStubLibcurl(in: directory, source: """
             #include <stddef.h>
             struct info { int age; const char *version; unsigned int version_num; };
             static struct info old = { 9, "7.74.0", 0x074a00 };
             void *curl_version_info(int age) { (void)age; return &old; }
             """)
-        let library = directory.path + "/lib/libcurl.so.4"
-        try FileManager.default.createDirectory(atPath: directory.path + "/lib", withIntermediateDirectories: true)
-        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        let cc = try #require(compiler, "a C compiler (the Swift toolchain has clang)")
-        let built = try WorkerBinary.run(["-shared", "-fPIC", "-o", library, source], executable: cc)
-        try #require(built.code == 0, "\(built.stderr)")
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
         let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache"],
                                           environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])

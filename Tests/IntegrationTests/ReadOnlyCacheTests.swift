@@ -13,12 +13,7 @@ import WorkerTestSupport
 
         init(_ directory: TemporaryDirectory) throws {
             asNobody = geteuid() == 0
-            // A copy nobody can run, wherever the build folder is.
-            binary = directory.path + "/worker-bin"
-            try? FileManager.default.removeItem(atPath: binary)
-            try FileManager.default.copyItem(atPath: WorkerBinary.path, toPath: binary)
-            chmod(binary, 0o755)
-            chmod(directory.path, 0o755)
+            binary = try WorkerBinary.copyForOtherUsers(into: directory)
         }
 
         func run(_ arguments: [String]) throws -> WorkerBinary.Result {

@@ -16,10 +16,7 @@ import WorkerTestSupport
         }
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        chmod(harness.directory.path, 0o755)
-        let binary = harness.directory.path + "/worker-bin"
-        try FileManager.default.copyItem(atPath: WorkerBinary.path, toPath: binary)
-        chmod(binary, 0o755)
+        let binary = try WorkerBinary.copyForOtherUsers(into: harness.directory)
         let manifest = harness.manifest([("/f/n", harness.serve("n"))])
         chmod(manifest, 0o644)
         var refused = 0

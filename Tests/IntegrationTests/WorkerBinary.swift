@@ -1,4 +1,5 @@
 import Foundation
+import WorkerTestSupport
 
 /// Runs the built `worker` executable and captures its exit code and output.
 enum WorkerBinary {
@@ -91,5 +92,18 @@ extension WorkerBinary {
         process.waitUntilExit()
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         return (Result(code: process.terminationStatus, stdout: text, stderr: text), process.terminationReason == .uncaughtSignal)
+    }
+}
+
+extension WorkerBinary {
+    /// A copy of the executable another user can run (wherever the build folder is), in
+    /// `directory`, which is opened to other users too; its path.
+    static func copyForOtherUsers(into directory: TemporaryDirectory) throws -> String {
+        let binary = directory.path + "/worker-bin"
+        try? FileManager.default.removeItem(atPath: binary)
+        try FileManager.default.copyItem(atPath: path, toPath: binary)
+        chmod(binary, 0o755)
+        chmod(directory.path, 0o755)
+        return binary
     }
 }

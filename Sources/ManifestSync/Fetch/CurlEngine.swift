@@ -51,25 +51,7 @@ final class CurlEngine: @unchecked Sendable {
     init(options: Options) throws(CacheError) {
         Libcurl.prepare()
         self.options = options
-        guard let multi = worker_curl_multi_init() else {
-            throw .library(name: "libcurl.so.4", reason: "it could not make a multi handle (out of memory)")
-        }
-        self.multi = multi
-        var refused: [String] = []
-        func check(_ code: CURLMcode, _ option: String) { if code != CURLM_OK { refused.append("\(option) (code \(code.rawValue))") } }
-        check(worker_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
-        check(worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.connectionsPerHost)),
-              "CURLMOPT_MAX_HOST_CONNECTIONS")
-        // Room to keep every connection the window uses: libcurl's default (four per transfer
-        // added) shrinks as transfers end and are removed, and closed connections the window
-        // then opened again (HTTPS HTTP/1.1 10k: 66–83 TLS handshakes instead of 50).
-        check(worker_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, 4 * max(1, options.connectionsPerHost)), "CURLMOPT_MAXCONNECTS")
-        check(worker_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, options.streamsPerConnection)),
-              "CURLMOPT_MAX_CONCURRENT_STREAMS")
-        guard refused.isEmpty else {
-            worker_curl_multi_cleanup(multi)
-            throw .library(name: "libcurl.so.4", reason: "it refused " + refused.joined(separator: ", "))
-        }
+        multi = try options.makeMulti()
         let context = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { context in
