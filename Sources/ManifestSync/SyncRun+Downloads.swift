@@ -14,7 +14,7 @@ extension SyncRun {
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger)
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
-        let queue = DownloadQueue(fetcher: fetcher, groups: groups.map(\.requests), jobs: options.fetch.jobs,
+        let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
                                   streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker)
         var failure: CacheError?
         let timerEngine = fetcher.engines[0]

@@ -94,7 +94,7 @@ struct SyncRun {
     // MARK: - Results
 
     /// A group's results: the first delivered body is linked to the items not tried.
-    mutating func record(_ group: DownloadGroup, _ results: [FetchResult],
+    mutating func record(_ group: DownloadGroup, _ results: [DownloadQueue.ItemResult],
                          progress live: (@Sendable () -> SyncProgress)? = nil) {
         defer {
             progress.done += group.items.count
@@ -108,8 +108,8 @@ struct SyncRun {
             options.onProgress?(progress)
         }
         var delivered: FetchedBody?
-        for (position, result) in results.enumerated() {
-            let item = group.items[position]
+        for tried in results {
+            let (item, result) = (tried.item, tried.result)
             let planned = plan.items[item]
             rows.totals.bytesDownloaded += result.bytesReceived
             switch result.result {
@@ -139,7 +139,8 @@ struct SyncRun {
             }
         }
         guard let delivered else { return }
-        for item in group.items.dropFirst(results.count) {
+        let tried = Set(results.map(\.item))
+        for item in group.items where !tried.contains(item) {
             link(item, object: delivered.sha256, size: delivered.size, status: .reused, body: nil, attempts: nil)
         }
     }
@@ -165,7 +166,7 @@ struct SyncRun {
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
         let planned = plan.items[item]
         failedManifestIndexes.append(planned.entry.manifest)
-        if !planned.entry.url.hasPrefix("file://") { failedByOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
+        if LocalFile.path(of: planned.entry.url) == nil { failedByOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
         rows.add(.failed, order: item) { [factory] in
             var row = factory.entry(planned, status: .failed, object: nil, size: nil, attempts: attempts)
             row.reason = failure.reason

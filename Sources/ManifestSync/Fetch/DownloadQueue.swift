@@ -1,15 +1,21 @@
 import Synchronization
 
-/// Runs groups of downloads as `DownloadSchedule` decides. A group is a list of requests for the
-/// same content, tried in order until one delivers. A group starts on the fetch engine with the
+/// Runs groups of downloads as `DownloadSchedule` decides. A group is a list of plan items wanting
+/// the same content, tried in order until one delivers. A group starts on the fetch engine with the
 /// fewest downloads (a finished group's slot is refilled on its own engine), and finished groups
 /// reach the one consumer in batches: a cold sync of small files makes no thread hand-off per file
 /// (such hand-offs cost more CPU than hashing the file).
 final class DownloadQueue: Sendable, OriginGate {
     struct Finished: Sendable {
         let group: Int
-        /// One result per request tried, in order; the last one is the group's outcome.
-        let results: [FetchResult]
+        /// One result per item tried, in order; the last one is the group's outcome.
+        let results: [ItemResult]
+    }
+
+    /// A plan item's download result.
+    struct ItemResult: Sendable {
+        let item: Int
+        let result: FetchResult
     }
 
     private struct State {
@@ -24,18 +30,18 @@ final class DownloadQueue: Sendable, OriginGate {
     private typealias Wake = (CheckedContinuation<[Finished]?, Never>, [Finished])
 
     private let fetcher: Fetcher
-    private let groups: [[FetchRequest]]
+    private let groups: [DownloadGroup]
     private let control = FetchControl()
     private let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
     private let wakeCount: Int
     private static let flushDelay = 0.010
 
-    init(fetcher: Fetcher, groups: [[FetchRequest]], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker()) {
+    init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker()) {
         self.fetcher = fetcher
         self.groups = groups
         wakeCount = max(1, min(64, groups.count / 8))
-        let origins = groups.map { $0.first?.origin }
+        let origins = groups.map { $0.members.first?.request.origin }
         state = Mutex(State(schedule: DownloadSchedule(origins: origins, jobs: jobs, streams: streams, breaker: breaker)))
         fetcher.meter.onHead { [weak self] head in self?.headArrived(head) }
     }
@@ -155,8 +161,9 @@ final class DownloadQueue: Sendable, OriginGate {
             case .start(let group, let delay):
                 starts.append((group, delay))
             case .refuse(let group, let message):
-                let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0)
-                state.ready.append(Finished(group: group, results: groups[group].map { _ in result }))
+                let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
+                                         source: nil)
+                state.ready.append(Finished(group: group, results: groups[group].members.map { ItemResult(item: $0.item, result: result) }))
             }
         }
         return starts
@@ -167,7 +174,7 @@ final class DownloadQueue: Sendable, OriginGate {
             let engine = fetcher.engineForNext()
             if delay > 0 {
                 // Started when the delay is over, or at once to end as cancelled after a stop.
-                fetcher.wait(delay, control: control, on: engine) { _ in
+                control.wait(delay, on: engine) { _ in
                     self.run(number, request: 0, results: [], on: engine)
                 }
             } else {
@@ -178,11 +185,12 @@ final class DownloadQueue: Sendable, OriginGate {
         }
     }
 
-    private func run(_ number: Int, request index: Int, results: [FetchResult], on engine: CurlEngine) {
-        fetcher.fetch(groups[number][index], control: control, gate: self, on: engine) { result in
+    private func run(_ number: Int, request index: Int, results: [ItemResult], on engine: CurlEngine) {
+        let member = groups[number].members[index]
+        fetcher.fetch(member.request, control: control, gate: self, on: engine) { result in
             var results = results
-            results.append(result)
-            if case .failure = result.result, index + 1 < self.groups[number].count, !self.control.isStopped {
+            results.append(ItemResult(item: member.item, result: result))
+            if case .failure = result.result, index + 1 < self.groups[number].members.count, !self.control.isStopped {
                 self.run(number, request: index + 1, results: results, on: engine)
             } else {
                 self.fetcher.finished(on: engine)

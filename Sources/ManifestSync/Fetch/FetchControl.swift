@@ -59,3 +59,19 @@ final class FetchControl: Sendable {
         for work in inFlight { work.cancel() }
     }
 }
+
+extension FetchControl {
+    /// Calls `then(true)` on `engine`'s thread after `seconds`, or `then(false)` once this control
+    /// stops the downloads first.
+    func wait(_ seconds: Double, on engine: CurlEngine, then: @escaping @Sendable (Bool) -> Void) {
+        let id = engine.newTimerID()
+        guard let token = register(.timer(id, on: engine)) else {
+            then(false)
+            return
+        }
+        engine.schedule(id, in: seconds) { fired in
+            self.unregister(token)
+            then(fired)
+        }
+    }
+}

@@ -21,7 +21,7 @@ final class FetchRequest: Sendable {
         self.localRoot = localRoot
         self.etag = etag
         self.lastModified = lastModified
-        origin = url.hasPrefix("file://") ? nil : Fetcher.origin(of: url)
+        origin = LocalFile.path(of: url) == nil ? Fetcher.origin(of: url) : nil
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
@@ -50,4 +50,6 @@ struct FetchResult: Sendable {
     let attempts: Int
     /// Body bytes received over all attempts.
     let bytesReceived: Int64
+    /// The source that delivered or failed it; nil when none was asked.
+    let source: SourceKind?
 }

@@ -5,18 +5,17 @@ import Logging
 import Synchronization
 
 /// Downloads bodies into the content store: streamed to `tmp/` while hashed, verified, then
-/// renamed to their object name. A run's downloads share a few `CurlEngine`s (one thread each, as
-/// many as the machine has cores, at most `maxEngines`): a download and its retries and redirects
-/// stay on the engine it started on, each engine keeps and multiplexes its own connections.
+/// renamed to their object name. A download asks its sources in order (`ContentSource`). A run's
+/// downloads share a few `CurlEngine`s (one thread each, as many as the machine has cores, at most
+/// `maxEngines`): a download and its retries and redirects stay on the engine it started on, each
+/// engine keeps and multiplexes its own connections.
 final class Fetcher: Sendable {
     let engines: [CurlEngine]
+    /// Where bytes come from, asked in order (registered in `sources(…)`).
+    let sources: SourceWalk
     /// Engines at most: each opens its own connections to an origin (one HTTP/2 connection each),
     /// so their number is kept small on machines with many cores.
     static let maxEngines = 4
-    let store: ContentStore
-    let settings: FetchSettings
-    let logger: Logger
-    let limits: RateLimits?
     /// Heads and body bytes as the transfers go (the window's growth, byte progress).
     let meter = TransferMeter()
 
@@ -29,7 +28,9 @@ final class Fetcher: Sendable {
     }
 
     /// Fails when an engine cannot start (see `CurlEngine.init`); the ones started are stopped.
-    init(store: ContentStore, settings: FetchSettings, logger: Logger, engineCount: Int = Fetcher.defaultEngineCount) throws(CacheError) {
+    /// `knownFolders`: where a local entry without a manifest of its own may be read from.
+    init(store: ContentStore, settings: FetchSettings, logger: Logger, knownFolders: [String] = [],
+         engineCount: Int = Fetcher.defaultEngineCount) throws(CacheError) {
         Libcurl.prepare()
         let trusted = Self.trustedCertificates(settings.caCertificates)
         temporaryBundle = trusted?.temporary == true ? trusted?.path : nil
@@ -51,10 +52,17 @@ final class Fetcher: Sendable {
             }
         }
         engines = started
-        self.store = store
-        self.settings = settings
-        self.logger = logger
-        limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
+        sources = SourceWalk(Self.sources(store: store, settings: settings, logger: logger, knownFolders: knownFolders, meter: meter))
+    }
+
+    /// The sources, in the order a download asks them. A new source is registered here.
+    private static func sources(store: ContentStore, settings: FetchSettings, logger: Logger, knownFolders: [String],
+                                meter: TransferMeter) -> [any ContentSource] {
+        let limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
+        return [
+            LocalFileSource(store: store, settings: settings, knownFolders: knownFolders),
+            OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter),
+        ]
     }
 
     /// `--ca-cert`'s authorities besides the system's, as one file for libcurl: the given file
@@ -135,16 +143,14 @@ final class Fetcher: Sendable {
         }
     }
 
-    /// Downloads one request, retrying transient failures, entirely on `engine`'s thread: the
-    /// response is hashed and written where it arrives and the next step (a redirect hop, a
-    /// retry timer) starts from there. `done` is called once, on the engine's thread;
-    /// `control.stop()` ends the download as `cancelled`.
-    /// With a `gate`, every attempt's outcome is told to the origin breaker, and a retry waits
-    /// for the origin's pause or is not made once the origin is given up.
+    /// Downloads one request from the first of its sources that has it, entirely on `engine`'s
+    /// thread as far as the source allows: the response is hashed and written where it arrives
+    /// and the next step (a redirect hop, a retry timer, the next source) starts from there.
+    /// `done` is called once; `control.stop()` ends the download as `cancelled`. With a `gate`,
+    /// the origin's attempts are told to the origin breaker.
     func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil, on engine: CurlEngine,
                done: @escaping @Sendable (FetchResult) -> Void) {
-        attempt(request, number: 1, bytes: 0, control: control, on: engine,
-                gate: request.origin.flatMap { origin in gate.map { (origin, $0) } }, done: done)
+        sources.fetch(request, lane: FetchLane(control: control, engine: engine, gate: gate), done: done)
     }
 
     /// A closed temporary file whose bytes matched the expected hash.

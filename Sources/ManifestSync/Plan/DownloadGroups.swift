@@ -1,10 +1,17 @@
 /// Plan items that want the same content: the first URL that delivers it is downloaded, the
 /// others reuse the object. Hashless entries, and every entry under `--refresh`, are groups of one.
 struct DownloadGroup: Sendable {
+    /// A plan item and what to send for it.
+    struct Member: Sendable {
+        let item: Int
+        let request: FetchRequest
+    }
+
+    /// One per plan item, in manifest order: tried in that order until one delivers.
+    let members: [Member]
+
     /// Plan item numbers, in manifest order.
-    let items: [Int]
-    /// One request per item, tried in that order until one delivers.
-    let requests: [FetchRequest]
+    var items: [Int] { members.map(\.item) }
 }
 
 extension SyncPlan {
@@ -27,7 +34,7 @@ extension SyncPlan {
                 }
             }
         }
-        return members.map { items in DownloadGroup(items: items, requests: items.map(request(for:))) }
+        return members.map { items in DownloadGroup(members: items.map { .init(item: $0, request: request(for: $0)) }) }
     }
 
     /// What makes items one group: the same expected content, or (hashless, `--refresh`) the

@@ -258,12 +258,12 @@ public struct CacheVerifier: Sendable {
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
-        let fetcher = try Fetcher(store: store, settings: fetch, logger: logger)
-        var batch = BatchCommit(store: store)
-        var dropped: [String] = []
         // A local entry is read again only from inside the folder of a manifest that was synced
         // into this cache (the same confinement as `sync`); one whose manifest is unknown is dropped.
         let folders = try index.manifestRuns().map { URLResolver(manifestPath: $0.path).folder }
+        let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, knownFolders: folders)
+        var batch = BatchCommit(store: store)
+        var dropped: [String] = []
         for record in broken {
             // The hash the row was verified against; one that does not parse drops the row
             // rather than fetching whatever the server sends without a check.
@@ -274,9 +274,7 @@ public struct CacheVerifier: Sendable {
                 report.droppedEntries.append(Redact.url(record.url))
                 continue
             }
-            let localRoot = record.url.hasPrefix("file://")
-                ? folders.first { LocalFile.isInside(String(record.url.dropFirst("file://".count)), $0) } : nil
-            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: localRoot))
+            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil))
             switch result.result {
             case .success(.notModified):
                 dropped.append(record.url)

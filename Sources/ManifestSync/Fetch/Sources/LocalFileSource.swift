@@ -2,29 +2,49 @@ import FoundationEssentials
 import Glibc
 import Dispatch
 
-/// `file://` entries (manifests without `base_url` name files in their own folder): read off the
-/// fetch engine's thread and off Swift's cooperative pool, which a large file would stall.
-extension Fetcher {
-    /// Reads `request`'s file on a Dispatch queue of its own and calls `done` with the outcome
-    /// and the bytes read. A stop of `control` and the entry timeout end the read between chunks.
-    func readLocal(_ request: FetchRequest, control: FetchControl,
-                   done: @escaping @Sendable (Result<FetchedBody, FetchFailure>, Int64) -> Void) {
+/// `file://` entries (manifests without `base_url` name files in their own folder): a file must
+/// stay inside its manifest's folder (`LocalFile.open`), and is read off the fetch engine's thread
+/// and off Swift's cooperative pool, which a large file would stall. `sync`, `get` and
+/// `verify --repair` read local entries only through this source.
+struct LocalFileSource: ContentSource {
+    let store: ContentStore
+    let settings: FetchSettings
+    /// Folders a request without a manifest folder of its own may read from (`verify --repair`:
+    /// the folders of the manifests synced into the cache); a file in none of them is not read.
+    let knownFolders: [String]
+
+    var kind: SourceKind { .local }
+
+    func serves(_ request: FetchRequest) -> Bool {
+        LocalFile.path(of: request.url) != nil
+    }
+
+    /// Reads the file on a Dispatch queue of its own. A stop of the lane's control and the entry
+    /// timeout end the read between chunks.
+    func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
         let deadline = Monotonic.now() + settings.entryTimeout
         Self.localFiles.async {
             var received: Int64 = 0
-            let result = self.readLocal(request, control: control, deadline: deadline, bytes: &received)
-            done(result, received)
+            let result = read(request, control: lane.control, deadline: deadline, bytes: &received)
+            done(SourceOutcome(result.map(Delivery.body), attempts: 1, bytes: received))
         }
     }
 
     /// Blocking reads; a few at a time, like the downloads beside them.
     private static let localFiles = DispatchQueue(label: "worker.local-files", qos: .utility, attributes: .concurrent)
 
-    private func readLocal(_ request: FetchRequest, control: FetchControl, deadline: Double,
-                           bytes: inout Int64) -> Result<FetchedBody, FetchFailure> {
+    /// The folder `request`'s file must stay inside: its manifest's, else a known folder holding it.
+    private func root(for request: FetchRequest) -> String? {
+        if let root = request.localRoot { return root }
+        guard let path = LocalFile.path(of: request.url) else { return nil }
+        return knownFolders.first { LocalFile.isInside(path, $0) }
+    }
+
+    private func read(_ request: FetchRequest, control: FetchControl, deadline: Double,
+                      bytes: inout Int64) -> Result<FetchedBody, FetchFailure> {
         // Without the folder it must stay in (a row of the index whose manifest is unknown), a
         // local file is not read at all.
-        guard let root = request.localRoot else {
+        guard let root = root(for: request) else {
             return .failure(FetchFailure(.io, "a local file is read only for the manifest whose folder holds it"))
         }
         let input: LocalFile.Opened

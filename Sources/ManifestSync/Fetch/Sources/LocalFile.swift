@@ -16,7 +16,7 @@ enum LocalFile {
     /// Opens the file `url` names when it is a regular file inside `root` (an absolute folder,
     /// symlinks resolved); the caller closes it.
     static func open(_ url: String, root: String) -> Result<Opened, FetchFailure> {
-        let path = String(url.dropFirst("file://".count))
+        let path = self.path(of: url) ?? url
         guard let real = realpath(path, nil) else {
             return .failure(FetchFailure(.io, "cannot read \(Sanitize.terminal(path)): \(String(cString: strerror(errno)))"))
         }
@@ -43,6 +43,11 @@ enum LocalFile {
             return .failure(FetchFailure(.io, "\(Sanitize.terminal(path)) resolves outside the manifest's folder"))
         }
         return .success(Opened(fd: fd, size: Int64(info.st_size)))
+    }
+
+    /// The path a `file://` URL names; nil for any other URL. (The one place the scheme is told.)
+    static func path(of url: String) -> String? {
+        url.hasPrefix("file://") ? String(url.dropFirst("file://".count)) : nil
     }
 
     /// Whether `path` is `root` or below it (`/` holds everything).

@@ -3,7 +3,7 @@ import Glibc
 
 /// One HTTP exchange: the request's headers (validators, a resume range), `--max-rps`, the
 /// response through a `CurlTransfer` and its `ResponseHandler`, and the redirects we follow ourselves.
-extension Fetcher {
+extension OriginSource {
     /// One request and, through redirects we follow ourselves, the hops after it.
     func exchange(_ request: FetchRequest, url current: String, hop: Int, visited: Set<String>, sendHeaders: Bool,
                   deadline: Double, bytes: Int64, control: FetchControl, on engine: CurlEngine,
@@ -23,7 +23,7 @@ extension Fetcher {
         let headers = lines
         // --max-rps: this request takes its origin's next slot, waiting for it if need be.
         if let limits, case let delay = limits.requestDelay(Self.origin(of: current, for: request)), delay > 0 {
-            wait(delay, control: control, on: engine) { waited in
+            control.wait(delay, on: engine) { waited in
                 guard waited else {
                     finished(AttemptOutcome(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: bytes))
                     return
@@ -89,14 +89,14 @@ extension Fetcher {
         case .success(.redirect(let status, let location)):
             // The first hop's URL joins the visited set only when there is a redirect.
             var visited = hop == 0 ? [current] : visited
-            switch Self.redirectTarget(from: current, location: location, status: status, hop: hop,
+            switch Fetcher.redirectTarget(from: current, location: location, status: status, hop: hop,
                                        maxRedirects: settings.maxRedirects, visited: &visited) {
             case .failure(let failure):
                 finished(AttemptOutcome(result: .failure(failure), bytes: received))
             case .success(let next):
                 // Manifest headers (credentials) never follow a redirect to another origin.
                 exchange(request, url: next, hop: hop + 1, visited: visited,
-                         sendHeaders: sendHeaders && Self.origin(of: next) == Self.origin(of: request.url),
+                         sendHeaders: sendHeaders && Fetcher.origin(of: next) == request.origin,
                          deadline: deadline, bytes: received, control: control, on: engine, finished: finished)
             }
         }
@@ -105,6 +105,6 @@ extension Fetcher {
     /// The origin of `url`, the request's own URL or a hop after it (the request knows its own).
     private static func origin(of url: String, for request: FetchRequest) -> String {
         if url == request.url, let origin = request.origin { return origin }
-        return origin(of: url)
+        return Fetcher.origin(of: url)
     }
 }

@@ -2,9 +2,38 @@ import FoundationEssentials
 import Glibc
 import Logging
 
-/// The retry loop: an attempt's outcome is told to the origin gate, and a transient failure is
-/// tried again after the retry policy's delay (or the origin's pause), on the engine's thread.
-extension Fetcher {
+/// The URL's own server over HTTP(S) (through a fetch engine: `CurlEngine`): one download with
+/// its retries, told to the origin gate, and its redirects (`OriginSource+Exchange`). The origin
+/// never misses: a URL that is not there is a failure.
+final class OriginSource: ContentSource {
+    let store: ContentStore
+    let settings: FetchSettings
+    let logger: Logger
+    let limits: RateLimits?
+    /// Heads and body bytes as the transfers go (shared with the run: the window, progress).
+    let meter: TransferMeter
+
+    init(store: ContentStore, settings: FetchSettings, logger: Logger, limits: RateLimits?, meter: TransferMeter) {
+        self.store = store
+        self.settings = settings
+        self.logger = logger
+        self.limits = limits
+        self.meter = meter
+    }
+
+    var kind: SourceKind { .origin }
+
+    func serves(_ request: FetchRequest) -> Bool {
+        request.origin != nil
+    }
+
+    /// The retry loop: an attempt's outcome is told to the origin gate, and a transient failure
+    /// is tried again after the retry policy's delay (or the origin's pause), on the engine's thread.
+    func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
+        attempt(request, number: 1, bytes: 0, control: lane.control, on: lane.engine,
+                gate: request.origin.flatMap { origin in lane.gate.map { (origin, $0) } }, done: done)
+    }
+
     /// One attempt's result and the body bytes it received.
     struct AttemptOutcome: Sendable {
         let result: Result<Delivery, FetchFailure>
@@ -15,11 +44,10 @@ extension Fetcher {
         var closesConnection = false
     }
 
-    func attempt(_ request: FetchRequest, number: Int, bytes: Int64, control: FetchControl, on engine: CurlEngine,
-                 gate: (origin: String, gate: any OriginGate)?, done: @escaping @Sendable (FetchResult) -> Void) {
+    private func attempt(_ request: FetchRequest, number: Int, bytes: Int64, control: FetchControl, on engine: CurlEngine,
+                         gate: (origin: String, gate: any OriginGate)?, done: @escaping @Sendable (SourceOutcome) -> Void) {
         if control.isStopped {
-            done(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
-                             attempts: number, bytesReceived: bytes))
+            done(SourceOutcome(.failure(FetchFailure(.cancelled, control.stopReason)), attempts: number, bytes: bytes))
             return
         }
         let finished: @Sendable (AttemptOutcome) -> Void = { received in
@@ -51,7 +79,7 @@ extension Fetcher {
             }
             let giveUp = { @Sendable in
                 if let gate, problem != nil, !control.isStopped { gate.gate.entryGaveUp(gate.origin) }
-                done(FetchResult(result: outcome.result, attempts: number, bytesReceived: total))
+                done(SourceOutcome(outcome.result, attempts: number, bytes: total))
             }
             guard case .failure(let failure) = outcome.result, !control.isStopped,
                   var delay = self.settings.retry.delay(after: failure, attempt: number)
@@ -74,38 +102,17 @@ extension Fetcher {
             self.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
                                                      "fetch.reason": "\(failure.reason.rawValue)",
                                                      "fetch.delay": "\(delay)"])
-            self.wait(delay, control: control, on: engine) { waited in
+            control.wait(delay, on: engine) { waited in
                 if waited {
                     self.attempt(request, number: number + 1, bytes: total, control: control, on: engine, gate: gate,
                                  done: done)
                 } else {
-                    done(FetchResult(result: .failure(FetchFailure(.cancelled, control.stopReason)),
-                                     attempts: number, bytesReceived: total))
+                    done(SourceOutcome(.failure(FetchFailure(.cancelled, control.stopReason)), attempts: number, bytes: total))
                 }
             }
         }
-        if request.url.hasPrefix("file://") {
-            readLocal(request, control: control) { result, received in
-                finished(AttemptOutcome(result: result.map(Delivery.body), bytes: received))
-            }
-        } else {
-            exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true,
-                     deadline: Monotonic.now() + settings.entryTimeout, bytes: 0, control: control, on: engine,
-                     finished: finished)
-        }
-    }
-
-    /// Calls `then(true)` on `engine`'s thread after `seconds`, or `then(false)` once `control`
-    /// stops the downloads first.
-    func wait(_ seconds: Double, control: FetchControl, on engine: CurlEngine, then: @escaping @Sendable (Bool) -> Void) {
-        let id = engine.newTimerID()
-        guard let token = control.register(.timer(id, on: engine)) else {
-            then(false)
-            return
-        }
-        engine.schedule(id, in: seconds) { fired in
-            control.unregister(token)
-            then(fired)
-        }
+        exchange(request, url: request.url, hop: 0, visited: [], sendHeaders: true,
+                 deadline: Monotonic.now() + settings.entryTimeout, bytes: 0, control: control, on: engine,
+                 finished: finished)
     }
 }
