@@ -75,7 +75,7 @@ import WorkerTestSupport
         let handler = ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false,
                                       deadline: deadline, entryTimeout: 60, url: "http://127.0.0.1:9/x", resume: nil,
                                       resumeThreshold: 1 << 20)
-        let outcome = await withCheckedContinuation { (done: CheckedContinuation<CurlTransfer.Outcome, Never>) in
+        let outcome = await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
             let transfer = CurlTransfer(url: "http://127.0.0.1:9/x", requestHeaders: [], deadline: deadline,
                                         handler: handler, engine: engine, limits: nil) { _, outcome in
                 done.resume(returning: outcome)

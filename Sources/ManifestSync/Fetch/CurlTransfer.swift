@@ -8,22 +8,12 @@ import Glibc
 final class CurlTransfer: @unchecked Sendable {
     // @unchecked: made on any thread, then touched only on the engine's thread.
 
-    /// What the exchange ended with.
-    struct Outcome: Sendable {
-        let result: Result<ExchangeOutcome, FetchFailure>
-        let bytes: Int64
-        /// The response came over HTTP/2.
-        let multiplexed: Bool
-        /// The server closes the connection after this response.
-        let closesConnection: Bool
-    }
-
     let url: String
     /// `Name: value` lines sent besides the User-Agent.
     let requestHeaders: [String]
     /// When the exchange must have ended (monotonic seconds).
     let deadline: Double
-    let done: @Sendable (CurlTransfer, Outcome) -> Void
+    let done: @Sendable (CurlTransfer, ExchangeReply) -> Void
     /// The `FetchControl` registration that cancels this transfer, set before it starts.
     var controlToken: Int?
     private var handler: ResponseHandler
@@ -57,7 +47,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     init(url: String, requestHeaders: [String], deadline: Double, handler: ResponseHandler, engine: CurlEngine,
          limits: RateLimits?, meter: TransferMeter? = nil, origin: String? = nil,
-         done: @escaping @Sendable (CurlTransfer, Outcome) -> Void) {
+         done: @escaping @Sendable (CurlTransfer, ExchangeReply) -> Void) {
         self.meter = meter
         self.origin = origin
         self.url = url
@@ -109,12 +99,12 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Ends the exchange before it reached libcurl.
     func complete(with failure: FetchFailure) {
-        done(self, Outcome(result: .failure(failure), bytes: 0, multiplexed: false, closesConnection: false))
+        done(self, ExchangeReply(result: .failure(failure), bytes: 0, multiplexed: false, closesConnection: false))
     }
 
     /// What the exchange ended with: libcurl's result `code`, or `cutShort` when the engine ended
     /// it (a timeout, a stop).
-    func finish(code: CURLcode?, cutShort: FetchFailure?) -> Outcome {
+    func finish(code: CURLcode?, cutShort: FetchFailure?) -> ExchangeReply {
         let result: Result<ExchangeOutcome, FetchFailure>
         if let cutShort {
             handler.cut()
@@ -134,7 +124,7 @@ final class CurlTransfer: @unchecked Sendable {
             meter.exchangeEnded(declared: metered.declared, received: handler.bytesReceived,
                                 headArrived: metered.head)
         }
-        return Outcome(result: result, bytes: handler.bytesReceived, multiplexed: handler.multiplexed,
+        return ExchangeReply(result: result, bytes: handler.bytesReceived, multiplexed: handler.multiplexed,
                        closesConnection: handler.closesConnection)
     }
 

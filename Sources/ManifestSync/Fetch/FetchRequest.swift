@@ -28,7 +28,7 @@ final class FetchRequest: Sendable {
 }
 
 /// What a successful download delivered.
-enum Delivery: Sendable {
+enum Delivery: Sendable, Equatable {
     case body(FetchedBody)
     /// 304 to a conditional request: the stored version is current.
     case notModified
@@ -36,7 +36,7 @@ enum Delivery: Sendable {
 
 /// A body that was received completely and matched its hash, waiting in `tmp/` to be installed
 /// as an object when its batch commits.
-struct FetchedBody: Sendable {
+struct FetchedBody: Sendable, Equatable {
     let temporaryPath: String
     let sha256: String
     let size: Int64

@@ -1,7 +1,17 @@
 import FoundationEssentials
 import Glibc
 
-/// What one HTTP exchange ended with.
+/// What one HTTP exchange ended with, and what it said of its connection.
+struct ExchangeReply: Sendable {
+    let result: Result<ExchangeOutcome, FetchFailure>
+    let bytes: Int64
+    /// The response came over HTTP/2.
+    let multiplexed: Bool
+    /// The server closes the connection after this response.
+    let closesConnection: Bool
+}
+
+/// What one HTTP exchange's response asked for.
 enum ExchangeOutcome: Sendable {
     case body(Fetcher.VerifiedFile, etag: String?, lastModified: String?)
     case redirect(status: Int, location: String?)
