@@ -33,7 +33,8 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         // libcurl's headers (libcurl4-openssl-dev) at build time; libcurl.so.4 is loaded when the
-        // first download needs it (see Sources/CCurl/include/worker_curl.h).
+        // first download needs it (see Sources/CCurl/include/worker_curl.h). Only CurlTransport
+        // imports it.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "CWorkerSystem"),
         .target(
@@ -42,16 +43,22 @@ let package = Package(
                 "CYAML",
                 "CWorkerSystem",
                 "CSQLite",
-                "CCurl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: essentialsOnly
+        ),
+        // The transport: libcurl's engines behind ManifestSync's `Transport` protocol.
+        .target(
+            name: "CurlTransport",
+            dependencies: ["ManifestSync", "CCurl", "CWorkerSystem"],
             swiftSettings: essentialsOnly
         ),
         .executableTarget(
             name: "worker",
             dependencies: [
                 "ManifestSync",
+                "CurlTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -59,13 +66,14 @@ let package = Package(
         ),
         .target(
             name: "WorkerTestSupport",
-            dependencies: ["ManifestSync"],
+            dependencies: ["ManifestSync", "CurlTransport"],
             path: "Tests/WorkerTestSupport"
         ),
         .testTarget(
             name: "ManifestSyncTests",
             dependencies: [
                 "ManifestSync",
+                "CurlTransport",
                 "CCurl",
                 "WorkerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -77,6 +85,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "ManifestSync",
+                "CurlTransport",
+                "CCurl",
                 "WorkerTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -88,26 +88,11 @@ public struct SyncEngine: Sendable {
         }
     }
 
-    /// Whether the run starts loading libcurl (its thirty-odd libraries and OpenSSL's set-up,
-    /// ~4 ms) on a thread of its own as it starts, while the manifests are read, the cache laid
-    /// out, the index made and the plan drawn: when the cache has no index yet, so that every
-    /// http(s) entry is a download. A run over an existing index (a warm run: the plan decides)
-    /// or `--offline` does not; a new cache whose manifests name only local files loads it for
-    /// nothing, once. Started here rather than at the manifests' first http(s) entry (the first
-    /// entry is ~1 ms in: reading the file, starting the parser): the 300-file cold sync
-    /// 28.9 → 28.1 ms.
-    var loadsLibcurlAhead: Bool {
-        !options.offline && access(CacheLayout.indexPath(options.cacheDirectory), F_OK) != 0
-    }
-
     // MARK: - Sync
 
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written.
     public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
-        // However the run ends, libcurl is not left loading (see `Libcurl.waitForLoadAhead`).
-        defer { Libcurl.waitForLoadAhead() }
-        if loadsLibcurlAhead { Libcurl.loadAhead() }
         let prefetched = prefetch(manifestPaths: manifestPaths)
         let set: ManifestSet
         do {

@@ -10,8 +10,8 @@ extension SyncRun {
     mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
-        if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
-        let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger)
+        let network = groups.contains { $0.members.contains { $0.request.origin != nil } }
+        let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,

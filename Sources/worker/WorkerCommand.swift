@@ -36,8 +36,6 @@ struct WorkerCommand: AsyncParsableCommand {
     /// would go back to the main actor first: on Linux a new thread for the main queue, made just
     /// to exit.)
     nonisolated private static func runCommand() async -> Never {
-        if loadsLibcurlBeforeParsing(Array(CommandLine.arguments.dropFirst())) { Libcurl.loadAhead() }
-        // However the command ends, libcurl is not left loading (exiting during its load can crash).
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -45,11 +43,9 @@ struct WorkerCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
-            Libcurl.waitForLoadAhead()
             StopSignals.endProcessIfStopped()
             Glibc.exit(ExitStatus.ok)
         } catch {
-            Libcurl.waitForLoadAhead()
             let code = exitCode(for: error)
             // A run stopped by SIGINT or SIGTERM ends by it, once its outputs are written.
             if StopSignals.received != nil {
@@ -62,32 +58,6 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             exit(withError: error)
         }
-    }
-
-    /// A look at the words before parsing them: `worker sync` (without `--offline`, `--dry-run`
-    /// or `--help`) into a cache that has no index yet surely downloads, so libcurl (thirty-odd
-    /// libraries, 4–6 ms to load) starts loading on a thread of its own now, beside argument
-    /// parsing (~2 ms) and the manifests, rather than once `sync` starts (300 files: 27.7 → 25.4
-    /// ms). A guess, never a decision: wrong, libcurl loads for nothing or later; the run is the
-    /// same. Called on the thread the command runs on, which therefore exists already: a thread
-    /// created while the loader works waits until it is done.
-    static func loadsLibcurlBeforeParsing(_ arguments: [String]) -> Bool {
-        guard arguments.first == "sync" else { return false }
-        var cacheDirectory: String?
-        var position = 1
-        while position < arguments.count {
-            let argument = arguments[position]
-            if argument == "--" { break }
-            if ["--offline", "--dry-run", "--help", "-h", "--version"].contains(argument) { return false }
-            if argument == "--cache-dir", position + 1 < arguments.count {
-                cacheDirectory = arguments[position + 1]
-                position += 1
-            } else if argument.hasPrefix("--cache-dir=") {
-                cacheDirectory = String(argument.dropFirst("--cache-dir=".count))
-            }
-            position += 1
-        }
-        return access(CacheLayout.indexPath(CacheOptions.resolve(cacheDirectory)), F_OK) != 0
     }
 }
 

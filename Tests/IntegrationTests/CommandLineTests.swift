@@ -27,9 +27,9 @@ import WorkerTestSupport
         #expect(!plan.stderr.contains("libcurl"), "libcurl was loaded by a plan")
     }
 
-    /// `worker sync` into a cache without an index starts loading libcurl before its arguments
-    /// are parsed; `--offline`, `--dry-run`, or a cache with an index (the plan decides) do not.
-    @Test func libcurlLoadsBeforeParsingOnlyForASyncOfANewCache() throws {
+    /// libcurl is loaded in one place, when a run starts downloads over the network: `--offline`,
+    /// `--dry-run`, a run with nothing to fetch and one of local files only never load it.
+    @Test func libcurlLoadsOnlyForARunThatDownloads() throws {
         let directory = TemporaryDirectory()
         func loadsLibcurl(_ arguments: [String], code: Int32 = 0) throws -> Bool {
             let result = try WorkerBinary.run(arguments, environment: ["LD_DEBUG": "libs"])
@@ -41,13 +41,14 @@ import WorkerTestSupport
         #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", directory.path + "/offline", "--offline"], code: 1),
                 "offline: not in the cache")
         #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir=" + directory.path + "/dry", "--dry-run"]))
-        // The demo lists local files only: loaded for nothing, the guess's known cost.
-        #expect(try loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", cache]))
-        #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", cache]), "an index exists")
+        // The demo lists local files only: reading them needs no transport.
+        #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", cache]))
+        #expect(try !loadsLibcurl(["sync", Self.demoManifest, "--cache-dir", cache]), "nothing to fetch")
+        let remote = directory.write("remote.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
+        #expect(try loadsLibcurl(["sync", remote, "--cache-dir", cache, "--retries", "0"], code: 1), "an http entry")
     }
 
-    /// A usage error found while libcurl loads ahead ends with exit 2, never a crash (exiting
-    /// during the loader's work can crash in the exit's destructors).
+    /// A usage error ends with exit 2, never a crash.
     @Test func aUsageErrorWhileLibcurlLoadsExitsCleanly() throws {
         let directory = TemporaryDirectory()
         for run in 0..<30 {

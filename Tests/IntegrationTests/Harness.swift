@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import CurlTransport
 import ManifestSync
 import WorkerTestSupport
 
@@ -37,6 +38,7 @@ struct Harness {
     func sync(_ paths: String..., environment: [String: String] = [:],
               configure: (inout SyncOptions) -> Void = { _ in }) async throws -> SyncReport {
         var options = SyncOptions(cacheDirectory: cache)
+        options.fetch.transport = CurlTransport()
         options.fetch.retry = RetryPolicy(retries: 2, baseDelay: 0.01, maxDelay: 0.05)
         configure(&options)
         let set = try ManifestLoader(environment: environment).load(paths: paths)

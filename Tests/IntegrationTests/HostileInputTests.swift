@@ -159,6 +159,13 @@ import WorkerTestSupport
         #expect(result.stderr.contains("cannot download: libcurl.so.4 could not be loaded"), "\(result.stderr)")
         #expect(result.stderr.contains("apt-get install libcurl4"))
         #expect(!result.stderr.contains("Fatal error"), "\(result.stderr)")
+
+        // A run that downloads nothing over the network never needs libcurl: local files sync.
+        let local = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
+        let files = try WorkerBinary.run(["sync", local, "--cache-dir", directory.path + "/cache"],
+                                         environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
+        #expect(files.code == 0, "\(files.code) \(files.stderr)")
+        #expect(files.stdout.contains("added 1"), "\(files.stdout)")
     }
 
     /// Compiles `source` into `lib/libcurl.so.4` under `directory` (found first with LD_LIBRARY_PATH).

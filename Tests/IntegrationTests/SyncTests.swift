@@ -1,3 +1,4 @@
+import CurlTransport
 import Foundation
 @testable import ManifestSync
 import Testing
@@ -32,7 +33,9 @@ import Testing
         let names = (0..<3).map { "r\($0)" }
         let manifest = harness.manifest(names.map { ("/f/" + $0, harness.serve($0)) })
         _ = try await harness.sync(manifest)
-        let engine = SyncEngine(options: SyncOptions(cacheDirectory: harness.cache))
+        var options = SyncOptions(cacheDirectory: harness.cache)
+        options.fetch.transport = CurlTransport()
+        let engine = SyncEngine(options: options)
 
         // Nothing changed since the read-ahead: it is current, and the warm sync needs no request.
         let quiet = engine.prefetch(manifestPaths: [manifest])

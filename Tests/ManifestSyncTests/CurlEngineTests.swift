@@ -3,18 +3,28 @@ import Synchronization
 import Testing
 import WorkerTestSupport
 
+@testable import CurlTransport
 @testable import ManifestSync
 
-/// The engine's thread, inbox and timers, without a transfer: what runs where, and what a
-/// cancel or a shutdown does to a timer.
+/// The engines' contract without a transfer, for libcurl's and the local one alike: what runs
+/// where, and what a cancel or a shutdown does to a timer.
 @Suite struct CurlEngineTests {
-    private func engine() throws -> CurlEngine {
-        try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
-                                  trustedCertificates: nil))
+    enum Kind: CaseIterable, Sendable {
+        case curl, local
     }
 
-    @Test func workRunsOnTheEngineThreadInTheOrderItWasQueued() async throws {
-        let engine = try engine()
+    private func engine(_ kind: Kind = .curl) throws -> any FetchEngine {
+        switch kind {
+        case .curl:
+            try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
+                                          trustedCertificates: nil))
+        case .local:
+            LocalEngine()
+        }
+    }
+
+    @Test(arguments: Kind.allCases) func workRunsOnTheEngineThreadInTheOrderItWasQueued(kind: Kind) async throws {
+        let engine = try engine(kind)
         let seen = Mutex<[Int]>([])
         let onEngine = Mutex(true)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -32,8 +42,8 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func aTimerFiresAfterItsDelay() async throws {
-        let engine = try engine()
+    @Test(arguments: Kind.allCases) func aTimerFiresAfterItsDelay(kind: Kind) async throws {
+        let engine = try engine(kind)
         let start = Monotonic.now()
         let (fired, at) = await withCheckedContinuation { (done: CheckedContinuation<(Bool, Double), Never>) in
             engine.schedule(in: 0.05) { done.resume(returning: ($0, Monotonic.now())) }
@@ -43,8 +53,8 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func aTimerCancelledBeforeItIsScheduledEndsAsCancelledAtOnce() async throws {
-        let engine = try engine()
+    @Test(arguments: Kind.allCases) func aTimerCancelledBeforeItIsScheduledEndsAsCancelledAtOnce(kind: Kind) async throws {
+        let engine = try engine(kind)
         let id = engine.newTimerID()
         engine.cancelTimer(id)
         let start = Monotonic.now()
@@ -57,14 +67,18 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func shutdownEndsPendingTimersAsCancelled() async throws {
-        let engine = try engine()
+    @Test(arguments: Kind.allCases) func shutdownEndsPendingTimersAsCancelled(kind: Kind) async throws {
+        let engine = try engine(kind)
         let outcomes = Mutex<[Bool]>([])
         engine.schedule(in: 60) { fired in outcomes.withLock { $0.append(fired) } }
         let id = engine.schedule(in: 60) { fired in outcomes.withLock { $0.append(fired) } }
         engine.cancelTimer(id)
         await engine.shutdown()
         #expect(outcomes.withLock { $0 } == [false, false])
+        let after = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            engine.schedule(in: 0) { done.resume(returning: $0) }
+        }
+        #expect(!after, "a timer after the shutdown ends as cancelled")
     }
 
     @Test func anAbortThatArrivesBeforeItsTransferEndsItWithoutARequest() async throws {
@@ -76,8 +90,8 @@ import WorkerTestSupport
                                       deadline: deadline, entryTimeout: 60, url: "http://127.0.0.1:9/x", resume: nil,
                                       resumeThreshold: 1 << 20)
         let outcome = await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
-            let transfer = CurlTransfer(url: "http://127.0.0.1:9/x", requestHeaders: [], deadline: deadline,
-                                        handler: handler, engine: engine, limits: nil) { _, outcome in
+            let transfer = engine.transfer(TransferRequest(url: "http://127.0.0.1:9/x", headers: [], deadline: deadline),
+                                           handler: handler) { outcome in
                 done.resume(returning: outcome)
             }
             // A stop racing a start: the abort is queued first.
@@ -96,16 +110,17 @@ import WorkerTestSupport
     @Test func newDownloadsGoToTheEngineWithTheFewestAndAFreedSlotStaysOnItsEngine() async throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
-        let fetcher = try Fetcher(store: store, settings: FetchSettings(), logger: Logger(label: "test"), engineCount: 2)
+        var settings = FetchSettings()
+        settings.transport = CurlTransport()
+        let fetcher = try Fetcher(store: store, settings: settings, logger: Logger(label: "test"), engineCount: 2)
         let (first, second) = (fetcher.engines[0], fetcher.engines[1])
         // From a thread that is no engine's: the one with the fewest, the first on a tie.
         #expect(fetcher.engineForNext() === first)
         #expect(fetcher.engineForNext() === second)
         #expect(fetcher.engineForNext() === first)
-        #expect(first.downloads.load(ordering: .relaxed) == 2 && second.downloads.load(ordering: .relaxed) == 1)
         // On an engine's own thread a tie keeps the work there, with no hand-off.
         fetcher.finished(on: first)
-        let chosen = await withCheckedContinuation { (done: CheckedContinuation<CurlEngine, Never>) in
+        let chosen = await withCheckedContinuation { (done: CheckedContinuation<any FetchEngine, Never>) in
             second.execute { done.resume(returning: fetcher.engineForNext()) }
         }
         #expect(chosen === second)

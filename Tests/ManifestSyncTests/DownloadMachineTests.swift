@@ -7,7 +7,7 @@ import Testing
 @Suite struct DownloadMachineTests {
     typealias Action = DownloadMachine.Action
 
-    static let file = Fetcher.VerifiedFile(path: "/cache/tmp/dl-1", sha256: String(repeating: "b", count: 64), size: 5)
+    static let file = VerifiedFile(path: "/cache/tmp/dl-1", sha256: String(repeating: "b", count: 64), size: 5)
 
     static func reply(_ result: Result<ExchangeOutcome, FetchFailure>, bytes: Int64 = 0) -> ExchangeReply {
         ExchangeReply(result: result, bytes: bytes, multiplexed: false, closesConnection: false)

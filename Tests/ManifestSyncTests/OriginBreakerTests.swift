@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+@testable import CurlTransport
 @testable import ManifestSync
 import Testing
 
@@ -89,7 +90,7 @@ import Testing
     @Test func socketErrorsAreSaidInPlainWords() {
         let url = "https://files.example:8443/a"
         func classify(_ code: CURLcode, _ osErrno: Int32 = 0) -> FetchFailure {
-            FailureClassifier.classify(curl: code, osErrno: osErrno, url: url)
+            CurlFailure.failure(code, osErrno: osErrno, url: url)
         }
         #expect(classify(CURLE_COULDNT_CONNECT, ECONNREFUSED).message == "connection refused")
         #expect(classify(CURLE_RECV_ERROR, ECONNRESET).message == "connection reset by the server")

@@ -1,3 +1,4 @@
+@testable import CurlTransport
 @testable import ManifestSync
 import Testing
 

@@ -33,8 +33,7 @@ import WorkerTestSupport
     private let request = FetchRequest(url: "http://127.0.0.1:1/a", expected: nil, headers: [], localRoot: nil)
 
     private func walk(_ sources: [any ContentSource], control: FetchControl = FetchControl()) async throws -> FetchResult {
-        let engine = try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1,
-                                                   streamsPerConnection: 1, trustedCertificates: nil))
+        let engine = LocalEngine()
         let lane = FetchLane(control: control, engine: engine, gate: nil)
         let result = await withCheckedContinuation { continuation in
             SourceWalk(sources).fetch(request, lane: lane) { continuation.resume(returning: $0) }
@@ -116,8 +115,7 @@ import WorkerTestSupport
         -> SourceOutcome.Answer {
         let store = try ContentStore(root: directory.path + "/cache")
         let source = LocalFileSource(store: store, settings: FetchSettings(), knownFolders: knownFolders)
-        let engine = try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1,
-                                                   streamsPerConnection: 1, trustedCertificates: nil))
+        let engine = LocalEngine()
         let lane = FetchLane(control: FetchControl(), engine: engine, gate: nil)
         let outcome = await withCheckedContinuation { continuation in
             source.fetch(request, lane: lane) { continuation.resume(returning: $0) }

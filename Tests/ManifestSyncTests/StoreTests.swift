@@ -251,20 +251,6 @@ import WorkerTestSupport
         #expect(!ContentStore.hasEveryFanOutFolder(objects))
     }
 
-    /// libcurl starts loading as the run starts only where every http(s) entry is a download:
-    /// no index yet, not offline. A run over an existing index (a warm run) must not load it.
-    @Test func libcurlIsLoadedAheadOnlyWithoutAnIndexAndOnline() throws {
-        let directory = TemporaryDirectory()
-        var options = SyncOptions(cacheDirectory: directory.path + "/cache")
-        #expect(SyncEngine(options: options).loadsLibcurlAhead)
-        options.offline = true
-        #expect(!SyncEngine(options: options).loadsLibcurlAhead, "--offline downloads nothing")
-        _ = try ContentStore(root: directory.path + "/cache")
-        _ = try CacheIndex(path: CacheLayout.indexPath(directory.path + "/cache"), create: true)
-        options.offline = false
-        #expect(!SyncEngine(options: options).loadsLibcurlAhead, "an index exists: the plan decides")
-    }
-
     /// Stored content is found by its SHA-256 (the object's name) or by another algorithm's hash
     /// a row was verified against; the hash index holds only the rows of other algorithms.
     @Test func storedContentIsFoundByNameOrByAnotherAlgorithmsHash() throws {

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import CurlTransport
 @testable import ManifestSync
 
 /// The fetch engine's timers as a value: work in, due work out, the time passed in. No I/O.

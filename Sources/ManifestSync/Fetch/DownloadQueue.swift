@@ -71,7 +71,7 @@ final class DownloadQueue: Sendable, OriginGate {
     }
 
     /// An engine for the queue's own timers.
-    private var engine: CurlEngine { fetcher.engines[0] }
+    private var engine: any FetchEngine { fetcher.engines[0] }
 
     /// Starts the first groups.
     func start() {
@@ -185,7 +185,7 @@ final class DownloadQueue: Sendable, OriginGate {
         }
     }
 
-    private func run(_ number: Int, request index: Int, results: [ItemResult], on engine: CurlEngine) {
+    private func run(_ number: Int, request index: Int, results: [ItemResult], on engine: any FetchEngine) {
         let member = groups[number].members[index]
         fetcher.fetch(member.request, control: control, gate: self, on: engine) { result in
             var results = results
@@ -218,7 +218,7 @@ final class DownloadQueue: Sendable, OriginGate {
         var wake: Wake?
         var armFlush = false
 
-        func run(on engine: CurlEngine, flush: @escaping @Sendable () -> Void) {
+        func run(on engine: any FetchEngine, flush: @escaping @Sendable () -> Void) {
             if let (waiter, ready) = wake { waiter.resume(returning: ready) }
             if armFlush { engine.schedule(in: DownloadQueue.flushDelay) { _ in flush() } }
         }

@@ -2,8 +2,8 @@ import Synchronization
 
 /// Something in flight that a stop cancels: a request, or a wait (before a retry, for a slot).
 enum Cancellable: Sendable {
-    case transfer(CurlTransfer, on: CurlEngine)
-    case timer(Int, on: CurlEngine)
+    case transfer(any EngineTransfer, on: any FetchEngine)
+    case timer(Int, on: any FetchEngine)
 
     func cancel() {
         switch self {
@@ -63,7 +63,7 @@ final class FetchControl: Sendable {
 extension FetchControl {
     /// Calls `then(true)` on `engine`'s thread after `seconds`, or `then(false)` once this control
     /// stops the downloads first.
-    func wait(_ seconds: Double, on engine: CurlEngine, then: @escaping @Sendable (Bool) -> Void) {
+    func wait(_ seconds: Double, on engine: any FetchEngine, then: @escaping @Sendable (Bool) -> Void) {
         let id = engine.newTimerID()
         guard let token = register(.timer(id, on: engine)) else {
             then(false)

@@ -24,6 +24,9 @@ public struct FetchSettings: Sendable {
     public var limitRate: Int64?
     /// Requests per second to each origin (`--max-rps`); nil: no limit.
     public var maxRequestsPerSecond: Double?
+    /// How requests reach the network (the command line gives `CurlTransport`); a run that must
+    /// download without one fails as `CacheError.library`.
+    package var transport: (any Transport)?
 
     public init() {}
 }

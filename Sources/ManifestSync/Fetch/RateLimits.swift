@@ -4,7 +4,7 @@ import Synchronization
 /// every connection, as curl's `--limit-rate` and rclone's `--bwlimit`) and the requests to each
 /// origin. Answers are delays; the fetch engine waits them out, and a delayed
 /// body read is back-pressure, so the server is read no faster than the budget.
-final class RateLimits: Sendable {
+package final class RateLimits: Sendable {
     private struct State {
         /// When the bytes received so far are paid for.
         var bytesPaidAt = 0.0
@@ -13,7 +13,7 @@ final class RateLimits: Sendable {
     }
 
     let bytesPerSecond: Double?
-    let requestsPerSecond: Double?
+    package let requestsPerSecond: Double?
     private let state = Mutex(State())
 
     init?(bytesPerSecond: Int64?, requestsPerSecond: Double?) {
@@ -35,14 +35,14 @@ final class RateLimits: Sendable {
 
     /// Seconds before any transfer may take more body bytes: zero while the run has not spent
     /// past its budget (the bucket is not in debt).
-    func wait(now: Double = RateLimits.now()) -> Double {
+    package func wait(now: Double = RateLimits.now()) -> Double {
         guard bytesPerSecond != nil else { return 0 }
         return state.withLock { max(0, $0.bytesPaidAt - now) }
     }
 
     /// `count` body bytes were taken at `now`: they are paid for `count / rate` seconds after the
     /// earlier ones (or after `now - burst`, whichever is later).
-    func spend(_ count: Int, now: Double = RateLimits.now()) {
+    package func spend(_ count: Int, now: Double = RateLimits.now()) {
         guard let rate = bytesPerSecond else { return }
         state.withLock { state in
             state.bytesPaidAt = max(state.bytesPaidAt, now - Self.burst) + Double(count) / rate

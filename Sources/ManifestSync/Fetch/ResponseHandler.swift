@@ -2,18 +2,32 @@ import FoundationEssentials
 import Glibc
 
 /// What one HTTP exchange ended with, and what it said of its connection.
-struct ExchangeReply: Sendable {
-    let result: Result<ExchangeOutcome, FetchFailure>
-    let bytes: Int64
+package struct ExchangeReply: Sendable {
+    package let result: Result<ExchangeOutcome, FetchFailure>
+    package let bytes: Int64
     /// The response came over HTTP/2.
-    let multiplexed: Bool
+    package let multiplexed: Bool
     /// The server closes the connection after this response.
-    let closesConnection: Bool
+    package let closesConnection: Bool
+
+    package init(result: Result<ExchangeOutcome, FetchFailure>, bytes: Int64, multiplexed: Bool, closesConnection: Bool) {
+        self.result = result
+        self.bytes = bytes
+        self.multiplexed = multiplexed
+        self.closesConnection = closesConnection
+    }
+}
+
+/// A closed temporary file whose bytes matched the expected hash.
+package struct VerifiedFile: Sendable, Equatable {
+    package let path: String
+    package let sha256: String
+    package let size: Int64
 }
 
 /// What one HTTP exchange's response asked for.
-enum ExchangeOutcome: Sendable {
-    case body(Fetcher.VerifiedFile, etag: String?, lastModified: String?)
+package enum ExchangeOutcome: Sendable {
+    case body(VerifiedFile, etag: String?, lastModified: String?)
     case redirect(status: Int, location: String?)
     case status(Int, retryAfter: Double?)
     case notModified
@@ -25,7 +39,7 @@ enum ExchangeOutcome: Sendable {
 /// (`BodySink`), and a body cut off past the resume threshold is kept to be resumed.
 /// libcurl's callbacks (`CurlTransfer`) feed it; it makes no request and knows no thread, one
 /// response's calls come one at a time.
-struct ResponseHandler {
+package struct ResponseHandler {
     private let store: ContentStore
     private let expected: ContentHash?
     private let maxSize: Int64
@@ -46,11 +60,11 @@ struct ResponseHandler {
     private var etag: String?
     private var lastModified: String?
     /// Content bytes received.
-    private(set) var bytesReceived: Int64 = 0
+    package private(set) var bytesReceived: Int64 = 0
     /// The response came over HTTP/2.
-    private(set) var multiplexed = false
+    package private(set) var multiplexed = false
     /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
-    private(set) var closesConnection = false
+    package private(set) var closesConnection = false
 
     init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
          entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64) {
@@ -66,12 +80,12 @@ struct ResponseHandler {
     }
 
     /// The response headers `head` reads (lowercase): a transport may keep only these.
-    static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
+    package static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
                               "location", "retry-after", "transfer-encoding"]
 
     /// The status line and headers (`headers` gives every instance of one, by its lowercase name,
     /// one of `headerNames`, in the order received). A failure ends the exchange; nil reads on.
-    mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, headers: (String) -> [String]) -> FetchFailure? {
+    package mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, headers: (String) -> [String]) -> FetchFailure? {
         func header(_ name: String) -> String? { headers(name).first }
         multiplexed = httpMajorVersion >= 2
         closesConnection = !multiplexed && !keepAlive
@@ -130,18 +144,18 @@ struct ResponseHandler {
 
     /// The content bytes this response's head says will follow (for a resumed body, the rest
     /// only); nil when it did not say, 0 for a body that is not content.
-    var bytesToCome: Int64? {
+    package var bytesToCome: Int64? {
         guard let sink else { return 0 }
         return declared.map { $0 - (resumed ? sink.size : 0) }
     }
 
     /// Whether this response's body is content (not a redirect's or an error status's, which
     /// are read so the connection stays usable, and dropped).
-    var keepsBody: Bool { sink != nil }
+    package var keepsBody: Bool { sink != nil }
 
     /// A part of the body. A failure ends the exchange (what arrived is kept to be resumed when
     /// the entry ran out of time, else deleted).
-    mutating func body(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
+    package mutating func body(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
         guard sink != nil else { return nil }
         bytesReceived += Int64(bytes.count)
         if Monotonic.now() > deadline {
@@ -155,12 +169,12 @@ struct ResponseHandler {
 
     /// The connection failed or was cut: a body past the threshold with a validator is kept to
     /// be resumed.
-    mutating func cut() {
+    package mutating func cut() {
         keepOrDiscard()
     }
 
     /// The response ended: its outcome, or why it is no use (a truncated body, a hash mismatch).
-    mutating func finish() -> Result<ExchangeOutcome, FetchFailure> {
+    package mutating func finish() -> Result<ExchangeOutcome, FetchFailure> {
         if let outcome { return .success(outcome) }
         guard let body = sink else { return .failure(FetchFailure(.connection, "the response ended without a body")) }
         if let declared, body.size != declared {
@@ -181,7 +195,7 @@ struct ResponseHandler {
             return .failure(failure)
         case .success(let digests):
             if resumed { store.partials.completed(url) }
-            return .success(.body(Fetcher.VerifiedFile(path: closing.path, sha256: digests.sha256, size: closing.size),
+            return .success(.body(VerifiedFile(path: closing.path, sha256: digests.sha256, size: closing.size),
                                   etag: etag, lastModified: lastModified))
         }
     }

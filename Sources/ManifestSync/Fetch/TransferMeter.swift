@@ -4,13 +4,20 @@ import Synchronization
 /// (an origin's window grows when answers begin, so a few large files from a slow server run in
 /// parallel from the start) and the body bytes received (progress counts bytes while one long
 /// download is the only thing running). Called on the fetch engines' threads.
-final class TransferMeter: Sendable {
+package final class TransferMeter: Sendable {
     /// A response's status line and headers arrived.
-    struct Head: Sendable, Equatable {
-        let origin: String
-        let status: Int
-        let multiplexed: Bool
-        let closesConnection: Bool
+    package struct Head: Sendable, Equatable {
+        package let origin: String
+        package let status: Int
+        package let multiplexed: Bool
+        package let closesConnection: Bool
+
+        package init(origin: String, status: Int, multiplexed: Bool, closesConnection: Bool) {
+            self.origin = origin
+            self.status = status
+            self.multiplexed = multiplexed
+            self.closesConnection = closesConnection
+        }
     }
 
     private let received = Atomic<Int64>(0)
@@ -37,17 +44,17 @@ final class TransferMeter: Sendable {
     }
 
     /// Who is told of each head (the download queue).
-    func onHead(_ handler: @escaping @Sendable (Head) -> Void) {
+    package func onHead(_ handler: @escaping @Sendable (Head) -> Void) {
         headHandler.withLock { $0 = Handler(call: handler) }
     }
 
     /// A request was sent: its length is unknown until its head.
-    func requestSent() {
+    package func requestSent() {
         unknown.wrappingAdd(1, ordering: .relaxed)
     }
 
     /// Its head arrived: `declared` content bytes will follow (nil: unknown until the end).
-    func headArrived(_ head: Head, declared: Int64?) {
+    package func headArrived(_ head: Head, declared: Int64?) {
         if let declared {
             unknown.wrappingSubtract(1, ordering: .relaxed)
             outstanding.wrappingAdd(declared, ordering: .relaxed)
@@ -56,14 +63,14 @@ final class TransferMeter: Sendable {
         handler?.call(head)
     }
 
-    func bodyReceived(_ count: Int) {
+    package func bodyReceived(_ count: Int) {
         received.wrappingAdd(Int64(count), ordering: .relaxed)
         outstanding.wrappingSubtract(Int64(count), ordering: .relaxed)
     }
 
     /// The exchange ended: what it declared and did not receive is no longer to come, and a
     /// length it never declared (no head, or no Content-Length) is no longer unknown.
-    func exchangeEnded(declared: Int64?, received count: Int64, headArrived: Bool) {
+    package func exchangeEnded(declared: Int64?, received count: Int64, headArrived: Bool) {
         if let declared, headArrived {
             outstanding.wrappingSubtract(max(0, declared - count), ordering: .relaxed)
         } else {

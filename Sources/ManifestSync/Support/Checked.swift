@@ -1,7 +1,7 @@
 /// Numbers from outside — header values, index columns, option values — turned into the integers
 /// the code computes with. Swift traps on overflow and on converting a Double that does not fit:
 /// every such number goes through here (or through a `…ReportingOverflow` of its own) first.
-enum Checked {
+package enum Checked {
     /// An HTTP decimal (`Content-Length`, a `Content-Range` bound, `Retry-After` seconds): digits
     /// only, no sign or spaces inside, and small enough for Int64 (at most 18 digits).
     static func decimal(_ text: some StringProtocol) -> Int64? {
@@ -34,7 +34,7 @@ enum Checked {
     }
 
     /// `seconds` as whole milliseconds rounded up, within 0...limit (NaN and infinities too).
-    static func milliseconds(_ seconds: Double, upTo limit: Int) -> Int {
+    package static func milliseconds(_ seconds: Double, upTo limit: Int) -> Int {
         let value = (seconds * 1000).rounded(.up)
         guard value > 0 else { return 0 }
         guard value < Double(limit) else { return limit }

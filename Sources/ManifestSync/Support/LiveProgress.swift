@@ -16,7 +16,7 @@ final class LiveProgress: Sendable {
     }
 
     /// Calls `report` every `seconds` on `engine`'s timers until `stop()`.
-    func tick(every seconds: Double, on engine: CurlEngine, _ report: @escaping @Sendable () -> Void) {
+    func tick(every seconds: Double, on engine: any FetchEngine, _ report: @escaping @Sendable () -> Void) {
         ticker.every(seconds, on: engine, report)
     }
 
@@ -31,7 +31,7 @@ final class LiveProgress: Sendable {
 final class Ticker: Sendable {
     private let stopped = Atomic<Bool>(false)
 
-    func every(_ seconds: Double, on engine: CurlEngine, _ work: @escaping @Sendable () -> Void) {
+    func every(_ seconds: Double, on engine: any FetchEngine, _ work: @escaping @Sendable () -> Void) {
         engine.schedule(in: seconds) { [self] fired in
             guard fired, !stopped.load(ordering: .relaxed) else { return }
             work()

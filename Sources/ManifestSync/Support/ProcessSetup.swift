@@ -2,10 +2,9 @@ import FoundationEssentials
 import Glibc
 
 /// What the program sets up first thing in `main`, while it has one thread: the descriptor
-/// table's size (`DescriptorTable`) and the environment libcurl's libraries read when loaded.
+/// table's size (`DescriptorTable`).
 public enum ProcessSetup {
     public static func atStart() {
         DescriptorTable.reserve()
-        Libcurl.setEnvironment()
     }
 }

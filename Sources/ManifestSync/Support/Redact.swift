@@ -14,7 +14,7 @@ public enum Redact {
     }
 
     /// A bounded, printable excerpt of user input for an error message (`Sanitize.terminal`).
-    static func short(_ text: String, limit: Int = 40) -> String {
+    package static func short(_ text: String, limit: Int = 40) -> String {
         Sanitize.terminal(text, limit: limit)
     }
 }

@@ -2,7 +2,7 @@ import CWorkerSystem
 import Glibc
 
 /// A mutex and a condition variable (pthread's), for the few places where a thread of the
-/// program's own waits for another: the parsing thread and its reader, libcurl's load-ahead.
+/// program's own waits for another: the parsing thread and its reader.
 /// (Not Foundation's NSCondition: worker links only FoundationEssentials.)
 final class ThreadCondition: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)

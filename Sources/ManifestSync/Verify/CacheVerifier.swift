@@ -257,11 +257,11 @@ public struct CacheVerifier: Sendable {
     private func refetch(_ broken: [IndexRecord], store: ContentStore, index: CacheIndex,
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
-        if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         // A local entry is read again only from inside the folder of a manifest that was synced
         // into this cache (the same confinement as `sync`); one whose manifest is unknown is dropped.
         let folders = try index.manifestRuns().map { URLResolver(manifestPath: $0.path).folder }
-        let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, knownFolders: folders)
+        let network = broken.contains { LocalFile.path(of: $0.url) == nil }
+        let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []
         for record in broken {

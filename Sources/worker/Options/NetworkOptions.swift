@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import CurlTransport
 import ManifestSync
 
 /// How downloads talk to origins: concurrency, retries, timeouts, limits, trust.
@@ -45,6 +46,7 @@ struct NetworkOptions: ParsableArguments {
         guard (1...1000).contains(maxStreams) else { throw ValidationError("--max-streams must be between 1 and 1000") }
         guard (0...100).contains(retries) else { throw ValidationError("--retries must be between 0 and 100") }
         var fetch = FetchSettings()
+        fetch.transport = CurlTransport()
         fetch.jobs = jobs
         fetch.maxStreams = maxStreams
         fetch.retry = RetryPolicy(retries: retries)

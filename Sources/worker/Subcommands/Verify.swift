@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import CurlTransport
 import ManifestSync
 
 /// `worker verify [--repair]`: re-hash every object and cross-check the index both ways.
@@ -48,6 +49,7 @@ struct Verify: AsyncParsableCommand {
         let directory = try cache.existing()
         try checkOutputs([(.verifyReport, reportPath)], manifests: [])
         var verifier = CacheVerifier(cacheDirectory: directory)
+        verifier.fetch.transport = CurlTransport()
         verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates

@@ -12,6 +12,8 @@ final class OriginDownload: @unchecked Sendable {
     private let source: OriginSource
     private let lane: FetchLane
     private let done: @Sendable (DownloadMachine.Finished) -> Void
+    /// The `FetchControl` registration of the exchange in flight (set before it starts).
+    private var controlToken: Int?
 
     init(request: FetchRequest, rules: DownloadMachine.Rules, source: OriginSource, lane: FetchLane,
          done: @escaping @Sendable (DownloadMachine.Finished) -> Void) {
@@ -65,7 +67,7 @@ final class OriginDownload: @unchecked Sendable {
         }
     }
 
-    /// One request through a `CurlTransfer` and its `ResponseHandler`, cancelled by a stop.
+    /// One request through the engine's transfer and its `ResponseHandler`, cancelled by a stop.
     private func send(_ exchange: DownloadMachine.Exchange) {
         let settings = source.settings
         let handler = ResponseHandler(store: source.store, expected: request.expected, maxSize: settings.maxSize,
@@ -73,10 +75,10 @@ final class OriginDownload: @unchecked Sendable {
                                       entryTimeout: settings.entryTimeout, url: request.url, resume: exchange.resume,
                                       resumeThreshold: settings.resumeThreshold)
         let control = lane.control
-        let transfer = CurlTransfer(url: exchange.url, requestHeaders: exchange.headers, deadline: exchange.deadline,
-                                    handler: handler, engine: lane.engine, limits: source.limits, meter: source.meter,
-                                    origin: request.origin) { transfer, reply in
-            control.unregister(transfer.controlToken)
+        let sent = TransferRequest(url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
+                                   limits: source.limits, meter: source.meter, origin: request.origin)
+        let transfer = lane.engine.transfer(sent, handler: handler) { reply in
+            control.unregister(self.controlToken)
             self.perform(self.machine.exchanged(reply, jitter: Double.random(in: 0...1), stopped: self.stopReason))
         }
         guard let registered = control.register(.transfer(transfer, on: lane.engine)) else {
@@ -86,7 +88,7 @@ final class OriginDownload: @unchecked Sendable {
             perform(machine.exchanged(cancelled, jitter: 0, stopped: stopReason))
             return
         }
-        transfer.controlToken = registered
+        controlToken = registered
         lane.engine.start(transfer)
     }
 }

@@ -59,6 +59,6 @@ struct SourceOutcome: Sendable {
 /// gate its origin attempts report to (none outside a queue).
 struct FetchLane: Sendable {
     let control: FetchControl
-    let engine: CurlEngine
+    let engine: any FetchEngine
     let gate: (any OriginGate)?
 }

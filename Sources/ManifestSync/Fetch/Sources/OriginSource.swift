@@ -1,6 +1,6 @@
 import Logging
 
-/// The URL's own server over HTTP(S), through the fetch engines (`CurlEngine`): one download with
+/// The URL's own server over HTTP(S), through the fetch engines (`FetchEngine`): one download with
 /// its retries, redirects, resume and `--max-rps` slots, as `DownloadMachine` decides and
 /// `OriginDownload` performs. The origin never misses: a URL that is not there is a failure.
 final class OriginSource: ContentSource {

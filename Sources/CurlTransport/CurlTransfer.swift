@@ -1,11 +1,12 @@
 import CCurl
 import FoundationEssentials
 import Glibc
+import ManifestSync
 
 /// One HTTP exchange on the `CurlEngine`: its request, and libcurl's callbacks for the response
 /// turned into a `ResponseHandler`'s head, body and end. Status line and header lines are parsed
 /// here; the body is hashed and written where libcurl hands it over, on the engine's thread.
-final class CurlTransfer: @unchecked Sendable {
+final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     // @unchecked: made on any thread, then touched only on the engine's thread.
 
     let url: String
@@ -13,9 +14,7 @@ final class CurlTransfer: @unchecked Sendable {
     let requestHeaders: [String]
     /// When the exchange must have ended (monotonic seconds).
     let deadline: Double
-    let done: @Sendable (CurlTransfer, ExchangeReply) -> Void
-    /// The `FetchControl` registration that cancels this transfer, set before it starts.
-    var controlToken: Int?
+    let done: @Sendable (ExchangeReply) -> Void
     private var handler: ResponseHandler
     private let engine: CurlEngine
     private let limits: RateLimits?
@@ -45,17 +44,16 @@ final class CurlTransfer: @unchecked Sendable {
     var silenceTimer: Int?
     var pauseTimer: Int?
 
-    init(url: String, requestHeaders: [String], deadline: Double, handler: ResponseHandler, engine: CurlEngine,
-         limits: RateLimits?, meter: TransferMeter? = nil, origin: String? = nil,
-         done: @escaping @Sendable (CurlTransfer, ExchangeReply) -> Void) {
-        self.meter = meter
-        self.origin = origin
-        self.url = url
-        self.requestHeaders = requestHeaders
-        self.deadline = deadline
+    init(_ request: TransferRequest, handler: ResponseHandler, engine: CurlEngine,
+         done: @escaping @Sendable (ExchangeReply) -> Void) {
+        meter = request.meter
+        origin = request.origin
+        url = request.url
+        requestHeaders = request.headers
+        deadline = request.deadline
+        limits = request.limits
         self.handler = handler
         self.engine = engine
-        self.limits = limits
         self.done = done
     }
 
@@ -99,7 +97,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Ends the exchange before it reached libcurl.
     func complete(with failure: FetchFailure) {
-        done(self, ExchangeReply(result: .failure(failure), bytes: 0, multiplexed: false, closesConnection: false))
+        done(ExchangeReply(result: .failure(failure), bytes: 0, multiplexed: false, closesConnection: false))
     }
 
     /// What the exchange ended with: libcurl's result `code`, or `cutShort` when the engine ended
@@ -129,8 +127,8 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func classify(_ code: CURLcode) -> FetchFailure {
-        let handle = self.handle!
-        return FailureClassifier.classify(curl: code, osErrno: Int32(worker_curl_info_long(handle, CURLINFO_OS_ERRNO)),
+        let osErrno = handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
+        return CurlFailure.failure(code, osErrno: osErrno,
                                           url: url)
     }
 

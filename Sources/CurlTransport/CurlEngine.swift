@@ -2,6 +2,7 @@ import CCurl
 import CWorkerSystem
 import FoundationEssentials
 import Glibc
+import ManifestSync
 import Synchronization
 
 /// A fetch engine: libcurl's multi interface on a thread of its own, with its own connections.
@@ -10,7 +11,8 @@ import Synchronization
 /// where they arrive, and a download's retries and redirects stay here. (A run has a few engines,
 /// one per core: `Fetcher`.) Other threads reach it through `execute`, `schedule` and `start`,
 /// which queue a command and wake it.
-final class CurlEngine: @unchecked Sendable {
+final class CurlEngine: FetchEngine, @unchecked Sendable {
+    // (Transfers begin and end in `CurlEngine+Transfers`.)
     // @unchecked: `inbox`, `nextID` and `threadID` are safe from any thread; everything else is
     // touched only on the engine's thread.
 
@@ -32,24 +34,20 @@ final class CurlEngine: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private let nextID = Atomic<Int>(0)
     private let threadID = Atomic<UInt>(0)
-    /// Downloads handed to this engine and not yet finished (`Fetcher` balances on it).
-    let downloads = Atomic<Int>(0)
-    /// This engine's share of an origin's connections.
-    var connectionsPerHost: Int { options.connectionsPerHost }
-    private let options: Options
-    private let multi: UnsafeMutableRawPointer
-    private var timers = TimerQueue<@Sendable (Bool) -> Void>()
-    private var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    let options: Options
+    let multi: UnsafeMutableRawPointer
+    var timers = TimerQueue<@Sendable (Bool) -> Void>()
+    var transfers: [ObjectIdentifier: CurlTransfer] = [:]
     /// Handles of finished transfers, set up and ready for the next one.
-    private var idleHandles: [UnsafeMutableRawPointer] = []
-    private var stopped: (@Sendable () -> Void)?
+    var idleHandles: [UnsafeMutableRawPointer] = []
+    var stopped: (@Sendable () -> Void)?
     /// Timers cancelled before they were added (ids handed out first, for registering).
     private var cancelledEarly = Set<Int>()
 
-    /// Starts the engine's thread; fails (never traps) when libcurl cannot make a multi handle or
-    /// the system will not start a thread.
+    /// Starts the engine's thread; fails (never traps) when libcurl cannot be loaded or make a
+    /// multi handle, or the system will not start a thread.
     init(options: Options) throws(CacheError) {
-        Libcurl.prepare()
+        if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         self.options = options
         multi = try options.makeMulti()
         let context = Unmanaged.passRetained(self).toOpaque()
@@ -81,15 +79,6 @@ final class CurlEngine: @unchecked Sendable {
         submit(.run(work))
     }
 
-    /// Runs `work(true)` on the engine's thread after `seconds`, or `work(false)` once the timer
-    /// is cancelled first. Returns the timer's id for `cancelTimer`.
-    @discardableResult
-    func schedule(in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
-        let id = newTimerID()
-        schedule(id, in: seconds, work)
-        return id
-    }
-
     /// An id for a timer to `schedule` later (registered for cancelling before it exists).
     func newTimerID() -> Int {
         nextID.add(1, ordering: .relaxed).newValue
@@ -103,13 +92,20 @@ final class CurlEngine: @unchecked Sendable {
         submit(.cancelTimer(id))
     }
 
+    func transfer(_ request: TransferRequest, handler: ResponseHandler,
+                  done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
+        CurlTransfer(request, handler: handler, engine: self, done: done)
+    }
+
     /// Starts `transfer`; its `done` is called on the engine's thread.
-    func start(_ transfer: CurlTransfer) {
+    func start(_ transfer: any EngineTransfer) {
+        guard let transfer = transfer as? CurlTransfer else { return }
         submit(.start(transfer))
     }
 
     /// Ends `transfer` with `failure` if it is still running.
-    func abort(_ transfer: CurlTransfer, _ failure: FetchFailure) {
+    func abort(_ transfer: any EngineTransfer, _ failure: FetchFailure) {
+        guard let transfer = transfer as? CurlTransfer else { return }
         submit(.abort(transfer, failure))
     }
 
@@ -122,12 +118,24 @@ final class CurlEngine: @unchecked Sendable {
 
     private func submit(_ command: Command) {
         let current = isCurrent
-        inbox.withLock { inbox in
-            guard !inbox.closed else { return }
+        let accepted = inbox.withLock { inbox in
+            guard !inbox.closed else { return false }
             inbox.commands.append(command)
             // The engine drains its inbox before it waits: only a command from another thread
             // into an empty inbox needs to wake it. (Under the lock: the handle outlives it.)
             if inbox.commands.count == 1, !current { worker_curl_multi_wakeup(multi) }
+            return true
+        }
+        if !accepted { refuse(command) }
+    }
+
+    /// A command that came after the engine ended: whoever waits on it is answered here.
+    private func refuse(_ command: Command) {
+        switch command {
+        case .addTimer(_, _, let work): work(false)
+        case .start(let transfer): transfer.complete(with: FetchFailure(.cancelled, "the run was cancelled"))
+        case .stop(let done): done()
+        case .run, .cancelTimer, .abort: break
         }
     }
 
@@ -222,85 +230,5 @@ final class CurlEngine: @unchecked Sendable {
         idleHandles.removeAll()
         worker_curl_multi_cleanup(multi)
         done()
-    }
-
-    /// A timer of the engine's own (timeouts, pauses), added directly: this is its thread.
-    private func addTimer(at due: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
-        let id = newTimerID()
-        timers.add(id: id, due: due, work)
-        return id
-    }
-
-    private func begin(_ transfer: CurlTransfer) {
-        if let failure = transfer.abortedBeforeStart ?? (stopped != nil ? FetchFailure(.cancelled, "the run was cancelled") : nil) {
-            transfer.complete(with: failure)
-            return
-        }
-        let handle: UnsafeMutableRawPointer
-        if let idle = idleHandles.popLast() {
-            handle = idle
-        } else {
-            switch options.makeHandle() {
-            case .success(let made): handle = made
-            case .failure(let failure):
-                transfer.complete(with: failure)
-                return
-            }
-        }
-        if let failure = transfer.attach(to: handle) {
-            transfer.detach()
-            idleHandles.append(handle)
-            transfer.complete(with: failure)
-            return
-        }
-        transfers[ObjectIdentifier(transfer)] = transfer
-        worker_curl_multi_add_handle(multi, handle)
-        transfer.deadlineTimer = addTimer(at: transfer.deadline) { [unowned self] fired in
-            guard fired else { return }
-            end(transfer, code: nil, failure: FetchFailure(.timeout, "the entry took longer than --entry-timeout"))
-        }
-        let now = Monotonic.now()
-        let watch = SilenceWatch(limit: options.readTimeout, now: now, activity: transfer.activity)
-        armSilenceTimer(transfer, at: now + watch.interval, watch: watch)
-    }
-
-    /// `--read-timeout`: once connected, a transfer that receives nothing for that long (and is
-    /// not paused by `--limit-rate`) ends as a timeout (`SilenceWatch` decides, on a timer).
-    private func armSilenceTimer(_ transfer: CurlTransfer, at due: Double, watch: SilenceWatch) {
-        transfer.silenceTimer = addTimer(at: due) { [unowned self] fired in
-            guard fired, transfer.isAttached else { return }
-            var watch = watch
-            switch watch.check(now: Monotonic.now(), activity: transfer.activity, waiting: !transfer.connected || transfer.paused) {
-            case .silent:
-                end(transfer, code: nil,
-                    failure: FetchFailure(.timeout, "read timeout: the server sent nothing for --read-timeout"))
-            case .checkAt(let next):
-                armSilenceTimer(transfer, at: next, watch: watch)
-            }
-        }
-    }
-
-    /// `--limit-rate`: resumes a paused transfer when its bytes are paid for.
-    func resume(_ transfer: CurlTransfer, at due: Double) {
-        transfer.pauseTimer = addTimer(at: due) { fired in
-            guard fired, let handle = transfer.handle else { return }
-            transfer.paused = false
-            transfer.activity &+= 1
-            worker_curl_easy_pause(handle, CURLPAUSE_CONT)
-        }
-    }
-
-    /// Ends a transfer: libcurl finished it (`code`), or it is cut short (`failure`).
-    private func end(_ transfer: CurlTransfer, code: CURLcode?, failure: FetchFailure?) {
-        guard let handle = transfer.handle else { return }
-        worker_curl_multi_remove_handle(multi, handle)
-        transfers.removeValue(forKey: ObjectIdentifier(transfer))
-        if let id = transfer.deadlineTimer { _ = timers.remove(id: id) }
-        if let id = transfer.silenceTimer { _ = timers.remove(id: id) }
-        if let id = transfer.pauseTimer { _ = timers.remove(id: id) }
-        let outcome = transfer.finish(code: code, cutShort: failure)
-        transfer.detach()
-        idleHandles.append(handle)
-        transfer.done(transfer, outcome)
     }
 }

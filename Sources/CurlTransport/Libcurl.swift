@@ -1,17 +1,19 @@
 import CCurl
+import ManifestSync
 import CWorkerSystem
 import FoundationEssentials
 import Glibc
 
 /// libcurl itself: loaded once per process when the first download needs it, and the options
 /// every handle of a `CurlEngine` is set up with.
-public enum Libcurl {
+enum Libcurl {
     /// libcurl loaded (`worker_curl_load`: only a run that downloads pays for it) and its global
     /// state set up, once per process before any handle. Handles are told not to touch signals
     /// (CURLOPT_NOSIGNAL: they run on threads of their own), and libcurl then leaves SIGPIPE to
     /// the program: a server that closes a connection while we write to it (through OpenSSL,
     /// too) must fail that write with EPIPE, not kill the run.
-    /// Nil once loaded; else why not (no libcurl.so.4): then nothing of libcurl may be called.
+    /// Nil once loaded; else why not (no libcurl.so.4, or one too old): then nothing of libcurl
+    /// may be called.
     private static let initializeOnce: String? = {
         if let problem = worker_curl_load() { return String(cString: problem) }
         signal(SIGPIPE, SIG_IGN)
@@ -19,67 +21,11 @@ public enum Libcurl {
         return nil
     }()
 
-    /// Why libcurl cannot be used, or nil once it is loaded and set up (waits for `loadAhead`).
-    /// A run checks this before it makes a `Fetcher`, and fails with `CacheError.library`.
+    /// Why libcurl cannot be used (not installed, too old), or nil once it is loaded and set up.
+    /// The one place libcurl is loaded: `CurlTransport.startEngines`, for a run that downloads.
     static func loadProblem() -> String? {
-        waitForLoadAhead()
-        return initializeOnce
+        initializeOnce
     }
-
-    /// Debian's libcurl links librtmp, which links GnuTLS, whose constructor initializes the
-    /// library when it is loaded (~0.45 ms of the ~4 ms load, mostly parsing ASN.1 tables);
-    /// worker never speaks RTMP (handles allow http and https only), so GnuTLS's documented
-    /// GNUTLS_NO_IMPLICIT_INIT skips it. Set at start, while the program has one thread
-    /// (setenv is not safe beside threads that read the environment); a value already set wins.
-    /// The 300-file cold sync: 0.7 ms sooner, 1.6 ms less CPU.
-    static func setEnvironment() {
-        setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0)
-    }
-
-    /// Loads libcurl and sets it up, once per process; call before any other use of it. While
-    /// `loadAhead` runs this waits asleep (a condition variable), not in `initializeOnce`'s lock:
-    /// on Linux that lock spins in the kernel (a priority-inheriting futex) as long as its owner
-    /// runs, and a thread of the process that keeps a CPU busy makes every mapping change of the
-    /// loader (thirty-odd libraries, each mapped and protected in steps) interrupt that CPU to
-    /// flush its TLB, which an idle CPU is spared (in a VM each such interrupt is an exit to the
-    /// host). The 300-file cold sync: 1.7 ms sooner and 3 ms less CPU a run than waiting in the lock.
-    static func prepare() {
-        waitForLoadAhead()
-        _ = initializeOnce
-    }
-
-    /// Returns once the `loadAhead` thread, if any, has loaded libcurl. A run that ends before
-    /// its downloads (a manifest error, a locked cache) waits for it too: a process that exits
-    /// while another thread is inside dlopen (running the libraries' initializers) can crash in
-    /// the exit's destructors.
-    public static func waitForLoadAhead() {
-        loading.lock()
-        while ahead == .running { loading.wait() }
-        loading.unlock()
-    }
-
-    /// Starts loading libcurl on a thread of its own (named worker-libcurl), once per process;
-    /// `prepare` waits for it.
-    public static func loadAhead() {
-        loading.lock()
-        defer { loading.unlock() }
-        guard ahead == .notStarted else { return }
-        ahead = .running
-        let started = Threads.detach(name: "worker-libcurl") {
-            _ = initializeOnce
-            loading.lock()
-            ahead = .finished
-            loading.broadcast()
-            loading.unlock()
-        }
-        // No thread: libcurl is loaded when the first download needs it, as without the head start.
-        if !started { ahead = .notStarted }
-    }
-
-    private enum LoadAhead { case notStarted, running, finished }
-    private static let loading = ThreadCondition()
-    /// Guarded by `loading`.
-    nonisolated(unsafe) private static var ahead = LoadAhead.notStarted
 }
 
 extension CurlEngine {

@@ -1,0 +1,43 @@
+import CCurl
+import FoundationEssentials
+import Glibc
+import ManifestSync
+
+/// libcurl's result code and the socket's error number as a `FetchFailure`: a report reason and
+/// a message in plain words (`FailureClassifier`'s), not libcurl's wording.
+enum CurlFailure {
+    static func failure(_ code: CURLcode, osErrno: Int32, url: String) -> FetchFailure {
+        switch code {
+        case CURLE_COULDNT_RESOLVE_HOST:
+            return FetchFailure(.connection, "host not found: \(Redact.short(FailureClassifier.host(of: url)))")
+        case CURLE_COULDNT_CONNECT:
+            if osErrno != 0 { return FetchFailure(.connection, FailureClassifier.socketProblem(osErrno)) }
+            return FetchFailure(.connection, "cannot connect to \(Redact.short(FailureClassifier.host(of: url)))")
+        case CURLE_OPERATION_TIMEDOUT:
+            // The only timeout libcurl keeps for us: the read and entry timeouts are the engine's.
+            return FetchFailure(.timeout, "connect timeout: no connection within --connect-timeout")
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return FetchFailure(.connection, "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)",
+                                detail: .tls(.untrustedCertificate))
+        case CURLE_SSL_CONNECT_ERROR:
+            return FetchFailure(.connection, "TLS handshake rejected", detail: .tls(.handshakeRejected))
+        case CURLE_GOT_NOTHING:
+            return FetchFailure(.connection, "the server closed the connection without an answer")
+        case CURLE_PARTIAL_FILE:
+            return FetchFailure(.connection, "truncated body: the connection closed before the declared length arrived")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR:
+            if osErrno != 0 { return FetchFailure(.connection, FailureClassifier.socketProblem(osErrno)) }
+            return FetchFailure(.connection, "the server closed the connection")
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
+            return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
+        case CURLE_OUT_OF_MEMORY:
+            return FetchFailure(.io, "out of memory")
+        default:
+            // libcurl's own words (it is loaded once a transfer has ended with its code).
+            let words = Libcurl.loadProblem() == nil ? String(cString: worker_curl_easy_strerror(code)) : "libcurl code \(code.rawValue)"
+            var message = "connection failed: " + words
+            if osErrno != 0 { message += " (" + String(cString: strerror(osErrno)) + ")" }
+            return FetchFailure(.connection, Redact.short(message, limit: 160))
+        }
+    }
+}
