@@ -59,6 +59,7 @@ let package = Package(
             dependencies: [
                 "ManifestSync",
                 "CurlTransport",
+                "CWorkerSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

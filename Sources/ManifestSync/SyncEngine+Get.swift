@@ -95,7 +95,7 @@ extension SyncEngine {
         options.reportAll = true
         options.listLimit = nil
         do {
-            return try await SyncEngine(options: options, logger: logger).sync(ManifestSet(manifests: [manifest], entries: entries))
+            return try await SyncEngine(options: options, context: context).sync(ManifestSet(manifests: [manifest], entries: entries))
         } catch {
             throw .cache(error)
         }

@@ -35,8 +35,7 @@ public struct SyncOptions: Sendable {
     public var deadline: Double?
     /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
     /// Small enough that the flushes overlap the downloads (the last batch's flush is what a run
-    /// waits for at its end); measured on the 2,000-file +20 ms origin, 2048 / 2 s left one 0.2 s
-    /// flush after the last download.
+    /// waits for at its end; docs/ARCHITECTURE.md, "Measurements behind the code").
     public var batchSize = 1024
     public var batchInterval = 0.5
     /// Files to write at the end of the run (reports, metrics), and the failures it may have.
@@ -68,11 +67,13 @@ public struct SyncProgress: Sendable {
 /// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.
 public struct SyncEngine: Sendable {
     public let options: SyncOptions
-    public let logger: Logger
+    /// The command's logger, lock notices and stop request.
+    public let context: RunContext
+    var logger: Logger { context.logger }
 
-    public init(options: SyncOptions, logger: Logger = Logger(label: "worker")) {
+    public init(options: SyncOptions, context: RunContext = RunContext()) {
         self.options = options
-        self.logger = logger
+        self.context = context
     }
 
     // MARK: - Read-ahead
@@ -128,9 +129,9 @@ public struct SyncEngine: Sendable {
         if let warning = CacheLayout.writableRootWarning(options.cacheDirectory) { logger.warning("\(warning)") }
         let job = options.recordsManifestRuns
             ? try await JobLock.take(directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
-                                     shard: options.shard, wait: options.waitLock) : nil
+                                     shard: options.shard, wait: options.waitLock, context: context) : nil
         defer { job?.release() }
-        let slot = try await WriterSlot(directory: options.cacheDirectory, wait: options.waitLock)
+        let slot = try await WriterSlot(directory: options.cacheDirectory, wait: options.waitLock, stop: context.stop)
         // However the run ends, a new cache it made has all its fan-out folders.
         defer {
             store.completeLayout()
@@ -148,7 +149,7 @@ public struct SyncEngine: Sendable {
     /// object leaves hand-made ones to gc.
     private func start(_ manifests: ManifestSet, store: ContentStore, slot: WriterSlot,
                        prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> (SyncPlan, CacheIndex) {
-        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock)
+        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock, context: context)
         defer { lock.release() }
         var deadMarks: [String] = []
         if slot.alone {
@@ -173,7 +174,7 @@ public struct SyncEngine: Sendable {
         var runOptions = options
         if options.outputs.junit != nil { runOptions.reportAll = true }
         if options.outputs.needsAllRows || options.outputs.report != nil { runOptions.listLimit = nil }
-        var run = SyncRun(plan: plan, store: store, index: index, options: runOptions, logger: logger)
+        var run = SyncRun(plan: plan, store: store, index: index, options: runOptions, context: context)
         var report = try await run.execute()
         report.startedAt = startedAt
         report.cacheDirectory = options.cacheDirectory

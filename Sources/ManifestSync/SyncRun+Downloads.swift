@@ -25,10 +25,8 @@ extension SyncRun {
                 queue.stop(because: "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
             }
         }
-        // SIGINT or SIGTERM (when the command handles them): the same stop as the deadline's.
-        StopSignals.watch { signal in
-            queue.stop(because: "the run was stopped by \(StopSignals.name(signal))")
-        }
+        // A stop request (the command's SIGINT or SIGTERM): the same stop as the deadline's.
+        let stopWatch = context.stop.watch { reason in queue.stop(because: reason) }
         // Progress counts bytes as they arrive: a snapshot every quarter second from the engine,
         // also while one long download is the only thing running.
         let live = LiveProgress(progress)
@@ -60,7 +58,7 @@ extension SyncRun {
                 }
             }
         }
-        StopSignals.unwatch()
+        context.stop.unwatch(stopWatch)
         live.stop()
         cadence.stop()
         if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }

@@ -21,7 +21,7 @@ extension SyncRun {
         // Rows go before files: an index row never points at a missing object. A stop in between
         // leaves objects no row names: the mark makes the next run sweep them. Under the lock, no
         // other run has an object installed and not yet named that this could delete.
-        let lock = try await CacheLock.forCommit(directory: store.root)
+        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
         defer { lock.release() }
         try batch.markUnclean()
         try index.apply(upserts: [], touches: [], removals: orphans.map(\.url), at: Date().timeIntervalSince1970)

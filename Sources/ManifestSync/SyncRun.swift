@@ -10,7 +10,8 @@ struct SyncRun {
     let store: ContentStore
     let index: CacheIndex
     let options: SyncOptions
-    let logger: Logger
+    let context: RunContext
+    var logger: Logger { context.logger }
 
     var rows: ReportBuilder
     /// Builds report rows; apart from `self`, so a row can be built while `rows` is changed.
@@ -34,12 +35,12 @@ struct SyncRun {
     var stopping: Task<Void, Never>?
     var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
-    init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, logger: Logger) {
+    init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext) {
         self.plan = plan
         self.store = store
         self.index = index
         self.options = options
-        self.logger = logger
+        self.context = context
         batch = BatchCommit(store: store)
         rows = ReportBuilder(listLimit: options.listLimit, reportAll: options.reportAll)
         factory = RowFactory(store: store, manifestNames: plan.manifests.manifests.map(\.name))
@@ -192,7 +193,7 @@ struct SyncRun {
     mutating func commit(touches: [String], at time: Double) async throws(CacheError) {
         defer { lastCommit = Date() }
         guard !batch.isEmpty || !touches.isEmpty else { return }
-        let lock = try await CacheLock.forCommit(directory: store.root)
+        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
         defer { lock.release() }
         try batch.commit(index: index, touches: touches, at: time)
         for url in batch.vanished {
@@ -204,7 +205,7 @@ struct SyncRun {
     /// crash would have left it). The last step of a run, under the lock.
     mutating func finish() async throws(CacheError) {
         guard !replaced.isEmpty || batch.markedUnclean else { return }
-        let lock = try await CacheLock.forCommit(directory: store.root)
+        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
         defer { lock.release() }
         for object in replaced where try index.references(object: object) == 0 {
             store.remove(object)

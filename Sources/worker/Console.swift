@@ -1,13 +1,19 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import Logging
 import ManifestSync
 
 /// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
 /// json` every stderr line is one JSON object (time, level, message, and any fields given).
 enum Console {
-    /// Set once at start-up, before anything is printed or any task runs.
-    nonisolated(unsafe) static var jsonLines = false
+    /// `--log-format json` among the arguments: known before they are parsed, so that even a
+    /// usage error is a JSON line when asked for.
+    static let jsonLines: Bool = {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        return zip(arguments, arguments.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
+            || arguments.contains("--log-format=json")
+    }()
 
     /// The JSON style of every command's output: indented, sorted keys, slashes as they are.
     static func json(_ value: some Encodable) throws -> Data {
@@ -129,5 +135,13 @@ func cacheExitCode(_ error: CacheError) -> ExitCode {
     switch error {
     case .locked: return ExitCode(ExitStatus.locked)
     case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .resources: return ExitCode(ExitStatus.cacheUnusable)
+    }
+}
+
+extension RunContext {
+    /// A command's context: waits for another run's lock said on stderr, the command's logger,
+    /// and the stop request its signal handler makes (none for commands that end at a signal).
+    static func command(logger: Logger = Logger(label: "worker"), stop: StopRequest = StopRequest()) -> RunContext {
+        RunContext(logger: logger, lockNotice: { Console.notice($0) }, stop: stop)
     }
 }

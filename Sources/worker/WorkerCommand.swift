@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import Logging
 import ManifestSync
 
 /// `worker`: keeps a local cache of remote files in step with YAML manifests.
@@ -14,17 +15,18 @@ struct WorkerCommand: AsyncParsableCommand {
                       Export.self, Fingerprint.self, ManifestCommand.self, Completion.self]
     )
 
-    /// Runs the command, mapping usage errors to exit 2 (PRODUCT.md) instead of EX_USAGE.
+    /// Runs the command, mapping usage errors to exit 2 (docs/EXIT-CODES.md) instead of EX_USAGE.
     static func main() async {
         ProcessSetup.atStart()
         // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
         // rather than kill the run with SIGXFSZ.
         signal(SIGXFSZ, SIG_IGN)
         let arguments = Array(CommandLine.arguments.dropFirst())
-        // Known before parsing, so that even a usage error is a JSON line when asked for.
-        Console.jsonLines = zip(arguments, arguments.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
-            || arguments.contains("--log-format=json")
-        CacheLock.onWait = { message in Console.notice(message) }
+        // The one logging set-up of the process: the engine's lines as the console writes its own.
+        let json = Console.jsonLines
+        LoggingSystem.bootstrap { label in
+            json ? JSONLogHandler(label: label) as any LogHandler : TextLogHandler(label: label)
+        }
         if let first = arguments.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
             Console.error("worker: \(message)")
             Glibc.exit(ExitStatus.usage)
@@ -89,7 +91,7 @@ func editDistance(_ a: String, _ b: String) -> Int {
     return row[b.count]
 }
 
-/// The exit codes of PRODUCT.md.
+/// The exit codes of docs/EXIT-CODES.md.
 enum ExitStatus {
     static let ok: Int32 = 0
     static let failures: Int32 = 1

@@ -147,7 +147,7 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"
         #expect(try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache]).code == 0)
-        let held = try await CacheLock(directory: cache, wait: 0)
+        let held = try await CacheLock(directory: cache, wait: 0, context: RunContext())
         let result = try WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", cache, "--wait-lock", "0.3"])
         #expect(result.code == 3)
         #expect(result.stderr.contains("cache is locked by another run (pid \(getpid()))"))

@@ -225,7 +225,7 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"
         #expect(try WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", cache]).code == 0)
-        let held = try await CacheLock(directory: cache, wait: 0)
+        let held = try await CacheLock(directory: cache, wait: 0, context: RunContext())
         let result = try WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", cache, "--wait-lock", "1"])
         #expect(result.code == 3)
         #expect(result.stderr.contains("waiting for the cache lock") && result.stderr.contains("pid \(getpid())"), "\(result.stderr)")

@@ -13,7 +13,7 @@ import Testing
         let bytes = harness.serve("a")
         let manifest = harness.manifest([("/f/a", bytes)])
         #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"]).code == 0)
-        let held = try await CacheLock(directory: harness.cache, wait: 0)
+        let held = try await CacheLock(directory: harness.cache, wait: 0, context: RunContext())
         let url = harness.origin.url("/f/a")
         let object = harness.objectPath(sha256(bytes))
         let get = try WorkerBinary.runBounded(["get", url, "--cache-dir", harness.cache, "--wait-lock", "0"], seconds: 20)

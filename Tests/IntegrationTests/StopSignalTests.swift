@@ -122,7 +122,7 @@ import Testing
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         try FileManager.default.createDirectory(atPath: harness.cache, withIntermediateDirectories: true)
-        let lock = try await CacheLock(directory: harness.cache, wait: 0)
+        let lock = try await CacheLock(directory: harness.cache, wait: 0, context: RunContext())
         defer { lock.release() }
         let manifest = harness.manifest([("/f/a", harness.serve("a"))])
         let log = harness.directory.path + "/run.log"

@@ -51,19 +51,19 @@ import WorkerTestSupport
 
     @Test func secondLockWaitsThenGivesUp() async throws {
         let directory = TemporaryDirectory()
-        let first = try await CacheLock(directory: directory.path, wait: 0)
+        let first = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
         let started = Date()
-        await #expect(throws: CacheError.self) { _ = try await CacheLock(directory: directory.path, wait: 0.3) }
+        await #expect(throws: CacheError.self) { _ = try await CacheLock(directory: directory.path, wait: 0.3, context: RunContext()) }
         #expect(Date().timeIntervalSince(started) >= 0.3)
         withExtendedLifetime(first) {}
     }
 
     @Test func lockIsFreeAgainWhenReleased() async throws {
         let directory = TemporaryDirectory()
-        var first: CacheLock? = try await CacheLock(directory: directory.path, wait: 0)
+        var first: CacheLock? = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
         withExtendedLifetime(first) {}
         first = nil
-        _ = try await CacheLock(directory: directory.path, wait: 0)
+        _ = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
     }
 
     @Test func storeLaysOutObjectsByHash() throws {
@@ -374,7 +374,7 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let missing = directory.path + "/missing"
         do {
-            _ = try await CacheLock(directory: missing, wait: 0)
+            _ = try await CacheLock(directory: missing, wait: 0, context: RunContext())
             Issue.record("a lock in a missing folder was taken")
         } catch {
             guard case .system(let cause) = error else { Issue.record("\(error)"); return }

@@ -6,10 +6,13 @@ import Glibc
 public struct CacheMaintenance: Sendable {
     public let cacheDirectory: String
     public var waitLock: Double?
+    /// The command's lock notices and stop request.
+    public var context: RunContext
 
-    public init(cacheDirectory: String, waitLock: Double? = nil) {
+    public init(cacheDirectory: String, waitLock: Double? = nil, context: RunContext = RunContext()) {
         self.cacheDirectory = cacheDirectory
         self.waitLock = waitLock
+        self.context = context
     }
 
     private var indexPath: String { CacheLayout.indexPath(cacheDirectory) }
@@ -62,7 +65,7 @@ public struct CacheMaintenance: Sendable {
         }
         if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
         let store = try ContentStore(root: cacheDirectory)
-        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)
         defer { lock.release() }
         let index = try CacheIndex(path: indexPath, create: true)
         var records: [IndexRecord] = []
@@ -115,9 +118,9 @@ public struct CacheMaintenance: Sendable {
         guard access(indexPath, F_OK) == 0 else { return (0, 0) }
         if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
         let store = try ContentStore(root: cacheDirectory)
-        let slot = try await WriterSlot(directory: cacheDirectory, exclusive: true, wait: waitLock)
+        let slot = try await WriterSlot(directory: cacheDirectory, exclusive: true, wait: waitLock, stop: context.stop)
         defer { slot.release() }
-        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)
         defer { lock.release() }
         let index = try CacheIndex(path: indexPath, create: true)
         let entries = try index.statistics().entries

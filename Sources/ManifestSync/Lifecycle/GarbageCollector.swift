@@ -12,6 +12,8 @@ public struct GarbageCollector: Sendable {
     public var targetShare = 0.8
     public var dryRun = false
     public var waitLock: Double?
+    /// The command's lock notices and stop request.
+    public var context = RunContext()
 
     public init(cacheDirectory: String) {
         self.cacheDirectory = cacheDirectory
@@ -46,7 +48,7 @@ public struct GarbageCollector: Sendable {
         if dryRun { return try plan(now: now, index: CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)).result }
         if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
         let store = try ContentStore(root: cacheDirectory)
-        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+        let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)
         defer { lock.release() }
         let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
         let evicted: [IndexRecord]
@@ -66,7 +68,7 @@ public struct GarbageCollector: Sendable {
         store.partials.removeAll(olderThan: maxAge ?? 7 * 86400, now: now)
         store.markClean()
         // With no writer running, the marks of runs that died are swept too.
-        if let slot = try? await WriterSlot(directory: cacheDirectory, exclusive: true, wait: 0) {
+        if let slot = try? await WriterSlot(directory: cacheDirectory, exclusive: true, wait: 0, stop: context.stop) {
             store.removeMarks(store.uncleanMarks())
             slot.release()
         }

@@ -12,32 +12,30 @@ public final class CacheLock: Sendable {
     private let released = Atomic<Bool>(false)
 
     /// Runs `body` holding the lock, and releases it when `body` returns or throws.
-    public static func withLock<T>(directory: String, wait: Double?,
+    public static func withLock<T>(directory: String, wait: Double?, context: RunContext,
                                    _ body: () async throws(CacheError) -> T) async throws(CacheError) -> T {
-        let lock = try await CacheLock(directory: directory, wait: wait)
+        let lock = try await CacheLock(directory: directory, wait: wait, context: context)
         defer { lock.release() }
         return try await body()
     }
 
-    /// Told when a run starts waiting for another's lock, and every 30 s while it waits. Set
-    /// once by the executable at start-up, before any task runs.
-    nonisolated(unsafe) public static var onWait: (@Sendable (String) -> Void)?
+    /// How often a long wait is said again (`RunContext.lockNotice`).
     static let waitNoticeInterval = 30.0
 
     /// Takes the lock, waiting up to `wait` seconds (nil: without limit).
-    public convenience init(directory: String, wait: Double?) async throws(CacheError) {
-        try await self.init(path: directory + "/lock", wait: wait, noun: "the cache lock")
+    public convenience init(directory: String, wait: Double?, context: RunContext) async throws(CacheError) {
+        try await self.init(path: directory + "/lock", wait: wait, noun: "the cache lock", context: context)
     }
 
     /// The lock for a commit (or a prune, or a run's end): waited for without limit, said only
     /// when the wait is long (another run's commit takes milliseconds; a `gc` may take longer).
-    static func forCommit(directory: String) async throws(CacheError) -> CacheLock {
-        try await CacheLock(path: directory + "/lock", wait: nil, noun: "the cache lock", firstNotice: 2)
+    static func forCommit(directory: String, context: RunContext) async throws(CacheError) -> CacheLock {
+        try await CacheLock(path: directory + "/lock", wait: nil, noun: "the cache lock", firstNotice: 2, context: context)
     }
 
     /// Takes the `flock` of the file at `path` (made when missing), waiting up to `wait` seconds;
-    /// `noun` names it in the notices of a wait, the first after `firstNotice` seconds.
-    init(path: String, wait: Double?, noun: String, firstNotice: Double = 0) async throws(CacheError) {
+    /// `noun` names it in the context's notices of a wait, the first after `firstNotice` seconds.
+    init(path: String, wait: Double?, noun: String, firstNotice: Double = 0, context: RunContext) async throws(CacheError) {
         self.path = path
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .system(SystemError("open", path)) }
@@ -50,15 +48,15 @@ public final class CacheLock: Sendable {
                 throw .system(error)
             }
             let waited = Date().timeIntervalSince(start)
-            if waited >= nextNotice, wait != 0, let onWait = Self.onWait {
+            if waited >= nextNotice, wait != 0, let onWait = context.lockNotice {
                 let holder = Self.readHolder(fd).map { " (\($0))" } ?? ""
                 let limit = wait.map { ", up to --wait-lock \(Units.formatDuration($0))" } ?? ""
                 onWait("waiting for \(noun) \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
                 nextNotice += Self.waitNoticeInterval
             }
-            // A cancelled wait, or one a stop signal ends (`StopSignals`), ends like one that ran
+            // A cancelled wait, or one a stop request ends (a signal), ends like one that ran
             // out: the lock was not had.
-            let stopped = Task.isCancelled || StopSignals.received != nil
+            let stopped = Task.isCancelled || context.stop.reason != nil
             if let wait = wait ?? (stopped ? 0 : nil), stopped || Date().timeIntervalSince(start) >= wait {
                 let holder = Self.readHolder(fd)
                 close(fd)

@@ -18,7 +18,7 @@ final class WriterSlot: Sendable {
     /// seconds, nil: without limit) until no other writer runs; otherwise waits only while one
     /// holds it exclusively (a starting run tidying up, or `clear`), and is `alone` when it could
     /// have it exclusively at once (then `share()` when done tidying).
-    init(directory: String, exclusive: Bool = false, wait: Double?) async throws(CacheError) {
+    init(directory: String, exclusive: Bool = false, wait: Double?, stop: StopRequest) async throws(CacheError) {
         let path = directory + "/writers"
         let fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw .system(SystemError("open", path)) }
@@ -34,7 +34,7 @@ final class WriterSlot: Sendable {
                 close(fd)
                 throw .system(error)
             }
-            let stopped = Task.isCancelled || StopSignals.received != nil
+            let stopped = Task.isCancelled || stop.reason != nil
             if stopped || wait.map({ Monotonic.now() - start >= $0 }) == true {
                 close(fd)
                 throw CacheError.locked(path: path, holder: exclusive ? "other runs are writing" : "a run is tidying the cache")

@@ -28,12 +28,12 @@ final class ThreadCondition: @unchecked Sendable {
     func broadcast() { pthread_cond_broadcast(condition) }
 }
 
-enum Threads {
+package enum Threads {
     /// Runs `body` on a new detached thread named `name` (at most 15 bytes, as Linux keeps).
     /// False when the system cannot start one (a thread limit, no memory): the caller does
     /// without it, never traps.
     @discardableResult
-    static func detach(name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
+    package static func detach(name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
         final class Start {
             let name: String
             let body: @Sendable () -> Void

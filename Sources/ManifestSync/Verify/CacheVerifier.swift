@@ -60,20 +60,22 @@ public struct CacheVerifier: Sendable {
     public let cacheDirectory: String
     public var fetch = FetchSettings()
     public var waitLock: Double?
-    public let logger: Logger
+    /// The command's logger, lock notices and stop request.
+    public let context: RunContext
+    var logger: Logger { context.logger }
 
-    public init(cacheDirectory: String, logger: Logger = Logger(label: "worker")) {
+    public init(cacheDirectory: String, context: RunContext = RunContext()) {
         self.cacheDirectory = cacheDirectory
-        self.logger = logger
+        self.context = context
     }
 
     public func verify(repair: Bool) async throws(CacheError) -> VerifyReport {
         if repair {
             if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
             let store = try ContentStore(root: cacheDirectory)
-            let slot = try await WriterSlot(directory: cacheDirectory, wait: waitLock)
+            let slot = try await WriterSlot(directory: cacheDirectory, wait: waitLock, stop: context.stop)
             defer { slot.release() }
-            let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock)
+            let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)
             defer { lock.release() }
             var report = VerifyReport()
             // `tmp/` holds the bodies of other runs in flight unless this one is alone.

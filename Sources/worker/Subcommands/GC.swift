@@ -45,6 +45,7 @@ struct GC: AsyncParsableCommand {
     func run() async throws {
         let cacheDirectory = try cache.existing()
         var collector = GarbageCollector(cacheDirectory: cacheDirectory)
+        collector.context = .command()
         let age = Units.duration(maxAge) ?? 0
         collector.maxAge = age > 0 ? age : nil
         collector.maxSize = maxSize.flatMap(Units.size)

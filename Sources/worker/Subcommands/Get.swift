@@ -51,10 +51,10 @@ struct Get: AsyncParsableCommand {
         options.fetch = try network.settings()
         options.waitLock = try lock.seconds()
         let expected = try hash.map { try ContentHash.parse($0).get() }
-        StopSignals.enable { Console.notice("worker: \($0)") }
+        let stop = StopSignals.enable { Console.notice("worker: \($0)") }
         let lookup: SyncEngine.Lookup
         do {
-            lookup = try await SyncEngine(options: options).get(url: url, hash: expected)
+            lookup = try await SyncEngine(options: options, context: .command(stop: stop)).get(url: url, hash: expected)
         } catch .manifest(let errors) {
             Console.error("worker: \(errors.diagnostics.map(\.message).joined(separator: "; "))")
             throw ExitCode(ExitStatus.usage)

@@ -135,7 +135,7 @@ struct ManifestCommand: AsyncParsableCommand {
         options.waitLock = try lock.seconds()
         let result: (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
         do {
-            result = try await SyncEngine(options: options).pin(urls: urls, source: source == "-" ? "stdin" : source)
+            result = try await SyncEngine(options: options, context: .command()).pin(urls: urls, source: source == "-" ? "stdin" : source)
         } catch .manifest(let errors) {
             for diagnostic in errors.diagnostics {
                 let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line

@@ -21,7 +21,7 @@ struct PathCommand: AsyncParsableCommand {
 
     func run() async throws {
         let cacheDirectory = try cache.existing()
-        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory)
+        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory, context: .command())
         let path: String?
         do {
             path = try await maintenance.path(for: url)

@@ -53,7 +53,7 @@ func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: Stri
     options.outputs.reportAll = reportAll
     let report: SyncReport
     do {
-        report = try SyncEngine(options: options).dryRun(manifestPaths: paths)
+        report = try SyncEngine(options: options, context: .command()).dryRun(manifestPaths: paths)
     } catch .manifest(let diagnostics) {
         Console.error(diagnostics.description)
         throw ExitCode(ExitStatus.usage)

@@ -37,10 +37,12 @@ struct Sync: AsyncParsableCommand {
         }
         var settings = try options.syncOptions(manifests: manifests)
         let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: output.progress) ?? .auto, quiet: output.quiet)
-        StopSignals.enable { message in printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message) }
+        let stop = StopSignals.enable { message in
+            printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)
+        }
         if let printer { settings.onProgress = { printer.update($0) } }
         defer { printer?.stop() }
-        let engine = SyncEngine(options: settings, logger: makeLogger(output))
+        let engine = SyncEngine(options: settings, context: .command(logger: makeLogger(output), stop: stop))
         let report: SyncReport
         do {
             report = try await engine.sync(manifestPaths: manifests)
@@ -58,12 +60,8 @@ struct Sync: AsyncParsableCommand {
     }
 }
 
-/// The engine's logger: JSON lines or text on stderr, warnings unless --verbose.
+/// The engine's logger (the handler `WorkerCommand.main` set up): warnings unless --verbose.
 func makeLogger(_ output: OutputOptions) -> Logger {
-    let json = output.logFormat == "json"
-    LoggingSystem.bootstrap { label in
-        json ? JSONLogHandler(label: label) as any LogHandler : TextLogHandler(label: label)
-    }
     var logger = Logger(label: "worker")
     logger.logLevel = output.verbose ? .debug : .warning
     return logger

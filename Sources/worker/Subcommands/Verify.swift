@@ -48,7 +48,7 @@ struct Verify: AsyncParsableCommand {
     func run() async throws {
         let directory = try cache.existing()
         try checkOutputs([(.verifyReport, reportPath)], manifests: [])
-        var verifier = CacheVerifier(cacheDirectory: directory)
+        var verifier = CacheVerifier(cacheDirectory: directory, context: .command())
         verifier.fetch.transport = CurlTransport()
         verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
