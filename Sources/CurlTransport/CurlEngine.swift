@@ -175,9 +175,8 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
 
     /// The longest wait for socket activity while transfers are in flight, in milliseconds.
     /// Debian 12's libcurl (7.88) now and then leaves an HTTP/2 stream whose data it has already
-    /// read unserviced until the wait ends: with 100 streams a connection, 3 runs of 25 of the
-    /// 10k HTTPS set waited out the whole second (and with a 250 ms cap, 250 ms) for their last
-    /// dozen files; never with 16 streams or over HTTP/1.1. Idle, the engine waits up to a second.
+    /// read unserviced until the wait ends (docs/ARCHITECTURE.md, "Measurements behind the
+    /// code"). Idle, the engine waits up to a second.
     static let busyWait = 10
 
     private func apply(_ command: Command) {

@@ -32,7 +32,8 @@ public struct CurlTransport: Transport {
 /// `--ca-cert`'s authorities besides the system's, as one file for libcurl: the given file itself
 /// when libcurl also looks in the system's folder of certificates (Debian's does), else a
 /// temporary file of libcurl's default bundle followed by the given files, removed after the run.
-/// (A file, not a blob in memory: libcurl caches a parsed store only for files; BENCHMARKS.md.)
+/// (A file, not a blob in memory: libcurl caches a parsed store only for files;
+/// docs/ARCHITECTURE.md, "Measurements behind the code".)
 struct CertificateBundle: Sendable {
     let path: String
     let temporary: Bool

@@ -91,3 +91,20 @@ import WorkerTestSupport
         #expect(throws: (any Error).self) { try AtomicFile.append(Data("x".utf8), to: directory.path + "/missing.md") }
     }
 }
+
+/// The one hex codec: what it writes, what it refuses.
+@Suite struct HexTests {
+    @Test func encodesLowercaseAndDecodesEitherCase() {
+        #expect(Hex.encode([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
+        #expect(Hex.encode([]) == "")
+        #expect(Hex.decode("000FA5ff") == [0x00, 0x0f, 0xa5, 0xff])
+        #expect(Hex.decode("") == [])
+    }
+
+    @Test func refusesOddLengthsAndOtherCharacters() {
+        #expect(Hex.decode("abc") == nil)
+        #expect(Hex.decode("zz") == nil)
+        #expect(Hex.decode("0g") == nil)
+        #expect(Hex.decode("a ") == nil)
+    }
+}

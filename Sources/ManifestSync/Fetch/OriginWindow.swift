@@ -4,8 +4,8 @@
 /// starts at one and grows by two with each answer as its head arrives, up to `--jobs` connections (slow start: a
 /// small server's accept queue is not flooded with connects it drops). Two, as TCP's slow start
 /// may grow by two segments an acknowledgment (RFC 3465): the window triples each round trip, and
-/// at +20 ms it reaches 50 connections a round trip sooner than by one (2,000 files: 0.96 s
-/// instead of 0.99 s; curl, opening 50 at once, 0.91 s). On HTTP/2 the requests
+/// reaches 50 connections a round trip sooner than by one (docs/ARCHITECTURE.md, "Measurements
+/// behind the code"). On HTTP/2 the requests
 /// share a connection (one per fetch engine), so once the first answer says so the window opens to
 /// `streams`: `--max-streams` per connection times the engines (the server's
 /// SETTINGS_MAX_CONCURRENT_STREAMS still applies: beyond it libcurl opens another connection, up

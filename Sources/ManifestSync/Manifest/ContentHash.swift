@@ -63,15 +63,10 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         let prefix = prefix.utf8
         let count = algorithm.byteCount
         return String(unsafeUninitializedCapacity: prefix.count + count * 2) { out in
-            var end = out.initialize(fromContentsOf: prefix)
-            storage.withBytes { digest in
-                for byte in digest.prefix(count) {
-                    out[end] = Hex.lowercaseDigit(byte >> 4)
-                    out[end + 1] = Hex.lowercaseDigit(byte & 0x0f)
-                    end += 2
-                }
+            let start = out.initialize(fromContentsOf: prefix)
+            return storage.withBytes { digest in
+                Hex.encode(UnsafeRawBufferPointer(rebasing: digest.prefix(count)), into: out, at: start)
             }
-            return end
         }
     }
 
@@ -121,7 +116,7 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         return storage.map { ContentHash(algorithm: .sha256, storage: $0) }
     }
 
-    /// Parses every form PRODUCT.md allows: `ALGO:HEX`, bare hex whose length names the algorithm,
+    /// Parses every form docs/MANIFEST.md allows: `ALGO:HEX`, bare hex whose length names the algorithm,
     /// and SRI `ALGO-BASE64`. Returns a message (no location) for anything else.
     public static func parse(_ text: String) -> Result<ContentHash, HashParseError> {
         if let hash = parseCanonicalSHA256(text) { return .success(hash) }
@@ -198,15 +193,7 @@ private struct DigestStorage: Hashable, Sendable {
         guard hex.count % 2 == 0, hex.count <= 128 else { return nil }
         var storage = DigestStorage([])
         let decoded: Bool? = hex.withContiguousStorageIfAvailable { digits in
-            withUnsafeMutableBytes(of: &storage.words) { raw in
-                var offset = 0
-                while offset * 2 < digits.count {
-                    guard let high = Hex.value(digits[offset * 2]), let low = Hex.value(digits[offset * 2 + 1]) else { return false }
-                    raw[offset] = high << 4 | low
-                    offset += 1
-                }
-                return true
-            }
+            withUnsafeMutableBytes(of: &storage.words) { Hex.decode(digits, into: $0) }
         }
         switch decoded {
         case true?: return storage

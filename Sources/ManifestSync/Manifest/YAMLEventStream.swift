@@ -32,9 +32,8 @@ struct YAMLEvent {
 /// A value type, kept by its reader: events are read from the batch in place.
 struct YAMLEventStream {
     /// Files at least this large get a parsing thread. Below it the thread costs more than it
-    /// saves in a sync, where it competes with the index read-ahead for two cores: a warm sync of
-    /// 10k entries (1.3 MB) took 47 ms with it and 44 without; of 100k (14 MB) a plan takes 113 ms
-    /// with it and 170 without.
+    /// saves in a sync, where it competes with the index read-ahead for two cores
+    /// (docs/ARCHITECTURE.md, "Measurements behind the code").
     static let threadedFromBytes = 4 << 20
     /// Events per batch: a hand-over per few thousand events costs nothing next to parsing them.
     static let batchSize = 4096

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 
-/// The outcome of a run (`plan` or `sync`): schema 1 of PRODUCT.md.
+/// The outcome of a run (`plan` or `sync`): the report schema of docs/REPORT.md.
 public struct SyncReport: Sendable {
     public struct ManifestSummary: Sendable, Codable, Equatable {
         public let path: String

@@ -144,8 +144,8 @@ public final class CacheIndex {
     /// A stored object with these bytes: by SHA-256 name, or by any row verified against `hash`.
     /// A SHA-256 is the object's name itself (a row verified against `sha256:X` names object X),
     /// so only other algorithms look at `hash`, through an index of their rows alone: SHA-256
-    /// rows, most of any cache, stay out of it (each batch rewrote that index's pages too: a 10k
-    /// cold sync on tmpfs, CPU 572 → 540 ms). Schema 3: an older cache's index of every row is
+    /// rows, most of any cache, stay out of it (each batch rewrote that index's pages too; see
+    /// docs/ARCHITECTURE.md, "Measurements behind the code"). Schema 3: an older cache's index of every row is
     /// remade so by the first run that writes (an older worker then refuses the cache, naming
     /// its schema, rather than scanning every row for each new entry without an index it can use).
     public func storedObject(for hash: ContentHash) throws(CacheError) -> (object: String, size: Int64)? {

@@ -1,6 +1,6 @@
 import Glibc
 
-/// Where things live in a cache directory (PRODUCT.md's layout), in one place.
+/// Where things live in a cache directory (docs/CACHE.md's layout), in one place.
 public enum CacheLayout {
     public static func indexPath(_ root: String) -> String { root + "/index.sqlite" }
 

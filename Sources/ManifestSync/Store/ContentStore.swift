@@ -43,8 +43,8 @@ public struct ContentStore: Sendable {
         try Self.makeDirectory(partials.directory)
         // All 256 fan-out folders, checked every run, so installing an object never follows a
         // link: by one listing when the file system says what each entry is; made (or refused)
-        // one by one otherwise. A new cache's are made as its objects arrive (256 mkdirs were
-        // ~1 ms of a cold run's start, before any download), the rest by `completeLayout`.
+        // one by one otherwise. A new cache's are made as its objects arrive (256 mkdirs at the
+        // start would delay the first download), the rest by `completeLayout`.
         if !isNew, !Self.hasEveryFanOutFolder(objectsDirectory) {
             for byte in 0..<256 {
                 try Self.makeDirectory(objectsDirectory + "/" + Hex.encode([UInt8(byte)]))

@@ -5,9 +5,9 @@ import CWorkerSystem
 /// The kernel's first table holds 64 descriptors and doubles as more are opened; in a process
 /// with more than one thread each doubling waits for an RCU grace period first (`expand_fdtable`),
 /// several milliseconds on an idle machine. A sync opens its sockets and temporary files on its
-/// fetch threads, so a 300-file run paid one such wait (~12 ms, a third of its time) and a
-/// default `--jobs 50` run two. Grown while the program has one thread, the same table costs
-/// nothing but a few kilobytes. (A parent that leaves high descriptors open, as a shell often
+/// fetch threads, so a small run paid one such wait (a third of its time; docs/ARCHITECTURE.md,
+/// "Measurements behind the code") and a default `--jobs 50` run two. Grown while the program
+/// has one thread, the same table costs nothing but a few kilobytes. (A parent that leaves high descriptors open, as a shell often
 /// does, hides the cost: the table is inherited at its size.)
 enum DescriptorTable {
     /// A run's connections and temporary files at the default `--jobs`, many times over.

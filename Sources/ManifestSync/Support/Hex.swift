@@ -1,30 +1,47 @@
-/// Lowercase hex encoding and strict decoding.
+/// The one hex codec: lowercase encoding and strict decoding, for strings and, in place, for
+/// buffers (a digest's text is written and read without an intermediate array).
 enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
     static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(128)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
+        let bytes = Array(bytes)
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            bytes.withUnsafeBytes { encode($0, into: out, at: 0) }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Writes `bytes` as lowercase hex into `out` from `start`; returns the index after the last digit.
+    @discardableResult
+    static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        var end = start
+        for byte in bytes {
+            out[end] = lowercaseDigit(byte >> 4)
+            out[end + 1] = lowercaseDigit(byte & 0x0f)
+            end += 2
+        }
+        return end
     }
 
     /// Decodes case-insensitive hex; nil for odd length or any other character.
     static func decode(_ text: String) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = value(utf8[index]), let low = value(utf8[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
+        var out = [UInt8](repeating: 0, count: utf8.count / 2)
+        let decoded = utf8.withUnsafeBufferPointer { digits in
+            out.withUnsafeMutableBytes { decode(digits, into: $0) }
         }
-        return out
+        return decoded ? out : nil
+    }
+
+    /// Decodes case-insensitive hex `digits` (an even count) into the first bytes of `out`;
+    /// false at any other character.
+    static func decode(_ digits: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard digits.count % 2 == 0, out.count >= digits.count / 2 else { return false }
+        var offset = 0
+        while offset * 2 < digits.count {
+            guard let high = value(digits[offset * 2]), let low = value(digits[offset * 2 + 1]) else { return false }
+            out[offset] = high << 4 | low
+            offset += 1
+        }
+        return true
     }
 
     /// True when `text` is exactly `length` lowercase hex digits (a safe object file name).

@@ -2,8 +2,8 @@ import FoundationEssentials
 import Glibc
 
 /// The few text operations worker needs beyond the standard library, written here so that the
-/// program links FoundationEssentials only: Foundation brings CoreFoundation and ICU (a 92 MB
-/// binary instead of 43, ~1 ms more of every start; docs/ARCHITECTURE.md).
+/// program links FoundationEssentials only: Foundation brings CoreFoundation and ICU (a binary
+/// twice the size and a slower start; docs/ARCHITECTURE.md).
 public enum Text {
     /// `value` as C's printf formats it with `format` (one double: `%.2f`, `%g`).
     public static func format(_ format: String, _ value: Double) -> String {
