@@ -10,6 +10,14 @@ import ManifestSync
 public struct CurlTransport: Transport {
     public init() {}
 
+    package func prepare() {
+        Libcurl.loadAhead()
+    }
+
+    package func settle() {
+        Libcurl.settle()
+    }
+
     package func startEngines(shares: [Int], settings: FetchSettings) throws(CacheError) -> EngineSet {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         let trusted = CertificateBundle(files: settings.caCertificates)

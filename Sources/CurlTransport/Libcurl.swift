@@ -3,6 +3,7 @@ import ManifestSync
 import CWorkerSystem
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// libcurl itself: loaded once per process when the first download needs it, and the options
 /// every handle of a `CurlEngine` is set up with.
@@ -22,10 +23,26 @@ enum Libcurl {
     }()
 
     /// Why libcurl cannot be used (not installed, too old), or nil once it is loaded and set up.
-    /// The one place libcurl is loaded: `CurlTransport.startEngines`, for a run that downloads.
+    /// Loads it the first time (on the thread `loadAhead` started, or the caller's).
     static func loadProblem() -> String? {
         initializeOnce
     }
+
+    /// Starts loading libcurl on a thread of its own (named worker-libcurl), once per process.
+    static func loadAhead() {
+        guard !aheadStarted.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // No thread (a limit): libcurl is loaded when the first download needs it, as without it.
+        if !Threads.detach(name: "worker-libcurl", { _ = initializeOnce }) {
+            aheadStarted.store(false, ordering: .releasing)
+        }
+    }
+
+    /// Returns once a load `loadAhead` started is done.
+    static func settle() {
+        if aheadStarted.load(ordering: .acquiring) { _ = initializeOnce }
+    }
+
+    private static let aheadStarted = Atomic<Bool>(false)
 }
 
 extension CurlEngine {

@@ -3,6 +3,15 @@ import Synchronization
 /// How downloads reach HTTP servers. The command line hands one in (`CurlTransport`, the only
 /// code that links libcurl) with the fetch settings; a run that downloads asks it for its engines.
 package protocol Transport: Sendable {
+    /// Starts what a run with downloads will need (loading a library) on a thread of its own, so
+    /// that it overlaps reading the manifests and the index; `startEngines` and `settle` wait for
+    /// it. Never fails: a problem is `startEngines`'s to report, and only if the run downloads.
+    func prepare()
+
+    /// Returns once what `prepare` started is done (a process must not exit while a library is
+    /// being loaded: the exit's destructors can crash in it).
+    func settle()
+
     /// The engines for one run, started: one per entry of `shares`, each with that many
     /// connections per host. Fails (never traps) when the library cannot be loaded or is too old,
     /// or a thread cannot start; the engines already started are stopped.

@@ -3,7 +3,7 @@ import Glibc
 import Logging
 
 /// One sync after planning: the plan's download groups go through the queue, each result goes
-/// to the batch commit (objects and index rows) and the report builder (totals and rows), in
+/// to the batch commit (objects and index rows) and to the run's ledger (totals and rows), in
 /// that one direction. Downloads and pruning are in `SyncRun+Downloads` and `SyncRun+Prune`.
 struct SyncRun {
     let plan: SyncPlan
@@ -13,11 +13,8 @@ struct SyncRun {
     let context: RunContext
     var logger: Logger { context.logger }
 
-    var rows: ReportBuilder
-    /// Builds report rows; apart from `self`, so a row can be built while `rows` is changed.
-    let factory: RowFactory
-    /// Fields of the report other than totals and rows (prune, origins).
-    var report = SyncReport(startedAt: Date(), finishedAt: Date(), cacheDirectory: "", manifests: [])
+    /// The run's account: every outcome goes there, and the report comes from it.
+    var ledger: SyncLedger
     /// The manifest of every failed entry, for the per-manifest run record.
     private(set) var failedManifestIndexes: [Int] = []
     /// Failed entries per origin, for the report's `unreachable_origins`.
@@ -35,31 +32,30 @@ struct SyncRun {
     var stopping: Task<Void, Never>?
     var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
-    init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext) {
+    init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext,
+         ledger: SyncLedger) {
         self.plan = plan
         self.store = store
         self.index = index
         self.options = options
         self.context = context
+        self.ledger = ledger
         batch = BatchCommit(store: store)
-        rows = ReportBuilder(listLimit: options.listLimit, reportAll: options.reportAll)
-        factory = RowFactory(store: store, manifestNames: plan.manifests.manifests.map(\.name))
     }
 
-    /// Runs the plan and returns its report: totals, rows in manifest order, origins, pruning.
-    mutating func execute() async throws(CacheError) -> SyncReport {
+    /// Runs the plan, telling the ledger every outcome: kept, fetched, failed, pruned, origins.
+    mutating func execute() async throws(CacheError) {
         let now = Date().timeIntervalSince1970
         var touches: [String] = []
         for (offset, item) in plan.items.enumerated() {
             switch item.action {
             case .keep:
-                rows.add(.unchanged, order: offset) { [factory] in
-                    factory.entry(item, status: .unchanged, object: item.previous?.object, size: item.previous?.size)
-                }
+                ledger.record(.unchanged(item: offset, attempts: nil))
                 // Like relatime: refresh "last used" at most hourly, so warm runs write nothing.
                 if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
             case .reuse(let object, let size):
-                link(offset, object: object, size: size, status: .reused, body: nil, attempts: nil)
+                link(offset, object: object, size: size, body: nil)
+                ledger.record(.reused(item: offset, object: object, size: size))
             case .repair:
                 logger.warning("\(Redact.url(item.entry.url)): the cached file's size is not the index's (changed on disk); fetching it again")
             case .download, .revalidate, .refresh:
@@ -84,12 +80,6 @@ struct SyncRun {
             throw error
         }
         await stopping?.value
-        var report = report
-        report.totals = rows.totals
-        report.totals.entries = plan.items.count
-        report.entries = rows.entries
-        report.orphans = plan.orphans.count
-        return report
     }
 
     // MARK: - Results
@@ -99,12 +89,12 @@ struct SyncRun {
                          progress live: (@Sendable () -> SyncProgress)? = nil) {
         defer {
             progress.done += group.items.count
-            progress.failed = rows.totals.failed
+            progress.failed = ledger.totals.failed
             if let live {
                 let now = live()
                 (progress.bytes, progress.bytesTotal) = (now.bytes, now.bytesTotal)
             } else {
-                progress.bytes = rows.totals.bytesDownloaded
+                progress.bytes = ledger.totals.bytesDownloaded
             }
             options.onProgress?(progress)
         }
@@ -112,29 +102,17 @@ struct SyncRun {
         for tried in results {
             let (item, result) = (tried.item, tried.result)
             let planned = plan.items[item]
-            rows.totals.bytesDownloaded += result.bytesReceived
+            ledger.record(.received(result.bytesReceived))
             switch result.result {
             case .success(.notModified):
                 // 304: the stored version is current; only "last used" changes.
                 pendingTouches.append(planned.entry.url)
-                rows.add(.unchanged, order: item) { [factory] in
-                    factory.entry(planned, status: .unchanged, object: planned.previous?.object, size: planned.previous?.size,
-                          attempts: result.attempts)
-                }
+                ledger.record(.unchanged(item: item, attempts: result.attempts))
             case .success(.body(let body)):
                 delivered = body
                 batch.addBytes(body.size)
-                let status: EntryStatus
-                if planned.action == .refresh { rows.totals.refreshed += 1 }
-                if planned.action == .repair {
-                    rows.totals.repaired += 1
-                    status = .updated
-                } else if planned.action == .revalidate || planned.action == .refresh {
-                    status = body.sha256 == planned.previous?.object ? .unchanged : .updated
-                } else {
-                    status = planned.isUpdate ? .updated : .added
-                }
-                link(item, object: body.sha256, size: body.size, status: status, body: body, attempts: result.attempts)
+                link(item, object: body.sha256, size: body.size, body: body)
+                ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts))
             case .failure(let failure):
                 fail(item, failure, attempts: result.attempts)
             }
@@ -142,41 +120,27 @@ struct SyncRun {
         guard let delivered else { return }
         let tried = Set(results.map(\.item))
         for item in group.items where !tried.contains(item) {
-            link(item, object: delivered.sha256, size: delivered.size, status: .reused, body: nil, attempts: nil)
+            link(item, object: delivered.sha256, size: delivered.size, body: nil)
+            ledger.record(.reused(item: item, object: delivered.sha256, size: delivered.size))
         }
     }
 
     /// Records a verified object as the URL's current version (an index row once committed).
-    private mutating func link(_ item: Int, object: String, size: Int64, status: EntryStatus,
-                               body: FetchedBody?, attempts: Int?) {
+    private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?) {
         let planned = plan.items[item]
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
         batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
                               size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified),
                   installing: body?.temporaryPath)
-        rows.add(status, order: item) { [factory] in
-            var row = factory.entry(planned, status: status, object: object, size: size, attempts: attempts)
-            if planned.action == .repair, status != .reused {
-                row.refetched = "the cached file's size was not the index's (it changed on disk)"
-            }
-            return row
-        }
     }
 
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
         let planned = plan.items[item]
         failedManifestIndexes.append(planned.entry.manifest)
         if LocalFile.path(of: planned.entry.url) == nil { failedByOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
-        rows.add(.failed, order: item) { [factory] in
-            var row = factory.entry(planned, status: .failed, object: nil, size: nil, attempts: attempts)
-            row.reason = failure.reason
-            row.error = failure.message
-            row.httpStatus = failure.httpStatus
-            row.actualHash = failure.actualHash?.description
-            row.stale = planned.previous.map { factory.store.contains($0.object) } ?? false
-            return row
-        }
+        ledger.record(.failed(item: item, failure, attempts: attempts,
+                              stale: planned.previous.map { store.contains($0.object) } ?? false))
         if failure.reason != .cancelled || attempts > 0 {
             batch.add(failure: FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
                                              attempts: attempts, at: Date().timeIntervalSince1970,
@@ -212,26 +176,5 @@ struct SyncRun {
         }
         replaced.removeAll()
         if batch.markedUnclean { store.markClean() }
-    }
-}
-
-/// A plan item's report row, with the paths of its objects.
-struct RowFactory {
-    let store: ContentStore
-    let manifestNames: [String]
-
-    func entry(_ planned: PlannedEntry, status: EntryStatus, object: String?, size: Int64?,
-               attempts: Int? = nil) -> SyncReport.Entry {
-        SyncReport.Entry(
-            url: Redact.url(planned.entry.url),
-            hash: planned.entry.hash?.description,
-            status: status,
-            previousHash: status == .updated ? planned.previous.map { $0.hash ?? "sha256:" + $0.object } : nil,
-            bytes: size,
-            attempts: attempts,
-            path: object.map(store.objectPath),
-            manifest: manifestNames[planned.entry.manifest],
-            previousPath: status == .updated || status == .failed ? planned.previous.map { store.objectPath($0.object) } : nil
-        )
     }
 }

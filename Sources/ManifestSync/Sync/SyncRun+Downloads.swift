@@ -82,9 +82,9 @@ extension SyncRun {
         for summary in summaries {
             guard let problem = summary.openedFor else { continue }
             down.append((summary.origin, problem))
-            report.unreachableOrigins.append(SyncReport.OriginProblem(
+            ledger.record(.originGivenUp(SyncReport.OriginProblem(
                 origin: summary.origin, problem: problem, since: Timestamp.iso(since[summary.origin] ?? now),
-                failed: failedByOrigin[summary.origin] ?? 0, notTried: summary.notTried))
+                failed: failedByOrigin[summary.origin] ?? 0, notTried: summary.notTried)))
             logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
         }
         // Only an origin remembered as down has a row to forget (the run holds the lock: no

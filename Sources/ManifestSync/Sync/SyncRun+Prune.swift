@@ -9,13 +9,13 @@ extension SyncRun {
         let cutoff = Date().timeIntervalSince1970 - options.pruneAfter
         // The grace period: an orphan goes only once no synced manifest has named it for that long.
         let orphans = plan.orphans.filter { $0.lastUsed <= cutoff }
-        report.pruneWaiting = plan.orphans.count - orphans.count
+        ledger.record(.pruneWaiting(plan.orphans.count - orphans.count))
         guard options.prune, !orphans.isEmpty else { return }
         let share = Double(orphans.count) / Double(max(1, plan.indexedEntries))
         if share > options.pruneMax, !options.force {
-            report.pruneRefused = "refusing to prune \(orphans.count) of \(plan.indexedEntries) entries "
+            ledger.record(.pruneRefused("refusing to prune \(orphans.count) of \(plan.indexedEntries) entries "
                 + "(\(Int((share * 100).rounded())) % > --prune-max \(Int((options.pruneMax * 100).rounded())) %); "
-                + "check the manifests, or pass --force"
+                + "check the manifests, or pass --force"))
             return
         }
         // Rows go before files: an index row never points at a missing object. A stop in between
@@ -27,9 +27,7 @@ extension SyncRun {
         try index.apply(upserts: [], touches: [], removals: orphans.map(\.url), at: Date().timeIntervalSince1970)
         _ = try CacheMaintenance.deleteUnreferenced(orphans, index: index, store: store)
         for (offset, orphan) in orphans.enumerated() {
-            rows.add(.removed, order: plan.items.count + offset) {
-                SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed, bytes: orphan.size)
-            }
+            ledger.record(.pruned(orphan, position: offset, done: true))
         }
     }
 }

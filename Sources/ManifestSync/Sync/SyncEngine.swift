@@ -44,6 +44,8 @@ public struct SyncOptions: Sendable {
     /// Body bytes per batch: large bodies are flushed while later ones still download, so the
     /// run does not end waiting for all of them to reach the disk at once.
     public var batchBytes: Int64 = 64 << 20
+    /// Keep each item's outcome (status and SHA-256) for the caller (`get`, `manifest --urls`).
+    var keepsOutcomes = false
 
     public init(cacheDirectory: String) {
         self.cacheDirectory = cacheDirectory
@@ -62,6 +64,13 @@ public struct SyncProgress: Sendable {
     /// `bytes` plus what the downloads still to come declared, once every download has started
     /// and said how long its body is; nil until then.
     public var bytesTotal: Int64? = nil
+}
+
+/// A finished sync: its report, and its ledger for what the report does not keep (each item's
+/// outcome, when `SyncOptions.keepsOutcomes` asked for them).
+struct SyncResult {
+    let report: SyncReport
+    let ledger: SyncLedger
 }
 
 /// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.
@@ -94,6 +103,14 @@ public struct SyncEngine: Sendable {
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written.
     public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
+        // Into a cache without an index every http(s) entry is a download: the transport starts
+        // loading its library now, beside the manifests and the index (later, once the plan is
+        // drawn, the 300-file cold sync took ~15 ms longer; docs/ARCHITECTURE.md). A run that then
+        // downloads nothing over the network never needs it.
+        let ahead = options.offline || access(CacheLayout.indexPath(options.cacheDirectory), F_OK) == 0
+            ? nil : options.fetch.transport
+        ahead?.prepare()
+        defer { ahead?.settle() }
         let prefetched = prefetch(manifestPaths: manifestPaths)
         let set: ManifestSet
         do {
@@ -103,7 +120,7 @@ public struct SyncEngine: Sendable {
             throw .manifest(error)
         }
         do {
-            return try await sync(set, prefetched: prefetched)
+            return try await sync(set, prefetched: prefetched).report
         } catch {
             throw .cache(error)
         }
@@ -112,14 +129,14 @@ public struct SyncEngine: Sendable {
     /// Plans, downloads what is missing or changed, verifies, stores, indexes and reports.
     /// Throws only what stops the whole run: the cache is unusable or locked.
     public func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
-        try await sync(manifests, prefetched: nil)
+        try await sync(manifests, prefetched: nil).report
     }
 
     /// The run, using what `prefetch` read ahead when no other writer has committed since.
     /// Several runs may write one cache at once: each joins its writers (`WriterSlot`) and holds
     /// the cache's lock only to start (tidy, plan), to commit each batch and to finish; its
     /// downloads overlap the other runs'.
-    func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncReport {
+    func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncResult {
         let startedAt = Date()
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) {
             _ = await prefetched?.value
@@ -169,30 +186,30 @@ public struct SyncEngine: Sendable {
 
     /// Downloads and commits (`SyncRun`), then records the run, writes the outputs and finishes.
     private func run(_ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
-                     startedAt: Date) async throws(CacheError) -> SyncReport {
-        // Rows are kept for the outputs that list them: JUnit has a case per entry checked.
-        var runOptions = options
-        if options.outputs.junit != nil { runOptions.reportAll = true }
-        if options.outputs.needsAllRows || options.outputs.report != nil { runOptions.listLimit = nil }
-        var run = SyncRun(plan: plan, store: store, index: index, options: runOptions, context: context)
-        var report = try await run.execute()
-        report.startedAt = startedAt
-        report.cacheDirectory = options.cacheDirectory
-        report.manifests = Self.summaries(manifests)
-
-        let finished = Date().timeIntervalSince1970
+                     startedAt: Date) async throws(CacheError) -> SyncResult {
+        var run = SyncRun(plan: plan, store: store, index: index, options: options, context: context,
+                          ledger: ledger(for: plan, startedAt: startedAt, store: store))
+        try await run.execute()
         if options.recordsManifestRuns {
-            try recordRuns(manifests, run: run, at: finished)
+            try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
         }
-        report.finishedAt = Date()
-        if options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil {
-            report.limits = SyncReport.Limits(limitRate: options.fetch.limitRate,
-                                              maxRequestsPerSecond: options.fetch.maxRequestsPerSecond)
-        }
-        report.succeeded = options.failureBudget.allows(report)
+        let report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
         try options.outputs.write(report, success: report.succeeded)
         try await run.finish()
-        return report
+        return SyncResult(report: report, ledger: run.ledger)
+    }
+
+    /// The run's ledger: rows kept for the outputs that list them (JUnit has a case per entry
+    /// checked), the limits the run keeps, one outcome per item when asked for.
+    func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore?, dryRun: Bool = false) -> SyncLedger {
+        var listLimit = options.listLimit
+        if options.outputs.needsAllRows || options.outputs.report != nil { listLimit = nil }
+        let limited = options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil
+        return SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt, listLimit: listLimit,
+                          reportAll: options.reportAll || options.outputs.junit != nil,
+                          limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
+                                                              maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
+                          dryRun: dryRun, store: store, keepsOutcomes: options.keepsOutcomes)
     }
 
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {
@@ -218,10 +235,6 @@ public struct SyncEngine: Sendable {
     /// share of a cache that is not tiny.
     static func worthListing(entries: Int, records: Int) -> Bool {
         records >= 2048 && entries >= records / 4
-    }
-
-    static func summaries(_ manifests: ManifestSet) -> [SyncReport.ManifestSummary] {
-        manifests.manifests.map { SyncReport.ManifestSummary(path: $0.path, name: $0.name, entries: $0.entryCount) }
     }
 
     static func absolute(_ path: String) -> String {

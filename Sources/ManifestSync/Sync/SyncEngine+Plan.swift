@@ -60,30 +60,18 @@ extension SyncEngine {
         return (planner.plan(shard, records: records), objects)
     }
 
-    /// The report of a plan: what a sync would do, without doing it.
+    /// The report of a plan: what a sync would do, without doing it (the same ledger as a sync's).
     public func report(of plan: SyncPlan, startedAt: Date) -> SyncReport {
-        var report = SyncReport(dryRun: true, startedAt: startedAt, finishedAt: Date(),
-                                cacheDirectory: options.cacheDirectory, manifests: Self.summaries(plan.manifests))
-        var rows = ReportBuilder(listLimit: options.listLimit, reportAll: options.reportAll)
-        for (offset, item) in plan.items.enumerated() {
-            let status = item.plannedStatus
-            rows.add(status, order: offset) {
-                SyncReport.Entry(url: Redact.url(item.entry.url), hash: item.entry.hash?.description, status: status,
-                                 previousHash: status == .updated ? item.previous?.hash : nil)
-            }
+        var ledger = SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt,
+                                listLimit: options.listLimit, reportAll: options.reportAll, limits: nil, dryRun: true)
+        for item in plan.items.indices {
+            ledger.record(.planned(item: item))
         }
         if options.prune {
             for (offset, orphan) in plan.orphans.enumerated() {
-                rows.add(.removed, order: plan.items.count + offset) {
-                    SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed)
-                }
+                ledger.record(.pruned(orphan, position: offset, done: false))
             }
         }
-        report.totals = rows.totals
-        report.totals.entries = plan.items.count
-        report.entries = rows.entries
-        report.orphans = plan.orphans.count
-        report.finishedAt = Date()
-        return report
+        return ledger.report(finishedAt: Date(), budget: nil)
     }
 }

@@ -21,10 +21,12 @@ extension SyncEngine {
         }
         let entry = ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)
         if !options.refresh, let hit = try cached(entry) { return hit }
-        let report = try await syncWithoutManifest([entry], name: "get", count: 1)
-        let row = report.entries.first
-        guard row?.status != .failed, let path = row?.path else { return Lookup(path: nil, entry: row) }
-        return Lookup(path: path, entry: row)
+        let result = try await syncWithoutManifest([entry], name: "get", count: 1)
+        let row = result.report.entries.first
+        guard let outcome = result.ledger.outcome(of: 0), outcome.status != .failed, let object = outcome.sha256 else {
+            return Lookup(path: nil, entry: row)
+        }
+        return Lookup(path: CacheLayout.objectPath(options.cacheDirectory, object), entry: row)
     }
 }
 
@@ -47,16 +49,18 @@ extension SyncEngine {
             }
         }
         guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
-        let report = try await syncWithoutManifest(entries, name: source, count: urls.count)
+        let result = try await syncWithoutManifest(entries, name: source, count: urls.count)
         var items: [ManifestWriter.Item] = []
         var failed: [SyncReport.Entry] = []
-        // With every row kept, the report's entries are the manifest's, in order; its URLs are
-        // redacted, so the manifest takes them from the list.
-        for (entry, row) in zip(entries, report.entries) {
-            if row.status == .failed {
-                failed.append(row)
-            } else if let path = row.path {
-                items.append(ManifestWriter.Item(url: entry.url, sha256: PathName.lastComponent(path)))
+        // Plan items are the list's URLs, in order: each one's outcome names what it stored (the
+        // manifest takes the URL from the list: the report's are redacted). A failure is shown
+        // with its report row (every row is kept: the entries are the rows, in order).
+        for (offset, entry) in entries.enumerated() {
+            guard let outcome = result.ledger.outcome(of: offset) else { continue }
+            if outcome.status == .failed {
+                if offset < result.report.entries.count { failed.append(result.report.entries[offset]) }
+            } else if let sha256 = outcome.sha256 {
+                items.append(ManifestWriter.Item(url: entry.url, sha256: sha256))
             }
         }
         return (items, failed)
@@ -88,14 +92,16 @@ extension SyncEngine {
 
     /// A sync of entries that come from no manifest file: every row kept in the report, nothing
     /// recorded per manifest.
-    func syncWithoutManifest(_ entries: [ManifestEntry], name: String, count: Int) async throws(SyncFailure) -> SyncReport {
+    func syncWithoutManifest(_ entries: [ManifestEntry], name: String, count: Int) async throws(SyncFailure) -> SyncResult {
         let manifest = Manifest(path: name, name: name, baseURL: nil, headers: [], localRoot: "/", entryCount: count)
         var options = options
         options.recordsManifestRuns = false
         options.reportAll = true
         options.listLimit = nil
+        options.keepsOutcomes = true
         do {
-            return try await SyncEngine(options: options, context: context).sync(ManifestSet(manifests: [manifest], entries: entries))
+            return try await SyncEngine(options: options, context: context).sync(ManifestSet(manifests: [manifest], entries: entries),
+                                                                                 prefetched: nil)
         } catch {
             throw .cache(error)
         }

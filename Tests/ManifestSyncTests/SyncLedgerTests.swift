@@ -1,0 +1,138 @@
+import FoundationEssentials
+import Testing
+
+@testable import ManifestSync
+
+/// The run's one account: statuses derived from the planned action, the retention rule, the
+/// report's header from what the ledger was built with, outcomes when asked, the dry run's rows.
+@Suite struct SyncLedgerTests {
+    let objectA = String(repeating: "a", count: 64)
+    let objectB = String(repeating: "b", count: 64)
+    let started = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func entry(_ url: String, _ hash: String?) -> ManifestEntry {
+        ManifestEntry(url: url, hash: hash.flatMap { try? ContentHash.parse($0).get() }, manifest: 0, line: 1, column: 1)
+    }
+
+    func record(_ url: String, hash: String?, object: String) -> IndexRecord {
+        IndexRecord(url: url, hash: hash, object: object, size: 10, fetchedAt: 0, lastUsed: 0)
+    }
+
+    func plan(_ entries: [ManifestEntry], _ records: [IndexRecord] = [], present: Set<String> = [],
+              configure: (inout Planner) -> Void = { _ in }) -> SyncPlan {
+        let manifest = Manifest(path: "/m/site.yaml", name: "site", baseURL: nil, headers: [], localRoot: "/", entryCount: entries.count)
+        var planner = Planner(objectExists: { present.contains($0) })
+        configure(&planner)
+        return planner.plan(ManifestSet(manifests: [manifest], entries: entries), records: records)
+    }
+
+    func ledger(_ plan: SyncPlan, listLimit: Int? = nil, reportAll: Bool = true, outcomes: Bool = false) -> SyncLedger {
+        SyncLedger(plan: plan, cacheDirectory: "/cache", startedAt: started, listLimit: listLimit, reportAll: reportAll,
+                   limits: nil, keepsOutcomes: outcomes)
+    }
+
+    @Test func aDeliveredBodyTakesItsStatusFromThePlannedAction() {
+        // New → added; a changed hash → updated.
+        let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB)],
+                             [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        var first = ledger(downloads)
+        first.record(.delivered(item: 0, object: objectA, size: 3, attempts: 1))
+        first.record(.delivered(item: 1, object: objectB, size: 3, attempts: 2))
+        let report = first.report(finishedAt: started, budget: FailureBudget.none)
+        #expect(report.entries.map(\.status) == [.added, .updated])
+        #expect(report.entries[1].previousHash == "sha256:" + objectA)
+        #expect(report.totals.added == 1 && report.totals.updated == 1)
+
+        // Revalidated or refreshed: the same bytes are unchanged, a refresh is counted.
+        let hashless = [entry("http://h/c", nil)]
+        let stored = [record("http://h/c", hash: nil, object: objectA)]
+        var revalidated = ledger(plan(hashless, stored, present: [objectA]) { $0.revalidate = true })
+        revalidated.record(.delivered(item: 0, object: objectA, size: 10, attempts: 1))
+        #expect(revalidated.report(finishedAt: started, budget: FailureBudget.none).entries.map(\.status) == [.unchanged])
+        var refreshed = ledger(plan(hashless, stored, present: [objectA]) { $0.refresh = true })
+        refreshed.record(.delivered(item: 0, object: objectB, size: 10, attempts: 1))
+        let refresh = refreshed.report(finishedAt: started, budget: FailureBudget.none)
+        #expect(refresh.entries.map(\.status) == [.updated])
+        #expect(refresh.totals.refreshed == 1)
+
+        // A changed file on disk fetched again: updated, repaired, and said so on the row.
+        let pinned = [entry("http://h/a", "sha256:" + objectA)]
+        var repaired = ledger(plan(pinned, [record("http://h/a", hash: "sha256:" + objectA, object: objectA)],
+                                   present: [objectA]) { $0.objectSize = { _ in 99 } })
+        repaired.record(.delivered(item: 0, object: objectA, size: 10, attempts: 1))
+        let repair = repaired.report(finishedAt: started, budget: FailureBudget.none)
+        #expect(repair.entries.map(\.status) == [.updated])
+        #expect(repair.totals.repaired == 1)
+        #expect(repair.entries.first?.refetched != nil)
+    }
+
+    @Test func rowsFollowTheRetentionRuleInManifestOrder() {
+        let urls = (0..<4).map { entry("http://h/\($0)", nil) }
+        var account = ledger(plan(urls), listLimit: 1, reportAll: false)
+        // Events in another order than the manifest's.
+        account.record(.failed(item: 3, FetchFailure(.httpStatus, "HTTP 404", httpStatus: 404), attempts: 1, stale: false))
+        account.record(.delivered(item: 2, object: objectB, size: 1, attempts: 1))
+        account.record(.delivered(item: 1, object: objectA, size: 1, attempts: 1))
+        account.record(.failed(item: 0, FetchFailure(.connection, "connection refused"), attempts: 4, stale: false))
+        let report = account.report(finishedAt: started, budget: FailureBudget.none)
+        // Failures always; one other row while the list has room (the first to come).
+        #expect(report.entries.map(\.url) == ["http://h/0", "http://h/2", "http://h/3"])
+        #expect(report.entries.map(\.status) == [.failed, .added, .failed])
+        #expect(report.totals.added == 2 && report.totals.failed == 2 && report.totals.entries == 4)
+        #expect(report.entries[2].httpStatus == 404 && report.entries[2].reason == .httpStatus)
+
+        var quiet = ledger(plan(urls), reportAll: false)
+        quiet.record(.unchanged(item: 0, attempts: nil))
+        #expect(quiet.report(finishedAt: started, budget: FailureBudget.none).entries.isEmpty, "unchanged rows only with reportAll")
+    }
+
+    @Test func theHeaderComesFromWhatTheLedgerWasBuiltWithAndTheBudgetDecides() {
+        let limits = SyncReport.Limits(limitRate: 1000, maxRequestsPerSecond: nil)
+        var account = SyncLedger(plan: plan([entry("http://h/a", nil)]), cacheDirectory: "/cache", startedAt: started,
+                                 listLimit: nil, reportAll: true, limits: limits)
+        account.record(.failed(item: 0, FetchFailure(.timeout, "read timeout"), attempts: 1, stale: true))
+        account.record(.received(1234))
+        account.record(.originGivenUp(SyncReport.OriginProblem(origin: "http://h", problem: "connection refused",
+                                                               since: "2026-11-25T00:00:00Z", failed: 1, notTried: 0)))
+        let finished = started.addingTimeInterval(2)
+        let strict = account.report(finishedAt: finished, budget: FailureBudget.none)
+        #expect(strict.cacheDirectory == "/cache" && strict.startedAt == started && strict.finishedAt == finished)
+        #expect(strict.manifests == [SyncReport.ManifestSummary(path: "/m/site.yaml", name: "site", entries: 1)])
+        #expect(strict.limits == limits)
+        #expect(strict.totals.bytesDownloaded == 1234)
+        #expect(strict.unreachableOrigins.map(\.origin) == ["http://h"])
+        #expect(strict.entries.first?.stale == true)
+        #expect(!strict.succeeded, "one failure, none allowed")
+        #expect(account.report(finishedAt: finished, budget: FailureBudget(count: 1, share: nil)).succeeded)
+    }
+
+    @Test func outcomesAreKeptOnlyWhenAskedFor() {
+        let entries = [entry("http://h/a", nil), entry("http://h/b", nil)]
+        var kept = ledger(plan(entries), outcomes: true)
+        kept.record(.delivered(item: 0, object: objectA, size: 1, attempts: 1))
+        kept.record(.failed(item: 1, FetchFailure(.io, "disk full"), attempts: 1, stale: false))
+        #expect(kept.outcome(of: 0) == SyncLedger.Outcome(status: .added, sha256: objectA))
+        #expect(kept.outcome(of: 1) == SyncLedger.Outcome(status: .failed, sha256: nil))
+        var plain = ledger(plan(entries))
+        plain.record(.delivered(item: 0, object: objectA, size: 1, attempts: 1))
+        #expect(plain.outcome(of: 0) == nil)
+    }
+
+    @Test func aDryRunListsPlannedStatusesAndOrphansWithoutBytes() {
+        let orphan = record("http://h/gone", hash: nil, object: objectB)
+        let planned = plan([entry("http://h/a", "sha256:" + objectA)], [orphan], present: [objectB])
+        var dry = SyncLedger(plan: planned, cacheDirectory: "/cache", startedAt: started, listLimit: nil, reportAll: true,
+                             limits: nil, dryRun: true)
+        dry.record(.planned(item: 0))
+        dry.record(.pruned(orphan, position: 0, done: false))
+        let report = dry.report(finishedAt: started, budget: nil)
+        #expect(report.dryRun && report.succeeded)
+        #expect(report.entries.map(\.status) == [.added, .removed])
+        #expect(report.entries.map(\.bytes) == [nil, nil])
+        #expect(report.orphans == 1)
+
+        var pruning = ledger(planned)
+        pruning.record(.pruned(orphan, position: 0, done: true))
+        #expect(pruning.report(finishedAt: started, budget: FailureBudget.none).entries.first?.bytes == 10, "a prune that ran says what it freed")
+    }
+}
