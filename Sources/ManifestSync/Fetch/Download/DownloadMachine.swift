@@ -140,8 +140,9 @@ struct DownloadMachine: Sendable {
         }
     }
 
-    /// The answer to `send`. `jitter` (0...1) places a retry's delay in its backoff window.
-    mutating func exchanged(_ reply: ExchangeReply, jitter: Double, stopped: String?) -> [Action] {
+    /// The answer to `send`. `jitter` (0...1) places a retry's delay in its backoff window; it is
+    /// drawn only when a retry is (a random number costs a system call).
+    mutating func exchanged(_ reply: ExchangeReply, jitter: @autoclosure () -> Double, stopped: String?) -> [Action] {
         guard case .exchanging(let exchange) = state else { return [] }
         received += reply.bytes
         multiplexed = reply.multiplexed
@@ -226,7 +227,7 @@ struct DownloadMachine: Sendable {
     }
 
     /// An attempt's result: told to the gate, then retried or final.
-    private mutating func attemptEnded(_ result: Result<Delivery, FetchFailure>, jitter: Double) -> [Action] {
+    private mutating func attemptEnded(_ result: Result<Delivery, FetchFailure>, jitter: () -> Double) -> [Action] {
         var result = result
         if case .failure(let failure) = result, failure.reason == .cancelled, let stopReason {
             // Say why the run stopped it (a deadline names itself).
