@@ -1,0 +1,54 @@
+import Synchronization
+import Testing
+
+@testable import ManifestSync
+
+/// What stops a run's downloads (`FetchControl`) and `--max-rps`'s slots (`RateLimits`), with
+/// plain numbers and the local engine's timers: no sockets.
+@Suite struct FetchControlTests {
+    @Test(.timeLimit(.minutes(1))) func aStopCancelsWhatWaitsAndWhatRegistersAfterIt() async {
+        let engine = LocalEngine()
+        let control = FetchControl()
+        let waiting = Task {
+            await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+                control.wait(60, on: engine) { done.resume(returning: $0) }
+            }
+        }
+        // Give the wait time to register; a stop before it would end it the same way.
+        try? await Task.sleep(nanoseconds: 20_000_000)
+        control.stop(because: "the run's deadline (--deadline 1s) passed")
+        #expect(await waiting.value == false, "a stopped wait ends without firing")
+        let late = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            control.wait(0, on: engine) { done.resume(returning: $0) }
+        }
+        #expect(!late, "a wait that starts after the stop is cancelled at once")
+        control.stop(because: "a second reason")
+        #expect(control.stopReason == "the run's deadline (--deadline 1s) passed", "the first reason stands")
+        #expect(control.isStopped)
+        await engine.shutdown()
+    }
+
+    @Test func anUnstoppedWaitFires() async {
+        let engine = LocalEngine()
+        let control = FetchControl()
+        let fired = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            control.wait(0.01, on: engine) { done.resume(returning: $0) }
+        }
+        #expect(fired)
+        #expect(!control.isStopped)
+        await engine.shutdown()
+    }
+
+    @Test func maxRPSGivesEachOriginItsOwnSlotsOneIntervalApart() throws {
+        let limits = try #require(RateLimits(bytesPerSecond: nil, requestsPerSecond: 4))
+        // Three requests at once to one origin: 0, 0.25 and 0.5 s from now.
+        #expect(limits.requestDelay("http://a", now: 10) == 0)
+        #expect(limits.requestDelay("http://a", now: 10) == 0.25)
+        #expect(limits.requestDelay("http://a", now: 10) == 0.5)
+        // Another origin has slots of its own.
+        #expect(limits.requestDelay("http://b", now: 10) == 0)
+        // Once the slots are past, a request goes at once again.
+        #expect(limits.requestDelay("http://a", now: 20) == 0)
+        #expect(RateLimits(bytesPerSecond: nil, requestsPerSecond: nil) == nil, "no limits, no pacing")
+    }
+}
