@@ -129,15 +129,6 @@ func loadManifests(_ paths: [String]) throws -> ManifestSet {
     }
 }
 
-/// Maps a run-stopping cache error to its exit code, after printing it.
-func cacheExitCode(_ error: CacheError) -> ExitCode {
-    Console.error("worker: \(error)")
-    switch error {
-    case .locked: return ExitCode(ExitStatus.locked)
-    case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .resources: return ExitCode(ExitStatus.cacheUnusable)
-    }
-}
-
 extension RunContext {
     /// A command's context: waits for another run's lock said on stderr, the command's logger,
     /// and the stop request its signal handler makes (none for commands that end at a signal).

@@ -90,12 +90,3 @@ func editDistance(_ a: String, _ b: String) -> Int {
     }
     return row[b.count]
 }
-
-/// The exit codes of docs/EXIT-CODES.md.
-enum ExitStatus {
-    static let ok: Int32 = 0
-    static let failures: Int32 = 1
-    static let usage: Int32 = 2
-    static let locked: Int32 = 3
-    static let cacheUnusable: Int32 = 4
-}
