@@ -5,8 +5,9 @@ import ManifestSync
 
 /// libcurl as worker's transport: a run's fetch engines are `CurlEngine`s (libcurl's multi
 /// interface, a thread each), set up with the run's timeouts, connection shares and trusted
-/// authorities. libcurl is loaded here, the first time a run starts engines, and only then; the
-/// rest of the program never links it (this target is the only one that imports `CCurl`).
+/// authorities. libcurl is loaded the first time a run starts engines, or ahead of it on its own
+/// thread when asked to `prepare`; the rest of the program never links it (this target is the
+/// only one that imports `CCurl`).
 public struct CurlTransport: Transport {
     public init() {}
 

@@ -152,20 +152,24 @@ import WorkerTestSupport
         try buildStubLibcurl(in: directory, source: "int worker_not_libcurl(void) { return 0; }\n")
         directory.write("site/a.txt", "a\n")
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache"],
-                                          environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
+        let result = try syncWithStub(manifest, cache: directory.path + "/cache", in: directory)
         // (A trap's SIGILL also reads as 4 in terminationStatus: the message tells them apart.)
         #expect(result.code == 4, "\(result.code) \(result.stderr)")
         #expect(result.stderr.contains("cannot download: libcurl.so.4 could not be loaded"), "\(result.stderr)")
         #expect(result.stderr.contains("apt-get install libcurl4"))
         #expect(!result.stderr.contains("Fatal error"), "\(result.stderr)")
 
-        // A run that downloads nothing over the network never needs libcurl: local files sync.
+        // A run that downloads nothing over the network never needs libcurl: local files sync,
+        // into a new cache too (where the load is tried ahead, and its failure is not the run's).
         let local = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
-        let files = try WorkerBinary.run(["sync", local, "--cache-dir", directory.path + "/cache"],
-                                         environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
+        let files = try syncWithStub(local, cache: directory.path + "/local-cache", in: directory)
         #expect(files.code == 0, "\(files.code) \(files.stderr)")
         #expect(files.stdout.contains("added 1"), "\(files.stdout)")
+    }
+
+    /// `worker sync manifest` with the stub found first.
+    private func syncWithStub(_ manifest: String, cache: String, in directory: TemporaryDirectory) throws -> WorkerBinary.Result {
+        try WorkerBinary.run(["sync", manifest, "--cache-dir", cache], environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
     }
 
     /// Compiles `source` into `lib/libcurl.so.4` under `directory` (found first with LD_LIBRARY_PATH).
@@ -189,8 +193,7 @@ import WorkerTestSupport
             void *curl_version_info(int age) { (void)age; return &old; }
             """)
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache"],
-                                          environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
+        let result = try syncWithStub(manifest, cache: directory.path + "/cache", in: directory)
         #expect(result.code == 4, "\(result.code) \(result.stderr)")
         #expect(result.stderr.contains("libcurl 7.74.0 is older than 7.80.0, which worker needs"), "\(result.stderr)")
         #expect(result.stderr.contains("apt-get install libcurl4"))

@@ -21,7 +21,7 @@ final class FetchRequest: Sendable {
         self.localRoot = localRoot
         self.etag = etag
         self.lastModified = lastModified
-        origin = LocalFile.path(of: url) == nil ? Fetcher.origin(of: url) : nil
+        origin = LocalFile.isLocal(url) ? nil : Fetcher.origin(of: url)
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }

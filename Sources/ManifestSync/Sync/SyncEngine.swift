@@ -201,7 +201,7 @@ public struct SyncEngine: Sendable {
 
     /// The run's ledger: rows kept for the outputs that list them (JUnit has a case per entry
     /// checked), the limits the run keeps, one outcome per item when asked for.
-    func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore?, dryRun: Bool = false) -> SyncLedger {
+    func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore) -> SyncLedger {
         var listLimit = options.listLimit
         if options.outputs.needsAllRows || options.outputs.report != nil { listLimit = nil }
         let limited = options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil
@@ -209,7 +209,7 @@ public struct SyncEngine: Sendable {
                           reportAll: options.reportAll || options.outputs.junit != nil,
                           limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
                                                               maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
-                          dryRun: dryRun, store: store, keepsOutcomes: options.keepsOutcomes)
+                          store: store, keepsOutcomes: options.keepsOutcomes)
     }
 
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {

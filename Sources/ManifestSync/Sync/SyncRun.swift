@@ -138,7 +138,7 @@ struct SyncRun {
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
         let planned = plan.items[item]
         failedManifestIndexes.append(planned.entry.manifest)
-        if LocalFile.path(of: planned.entry.url) == nil { failedByOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
+        if !LocalFile.isLocal(planned.entry.url) { failedByOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
         ledger.record(.failed(item: item, failure, attempts: attempts,
                               stale: planned.previous.map { store.contains($0.object) } ?? false))
         if failure.reason != .cancelled || attempts > 0 {

@@ -262,7 +262,7 @@ public struct CacheVerifier: Sendable {
         // A local entry is read again only from inside the folder of a manifest that was synced
         // into this cache (the same confinement as `sync`); one whose manifest is unknown is dropped.
         let folders = try index.manifestRuns().map { URLResolver(manifestPath: $0.path).folder }
-        let network = broken.contains { LocalFile.path(of: $0.url) == nil }
+        let network = broken.contains { !LocalFile.isLocal($0.url) }
         let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []

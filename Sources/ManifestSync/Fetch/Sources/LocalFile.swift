@@ -45,9 +45,14 @@ enum LocalFile {
         return .success(Opened(fd: fd, size: Int64(info.st_size)))
     }
 
-    /// The path a `file://` URL names; nil for any other URL. (The one place the scheme is told.)
+    /// Whether `url` names a local file (`file://`). (The one place the scheme is told.)
+    static func isLocal(_ url: String) -> Bool {
+        url.hasPrefix("file://")
+    }
+
+    /// The path a `file://` URL names; nil for any other URL.
     static func path(of url: String) -> String? {
-        url.hasPrefix("file://") ? String(url.dropFirst("file://".count)) : nil
+        isLocal(url) ? String(url.dropFirst("file://".count)) : nil
     }
 
     /// Whether `path` is `root` or below it (`/` holds everything).

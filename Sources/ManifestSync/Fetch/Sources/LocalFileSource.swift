@@ -16,7 +16,7 @@ struct LocalFileSource: ContentSource {
     var kind: SourceKind { .local }
 
     func serves(_ request: FetchRequest) -> Bool {
-        LocalFile.path(of: request.url) != nil
+        LocalFile.isLocal(request.url)
     }
 
     /// Reads the file on a Dispatch queue of its own. A stop of the lane's control and the entry
