@@ -94,6 +94,9 @@ CURLcode worker_curl_set_pointer(CURL *easy, CURLoption option, void *value) {
 CURLcode worker_curl_set_string(CURL *easy, CURLoption option, const char *value) {
     return api.easy_setopt(easy, option, value);
 }
+CURLcode worker_curl_set_off_t(CURL *easy, CURLoption option, curl_off_t value) {
+    return api.easy_setopt(easy, option, value);
+}
 CURLcode worker_curl_set_data_callback(CURL *easy, CURLoption option, worker_curl_data_callback callback) {
     return api.easy_setopt(easy, option, callback);
 }

@@ -40,7 +40,7 @@ extension CurlEngine {
             end(transfer, code: nil, failure: FetchFailure(.timeout, "the entry took longer than --entry-timeout"))
         }
         let now = Monotonic.now()
-        let watch = SilenceWatch(limit: options.readTimeout, now: now, activity: transfer.activity)
+        let watch = SilenceWatch(limit: transfer.timeouts?.read ?? options.readTimeout, now: now, activity: transfer.activity)
         armSilenceTimer(transfer, at: now + watch.interval, watch: watch)
     }
 
@@ -52,8 +52,8 @@ extension CurlEngine {
             var watch = watch
             switch watch.check(now: Monotonic.now(), activity: transfer.activity, waiting: !transfer.connected || transfer.paused) {
             case .silent:
-                end(transfer, code: nil,
-                    failure: FetchFailure(.timeout, "read timeout: the server sent nothing for --read-timeout"))
+                let limit = transfer.timeouts.map { "\(Units.formatDuration($0.read))" } ?? "--read-timeout"
+                end(transfer, code: nil, failure: FetchFailure(.timeout, "read timeout: the server sent nothing for \(limit)"))
             case .checkAt(let next):
                 armSilenceTimer(transfer, at: next, watch: watch)
             }

@@ -21,6 +21,11 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     private let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
     private let origin: String?
+    private let method: TransferMethod
+    /// The request's own timeouts (nil: the engine's).
+    let timeouts: TransferTimeouts?
+    /// The file a PUT sends, closed when the transfer ends (or never starts).
+    private var upload: Int32 = -1
     /// What the meter was told: that the request went out, its head, and its declared length.
     private var metered = (sent: false, head: false, declared: Int64?.none)
 
@@ -52,9 +57,16 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         requestHeaders = request.headers
         deadline = request.deadline
         limits = request.limits
+        method = request.method
+        timeouts = request.timeouts
+        if case .put(let fd, _) = request.method { upload = fd }
         self.handler = handler
         self.engine = engine
         self.done = done
+    }
+
+    deinit {
+        if upload >= 0 { Glibc.close(upload) }
     }
 
     var isAttached: Bool { handle != nil }
@@ -62,7 +74,8 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     /// Sets up `handle` for this request; a failure ends the exchange before it starts.
     func attach(to handle: UnsafeMutableRawPointer) -> FetchFailure? {
         self.handle = handle
-        for line in requestHeaders {
+        if let failure = setMethodAndTimeouts(handle) { return failure }
+        for line in requestHeaders + (upload >= 0 ? ["Expect:"] : []) {
             guard let list = worker_curl_slist_append(headerList, line) else {
                 return FetchFailure(.io, "out of memory for the request's headers")
             }
@@ -79,16 +92,28 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         worker_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_PREREQDATA, context)
+        if upload >= 0 { worker_curl_set_pointer(handle, CURLOPT_READDATA, context) }
         meter?.requestSent()
         metered.sent = true
         return nil
     }
 
-    /// Lets go of the handle (to be reused) and of the request's headers.
+    /// Lets go of the handle (to be reused: as a plain GET with the engine's timeouts again) and
+    /// of the request's headers and file.
     func detach() {
         if let handle, let context = worker_curl_info_private(handle) {
             worker_curl_set_pointer(handle, CURLOPT_PRIVATE, nil)
             Unmanaged<CurlTransfer>.fromOpaque(context).release()
+        }
+        if let handle, method != .get || timeouts != nil {
+            worker_curl_set_long(handle, CURLOPT_HTTPGET, 1)
+            worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(engine.options.connectTimeout, upTo: Int(Int32.max)))
+            worker_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, 0)
+            worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, 0)
+        }
+        if upload >= 0 {
+            Glibc.close(upload)
+            upload = -1
         }
         worker_curl_slist_free_all(headerList)
         headerList = nil
@@ -126,6 +151,30 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
                        closesConnection: handler.closesConnection)
     }
 
+    /// A HEAD or a PUT (a handle is a GET until then) and the request's own timeouts; a file
+    /// that cannot be opened ends the exchange.
+    private func setMethodAndTimeouts(_ handle: UnsafeMutableRawPointer) -> FetchFailure? {
+        var refused: [String] = []
+        func check(_ code: CURLcode, _ option: String) { if code != CURLE_OK { refused.append(option) } }
+        switch method {
+        case .get:
+            break
+        case .head:
+            check(worker_curl_set_long(handle, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
+        case .put(_, let size):
+            check(worker_curl_set_long(handle, CURLOPT_UPLOAD, 1), "CURLOPT_UPLOAD")
+            check(worker_curl_set_off_t(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "CURLOPT_INFILESIZE_LARGE")
+        }
+        if let timeouts {
+            check(worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(timeouts.connect, upTo: Int(Int32.max))),
+                  "CURLOPT_CONNECTTIMEOUT_MS")
+            check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.slowestRate)), "CURLOPT_LOW_SPEED_LIMIT")
+            check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(timeouts.read.rounded(.up)))), "CURLOPT_LOW_SPEED_TIME")
+        }
+        guard refused.isEmpty else { return FetchFailure(.io, "libcurl refused " + refused.joined(separator: ", ")) }
+        return nil
+    }
+
     private func classify(_ code: CURLcode) -> FetchFailure {
         let osErrno = handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
         return CurlFailure.failure(code, osErrno: osErrno,
@@ -150,7 +199,24 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
             transfer.activity &+= 1
             return CURL_PREREQFUNC_OK
         }
-        return [(write, "CURLOPT_WRITEFUNCTION"), (header, "CURLOPT_HEADERFUNCTION"), (prereq, "CURLOPT_PREREQFUNCTION")]
+        // Used by PUTs only: the file's next part.
+        let read = worker_curl_set_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, context in
+            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().send(into: data, capacity: size * count)
+        }
+        return [(write, "CURLOPT_WRITEFUNCTION"), (header, "CURLOPT_HEADERFUNCTION"), (prereq, "CURLOPT_PREREQFUNCTION"),
+                (read, "CURLOPT_READFUNCTION")]
+    }
+
+    /// The next part of a PUT's file, copied into libcurl's buffer: its length, 0 at the end, or
+    /// an abort when the file cannot be read.
+    private func send(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
+        activity &+= 1
+        guard upload >= 0, let buffer else { return Int(CURL_READFUNC_ABORT) }
+        while true {
+            let count = read(upload, buffer, capacity)
+            if count >= 0 { return count }
+            if errno != EINTR { return Int(CURL_READFUNC_ABORT) }
+        }
     }
 
     /// A part of the body. Returning less than its size ends the exchange (libcurl: write error).

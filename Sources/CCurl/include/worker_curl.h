@@ -32,6 +32,7 @@ typedef int (*worker_curl_prereq_callback)(void *, char *, char *, int, int);
 CURLcode worker_curl_set_long(CURL *easy, CURLoption option, long value);
 CURLcode worker_curl_set_pointer(CURL *easy, CURLoption option, void *value);
 CURLcode worker_curl_set_string(CURL *easy, CURLoption option, const char *value);
+CURLcode worker_curl_set_off_t(CURL *easy, CURLoption option, curl_off_t value);
 CURLcode worker_curl_set_data_callback(CURL *easy, CURLoption option, worker_curl_data_callback callback);
 CURLcode worker_curl_set_prereq_callback(CURL *easy, worker_curl_prereq_callback callback);
 long worker_curl_info_long(CURL *easy, CURLINFO info);

@@ -40,7 +40,8 @@ package enum ExchangeOutcome: Sendable {
 /// libcurl's callbacks (`CurlTransfer`) feed it; it makes no request and knows no thread, one
 /// response's calls come one at a time.
 package struct ResponseHandler {
-    private let store: ContentStore
+    /// Where bodies go; nil for a handler that reads the status only.
+    private let store: ContentStore?
     private let expected: ContentHash?
     private let maxSize: Int64
     private let conditional: Bool
@@ -51,6 +52,8 @@ package struct ResponseHandler {
     private let url: String
     private let resume: PartialDownloads.Resume?
     private let resumeThreshold: Int64
+    /// Reads only the status (a HEAD, a PUT's answer): any status is `.status`, no body is kept.
+    private let readsStatusOnly: Bool
     private var resumed = false
     /// ETag, else Last-Modified: what makes a cut body resumable.
     private var validator: String?
@@ -66,8 +69,10 @@ package struct ResponseHandler {
     /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
     package private(set) var closesConnection = false
 
-    init(store: ContentStore, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
-         entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64) {
+    init(store: ContentStore?, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
+         entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64,
+         readsStatusOnly: Bool = false) {
+        self.readsStatusOnly = readsStatusOnly
         self.store = store
         self.expected = expected
         self.maxSize = maxSize
@@ -77,6 +82,12 @@ package struct ResponseHandler {
         self.url = url
         self.resume = resume
         self.resumeThreshold = resumeThreshold
+    }
+
+    /// A handler that reads a response's status only (a HEAD, the answer to a PUT).
+    static func statusOnly(url: String, deadline: Double) -> ResponseHandler {
+        ResponseHandler(store: nil, expected: nil, maxSize: 0, conditional: false, deadline: deadline, entryTimeout: 0,
+                        url: url, resume: nil, resumeThreshold: .max, readsStatusOnly: true)
     }
 
     /// The response headers `head` reads (lowercase): a transport may keep only these.
@@ -89,6 +100,10 @@ package struct ResponseHandler {
         func header(_ name: String) -> String? { headers(name).first }
         multiplexed = httpMajorVersion >= 2
         closesConnection = !multiplexed && !keepAlive
+        if readsStatusOnly {
+            outcome = .status(status, retryAfter: nil)
+            return nil
+        }
         if status == 301 || status == 302 || status == 303 || status == 307 || status == 308 {
             outcome = .redirect(status: status, location: header("location"))
             return nil
@@ -98,14 +113,14 @@ package struct ResponseHandler {
             return nil
         }
         if status == 416, let resume {
-            store.partials.discard(url)
+            store?.partials.discard(url)
             return restart("the server refused to resume at byte \(resume.offset)")
         }
         // Whatever the status, a body coded in a way nobody asked for is not the content (and a
         // 206's rest would be spliced onto the kept part in that coding).
         if (200..<300).contains(status), let (problem, coding) = ResponseFraming.codingProblem(
             contentEncoding: headers("content-encoding"), transferEncoding: headers("transfer-encoding")) {
-            if resume != nil { store.partials.discard(url) }
+            if resume != nil { store?.partials.discard(url) }
             return FetchFailure(.httpStatus, problem.message, httpStatus: status, detail: .unrequestedEncoding(coding))
         }
         if status == 206, let resume {
@@ -113,7 +128,7 @@ package struct ResponseHandler {
         }
         // Anything but the rest of the kept part (a 200: the range was ignored, or the version
         // changed and If-Range sent it whole): the kept part is of no use.
-        if resume != nil { store.partials.discard(url) }
+        if resume != nil { store?.partials.discard(url) }
         // 200 and 203 carry the content; 204 and 205 say there is none, 206 answers a range
         // this request did not ask for, and the others are not answers to a GET of a file.
         guard status == 200 || status == 203 else {
@@ -134,6 +149,7 @@ package struct ResponseHandler {
         lastModified = Self.validator(header("last-modified"))
         validator = Self.strongValidator(etag) ?? lastModified
         do {
+            guard let store else { return FetchFailure(.io, "no store for a body") }
             let file = try store.makeTemporaryFile()
             sink = BodySink(fd: file.fd, path: file.path, expected: expected, maxSize: maxSize, declaredSize: declared)
         } catch {
@@ -188,13 +204,13 @@ package struct ResponseHandler {
         case .failure(var failure):
             if resumed {
                 // The kept part and the rest do not make the content: start over.
-                store.partials.discard(url)
+                store?.partials.discard(url)
                 failure = FetchFailure(failure.reason, failure.message + " (after resuming a kept part; the next attempt starts over)")
                 failure.restartsFromScratch = true
             }
             return .failure(failure)
         case .success(let digests):
-            if resumed { store.partials.completed(url) }
+            if resumed { store?.partials.completed(url) }
             return .success(.body(VerifiedFile(path: closing.path, sha256: digests.sha256, size: closing.size),
                                   etag: etag, lastModified: lastModified))
         }
@@ -205,10 +221,10 @@ package struct ResponseHandler {
         sink = nil
         if let validator, body.size >= resumeThreshold {
             body.keep()
-            store.partials.keep(body.path, url: url, validator: validator)
+            store?.partials.keep(body.path, url: url, validator: validator)
         } else {
             body.discard()
-            if resumed { store.partials.discard(url) }
+            if resumed { store?.partials.discard(url) }
         }
     }
 
@@ -219,7 +235,7 @@ package struct ResponseHandler {
         } else {
             sink?.discard()
             sink = nil
-            if resumed { store.partials.discard(url) }
+            if resumed { store?.partials.discard(url) }
         }
         return failure
     }
@@ -231,13 +247,13 @@ package struct ResponseHandler {
         switch ResponseFraming.resumedTotal(offset: resume.offset, contentRange: headers("content-range"),
                                             contentLength: headers("content-length")) {
         case .failure(let problem):
-            store.partials.discard(url)
+            store?.partials.discard(url)
             return restart(problem.message)
         case .success(let value):
             total = value
         }
         if total > maxSize {
-            store.partials.discard(url)
+            store?.partials.discard(url)
             return FetchFailure(.tooLarge, "Content-Range total \(total) exceeds the limit of \(maxSize) bytes")
         }
         declared = total
@@ -250,7 +266,7 @@ package struct ResponseHandler {
             resumed = true
             return nil
         case .failure:
-            store.partials.discard(url)
+            store?.partials.discard(url)
             return restart("the kept part could not be read")
         }
     }

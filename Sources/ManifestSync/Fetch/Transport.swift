@@ -89,6 +89,10 @@ package struct TransferRequest: Sendable {
     package let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
     package let origin: String?
+    package var method = TransferMethod.get
+    /// Timeouts of this request instead of the engine's (a near server that must answer fast:
+    /// the shared tier); nil keeps the engine's.
+    package var timeouts: TransferTimeouts?
 
     package init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
                  meter: TransferMeter? = nil, origin: String? = nil) {
@@ -98,5 +102,32 @@ package struct TransferRequest: Sendable {
         self.limits = limits
         self.meter = meter
         self.origin = origin
+    }
+}
+
+/// What one exchange asks of its server.
+package enum TransferMethod: Sendable, Equatable {
+    /// The body, into the `ResponseHandler`.
+    case get
+    /// The head only.
+    case head
+    /// Sends `size` bytes read from the open file `fd` (from its start) as the request body;
+    /// the transfer closes it.
+    case put(fd: Int32, size: Int64)
+}
+
+/// A request's own connect and read limits.
+package struct TransferTimeouts: Sendable, Equatable {
+    package var connect: Double
+    /// Longest silence while waiting for or reading the response.
+    package var read: Double
+    /// The exchange ends when it moves fewer than `slowestRate` bytes a second for `read`
+    /// seconds (a slow drip that is never silent).
+    package var slowestRate: Int
+
+    package init(connect: Double, read: Double, slowestRate: Int) {
+        self.connect = connect
+        self.read = read
+        self.slowestRate = slowestRate
     }
 }

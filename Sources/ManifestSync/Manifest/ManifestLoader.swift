@@ -118,34 +118,21 @@ public struct ManifestLoader {
         }
         var out: [RequestHeader] = []
         for header in headers {
-            var value = ""
-            var rest = Substring(header.value)
-            var ok = true
-            while let open = rest.firstRange(of: "${") {
-                value += rest[..<open.lowerBound]
-                guard let close = rest[open.upperBound...].firstIndex(of: "}") else {
-                    report(header.line, header.column, "header '\(header.name)': '${' without a closing '}'")
-                    ok = false
-                    break
-                }
-                let variable = String(rest[open.upperBound..<close])
-                if let replacement = environment[variable] {
-                    value += replacement
-                } else {
-                    report(header.line, header.column,
-                           "header '\(header.name)': environment variable '\(Redact.short(variable))' is not set")
-                    ok = false
-                }
-                rest = rest[rest.index(after: close)...]
+            let value: String
+            switch VariableExpansion.expand(header.value, environment: environment) {
+            case .success(let expanded):
+                value = expanded
+            case .failure(let problem):
+                report(header.line, header.column, "header '\(header.name)': \(problem.message)")
+                continue
             }
-            value += rest
             // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
             if value.utf8.contains(where: HTTPToken.isForbiddenInValue) {
                 report(header.line, header.column,
                        "header '\(header.name)': the value contains a control character (CR, LF, NUL or another)")
-                ok = false
+                continue
             }
-            if ok { out.append(RequestHeader(name: header.name, value: value)) }
+            out.append(RequestHeader(name: header.name, value: value))
         }
         return out
     }
