@@ -12,7 +12,7 @@ struct WorkerCommand: AsyncParsableCommand {
         abstract: "Keep a local cache of remote files in step with YAML manifests of URL + content hash.",
         version: "worker \(WorkerVersion.current)",
         subcommands: [Sync.self, Get.self, Plan.self, Status.self, Verify.self, GC.self, PathCommand.self, Remove.self, Clear.self,
-                      Export.self, Fingerprint.self, ManifestCommand.self, Completion.self]
+                      Export.self, Fingerprint.self, ManifestCommand.self, Push.self, Completion.self]
     )
 
     /// Runs the command, mapping usage errors to exit 2 (docs/EXIT-CODES.md) instead of EX_USAGE.

@@ -24,6 +24,7 @@ import Synchronization
 /// | `/goto?to=URL` | redirects to URL |
 /// | `/gen/KEY` | `TestOrigin.generated(KEY)`: 1–11 KB derived from KEY |
 /// | `/slow/MS/ROUTE` | waits MS milliseconds, then answers as ROUTE |
+/// | `/slowwrite/MS/ROUTE` | answers a GET or HEAD as ROUTE at once, anything else after MS milliseconds |
 /// | `/close/PATH` | PATH with `Connection: close`, then closes (an HTTP/1.0-style server) |
 /// | `/encoded/PATH` | PATH's bytes labelled `Content-Encoding: gzip` (nobody asked for it) |
 /// | `/cut/PERCENT/PATH` | the first request gets PERCENT % of PATH and a closed connection; later ones PATH |
@@ -202,6 +203,12 @@ final class TestOrigin: Sendable {
             var inner = head
             inner.uri = "/" + segments[2]
             return .delayed(milliseconds: milliseconds, behavior(for: inner))
+        }
+        if segments.count == 3, segments[0] == "slowwrite", let milliseconds = Int64(segments[1]) {
+            var inner = head
+            inner.uri = "/" + segments[2]
+            let reads = head.method == .GET || head.method == .HEAD
+            return reads ? behavior(for: inner) : .delayed(milliseconds: milliseconds, behavior(for: inner))
         }
         return route(head)
     }

@@ -38,7 +38,8 @@ ensure_packages() {
 # to find them.
 # shellcheck disable=SC2034
 build_packages=(pkg-config libyaml-dev libsqlite3-dev libcurl4-openssl-dev)
-# What the test suite needs beyond that: the openssl command (the TLS tests make a certificate)
-# and script(1) (the terminal progress test).
+# What the test suite needs beyond that: the openssl command (the TLS tests make a certificate),
+# script(1) (the terminal progress test) and nginx (its WebDAV module is the shared tier of
+# RemoteCacheTests).
 # shellcheck disable=SC2034
-test_packages=(openssl bsdutils)
+test_packages=(openssl bsdutils nginx)

@@ -88,6 +88,8 @@ final class DownloadQueue: Sendable, OriginGate {
     /// Why the queue was stopped (the message of what a stop cancelled).
     var stopReason: String { control.stopReason }
 
+    var isStopped: Bool { control.isStopped }
+
     /// The groups never started (after a stop), once `next()` has returned nil.
     var unstarted: [Int] {
         state.withLock { $0.schedule.unstarted }

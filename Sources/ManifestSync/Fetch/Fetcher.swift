@@ -21,6 +21,10 @@ final class Fetcher: Sendable {
     /// Heads and body bytes as the transfers go (the window's growth, byte progress).
     let meter = TransferMeter()
 
+    /// The shared tier (`--remote-cache`) and the uploads to it, in a run with downloads.
+    let remote: RemoteTier?
+    let uploads: RemoteUploads?
+
     /// What the transport made for the run, removed at `shutdown`.
     private let cleanup: @Sendable () -> Void
 
@@ -50,17 +54,26 @@ final class Fetcher: Sendable {
         loads = shares.map { EngineLoad(share: $0) }
         cleanup = started.cleanup
         engines = started.engines
-        sources = SourceWalk(Self.sources(store: store, settings: settings, logger: logger, knownFolders: knownFolders, meter: meter))
+        let remote = network ? settings.remoteCache.map { RemoteTier(settings: $0, logger: logger) } : nil
+        let uploads = remote.flatMap { tier in
+            tier.settings.readOnly ? nil : RemoteUploads(tier: tier, cacheDirectory: store.root, engines: started.engines,
+                                                         entryTimeout: settings.entryTimeout)
+        }
+        (self.remote, self.uploads) = (remote, uploads)
+        sources = SourceWalk(Self.sources(store: store, settings: settings, logger: logger, knownFolders: knownFolders,
+                                          meter: meter, remote: remote, uploads: uploads))
     }
 
     /// The sources, in the order a download asks them. A new source is registered here.
     private static func sources(store: ContentStore, settings: FetchSettings, logger: Logger, knownFolders: [String],
-                                meter: TransferMeter) -> [any ContentSource] {
+                                meter: TransferMeter, remote: RemoteTier?, uploads: RemoteUploads?) -> [any ContentSource] {
         let limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
-        return [
-            LocalFileSource(store: store, settings: settings, knownFolders: knownFolders),
-            OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter),
-        ]
+        var sources: [any ContentSource] = [LocalFileSource(store: store, settings: settings, knownFolders: knownFolders)]
+        if let remote {
+            sources.append(RemoteCacheSource(tier: remote, store: store, settings: settings, meter: meter, uploads: uploads))
+        }
+        sources.append(OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter))
+        return sources
     }
 
     /// Stops every engine (they close their connections at the same time) and waits for all.

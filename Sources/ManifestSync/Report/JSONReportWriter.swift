@@ -16,6 +16,7 @@ public enum JSONReportWriter {
         let entries: [SyncReport.Entry]
         let unreachableOrigins: [SyncReport.OriginProblem]?
         let limits: SyncReport.Limits?
+        let remoteCache: SyncReport.RemoteCache?
 
         enum CodingKeys: String, CodingKey {
             case schema
@@ -28,6 +29,7 @@ public enum JSONReportWriter {
             case manifests, totals, entries
             case unreachableOrigins = "unreachable_origins"
             case limits
+            case remoteCache = "remote_cache"
         }
     }
 
@@ -43,7 +45,8 @@ public enum JSONReportWriter {
             totals: report.totals,
             entries: report.entries,
             unreachableOrigins: report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins,
-            limits: report.limits
+            limits: report.limits,
+            remoteCache: report.remoteCache
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

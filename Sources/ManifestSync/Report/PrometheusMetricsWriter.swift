@@ -36,6 +36,24 @@ public enum PrometheusMetricsWriter {
             (#"status="failed""#, "\(totals.failed)"), (#"status="removed""#, "\(totals.removed)"),
         ])
         metric("worker_sync_bytes_downloaded", "Body bytes received by the last sync.", "gauge", [("", "\(totals.bytesDownloaded)")])
+        if let remote = report.remoteCache {
+            let tier = #"remote_cache="\#(escape(remote.url))""#
+            for (name, help, value) in [
+                ("hits", "Bodies the last sync took from the remote cache.", Int64(remote.hits)),
+                ("misses", "Lookups the remote cache did not have.", Int64(remote.misses)),
+                ("corrupt", "Remote cache bodies that failed their hash or were cut (discarded).", Int64(remote.corrupt)),
+                ("errors", "Remote cache lookups that failed (refused, timeout, error status).", Int64(remote.errors)),
+                ("uploads", "Bodies uploaded to the remote cache.", Int64(remote.uploads)),
+                ("upload_errors", "Uploads to the remote cache that failed.", Int64(remote.uploadErrors)),
+                ("uploads_not_done", "Uploads dropped at a deadline, a signal or a given-up tier.", Int64(remote.uploadsNotDone)),
+                ("bytes_down", "Body bytes received from the remote cache.", remote.bytesDown),
+                ("bytes_up", "Body bytes uploaded to the remote cache.", remote.bytesUp),
+            ] {
+                metric("worker_remote_cache_\(name)", help + " (last sync)", "gauge", [(tier, "\(value)")])
+            }
+            metric("worker_remote_cache_given_up", "1 if the last sync stopped asking the remote cache after errors.", "gauge",
+                   [(tier, remote.givenUp == nil ? "0" : "1")])
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -62,6 +62,8 @@ public struct SyncReport: Sendable {
         public var previousPath: String?
         /// Why an entry the index had was fetched again though its version had not changed.
         public var refetched: String?
+        /// Where a fetched body came from: `origin`, `remote` (the shared tier) or `local`.
+        public var source: SourceKind?
 
         enum CodingKeys: String, CodingKey {
             case url, hash, status
@@ -71,7 +73,7 @@ public struct SyncReport: Sendable {
             case actualHash = "actual_hash"
             case stale, manifest
             case previousPath = "previous_path"
-            case refetched
+            case refetched, source
         }
     }
 
@@ -99,6 +101,52 @@ public struct SyncReport: Sendable {
         enum CodingKeys: String, CodingKey {
             case limitRate = "limit_rate_bytes_per_second"
             case maxRequestsPerSecond = "max_requests_per_second"
+        }
+    }
+
+    /// What the shared tier did (a run with `--remote-cache` that downloaded).
+    public var remoteCache: RemoteCache?
+
+    /// The report's `remote_cache` object: the tier's URL (redacted) and its counts.
+    public struct RemoteCache: Sendable, Codable, Equatable {
+        public var url: String
+        public var readOnly: Bool
+        /// Bodies the tier had and that matched their hash (stored).
+        public var hits = 0
+        /// Lookups the tier answered 404 (or with a redirect, not followed).
+        public var misses = 0
+        /// Bodies that failed their hash or were cut: discarded, the origin asked.
+        public var corrupt = 0
+        /// Lookups that failed (refused, timeout, 5xx, …): the origin asked.
+        public var errors = 0
+        /// Lookups not made because the tier had been given up.
+        public var skipped = 0
+        public var uploads = 0
+        public var uploadErrors = 0
+        /// Uploads queued or in flight when the run was stopped (deadline, signal), or dropped
+        /// once the tier was given up.
+        public var uploadsNotDone = 0
+        public var bytesDown: Int64 = 0
+        public var bytesUp: Int64 = 0
+        /// Why the run stopped asking the tier, if it did.
+        public var givenUp: String?
+        /// Objects `worker push` found on the tier already (not in the sync report).
+        public var present = 0
+
+        init(url: String, readOnly: Bool) {
+            self.url = url
+            self.readOnly = readOnly
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case url
+            case readOnly = "read_only"
+            case hits, misses, corrupt, errors, skipped, uploads
+            case uploadErrors = "upload_errors"
+            case uploadsNotDone = "uploads_not_done"
+            case bytesDown = "bytes_down"
+            case bytesUp = "bytes_up"
+            case givenUp = "given_up"
         }
     }
 

@@ -22,7 +22,9 @@ public struct TextReportWriter {
         for entry in listed.prefix(listLimit) {
             let label = report.dryRun ? Self.plannedLabel(entry.status) : entry.status.rawValue
             var line = "  \(pad(label))  \(entry.url)"
-            if let bytes = entry.bytes, !report.dryRun { line += "  (\(Units.formatBytes(bytes)))" }
+            if let bytes = entry.bytes, !report.dryRun {
+                line += "  (\(Units.formatBytes(bytes))\(entry.source == .remote ? ", from the remote cache" : ""))"
+            }
             lines.append(line)
         }
         let changed = totals.added + totals.updated + totals.reused + totals.removed
@@ -48,7 +50,20 @@ public struct TextReportWriter {
             lines.append("  downloaded \(Units.formatBytes(totals.bytesDownloaded)) in \(Text.format("%.2f", report.duration)) s "
                 + "(\(Units.formatBytes(Checked.int64(rate) ?? 0))/s)")
         }
+        if let remote = report.remoteCache { lines.append(Self.remoteLine(remote)) }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Where bytes came from: the tier's hits and what it was given.
+    static func remoteLine(_ remote: SyncReport.RemoteCache) -> String {
+        var line = "  remote cache \(remote.url): \(remote.hits) hit\(remote.hits == 1 ? "" : "s") "
+            + "(\(Units.formatBytes(remote.bytesDown))), \(remote.misses) miss\(remote.misses == 1 ? "" : "es")"
+        if !remote.readOnly { line += ", \(remote.uploads) uploaded (\(Units.formatBytes(remote.bytesUp)))" }
+        let trouble = [(remote.corrupt, "corrupt"), (remote.errors, "errors"), (remote.uploadErrors, "upload errors"),
+                       (remote.uploadsNotDone, "uploads not done")].filter { $0.0 > 0 }
+        for (count, what) in trouble { line += ", \(count) \(what)" }
+        if let givenUp = remote.givenUp { line += "; given up after errors (\(Sanitize.terminal(givenUp, limit: 120)))" }
+        return line
     }
 
     /// For stderr: a line per origin given up, then failed entries one a line, at most

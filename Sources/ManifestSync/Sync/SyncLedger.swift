@@ -12,8 +12,8 @@ struct SyncLedger {
         case unchanged(item: Int, attempts: Int?)
         /// Content already stored (another URL's, or another item's of this run) now serves the item.
         case reused(item: Int, object: String, size: Int64)
-        /// A verified body for the item.
-        case delivered(item: Int, object: String, size: Int64, attempts: Int)
+        /// A verified body for the item, from `source`.
+        case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil)
         case failed(item: Int, FetchFailure, attempts: Int, stale: Bool)
         /// A dry run: what a sync would do with the item.
         case planned(item: Int)
@@ -25,6 +25,8 @@ struct SyncLedger {
         /// Body bytes received (all attempts).
         case received(Int64)
         case originGivenUp(SyncReport.OriginProblem)
+        /// What the shared tier did in the run.
+        case remoteCache(SyncReport.RemoteCache)
     }
 
     /// An item's outcome, kept when asked for (`get`, `manifest --urls`): its status and the
@@ -72,7 +74,7 @@ struct SyncLedger {
             add(item, .unchanged, object: planned.previous?.object, size: planned.previous?.size, attempts: attempts)
         case .reused(let item, let object, let size):
             add(item, .reused, object: object, size: size, attempts: nil)
-        case .delivered(let item, let object, let size, let attempts):
+        case .delivered(let item, let object, let size, let attempts, let source):
             let planned = plan.items[item]
             let status: EntryStatus
             switch planned.action {
@@ -87,7 +89,7 @@ struct SyncLedger {
             case .keep, .reuse, .download:
                 status = planned.isUpdate ? .updated : .added
             }
-            add(item, status, object: object, size: size, attempts: attempts)
+            add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source)
         case .failed(let item, let failure, let attempts, let stale):
             let planned = plan.items[item]
             remember(item, Outcome(status: .failed, sha256: nil))
@@ -120,6 +122,8 @@ struct SyncLedger {
             rows.totals.bytesDownloaded += bytes
         case .originGivenUp(let problem):
             report.unreachableOrigins.append(problem)
+        case .remoteCache(let summary):
+            report.remoteCache = summary
         }
     }
 
@@ -137,7 +141,8 @@ struct SyncLedger {
 
     // MARK: - Rows
 
-    private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?) {
+    private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
+                              source: SourceKind? = nil) {
         let planned = plan.items[item]
         remember(item, Outcome(status: status, sha256: object))
         rows.add(status, order: item) { [maker] in
@@ -145,6 +150,7 @@ struct SyncLedger {
             if planned.action == .repair, status != .reused {
                 row.refetched = "the cached file's size was not the index's (it changed on disk)"
             }
+            row.source = source
             return row
         }
     }

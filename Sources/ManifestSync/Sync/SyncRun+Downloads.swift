@@ -18,15 +18,22 @@ extension SyncRun {
                                   streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker)
         var failure: CacheError?
         let timerEngine = fetcher.engines[0]
+        let uploads = fetcher.uploads
+        remoteTier = fetcher.remote
         let deadlineTimer = options.deadline.map { seconds in
             timerEngine.schedule(in: seconds) { [logger] fired in
                 guard fired else { return }
                 logger.info("deadline reached; cancelling downloads in flight")
-                queue.stop(because: "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
+                let reason = "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed"
+                queue.stop(because: reason)
+                uploads?.stop(because: reason)
             }
         }
         // A stop request (the command's SIGINT or SIGTERM): the same stop as the deadline's.
-        let stopWatch = context.stop.watch { reason in queue.stop(because: reason) }
+        let stopWatch = context.stop.watch { reason in
+            queue.stop(because: reason)
+            uploads?.stop(because: reason)
+        }
         // Progress counts bytes as they arrive: a snapshot every quarter second from the engine,
         // also while one long download is the only thing running.
         let live = LiveProgress(progress)
@@ -58,11 +65,19 @@ extension SyncRun {
                 }
             }
         }
-        context.stop.unwatch(stopWatch)
         live.stop()
         cadence.stop()
-        if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
-        stopping = Task { await fetcher.shutdown() }
+        // Uploads to the tier end while the last batch commits (the deadline and a stop request
+        // still cut them short), then the engines close their connections.
+        stopping = Task { [context] in
+            if let uploads {
+                if queue.isStopped { uploads.stop(because: queue.stopReason) }
+                await uploads.finished()
+            }
+            context.stop.unwatch(stopWatch)
+            if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
+            await fetcher.shutdown()
+        }
         let unstarted = FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")
         for number in queue.unstarted {
             for item in groups[number].items {

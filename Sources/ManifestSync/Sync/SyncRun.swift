@@ -30,6 +30,8 @@ struct SyncRun {
     var lastCommit = Date()
     /// The fetch engines closing their connections after the downloads (see `download`).
     var stopping: Task<Void, Never>?
+    /// The shared tier of a run that downloaded with `--remote-cache`: its counts go in the report.
+    var remoteTier: RemoteTier?
     var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
     init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext,
@@ -77,9 +79,16 @@ struct SyncRun {
             try await prune()
         } catch {
             await stopping?.value
+            recordRemoteCache()
             throw error
         }
         await stopping?.value
+        recordRemoteCache()
+    }
+
+    /// The tier's counts, once its uploads have ended.
+    private mutating func recordRemoteCache() {
+        if let tier = remoteTier { ledger.record(.remoteCache(tier.summary)) }
     }
 
     // MARK: - Results
@@ -110,9 +119,13 @@ struct SyncRun {
                 ledger.record(.unchanged(item: item, attempts: result.attempts))
             case .success(.body(let body)):
                 delivered = body
+                logger.debug("entry fetched", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
+                                                         "entry.source": "\(result.source?.rawValue ?? "-")",
+                                                         "entry.bytes": "\(body.size)"])
                 batch.addBytes(body.size)
                 link(item, object: body.sha256, size: body.size, body: body)
-                ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts))
+                ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
+                                         source: result.source))
             case .failure(let failure):
                 fail(item, failure, attempts: result.attempts)
             }

@@ -36,6 +36,8 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
     var caCertificates: [String] = []
 
+    @OptionGroup(title: "Remote cache") var remote: RemoteCacheOptions
+
     func validate() throws {
         _ = try settings()
     }
@@ -57,6 +59,7 @@ struct NetworkOptions: ParsableArguments {
             throw ValidationError("--ca-cert: cannot read '\(file)'")
         }
         fetch.caCertificates = caCertificates
+        fetch.remoteCache = try remote.settings()
         guard let size = Units.size(maxSize), size > 0 else {
             throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 256MiB, 1MB, 1048576)")
         }

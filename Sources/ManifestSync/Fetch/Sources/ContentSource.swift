@@ -1,5 +1,5 @@
 /// A place a download's bytes can come from: the origin over HTTP, a local file, and (next) a
-/// shared tier. A download asks the sources that serve its request in order: the first that
+/// shared tier (`RemoteCacheSource`). A download asks the sources that serve its request in order: the first that
 /// delivers a verified body or fails ends it; one that has nothing (`miss`) passes it on, and a
 /// miss is not a failure (no breaker event, no failure row). Adding a source is a new conforming
 /// type and its place in `Fetcher.sources(…)`.
@@ -14,6 +14,14 @@ protocol ContentSource: Sendable {
     /// none, or fails. Starts on `lane.engine`'s thread; `done` is called once, from any thread.
     /// A stop of `lane.control` ends it as `cancelled`.
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void)
+
+    /// This source missed `request` and a later one (`kind`) delivered `body` (still in `tmp/`,
+    /// about to be installed): a cache tier keeps it. Called on the engine's thread; must not block.
+    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody)
+}
+
+extension ContentSource {
+    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) {}
 }
 
 /// The sources a download can come from.
@@ -22,6 +30,8 @@ public enum SourceKind: String, Sendable, Codable {
     case origin
     /// A `file://` URL: a file in the manifest's folder.
     case local
+    /// The shared tier (`--remote-cache`).
+    case remote
 }
 
 /// What one source answered for a request, and what it took.

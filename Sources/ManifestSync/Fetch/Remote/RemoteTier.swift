@@ -1,0 +1,57 @@
+import Logging
+import Synchronization
+
+/// A run's shared tier: its settings, its health (`RemoteTierHealth`) and what it did, shared by
+/// the lookups (`RemoteCacheSource`) and the uploads (`RemoteUploads`) on every engine's thread.
+final class RemoteTier: Sendable {
+    let settings: RemoteCacheSettings
+    private let logger: Logger
+    private let state: Mutex<State>
+
+    private struct State {
+        var health: RemoteTierHealth
+        var counts: SyncReport.RemoteCache
+    }
+
+    init(settings: RemoteCacheSettings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+        state = Mutex(State(health: RemoteTierHealth(limit: settings.errorsToGiveUp),
+                            counts: SyncReport.RemoteCache(url: settings.shownURL, readOnly: settings.readOnly)))
+    }
+
+    var isUsable: Bool { state.withLock { $0.health.isUsable } }
+
+    /// What the run's tier did so far: the report's `remote_cache` object.
+    var summary: SyncReport.RemoteCache { state.withLock { $0.counts } }
+
+
+    /// Counts what does not tell of the tier's health (an upload dropped, a lookup skipped).
+    func count(_ count: (inout SyncReport.RemoteCache) -> Void) {
+        state.withLock { count(&$0.counts) }
+    }
+
+    /// Counts an answer (a hit, a miss or an upload) and clears the errors in a row.
+    func answered(_ count: (inout SyncReport.RemoteCache) -> Void) {
+        state.withLock { state in
+            count(&state.counts)
+            state.health.answered()
+        }
+    }
+
+    /// Counts an error; the one that gives the tier up is told once, as a warning.
+    func failed(_ why: String, _ count: (inout SyncReport.RemoteCache) -> Void) {
+        let opened = state.withLock { state in
+            count(&state.counts)
+            let opened = state.health.failed(why)
+            if opened { state.counts.givenUp = why }
+            return opened
+        }
+        if opened {
+            logger.warning("remote cache \(settings.shownURL) is given up for the rest of this run after \(settings.errorsToGiveUp) errors in a row (last: \(why)); the run goes on without it")
+        } else {
+            logger.debug("remote cache error", metadata: ["remote.url": "\(settings.shownURL)", "remote.problem": "\(why)"])
+        }
+    }
+}
+

@@ -1,0 +1,196 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// Bodies the origin delivered that the tier missed, `PUT` to `{base}/cas/{hex}` beside the
+/// downloads: a queue, a few uploads in flight at once (`uploadsAtOnce`) on the run's engines,
+/// never in the way of an entry's commit (an upload reads the body where it is: in `tmp/`, or
+/// in `objects/` once its batch has committed). The run waits for them at its end (`finished`);
+/// a stop (deadline, signal) drops what is queued and cuts what is in flight, and both are
+/// counted as not done.
+final class RemoteUploads: Sendable {
+    struct Pending: Sendable {
+        let sha256: String
+        let size: Int64
+        let temporaryPath: String
+        /// Asks with `HEAD` first and sends only what the tier lacks (`worker push`).
+        var checksFirst = false
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var next = 0
+        var inFlight = 0
+        var turn = 0
+        var stopped = false
+        var idle: [CheckedContinuation<Void, Never>] = []
+
+        var waiting: Int { queue.count - next }
+
+        /// Takes what may start now, each with the engine (by number) it goes to.
+        mutating func startable(limit: Int, engines: Int) -> [(Pending, Int)] {
+            var started: [(Pending, Int)] = []
+            while !stopped, inFlight < limit, next < queue.count {
+                started.append((queue[next], turn % engines))
+                next += 1
+                inFlight += 1
+                turn &+= 1
+            }
+            if next > 1024, next * 2 > queue.count {
+                queue.removeFirst(next)
+                next = 0
+            }
+            return started
+        }
+    }
+
+    private let tier: RemoteTier
+    /// The cache whose objects are sent.
+    private let cacheDirectory: String
+    private let engines: [any FetchEngine]
+    private let entryTimeout: Double
+    private let control = FetchControl()
+    private let state = Mutex(State())
+
+    init(tier: RemoteTier, cacheDirectory: String, engines: [any FetchEngine], entryTimeout: Double) {
+        self.tier = tier
+        self.cacheDirectory = cacheDirectory
+        self.engines = engines
+        self.entryTimeout = entryTimeout
+    }
+
+    /// Queues `body` for upload (a body the tier lacks).
+    func offer(_ body: FetchedBody) {
+        offer(Pending(sha256: body.sha256, size: body.size, temporaryPath: body.temporaryPath))
+    }
+
+    func offer(_ pending: Pending) {
+        let accepted = state.withLock { state in
+            guard !state.stopped else { return false }
+            state.queue.append(pending)
+            return true
+        }
+        if accepted { pump() } else { tier.count { $0.uploadsNotDone += 1 } }
+    }
+
+    /// Returns once every upload offered has ended (or was dropped by `stop`).
+    func finished() async {
+        await withCheckedContinuation { continuation in
+            let idle = state.withLock { state in
+                guard state.inFlight > 0 || (state.waiting > 0 && !state.stopped) else { return true }
+                state.idle.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    /// Drops what is queued and cuts what is in flight (each counted as not done).
+    func stop(because reason: String) {
+        let (dropped, waiters) = state.withLock { state in
+            let dropped = state.stopped ? 0 : state.waiting
+            state.stopped = true
+            state.queue.removeAll()
+            state.next = 0
+            let waiters = state.inFlight == 0 ? state.idle : []
+            if state.inFlight == 0 { state.idle.removeAll() }
+            return (dropped, waiters)
+        }
+        if dropped > 0 { tier.count { $0.uploadsNotDone += dropped } }
+        control.stop(because: reason)
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func pump() {
+        let started = state.withLock { $0.startable(limit: tier.settings.uploadsAtOnce, engines: engines.count) }
+        for (pending, number) in started {
+            let engine = engines[number]
+            engine.execute { self.put(pending, on: engine) }
+        }
+    }
+
+    /// One upload ended: the next ones start; the last one wakes `finished`.
+    private func ended() {
+        pump()
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.inFlight -= 1
+            guard state.inFlight == 0, state.waiting == 0 || state.stopped else { return [] }
+            defer { state.idle.removeAll() }
+            return state.idle
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func put(_ pending: Pending, on engine: any FetchEngine) {
+        guard tier.isUsable else {
+            tier.count { $0.uploadsNotDone += 1 }
+            return ended()
+        }
+        // In tmp/ until its batch commits, in objects/ after: the rename is atomic, so one of
+        // the two names opens (neither: the entry's commit failed, and there is nothing to send).
+        if pending.checksFirst {
+            send(.head, for: pending, on: engine) { [self] reply in
+                switch reply.result {
+                case .success(.status(200, _)):
+                    tier.answered { $0.present += 1 }
+                    ended()
+                case .success(.status(404, _)):
+                    var rest = pending
+                    rest.checksFirst = false
+                    put(rest, on: engine)
+                default:
+                    record(reply, size: pending.size)
+                    ended()
+                }
+            }
+            return
+        }
+        var fd = open(pending.temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { fd = open(CacheLayout.objectPath(cacheDirectory, pending.sha256), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        guard fd >= 0 else { return ended() }
+        send(.put(fd: fd, size: pending.size), for: pending, on: engine) { [self] reply in
+            record(reply, size: pending.size)
+            ended()
+        }
+    }
+
+    /// One request to the tier for `pending`'s object, cancelled by a stop.
+    private func send(_ method: TransferMethod, for pending: Pending, on engine: any FetchEngine,
+                      then: @escaping @Sendable (ExchangeReply) -> Void) {
+        let url = tier.settings.objectURL(pending.sha256)
+        let deadline = Monotonic.now() + entryTimeout
+        var request = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline)
+        request.method = method
+        request.timeouts = tier.settings.timeouts
+        let token = Mutex<Int?>(nil)
+        let transfer = engine.transfer(request, handler: .statusOnly(url: url, deadline: deadline)) { [control] reply in
+            control.unregister(token.withLock { $0 })
+            then(reply)
+        }
+        guard let registered = control.register(.transfer(transfer, on: engine)) else {
+            tier.count { $0.uploadsNotDone += 1 }
+            return ended()
+        }
+        token.withLock { $0 = registered }
+        engine.start(transfer)
+    }
+
+    private func record(_ reply: ExchangeReply, size: Int64) {
+        switch reply.result {
+        case .success(.status(let status, _)) where (200..<300).contains(status):
+            tier.answered {
+                $0.uploads += 1
+                $0.bytesUp += size
+            }
+        case .success(.status(let status, _)):
+            tier.failed("upload: HTTP \(status)") { $0.uploadErrors += 1 }
+            // (A HEAD's error status comes here too: nothing was sent.)
+        case .success:
+            tier.failed("upload: an unexpected answer") { $0.uploadErrors += 1 }
+        case .failure(let failure) where failure.reason == .cancelled:
+            tier.count { $0.uploadsNotDone += 1 }
+        case .failure(let failure):
+            tier.failed("upload: \(failure.message)") { $0.uploadErrors += 1 }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import FoundationEssentials
+import Synchronization
+
+/// The shared tier (`--remote-cache`), asked before the origin for an entry pinned by SHA-256:
+/// `GET {base}/cas/{hex}` with the tier's own headers (never the manifest's). A body is verified
+/// like any other; 404 and redirects are misses; a body that fails its hash or is cut is
+/// discarded and counted; an error (refused, timeout, another status) counts towards giving the
+/// tier up. Whatever the tier does, the entry goes on to the origin: the tier never fails it.
+/// A body the origin then delivers is offered back for upload (`RemoteUploads`).
+final class RemoteCacheSource: ContentSource {
+    let tier: RemoteTier
+    let store: ContentStore
+    let settings: FetchSettings
+    let meter: TransferMeter
+    /// Where bodies the origin delivered go (nil: read-only).
+    let uploads: RemoteUploads?
+
+    init(tier: RemoteTier, store: ContentStore, settings: FetchSettings, meter: TransferMeter, uploads: RemoteUploads?) {
+        self.tier = tier
+        self.store = store
+        self.settings = settings
+        self.meter = meter
+        self.uploads = uploads
+    }
+
+    var kind: SourceKind { .remote }
+
+    /// Entries pinned by SHA-256 on an origin: objects are named by it. (Other algorithms, and
+    /// entries without a hash, cannot be looked up.)
+    func serves(_ request: FetchRequest) -> Bool {
+        request.origin != nil && request.expected?.algorithm == .sha256
+    }
+
+    func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
+        guard tier.isUsable, let expected = request.expected else {
+            tier.count { $0.skipped += 1 }
+            done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0))
+            return
+        }
+        let url = tier.settings.objectURL(expected.hex)
+        let deadline = Monotonic.now() + settings.entryTimeout
+        let handler = ResponseHandler(store: store, expected: expected, maxSize: settings.maxSize, conditional: false,
+                                      deadline: deadline, entryTimeout: settings.entryTimeout, url: url, resume: nil,
+                                      resumeThreshold: .max)
+        // The meter is told under the entry's origin: its window grows with the tier's answers.
+        var sent = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline, meter: meter,
+                                   origin: request.origin)
+        sent.timeouts = tier.settings.timeouts
+        let token = Mutex<Int?>(nil)
+        let control = lane.control
+        let transfer = lane.engine.transfer(sent, handler: handler) { [tier] reply in
+            control.unregister(token.withLock { $0 })
+            done(Self.outcome(of: reply, tier: tier))
+        }
+        guard let registered = control.register(.transfer(transfer, on: lane.engine)) else {
+            done(SourceOutcome(answer: .failed(FetchFailure(.cancelled, control.stopReason)), attempts: 0, bytes: 0))
+            return
+        }
+        token.withLock { $0 = registered }
+        lane.engine.start(transfer)
+    }
+
+    /// What a tier answer means for the entry; every answer but a stop passes it to the origin.
+    static func outcome(of reply: ExchangeReply, tier: RemoteTier) -> SourceOutcome {
+        let miss = SourceOutcome(answer: .miss, attempts: 0, bytes: 0)
+        switch reply.result {
+        case .success(.body(let file, _, _)):
+            tier.answered {
+                $0.hits += 1
+                $0.bytesDown += reply.bytes
+            }
+            let body = FetchedBody(temporaryPath: file.path, sha256: file.sha256, size: file.size, etag: nil, lastModified: nil)
+            return SourceOutcome(answer: .delivered(.body(body)), attempts: 1, bytes: reply.bytes)
+        case .success(.status(404, _)), .success(.redirect):
+            tier.answered { $0.misses += 1 }
+            return miss
+        case .success(.status(let status, _)):
+            tier.failed("HTTP \(status)") { $0.errors += 1 }
+            return miss
+        case .success(.notModified):
+            tier.failed("an unasked 304") { $0.errors += 1 }
+            return miss
+        case .failure(let failure) where failure.reason == .cancelled:
+            return SourceOutcome(answer: .failed(failure), attempts: 0, bytes: reply.bytes)
+        case .failure(let failure):
+            // A body that arrived and is not the content (wrong bytes, an HTML page, cut short,
+            // too large) was discarded by the handler; a failure before any body is an error.
+            let corrupt = failure.reason == .hashMismatch || failure.reason == .tooLarge || reply.bytes > 0
+            tier.failed(failure.message) {
+                if corrupt { $0.corrupt += 1 } else { $0.errors += 1 }
+                $0.bytesDown += reply.bytes
+            }
+            return miss
+        }
+    }
+
+    /// The origin delivered what the tier missed: it is uploaded (unless read-only).
+    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) {
+        guard kind == .origin, let uploads else { return }
+        uploads.offer(body)
+    }
+}

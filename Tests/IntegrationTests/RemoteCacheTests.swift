@@ -1,0 +1,298 @@
+import Crypto
+import Foundation
+import Testing
+import WorkerTestSupport
+
+/// `--remote-cache` and `worker push` through the built binary: nginx with WebDAV as the shared
+/// tier (docs/REMOTE-CACHE.md), the in-process test origin as the origin and as a faulty tier.
+@Suite struct RemoteCacheTests {
+    private static func body(_ number: Int) -> [UInt8] {
+        (0..<(1500 + number * 97)).map { UInt8(truncatingIfNeeded: $0 &* (number + 3) &+ 11) }
+    }
+
+    /// An origin serving `count` files, and a manifest pinning each by SHA-256 (plus `extra` lines).
+    private func fixture(_ origin: TestOrigin, _ directory: TemporaryDirectory, count: Int,
+                         header: String = "", extra: [(String, String?)] = []) -> (manifest: String, hashes: [String]) {
+        var text = "version: 1\nname: avatars\n\(header)entries:\n"
+        var hashes: [String] = []
+        for number in 0..<count {
+            let bytes = Self.body(number)
+            origin.set("/a/\(number).png", bytes)
+            hashes.append(sha256(bytes))
+            text += "  - url: \(origin.url("/a/\(number).png"))\n    hash: sha256:\(sha256(bytes))\n"
+        }
+        for (url, hash) in extra {
+            text += "  - url: \(url)\n"
+            if let hash { text += "    hash: \(hash)\n" }
+        }
+        return (directory.write("m.yaml", text), hashes)
+    }
+
+    private func md5Hex(_ bytes: [UInt8]) -> String {
+        Insecure.MD5.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
+    private func json(_ path: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+    }
+
+    private func rows(_ report: [String: Any]) -> [[String: Any]] {
+        report["entries"] as? [[String: Any]] ?? []
+    }
+
+    private func originRequests(_ origin: TestOrigin, _ count: Int) -> Int {
+        (0..<count).reduce(0) { $0 + origin.hits("/a/\($1).png") }
+    }
+
+    // MARK: - Read and write
+
+    @Test func runnerAFillsTheTierAndRunnerBTakesEverythingFromIt() async throws {
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, hashes) = fixture(origin, directory, count: 6)
+
+        let reportA = directory.path + "/a.json"
+        let a = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/a", "--remote-cache", tier.url + "/",
+                                      "--report", reportA, "--metrics", directory.path + "/a.prom"])
+        #expect(a.code == 0, "\(a.stderr)")
+        let first = try json(reportA)
+        let remoteA = try #require(first["remote_cache"] as? [String: Any])
+        #expect(remoteA["misses"] as? Int == 6 && remoteA["hits"] as? Int == 0)
+        #expect(remoteA["uploads"] as? Int == 6 && remoteA["upload_errors"] as? Int == 0, "\(remoteA)")
+        #expect(rows(first).allSatisfy { $0["source"] as? String == "origin" }, "\(rows(first))")
+        // Every object went up under its SHA-256, byte for byte (one slash before cas/).
+        #expect(tier.objects == hashes.sorted())
+        for (number, hash) in hashes.enumerated() { #expect(tier.object(hash) == Data(Self.body(number))) }
+        #expect(tier.requests.filter { $0.hasPrefix("PUT /cas/") }.count == 6, "\(tier.requests)")
+        #expect(!tier.requests.contains { $0.contains("//cas") })
+        #expect(a.stdout.contains("remote cache \(tier.url): 0 hits"), "\(a.stdout)")
+        let metrics = try String(contentsOfFile: directory.path + "/a.prom", encoding: .utf8)
+        #expect(metrics.contains("worker_remote_cache_uploads{"), "\(metrics)")
+
+        // Runner B: a fresh cache, every body from the tier, no request to the origin.
+        let before = originRequests(origin, 6)
+        let reportB = directory.path + "/b.json"
+        let b = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/b", "--remote-cache", tier.url,
+                                      "--report", reportB, "--metrics", directory.path + "/b.prom"])
+        #expect(b.code == 0, "\(b.stderr)")
+        #expect(originRequests(origin, 6) == before, "runner B asked the origin")
+        let second = try json(reportB)
+        let remoteB = try #require(second["remote_cache"] as? [String: Any])
+        #expect(remoteB["hits"] as? Int == 6 && remoteB["misses"] as? Int == 0 && remoteB["uploads"] as? Int == 0, "\(remoteB)")
+        #expect(rows(second).count == 6 && rows(second).allSatisfy { $0["source"] as? String == "remote" && $0["status"] as? String == "added" })
+        #expect(b.stdout.contains("from the remote cache"), "\(b.stdout)")
+        let metricsB = try String(contentsOfFile: directory.path + "/b.prom", encoding: .utf8)
+        #expect(metricsB.contains("worker_remote_cache_hits{") && metricsB.contains("} 6"), "\(metricsB)")
+        // What B stored is what the manifest pins.
+        let verify = try WorkerBinary.run(["verify", "--cache-dir", directory.path + "/b"])
+        #expect(verify.code == 0, "\(verify.stdout) \(verify.stderr)")
+        await origin.stop()
+    }
+
+    @Test func readOnlyNeverWritesAndEntriesWithoutASHA256NeverAskTheTier() async throws {
+        let tier = try await TestOrigin.start()
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        origin.set("/md5.png", Array("md5".utf8))
+        origin.set("/plain.png", Array("plain".utf8))
+        let (manifest, _) = fixture(origin, directory, count: 3, extra: [
+            (origin.url("/md5.png"), "md5:\(md5Hex(Array("md5".utf8)))"), (origin.url("/plain.png"), nil),
+        ])
+        let report = directory.path + "/r.json"
+        let run = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report],
+                                       environment: ["WORKER_REMOTE_CACHE": tier.url("/team")])
+        #expect(run.code == 0, "\(run.stderr)")
+        let remote = try #require(try json(report)["remote_cache"] as? [String: Any])
+        // The three pinned by SHA-256 were looked up (404 from this tier) — the others never.
+        #expect(remote["misses"] as? Int == 3, "\(remote)")
+        // (This tier stores nothing: each of the three got a lookup and an upload, refused.)
+        #expect(tier.totalRequests == 6, "the tier got \(tier.totalRequests) requests")
+        #expect(remote["upload_errors"] as? Int == 3, "\(remote)")
+
+        let readOnly = TemporaryDirectory()
+        let (manifest2, _) = fixture(origin, readOnly, count: 3)
+        let before = tier.totalRequests
+        let quiet = try WorkerBinary.run(["sync", manifest2, "--cache-dir", readOnly.path + "/c", "--remote-cache", tier.url("/team"),
+                                          "--remote-cache-read-only", "--report", readOnly.path + "/r.json"])
+        #expect(quiet.code == 0, "\(quiet.stderr)")
+        #expect(tier.totalRequests - before == 3, "read-only: three lookups, no upload")
+        let summary = try #require(try json(readOnly.path + "/r.json")["remote_cache"] as? [String: Any])
+        #expect(summary["read_only"] as? Bool == true && summary["uploads"] as? Int == 0)
+        await tier.stop()
+        await origin.stop()
+    }
+
+    @Test func pushSeedsATierFromAnExistingCache() async throws {
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, hashes) = fixture(origin, directory, count: 5)
+        let cache = directory.path + "/full"
+        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", cache]).code == 0)
+        tier.store(hashes[0], Self.body(0))
+
+        let push = try WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url, "--progress", "never"])
+        #expect(push.code == 0, "\(push.stderr)")
+        #expect(push.stdout.contains("5 objects") && push.stdout.contains("4 uploaded") && push.stdout.contains("1 already there"),
+                "\(push.stdout)")
+        #expect(tier.objects == hashes.sorted())
+        #expect(tier.requests.filter { $0.hasPrefix("HEAD /cas/") }.count == 5)
+        #expect(tier.requests.filter { $0.hasPrefix("PUT /cas/") }.count == 4)
+        let again = try WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url, "--progress", "never"])
+        #expect(again.code == 0 && again.stdout.contains("0 uploaded") && again.stdout.contains("5 already there"), "\(again.stdout)")
+
+        // A fresh runner now needs nothing from the origin.
+        let before = originRequests(origin, 5)
+        let fresh = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/fresh", "--remote-cache", tier.url])
+        #expect(fresh.code == 0 && originRequests(origin, 5) == before, "\(fresh.stderr)")
+
+        let dead = try WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", "http://127.0.0.1:1", "--progress", "never"])
+        #expect(dead.code == 1, "a push that uploads nothing fails: \(dead.code) \(dead.stdout)")
+        let readOnly = try WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url, "--remote-cache-read-only"])
+        #expect(readOnly.code == 2)
+        await origin.stop()
+    }
+
+    // MARK: - A tier that misbehaves never stores anything and never fails an entry
+
+    /// Prefixes of the fault tier (the test origin's routes), what each does to `{prefix}/cas/{hex}`,
+    /// and the counter it must show.
+    static let faults: [(prefix: String, counter: String)] = [
+        ("/wrong", "corrupt"),        // other bytes under the name
+        ("/html", "corrupt"),         // 200 with an HTML error page
+        ("/truncate", "corrupt"),     // declares more than it sends
+        ("/drip/300", "corrupt"),     // a byte every 300 ms: cut by --remote-timeout
+        ("/redirect/1", "misses"),    // a redirect is not followed
+        ("/flaky/1000/503", "errors"), // 503 every time
+        ("/reset", "errors"),         // closes without an answer
+    ]
+
+    @Test(arguments: 0..<RemoteCacheTests.faults.count)
+    func aFaultyTierAnswerIsDiscardedAndTheOriginServes(_ number: Int) async throws {
+        let (prefix, counter) = Self.faults[number]
+        let tier = try await TestOrigin.start()
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, hashes) = fixture(origin, directory, count: 2)
+        for (index, hash) in hashes.enumerated() {
+            tier.set("/cas/\(hash)", Self.body(index))
+            tier.set("/wrong/cas/\(hash)", Array("not the avatar".utf8))
+            tier.set("/html/cas/\(hash)", Array("<html><body>Service Unavailable</body></html>".utf8))
+        }
+        let report = directory.path + "/r.json"
+        let run = try WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                                               "--remote-cache", tier.url(prefix), "--remote-timeout", "1",
+                                               "--remote-cache-read-only"], seconds: 60)
+        #expect(run.code == 0, "\(prefix): \(run.stdout)")
+        let document = try json(report)
+        #expect(rows(document).count == 2 && rows(document).allSatisfy { $0["source"] as? String == "origin" },
+                "\(prefix): \(rows(document))")
+        let remote = try #require(document["remote_cache"] as? [String: Any])
+        #expect(remote[counter] as? Int == 2, "\(prefix): \(remote)")
+        #expect(remote["hits"] as? Int == 0)
+        // The redirect's target (the right bytes) was never asked for: redirects are not followed.
+        if prefix.hasPrefix("/redirect") { #expect(hashes.allSatisfy { tier.hits("/cas/\($0)") == 0 }) }
+        #expect(document["unreachable_origins"] == nil, "tier errors are not the origin's")
+        let verify = try WorkerBinary.run(["verify", "--cache-dir", directory.path + "/c"])
+        #expect(verify.code == 0, "\(prefix): \(verify.stdout)")
+        #expect(originRequests(origin, 2) == 2)
+        await tier.stop()
+        await origin.stop()
+    }
+
+    @Test func aDeadTierIsGivenUpOnceAndTheRunGoesOnFromTheOrigin() async throws {
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, _) = fixture(origin, directory, count: 40)
+        let report = directory.path + "/r.json"
+        let run = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                                        "--remote-cache", "http://127.0.0.1:1", "--jobs", "4"])
+        #expect(run.code == 0, "\(run.stderr)")
+        let warnings = run.stderr.split(separator: "\n").filter { $0.contains("given up") }
+        #expect(warnings.count == 1, "one warning line: \(run.stderr)")
+        let document = try json(report)
+        let remote = try #require(document["remote_cache"] as? [String: Any])
+        #expect(remote["given_up"] is String && (remote["errors"] as? Int ?? 99) <= 8, "\(remote)")
+        #expect((remote["skipped"] as? Int ?? 0) >= 30, "no request to a tier given up: \(remote)")
+        #expect(document["unreachable_origins"] == nil)
+        #expect(rows(document).count == 40 && rows(document).allSatisfy { $0["source"] as? String == "origin" })
+        #expect(originRequests(origin, 40) == 40, "one request per entry: no retries from the tier's errors")
+        await origin.stop()
+    }
+
+    @Test func aDeadlineReportsUploadsNotDoneInsteadOfWaitingForThem() async throws {
+        let tier = try await TestOrigin.start()
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, _) = fixture(origin, directory, count: 3)
+        let report = directory.path + "/r.json"
+        let started = Date()
+        // Lookups answer at once (404); uploads would be answered after 20 s.
+        let run = try WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                                               "--remote-cache", tier.url("/slowwrite/20000"), "--remote-timeout", "60",
+                                               "--deadline", "2s"], seconds: 60)
+        let took = Date().timeIntervalSince(started)
+        #expect(run.code == 0, "every entry was stored before the deadline: \(run.stdout)")
+        #expect(took < 15, "the run waited \(took) s for uploads")
+        let remote = try #require(try json(report)["remote_cache"] as? [String: Any])
+        #expect(remote["uploads_not_done"] as? Int == 3 && remote["uploads"] as? Int == 0, "\(remote)")
+        await tier.stop()
+        await origin.stop()
+    }
+
+    // MARK: - Credentials and bad input
+
+    @Test func tierHeadersGoOnlyToTheTierAndManifestHeadersNeverDo() async throws {
+        let tier = try await TestOrigin.start()
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, hashes) = fixture(origin, directory, count: 1, header: "headers:\n  X-Origin-Token: origin-secret\n")
+        let report = directory.path + "/r.json"
+        let tierURL = tier.url("/").replacingOccurrences(of: "http://", with: "http://user:tier-password@")
+        let run = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                                        "--metrics", directory.path + "/m.prom", "--verbose",
+                                        "--remote-cache", tierURL, "--remote-header", "Authorization: Bearer ${TIER_TOKEN}"],
+                                       environment: ["TIER_TOKEN": "tier-secret"])
+        #expect(run.code == 0, "\(run.stderr)")
+        let atTier = try #require(tier.lastHeaders("/cas/\(hashes[0])"))
+        #expect(atTier["authorization"] == "Bearer tier-secret")
+        #expect(atTier["x-origin-token"] == nil, "a manifest header reached the tier")
+        let atOrigin = try #require(origin.lastHeaders("/a/0.png"))
+        #expect(atOrigin["x-origin-token"] == "origin-secret" && atOrigin["authorization"] == nil)
+        let written = try String(contentsOfFile: report, encoding: .utf8) + String(contentsOfFile: directory.path + "/m.prom", encoding: .utf8)
+        for secret in ["tier-secret", "tier-password"] {
+            #expect(!written.contains(secret) && !run.stdout.contains(secret) && !run.stderr.contains(secret), "\(secret) was shown")
+        }
+        #expect(run.stdout.contains(tier.url("")), "the redacted URL is shown: \(run.stdout)")
+
+        let unset = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c2", "--remote-cache", tier.url(""),
+                                          "--remote-header", "Authorization: Bearer ${NOT_SET_ANYWHERE}"])
+        #expect(unset.code == 2 && unset.stderr.contains("NOT_SET_ANYWHERE"), "\(unset.stderr)")
+        await tier.stop()
+        await origin.stop()
+    }
+
+    @Test(arguments: [
+        ["--remote-cache", "ftp://127.0.0.1/cache"],
+        ["--remote-cache", "not a url"],
+        ["--remote-cache", "http://"],
+        ["--remote-cache", "http://127.0.0.1:9/x?y=1"],
+        ["--remote-cache-read-only"],
+        ["--remote-header", "Authorization: x"],
+        ["--remote-cache", "http://127.0.0.1:9", "--remote-header", "no colon"],
+        ["--remote-cache", "http://127.0.0.1:9", "--remote-timeout", "0"],
+    ])
+    func badTierOptionsAreUsageErrorsBeforeAnyRequest(_ options: [String]) async throws {
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, _) = fixture(origin, directory, count: 1)
+        let run = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c"] + options)
+        #expect(run.code == 2, "\(options): \(run.code) \(run.stderr)")
+        #expect(origin.totalRequests == 0, "\(options): a request was made")
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/c"))
+        await origin.stop()
+    }
+}
