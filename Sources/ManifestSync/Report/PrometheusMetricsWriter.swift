@@ -45,7 +45,7 @@ public enum PrometheusMetricsWriter {
                 ("errors", "Remote cache lookups that failed (refused, timeout, error status).", Int64(remote.errors)),
                 ("uploads", "Bodies uploaded to the remote cache.", Int64(remote.uploads)),
                 ("upload_errors", "Uploads to the remote cache that failed.", Int64(remote.uploadErrors)),
-                ("uploads_not_done", "Uploads dropped at a deadline, a signal or a given-up tier.", Int64(remote.uploadsNotDone)),
+                ("uploads_not_done", "Uploads cut short by a deadline or a signal.", Int64(remote.uploadsNotDone)),
                 ("bytes_down", "Body bytes received from the remote cache.", remote.bytesDown),
                 ("bytes_up", "Body bytes uploaded to the remote cache.", remote.bytesUp),
             ] {

@@ -123,8 +123,7 @@ public struct SyncReport: Sendable {
         public var skipped = 0
         public var uploads = 0
         public var uploadErrors = 0
-        /// Uploads queued or in flight when the run was stopped (deadline, signal), or dropped
-        /// once the tier was given up.
+        /// Uploads queued or in flight when the run was stopped (deadline, signal).
         public var uploadsNotDone = 0
         public var bytesDown: Int64 = 0
         public var bytesUp: Int64 = 0

@@ -15,23 +15,23 @@ struct NetworkOptions: ParsableArguments {
     @Option(help: "Extra attempts for transient failures (connect, reset, truncated body, 5xx, 408, 429).")
     var retries = 3
 
-    @Option(name: .customLong("connect-timeout"), help: "Seconds for a TCP/TLS connect.")
-    var connectTimeout = "10"
+    @Option(name: .customLong("connect-timeout"), help: "Seconds for a TCP/TLS connect, above 0 (10, 10s, 1m).")
+    var connectTimeout = PositiveSeconds(10)
 
-    @Option(name: .customLong("read-timeout"), help: "Longest silence while reading a body.")
-    var readTimeout = "30"
+    @Option(name: .customLong("read-timeout"), help: "Longest silence while reading a body, above 0 (30, 30s, 1m).")
+    var readTimeout = PositiveSeconds(30)
 
-    @Option(name: .customLong("entry-timeout"), help: "Longest one download attempt may take, head to last byte (stops slow drips).")
-    var entryTimeout = "10m"
+    @Option(name: .customLong("entry-timeout"), help: "Longest one download attempt may take, head to last byte (stops slow drips), above 0.")
+    var entryTimeout = PositiveSeconds(600)
 
-    @Option(name: .customLong("max-size"), help: "Largest body accepted for one entry (256MiB, 1MB, 1048576).")
-    var maxSize = "256MiB"
+    @Option(name: .customLong("max-size"), help: "Largest body accepted for one entry, above 0 (256MiB, 1MB, 1048576).")
+    var maxSize = ByteSize(256 << 20, "256MiB")
 
     @Option(name: .customLong("limit-rate"), help: "Bytes per second for the whole run, shared by all connections (curl's forms: 256K, 1M; K = 1024).")
-    var limitRate: String?
+    var limitRate: ByteRate?
 
-    @Option(name: .customLong("max-rps"), help: "Requests per second to each origin.")
-    var maxRequestsPerSecond: Double?
+    @Option(name: .customLong("max-rps"), help: "Requests per second to each origin (0.001 to 1000000).")
+    var maxRequestsPerSecond: RequestRate?
 
     @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
     var caCertificates: [String] = []
@@ -52,38 +52,18 @@ struct NetworkOptions: ParsableArguments {
         fetch.jobs = jobs
         fetch.maxStreams = maxStreams
         fetch.retry = RetryPolicy(retries: retries)
-        fetch.connectTimeout = try positiveDuration(connectTimeout, "--connect-timeout")
-        fetch.readTimeout = try positiveDuration(readTimeout, "--read-timeout")
-        fetch.entryTimeout = try positiveDuration(entryTimeout, "--entry-timeout")
+        fetch.connectTimeout = connectTimeout.value
+        fetch.readTimeout = readTimeout.value
+        fetch.entryTimeout = entryTimeout.value
         for file in caCertificates where !FileManager.default.isReadableFile(atPath: file) {
             throw ValidationError("--ca-cert: cannot read '\(file)'")
         }
         fetch.caCertificates = caCertificates
         fetch.remoteCache = try remote.settings()
-        guard let size = Units.size(maxSize), size > 0 else {
-            throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 256MiB, 1MB, 1048576)")
-        }
-        fetch.maxSize = size
-        if let limitRate {
-            guard let rate = Units.rate(limitRate), rate > 0 else {
-                throw ValidationError("--limit-rate: '\(limitRate)' is not a rate (e.g. 256K, 1M, 500000)")
-            }
-            fetch.limitRate = rate
-        }
-        if let maxRequestsPerSecond {
-            guard maxRequestsPerSecond >= 0.001, maxRequestsPerSecond <= 1_000_000 else {
-                throw ValidationError("--max-rps: give a number of requests per second from 0.001 to 1000000")
-            }
-            fetch.maxRequestsPerSecond = maxRequestsPerSecond
-        }
+        guard maxSize.bytes > 0 else { throw ValidationError("--max-size must be above 0") }
+        fetch.maxSize = maxSize.bytes
+        fetch.limitRate = limitRate?.bytesPerSecond
+        fetch.maxRequestsPerSecond = maxRequestsPerSecond?.perSecond
         return fetch
     }
-}
-
-/// A duration option that must be above zero.
-func positiveDuration(_ text: String, _ option: String) throws -> Double {
-    guard let seconds = Units.duration(text), seconds > 0 else {
-        throw ValidationError("\(option): '\(text)' is not a positive duration (e.g. 30, 30s, 5m)")
-    }
-    return seconds
 }

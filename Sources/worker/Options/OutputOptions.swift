@@ -27,18 +27,13 @@ struct OutputOptions: ParsableArguments {
     var quiet = false
 
     @Option(help: "Progress on stderr: auto (unless --quiet), always, never. A live line on a terminal, a plain line every 5 s elsewhere.")
-    var progress = "auto"
+    var progress = ProgressPrinter.Mode.auto
 
     @Option(name: .customLong("log-format"), help: "Lines on stderr as text, or json (one object a line).")
-    var logFormat = "text"
+    var logFormat = LogFormat.text
 
     @Flag(name: .shortAndLong, help: "Log each retry and failure as it happens (stderr).")
     var verbose = false
-
-    func validate() throws {
-        guard ProgressPrinter.Mode(rawValue: progress) != nil else { throw ValidationError("--progress: auto, always or never") }
-        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format: text or json") }
-    }
 
     /// The files, checked against the manifests (exit 2 when one would overwrite an input).
     func outputs(manifests: [String]) throws -> SyncOutputs {

@@ -18,7 +18,7 @@ struct RemoteCacheOptions: ParsableArguments {
     var readOnly = false
 
     @Option(name: .customLong("remote-timeout"), help: "Seconds to connect to the remote cache, and its longest silence or crawl before the origin is asked instead.")
-    var timeout: String?
+    var timeout: PositiveSeconds?
 
     @Option(name: .customLong("remote-uploads"), help: "Uploads to the remote cache in flight at once.")
     var uploads: Int?
@@ -40,7 +40,7 @@ struct RemoteCacheOptions: ParsableArguments {
             throw ValidationError(url == nil ? problem.message.replacing("--remote-cache:", with: "WORKER_REMOTE_CACHE:") : problem.message)
         }
         settings.readOnly = readOnly
-        if let timeout { settings.timeout = try positiveDuration(timeout, "--remote-timeout") }
+        if let timeout { settings.timeout = timeout.value }
         if let uploads {
             guard (1...256).contains(uploads) else { throw ValidationError("--remote-uploads must be between 1 and 256") }
             settings.uploadsAtOnce = uploads

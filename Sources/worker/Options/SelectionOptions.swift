@@ -15,33 +15,20 @@ struct SelectionOptions: ParsableArguments {
     @Flag(help: "Remove cache entries no given manifest names.")
     var prune = false
 
-    @Option(name: .customLong("prune-max"), help: "Never prune more than this share of the cache in one run (e.g. 50%).")
-    var pruneMax = "50%"
+    @Option(name: .customLong("prune-max"), help: "Never prune more than this share of the cache in one run (0% to 100%).")
+    var pruneMax = Percentage(0.5)
 
     @Flag(help: "Lift the --prune-max safety limit.")
     var force = false
 
     @Option(name: .customLong("prune-after"), help: "Prune only entries no manifest has named for this long (grace period, e.g. 3d).")
-    var pruneAfter = "0"
+    var pruneAfter = Seconds(0)
 
-    func validate() throws {
-        _ = try pruneShare()
-        guard Units.duration(pruneAfter) != nil else { throw ValidationError("--prune-after: '\(pruneAfter)' is not a duration") }
-    }
-
-    private func pruneShare() throws -> Double {
-        let share = pruneMax.hasSuffix("%") ? Double(pruneMax.dropLast()).map { $0 / 100 } : Double(pruneMax)
-        guard let share, (0...1).contains(share) else {
-            throw ValidationError("--prune-max: '\(pruneMax)' is not a percentage from 0% to 100%")
-        }
-        return share
-    }
-
-    func apply(to options: inout SyncOptions) throws {
+    func apply(to options: inout SyncOptions) {
         options.prune = prune
-        options.pruneMax = try pruneShare()
+        options.pruneMax = pruneMax.share
         options.force = force
-        options.pruneAfter = Units.duration(pruneAfter) ?? 0
+        options.pruneAfter = pruneAfter.value
         options.revalidate = revalidate
         options.refresh = refresh
         options.offline = offline

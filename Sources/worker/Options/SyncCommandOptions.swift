@@ -13,11 +13,11 @@ struct SyncCommandOptions: ParsableArguments {
 
     func syncOptions(manifests: [String]) throws -> SyncOptions {
         var options = SyncOptions(cacheDirectory: cache.resolved)
-        try selection.apply(to: &options)
+        selection.apply(to: &options)
         options.fetch = try network.settings()
-        options.waitLock = try scheduling.lock.seconds()
-        options.deadline = try scheduling.deadlineSeconds()
-        options.failureBudget = try scheduling.failureBudget()
+        options.waitLock = scheduling.lock.seconds()
+        options.deadline = scheduling.deadline?.value
+        options.failureBudget = scheduling.maxFailures
         options.shard = try scheduling.resolvedShard()
         options.reportAll = output.reportAll
         options.listLimit = output.reportPath == nil ? TextReportWriter().listLimit : nil

@@ -20,7 +20,7 @@ struct Clear: AsyncParsableCommand {
 
     func run() async throws {
         let cacheDirectory = try cache.existing()
-        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory, waitLock: try lock.seconds(), context: .command())
+        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory, waitLock: lock.seconds(), context: .command())
         do {
             let cleared = try await maintenance.clear()
             Console.out("cleared \(cleared.entries) entries and \(cleared.objects) objects\n")

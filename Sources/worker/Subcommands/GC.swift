@@ -22,10 +22,10 @@ struct GC: AsyncParsableCommand {
     @OptionGroup(title: "Cache") var cache: CacheOptions
 
     @Option(name: .customLong("max-age"), help: "Evict entries not used for this long (e.g. 7d; 0 disables).")
-    var maxAge = "7d"
+    var maxAge = Seconds(7 * 86400)
 
     @Option(name: .customLong("max-size"), help: "Keep the objects under this size (e.g. 2GB, 512MiB).")
-    var maxSize: String?
+    var maxSize: ByteSize?
 
     @Flag(name: .customLong("dry-run"), help: "Show what would be evicted; change nothing.")
     var dryRun = false
@@ -37,20 +37,14 @@ struct GC: AsyncParsableCommand {
 
     static let listLimit = 20
 
-    func validate() throws {
-        guard Units.duration(maxAge) != nil else { throw ValidationError("--max-age: '\(maxAge)' is not a duration (e.g. 7d)") }
-        if let maxSize, Units.size(maxSize) == nil { throw ValidationError("--max-size: '\(maxSize)' is not a size (e.g. 2GB)") }
-    }
-
     func run() async throws {
         let cacheDirectory = try cache.existing()
         var collector = GarbageCollector(cacheDirectory: cacheDirectory)
         collector.context = .command()
-        let age = Units.duration(maxAge) ?? 0
-        collector.maxAge = age > 0 ? age : nil
-        collector.maxSize = maxSize.flatMap(Units.size)
+        collector.maxAge = maxAge.value > 0 ? maxAge.value : nil
+        collector.maxSize = maxSize?.bytes
         collector.dryRun = dryRun
-        collector.waitLock = try lock.seconds()
+        collector.waitLock = lock.seconds()
         let result: GarbageCollector.Result
         do {
             result = try await collector.collect()

@@ -49,7 +49,7 @@ struct Get: AsyncParsableCommand {
         }
         var options = SyncOptions(cacheDirectory: cache.resolved)
         options.fetch = try network.settings()
-        options.waitLock = try lock.seconds()
+        options.waitLock = lock.seconds()
         let expected = try hash.map { try ContentHash.parse($0).get() }
         let stop = StopSignals.enable { Console.notice("worker: \($0)") }
         let lookup: SyncEngine.Lookup

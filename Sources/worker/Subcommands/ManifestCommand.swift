@@ -132,7 +132,7 @@ struct ManifestCommand: AsyncParsableCommand {
         }
         var options = SyncOptions(cacheDirectory: cache.resolved)
         options.fetch = try network.settings()
-        options.waitLock = try lock.seconds()
+        options.waitLock = lock.seconds()
         let result: (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
         do {
             result = try await SyncEngine(options: options, context: .command()).pin(urls: urls, source: source == "-" ? "stdin" : source)

@@ -26,13 +26,12 @@ struct Push: AsyncParsableCommand {
     var caCertificates: [String] = []
 
     @Option(name: .customLong("progress"), help: "auto (on a terminal, or a line every 5 s elsewhere), always or never.")
-    var progress = "auto"
+    var progress = ProgressPrinter.Mode.auto
 
     @Flag(name: .shortAndLong, help: "Only errors.")
     var quiet = false
 
     func validate() throws {
-        guard ProgressPrinter.Mode(rawValue: progress) != nil else { throw ValidationError("--progress: auto, always or never") }
         if remote.readOnly { throw ValidationError("--remote-cache-read-only: push writes to the remote cache") }
         guard try remote.settings() != nil else { throw ValidationError("push needs --remote-cache (or WORKER_REMOTE_CACHE)") }
         for file in caCertificates where access(file, R_OK) != 0 {
@@ -48,7 +47,7 @@ struct Push: AsyncParsableCommand {
         settings.remoteCache = try remote.settings()
         // Many small requests to a near server: more at once than a sync's uploads beside downloads.
         if remote.uploads == nil { settings.remoteCache?.uploadsAtOnce = 32 }
-        let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: progress) ?? .auto, quiet: quiet)
+        let printer = ProgressPrinter(mode: progress, quiet: quiet)
         let stop = StopSignals.enable { message in
             printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)
         }
@@ -68,7 +67,9 @@ struct Push: AsyncParsableCommand {
         if !quiet {
             var line = "worker push: \(result.objects) objects to \(shown): \(counts.uploads) uploaded "
                 + "(\(Units.formatBytes(counts.bytesUp))), \(counts.present) already there"
-            let trouble = [(counts.uploadErrors + counts.errors, "failed"), (counts.uploadsNotDone, "not done")].filter { $0.0 > 0 }
+            let ended = counts.present + counts.uploads + counts.uploadErrors + counts.errors + counts.uploadsNotDone
+            let trouble = [(counts.uploadErrors + counts.errors, "failed"), (counts.uploadsNotDone, "cut short"),
+                           (result.objects - ended, "not tried")].filter { $0.0 > 0 }
             for (count, what) in trouble { line += ", \(count) \(what)" }
             Console.out(line + "\n")
         }

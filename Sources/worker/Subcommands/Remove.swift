@@ -25,7 +25,7 @@ struct Remove: AsyncParsableCommand {
 
     func run() async throws {
         let cacheDirectory = try cache.existing()
-        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory, waitLock: try lock.seconds(), context: .command())
+        let maintenance = CacheMaintenance(cacheDirectory: cacheDirectory, waitLock: lock.seconds(), context: .command())
         let result: CacheMaintenance.Removal
         do {
             result = try await maintenance.remove(urls: urls)

@@ -36,7 +36,7 @@ struct Sync: AsyncParsableCommand {
             return
         }
         var settings = try options.syncOptions(manifests: manifests)
-        let printer = ProgressPrinter(mode: ProgressPrinter.Mode(rawValue: output.progress) ?? .auto, quiet: output.quiet)
+        let printer = ProgressPrinter(mode: output.progress, quiet: output.quiet)
         let stop = StopSignals.enable { message in
             printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)
         }

@@ -53,7 +53,7 @@ struct Verify: AsyncParsableCommand {
         verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates
-        verifier.waitLock = try lock.seconds()
+        verifier.waitLock = lock.seconds()
         let report: VerifyReport
         do {
             report = try await verifier.verify(repair: repair)

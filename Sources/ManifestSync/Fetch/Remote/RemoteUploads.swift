@@ -122,10 +122,8 @@ final class RemoteUploads: Sendable {
     }
 
     private func put(_ pending: Pending, on engine: any FetchEngine) {
-        guard tier.isUsable else {
-            tier.count { $0.uploadsNotDone += 1 }
-            return ended()
-        }
+        // Queued before the tier was given up: dropped (the report's `given_up` says why).
+        guard tier.isUsable else { return ended() }
         // In tmp/ until its batch commits, in objects/ after: the rename is atomic, so one of
         // the two names opens (neither: the entry's commit failed, and there is nothing to send).
         if pending.checksFirst {

@@ -94,9 +94,10 @@ final class RemoteCacheSource: ContentSource {
         }
     }
 
-    /// The origin delivered what the tier missed: it is uploaded (unless read-only).
+    /// The origin delivered what the tier missed: it is uploaded (unless read-only, or the tier
+    /// was given up).
     func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) {
-        guard kind == .origin, let uploads else { return }
+        guard kind == .origin, let uploads, tier.isUsable else { return }
         uploads.offer(body)
     }
 }
