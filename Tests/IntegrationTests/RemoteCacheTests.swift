@@ -149,6 +149,14 @@ import WorkerTestSupport
         let fresh = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/fresh", "--remote-cache", tier.url])
         #expect(fresh.code == 0 && originRequests(origin, 5) == before, "\(fresh.stderr)")
 
+        // `manifest --urls` seeds the tier with what it pins.
+        origin.set("/new.png", Self.body(40))
+        let list = directory.write("urls.txt", origin.url("/new.png") + "\n")
+        let pinned = try WorkerBinary.run(["manifest", "--urls", list, "--cache-dir", directory.path + "/pin",
+                                           "--remote-cache", tier.url, "-o", directory.path + "/pinned.yaml"])
+        #expect(pinned.code == 0, "\(pinned.stderr)")
+        #expect(tier.object(sha256(Self.body(40))) == Data(Self.body(40)), "manifest --urls uploaded what it pinned")
+
         let dead = try WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", "http://127.0.0.1:1", "--progress", "never"])
         #expect(dead.code == 1, "a push that uploads nothing fails: \(dead.code) \(dead.stdout)")
         let readOnly = try WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url, "--remote-cache-read-only"])

@@ -132,6 +132,8 @@ struct ManifestCommand: AsyncParsableCommand {
         }
         var options = SyncOptions(cacheDirectory: cache.resolved)
         options.fetch = try network.settings()
+        // What it pins seeds the tier: runners of the manifest it writes ask the tier by these hashes.
+        options.fetch.remoteCache?.uploadsUnpinned = true
         options.waitLock = lock.seconds()
         let result: (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
         do {

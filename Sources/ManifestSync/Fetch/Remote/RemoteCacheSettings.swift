@@ -16,6 +16,9 @@ public struct RemoteCacheSettings: Sendable, Equatable {
     public var uploadsAtOnce = 8
     /// Errors in a row after which the tier is left alone for the rest of the run.
     public var errorsToGiveUp = 3
+    /// Uploads bodies of entries without a SHA-256 pin too (`manifest --urls`: the hashes it
+    /// writes are the names the runners of its manifest will ask the tier for).
+    public var uploadsUnpinned = false
 
     /// A tier answer slower than this many bytes a second for `timeout` seconds is cut (a drip).
     static let slowestRate = 16 << 10

@@ -26,13 +26,19 @@ final class RemoteCacheSource: ContentSource {
     var kind: SourceKind { .remote }
 
     /// Entries pinned by SHA-256 on an origin: objects are named by it. (Other algorithms, and
-    /// entries without a hash, cannot be looked up.)
+    /// entries without a hash, cannot be looked up; with `uploadsUnpinned`, entries without a
+    /// hash pass through without a request, so that what the origin delivers is uploaded.)
     func serves(_ request: FetchRequest) -> Bool {
-        request.origin != nil && request.expected?.algorithm == .sha256
+        guard request.origin != nil else { return false }
+        return request.expected?.algorithm == .sha256 || (request.expected == nil && tier.settings.uploadsUnpinned)
     }
 
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
-        guard tier.isUsable, let expected = request.expected else {
+        guard let expected = request.expected else {
+            done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0))
+            return
+        }
+        guard tier.isUsable else {
             tier.count { $0.skipped += 1 }
             done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0))
             return
