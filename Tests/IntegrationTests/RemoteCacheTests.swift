@@ -251,6 +251,56 @@ import WorkerTestSupport
         await origin.stop()
     }
 
+    @Test func sigtermDuringTheUploadsEndsTheRunAndReportsThemNotDone() async throws {
+        let tier = try await TestOrigin.start()
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, _) = fixture(origin, directory, count: 3)
+        let report = directory.path + "/r.json"
+        let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                                              "--remote-cache", tier.url("/slowwrite/30000"), "--remote-timeout", "60",
+                                              "--progress", "never"], log: directory.path + "/run.log")
+        // The three uploads have reached the tier (it answers them only after 30 s).
+        let waitEnd = Date().addingTimeInterval(30)
+        while tier.totalRequests < 6, Date() < waitEnd { usleep(10_000) }
+        #expect(tier.totalRequests == 6, "three lookups and three uploads: \(tier.totalRequests)")
+        kill(process.processIdentifier, SIGTERM)
+        let exitEnd = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < exitEnd { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
+        let document = try json(report)
+        let remote = try #require(document["remote_cache"] as? [String: Any])
+        #expect(remote["uploads_not_done"] as? Int == 3 && remote["uploads"] as? Int == 0, "\(remote)")
+        #expect(rows(document).filter { $0["status"] as? String == "added" }.count == 3, "the entries were kept")
+        await tier.stop()
+        await origin.stop()
+    }
+
+    @Test func anHTTPSTierIsTrustedThroughCACertAndAnUntrustedOneIsOnlyAnError() async throws {
+        let directory = TemporaryDirectory()
+        let files = try TLSTests.makeCertificate(in: directory)
+        let tier = try await TestOrigin.start(tls: files)
+        let origin = try await TestOrigin.start()
+        let (manifest, hashes) = fixture(origin, directory, count: 2)
+        for (index, hash) in hashes.enumerated() { tier.set("/cas/\(hash)", Self.body(index)) }
+        let trusted = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/a", "--report", directory.path + "/a.json",
+                                            "--remote-cache", tier.url(""), "--ca-cert", files.certificate])
+        #expect(trusted.code == 0, "\(trusted.stderr)")
+        let hits = try #require(try json(directory.path + "/a.json")["remote_cache"] as? [String: Any])
+        #expect(hits["hits"] as? Int == 2 && originRequests(origin, 2) == 0, "\(hits)")
+        // Without the CA the tier's certificate is not trusted: the origin serves, the run succeeds.
+        let untrusted = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/b", "--report", directory.path + "/b.json",
+                                              "--remote-cache", tier.url("")])
+        #expect(untrusted.code == 0, "\(untrusted.stderr)")
+        let errors = try #require(try json(directory.path + "/b.json")["remote_cache"] as? [String: Any])
+        #expect(errors["errors"] as? Int == 2 && errors["hits"] as? Int == 0, "\(errors)")
+        #expect(originRequests(origin, 2) == 2)
+        await tier.stop()
+        await origin.stop()
+    }
+
     // MARK: - Credentials and bad input
 
     @Test func tierHeadersGoOnlyToTheTierAndManifestHeadersNeverDo() async throws {

@@ -111,9 +111,9 @@ final class RemoteUploads: Sendable {
 
     /// One upload ended: the next ones start; the last one wakes `finished`.
     private func ended() {
+        state.withLock { $0.inFlight -= 1 }
         pump()
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.inFlight -= 1
             guard state.inFlight == 0, state.waiting == 0 || state.stopped else { return [] }
             defer { state.idle.removeAll() }
             return state.idle

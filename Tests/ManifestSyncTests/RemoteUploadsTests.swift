@@ -1,0 +1,189 @@
+import FoundationEssentials
+import Glibc
+import Logging
+import Synchronization
+import Testing
+import WorkerTestSupport
+
+@testable import ManifestSync
+
+/// The tier's upload queue with a scripted tier in place of the network: how many go at once,
+/// HEAD before PUT for `push`, a stop, a tier that refuses. No sockets.
+@Suite struct RemoteUploadsTests {
+    /// A fetch engine whose transfers are answered by `answer` (method, URL) after `delay`
+    /// seconds, on a LocalEngine's queue; it counts what is in flight and what each PUT sent.
+    final class ScriptedTier: FetchEngine, @unchecked Sendable {
+        // @unchecked: the counters are behind `state`.
+        struct State {
+            var inFlight = 0
+            var mostInFlight = 0
+            var requests: [String] = []
+            var sent: [String: [UInt8]] = [:]
+        }
+
+        let inner = LocalEngine()
+        let state = Mutex(State())
+        let delay: Double
+        let answer: @Sendable (TransferMethod, String) -> Int
+
+        init(delay: Double = 0.002, answer: @escaping @Sendable (TransferMethod, String) -> Int) {
+            self.delay = delay
+            self.answer = answer
+        }
+
+        final class Transfer: EngineTransfer, @unchecked Sendable {
+            let request: TransferRequest
+            let done: @Sendable (ExchangeReply) -> Void
+            let ended = Atomic<Bool>(false)
+            init(_ request: TransferRequest, done: @escaping @Sendable (ExchangeReply) -> Void) {
+                self.request = request
+                self.done = done
+            }
+            func end(_ result: Result<ExchangeOutcome, FetchFailure>) {
+                guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+                if case .put(let fd, _) = request.method { close(fd) }
+                done(ExchangeReply(result: result, bytes: 0, multiplexed: false, closesConnection: false))
+            }
+        }
+
+        var isCurrent: Bool { inner.isCurrent }
+        func execute(_ work: @escaping @Sendable () -> Void) { inner.execute(work) }
+        func newTimerID() -> Int { inner.newTimerID() }
+        func schedule(_ id: Int, in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) { inner.schedule(id, in: seconds, work) }
+        func cancelTimer(_ id: Int) { inner.cancelTimer(id) }
+
+        func transfer(_ request: TransferRequest, handler: ResponseHandler,
+                      done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
+            Transfer(request, done: { [self] reply in
+                self.state.withLock { $0.inFlight -= 1 }
+                done(reply)
+            })
+        }
+
+        func start(_ transfer: any EngineTransfer) {
+            guard let transfer = transfer as? Transfer else { return }
+            let method = transfer.request.method
+            let url = transfer.request.url
+            state.withLock { state in
+                state.inFlight += 1
+                state.mostInFlight = max(state.mostInFlight, state.inFlight)
+                state.requests.append("\(method == .head ? "HEAD" : "PUT") \(url)")
+                if case .put(let fd, let size) = method {
+                    var bytes = [UInt8](repeating: 0, count: Int(size))
+                    _ = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, Int(size)) }
+                    state.sent[url] = bytes
+                }
+            }
+            let status = answer(method, url)
+            inner.schedule(in: delay) { _ in transfer.end(.success(.status(status, retryAfter: nil))) }
+        }
+
+        func abort(_ transfer: any EngineTransfer, _ failure: FetchFailure) {
+            (transfer as? Transfer)?.end(.failure(failure))
+        }
+
+        func shutdown() async { await inner.shutdown() }
+    }
+
+    private func settings(uploadsAtOnce: Int = 3) throws -> RemoteCacheSettings {
+        var settings = try RemoteCacheSettings.make(url: "http://tier.test/team", headers: [], environment: [:]).get()
+        settings.uploadsAtOnce = uploadsAtOnce
+        return settings
+    }
+
+    /// `count` files in `directory`, as the bodies a run delivered.
+    private func bodies(_ count: Int, in directory: TemporaryDirectory) -> [RemoteUploads.Pending] {
+        (0..<count).map { number in
+            let bytes = Array("body \(number)".utf8)
+            let path = directory.write("tmp/\(number)", bytes)
+            let hex = String(repeating: String(number % 10), count: 64)
+            return RemoteUploads.Pending(sha256: hex, size: Int64(bytes.count), temporaryPath: path)
+        }
+    }
+
+    @Test func everyBodyIsSentAFewAtATimeAndTheRunWaitsForThem() async throws {
+        let directory = TemporaryDirectory()
+        let engine = ScriptedTier { _, _ in 201 }
+        let tier = RemoteTier(settings: try settings(uploadsAtOnce: 3), logger: Logger(label: "test"))
+        let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
+        let pending = bodies(10, in: directory)
+        for body in pending { uploads.offer(body) }
+        await uploads.finished()
+        let state = engine.state.withLock { $0 }
+        #expect(state.requests.count == 10 && state.requests.allSatisfy { $0.hasPrefix("PUT http://tier.test/team/cas/") })
+        #expect(state.mostInFlight <= 3, "at most uploadsAtOnce in flight: \(state.mostInFlight)")
+        #expect(state.mostInFlight >= 2, "more than one at once")
+        #expect(state.sent["http://tier.test/team/cas/" + pending[4].sha256] == Array("body 4".utf8))
+        let summary = tier.summary
+        #expect(summary.uploads == 10 && summary.uploadErrors == 0 && summary.bytesUp == pending.reduce(0) { $0 + $1.size })
+        await engine.shutdown()
+    }
+
+    @Test func aBodyAlreadyInstalledIsReadFromItsObject() async throws {
+        let directory = TemporaryDirectory()
+        let engine = ScriptedTier { _, _ in 201 }
+        let tier = RemoteTier(settings: try settings(), logger: Logger(label: "test"))
+        let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
+        let hex = String(repeating: "ab", count: 32)
+        // Its batch committed before the upload started: tmp/ no longer has it.
+        directory.write("objects/sha256/ab/" + hex, Array("installed".utf8))
+        uploads.offer(RemoteUploads.Pending(sha256: hex, size: 9, temporaryPath: directory.path + "/tmp/gone"))
+        await uploads.finished()
+        #expect(engine.state.withLock { $0.sent["http://tier.test/team/cas/" + hex] } == Array("installed".utf8))
+        await engine.shutdown()
+    }
+
+    @Test func pushAsksFirstAndSendsOnlyWhatTheTierLacks() async throws {
+        let directory = TemporaryDirectory()
+        // Objects whose name starts with an even digit are there already.
+        let engine = ScriptedTier { method, url in
+            guard method == .head else { return 201 }
+            return Int(String(url.last!))! % 2 == 0 ? 200 : 404
+        }
+        let tier = RemoteTier(settings: try settings(), logger: Logger(label: "test"))
+        let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
+        for var body in bodies(6, in: directory) {
+            body.checksFirst = true
+            uploads.offer(body)
+        }
+        await uploads.finished()
+        let requests = engine.state.withLock { $0.requests }
+        #expect(requests.filter { $0.hasPrefix("HEAD") }.count == 6)
+        #expect(requests.filter { $0.hasPrefix("PUT") }.count == 3)
+        #expect(tier.summary.present == 3 && tier.summary.uploads == 3)
+        await engine.shutdown()
+    }
+
+    @Test func aStopCutsWhatIsInFlightAndDropsTheRestAsNotDone() async throws {
+        let directory = TemporaryDirectory()
+        let engine = ScriptedTier(delay: 30) { _, _ in 201 }
+        let tier = RemoteTier(settings: try settings(uploadsAtOnce: 2), logger: Logger(label: "test"))
+        let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
+        for body in bodies(5, in: directory) { uploads.offer(body) }
+        // Both in flight have reached the tier (they are answered only after 30 s).
+        let end = Monotonic.now() + 30
+        while engine.state.withLock({ $0.requests.count }) < 2, Monotonic.now() < end { usleep(1000) }
+        #expect(engine.state.withLock { $0.requests.count } == 2)
+        uploads.stop(because: "the run's deadline passed")
+        await uploads.finished()
+        let summary = tier.summary
+        #expect(summary.uploadsNotDone == 5 && summary.uploads == 0, "\(summary)")
+        uploads.offer(bodies(1, in: directory)[0])
+        #expect(tier.summary.uploadsNotDone == 6, "an offer after the stop is not sent")
+        #expect(engine.state.withLock { $0.requests.count } == 2)
+        await engine.shutdown()
+    }
+
+    @Test func aTierThatRefusesUploadsIsGivenUpAndTheRestAreNotSent() async throws {
+        let directory = TemporaryDirectory()
+        let engine = ScriptedTier { _, _ in 507 }
+        let tier = RemoteTier(settings: try settings(uploadsAtOnce: 1), logger: Logger(label: "test"))
+        let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
+        for body in bodies(8, in: directory) { uploads.offer(body) }
+        await uploads.finished()
+        #expect(engine.state.withLock { $0.requests.count } == 3, "one at a time: the third error gives it up")
+        #expect(tier.summary.uploadErrors == 3 && tier.summary.givenUp == "upload: HTTP 507")
+        #expect(!tier.isUsable)
+        await engine.shutdown()
+    }
+}
