@@ -21,11 +21,11 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     private let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
     private let origin: String?
-    private let method: TransferMethod
+    let method: TransferMethod
     /// The request's own timeouts (nil: the engine's).
     let timeouts: TransferTimeouts?
     /// The file a PUT sends, closed when the transfer ends (or never starts).
-    private var upload: Int32 = -1
+    var upload: Int32 = -1
     /// What the meter was told: that the request went out, its head, and its declared length.
     private var metered = (sent: false, head: false, declared: Int64?.none)
 
@@ -151,30 +151,6 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
                        closesConnection: handler.closesConnection)
     }
 
-    /// A HEAD or a PUT (a handle is a GET until then) and the request's own timeouts; a file
-    /// that cannot be opened ends the exchange.
-    private func setMethodAndTimeouts(_ handle: UnsafeMutableRawPointer) -> FetchFailure? {
-        var refused: [String] = []
-        func check(_ code: CURLcode, _ option: String) { if code != CURLE_OK { refused.append(option) } }
-        switch method {
-        case .get:
-            break
-        case .head:
-            check(worker_curl_set_long(handle, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
-        case .put(_, let size):
-            check(worker_curl_set_long(handle, CURLOPT_UPLOAD, 1), "CURLOPT_UPLOAD")
-            check(worker_curl_set_off_t(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "CURLOPT_INFILESIZE_LARGE")
-        }
-        if let timeouts {
-            check(worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(timeouts.connect, upTo: Int(Int32.max))),
-                  "CURLOPT_CONNECTTIMEOUT_MS")
-            check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.slowestRate)), "CURLOPT_LOW_SPEED_LIMIT")
-            check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(timeouts.read.rounded(.up)))), "CURLOPT_LOW_SPEED_TIME")
-        }
-        guard refused.isEmpty else { return FetchFailure(.io, "libcurl refused " + refused.joined(separator: ", ")) }
-        return nil
-    }
-
     private func classify(_ code: CURLcode) -> FetchFailure {
         let osErrno = handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
         return CurlFailure.failure(code, osErrno: osErrno,
@@ -207,17 +183,6 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
                 (read, "CURLOPT_READFUNCTION")]
     }
 
-    /// The next part of a PUT's file, copied into libcurl's buffer: its length, 0 at the end, or
-    /// an abort when the file cannot be read.
-    private func send(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
-        activity &+= 1
-        guard upload >= 0, let buffer else { return Int(CURL_READFUNC_ABORT) }
-        while true {
-            let count = read(upload, buffer, capacity)
-            if count >= 0 { return count }
-            if errno != EINTR { return Int(CURL_READFUNC_ABORT) }
-        }
-    }
 
     /// A part of the body. Returning less than its size ends the exchange (libcurl: write error).
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {

@@ -25,7 +25,7 @@ struct NetworkOptions: ParsableArguments {
     var entryTimeout = PositiveSeconds(600)
 
     @Option(name: .customLong("max-size"), help: "Largest body accepted for one entry, above 0 (256MiB, 1MB, 1048576).")
-    var maxSize = ByteSize(256 << 20, "256MiB")
+    var maxSize = ByteSize(value: 256 << 20, text: "256MiB")
 
     @Option(name: .customLong("limit-rate"), help: "Bytes per second for the whole run, shared by all connections (curl's forms: 256K, 1M; K = 1024).")
     var limitRate: ByteRate?
@@ -60,10 +60,10 @@ struct NetworkOptions: ParsableArguments {
         }
         fetch.caCertificates = caCertificates
         fetch.remoteCache = try remote.settings()
-        guard maxSize.bytes > 0 else { throw ValidationError("--max-size must be above 0") }
-        fetch.maxSize = maxSize.bytes
-        fetch.limitRate = limitRate?.bytesPerSecond
-        fetch.maxRequestsPerSecond = maxRequestsPerSecond?.perSecond
+        guard maxSize.value > 0 else { throw ValidationError("--max-size must be above 0") }
+        fetch.maxSize = maxSize.value
+        fetch.limitRate = limitRate?.value
+        fetch.maxRequestsPerSecond = maxRequestsPerSecond?.value
         return fetch
     }
 }

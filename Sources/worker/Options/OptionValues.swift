@@ -6,107 +6,83 @@ import ManifestSync
 // what its default prints as (`defaultValueDescription`): ArgumentParser's own would describe the
 // value by reflection, a search of every conformance in the binary at every start.
 
-/// A duration (`30`, `30s`, `5m`, `1h30m`, `7d`), zero or more, in seconds.
-struct Seconds: ExpressibleByArgument, Equatable {
-    let value: Double
-    private let text: String
+/// An option value read from its text by `parse` (nil: not one), keeping the text as given.
+protocol ParsedArgument: ExpressibleByArgument, Equatable {
+    associatedtype Value: Equatable
+    var value: Value { get }
+    var text: String { get }
+    init(value: Value, text: String)
+    static func parse(_ text: String) -> Value?
+}
 
-    init(_ value: Double) {
-        self.value = value
-        text = Units.formatDuration(value)
-    }
-
+extension ParsedArgument {
     init?(argument: String) {
-        guard let seconds = Units.duration(argument) else { return nil }
-        value = seconds
-        text = argument
+        guard let value = Self.parse(argument) else { return nil }
+        self.init(value: value, text: argument)
     }
 
     var defaultValueDescription: String { text }
+}
+
+/// A duration (`30`, `30s`, `5m`, `1h30m`, `7d`), zero or more, in seconds.
+struct Seconds: ParsedArgument {
+    let value: Double
+    let text: String
+
+    static func parse(_ text: String) -> Double? { Units.duration(text) }
 }
 
 /// A duration above zero (a timeout, a deadline).
-struct PositiveSeconds: ExpressibleByArgument, Equatable {
+struct PositiveSeconds: ParsedArgument {
     let value: Double
-    private let text: String
+    let text: String
 
-    init(_ value: Double) {
-        self.value = value
-        text = Units.formatDuration(value)
-    }
+    static func parse(_ text: String) -> Double? { Units.duration(text).flatMap { $0 > 0 ? $0 : nil } }
+}
 
-    init?(argument: String) {
-        guard let seconds = Units.duration(argument), seconds > 0 else { return nil }
-        value = seconds
-        text = argument
-    }
+extension Seconds {
+    init(_ value: Double) { self.init(value: value, text: Units.formatDuration(value)) }
+}
 
-    var defaultValueDescription: String { text }
+extension PositiveSeconds {
+    init(_ value: Double) { self.init(value: value, text: Units.formatDuration(value)) }
 }
 
 /// A size in bytes (`256MiB`, `1MB`, `1048576`).
-struct ByteSize: ExpressibleByArgument, Equatable {
-    let bytes: Int64
-    private let text: String
+struct ByteSize: ParsedArgument {
+    let value: Int64
+    let text: String
 
-    init(_ bytes: Int64, _ text: String) {
-        self.bytes = bytes
-        self.text = text
-    }
-
-    init?(argument: String) {
-        guard let bytes = Units.size(argument) else { return nil }
-        self.bytes = bytes
-        text = argument
-    }
-
-    var defaultValueDescription: String { text }
+    static func parse(_ text: String) -> Int64? { Units.size(text) }
 }
 
-/// Bytes per second in curl's `--limit-rate` forms (`256K`, `1M`, `500000`; K = 1024).
-struct ByteRate: ExpressibleByArgument, Equatable {
-    let bytesPerSecond: Int64
-    private let text: String
+/// Bytes per second above zero in curl's `--limit-rate` forms (`256K`, `1M`, `500000`; K = 1024).
+struct ByteRate: ParsedArgument {
+    let value: Int64
+    let text: String
 
-    init?(argument: String) {
-        guard let rate = Units.rate(argument), rate > 0 else { return nil }
-        bytesPerSecond = rate
-        text = argument
-    }
-
-    var defaultValueDescription: String { text }
+    static func parse(_ text: String) -> Int64? { Units.rate(text).flatMap { $0 > 0 ? $0 : nil } }
 }
 
 /// Requests per second to one origin, from 0.001 to 1,000,000.
-struct RequestRate: ExpressibleByArgument, Equatable {
-    let perSecond: Double
+struct RequestRate: ParsedArgument {
+    let value: Double
+    let text: String
 
-    init?(argument: String) {
-        guard let value = Double(argument), value >= 0.001, value <= 1_000_000 else { return nil }
-        perSecond = value
+    static func parse(_ text: String) -> Double? {
+        Double(text).flatMap { $0 >= 0.001 && $0 <= 1_000_000 ? $0 : nil }
     }
-
-    var defaultValueDescription: String { "\(perSecond)" }
 }
 
-/// A share from 0 % to 100 % (`50%`, or `0.5`).
-struct Percentage: ExpressibleByArgument, Equatable {
-    let share: Double
-    private let text: String
+/// A share from 0 % to 100 % (`50%`, or `0.5`), as a fraction.
+struct Percentage: ParsedArgument {
+    let value: Double
+    let text: String
 
-    init(_ share: Double) {
-        self.share = share
-        text = "\(Int(share * 100))%"
+    static func parse(_ text: String) -> Double? {
+        let share = text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)
+        return share.flatMap { (0...1).contains($0) ? $0 : nil }
     }
-
-    init?(argument: String) {
-        let share = argument.hasSuffix("%") ? Double(argument.dropLast()).map { $0 / 100 } : Double(argument)
-        guard let share, (0...1).contains(share) else { return nil }
-        self.share = share
-        text = argument
-    }
-
-    var defaultValueDescription: String { text }
 }
 
 extension FailureBudget: ExpressibleByArgument {

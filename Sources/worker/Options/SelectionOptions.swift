@@ -16,7 +16,7 @@ struct SelectionOptions: ParsableArguments {
     var prune = false
 
     @Option(name: .customLong("prune-max"), help: "Never prune more than this share of the cache in one run (0% to 100%).")
-    var pruneMax = Percentage(0.5)
+    var pruneMax = Percentage(value: 0.5, text: "50%")
 
     @Flag(help: "Lift the --prune-max safety limit.")
     var force = false
@@ -26,7 +26,7 @@ struct SelectionOptions: ParsableArguments {
 
     func apply(to options: inout SyncOptions) {
         options.prune = prune
-        options.pruneMax = pruneMax.share
+        options.pruneMax = pruneMax.value
         options.force = force
         options.pruneAfter = pruneAfter.value
         options.revalidate = revalidate

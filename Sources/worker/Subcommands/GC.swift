@@ -42,7 +42,7 @@ struct GC: AsyncParsableCommand {
         var collector = GarbageCollector(cacheDirectory: cacheDirectory)
         collector.context = .command()
         collector.maxAge = maxAge.value > 0 ? maxAge.value : nil
-        collector.maxSize = maxSize?.bytes
+        collector.maxSize = maxSize?.value
         collector.dryRun = dryRun
         collector.waitLock = lock.seconds()
         let result: GarbageCollector.Result

@@ -1,0 +1,44 @@
+import CCurl
+import Glibc
+import ManifestSync
+
+/// What a request other than a plain GET sets on its handle: a HEAD, a PUT of an open file (the
+/// shared tier's uploads), and a request's own timeouts. `detach` puts a handle back to a GET
+/// with the engine's timeouts.
+extension CurlTransfer {
+    /// A HEAD or a PUT (a handle is a GET until then) and the request's own timeouts; an option
+    /// libcurl refuses ends the exchange before it starts.
+    func setMethodAndTimeouts(_ handle: UnsafeMutableRawPointer) -> FetchFailure? {
+        var refused: [String] = []
+        func check(_ code: CURLcode, _ option: String) { if code != CURLE_OK { refused.append(option) } }
+        switch method {
+        case .get:
+            break
+        case .head:
+            check(worker_curl_set_long(handle, CURLOPT_NOBODY, 1), "CURLOPT_NOBODY")
+        case .put(_, let size):
+            check(worker_curl_set_long(handle, CURLOPT_UPLOAD, 1), "CURLOPT_UPLOAD")
+            check(worker_curl_set_off_t(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "CURLOPT_INFILESIZE_LARGE")
+        }
+        if let timeouts {
+            check(worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(timeouts.connect, upTo: Int(Int32.max))),
+                  "CURLOPT_CONNECTTIMEOUT_MS")
+            check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.slowestRate)), "CURLOPT_LOW_SPEED_LIMIT")
+            check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(timeouts.read.rounded(.up)))), "CURLOPT_LOW_SPEED_TIME")
+        }
+        guard refused.isEmpty else { return FetchFailure(.io, "libcurl refused " + refused.joined(separator: ", ")) }
+        return nil
+    }
+
+    /// The next part of a PUT's file, copied into libcurl's buffer: its length, 0 at the end, or
+    /// an abort when the file cannot be read.
+    func send(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
+        activity &+= 1
+        guard upload >= 0, let buffer else { return Int(CURL_READFUNC_ABORT) }
+        while true {
+            let count = read(upload, buffer, capacity)
+            if count >= 0 { return count }
+            if errno != EINTR { return Int(CURL_READFUNC_ABORT) }
+        }
+    }
+}
