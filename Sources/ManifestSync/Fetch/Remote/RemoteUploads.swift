@@ -124,8 +124,6 @@ final class RemoteUploads: Sendable {
     private func put(_ pending: Pending, on engine: any FetchEngine) {
         // Queued before the tier was given up: dropped (the report's `given_up` says why).
         guard tier.isUsable else { return ended() }
-        // In tmp/ until its batch commits, in objects/ after: the rename is atomic, so one of
-        // the two names opens (neither: the entry's commit failed, and there is nothing to send).
         if pending.checksFirst {
             send(.head, for: pending, on: engine) { [self] reply in
                 switch reply.result {
@@ -143,6 +141,8 @@ final class RemoteUploads: Sendable {
             }
             return
         }
+        // In tmp/ until its batch commits, in objects/ after: the rename is atomic, so one of
+        // the two names opens (neither: the entry's commit failed, and there is nothing to send).
         var fd = open(pending.temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         if fd < 0 { fd = open(CacheLayout.objectPath(cacheDirectory, pending.sha256), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return ended() }
