@@ -75,8 +75,10 @@ import WorkerTestSupport
         let before = originRequests(origin, 6)
         let reportB = directory.path + "/b.json"
         let b = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/b", "--remote-cache", tier.url,
-                                      "--report", reportB, "--metrics", directory.path + "/b.prom"])
+                                      "--report", reportB, "--metrics", directory.path + "/b.prom", "--verbose"])
         #expect(b.code == 0, "\(b.stderr)")
+        #expect(b.stderr.split(separator: "\n").filter { $0.contains("entry fetched") && $0.contains("entry.source=remote") }.count == 6,
+                "--verbose says where each body came from: \(b.stderr)")
         #expect(originRequests(origin, 6) == before, "runner B asked the origin")
         let second = try json(reportB)
         let remoteB = try #require(second["remote_cache"] as? [String: Any])

@@ -31,6 +31,25 @@ import Testing
                    limits: nil, keepsOutcomes: outcomes)
     }
 
+    @Test func aFetchedRowSaysWhereItsBytesCameFromAndTheTiersCountsReachTheReport() throws {
+        let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
+                              entry("http://h/c", "sha256:" + objectA)])
+        var account = ledger(downloads)
+        account.record(.delivered(item: 0, object: objectA, size: 3, attempts: 1, source: .remote))
+        account.record(.delivered(item: 1, object: objectB, size: 3, attempts: 1, source: .origin))
+        account.record(.reused(item: 2, object: objectA, size: 3))
+        var tier = SyncReport.RemoteCache(url: "http://tier", readOnly: false)
+        tier.hits = 1
+        tier.misses = 1
+        account.record(.remoteCache(tier))
+        let report = account.report(finishedAt: started, budget: FailureBudget.none)
+        #expect(report.entries.map(\.source) == [.remote, .origin, nil], "a reused row fetched nothing")
+        #expect(report.remoteCache == tier)
+        let json = String(decoding: try JSONReportWriter.data(report), as: UTF8.self)
+        #expect(json.contains("\"source\" : \"remote\"") && json.contains("\"remote_cache\" : {"), "\(json)")
+        #expect(!json.contains("\"present\""), "push's count is not in a sync report")
+    }
+
     @Test func aDeliveredBodyTakesItsStatusFromThePlannedAction() {
         // New → added; a changed hash → updated.
         let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB)],

@@ -1,6 +1,6 @@
-/// A place a download's bytes can come from: the origin over HTTP, a local file, and (next) a
-/// shared tier (`RemoteCacheSource`). A download asks the sources that serve its request in order: the first that
-/// delivers a verified body or fails ends it; one that has nothing (`miss`) passes it on, and a
+/// A place a download's bytes can come from: a local file, the shared tier (`RemoteCacheSource`),
+/// the origin over HTTP. A download asks the sources that serve its request in order: the first
+/// that delivers a verified body or fails ends it; one that has nothing (`miss`) passes it on, and a
 /// miss is not a failure (no breaker event, no failure row). Adding a source is a new conforming
 /// type and its place in `Fetcher.sources(…)`.
 protocol ContentSource: Sendable {
