@@ -90,6 +90,14 @@ import WorkerTestSupport
         // What B stored is what the manifest pins.
         let verify = try WorkerBinary.run(["verify", "--cache-dir", directory.path + "/b"])
         #expect(verify.code == 0, "\(verify.stdout) \(verify.stderr)")
+
+        // `get` of a pinned URL into a third cache: from the tier too.
+        let got = try WorkerBinary.run(["get", origin.url("/a/2.png"), "--hash", "sha256:" + hashes[2],
+                                        "--cache-dir", directory.path + "/g"], environment: ["WORKER_REMOTE_CACHE": tier.url])
+        #expect(got.code == 0, "\(got.stderr)")
+        let path = got.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(FileManager.default.contents(atPath: path) == Data(Self.body(2)))
+        #expect(originRequests(origin, 6) == before, "get asked the origin")
         await origin.stop()
     }
 
