@@ -75,12 +75,18 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     func attach(to handle: UnsafeMutableRawPointer) -> FetchFailure? {
         self.handle = handle
         if let failure = setMethodAndTimeouts(handle) { return failure }
-        for line in requestHeaders + (upload >= 0 ? ["Expect:"] : []) {
+        func add(_ line: String) -> FetchFailure? {
             guard let list = worker_curl_slist_append(headerList, line) else {
                 return FetchFailure(.io, "out of memory for the request's headers")
             }
             headerList = list
+            return nil
         }
+        for line in requestHeaders {
+            if let failure = add(line) { return failure }
+        }
+        // A PUT's body follows at once, without waiting for a 100 Continue.
+        if upload >= 0, let failure = add("Expect:") { return failure }
         // Retained until `detach`: libcurl's callbacks find the transfer through this pointer.
         let context = Unmanaged.passRetained(self).toOpaque()
         if worker_curl_set_string(handle, CURLOPT_URL, url) != CURLE_OK {

@@ -352,6 +352,7 @@ import WorkerTestSupport
         ["--remote-header", "Authorization: x"],
         ["--remote-cache", "http://127.0.0.1:9", "--remote-header", "no colon"],
         ["--remote-cache", "http://127.0.0.1:9", "--remote-timeout", "0"],
+        ["--remote-cache", "http://127.0.0.1:9", "--remote-uploads", "0"],
     ])
     func badTierOptionsAreUsageErrorsBeforeAnyRequest(_ options: [String]) async throws {
         let origin = try await TestOrigin.start()

@@ -37,6 +37,35 @@ import Testing
         await engine.shutdown()
     }
 
+    @Test func aTransferSentAfterAStopEndsCancelledWithoutReachingTheEngine() async {
+        // The local engine answers any transfer it starts with "no network transport".
+        let engine = LocalEngine()
+        let control = FetchControl()
+        let request = TransferRequest(url: "http://127.0.0.1:1/x", headers: [], deadline: Monotonic.now() + 60)
+        let sent = await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
+            control.send(request, handler: .statusOnly(url: request.url, deadline: request.deadline), on: engine) {
+                done.resume(returning: $0)
+            }
+        }
+        guard case .failure(let answered) = sent.result else {
+            Issue.record("expected the engine's failure, got \(sent.result)")
+            return
+        }
+        #expect(answered.reason == .io, "an unstopped transfer reaches the engine")
+        control.stop(because: "the run's deadline passed")
+        let late = await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
+            control.send(request, handler: .statusOnly(url: request.url, deadline: request.deadline), on: engine) {
+                done.resume(returning: $0)
+            }
+        }
+        guard case .failure(let cancelled) = late.result else {
+            Issue.record("expected cancelled, got \(late.result)")
+            return
+        }
+        #expect(cancelled.reason == .cancelled && cancelled.message == "the run's deadline passed")
+        await engine.shutdown()
+    }
+
     @Test func maxRPSGivesEachOriginItsOwnSlotsOneIntervalApart() throws {
         let limits = try #require(RateLimits(bytesPerSecond: nil, requestsPerSecond: 4))
         // Three requests at once to one origin: 0, 0.25 and 0.5 s from now.

@@ -12,6 +12,7 @@ import WorkerTestSupport
 @Suite struct RemoteUploadsTests {
     /// A fetch engine whose transfers are answered by `answer` (method, URL) after `delay`
     /// seconds, on a LocalEngine's queue; it counts what is in flight and what each PUT sent.
+    /// An abort ends a started transfer, and one not started yet when it starts (as CurlEngine).
     final class ScriptedTier: FetchEngine, @unchecked Sendable {
         // @unchecked: the counters are behind `state`.
         struct State {
@@ -35,6 +36,8 @@ import WorkerTestSupport
             let request: TransferRequest
             let done: @Sendable (ExchangeReply) -> Void
             let ended = Atomic<Bool>(false)
+            /// Whether it started, and an abort that came first.
+            let start = Mutex<(started: Bool, aborted: FetchFailure?)>((false, nil))
             init(_ request: TransferRequest, done: @escaping @Sendable (ExchangeReply) -> Void) {
                 self.request = request
                 self.done = done
@@ -62,6 +65,14 @@ import WorkerTestSupport
 
         func start(_ transfer: any EngineTransfer) {
             guard let transfer = transfer as? Transfer else { return }
+            let aborted = transfer.start.withLock { state -> FetchFailure? in
+                state.started = true
+                return state.aborted
+            }
+            if let failure = aborted {
+                transfer.end(.failure(failure))
+                return
+            }
             let method = transfer.request.method
             let url = transfer.request.url
             state.withLock { state in
@@ -79,7 +90,12 @@ import WorkerTestSupport
         }
 
         func abort(_ transfer: any EngineTransfer, _ failure: FetchFailure) {
-            (transfer as? Transfer)?.end(.failure(failure))
+            guard let transfer = transfer as? Transfer else { return }
+            let started = transfer.start.withLock { state -> Bool in
+                if !state.started { state.aborted = failure }
+                return state.started
+            }
+            if started { transfer.end(.failure(failure)) }
         }
 
         func shutdown() async { await inner.shutdown() }

@@ -61,6 +61,26 @@ final class FetchControl: Sendable {
 }
 
 extension FetchControl {
+    /// Sends `request` on `engine`, registered so that a stop cancels it; `done` gets the reply
+    /// once, on the engine's thread — a `cancelled` one, without a request, when the downloads
+    /// were stopped already (then on the caller's thread).
+    func send(_ request: TransferRequest, handler: ResponseHandler, on engine: any FetchEngine,
+              done: @escaping @Sendable (ExchangeReply) -> Void) {
+        // Set before the transfer starts, so always there when it ends.
+        let token = Mutex<Int?>(nil)
+        let transfer = engine.transfer(request, handler: handler) { reply in
+            self.unregister(token.withLock { $0 })
+            done(reply)
+        }
+        guard let registered = register(.transfer(transfer, on: engine)) else {
+            done(ExchangeReply(result: .failure(FetchFailure(.cancelled, stopReason)), bytes: 0, multiplexed: false,
+                               closesConnection: false))
+            return
+        }
+        token.withLock { $0 = registered }
+        engine.start(transfer)
+    }
+
     /// Calls `then(true)` on `engine`'s thread after `seconds`, or `then(false)` once this control
     /// stops the downloads first.
     func wait(_ seconds: Double, on engine: any FetchEngine, then: @escaping @Sendable (Bool) -> Void) {

@@ -12,8 +12,6 @@ final class OriginDownload: @unchecked Sendable {
     private let source: OriginSource
     private let lane: FetchLane
     private let done: @Sendable (DownloadMachine.Finished) -> Void
-    /// The `FetchControl` registration of the exchange in flight (set before it starts).
-    private var controlToken: Int?
 
     init(request: FetchRequest, rules: DownloadMachine.Rules, source: OriginSource, lane: FetchLane,
          done: @escaping @Sendable (DownloadMachine.Finished) -> Void) {
@@ -74,21 +72,11 @@ final class OriginDownload: @unchecked Sendable {
                                       conditional: request.isConditional, deadline: exchange.deadline,
                                       entryTimeout: settings.entryTimeout, url: request.url, resume: exchange.resume,
                                       resumeThreshold: settings.resumeThreshold)
-        let control = lane.control
         let sent = TransferRequest(url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
                                    limits: source.limits, meter: source.meter, origin: request.origin)
-        let transfer = lane.engine.transfer(sent, handler: handler) { reply in
-            control.unregister(self.controlToken)
+        // Stopped before it was sent: it ends as cancelled, without a request.
+        lane.control.send(sent, handler: handler, on: lane.engine) { reply in
             self.perform(self.machine.exchanged(reply, jitter: Double.random(in: 0...1), stopped: self.stopReason))
         }
-        guard let registered = control.register(.transfer(transfer, on: lane.engine)) else {
-            // Stopped before it was sent: it ends as cancelled, without a request.
-            let cancelled = ExchangeReply(result: .failure(FetchFailure(.cancelled, control.stopReason)), bytes: 0,
-                                          multiplexed: false, closesConnection: false)
-            perform(machine.exchanged(cancelled, jitter: 0, stopped: stopReason))
-            return
-        }
-        controlToken = registered
-        lane.engine.start(transfer)
     }
 }

@@ -160,17 +160,8 @@ final class RemoteUploads: Sendable {
         var request = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline)
         request.method = method
         request.timeouts = tier.settings.timeouts
-        let token = Mutex<Int?>(nil)
-        let transfer = engine.transfer(request, handler: .statusOnly(url: url, deadline: deadline)) { [control] reply in
-            control.unregister(token.withLock { $0 })
-            then(reply)
-        }
-        guard let registered = control.register(.transfer(transfer, on: engine)) else {
-            tier.count { $0.uploadsNotDone += 1 }
-            return ended()
-        }
-        token.withLock { $0 = registered }
-        engine.start(transfer)
+        // After a stop the reply is a `cancelled` one: counted as not done.
+        control.send(request, handler: .statusOnly(url: url, deadline: deadline), on: engine, done: then)
     }
 
     private func record(_ reply: ExchangeReply, size: Int64) {

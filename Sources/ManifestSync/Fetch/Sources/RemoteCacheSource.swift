@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Synchronization
 
 /// The shared tier (`--remote-cache`), asked before the origin for an entry pinned by SHA-256:
 /// `GET {base}/cas/{hex}` with the tier's own headers (never the manifest's). A body is verified
@@ -52,18 +51,9 @@ final class RemoteCacheSource: ContentSource {
         var sent = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline, meter: meter,
                                    origin: request.origin)
         sent.timeouts = tier.settings.timeouts
-        let token = Mutex<Int?>(nil)
-        let control = lane.control
-        let transfer = lane.engine.transfer(sent, handler: handler) { [tier] reply in
-            control.unregister(token.withLock { $0 })
+        lane.control.send(sent, handler: handler, on: lane.engine) { [tier] reply in
             done(Self.outcome(of: reply, tier: tier))
         }
-        guard let registered = control.register(.transfer(transfer, on: lane.engine)) else {
-            done(SourceOutcome(answer: .failed(FetchFailure(.cancelled, control.stopReason)), attempts: 0, bytes: 0))
-            return
-        }
-        token.withLock { $0 = registered }
-        lane.engine.start(transfer)
     }
 
     /// What a tier answer means for the entry; every answer but a stop passes it to the origin.
