@@ -23,6 +23,9 @@ static struct {
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
     curl_version_info_data *(*version_info)(CURLversion);
+    CURLSH *(*share_init)(void);
+    CURLSHcode (*share_setopt)(CURLSH *, CURLSHoption, ...);
+    CURLSHcode (*share_cleanup)(CURLSH *);
 } api;
 
 const char *worker_curl_load(void) {
@@ -61,6 +64,9 @@ const char *worker_curl_load(void) {
     LOAD(easy_getinfo, "curl_easy_getinfo")
     LOAD(slist_append, "curl_slist_append")
     LOAD(slist_free_all, "curl_slist_free_all")
+    LOAD(share_init, "curl_share_init")
+    LOAD(share_setopt, "curl_share_setopt")
+    LOAD(share_cleanup, "curl_share_cleanup")
 #undef LOAD
     return NULL;
 }
@@ -113,6 +119,12 @@ void *worker_curl_info_private(CURL *easy) {
     api.easy_getinfo(easy, CURLINFO_PRIVATE, &value);
     return value;
 }
+
+CURLSH *worker_curl_share_init(void) { return api.share_init(); }
+CURLSHcode worker_curl_share_set_long(CURLSH *share, CURLSHoption option, long value) {
+    return api.share_setopt(share, option, value);
+}
+CURLSHcode worker_curl_share_cleanup(CURLSH *share) { return api.share_cleanup(share); }
 
 struct curl_slist *worker_curl_slist_append(struct curl_slist *list, const char *line) {
     return api.slist_append(list, line);

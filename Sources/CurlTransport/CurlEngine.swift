@@ -36,10 +36,10 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
     private let threadID = Atomic<UInt>(0)
     let options: Options
     let multi: UnsafeMutableRawPointer
+    /// TLS sessions shared by the engine's handles (only this engine's thread uses it).
+    let share: UnsafeMutableRawPointer
     var timers = TimerQueue<@Sendable (Bool) -> Void>()
     var transfers: [ObjectIdentifier: CurlTransfer] = [:]
-    /// Handles of finished transfers, set up and ready for the next one.
-    var idleHandles: [UnsafeMutableRawPointer] = []
     var stopped: (@Sendable () -> Void)?
     /// Timers cancelled before they were added (ids handed out first, for registering).
     private var cancelledEarly = Set<Int>()
@@ -50,6 +50,12 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         self.options = options
         multi = try options.makeMulti()
+        do {
+            share = try Options.makeShare()
+        } catch {
+            worker_curl_multi_cleanup(multi)
+            throw error
+        }
         let context = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { context in
@@ -62,6 +68,7 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
         guard created == 0 else {
             Unmanaged<CurlEngine>.fromOpaque(context).release()
             worker_curl_multi_cleanup(multi)
+            worker_curl_share_cleanup(share)
             throw .resources("cannot start a thread for downloads: \(String(cString: strerror(created)))")
         }
         pthread_detach(thread)
@@ -225,9 +232,8 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
             if commands.isEmpty, timers.count == 0 { break }
             for command in commands { apply(command) }
         }
-        for handle in idleHandles { worker_curl_easy_cleanup(handle) }
-        idleHandles.removeAll()
         worker_curl_multi_cleanup(multi)
+        worker_curl_share_cleanup(share)
         done()
     }
 }

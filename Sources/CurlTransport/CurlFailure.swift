@@ -28,6 +28,10 @@ enum CurlFailure {
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR:
             if osErrno != 0 { return FetchFailure(.connection, FailureClassifier.socketProblem(osErrno)) }
             return FetchFailure(.connection, "the server closed the connection")
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_FUNCTION_ARGUMENT:
+            // libcurl 7.88 ends a response whose first header line is folded (begins with a space)
+            // with BAD_FUNCTION_ARGUMENT: the server's answer, not our call, was wrong.
+            return FetchFailure(.connection, "malformed response: the server's answer is not valid HTTP")
         case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
             return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
         case CURLE_OUT_OF_MEMORY:

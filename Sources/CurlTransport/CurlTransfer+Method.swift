@@ -3,10 +3,9 @@ import Glibc
 import ManifestSync
 
 /// What a request other than a plain GET sets on its handle: a HEAD, a PUT of an open file (the
-/// shared tier's uploads), and a request's own timeouts. `detach` puts a handle back to a GET
-/// with the engine's timeouts.
+/// shared tier's uploads), and a request's own timeouts. (A handle serves one transfer.)
 extension CurlTransfer {
-    /// A HEAD or a PUT (a handle is a GET until then) and the request's own timeouts; an option
+    /// A HEAD or a PUT (a new handle is a GET) and the request's own timeouts; an option
     /// libcurl refuses ends the exchange before it starts.
     func setMethodAndTimeouts(_ handle: UnsafeMutableRawPointer) -> FetchFailure? {
         var refused: [String] = []

@@ -104,18 +104,11 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         return nil
     }
 
-    /// Lets go of the handle (to be reused: as a plain GET with the engine's timeouts again) and
-    /// of the request's headers and file.
+    /// Lets go of the handle (the engine cleans it up) and of the request's headers and file.
     func detach() {
         if let handle, let context = worker_curl_info_private(handle) {
             worker_curl_set_pointer(handle, CURLOPT_PRIVATE, nil)
             Unmanaged<CurlTransfer>.fromOpaque(context).release()
-        }
-        if let handle, method != .get || timeouts != nil {
-            worker_curl_set_long(handle, CURLOPT_HTTPGET, 1)
-            worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(engine.options.connectTimeout, upTo: Int(Int32.max)))
-            worker_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, 0)
-            worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, 0)
         }
         if upload >= 0 {
             Glibc.close(upload)

@@ -82,10 +82,25 @@ extension CurlEngine {
             return multi
         }
 
+        /// The engine's share: TLS sessions kept across its handles (a new one per transfer), so
+        /// a connection opened later resumes a session instead of a full handshake. Connections
+        /// and DNS answers are the multi handle's already.
+        static func makeShare() throws(CacheError) -> UnsafeMutableRawPointer {
+            guard let share = worker_curl_share_init() else {
+                throw .library(name: "libcurl.so.4", reason: "it could not make a share handle (out of memory)")
+            }
+            let code = worker_curl_share_set_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+            guard code == CURLSHE_OK else {
+                worker_curl_share_cleanup(share)
+                throw .library(name: "libcurl.so.4", reason: "it refused CURLSHOPT_SHARE (code \(code.rawValue))")
+            }
+            return share
+        }
+
         /// A new handle with these options and `CurlTransfer`'s callbacks; a transfer sets its
         /// own URL, headers and context on it. Fails when libcurl cannot make one (out of memory)
         /// or refuses an option (a build without it): every option's return code is checked.
-        func makeHandle() -> Result<UnsafeMutableRawPointer, FetchFailure> {
+        func makeHandle(share: UnsafeMutableRawPointer) -> Result<UnsafeMutableRawPointer, FetchFailure> {
             guard let handle = worker_curl_easy_init() else {
                 return .failure(FetchFailure(.io, "libcurl could not make a handle (out of memory)"))
             }
@@ -94,6 +109,7 @@ extension CurlEngine {
                 if code != CURLE_OK { refused.append("\(option) (\(String(cString: worker_curl_easy_strerror(code))))") }
             }
             check(worker_curl_set_long(handle, CURLOPT_NOSIGNAL, 1), "CURLOPT_NOSIGNAL")
+            check(worker_curl_set_pointer(handle, CURLOPT_SHARE, share), "CURLOPT_SHARE")
             check(worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
             // Wait for a connection that may multiplex rather than open another one.
             check(worker_curl_set_long(handle, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")

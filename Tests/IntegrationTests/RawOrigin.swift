@@ -4,21 +4,26 @@ import Synchronization
 /// A loopback HTTP/1.1 server that answers with bytes given verbatim — status lines, header sets
 /// and framing no well-behaved server library would write (for hostile-server tests and the
 /// response fuzzer). Each request path has a script: the n-th request gets the n-th answer (the
-/// last one repeats). An answer is written whole, then the connection is closed, or it is sent
-/// only in part and then held open (`stallAfter`).
+/// last one repeats). An answer is written whole, then the connection is closed (or, for a
+/// `keepAlive` answer, the next request is read from it), or it is sent only in part and then held
+/// open (`stallAfter`).
 final class RawOrigin: Sendable {
     struct Answer: Sendable {
         var bytes: [UInt8]
         /// Send this many bytes, then nothing more until the client goes (a stalled body).
         var stallAfter: Int?
+        /// After the whole answer, the connection stays open for the client's next request (the
+        /// answer's own framing must say where it ends).
+        var keepAlive: Bool
 
-        init(_ bytes: [UInt8], stallAfter: Int? = nil) {
+        init(_ bytes: [UInt8], stallAfter: Int? = nil, keepAlive: Bool = false) {
             self.bytes = bytes
             self.stallAfter = stallAfter
+            self.keepAlive = keepAlive
         }
 
-        init(_ head: String, body: [UInt8] = [], stallAfter: Int? = nil) {
-            self.init(Array(head.utf8) + body, stallAfter: stallAfter)
+        init(_ head: String, body: [UInt8] = [], stallAfter: Int? = nil, keepAlive: Bool = false) {
+            self.init(Array(head.utf8) + body, stallAfter: stallAfter, keepAlive: keepAlive)
         }
     }
 
@@ -27,6 +32,7 @@ final class RawOrigin: Sendable {
         var hits: [String: Int] = [:]
         /// Each request's head, by path, in order.
         var requests: [String: [String]] = [:]
+        var connections = 0
         var stopped = false
     }
 
@@ -69,6 +75,9 @@ final class RawOrigin: Sendable {
 
     func hits(_ path: String) -> Int { state.withLock { $0.hits[path] ?? 0 } }
     func requests(_ path: String) -> [String] { state.withLock { $0.requests[path] ?? [] } }
+    /// Connections accepted so far, and requests read over all of them.
+    var connections: Int { state.withLock { $0.connections } }
+    var requestCount: Int { state.withLock { $0.hits.values.reduce(0, +) } }
 
     func stop() {
         state.withLock { $0.stopped = true }
@@ -83,57 +92,71 @@ final class RawOrigin: Sendable {
                 if errno == EINTR { continue }
                 return
             }
+            state.withLock { $0.connections += 1 }
             let thread = Thread { [self] in serve(client) }
             thread.start()
         }
     }
 
-    /// Reads one request head, writes its answer, then closes (or holds a stalled answer open
-    /// until the client closes or the server stops).
+    /// Reads a request head and writes its answer; then closes, reads the next request on the same
+    /// connection (a `keepAlive` answer), or holds a stalled answer open until the client closes or
+    /// the server stops.
     private func serve(_ client: Int32) {
         defer { close(client) }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !received.ends(with: [13, 10, 13, 10]) {
-            let count = read(client, &buffer, buffer.count)
-            guard count > 0 else { return }
-            received += buffer[0..<count]
-            if received.count > 65536 { return }
-        }
-        let head = String(decoding: received, as: UTF8.self)
-        let target = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
-        let path = String(target.split(separator: "?").first ?? "")
-        let answer: Answer? = state.withLock { state in
-            let count = state.hits[path, default: 0]
-            state.hits[path] = count + 1
-            state.requests[path, default: []].append(head)
-            guard let script = state.scripts[path], !script.isEmpty else { return nil }
-            return script[min(count, script.count - 1)]
-        }
-        let bytes = answer?.bytes ?? Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
-        let sent = min(answer?.stallAfter ?? bytes.count, bytes.count)
-        var offset = 0
-        while offset < sent {
-            // MSG_NOSIGNAL: a client that went away must not end the test process with SIGPIPE.
-            let count = bytes.withUnsafeBytes { send(client, $0.baseAddress! + offset, sent - offset, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return }
-            offset += count
-        }
-        guard answer?.stallAfter != nil else {
+        while true {
+            var end = received.endOfHead()
+            while end == nil {
+                let count = read(client, &buffer, buffer.count)
+                guard count > 0 else { return }
+                received += buffer[0..<count]
+                if received.count > 65536 { return }
+                end = received.endOfHead()
+            }
+            let head = String(decoding: received[..<end!], as: UTF8.self)
+            received.removeFirst(end!)
+            let target = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            let path = String(target.split(separator: "?").first ?? "")
+            let answer: Answer? = state.withLock { state in
+                let count = state.hits[path, default: 0]
+                state.hits[path] = count + 1
+                state.requests[path, default: []].append(head)
+                guard let script = state.scripts[path], !script.isEmpty else { return nil }
+                return script[min(count, script.count - 1)]
+            }
+            let bytes = answer?.bytes ?? Array("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+            let sent = min(answer?.stallAfter ?? bytes.count, bytes.count)
+            var offset = 0
+            while offset < sent {
+                // MSG_NOSIGNAL: a client that went away must not end the test process with SIGPIPE.
+                let count = bytes.withUnsafeBytes { send(client, $0.baseAddress! + offset, sent - offset, Int32(MSG_NOSIGNAL)) }
+                guard count > 0 else { return }
+                offset += count
+            }
+            if answer?.stallAfter != nil {
+                // Stalled: wait for the client to give up (a read of 0 or an error), bounded by the timeout.
+                while !state.withLock({ $0.stopped }), read(client, &buffer, buffer.count) > 0 {}
+                return
+            }
+            if answer?.keepAlive == true { continue }
             shutdown(client, Int32(SHUT_WR))
             // Let the client read to the end before the close (a reset could cut what was sent).
             while read(client, &buffer, buffer.count) > 0 {}
             return
         }
-        // Stalled: wait for the client to give up (a read of 0 or an error), bounded by the timeout.
-        while !state.withLock({ $0.stopped }), read(client, &buffer, buffer.count) > 0 {}
     }
 }
 
 extension Array where Element == UInt8 {
-    fileprivate func ends(with suffix: [UInt8]) -> Bool {
-        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    /// Where a request head ends (after its blank line), or nil while it is incomplete.
+    fileprivate func endOfHead() -> Int? {
+        guard count >= 4 else { return nil }
+        for index in 0...(count - 4) where self[index] == 13 && self[index + 1] == 10 && self[index + 2] == 13 && self[index + 3] == 10 {
+            return index + 4
+        }
+        return nil
     }
 }

@@ -87,7 +87,7 @@ final class WebDAVTier {
 
     /// Puts bytes at `cas/{hex}` as another runner would have.
     func store(_ hex: String, _ bytes: [UInt8]) {
-        FileManager.default.createFile(atPath: storage + "/cas/" + hex, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: storage + "/cas/" + hex, contents: Data(bytes))
     }
 
     /// Requests in the access log, as "METHOD /path STATUS".

@@ -38,6 +38,12 @@ CURLcode worker_curl_set_prereq_callback(CURL *easy, worker_curl_prereq_callback
 long worker_curl_info_long(CURL *easy, CURLINFO info);
 void *worker_curl_info_private(CURL *easy);
 
+// A share (one per engine, used from its thread only: no lock callbacks) keeps TLS sessions
+// across the engine's handles, which are new for every transfer.
+CURLSH *worker_curl_share_init(void);
+CURLSHcode worker_curl_share_set_long(CURLSH *share, CURLSHoption option, long value);
+CURLSHcode worker_curl_share_cleanup(CURLSH *share);
+
 struct curl_slist *worker_curl_slist_append(struct curl_slist *list, const char *line);
 void worker_curl_slist_free_all(struct curl_slist *list);
 
