@@ -15,6 +15,6 @@ func cacheExitCode(_ error: CacheError) -> ExitCode {
     Console.error("worker: \(error)")
     switch error {
     case .locked: return ExitCode(ExitStatus.locked)
-    case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .resources: return ExitCode(ExitStatus.cacheUnusable)
+    case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .resources: return ExitCode(ExitStatus.cacheUnusable)
     }
 }

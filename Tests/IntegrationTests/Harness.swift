@@ -72,3 +72,17 @@ func sha256(_ bytes: [UInt8]) -> String {
 }
 
 func sha256(_ text: String) -> String { sha256(Array(text.utf8)) }
+
+extension TemporaryDirectory {
+    /// A manifest of one local file (`site/a.txt`) synced once into `cache/` through the binary.
+    func syncedLocalCache() throws -> (manifest: String, cache: String) {
+        write("site/a.txt", "public\n")
+        let manifest = write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
+        let cache = path + "/cache"
+        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
+        guard result.code == 0 else { throw SyncFailed(stderr: result.stderr) }
+        return (manifest, cache)
+    }
+
+    struct SyncFailed: Error { let stderr: String }
+}

@@ -8,22 +8,13 @@ import WorkerTestSupport
 /// it, or copy what it must not.
 @Suite struct HostileInputTests {
     /// A folder with a manifest of one local, hashless file, synced into a cache.
-    private func localCache(_ directory: TemporaryDirectory) throws -> (manifest: String, cache: String) {
-        directory.write("site/a.txt", "public\n")
-        let manifest = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
-        let cache = directory.path + "/cache"
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
-        try #require(result.code == 0, "\(result.stderr)")
-        return (manifest, cache)
-    }
-
     private func objectFiles(_ directory: TemporaryDirectory) -> [String] {
         directory.files(under: "cache/objects/sha256").map { directory.path + "/cache/objects/sha256/" + $0 }
     }
 
     @Test func repairReadsLocalFilesOnlyInsideTheManifestFolder() throws {
         let directory = TemporaryDirectory()
-        let (_, cache) = try localCache(directory)
+        let (_, cache) = try directory.syncedLocalCache()
         let secret = directory.write("private/secret.txt", "the owner's secret\n")
         chmod(secret, 0o600)
         // The file becomes a symlink to a file outside the folder, and its object goes.
@@ -41,7 +32,7 @@ import WorkerTestSupport
         let (_, cache2) = (0, cache)
         #expect(try WorkerBinary.run(["sync", directory.path + "/site/m.yaml", "--cache-dir", cache2]).code == 0)
         for object in objectFiles(directory) { unlink(object) }
-        let again = try WorkerBinary.run(["verify", "--repair", "--cache-dir", cache])
+        let again = try WorkerBinary.run(["verify", "--repair", "--cache-dir", cache, directory.path + "/site/m.yaml"])
         #expect(again.code == 0, "\(again.stdout)")
         #expect(again.stdout.contains("downloaded 1 again"), "\(again.stdout)")
     }

@@ -216,20 +216,29 @@ import WorkerTestSupport
         #expect(origin.requests("/big").allSatisfy { !$0.lowercased().contains("range:") }, "nothing is resumed from the planted file")
     }
 
-    @Test func aWritableCacheRootIsWarnedAbout() throws {
+    @Test func aCacheEveryUserCanWriteIsRefusedForWritingAndServesReads() throws {
         let directory = TemporaryDirectory()
         let site = directory.path + "/site"
         try FileManager.default.createDirectory(atPath: site, withIntermediateDirectories: true)
         directory.write("site/a.txt", "a\n")
         let path = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
         let cache = directory.path + "/cache"
-        try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
-        chmod(cache, 0o777)
+        let first = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
+        #expect(first.code == 0, "\(first.stderr)")
+        chmod(cache + "/tmp", 0o777)
         let result = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
-        #expect(result.code == 0)
-        #expect(result.stderr.contains("can be written by every user"), "\(result.stderr)")
-        chmod(cache, 0o755)
-        let quiet = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
-        #expect(!quiet.stderr.contains("can be written"), "\(quiet.stderr)")
+        #expect(result.code == 4, "\(result.code) \(result.stderr)")
+        #expect(result.stderr.contains("\(cache)/tmp can be written by every user"), "\(result.stderr)")
+        #expect(result.stderr.contains("mode 0777") && result.stderr.contains("chmod -R go-w"), "\(result.stderr)")
+        for command in [["gc"], ["clear"], ["rm", "a.txt"], ["verify", "--repair"]] {
+            let refused = try WorkerBinary.run(command + ["--cache-dir", cache])
+            #expect(refused.code == 4, "\(command): \(refused.code) \(refused.stderr)")
+        }
+        // Reading commands still answer.
+        #expect(try WorkerBinary.run(["status", "--cache-dir", cache]).code == 0)
+        #expect(try WorkerBinary.run(["verify", "--cache-dir", cache]).code == 0)
+        chmod(cache + "/tmp", 0o755)
+        let fixed = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
+        #expect(fixed.code == 0, "\(fixed.stderr)")
     }
 }

@@ -18,6 +18,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// A command that writes met a cache it may not write (read-only file system, another
     /// user's files): exit 4, the path and why in words.
     case notWritable(String)
+    /// A command that writes met a cache another user could write into (a folder of theirs, or
+    /// one open to others): exit 4, which folder, its owner and mode, and the fix.
+    case unsafe(String)
     /// A command met an index it may not read (another user's, not shared): exit 4, in words.
     case notReadable(String)
     /// The system would not give the run what it needs (a thread): exit 4.
@@ -41,6 +44,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cache not writable: \(problem)"
         case .notReadable(let problem):
             "cache not readable: \(problem)"
+        case .unsafe(let problem):
+            "refusing to write the cache: \(problem)"
         case .resources(let problem):
             problem
         }

@@ -58,15 +58,28 @@ extension CacheIndex {
         guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
             throw .unusable(path: path, reason: "it has \(info.st_nlink) names (a hard link elsewhere); the index must have one")
         }
-        var folder = stat()
-        if groupReadable, stat(PathName.parent(path), &folder) == 0, folder.st_gid != info.st_gid {
-            // Made before the folder was shared: it takes the folder's group, as new files do.
-            fchown(fd, uid_t.max, folder.st_gid)
-            for suffix in ["-wal", "-shm"] { chown(path + suffix, uid_t.max, folder.st_gid) }
+        guard info.st_uid == geteuid() else {
+            throw .unsafe("\(path) belongs to another user (\(CacheAccess.owner(info))): run the command as the cache's owner, "
+                          + "or use a cache of your own (--cache-dir)")
         }
-        guard info.st_mode & 0o777 != mode else { return }
-        fchmod(fd, mode)
-        for suffix in ["-wal", "-shm"] { chmod(path + suffix, mode) }
+        var folder = stat()
+        let regroup = groupReadable && stat(PathName.parent(path), &folder) == 0 && folder.st_gid != info.st_gid
+        guard regroup || info.st_mode & 0o777 != mode else { return }
+        // The WAL and shared-memory files through descriptors that do not follow a link, and
+        // only when they are this user's own single-named files: a link planted under their
+        // names must not turn a change of mode or group onto another file.
+        var files = [fd]
+        for suffix in ["-wal", "-shm"] {
+            let other = open(path + suffix, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard other >= 0 else { continue }
+            if OwnFile.isPrivate(other) { files.append(other) } else { close(other) }
+        }
+        defer { for other in files.dropFirst() { close(other) } }
+        for file in files {
+            // Made before the folder was shared: it takes the folder's group, as new files do.
+            if regroup { fchown(file, uid_t.max, folder.st_gid) }
+            fchmod(file, mode)
+        }
     }
 
     /// The key of `url`'s rows: the URL itself, or without its user info in a shared cache.

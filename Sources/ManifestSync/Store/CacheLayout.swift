@@ -17,16 +17,6 @@ public enum CacheLayout {
     /// the pid and a random number (two pods sharing a volume may have the same pid).
     static let processToken = "\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
-    /// A warning when other users may write into the cache's root folder (its mode gives group or
-    /// others write permission): they could plant files and links under the names a run writes.
-    public static func writableRootWarning(_ root: String) -> String? {
-        var info = stat()
-        guard stat(root, &info) == 0, info.st_mode & 0o022 != 0 else { return nil }
-        let who = info.st_mode & 0o002 != 0 ? "every user" : "its group"
-        return "the cache directory \(Sanitize.terminal(root)) can be written by \(who) (mode "
-            + String(info.st_mode & 0o7777, radix: 8) + "): another user could plant files in it; chmod go-w it"
-    }
-
     /// `objects/sha256/ab/abcdef…` for an object named by its SHA-256 hex.
     public static func objectPath(_ root: String, _ sha256: String) -> String {
         objectsDirectory(root) + "/" + sha256.prefix(2) + "/" + sha256

@@ -35,10 +35,14 @@ public final class CacheLock: Sendable {
 
     /// Takes the `flock` of the file at `path` (made when missing), waiting up to `wait` seconds;
     /// `noun` names it in the context's notices of a wait, the first after `firstNotice` seconds.
-    init(path: String, wait: Double?, noun: String, firstNotice: Double = 0, context: RunContext) async throws(CacheError) {
+    convenience init(path: String, wait: Double?, noun: String, firstNotice: Double = 0, context: RunContext) async throws(CacheError) {
+        let fd = try Self.openOwnerOnly(path, flags: O_RDWR)
+        try await self.init(fd: fd, path: path, wait: wait, noun: noun, firstNotice: firstNotice, context: context)
+    }
+
+    /// Takes the `flock` of `fd` (a lock file opened with `openOwnerOnly`), which it then owns.
+    init(fd: Int32, path: String, wait: Double?, noun: String, firstNotice: Double = 0, context: RunContext) async throws(CacheError) {
         self.path = path
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw .system(SystemError("open", path)) }
         let start = Date()
         var nextNotice = firstNotice
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -73,6 +77,18 @@ public final class CacheLock: Sendable {
             ftruncate(fd, 0)
             _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
         }
+    }
+
+    /// Opens a lock file (made when missing) so that only its owner may open it: `flock` works on a
+    /// read-only descriptor, and a reader able to open a lock could hold every writer up. One made
+    /// before is set to 0600 when it is this user's own single-named file; `at` opens it inside a
+    /// folder's descriptor.
+    static func openOwnerOnly(_ path: String, at folder: Int32 = AT_FDCWD, name: String? = nil, flags: Int32) throws(CacheError) -> Int32 {
+        let fd = openat(folder, name ?? path, flags | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else { throw .system(SystemError("open", path)) }
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & 0o077 != 0, OwnFile.isPrivate(info) { fchmod(fd, 0o600) }
+        return fd
     }
 
     /// Waits until no run is committing (a shared `flock` on `lock` once it is free, let go at

@@ -37,6 +37,8 @@ public struct ContentStore: Sendable {
         // The root may be a symlink (a cache moved to another disk); nothing inside it may be:
         // a planted link must not lead writes out of the cache.
         try Self.makeDirectory(root, followLink: true)
+        // Nothing is written into a cache another user could write into.
+        if let problem = CacheOwnership.problem(root: root) { throw CacheError.unsafe(problem) }
         try Self.makeDirectory(root + "/objects")
         isNew = try Self.makeDirectory(objectsDirectory)
         try Self.makeDirectory(tmpDirectory)
@@ -219,10 +221,7 @@ public struct ContentStore: Sendable {
     /// Deletes every file in `tmp/`: leftovers of runs that crashed. Call only as the one writer
     /// (`WriterSlot.alone`): the files of a running writer are there too.
     func removeStaleTemporaryFiles() -> Int {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpDirectory) else { return 0 }
-        var removed = 0
-        for name in names where unlink(tmpDirectory + "/" + name) == 0 { removed += 1 }
-        return removed
+        folders.removeTemporaryFiles()
     }
 
     private static func reason(_ error: any Error) -> String {

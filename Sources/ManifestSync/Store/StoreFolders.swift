@@ -71,6 +71,27 @@ final class StoreFolders: Sendable {
         return true
     }
 
+    /// Deletes the files in `tmp/` through the descriptor opened at the start (never a link
+    /// planted since in its place); folders in it are left. How many went.
+    func removeTemporaryFiles() -> Int {
+        let listing = dup(temporary)
+        guard listing >= 0, let folder = fdopendir(listing) else {
+            if listing >= 0 { close(listing) }
+            return 0
+        }
+        defer { closedir(folder) }
+        rewinddir(folder)
+        // Names as bytes (a file name need not be UTF-8), without "." and "..".
+        var names: [[CChar]] = []
+        while let entry = readdir(folder) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }.map { CChar(bitPattern: $0) }) }
+            if name != [46], name != [46, 46] { names.append(name + [0]) }
+        }
+        var removed = 0
+        for name in names where unlinkat(temporary, name, 0) == 0 { removed += 1 }
+        return removed
+    }
+
     /// `ab/abcdef…`: an object's name relative to `objects`.
     static func relativeObjectPath(_ sha256: String) -> String {
         sha256.prefix(2) + "/" + sha256

@@ -20,8 +20,7 @@ final class WriterSlot: Sendable {
     /// have it exclusively at once (then `share()` when done tidying).
     init(directory: String, exclusive: Bool = false, wait: Double?, stop: StopRequest) async throws(CacheError) {
         let path = directory + "/writers"
-        let fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw .system(SystemError("open", path)) }
+        let fd = try CacheLock.openOwnerOnly(path, flags: O_RDONLY)
         if flock(fd, LOCK_EX | LOCK_NB) == 0 {
             self.fd = fd
             alone = true

@@ -143,7 +143,6 @@ public struct SyncEngine: Sendable {
             throw .notWritable(problem)
         }
         let store = try ContentStore(root: options.cacheDirectory)
-        if let warning = CacheLayout.writableRootWarning(options.cacheDirectory) { logger.warning("\(warning)") }
         let job = options.recordsManifestRuns
             ? try await JobLock.take(directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
                                      shard: options.shard, wait: options.waitLock, context: context) : nil

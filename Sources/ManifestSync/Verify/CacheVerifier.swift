@@ -60,6 +60,10 @@ public struct CacheVerifier: Sendable {
     public let cacheDirectory: String
     public var fetch = FetchSettings()
     public var waitLock: Double?
+    /// The manifests `--repair` may read local entries again from (their folders), given on the
+    /// command line: never taken from the index, which only its owner should write but which
+    /// names folders a planted row could point anywhere.
+    public var manifestPaths: [String] = []
     /// The command's logger, lock notices and stop request.
     public let context: RunContext
     var logger: Logger { context.logger }
@@ -259,19 +263,22 @@ public struct CacheVerifier: Sendable {
     private func refetch(_ broken: [IndexRecord], store: ContentStore, index: CacheIndex,
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
-        // A local entry is read again only from inside the folder of a manifest that was synced
-        // into this cache (the same confinement as `sync`); one whose manifest is unknown is dropped.
-        let folders = try index.manifestRuns().map { URLResolver(manifestPath: $0.path).folder }
+        // A local entry is read again only from inside the folder of a manifest given to this
+        // command (the same confinement as `sync`); any other local row is dropped.
+        let folders = manifestPaths.map { URLResolver(manifestPath: $0).folder }
         let network = broken.contains { !LocalFile.isLocal($0.url) }
         let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []
         for record in broken {
-            // The hash the row was verified against; one that does not parse drops the row
-            // rather than fetching whatever the server sends without a check.
+            // The hash the row was verified against. A row whose hash does not parse, or a network
+            // row without one, is dropped rather than fetched without a check (the next sync of
+            // its manifest adds it back); a local file without one is read again only from the
+            // folder of a manifest given. So is a row keyed without its URL's user info (a shared
+            // cache): it cannot be fetched.
             let expected = record.hash.flatMap(ContentHash.parseStored)
-            // So is a row keyed without its URL's user info (a shared cache): it cannot be fetched.
-            if record.hash != nil && expected == nil || CredentialFreeURL.isKey(record.url) {
+            let unchecked = expected == nil && (record.hash != nil || !LocalFile.isLocal(record.url))
+            if unchecked || CredentialFreeURL.isKey(record.url) {
                 dropped.append(record.url)
                 report.droppedEntries.append(Redact.url(record.url))
                 continue

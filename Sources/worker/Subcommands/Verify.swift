@@ -13,17 +13,22 @@ struct Verify: AsyncParsableCommand {
             Reports corrupt objects (bytes that do not hash to their name), index rows whose object is \
             missing, objects no row names, and anything else found under objects/. With --repair, \
             deletes what is wrong, downloads the URLs of broken rows again (checked against their \
-            hash; no manifest headers are sent), and drops rows that cannot be fetched — the next sync \
-            of their manifest adds them back. Exit 0: the cache is consistent (after repair); 1: \
-            problems found and not repaired.
+            hash; no manifest headers are sent), and drops rows that cannot be fetched, and URLs with no hash \
+            to check them against — the next sync of their manifest adds them back. Local files are \
+            read again only from the folders of the MANIFESTs given. Exit 0: the cache is \
+            consistent (after repair); 1: problems found and not repaired.
 
             Examples:
               worker verify
               worker verify --repair -j 4
+              worker verify --repair manifests/site.yaml
               worker verify --report verify.json --quiet
             """)
 
     @OptionGroup(title: "Cache") var cache: CacheOptions
+
+    @Argument(help: "With --repair: manifests whose folders local entries may be read again from.")
+    var manifests: [String] = []
 
     @Option(name: [.short, .customLong("jobs")], help: "Files hashed (and, with --repair, downloaded) at once.")
     var jobs = 4
@@ -45,15 +50,31 @@ struct Verify: AsyncParsableCommand {
 
     @OptionGroup var lock: LockOptions
 
+    func validate() throws {
+        guard repair || manifests.isEmpty else { throw ValidationError("manifests are read only with --repair") }
+    }
+
     func run() async throws {
+        if !manifests.isEmpty {
+            // Checked like any manifest (exit 2 with file:line:column) before the cache is touched.
+            var loader = ManifestLoader()
+            loader.expandsHeaders = false
+            do {
+                _ = try loader.load(paths: manifests)
+            } catch {
+                Console.error(error.description)
+                throw ExitCode(ExitStatus.usage)
+            }
+        }
         let directory = try cache.existing()
-        try checkOutputs([(.verifyReport, reportPath)], manifests: [])
+        try checkOutputs([(.verifyReport, reportPath)], manifests: manifests)
         var verifier = CacheVerifier(cacheDirectory: directory, context: .command())
         verifier.fetch.transport = CurlTransport()
         verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates
         verifier.waitLock = lock.seconds()
+        verifier.manifestPaths = manifests
         let report: VerifyReport
         do {
             report = try await verifier.verify(repair: repair)
