@@ -6,7 +6,10 @@ import ManifestSync
 /// libcurl's result code and the socket's error number as a `FetchFailure`: a report reason and
 /// a message in plain words (`FailureClassifier`'s), not libcurl's wording.
 enum CurlFailure {
-    static func failure(_ code: CURLcode, osErrno: Int32, url: String) -> FetchFailure {
+    /// `connected`: the connection was made (a timeout then is not the connect's); `crawl`: the
+    /// request's own floor on pace (bytes a second, for seconds), when it has one.
+    static func failure(_ code: CURLcode, osErrno: Int32, url: String, connected: Bool = false,
+                        crawl: (rate: Int, seconds: Double)? = nil) -> FetchFailure {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST:
             return FetchFailure(.connection, "host not found: \(Redact.short(FailureClassifier.host(of: url)))")
@@ -14,7 +17,11 @@ enum CurlFailure {
             if osErrno != 0 { return FetchFailure(.connection, FailureClassifier.socketProblem(osErrno)) }
             return FetchFailure(.connection, "cannot connect to \(Redact.short(FailureClassifier.host(of: url)))")
         case CURLE_OPERATION_TIMEDOUT:
-            // The only timeout libcurl keeps for us: the read and entry timeouts are the engine's.
+            // libcurl keeps two timeouts for us: the connect's, and a request's floor on pace
+            // (the read and entry timeouts are the engine's).
+            if connected, let crawl {
+                return FetchFailure(.timeout, "too slow: under \(Units.formatBytes(Int64(crawl.rate)))/s for \(Units.formatDuration(crawl.seconds))")
+            }
             return FetchFailure(.timeout, "connect timeout: no connection within --connect-timeout")
         case CURLE_PEER_FAILED_VERIFICATION:
             return FetchFailure(.connection, "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)",

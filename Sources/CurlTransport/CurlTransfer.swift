@@ -152,8 +152,8 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
 
     private func classify(_ code: CURLcode) -> FetchFailure {
         let osErrno = handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
-        return CurlFailure.failure(code, osErrno: osErrno,
-                                          url: url)
+        return CurlFailure.failure(code, osErrno: osErrno, url: url, connected: connected,
+                                   crawl: timeouts.map { (max(1, $0.slowestRate), $0.read.rounded(.up)) })
     }
 
     // MARK: - libcurl's callbacks, on the engine's thread

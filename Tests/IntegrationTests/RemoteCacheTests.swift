@@ -221,6 +221,43 @@ import WorkerTestSupport
         await origin.stop()
     }
 
+    /// A tier that drips each body just above the crawl floor (here 40 KiB/s of a 2 MB answer) and
+    /// takes every upload at once: each lookup ends at its own deadline (ten times
+    /// --remote-timeout), uploads do not clear the errors, and three in a row give the tier up.
+    /// (On f94e2a0 each lookup waited for the entry timeout, ten minutes.)
+    @Test func aTierThatDripsIsGivenUpAfterThreeLookups() async throws {
+        let tier = try await TestOrigin.start()
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, hashes) = fixture(origin, directory, count: 8)
+        let slow = Array(repeating: UInt8(ascii: "x"), count: 2 << 20)
+        for hash in hashes { tier.set("/cas/\(hash)", slow) }
+        let report = directory.path + "/r.json"
+        let run = try WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                                               "--remote-cache", tier.url("/trickle/4096/100"), "--remote-timeout", "0.5",
+                                               "-j", "1"], seconds: 120)
+        #expect(run.code == 0, "\(run.stdout)")
+        let document = try json(report)
+        let remote = try #require(document["remote_cache"] as? [String: Any])
+        #expect(remote["corrupt"] as? Int == 3 && remote["skipped"] as? Int == 5, "\(remote)")
+        #expect((remote["uploads"] as? Int ?? 0) >= 1, "uploads succeeded in between: \(remote)")
+        #expect(remote["given_up"] is String, "\(remote)")
+        #expect(rows(document).count == 8 && rows(document).allSatisfy { $0["source"] as? String == "origin" })
+        // Each of the three lookups ended at its deadline (5 s), not the entry's: the run's own clock.
+        let seconds = try #require(document["duration_seconds"] as? Double)
+        #expect(seconds < 60, "\(seconds) s")
+
+        // A tier under the floor is cut for being too slow, and says so (not "connect timeout").
+        let crawl = try WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/d",
+                                                 "--remote-cache", tier.url("/drip/300"), "--remote-timeout", "0.5",
+                                                 "--remote-cache-read-only", "-j", "1"], seconds: 120)
+        #expect(crawl.code == 0, "\(crawl.stdout)")
+        #expect(crawl.stdout.contains("too slow: under 16.4 KB/s for 1s") && !crawl.stdout.contains("connect timeout"),
+                "\(crawl.stdout)")
+        await tier.stop()
+        await origin.stop()
+    }
+
     @Test func aDeadTierIsGivenUpOnceAndTheRunGoesOnFromTheOrigin() async throws {
         let origin = try await TestOrigin.start()
         let directory = TemporaryDirectory()

@@ -16,6 +16,7 @@ import Synchronization
 /// | `/flaky/N/CODE/PATH[?retry-after=S]` | the first N requests answer CODE, later ones serve PATH |
 /// | `/truncate/PATH` | declares 100 bytes more than it sends, then closes |
 /// | `/drip/MS/PATH` | sends PATH one byte every MS milliseconds |
+/// | `/trickle/BYTES/MS/PATH` | a GET gets PATH, BYTES every MS milliseconds; a HEAD 404 and a PUT 201 at once (a tier that drips) |
 /// | `/stall/PATH` | sends the head and half the body, then nothing |
 /// | `/endless` | a chunked body that never ends (until the client goes, or 1 GiB) |
 /// | `/reset/PATH` | closes the connection without answering |
@@ -55,7 +56,7 @@ final class TestOrigin: Sendable {
         case truncate([UInt8])
         /// The head declares the whole body; only the first `count` bytes follow, then a close.
         case cut(HTTPHeaders, [UInt8], count: Int)
-        case drip([UInt8], milliseconds: Int64)
+        case drip([UInt8], milliseconds: Int64, chunk: Int)
         case stall([UInt8])
         case endless
         case reset
@@ -256,7 +257,13 @@ final class TestOrigin: Sendable {
         case "encoded" where segments.count >= 2:
             headers.add(name: "Content-Encoding", value: "gzip")
             return .respond(.ok, headers, served(1))
-        case "drip" where segments.count >= 3: return .drip(served(2), milliseconds: Int64(segments[1]) ?? 50)
+        case "drip" where segments.count >= 3: return .drip(served(2), milliseconds: Int64(segments[1]) ?? 50, chunk: 1)
+        case "trickle" where segments.count >= 4:
+            switch head.method {
+            case .GET: return .drip(served(3), milliseconds: Int64(segments[2]) ?? 50, chunk: max(1, Int(segments[1]) ?? 1))
+            case .PUT: return .respond(.created, headers, [])
+            default: return .respond(.notFound, headers, [])
+            }
         case "stall": return .stall(served(1))
         case "endless": return .endless
         case "gen" where segments.count == 2: return .respond(.ok, headers, Self.generated(segments[1]))
@@ -340,10 +347,10 @@ private final class OriginHandler: ChannelInboundHandler {
             writeHead(context, request, .ok, [:], length: body.count, keepAlive: false)
             let half = Array(body.prefix(max(1, body.count / 2)))
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: half)))), promise: nil)
-        case .drip(let body, let milliseconds):
+        case .drip(let body, let milliseconds, let chunk):
             writeHead(context, request, .ok, [:], length: body.count, keepAlive: false)
             context.flush()
-            drip(body[...], every: milliseconds, context: context)
+            drip(body[...], every: milliseconds, chunk: chunk, context: context)
         case .endless:
             var headers = HTTPHeaders()
             headers.add(name: "Transfer-Encoding", value: "chunked")
@@ -380,15 +387,15 @@ private final class OriginHandler: ChannelInboundHandler {
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: status, headers: headers))), promise: nil)
     }
 
-    private func drip(_ rest: ArraySlice<UInt8>, every milliseconds: Int64, context: ChannelHandlerContext) {
-        guard let byte = rest.first, context.channel.isActive else {
+    private func drip(_ rest: ArraySlice<UInt8>, every milliseconds: Int64, chunk: Int, context: ChannelHandlerContext) {
+        guard !rest.isEmpty, context.channel.isActive else {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             return
         }
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: [byte])))), promise: nil)
-        let next = rest.dropFirst()
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: rest.prefix(chunk))))), promise: nil)
+        let next = rest.dropFirst(chunk)
         context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
-            self.drip(next, every: milliseconds, context: context)
+            self.drip(next, every: milliseconds, chunk: chunk, context: context)
         }
     }
 

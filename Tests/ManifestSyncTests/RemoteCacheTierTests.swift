@@ -19,6 +19,25 @@ import Testing
         #expect(!health.isUsable, "a late answer does not bring it back within the run")
     }
 
+    @Test func aTierClearlySlowerThanTheOriginIsGivenUpOnceBothSidesHaveEnough() {
+        var pace = RemoteTierPace()
+        // Three tier bodies at 10 KB/s and four origin bodies at 1 MB/s: too few tier bodies yet.
+        for _ in 0..<3 { #expect(pace.add(.tier, bytes: 10_000, seconds: 1) == nil) }
+        for _ in 0..<4 { #expect(pace.add(.origin, bytes: 1_000_000, seconds: 1) == nil) }
+        let why = pace.add(.tier, bytes: 10_000, seconds: 1)
+        #expect(why?.contains("the origin") == true, "\(why ?? "nil")")
+        // Within four times the origin's pace, a tier stays.
+        var close = RemoteTierPace()
+        for _ in 0..<4 { _ = close.add(.origin, bytes: 1_000_000, seconds: 1) }
+        for _ in 0..<8 { #expect(close.add(.tier, bytes: 300_000, seconds: 1) == nil) }
+        // Fast tier bodies (under a second in all) are not judged: latency, not pace.
+        var quick = RemoteTierPace()
+        for _ in 0..<4 { _ = quick.add(.origin, bytes: 1_000_000, seconds: 0.01) }
+        for _ in 0..<8 { #expect(quick.add(.tier, bytes: 100, seconds: 0.01) == nil) }
+        // Nonsense is ignored.
+        #expect(quick.add(.tier, bytes: 10, seconds: .nan) == nil && quick.add(.tier, bytes: 0, seconds: 1) == nil)
+    }
+
     private func tier() throws -> RemoteTier {
         let settings = try RemoteCacheSettings.make(url: "http://127.0.0.1:9/team", headers: [], environment: [:]).get()
         return RemoteTier(settings: settings, logger: Logger(label: "test"))

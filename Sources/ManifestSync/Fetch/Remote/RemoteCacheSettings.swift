@@ -23,6 +23,10 @@ public struct RemoteCacheSettings: Sendable, Equatable {
     /// A tier answer slower than this many bytes a second for `timeout` seconds is cut (a drip).
     static let slowestRate = 16 << 10
 
+    /// The longest one lookup may take, whatever its pace: ten times `timeout`. A tier that drips
+    /// just above `slowestRate` would otherwise hold each entry until its own timeout.
+    var lookupDeadline: Double { 10 * timeout }
+
     /// Checks the URL (http or https, a host, no query or fragment) and the headers
     /// (`Name: value`, `${VAR}` expanded from `environment`). The problem names the option.
     public static func make(url: String, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {

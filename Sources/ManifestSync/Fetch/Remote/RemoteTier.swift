@@ -11,6 +11,7 @@ final class RemoteTier: Sendable {
     private struct State {
         var health: RemoteTierHealth
         var counts: SyncReport.RemoteCache
+        var pace = RemoteTierPace()
     }
 
     init(settings: RemoteCacheSettings, logger: Logger) {
@@ -31,7 +32,19 @@ final class RemoteTier: Sendable {
         state.withLock { count(&$0.counts) }
     }
 
-    /// Counts an answer (a hit, a miss or an upload) and clears the errors in a row.
+    /// A body the tier (or, after the tier missed, the origin) delivered, and how long it took:
+    /// a tier clearly slower than the origin is given up (`RemoteTierPace`).
+    func paced(_ side: RemoteTierPace.Side, bytes: Int64, seconds: Double) {
+        let why = state.withLock { state -> String? in
+            guard state.health.isUsable, let why = state.pace.add(side, bytes: bytes, seconds: seconds) else { return nil }
+            state.health.giveUp(why)
+            state.counts.givenUp = why
+            return why
+        }
+        if let why { logger.warning("remote cache \(settings.shownURL) is given up for the rest of this run: \(why); the run goes on without it") }
+    }
+
+    /// Counts a lookup's answer (a hit or a miss) and clears the errors in a row.
     func answered(_ count: (inout SyncReport.RemoteCache) -> Void) {
         state.withLock { state in
             count(&state.counts)

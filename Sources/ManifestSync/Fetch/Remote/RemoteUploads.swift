@@ -128,7 +128,7 @@ final class RemoteUploads: Sendable {
             send(.head, for: pending, on: engine) { [self] reply in
                 switch reply.result {
                 case .success(.status(200, _)):
-                    tier.answered { $0.present += 1 }
+                    tier.count { $0.present += 1 }
                     ended()
                 case .success(.status(404, _)):
                     var rest = pending
@@ -167,7 +167,9 @@ final class RemoteUploads: Sendable {
     private func record(_ reply: ExchangeReply, size: Int64) {
         switch reply.result {
         case .success(.status(let status, _)) where (200..<300).contains(status):
-            tier.answered {
+            // Counted, not taken as health: an upload that succeeds says nothing of how the
+            // tier answers lookups (a tier that drips its bodies still takes PUTs).
+            tier.count {
                 $0.uploads += 1
                 $0.bytesUp += size
             }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 
 /// The shared tier (`--remote-cache`), asked before the origin for an entry pinned by SHA-256:
 /// `GET {base}/cas/{hex}` with the tier's own headers (never the manifest's). A body is verified
@@ -43,21 +44,30 @@ final class RemoteCacheSource: ContentSource {
             return
         }
         let url = tier.settings.objectURL(expected.hex)
-        let deadline = Monotonic.now() + settings.entryTimeout
+        let started = Monotonic.now()
+        let limit = min(settings.entryTimeout, tier.settings.lookupDeadline)
+        let deadline = started + limit
         let handler = ResponseHandler(store: store, expected: expected, maxSize: settings.maxSize, conditional: false,
-                                      deadline: deadline, entryTimeout: settings.entryTimeout, url: url, resume: nil,
+                                      deadline: deadline, entryTimeout: limit, url: url, resume: nil,
                                       resumeThreshold: .max)
         // The meter is told under the entry's origin: its window grows with the tier's answers.
         var sent = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline, meter: meter,
                                    origin: request.origin)
         sent.timeouts = tier.settings.timeouts
-        lane.control.send(sent, handler: handler, on: lane.engine) { [tier] reply in
-            done(Self.outcome(of: reply, tier: tier))
+        lane.control.send(sent, handler: handler, on: lane.engine) { [self] reply in
+            let now = Monotonic.now()
+            let outcome = Self.outcome(of: reply, tier: tier, seconds: now - started)
+            if case .miss = outcome.answer { self.missedAt.withLock { $0[request.url] = now } }
+            done(outcome)
         }
     }
 
+    /// When each entry the tier missed went on to the origin: how long the origin took is what
+    /// the tier's pace is compared with.
+    private let missedAt = Mutex<[String: Double]>([:])
+
     /// What a tier answer means for the entry; every answer but a stop passes it to the origin.
-    static func outcome(of reply: ExchangeReply, tier: RemoteTier) -> SourceOutcome {
+    static func outcome(of reply: ExchangeReply, tier: RemoteTier, seconds: Double = 0) -> SourceOutcome {
         let miss = SourceOutcome(answer: .miss, attempts: 0, bytes: 0)
         switch reply.result {
         case .success(.body(let file, _, _)):
@@ -65,6 +75,7 @@ final class RemoteCacheSource: ContentSource {
                 $0.hits += 1
                 $0.bytesDown += reply.bytes
             }
+            tier.paced(.tier, bytes: file.size, seconds: seconds)
             let body = FetchedBody(temporaryPath: file.path, sha256: file.sha256, size: file.size, etag: nil, lastModified: nil)
             return SourceOutcome(answer: .delivered(.body(body)), attempts: 1, bytes: reply.bytes)
         case .success(.status(404, _)), .success(.redirect):
@@ -93,7 +104,10 @@ final class RemoteCacheSource: ContentSource {
     /// The origin delivered what the tier missed: it is uploaded (unless read-only, or the tier
     /// was given up).
     func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) {
-        guard kind == .origin, let uploads, tier.isUsable else { return }
+        let missed = missedAt.withLock { $0.removeValue(forKey: request.url) }
+        guard kind == .origin else { return }
+        if let missed { tier.paced(.origin, bytes: body.size, seconds: Monotonic.now() - missed) }
+        guard let uploads, tier.isUsable else { return }
         uploads.offer(body)
     }
 }
