@@ -78,10 +78,12 @@ checks = {
     # The shared tier: runs read it before the origin; the reader never uploads; the token goes
     # in a header expanded by worker, never in the URL or on the command line.
     "deploy/kubernetes/indexed-job-remote-cache.yaml": lambda d: d["spec"]["completionMode"] == "Indexed"
+        and d["spec"]["template"]["metadata"]["labels"]["worker-remote-cache-client"] == "true"
         and any(e["name"] == "WORKER_REMOTE_CACHE" and e["value"].startswith("http://worker-remote-cache:8080")
                 for e in d["spec"]["template"]["spec"]["containers"][0]["env"]),
     "deploy/kubernetes/remote-cache-reader-cronjob.yaml": lambda d: d["kind"] == "CronJob"
-        and "--remote-cache-read-only" in d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"],
+        and "--remote-cache-read-only" in d["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+        and d["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]["worker-remote-cache-client"] == "true",
     "deploy/github-actions/worker-sync-remote-cache.yml": lambda d: any("--remote-header 'Authorization: Bearer ${WORKER_TIER_TOKEN}'" in s.get("run", "")
         and s["env"]["WORKER_REMOTE_CACHE"] == "${{ vars.WORKER_REMOTE_CACHE }}" for s in d["jobs"]["sync"]["steps"]),
     "deploy/gitlab-ci/worker-sync.gitlab-ci.yml": lambda d: d["worker-sync"]["artifacts"]["reports"]["junit"] == "junit.xml"
@@ -93,8 +95,11 @@ bad = 0
 tier = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/remote-cache.yaml"))}
 try:
     args = tier["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert set(tier) == {"Deployment", "Service", "PersistentVolumeClaim"}, tier.keys()
+    assert set(tier) == {"Deployment", "Service", "NetworkPolicy", "PersistentVolumeClaim"}, tier.keys()
     assert any(a.startswith("--s3.bucket=") for a in args) and "--dir=/data" in args
+    # Closed: a password on every request, and only labelled clients let in.
+    assert "--htpasswd_file=/etc/bazel-remote/htpasswd" in args
+    assert tier["NetworkPolicy"]["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"] == {"worker-remote-cache-client": "true"}
     assert tier["Service"]["spec"]["ports"][0]["port"] == 8080
     print("ok: deploy/kubernetes/remote-cache.yaml")
 except Exception as error:

@@ -174,6 +174,62 @@ import WorkerTestSupport
         await origin.stop()
     }
 
+    // MARK: - Private bodies stay off the tier
+
+    /// Bodies fetched with the manifest's headers or with URL user info are as private as their
+    /// origin: never uploaded (by a sync or a push) unless --remote-cache-upload-private says the
+    /// tier is as private. (f94e2a0 uploaded them.)
+    @Test func bodiesFetchedWithCredentialsAreNotUploadedUnlessTheTierIsDeclaredPrivate() async throws {
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, hashes) = fixture(origin, directory, count: 3, header: "headers:\n  Authorization: \"Bearer ${TOKEN}\"\n")
+        let withUser = origin.url("/a/9.png").replacingOccurrences(of: "http://", with: "http://reader:secret@")
+        origin.set("/a/9.png", Self.body(9))
+        let userManifest = directory.write("user.yaml", "version: 1\nentries:\n  - url: \(withUser)\n    hash: sha256:\(sha256(Self.body(9)))\n")
+        let report = directory.path + "/r.json"
+        let run = try WorkerBinary.run(["sync", manifest, userManifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+                                        "--report", report], environment: ["TOKEN": "t0ken"])
+        #expect(run.code == 0, "\(run.stderr)")
+        let remote = try #require(try json(report)["remote_cache"] as? [String: Any])
+        #expect(remote["uploads"] as? Int == 0 && remote["private_not_uploaded"] as? Int == 4, "\(remote)")
+        #expect(tier.objects.isEmpty, "\(tier.objects)")
+        #expect(run.stdout.contains("4 private (fetched with credentials) not uploaded"), "\(run.stdout)")
+        // push keeps them local too.
+        let push = try WorkerBinary.run(["push", "--cache-dir", directory.path + "/c", "--remote-cache", tier.url])
+        #expect(push.code == 0 && tier.objects.isEmpty, "\(push.stdout) \(push.stderr)")
+        #expect(push.stdout.contains("4 private (fetched with credentials) kept local"), "\(push.stdout)")
+        // Declared private, the tier takes them.
+        let shared = try WorkerBinary.run(["push", "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+                                           "--remote-cache-upload-private"])
+        #expect(shared.code == 0, "\(shared.stdout) \(shared.stderr)")
+        #expect(tier.objects == (hashes + [sha256(Self.body(9))]).sorted())
+        let synced = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/d", "--remote-cache", tier.url,
+                                           "--remote-cache-upload-private", "--report", report], environment: ["TOKEN": "t0ken"])
+        #expect(synced.code == 0, "\(synced.stderr)")
+        await origin.stop()
+    }
+
+    /// `push` hashes each object again: a damaged one is not sent under its name.
+    @Test func pushNeverUploadsADamagedObject() async throws {
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let origin = try await TestOrigin.start()
+        let directory = TemporaryDirectory()
+        let (manifest, hashes) = fixture(origin, directory, count: 3)
+        let cache = directory.path + "/c"
+        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", cache]).code == 0)
+        let damaged = cache + "/objects/sha256/" + hashes[1].prefix(2) + "/" + hashes[1]
+        chmod(damaged, 0o644)
+        try Data("not the avatar".utf8).write(to: URL(fileURLWithPath: damaged))
+        let push = try WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url])
+        #expect(push.code == 1, "\(push.code) \(push.stdout) \(push.stderr)")
+        #expect(push.stdout.contains("1 damaged (run worker verify --repair)"), "\(push.stdout)")
+        #expect(tier.objects == [hashes[0], hashes[2]].sorted(), "\(tier.objects)")
+        await origin.stop()
+    }
+
     // MARK: - A tier that misbehaves never stores anything and never fails an entry
 
     /// Prefixes of the fault tier (the test origin's routes), what each does to `{prefix}/cas/{hex}`,

@@ -25,6 +25,10 @@ final class FetchRequest: Sendable {
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
+
+    /// Sent with credentials (the manifest's headers, URL user info): what it fetches is as
+    /// private as the origin.
+    var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) }
 }
 
 /// What a successful download delivered.

@@ -3,6 +3,8 @@ import Glibc
 
 /// `worker push`: every object of a cache that the shared tier lacks, uploaded (`HEAD` first,
 /// then `PUT {base}/cas/{hex}`), so that an existing cache seeds a tier. Reads the cache only.
+/// Each object is hashed again first: a damaged one is never sent under its name. Objects only
+/// rows fetched with credentials name stay local unless the tier is declared private.
 public struct RemotePush: Sendable {
     public let cacheDirectory: String
     /// The network settings, with the tier in `remoteCache`.
@@ -23,10 +25,13 @@ public struct RemotePush: Sendable {
         public var counts: SyncReport.RemoteCache
         /// Whether a stop request (a signal) ended it.
         public var stopped = false
+        /// Objects whose bytes no longer hash to their name: not uploaded (`verify --repair`).
+        public var damaged: [String] = []
 
         /// Every object is on the tier now.
         public var complete: Bool {
             !stopped && counts.givenUp == nil && counts.uploadErrors == 0 && counts.uploadsNotDone == 0 && counts.errors == 0
+                && damaged.isEmpty
         }
     }
 
@@ -36,15 +41,34 @@ public struct RemotePush: Sendable {
         guard let remote = settings.remoteCache else { throw .resources("no remote cache was given") }
         guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
         let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)
+        let records = try index.allRecords(validators: false)
+        // An object any row fetched without credentials names is public; one only private rows
+        // name stays local unless the tier is as private as the origins.
+        let shareable = Set(records.filter { !$0.isPrivate || remote.uploadsPrivate }.map(\.object))
+        var result = Result(counts: SyncReport.RemoteCache(url: remote.shownURL, readOnly: false))
         var sizes: [String: Int64] = [:]
-        for record in try index.allRecords(validators: false) where sizes[record.object] == nil {
+        var kept = Set<String>()
+        for record in records where sizes[record.object] == nil && !kept.contains(record.object) {
             var info = stat()
             let path = CacheLayout.objectPath(cacheDirectory, record.object)
             guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard shareable.contains(record.object) else {
+                kept.insert(record.object)
+                continue
+            }
             sizes[record.object] = Int64(info.st_size)
         }
-        var result = Result(counts: SyncReport.RemoteCache(url: remote.shownURL, readOnly: false))
-        result.objects = sizes.count
+        result.counts.privateNotUploaded = kept.count
+        result.objects = sizes.count + kept.count
+        // Hashed again before anything is sent: a damaged object is not uploaded under its name.
+        let hashed = await CacheVerifier.hashAll(sizes.keys.map { (name: $0, path: CacheLayout.objectPath(cacheDirectory, $0)) },
+                                                 width: ProcessInfo.processInfo.activeProcessorCount)
+        for (name, outcome) in hashed {
+            if case .success(let (digest, size)) = outcome, digest == name, size == sizes[name] { continue }
+            sizes.removeValue(forKey: name)
+            result.damaged.append(name)
+        }
+        result.damaged.sort()
         guard !sizes.isEmpty else { return result }
 
         let count = max(1, min(Fetcher.defaultEngineCount, remote.uploadsAtOnce))

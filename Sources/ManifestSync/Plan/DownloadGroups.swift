@@ -44,6 +44,12 @@ extension SyncPlan {
         case url(String)
     }
 
+    /// Whether a plan item is fetched with credentials (its manifest's headers, URL user info).
+    func carriesCredentials(_ item: Int) -> Bool {
+        let planned = items[item]
+        return !manifests.manifests[planned.entry.manifest].headers.isEmpty || CredentialFreeURL.hasUserInfo(planned.entry.url)
+    }
+
     /// What to send for a plan item: its manifest's headers, and the stored version's
     /// validators when it is revalidated.
     func request(for item: Int) -> FetchRequest {

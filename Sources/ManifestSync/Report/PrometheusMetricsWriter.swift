@@ -46,6 +46,7 @@ public enum PrometheusMetricsWriter {
                 ("uploads", "Bodies uploaded to the remote cache.", Int64(remote.uploads)),
                 ("upload_errors", "Uploads to the remote cache that failed.", Int64(remote.uploadErrors)),
                 ("uploads_not_done", "Uploads cut short by a deadline or a signal.", Int64(remote.uploadsNotDone)),
+                ("private_not_uploaded", "Bodies fetched with credentials, kept off the tier.", Int64(remote.privateNotUploaded)),
                 ("bytes_down", "Body bytes received from the remote cache.", remote.bytesDown),
                 ("bytes_up", "Body bytes uploaded to the remote cache.", remote.bytesUp),
             ] {

@@ -131,6 +131,8 @@ public struct SyncReport: Sendable {
         public var givenUp: String?
         /// Objects `worker push` found on the tier already (not in the sync report).
         public var present = 0
+        /// Bodies fetched with credentials, kept off the tier (no `--remote-cache-upload-private`).
+        public var privateNotUploaded = 0
 
         init(url: String, readOnly: Bool) {
             self.url = url
@@ -146,6 +148,7 @@ public struct SyncReport: Sendable {
             case bytesDown = "bytes_down"
             case bytesUp = "bytes_up"
             case givenUp = "given_up"
+            case privateNotUploaded = "private_not_uploaded"
         }
     }
 

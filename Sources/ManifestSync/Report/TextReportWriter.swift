@@ -60,7 +60,8 @@ public struct TextReportWriter {
             + "(\(Units.formatBytes(remote.bytesDown))), \(remote.misses) miss\(remote.misses == 1 ? "" : "es")"
         if !remote.readOnly { line += ", \(remote.uploads) uploaded (\(Units.formatBytes(remote.bytesUp)))" }
         let trouble = [(remote.corrupt, "corrupt"), (remote.errors, "errors"), (remote.uploadErrors, "upload errors"),
-                       (remote.uploadsNotDone, "uploads not done")].filter { $0.0 > 0 }
+                       (remote.uploadsNotDone, "uploads not done"),
+                       (remote.privateNotUploaded, "private (fetched with credentials) not uploaded")].filter { $0.0 > 0 }
         for (count, what) in trouble { line += ", \(count) \(what)" }
         if let givenUp = remote.givenUp { line += "; given up after errors (\(Sanitize.terminal(givenUp, limit: 120)))" }
         return line

@@ -5,7 +5,7 @@ extension CacheIndex {
     /// 2 added `origins` (origins found down, probed first by the next run); 3 made the hash
     /// index hold only rows of algorithms other than SHA-256 (those are found by object name); 4
     /// marks failures of URLs only `get` or `manifest --urls` asked for (they age out).
-    static let schemaVersion = 4
+    static let schemaVersion = 5
 
     /// Refuses an index of a newer schema; with `create`, makes the tables or brings an older
     /// index up to this schema, in one transaction.
@@ -20,6 +20,9 @@ extension CacheIndex {
         // Schemas 2–3 had `failures` without `get_only`: it is added in the same transaction.
         let addGetOnly = try hasTable(database, "failures") && !hasColumn(database, "failures", "get_only")
             ? "ALTER TABLE failures ADD COLUMN get_only INTEGER NOT NULL DEFAULT 0;" : ""
+        // Schemas 1–4 had `entries` without `private` (rows fetched with credentials).
+        let addPrivate = try hasTable(database, "entries") && !hasColumn(database, "entries", "private")
+            ? "ALTER TABLE entries ADD COLUMN private INTEGER NOT NULL DEFAULT 0;" : ""
         // One transaction: each statement on its own was a commit of its own (seven).
         try database.execute("""
             BEGIN IMMEDIATE;
@@ -31,8 +34,10 @@ extension CacheIndex {
                 fetched_at REAL NOT NULL,
                 last_used REAL NOT NULL,
                 etag TEXT,
-                last_modified TEXT
+                last_modified TEXT,
+                private INTEGER NOT NULL DEFAULT 0
             ) WITHOUT ROWID;
+            \(addPrivate)
             CREATE INDEX IF NOT EXISTS entries_object ON entries(object);
             DROP INDEX IF EXISTS entries_hash;
             CREATE INDEX entries_hash ON entries(hash) WHERE substr(hash, 1, 7) <> 'sha256:';

@@ -72,8 +72,8 @@ public final class CacheIndex {
     public func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
         try wrap {
             let statement = try database.prepare(validators
-                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries"
-                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL FROM entries")
+                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, private FROM entries"
+                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, private FROM entries")
             var records: [IndexRecord] = []
             while try statement.step() {
                 // A row whose object name is not one is damaged: never a path (see `damagedRows`).
@@ -86,7 +86,8 @@ public final class CacheIndex {
                     fetchedAt: statement.double(4),
                     lastUsed: statement.double(5),
                     etag: statement.text(6),
-                    lastModified: statement.text(7)
+                    lastModified: statement.text(7),
+                    isPrivate: statement.int(8) != 0
                 ))
             }
             return records
@@ -218,11 +219,11 @@ public final class CacheIndex {
                 }
                 if !upserts.isEmpty {
                     let upsert = try database.prepare("""
-                        INSERT INTO entries(url, hash, object, size, fetched_at, last_used, etag, last_modified)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO entries(url, hash, object, size, fetched_at, last_used, etag, last_modified, private)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT(url) DO UPDATE SET hash = excluded.hash, object = excluded.object,
                             size = excluded.size, fetched_at = excluded.fetched_at, last_used = excluded.last_used,
-                            etag = excluded.etag, last_modified = excluded.last_modified
+                            etag = excluded.etag, last_modified = excluded.last_modified, private = excluded.private
                         """)
                     for record in upserts {
                         try upsert.run { row in
@@ -234,6 +235,7 @@ public final class CacheIndex {
                             row.bind(6, record.lastUsed)
                             row.bind(7, record.etag)
                             row.bind(8, record.lastModified)
+                            row.bind(9, Int64(record.isPrivate ? 1 : 0))
                         }
                     }
                 }

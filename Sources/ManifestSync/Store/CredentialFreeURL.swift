@@ -17,6 +17,11 @@ enum CredentialFreeURL {
             + String(decoding: bytes[userInfo.upperBound...], as: UTF8.self)
     }
 
+    /// Whether `url` carries user info (a credential) in its authority.
+    static func hasUserInfo(_ url: String) -> Bool {
+        userInfoRange(Array(url.utf8)) != nil
+    }
+
     /// Whether a row's URL is such a key (it cannot be fetched as it is).
     static func isKey(_ url: String) -> Bool {
         let bytes = Array(url.utf8)

@@ -11,9 +11,12 @@ public struct IndexRecord: Sendable, Equatable {
     public var lastUsed: Double
     public var etag: String?
     public var lastModified: String?
+    /// Fetched with credentials (manifest headers, URL user info): its object is not uploaded
+    /// to a shared tier unless the tier is declared as private as the origin.
+    public var isPrivate: Bool
 
     public init(url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
-                etag: String? = nil, lastModified: String? = nil) {
+                etag: String? = nil, lastModified: String? = nil, isPrivate: Bool = false) {
         self.url = url
         self.hash = hash
         self.object = object
@@ -22,6 +25,7 @@ public struct IndexRecord: Sendable, Equatable {
         self.lastUsed = lastUsed
         self.etag = etag
         self.lastModified = lastModified
+        self.isPrivate = isPrivate
     }
 }
 

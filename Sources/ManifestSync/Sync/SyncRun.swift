@@ -144,7 +144,8 @@ struct SyncRun {
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
         batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
-                              size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified),
+                              size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
+                              isPrivate: plan.carriesCredentials(item)),
                   installing: body?.temporaryPath)
     }
 

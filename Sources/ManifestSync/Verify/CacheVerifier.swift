@@ -221,7 +221,12 @@ public struct CacheVerifier: Sendable {
 
     /// SHA-256 of each file, a few at a time.
     private func hashAll(_ files: [(name: String, path: String)]) async -> [(String, Result<(String, Int64), FetchFailure>)] {
-        let width = max(1, min(fetch.jobs, ProcessInfo.processInfo.activeProcessorCount))
+        await Self.hashAll(files, width: min(fetch.jobs, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    /// SHA-256 and size of each file, `width` at a time.
+    static func hashAll(_ files: [(name: String, path: String)], width: Int) async -> [(String, Result<(String, Int64), FetchFailure>)] {
+        let width = max(1, width)
         return await withTaskGroup(of: (String, Result<(String, Int64), FetchFailure>).self) { group in
             var results: [(String, Result<(String, Int64), FetchFailure>)] = []
             var next = 0

@@ -17,6 +17,9 @@ struct RemoteCacheOptions: ParsableArguments {
     @Flag(name: .customLong("remote-cache-read-only"), help: "Read from the remote cache, never upload to it.")
     var readOnly = false
 
+    @Flag(name: .customLong("remote-cache-upload-private"), help: "Also upload bodies fetched with credentials (manifest headers, URL user info): only for a tier as private as the origins.")
+    var uploadPrivate = false
+
     @Option(name: .customLong("remote-timeout"), help: "Seconds to connect to the remote cache, and its longest silence or crawl before the origin is asked instead.")
     var timeout: PositiveSeconds?
 
@@ -27,7 +30,8 @@ struct RemoteCacheOptions: ParsableArguments {
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> RemoteCacheSettings? {
         let given = url ?? environment["WORKER_REMOTE_CACHE"].flatMap { $0.isEmpty ? nil : $0 }
         guard let given else {
-            let stray = readOnly ? "--remote-cache-read-only" : !headers.isEmpty ? "--remote-header"
+            let stray = readOnly ? "--remote-cache-read-only" : uploadPrivate ? "--remote-cache-upload-private"
+                : !headers.isEmpty ? "--remote-header"
                 : timeout != nil ? "--remote-timeout" : uploads != nil ? "--remote-uploads" : nil
             if let stray { throw ValidationError("\(stray) needs --remote-cache (or WORKER_REMOTE_CACHE)") }
             return nil
@@ -40,6 +44,7 @@ struct RemoteCacheOptions: ParsableArguments {
             throw ValidationError(url == nil ? problem.message.replacing("--remote-cache:", with: "WORKER_REMOTE_CACHE:") : problem.message)
         }
         settings.readOnly = readOnly
+        settings.uploadsPrivate = uploadPrivate
         if let timeout { settings.timeout = timeout.value }
         if let uploads {
             guard (1...256).contains(uploads) else { throw ValidationError("--remote-uploads must be between 1 and 256") }

@@ -69,7 +69,10 @@ struct Push: AsyncParsableCommand {
                 + "(\(Units.formatBytes(counts.bytesUp))), \(counts.present) already there"
             let ended = counts.present + counts.uploads + counts.uploadErrors + counts.errors + counts.uploadsNotDone
             let trouble = [(counts.uploadErrors + counts.errors, "failed"), (counts.uploadsNotDone, "cut short"),
-                           (result.objects - ended, "not tried")].filter { $0.0 > 0 }
+                           (result.damaged.count, "damaged (run worker verify --repair)"),
+                           (counts.privateNotUploaded, "private (fetched with credentials) kept local"),
+                           (result.objects - ended - result.damaged.count - counts.privateNotUploaded, "not tried")]
+                .filter { $0.0 > 0 }
             for (count, what) in trouble { line += ", \(count) \(what)" }
             Console.out(line + "\n")
         }

@@ -19,6 +19,9 @@ public struct RemoteCacheSettings: Sendable, Equatable {
     /// Uploads bodies of entries without a SHA-256 pin too (`manifest --urls`: the hashes it
     /// writes are the names the runners of its manifest will ask the tier for).
     public var uploadsUnpinned = false
+    /// Uploads bodies fetched with credentials too (`--remote-cache-upload-private`: the tier is
+    /// as private as the origins). Without it they stay local.
+    public var uploadsPrivate = false
 
     /// A tier answer slower than this many bytes a second for `timeout` seconds is cut (a drip).
     static let slowestRate = 16 << 10

@@ -108,6 +108,10 @@ final class RemoteCacheSource: ContentSource {
         guard kind == .origin else { return }
         if let missed { tier.paced(.origin, bytes: body.size, seconds: Monotonic.now() - missed) }
         guard let uploads, tier.isUsable else { return }
+        guard !request.carriesCredentials || tier.settings.uploadsPrivate else {
+            tier.count { $0.privateNotUploaded += 1 }
+            return
+        }
         uploads.offer(body)
     }
 }
