@@ -193,6 +193,20 @@ import WorkerTestSupport
             _ = try definition.step()
             #expect(definition.text(0)?.contains("WHERE substr(hash, 1, 7) <> 'sha256:'") == true)
         }
+        // Schema 4 (before `private`): a reader reads its rows as not private; a writer adds the
+        // column, and the rows keep what they had.
+        let fourth = directory.path + "/fourth.sqlite"
+        do {
+            let old = try SQLiteDatabase(path: fourth, create: true, readOnly: false)
+            try old.execute("CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; INSERT INTO entries VALUES ('http://h/a', NULL, '\(String(repeating: "ab", count: 32))', 1, 0, 0, NULL, NULL); PRAGMA user_version = 4;")
+        }
+        let reader = try CacheIndex(path: fourth, create: false, readOnly: true)
+        #expect(try reader.allRecords().map(\.isPrivate) == [false])
+        let writer = try CacheIndex(path: fourth, create: true)
+        var record = try #require(try writer.allRecords().first)
+        record.isPrivate = true
+        try writer.apply(upserts: [record], touches: [], removals: [], at: 1)
+        #expect(try writer.allRecords().map(\.isPrivate) == [true])
         // A newer schema is refused, named.
         do {
             let newer = try SQLiteDatabase(path: directory.path + "/newer.sqlite", create: true, readOnly: false)

@@ -122,9 +122,16 @@ public struct CacheMaintenance: Sendable {
         defer { slot.release() }
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)
         defer { lock.release() }
-        let index = try CacheIndex(path: indexPath, create: true)
-        let entries = try index.statistics().entries
-        try index.removeAll()
+        var entries = 0
+        do throws(CacheError) {
+            let index = try CacheIndex(path: indexPath, create: true)
+            entries = try index.statistics().entries
+            try index.removeAll()
+        } catch .index(_, let cause) where cause.isCorrupt {
+            // A damaged index cannot even be read: it goes, and a new empty one takes its place.
+            for suffix in ["", "-wal", "-shm"] { unlink(indexPath + suffix) }
+            _ = try CacheIndex(path: indexPath, create: true)
+        }
         var objects = 0
         for slot in 0..<256 {
             let folder = store.objectsDirectory + "/" + Hex.encode([UInt8(slot)])

@@ -52,10 +52,32 @@ public struct Exporter: Sendable {
         public var copied = 0
         public var unchanged = 0
         public var missing: [String] = []
+        /// Rows whose object was gone when it was linked (a writer's race), looked up again.
+        var vanished = Set<String>()
     }
 
-    /// Exports every cached entry, or only those whose URL is in `urls`.
+    /// Exports every cached entry, or only those whose URL is in `urls`. A writer may replace a
+    /// version while the rows are read: an object gone by the time it is linked is looked up
+    /// again once the commit in progress is done (twice at most), so a race is never reported as
+    /// a missing entry.
     public func export(layout: ExportLayout, to folder: String, urls: Set<String>?) throws(CacheError) -> Result {
+        var result = try exportOnce(layout: layout, to: folder, urls: urls)
+        for _ in 0..<2 where !result.vanished.isEmpty {
+            CacheLock.waitForCommit(directory: cacheDirectory, upTo: 2)
+            var again = try exportOnce(layout: layout, to: folder, urls: result.vanished)
+            again.unchanged += result.unchanged
+            again.linked += result.linked
+            again.copied += result.copied
+            again.missing += result.missing
+            result = again
+        }
+        result.missing += result.vanished.map(Redact.url)
+        result.missing.sort()
+        result.vanished = []
+        return result
+    }
+
+    private func exportOnce(layout: ExportLayout, to folder: String, urls: Set<String>?) throws(CacheError) -> Result {
         var result = Result()
         let indexPath = CacheLayout.indexPath(cacheDirectory)
         guard access(indexPath, F_OK) == 0 else {
@@ -79,7 +101,7 @@ public struct Exporter: Sendable {
             var sourceInfo = stat()
             var targetInfo = stat()
             guard lstat(source, &sourceInfo) == 0 else {
-                result.missing.append(Redact.url(record.url))
+                result.vanished.insert(record.url)
                 continue
             }
             if lstat(target, &targetInfo) == 0 {

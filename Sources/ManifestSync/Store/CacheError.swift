@@ -30,6 +30,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .unusable(let path, let reason):
             "cache unusable: \(path): \(reason)"
+        case .index(let path, let cause) where cause.isCorrupt:
+            "cache unusable: \(path): \(cause); the index is damaged and cannot be repaired: `worker clear` deletes it "
+                + "with every object (the next sync downloads everything again)"
         case .index(let path, let cause):
             "cache unusable: \(path): \(cause)"
         case .system(let cause):

@@ -17,6 +17,10 @@ public final class CacheIndex {
     /// are keyed by `CredentialFreeURL.key`.
     let credentialFree: Bool
 
+    /// The `private` column as a SELECT reads it: an index of schema 4 or older that this
+    /// connection did not upgrade (a reader's) has none, and every row reads as not private.
+    private(set) var privateColumn = "private"
+
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
     /// A read-only connection never writes, not even the checkpoint a last connection makes; it
     /// works in a cache this user may not write (another user's, a read-only mount).
@@ -47,6 +51,7 @@ public final class CacheIndex {
             // 100k-file sync's consumer thread). Pages are allocated only as they are used.
             try database.execute("PRAGMA cache_size=-65536")
             try Self.prepareSchema(database, path: path, create: create)
+            if try Self.hasTable(database, "entries"), try !Self.hasColumn(database, "entries", "private") { privateColumn = "0" }
         } catch let error as CacheError {
             throw error
         } catch let error as SQLiteError {
@@ -72,14 +77,16 @@ public final class CacheIndex {
     public func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
         try wrap {
             let statement = try database.prepare(validators
-                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, private FROM entries"
-                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, private FROM entries")
+                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries"
+                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries")
             var records: [IndexRecord] = []
             while try statement.step() {
-                // A row whose object name is not one is damaged: never a path (see `damagedRows`).
-                guard let object = statement.text(2), Hex.isLowercaseHex(object, length: 64) else { continue }
+                // A row whose object name is not one, or whose URL is not text, is damaged: never
+                // a path or a request (see `damagedRows`).
+                guard let object = statement.text(2), Hex.isLowercaseHex(object, length: 64),
+                      let url = statement.validText(0) else { continue }
                 records.append(IndexRecord(
-                    url: statement.text(0) ?? "",
+                    url: url,
                     hash: statement.text(1),
                     object: object,
                     size: statement.int(3),
@@ -106,16 +113,54 @@ public final class CacheIndex {
     /// URLs of rows that cannot be trusted: an object name that is not 64 lowercase hex digits
     /// (it would be turned into a path), or a stored hash that does not parse (the row could not
     /// be verified again). Reads skip such rows; `verify` reports them and `--repair` drops them.
-    public func damagedRows() throws(CacheError) -> [String] {
+    public func damagedRows() throws(CacheError) -> [DamagedRow] {
         try wrap {
-            let statement = try database.prepare("SELECT url, hash, object FROM entries")
-            var urls: [String] = []
+            let statement = try database.prepare("SELECT CAST(url AS BLOB), hash, object FROM entries")
+            var rows: [DamagedRow] = []
             while try statement.step() {
                 let objectIsName = statement.text(2).map { Hex.isLowercaseHex($0, length: 64) } ?? false
                 let hashParses = statement.text(1).map { ContentHash.parseStored($0) != nil } ?? true
-                if !objectIsName || !hashParses { urls.append(statement.text(0) ?? "") }
+                // A URL that is not text (a NUL, bytes that are not UTF-8) can be neither fetched
+                // nor named by a manifest: it is removed by its bytes.
+                let key = statement.bytes(0)
+                let url = key.contains(0) ? nil : String(validating: key, as: UTF8.self)
+                if !objectIsName || !hashParses || url == nil {
+                    rows.append(DamagedRow(url: url ?? String(decoding: key.map { $0 == 0 ? 0x3F : $0 }, as: UTF8.self), key: key))
+                }
             }
-            return urls
+            return rows
+        }
+    }
+
+    /// What SQLite's own check of the file finds wrong (a damaged page, an index that disagrees
+    /// with its table), or nil when it is sound.
+    public func damage() throws(CacheError) -> String? {
+        do {
+            let statement = try database.prepare("PRAGMA quick_check(5)")
+            var problems: [String] = []
+            while try statement.step() { if let line = statement.text(0), line != "ok" { problems.append(line) } }
+            return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        } catch let error where error.isCorrupt {
+            return error.message
+        } catch {
+            throw .index(path: path, cause: error)
+        }
+    }
+
+    /// An index row that cannot be trusted: its URL as it may be shown, and its key's bytes.
+    public struct DamagedRow: Sendable, Equatable {
+        public let url: String
+        let key: [UInt8]
+    }
+
+    /// Removes damaged rows by their keys' bytes (a URL that is not valid text included).
+    func removeDamaged(_ rows: [DamagedRow]) throws(CacheError) {
+        guard !rows.isEmpty else { return }
+        try wrap {
+            try database.transaction {
+                let remove = try database.prepare("DELETE FROM entries WHERE CAST(url AS BLOB) = ?")
+                for row in rows { try remove.run([.blob(row.key)]) }
+            }
         }
     }
 

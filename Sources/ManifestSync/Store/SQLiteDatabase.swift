@@ -13,6 +13,16 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     var isAccessDenied: Bool {
         [SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH].contains(code & 0xff)
     }
+
+    /// Another connection holds the file (or, read as immutable, changed it under the read).
+    public var isBusy: Bool {
+        [SQLITE_BUSY, SQLITE_LOCKED].contains(code & 0xff)
+    }
+
+    /// The file is damaged (a malformed page, not a database): only starting over helps.
+    public var isCorrupt: Bool {
+        [SQLITE_CORRUPT, SQLITE_NOTADB].contains(code & 0xff)
+    }
 }
 
 /// A thin, single-threaded wrapper over one sqlite3 connection. Every use stays on one task.
@@ -133,6 +143,7 @@ final class SQLiteStatement {
             case .int(let number): sqlite3_bind_int64(statement, index, number)
             case .double(let number): sqlite3_bind_double(statement, index, number)
             case .text(let text): sqlite3_bind_text(statement, index, text, -1, Self.transient)
+            case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), Self.transient)
             }
         }
     }
@@ -182,6 +193,20 @@ final class SQLiteStatement {
         return String(cString: pointer)
     }
 
+    /// A text column that is valid UTF-8 without a NUL, or nil (a damaged value).
+    func validText(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(statement, column),
+              strlen(pointer) == Int(sqlite3_column_bytes(statement, column)) else { return nil }
+        return pointer.withMemoryRebound(to: CChar.self, capacity: 1) { String(validatingCString: $0) }
+    }
+
+    /// A column's bytes as stored (a text column's too, whatever they hold).
+    func bytes(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
     func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
     func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
@@ -192,6 +217,7 @@ enum SQLiteValue {
     case int(Int64)
     case double(Double)
     case text(String)
+    case blob([UInt8])
 
     init(_ text: String?) { self = text.map { .text($0) } ?? .null }
 }

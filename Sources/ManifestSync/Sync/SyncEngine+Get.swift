@@ -74,16 +74,35 @@ extension SyncEngine {
     func cached(_ entry: ManifestEntry) throws(SyncFailure) -> Lookup? {
         let indexPath = CacheLayout.indexPath(options.cacheDirectory)
         guard access(indexPath, F_OK) == 0 else { return nil }
-        let record: IndexRecord?
-        do {
-            record = try CacheIndex(path: indexPath, create: false, readOnly: true).record(url: entry.url)
-        } catch {
-            throw .cache(error)
+        // A writer may replace the row's version between the read of the row and of its object,
+        // and an index read as immutable (a reader without its WAL) may be caught mid-commit:
+        // such a read is tried again once the commit in progress is done.
+        var attempt = 0
+        var found: (IndexRecord, String)?
+        while true {
+            attempt += 1
+            let record: IndexRecord?
+            do {
+                record = try CacheIndex(path: indexPath, create: false, readOnly: true).record(url: entry.url)
+            } catch .index(_, let cause) where attempt < 3 && (cause.isCorrupt || cause.isBusy) {
+                CacheLock.waitForCommit(directory: options.cacheDirectory, upTo: 2)
+                continue
+            } catch {
+                throw .cache(error)
+            }
+            guard let record, Planner.isSameVersion(entry, record) else { return nil }
+            let path = CacheLayout.objectPath(options.cacheDirectory, record.object)
+            var info = stat()
+            let present = lstat(path, &info) == 0
+            if present, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == record.size {
+                found = (record, path)
+                break
+            }
+            // Gone: replaced by a writer since the row was read; the row is read again.
+            guard !present, errno == ENOENT, attempt < 3 else { return nil }
+            CacheLock.waitForCommit(directory: options.cacheDirectory, upTo: 2)
         }
-        guard let record, Planner.isSameVersion(entry, record) else { return nil }
-        let path = CacheLayout.objectPath(options.cacheDirectory, record.object)
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == record.size else { return nil }
+        guard let (record, path) = found else { return nil }
         CacheMaintenance.recordUse(record, url: entry.url, cacheDirectory: options.cacheDirectory)
         let row = SyncReport.Entry(url: Redact.url(entry.url), hash: entry.hash?.description, status: .unchanged,
                                    bytes: record.size, path: path, manifest: "get")

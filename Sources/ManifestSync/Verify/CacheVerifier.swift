@@ -29,11 +29,14 @@ public struct VerifyReport: Sendable, Codable {
     /// Rows dropped because their URL could not be fetched again.
     public var droppedEntries: [String] = []
     public var deletedFiles = 0
+    /// What SQLite found wrong with the index file itself: no repair helps, `clear` starts over.
+    public var indexDamage: String?
 
     /// True when nothing is wrong: every object hashes to its name, every row has its object
     /// and can be trusted, and nothing foreign lies under `objects/`.
     public var isClean: Bool {
         corruptObjects.isEmpty && missingObjects.isEmpty && strayFiles.isEmpty && damagedRows.isEmpty && sizeMismatches.isEmpty
+            && indexDamage == nil
     }
 
     enum CodingKeys: String, CodingKey {
@@ -49,6 +52,7 @@ public struct VerifyReport: Sendable, Codable {
         case repaired, redownloaded
         case droppedEntries = "dropped_entries"
         case deletedFiles = "deleted_files"
+        case indexDamage = "index_damage"
     }
 }
 
@@ -85,6 +89,9 @@ public struct CacheVerifier: Sendable {
             // `tmp/` holds the bodies of other runs in flight unless this one is alone.
             if slot.alone { report.temporaryFiles = store.removeStaleTemporaryFiles() }
             let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
+            if let damage = try index.damage() {
+                throw .index(path: index.path, cause: SQLiteError(code: 11, message: damage))  // SQLITE_CORRUPT
+            }
             let findings = try await check(index: index, report: &report, settled: true)
             try await self.repair(findings, index: index, store: store, report: &report)
             return report
@@ -92,8 +99,14 @@ public struct CacheVerifier: Sendable {
         // Without --repair it only reads: no lock, a read-only index, while syncs write.
         var report = VerifyReport()
         guard access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0 else { return report }
-        let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)
-        _ = try await check(index: index, report: &report, settled: false)
+        let index: CacheIndex
+        do throws(CacheError) {
+            index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)
+            report.indexDamage = try index.damage()
+            if report.indexDamage == nil { _ = try await check(index: index, report: &report, settled: false) }
+        } catch .index(_, let cause) where cause.isCorrupt {
+            report.indexDamage = cause.message
+        }
         // What dead runs left in `tmp/` (counted, not removed); while a sync runs, its own are there.
         if !WriterSlot.anyRunning(directory: cacheDirectory) {
             report.temporaryFiles = (try? FileManager.default.contentsOfDirectory(atPath: cacheDirectory + "/tmp"))?.count ?? 0
@@ -108,7 +121,7 @@ public struct CacheVerifier: Sendable {
         let objectsDirectory = CacheLayout.objectsDirectory(cacheDirectory)
         var records = try index.allRecords()
         let damaged = try index.damagedRows()
-        report.damagedRows = damaged.map(Redact.url).sorted()
+        report.damagedRows = damaged.map { Redact.url($0.url) }.sorted()
 
         let (files, stray) = listObjects(objectsDirectory)
         report.strayFiles = stray
@@ -148,7 +161,7 @@ public struct CacheVerifier: Sendable {
         }
         report.unreferencedObjects = unreferenced.sorted()
         report.missingObjects = broken.map { Redact.url($0.url) }.sorted()
-        let damagedURLs = Set(damaged)
+        let damagedURLs = Set(damaged.map(\.url))
         let misSized = records.filter { record in
             good.contains(record.object) && sizes[record.object] != record.size && !damagedURLs.contains(record.url)
         }
@@ -161,7 +174,7 @@ public struct CacheVerifier: Sendable {
         let broken: [IndexRecord]
         let misSized: [IndexRecord]
         let sizes: [String: Int64]
-        let damaged: [String]
+        let damaged: [CacheIndex.DamagedRow]
         let stray: [String]
     }
 
@@ -182,7 +195,7 @@ public struct CacheVerifier: Sendable {
             report.deletedFiles += 1
         }
         if !findings.damaged.isEmpty {
-            try index.apply(upserts: [], touches: [], removals: findings.damaged, at: Date().timeIntervalSince1970)
+            try index.removeDamaged(findings.damaged)
             report.droppedEntries += report.damagedRows
         }
         if !findings.misSized.isEmpty {
@@ -193,7 +206,7 @@ public struct CacheVerifier: Sendable {
             }
             try index.apply(upserts: fixed, touches: [], removals: [], at: Date().timeIntervalSince1970)
         }
-        let droppedURLs = Set(findings.damaged)
+        let droppedURLs = Set(findings.damaged.map(\.url))
         try await refetch(findings.broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, report: &report)
     }
 
@@ -208,7 +221,9 @@ public struct CacheVerifier: Sendable {
             guard let names = try? manager.contentsOfDirectory(atPath: folder) else { continue }
             for name in names {
                 var info = stat()
-                let isFile = lstat(folder + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+                // Gone since the listing (a writer replaced or evicted it): not stray.
+                if lstat(folder + "/" + name, &info) != 0, errno == ENOENT { continue }
+                let isFile = (info.st_mode & S_IFMT) == S_IFREG
                 if isFile, Hex.isLowercaseHex(name, length: 64), name.hasPrefix(prefix) {
                     files.append(name)
                 } else {

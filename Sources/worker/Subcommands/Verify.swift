@@ -111,10 +111,14 @@ struct Verify: AsyncParsableCommand {
                          + "\(report.repaired ? "removed" : "the next sync or gc removes them"))")
         }
         if report.temporaryFiles > 0 { lines.append("  removed \(report.temporaryFiles) temporary files left by a crashed run") }
+        if let damage = report.indexDamage {
+            lines.append("  the index is damaged (SQLite: \(Sanitize.terminal(damage, limit: 200))); it cannot be repaired: "
+                         + "`worker clear` deletes it with every object, and the next sync downloads everything again")
+        }
         if report.isClean { lines.append("  the cache and its index agree") }
         if report.repaired && !report.isClean {
             lines.append("  repaired: deleted \(report.deletedFiles) files, downloaded \(report.redownloaded.count) again, dropped \(report.droppedEntries.count) entries")
-        } else if !report.isClean {
+        } else if !report.isClean && report.indexDamage == nil {
             lines.append("  run `worker verify --repair` to fix")
         }
         return lines.joined(separator: "\n") + "\n"
