@@ -136,8 +136,14 @@ import WorkerTestSupport
         // A member of the group (nobody's group here) reads; a second sync finds the entry.
         let status = try reader.run(["status", "--cache-dir", harness.cache])
         #expect(status.code == 0 && status.stdout.contains("entries    1"), "\(status.stdout) \(status.stderr)")
+        // The row's key is a digest keyed with a secret only the owner may read: a member of the
+        // group cannot even match the URL, so the index lets it test no guessed password.
+        var keyInfo = stat()
+        #expect(stat(harness.cache + "/credential-key", &keyInfo) == 0 && keyInfo.st_mode & 0o077 == 0)
         let get = try reader.run(["get", secretURL, "--cache-dir", harness.cache])
-        #expect(get.code == 0 && get.stdout.contains(sha256(bytes)), "\(get.stdout) \(get.stderr)")
+        #expect(get.code == 4 && !get.stdout.contains(sha256(bytes)), "\(get.stdout) \(get.stderr)")
+        let owner = try WorkerBinary.run(["get", secretURL, "--cache-dir", harness.cache])
+        #expect(owner.code == 0 && owner.stdout.contains(sha256(bytes)), "\(owner.stdout) \(owner.stderr)")
         let again = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
         #expect(again.code == 0 && again.stdout.contains("unchanged 1"), "\(again.stdout)")
         #expect(harness.origin.totalRequests == 1)

@@ -82,8 +82,36 @@ extension CacheIndex {
         }
     }
 
+    /// The cache's secret for the digests of URL user info (`credential-key`, 32 random bytes,
+    /// readable by its owner only): made by a writer when missing; nil for a reader who may not
+    /// read it (whose lookups of URLs with user info then miss).
+    static func credentialKey(folder: String, create: Bool) -> [UInt8]? {
+        let path = folder + "/credential-key"
+        var fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0, errno == ENOENT, create {
+            var generator = SystemRandomNumberGenerator()
+            let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let made = open(path + ".new", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if made >= 0 {
+                let written = write(made, secret, secret.count) == secret.count && fsync(made) == 0
+                close(made)
+                // Another writer may have made it first: theirs stays (link does not replace).
+                if written { _ = link(path + ".new", path) }
+                unlink(path + ".new")
+            }
+            fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        }
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, OwnFile.isPrivate(info), info.st_mode & 0o077 == 0, info.st_size == 32 else { return nil }
+        var secret = [UInt8](repeating: 0, count: 32)
+        guard read(fd, &secret, 32) == 32 else { return nil }
+        return secret
+    }
+
     /// The key of `url`'s rows: the URL itself, or without its user info in a shared cache.
     func key(_ url: String) -> String {
-        credentialFree ? CredentialFreeURL.key(url) : url
+        credentialFree ? CredentialFreeURL.key(url, secret: credentialKey) : url
     }
 }

@@ -16,6 +16,9 @@ public final class CacheIndex {
     /// Whether URL user info is kept out of the index (a group-shared cache, `CacheAccess`): rows
     /// are keyed by `CredentialFreeURL.key`.
     let credentialFree: Bool
+    /// The secret of the digests of URL user info in a group-shared cache (nil elsewhere, and for
+    /// a reader who may not read it).
+    let credentialKey: [UInt8]?
 
     /// The `private` column as a SELECT reads it: an index of schema 4 or older that this
     /// connection did not upgrade (a reader's) has none, and every row reads as not private.
@@ -28,6 +31,7 @@ public final class CacheIndex {
         self.path = path
         let folder = PathName.parent(path)
         credentialFree = CacheAccess.isGroupShared(folder)
+        credentialKey = credentialFree ? Self.credentialKey(folder: folder, create: create && !readOnly) : nil
         if create && !readOnly { try Self.restrictPermissions(path, groupReadable: credentialFree) }
         do {
             database = try Self.connect(path, create: create && !readOnly, readOnly: readOnly)

@@ -1,19 +1,22 @@
 import Crypto
 
 /// How a group-shared cache names URLs with user info (`https://user:password@host/…`) in its
-/// index, which its group can read: the user info is replaced by `~` and a digest of it, so each
-/// URL keeps a row of its own and the credentials stay out of the file. Such a row can be matched
-/// (a sync of the same manifest, `get` and `rm` of the same URL) but not fetched from the index
-/// alone: `verify --repair` drops it and the next sync fetches it again.
+/// index, which its group can read: the user info is replaced by `~` and a keyed digest of it
+/// (HMAC-SHA256 with the cache's owner-only `credential-key`), so each URL keeps a row of its own
+/// and nothing the group can read lets it test a guessed password. Such a row can be matched
+/// (a sync of the same manifest, `get` and `rm` of the same URL, by the owner) but not fetched
+/// from the index alone: `verify --repair` drops it and the next sync fetches it again.
 enum CredentialFreeURL {
     /// `url` with its user info replaced, or `url` when it has none (or is a key already).
-    static func key(_ url: String) -> String {
+    /// Without the cache's key (a reader of the group) the digest matches no row.
+    static func key(_ url: String, secret: [UInt8]?) -> String {
         let bytes = Array(url.utf8)
         guard let userInfo = userInfoRange(bytes) else { return url }
         let info = bytes[userInfo]
         if isDigest(info) { return url }
-        let digest = SHA256.hash(data: info).prefix(16)
-        return String(decoding: bytes[..<userInfo.lowerBound], as: UTF8.self) + "~" + Hex.encode(Array(digest))
+        let digest: [UInt8] = secret.map { Array(HMAC<SHA256>.authenticationCode(for: info, using: SymmetricKey(data: $0)).prefix(16)) }
+            ?? [UInt8](repeating: 0, count: 16)
+        return String(decoding: bytes[..<userInfo.lowerBound], as: UTF8.self) + "~" + Hex.encode(digest)
             + String(decoding: bytes[userInfo.upperBound...], as: UTF8.self)
     }
 

@@ -39,10 +39,19 @@ public struct RemoteCacheSettings: Sendable, Equatable {
               let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased(),
               scheme == "http" || scheme == "https", let host = parsed.host, !host.isEmpty
         else {
-            return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.url(url)))' is not an http(s) URL (e.g. http://cache.internal:8080)"))
+            return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.refusedURL(url)))' is not an http(s) URL (e.g. http://cache.internal:8080)"))
+        }
+        // libcurl refuses an `@` in the user info (`http://u:p@x@host`): it must be `%40`.
+        if let schemeEnd = trimmed.firstRange(of: "://") {
+            let rest = trimmed[schemeEnd.upperBound...]
+            let authority = rest[..<(rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex)]
+            if authority.filter({ $0 == "@" }).count > 1 {
+                return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.refusedURL(url)))' has more than one '@': "
+                                                   + "write an '@' in the user name or password as %40"))
+            }
         }
         guard !trimmed.contains("?"), !trimmed.contains("#") else {
-            return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.url(url)))' has a query or fragment; give the tier's base URL"))
+            return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.refusedURL(url)))' has a query or fragment; give the tier's base URL"))
         }
         var lines: [String] = []
         for header in headers {
