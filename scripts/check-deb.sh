@@ -38,4 +38,17 @@ getent passwd worker >/dev/null || fail "remove deleted the user"
 dpkg --purge worker
 [ ! -e /var/cache/worker ] || fail "purge left /var/cache/worker"
 if getent passwd worker >/dev/null; then fail "purge left the worker user"; fi
-echo "ok: the Debian package installs, works, removes and purges"
+[ ! -e /var/lib/worker ] || fail "purge left /var/lib/worker"
+
+# An administrator's own user and cache directory, made before the package, survive a purge.
+adduser --system --group --home /var/cache/worker --no-create-home --shell /usr/sbin/nologin worker >/dev/null
+install -d -o worker -g worker -m 2750 /var/cache/worker
+echo "the administrator's" >/var/cache/worker/note
+dpkg -i "$deb" >/dev/null
+dpkg --purge worker >/dev/null
+[ -f /var/cache/worker/note ] || fail "purge deleted a cache directory the administrator made"
+getent passwd worker >/dev/null || fail "purge deleted a worker user the administrator made"
+rm -rf /var/cache/worker
+deluser --system --quiet worker >/dev/null 2>&1 || true
+delgroup --system --quiet worker >/dev/null 2>&1 || true
+echo "ok: the Debian package installs, works, removes and purges (what it made only)"

@@ -24,6 +24,14 @@ if command -v systemd-analyze >/dev/null; then
   else
     fail "systemd-analyze: $out"
   fi
+  # Hardened: an exposure of 2.0 at most (systemd-analyze's scale, 10 = fully exposed).
+  for unit in worker-sync worker-verify; do
+    if out=$(systemd-analyze security --offline=true --threshold=20 "$units/$unit.service" 2>&1); then
+      echo "ok: $unit.service $(echo "$out" | grep -o 'exposure level for .*')"
+    else
+      fail "systemd-analyze security $unit.service: $(echo "$out" | tail -1)"
+    fi
+  done
   rm -rf "$units"
 else
   echo "skip: systemd-analyze not installed"
@@ -91,6 +99,29 @@ checks = {
         and "worker fingerprint" in " ".join(d["worker-key"]["script"]) and "worker --version" in " ".join(d["worker-key"]["script"]),
 }
 bad = 0
+# Every GitHub workflow: read-only token, no third-party action unless pinned to a commit, the
+# package checked against its SHA-256 before it is installed.
+import re
+for path in ["deploy/github-actions/worker-sync.yml", "deploy/github-actions/worker-sync-remote-cache.yml"]:
+    try:
+        d = yaml.safe_load(open(path))
+        assert d["permissions"] == {"contents": "read"}, d.get("permissions")
+        steps = d["jobs"]["sync"]["steps"]
+        for step in steps:
+            uses = step.get("uses", "")
+            assert not uses or uses.startswith("actions/") or re.search(r"@[0-9a-f]{40}$", uses), f"unpinned {uses}"
+        assert any("sha256sum --check" in s.get("run", "") for s in steps), "the .deb is not checked"
+        print(f"ok: {path} (permissions, pins, checksum)")
+    except Exception as error:
+        print(f"FAIL: {path}: {error}")
+        bad = 1
+# The cache restored in CI is verified before it is used.
+gha = yaml.safe_load(open("deploy/github-actions/worker-sync.yml"))["jobs"]["sync"]["steps"]
+gitlab = yaml.safe_load(open("deploy/gitlab-ci/worker-sync.gitlab-ci.yml"))
+if not (any("worker verify" in s.get("run", "") for s in gha) and "worker verify" in " ".join(gitlab["worker-sync"]["script"])
+        and "sha256sum --check" in " ".join(gitlab[".worker-install"]["before_script"])):
+    print("FAIL: a CI example restores a cache without worker verify, or installs the .deb unchecked")
+    bad = 1
 # The tier itself: a Deployment, its Service and volume, bazel-remote's S3 proxy flags.
 tier = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/remote-cache.yaml"))}
 try:
@@ -124,7 +155,7 @@ else
 fi
 
 if command -v shellcheck >/dev/null; then
-  if shellcheck -x .ci/run scripts/*.sh scripts/lib/*.sh Benchmarks/*.sh packaging/debian/postinst packaging/debian/postrm; then echo "ok: shellcheck"; else fail "shellcheck"; fi
+  if shellcheck -x .ci/run scripts/*.sh scripts/lib/*.sh Benchmarks/*.sh packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm; then echo "ok: shellcheck"; else fail "shellcheck"; fi
 else
   echo "skip: shellcheck not installed (apt-get install shellcheck)"
 fi

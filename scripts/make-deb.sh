@@ -44,7 +44,7 @@ install -m 0644 packaging/debian/copyright "$root/usr/share/doc/worker/copyright
 printf 'worker (%s) unstable; urgency=medium\n\n  * Built from the worker repository; see its git log.\n\n -- worker maintainers <maintainers@example.org>  %s\n' \
   "$version" "$(date -u -R)" | gzip -9n >"$root/usr/share/doc/worker/changelog.gz"
 find "$root/usr" -type f -exec chmod 0644 {} + && chmod 0755 "$root/usr/bin/worker"
-install -m 0755 packaging/debian/postinst packaging/debian/postrm "$root/DEBIAN/"
+install -m 0755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$root/DEBIAN/"
 
 # The shared libraries the binary loads: libc's family (the newest symbol versions it uses set the
 # minimum versions), libyaml and SQLite from ldd, and libcurl, which it opens at run time (dlopen:
