@@ -35,3 +35,57 @@ import Testing
         #expect(harness.objects().isEmpty)
     }
 }
+
+/// A disk that fills in the middle of a run, for real: a 3 MB tmpfs in a mount namespace of the
+/// test's own (root only, as CI runs). What was verified and fits is committed, the report is
+/// written, the rest fails as "no space left on the device" (exit 1, not 4), nothing half-written
+/// stays, and the next run asks only for what is missing. (f94e2a0: exit 4 with SQLite's "database
+/// or disk is full", no report, nothing indexed.)
+@Suite(.timeLimit(.minutes(2))) struct FullTmpfsTests {
+    static let canMount = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+
+    @Test(.enabled(if: canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
+    func aDiskThatFillsCommitsWhatFitsAndTheNextRunAsksOnlyForTheRest() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        var entries: [(path: String, bytes: [UInt8]?)] = []
+        for number in 0..<1500 {
+            let bytes = (0..<(900 + number % 2000)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ number) }
+            harness.origin.set("/a/\(number)", bytes)
+            entries.append(("/a/\(number)", bytes))
+        }
+        let manifest = harness.manifest(entries)
+        let out = harness.directory.path
+        let mount = out + "/disk"
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        // Both runs and a verify in one namespace: the tmpfs goes with it.
+        let script = """
+            mount -t tmpfs -o size=3m tmpfs '\(mount)' || exit 97
+            '\(WorkerBinary.path)' sync '\(manifest)' --cache-dir '\(mount)/cache' --report '\(out)/r1.json' -q; echo $? > '\(out)/code1'
+            ls -A '\(mount)/cache/tmp' | wc -l > '\(out)/tmp-files'
+            '\(WorkerBinary.path)' sync '\(manifest)' --cache-dir '\(mount)/cache' --report '\(out)/r2.json' -q; echo $? > '\(out)/code2'
+            '\(WorkerBinary.path)' verify --cache-dir '\(mount)/cache' -q; echo $? > '\(out)/code3'
+            """
+        let run = try WorkerBinary.run(["-m", "/bin/sh", "-c", script], executable: "/usr/bin/unshare")
+        try #require(run.code == 0, "unshare: \(run.code) \(run.stderr)")
+        func code(_ name: String) throws -> String { try String(contentsOfFile: out + "/" + name, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
+        func totals(_ name: String) throws -> [String: Int] {
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/" + name))) as? [String: Any])
+            return try #require(report["totals"] as? [String: Int])
+        }
+        let firstCode = try code("code1")
+        #expect(firstCode == "1", "the first run: \(firstCode)")
+        let first = try totals("r1.json")
+        #expect(first["added"]! > 100 && first["failed"]! > 100, "\(first)")
+        let rows = try #require((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/r1.json"))) as? [String: Any])?["entries"] as? [[String: Any]])
+        #expect(rows.filter { $0["status"] as? String == "failed" }.allSatisfy { ($0["error"] as? String ?? "").contains("no space left on the device") })
+        #expect(try code("tmp-files") == "0", "nothing half-written stays in tmp/")
+        // The next run asks only for what the first did not store.
+        let requestsBefore = harness.origin.totalRequests
+        #expect(try code("code2") == "1")
+        let second = try totals("r2.json")
+        #expect(second["unchanged"] == first["added"], "\(second)")
+        #expect(harness.origin.totalRequests - requestsBefore <= first["failed"]!, "it asked again for what it had")
+        #expect(try code("code3") == "0", "the cache stays consistent")
+    }
+}

@@ -50,6 +50,26 @@ import Testing
         #expect(!json.contains("\"present\""), "push's count is not in a sync report")
     }
 
+    /// A full disk: rows that did not fit in the index are taken back and counted failed, once,
+    /// with their listed rows replaced (a reused row as reused, an update as updated).
+    @Test func aRowTheIndexHadNoRoomForIsTakenBackAsFailed() {
+        let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
+                              entry("http://h/c", "sha256:" + objectA)],
+                             [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        var account = ledger(downloads)
+        account.record(.delivered(item: 0, object: objectA, size: 3, attempts: 1))
+        account.record(.delivered(item: 1, object: objectB, size: 3, attempts: 1))
+        account.record(.reused(item: 2, object: objectA, size: 3))
+        let full = FetchFailure(.io, "no space left on the device")
+        account.record(.notStored(item: 1, object: objectB, reused: false, full, stale: true))
+        account.record(.notStored(item: 2, object: objectA, reused: true, full, stale: false))
+        let report = account.report(finishedAt: started, budget: FailureBudget.none)
+        #expect(report.totals.added == 1 && report.totals.updated == 0 && report.totals.reused == 0 && report.totals.failed == 2,
+                "\(report.totals)")
+        #expect(report.entries.map(\.status) == [.added, .failed, .failed])
+        #expect(report.entries[1].stale == true && report.entries[1].error == "no space left on the device")
+    }
+
     @Test func aDeliveredBodyTakesItsStatusFromThePlannedAction() {
         // New → added; a changed hash → updated.
         let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB)],

@@ -60,6 +60,13 @@ struct BodySink {
         if !closed { Glibc.close(fd); closed = true }
     }
 
+    /// A write that failed: a full disk in the words the report uses, anything else with its
+    /// error.
+    static func writeFailure(_ path: String, _ code: Int32) -> FetchFailure {
+        if code == ENOSPC || code == EDQUOT { return FetchFailure(.io, "no space left on the device (writing \(path))") }
+        return FetchFailure(.io, "cannot write \(path): \(String(cString: strerror(code)))")
+    }
+
     /// Appends bytes; returns a failure (and stops) when the limit is passed or the write fails.
     mutating func write(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
         size += Int64(bytes.count)
@@ -67,9 +74,7 @@ struct BodySink {
             return FetchFailure(.tooLarge, "body exceeds the limit of \(maxSize) bytes")
         }
         if let pipeline { pipeline.update(bytes) } else { hasher.update(bytes) }
-        guard FileChunks.writeAll(fd, bytes) else {
-            return FetchFailure(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
-        }
+        guard FileChunks.writeAll(fd, bytes) else { return Self.writeFailure(path, errno) }
         return nil
     }
 
@@ -77,9 +82,9 @@ struct BodySink {
     mutating func close() -> Result<(sha256: String, actual: ContentHash?), FetchFailure> {
         closed = true
         if Glibc.close(fd) != 0 {
-            let reason = String(cString: strerror(errno))
+            let code = errno
             unlink(path)
-            return .failure(FetchFailure(.io, "cannot write \(path): \(reason)"))
+            return .failure(Self.writeFailure(path, code))
         }
         if let pipeline { hasher = pipeline.finish() }
         let digests = hasher.finalize(for: expected?.algorithm)

@@ -33,6 +33,15 @@ struct ReportBuilder {
         rows.append((order, row()))
     }
 
+    /// Takes back an entry counted as `status` (its row, if listed): it is about to be counted
+    /// again with another. Rows recorded lately are at the end, where the search starts.
+    mutating func retract(_ status: EntryStatus, order: Int) {
+        totals.uncount(status)
+        guard let index = rows.lastIndex(where: { $0.order == order && $0.entry.status == status }) else { return }
+        rows.remove(at: index)
+        if status != .failed { listed -= 1 }
+    }
+
     /// The listed rows, in order.
     var entries: [SyncReport.Entry] {
         rows.sorted { $0.order < $1.order }.map(\.entry)

@@ -16,9 +16,23 @@ import Glibc
 /// named, and may delete what no row names. A row for content stored earlier (`reuse`) is
 /// written only if its object is still there (a prune or gc of another run may have taken it).
 /// The one place that installs objects: `sync` and `verify --repair` both commit through it.
+///
+/// A disk that fills up: when the index cannot take the batch's rows (SQLite's "database or disk
+/// is full"), the batch's failure records go first (bookkeeping only), then rows whose objects
+/// this batch installed, an eighth of them at a time, with those objects — until what is left fits.
+/// What was dropped is `notStored`: those entries fail as "no space left on the device", and
+/// the next run asks only for them.
 struct BatchCommit {
     let store: ContentStore
     private(set) var upserts: [IndexRecord] = []
+    /// The plan item of each row in `upserts` (nil for rows of no plan: `verify --repair`), and
+    /// whether the row reuses content rather than installing a body.
+    private var items: [Origin] = []
+
+    struct Origin {
+        let item: Int?
+        let reused: Bool
+    }
     private(set) var failures: [FailureRecord] = []
     /// Verified bodies waiting for the commit: their temporary files and object names.
     private var installs: [(temporary: String, sha256: String)] = []
@@ -29,6 +43,8 @@ struct BatchCommit {
     private(set) var markedUnclean = false
     /// Rows dropped at a commit because their stored object had gone meanwhile (by URL).
     private(set) var vanished: [String] = []
+    /// Rows the last commit dropped for want of space, with their objects (deleted).
+    private(set) var notStored: [(origin: Origin, url: String, object: String)] = []
 
     init(store: ContentStore) {
         self.store = store
@@ -37,8 +53,9 @@ struct BatchCommit {
     var isEmpty: Bool { upserts.isEmpty && failures.isEmpty }
 
     /// A verified body to install under its SHA-256 at the commit, and the row that names it.
-    mutating func add(_ record: IndexRecord, installing temporary: String?) {
+    mutating func add(_ record: IndexRecord, item: Int? = nil, installing temporary: String?) {
         upserts.append(record)
+        items.append(Origin(item: item, reused: temporary == nil))
         if let temporary { installs.append((temporary, record.object)) }
     }
 
@@ -55,8 +72,10 @@ struct BatchCommit {
     mutating func commit(index: CacheIndex, touches: [String] = [], removals: [String] = [],
                          at time: Double) throws(CacheError) {
         guard !isEmpty || !touches.isEmpty || !removals.isEmpty else { return }
+        notStored = []
         defer {
             upserts.removeAll(keepingCapacity: true)
+            items.removeAll(keepingCapacity: true)
             failures.removeAll()
             installs.removeAll(keepingCapacity: true)
             bytes = 0
@@ -88,15 +107,49 @@ struct BatchCommit {
                 try store.flush()
             }
         }
-        var rows = upserts
-        if rows.contains(where: { !installed.contains($0.object) }) {
-            rows = rows.filter { installed.contains($0.object) || store.contains($0.object) }
+        var rows = Array(zip(upserts, items))
+        if rows.contains(where: { !installed.contains($0.0.object) }) {
+            rows = rows.filter { installed.contains($0.0.object) || store.contains($0.0.object) }
             if rows.count != upserts.count {
-                let kept = Set(rows.map(\.url))
+                let kept = Set(rows.map(\.0.url))
                 vanished += upserts.filter { !kept.contains($0.url) }.map(\.url)
             }
         }
-        try index.apply(upserts: rows, touches: touches, removals: removals, failures: failures, at: time)
+        try apply(rows, installed: installed, index: index, touches: touches, removals: removals, at: time)
+    }
+
+    /// The index transaction, made smaller while the disk is too full for it (see the type's
+    /// documentation).
+    private mutating func apply(_ rows: [(IndexRecord, Origin)], installed: Set<String>, index: CacheIndex,
+                                touches: [String], removals: [String], at time: Double) throws(CacheError) {
+        var rows = rows
+        var failures = failures
+        var touches = touches
+        while true {
+            do throws(CacheError) {
+                try index.apply(upserts: rows.map(\.0), touches: touches, removals: removals, failures: failures, at: time)
+                return
+            } catch .index(let path, let cause) where cause.isFull {
+                // Bookkeeping first: failures to remember, "last used" times.
+                if !failures.isEmpty || !touches.isEmpty {
+                    (failures, touches) = ([], [])
+                    continue
+                }
+                // Rows whose objects this batch installed: an eighth of those objects go at a
+                // time, with every row naming them; then the rows of content stored before.
+                let newObjects = Array(Set(rows.map(\.0.object)).intersection(installed)).sorted()
+                let dropped = newObjects.isEmpty ? Set(rows.map(\.0.object)) : Set(newObjects.suffix(max(1, newObjects.count / 8)))
+                guard !dropped.isEmpty else {
+                    if removals.isEmpty { return }
+                    throw CacheError.index(path: path, cause: cause)
+                }
+                for (record, origin) in rows where dropped.contains(record.object) {
+                    notStored.append((origin, record.url, record.object))
+                }
+                rows.removeAll { dropped.contains($0.0.object) }
+                for object in dropped where installed.contains(object) { store.remove(object) }
+            }
+        }
     }
 
     /// Marks the cache unclean before objects are installed, or rows are removed ahead of their

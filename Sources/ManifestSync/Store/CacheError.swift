@@ -26,6 +26,12 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// The system would not give the run what it needs (a thread): exit 4.
     case resources(String)
 
+    /// The disk had no room for an index write.
+    public var isDiskFull: Bool {
+        if case .index(_, let cause) = self { return cause.isFull }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .unusable(let path, let reason):

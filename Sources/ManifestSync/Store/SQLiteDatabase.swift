@@ -19,6 +19,11 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
         [SQLITE_BUSY, SQLITE_LOCKED].contains(code & 0xff)
     }
 
+    /// The disk (or the file system's quota) has no room for what the statement writes.
+    public var isFull: Bool {
+        code & 0xff == SQLITE_FULL
+    }
+
     /// The file is damaged (a malformed page, not a database): only starting over helps.
     public var isCorrupt: Bool {
         [SQLITE_CORRUPT, SQLITE_NOTADB].contains(code & 0xff)

@@ -214,10 +214,14 @@ public struct SyncEngine: Sendable {
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {
         var failedPerManifest = [Int](repeating: 0, count: manifests.manifests.count)
         for failed in run.failedManifestIndexes { failedPerManifest[failed] += 1 }
-        try run.index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
-            ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,
-                        finishedAt: finished, failed: failedPerManifest[offset])
-        })
+        do throws(CacheError) {
+            try run.index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
+                ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,
+                            finishedAt: finished, failed: failedPerManifest[offset])
+            })
+        } catch where error.isDiskFull {
+            logger.warning("the disk is full: this run of the manifests is not recorded (status shows the last one)")
+        }
     }
 
     /// Rows up to which a sync lists the object folders to find unindexed objects (a few

@@ -15,6 +15,8 @@ struct SyncLedger {
         /// A verified body for the item, from `source`.
         case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil)
         case failed(item: Int, FetchFailure, attempts: Int, stale: Bool)
+        /// A delivered item whose row did not fit in the index (a full disk): failed after all.
+        case notStored(item: Int, object: String, reused: Bool, FetchFailure, stale: Bool)
         /// A dry run: what a sync would do with the item.
         case planned(item: Int)
         /// An orphan `--prune` removed (or, in a dry run, would remove); `position` orders it.
@@ -76,20 +78,16 @@ struct SyncLedger {
             add(item, .reused, object: object, size: size, attempts: nil)
         case .delivered(let item, let object, let size, let attempts, let source):
             let planned = plan.items[item]
-            let status: EntryStatus
-            switch planned.action {
-            case .repair:
-                rows.totals.repaired += 1
-                status = .updated
-            case .refresh:
-                rows.totals.refreshed += 1
-                status = object == planned.previous?.object ? .unchanged : .updated
-            case .revalidate:
-                status = object == planned.previous?.object ? .unchanged : .updated
-            case .keep, .reuse, .download:
-                status = planned.isUpdate ? .updated : .added
-            }
+            if planned.action == .repair { rows.totals.repaired += 1 }
+            if planned.action == .refresh { rows.totals.refreshed += 1 }
+            let status = deliveredStatus(item, object: object)
             add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source)
+        case .notStored(let item, let object, let reused, let failure, let stale):
+            let planned = plan.items[item]
+            if !reused, planned.action == .repair { rows.totals.repaired -= 1 }
+            if !reused, planned.action == .refresh { rows.totals.refreshed -= 1 }
+            rows.retract(reused ? .reused : deliveredStatus(item, object: object), order: item)
+            record(.failed(item: item, failure, attempts: 1, stale: stale))
         case .failed(let item, let failure, let attempts, let stale):
             let planned = plan.items[item]
             remember(item, Outcome(status: .failed, sha256: nil))
@@ -140,6 +138,16 @@ struct SyncLedger {
     }
 
     // MARK: - Rows
+
+    /// The status a body delivered for `item` gives it, by its planned action.
+    private func deliveredStatus(_ item: Int, object: String) -> EntryStatus {
+        let planned = plan.items[item]
+        switch planned.action {
+        case .repair: return .updated
+        case .refresh, .revalidate: return object == planned.previous?.object ? .unchanged : .updated
+        case .keep, .reuse, .download: return planned.isUpdate ? .updated : .added
+        }
+    }
 
     private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
                               source: SourceKind? = nil) {

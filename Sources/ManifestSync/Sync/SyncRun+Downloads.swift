@@ -105,7 +105,11 @@ extension SyncRun {
         // Only an origin remembered as down has a row to forget (the run holds the lock: no
         // other writer adds one meanwhile), so a run whose origins were all well writes nothing.
         let reached = summaries.filter { $0.answered && $0.openedFor == nil && since[$0.origin] != nil }.map(\.origin)
-        try index.recordOrigins(down: down, reached: reached, at: now)
+        do throws(CacheError) {
+            try index.recordOrigins(down: down, reached: reached, at: now)
+        } catch where error.isDiskFull {
+            logger.warning("the disk is full: the origins' health is not recorded for the next run")
+        }
     }
 
     /// `--offline`: what would need the network fails as `cancelled`; earlier versions stay.

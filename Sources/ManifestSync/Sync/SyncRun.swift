@@ -146,7 +146,7 @@ struct SyncRun {
         batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
                               size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
                               isPrivate: plan.carriesCredentials(item)),
-                  installing: body?.temporaryPath)
+                  item: item, installing: body?.temporaryPath)
     }
 
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
@@ -174,6 +174,17 @@ struct SyncRun {
         let lock = try await CacheLock.forCommit(directory: store.root, context: context)
         defer { lock.release() }
         try batch.commit(index: index, touches: touches, at: time)
+        for dropped in batch.notStored {
+            guard let item = dropped.origin.item else { continue }
+            let planned = plan.items[item]
+            failedManifestIndexes.append(planned.entry.manifest)
+            ledger.record(.notStored(item: item, object: dropped.object, reused: dropped.origin.reused,
+                                     FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
+                                     stale: planned.previous.map { store.contains($0.object) } ?? false))
+        }
+        if !batch.notStored.isEmpty {
+            logger.warning("the disk is full: \(batch.notStored.count) entries verified but not stored (no room for their rows); the next sync fetches them")
+        }
         for url in batch.vanished {
             logger.warning("\(Redact.url(url)): its stored content was removed by another run before this one recorded it; the next sync fetches it")
         }
