@@ -105,7 +105,15 @@ enum Console {
 /// cache never create one, and a mistyped --cache-dir is named instead of shown as empty.
 func requireCache(_ directory: String) throws {
     guard access(CacheLayout.indexPath(directory), F_OK) == 0 else {
-        Console.error("worker: no cache at \(directory) (nothing has been synced there; check --cache-dir or WORKER_CACHE_DIR)")
+        let code = errno
+        var info = stat()
+        if code != ENOENT && code != ENOTDIR, stat(directory, &info) == 0 {
+            // There is a folder, but this user may not look into it: say so, not "no cache".
+            Console.error("worker: cannot read the cache at \(directory): \(String(cString: strerror(code))) "
+                          + "(\(CacheAccess.owner(info)); this is \(CacheAccess.currentUser()))")
+        } else {
+            Console.error("worker: no cache at \(directory) (nothing has been synced there; check --cache-dir or WORKER_CACHE_DIR)")
+        }
         throw ExitCode(ExitStatus.cacheUnusable)
     }
 }

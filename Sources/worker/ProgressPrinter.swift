@@ -12,6 +12,9 @@ final class ProgressPrinter: Sendable {
 
     private struct State {
         var latest: SyncProgress?
+        /// The largest byte total shown: transfers a stop cuts short take their bytes out of
+        /// the meter's total, which the line does not follow down.
+        var shownTotal: Int64 = 0
         var lastLine = 0.0
         var stopped = false
     }
@@ -63,6 +66,11 @@ final class ProgressPrinter: Sendable {
             guard !state.stopped else { return false }
             // Off a terminal the first timed line comes `interval` after the downloads start.
             if state.latest == nil, !live { state.lastLine = now }
+            var progress = progress
+            if let total = progress.bytesTotal {
+                state.shownTotal = max(state.shownTotal, total)
+                progress.bytesTotal = state.shownTotal
+            }
             state.latest = progress
             // Nothing to show before the first byte or entry (the line would read all zeros).
             guard progress.done > 0 || progress.bytes > 0 else { return false }
@@ -72,7 +80,7 @@ final class ProgressPrinter: Sendable {
             state.lastLine = now
             return true
         }
-        guard due else { return }
+        guard due, let progress = shared.mutex.withLock({ $0.latest }) else { return }
         if live {
             let end = progress.done == progress.total ? "\n" : ""
             Console.write(2, Data(("\r\u{1B}[2K" + Self.line(progress) + end).utf8))
@@ -109,9 +117,13 @@ final class ProgressPrinter: Sendable {
     }
 
     /// `3/10 entries  12.0 MB of 30.0 MB  4.0 MB/s  ETA 5s  failed 0` (`of …` once every
-    /// download has said how long it is).
+    /// download has said how long it is). A run that counted no byte (local files only) shows
+    /// entries only, not `0 B of 0 B`.
     static func line(_ progress: SyncProgress) -> String {
         let elapsed = max(Date().timeIntervalSince(progress.started), 0.001)
+        guard progress.bytes > 0 || (progress.bytesTotal ?? 0) > 0 else {
+            return "\(progress.done)/\(progress.total) entries  ETA \(eta(progress, elapsed: elapsed))  failed \(progress.failed)"
+        }
         let bytes = Units.formatBytes(progress.bytes) + (progress.bytesTotal.map { " of " + Units.formatBytes($0) } ?? "")
         return "\(progress.done)/\(progress.total) entries  \(bytes)  "
             + "\(Units.formatBytes(Int64(rate(progress))))/s  ETA \(eta(progress, elapsed: elapsed))  failed \(progress.failed)"

@@ -126,8 +126,8 @@ import WorkerTestSupport
         let missing = String(repeating: "ab", count: 32)
         try database.execute("""
             INSERT INTO manifest_runs VALUES ('\(secretManifest)', 'm', 1, 0, 0);
-            INSERT INTO entries VALUES ('file://\(secret)', NULL, '\(missing)', 19, 0, 0, NULL, NULL);
-            INSERT INTO entries VALUES ('\(harness.origin.url("/f/anything"))', NULL, '\(missing)', 9, 0, 0, NULL, NULL);
+            INSERT INTO entries(url, hash, object, size, fetched_at, last_used) VALUES ('file://\(secret)', NULL, '\(missing)', 19, 0, 0);
+            INSERT INTO entries(url, hash, object, size, fetched_at, last_used) VALUES ('\(harness.origin.url("/f/anything"))', NULL, '\(missing)', 9, 0, 0);
             """)
         let repaired = try WorkerBinary.run(["verify", "--repair", "--cache-dir", cache])
         #expect(repaired.code == 0, "\(repaired.stdout) \(repaired.stderr)")

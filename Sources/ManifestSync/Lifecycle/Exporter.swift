@@ -52,6 +52,8 @@ public struct Exporter: Sendable {
         public var copied = 0
         public var unchanged = 0
         public var missing: [String] = []
+        /// Entries exported (several may share one file).
+        public var entries = 0
         /// Rows whose object was gone when it was linked (a writer's race), looked up again.
         var vanished = Set<String>()
     }
@@ -68,6 +70,7 @@ public struct Exporter: Sendable {
             again.unchanged += result.unchanged
             again.linked += result.linked
             again.copied += result.copied
+            again.entries += result.entries - result.vanished.count
             again.missing += result.missing
             result = again
         }
@@ -87,17 +90,22 @@ public struct Exporter: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
-            throw CacheError.unusable(path: folder, reason: "cannot create the export folder")
+            throw CacheError.output(path: folder, reason: "cannot create the export folder: \(ErrorText.describe(error))")
         }
         let index = try CacheIndex(path: indexPath, create: false, readOnly: true)
         let records = try index.allRecords()
         // Asked-for URLs as the index keys them (without user info in a shared cache).
         let wanted = urls.map { Set($0.map(index.key)) }
         var found = Set<String>()
+        // Entries that share a file name (one content, in a layout named by content) make one
+        // file: it is written and counted once.
+        var written = Set<String>()
         for record in records where wanted?.contains(record.url) ?? true {
             found.insert(record.url)
             let source = CacheLayout.objectPath(cacheDirectory, record.object)
             let target = folder + "/" + layout.fileName(url: record.url, object: record.object)
+            result.entries += 1
+            guard written.insert(target).inserted else { continue }
             var sourceInfo = stat()
             var targetInfo = stat()
             guard lstat(source, &sourceInfo) == 0 else {
@@ -118,7 +126,7 @@ public struct Exporter: Sendable {
                     try FileManager.default.copyItem(atPath: source, toPath: target)
                     result.copied += 1
                 } catch {
-                    throw CacheError.unusable(path: target, reason: "cannot copy: \(ErrorText.describe(error))")
+                    throw CacheError.output(path: target, reason: "cannot copy: \(ErrorText.describe(error))")
                 }
             } else {
                 throw .system(SystemError("link", target))

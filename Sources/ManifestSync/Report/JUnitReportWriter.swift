@@ -23,7 +23,7 @@ public enum JUnitReportWriter {
                 let message = entry.error ?? reason
                 out += ">\n"
                 out += #"      <failure type="\#(reason)" message="\#(escape(message))">"#
-                out += escape("\(reason): \(message)\(entry.attempts.map { " (attempts: \($0))" } ?? "")\(entry.stale == true ? "; the earlier version stays in the cache" : "")")
+                out += escape("\(reason): \(message)\(entry.attempts.map { " (attempts: \($0))" } ?? "")\(entry.stale == true ? "; " + TextReportWriter.staleNote(entry) : "")")
                 out += "</failure>\n    </testcase>\n"
             }
             out += "  </testsuite>\n"

@@ -97,7 +97,7 @@ public struct TextReportWriter {
         let reason = entry.reason?.rawValue ?? "failed"
         var line = "failed: \(entry.url): \(reason): \(entry.error ?? "")"
         if let attempts = entry.attempts, attempts > 1 { line += " (\(attempts) attempts)" }
-        if entry.stale == true { line += " [the earlier version stays in the cache]" }
+        if entry.stale == true { line += " [\(staleNote(entry))]" }
         return line
     }
 
@@ -115,5 +115,13 @@ public struct TextReportWriter {
 
     private func pad(_ text: String) -> String {
         text.count >= 9 ? text : text + String(repeating: " ", count: 9 - text.count)
+    }
+
+    /// What a failed entry still serves: the version in the cache, named by its SHA-256 (which
+    /// may be newer than the one this manifest asks for: another manifest's).
+    static func staleNote(_ entry: SyncReport.Entry) -> String {
+        let object = entry.previousPath.map { String($0.split(separator: "/").last ?? "") }
+        guard let object, Hex.isLowercaseHex(object, length: 64) else { return "the cached version stays" }
+        return "the cached version (sha256:\(object.prefix(12))…) stays"
     }
 }

@@ -41,7 +41,7 @@ public enum CacheAccess {
     }
 
     /// `user nobody (uid 65534)`: who this process is.
-    static func currentUser() -> String {
+    public static func currentUser() -> String {
         let uid = geteuid()
         let name = getpwuid(uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
         return "user \(name.map { "\($0) " } ?? "")(uid \(uid))"

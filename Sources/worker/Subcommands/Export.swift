@@ -42,7 +42,9 @@ struct Export: AsyncParsableCommand {
         } catch {
             throw cacheExitCode(error)
         }
-        Console.out("exported \(result.linked + result.copied + result.unchanged) files to \(directory) "
+        let files = result.linked + result.copied + result.unchanged
+        let shared = result.entries == files ? "" : "\(result.entries) entries as "
+        Console.out("exported \(shared)\(files) file\(files == 1 ? "" : "s") to \(directory) "
                     + "(\(result.linked) linked, \(result.copied) copied, \(result.unchanged) already there)\n")
         for url in result.missing.prefix(20) { Console.error("not cached: \(url)") }
         if !result.missing.isEmpty { throw ExitCode(ExitStatus.failures) }
