@@ -15,7 +15,7 @@ import Testing
             processes.append((try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q"], log: log), log))
         }
         for (process, log) in processes {
-            process.waitUntilExit()
+            await WorkerBinary.exited(process)
             #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
         let distinct = Set((0..<175).map { sha256(TestOrigin.generated("k\($0)")) })
@@ -25,7 +25,7 @@ import Testing
         // fetched by both, harmlessly; none fetches what is outside its own manifest.
         #expect(harness.origin.totalRequests >= 175 && harness.origin.totalRequests <= 400)
         #expect(try harness.records().count == 175)
-        let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        let verify = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(verify.code == 0)
         #expect(verify.stdout.contains("the cache and its index agree"))
     }

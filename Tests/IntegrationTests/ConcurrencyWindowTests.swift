@@ -10,7 +10,7 @@ import Testing
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let entries = (0..<count).map { number in (path: "/\(route)/f/\(number)", bytes: Optional(harness.serve("\(number)"))) }
-        let result = try WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q"]
+        let result = try await WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q"]
                                           + (jobs.map { ["--jobs", "\($0)"] } ?? []))
         #expect(result.code == 0, "\(result.stderr)")
         return harness.origin.inFlightAtArrival
@@ -32,7 +32,7 @@ import Testing
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let entries = (0..<min(400, 60 * jobs)).map { number in (path: "/slow/10/f/\(number)", bytes: Optional(harness.serve("\(number)"))) }
-        let result = try WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q", "--jobs", "\(jobs)"])
+        let result = try await WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q", "--jobs", "\(jobs)"])
         #expect(result.code == 0, "\(result.stderr)")
         let connections = harness.origin.connections
         #expect(connections.mostAtOnce <= jobs, "\(connections)")

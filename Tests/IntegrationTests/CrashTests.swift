@@ -39,7 +39,7 @@ import Testing
                 try await Task.sleep(nanoseconds: UInt64.random(in: 0...250_000_000 / UInt64(writers), using: &generator))
                 if process.isRunning { tally.killedMidRun += 1 }
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                await WorkerBinary.exited(process)
                 tally.kills += 1
             }
             tally.temporaryFilesFound += harness.temporaryFiles().count
@@ -47,14 +47,14 @@ import Testing
             // What the next run finds: verify checks both ways (a kill before the index was
             // created left no cache to check).
             guard FileManager.default.fileExists(atPath: harness.cache + "/index.sqlite") else { continue }
-            let report = try verify(harness)
+            let report = try await verify(harness)
             tally.corruptObjects += (report["corrupt_objects"] as? [String])?.count ?? -1
             tally.danglingRows += (report["missing_objects"] as? [String])?.count ?? -1
             tally.unreferencedObjects = (report["unreferenced_objects"] as? [String])?.count ?? 0
         }
-        let final = try WorkerBinary.run(["sync", lastManifest, "--cache-dir", harness.cache, "--prune", "--force", "-q"])
+        let final = try await WorkerBinary.run(["sync", lastManifest, "--cache-dir", harness.cache, "--prune", "--force", "-q"])
         #expect(final.code == 0, "\(final.stderr)")
-        let report = try verify(harness)
+        let report = try await verify(harness)
         #expect((report["corrupt_objects"] as? [String])?.isEmpty == true)
         #expect((report["missing_objects"] as? [String])?.isEmpty == true)
         #expect(try harness.records().count == 150)
@@ -72,9 +72,9 @@ import Testing
         #expect(tally.killedMidRun * 2 >= tally.kills, "only \(tally.killedMidRun) of \(tally.kills) kills landed mid-run")
     }
 
-    private func verify(_ harness: Harness) throws -> [String: Any] {
+    private func verify(_ harness: Harness) async throws -> [String: Any] {
         let path = harness.directory.path + "/verify.json"
-        let result = try WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", path, "-q"])
+        let result = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", path, "-q"])
         #expect(result.code == 0 || result.code == 1, "\(result.stderr)")
         return try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     }

@@ -4,8 +4,8 @@ import Testing
 /// A full disk, simulated with a file-size limit (`ulimit -f`): writes past it fail with EFBIG
 /// just as they would with ENOSPC. (Permission tests would need a non-root user; CI runs as root.)
 @Suite struct DiskFullTests {
-    func runLimited(kilobytes: Int, _ arguments: [String]) throws -> WorkerBinary.Result {
-        try WorkerBinary.run(["-c", "ulimit -f \(kilobytes); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
+    func runLimited(kilobytes: Int, _ arguments: [String]) async throws -> WorkerBinary.Result {
+        try await WorkerBinary.run(["-c", "ulimit -f \(kilobytes); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
                              executable: "/bin/sh")
     }
 
@@ -16,7 +16,7 @@ import Testing
         harness.origin.set("/f/big", big)
         let small = harness.serve("small")
         let manifest = harness.manifest([("/f/big", big), ("/f/small", small)])
-        let result = try runLimited(kilobytes: 512, ["sync", manifest, "--cache-dir", harness.cache])
+        let result = try await runLimited(kilobytes: 512, ["sync", manifest, "--cache-dir", harness.cache])
         #expect(result.code == 1)
         #expect(result.stderr.contains("\(harness.origin.url("/f/big")): io: cannot write"))
         #expect(result.stderr.contains("File too large"))
@@ -29,7 +29,7 @@ import Testing
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/f/a", harness.serve("a"))])
-        let result = try runLimited(kilobytes: 1, ["sync", manifest, "--cache-dir", harness.cache])
+        let result = try await runLimited(kilobytes: 1, ["sync", manifest, "--cache-dir", harness.cache])
         #expect(result.code == 4)
         #expect(result.stderr.contains("cache unusable: \(harness.cache)/index.sqlite"))
         #expect(harness.objects().isEmpty)
@@ -66,7 +66,7 @@ import Testing
             '\(WorkerBinary.path)' sync '\(manifest)' --cache-dir '\(mount)/cache' --report '\(out)/r2.json' -q; echo $? > '\(out)/code2'
             '\(WorkerBinary.path)' verify --cache-dir '\(mount)/cache' -q; echo $? > '\(out)/code3'
             """
-        let run = try WorkerBinary.run(["-m", "/bin/sh", "-c", script], executable: "/usr/bin/unshare")
+        let run = try await WorkerBinary.run(["-m", "/bin/sh", "-c", script], executable: "/usr/bin/unshare")
         try #require(run.code == 0, "unshare: \(run.code) \(run.stderr)")
         func code(_ name: String) throws -> String { try String(contentsOfFile: out + "/" + name, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
         func totals(_ name: String) throws -> [String: Int] {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Testing
 import CurlTransport
 import ManifestSync
 import WorkerTestSupport
@@ -75,14 +76,24 @@ func sha256(_ text: String) -> String { sha256(Array(text.utf8)) }
 
 extension TemporaryDirectory {
     /// A manifest of one local file (`site/a.txt`) synced once into `cache/` through the binary.
-    func syncedLocalCache() throws -> (manifest: String, cache: String) {
+    func syncedLocalCache() async throws -> (manifest: String, cache: String) {
         write("site/a.txt", "public\n")
         let manifest = write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
         let cache = path + "/cache"
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
         guard result.code == 0 else { throw SyncFailed(stderr: result.stderr) }
         return (manifest, cache)
     }
 
     struct SyncFailed: Error { let stderr: String }
+
+    /// Compiles `source` into `lib/libcurl.so.4` here (found first with LD_LIBRARY_PATH).
+    func buildStubLibcurl(source: String) async throws {
+        let file = write("stub.c", source)
+        try FileManager.default.createDirectory(atPath: path + "/lib", withIntermediateDirectories: true)
+        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let cc = try #require(compiler, "a C compiler (the Swift toolchain has clang)")
+        let built = try await WorkerBinary.run(["-shared", "-fPIC", "-o", path + "/lib/libcurl.so.4", file], executable: cc)
+        try #require(built.code == 0, "\(built.stderr)")
+    }
 }

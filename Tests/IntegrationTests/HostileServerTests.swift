@@ -28,7 +28,7 @@ import WorkerTestSupport
 
     // MARK: - A resumed 206 with a huge Content-Length
 
-    @Test func aResumedAnswerWithAHugeLengthFailsOnlyItsEntry() throws {
+    @Test func aResumedAnswerWithAHugeLengthFailsOnlyItsEntry() async throws {
         let origin = try RawOrigin()
         defer { origin.stop() }
         let directory = TemporaryDirectory()
@@ -44,26 +44,26 @@ import WorkerTestSupport
         let path = manifest(directory, [(origin.url("/big"), sha256(whole)), (origin.url("/small"), nil)])
         let cache = directory.path + "/cache"
         let report = directory.path + "/r.json"
-        let result = try WorkerBinary.run(["sync", path, "--cache-dir", cache, "--report", report, "--retries", "2"])
+        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--report", report, "--retries", "2"])
         #expect(result.code == 1, "only the entry fails, the run ends normally: \(result.code) \(result.stderr)")
         let rows = try entries(report)
         #expect(rows.first { $0["url"] as? String == origin.url("/big") }?["status"] as? String == "failed")
         #expect(rows.first { $0["url"] as? String == origin.url("/small") }?["status"] as? String == "added")
         #expect(directory.files(under: "cache/partial").isEmpty, "the kept part is dropped: \(directory.files(under: "cache/partial"))")
         // The next run is not poisoned: it starts over and fails the same way, without a trap.
-        let again = try WorkerBinary.run(["sync", path, "--cache-dir", cache, "--retries", "0"])
+        let again = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--retries", "0"])
         #expect(again.code == 1, "\(again.code) \(again.stderr)")
 
         // The same through `get`.
         let other = TemporaryDirectory()
         origin.script("/big2", [first, hostile])
-        let got = try WorkerBinary.run(["get", origin.url("/big2"), "--cache-dir", other.path + "/cache", "--retries", "2"])
+        let got = try await WorkerBinary.run(["get", origin.url("/big2"), "--cache-dir", other.path + "/cache", "--retries", "2"])
         #expect(got.code == 1, "\(got.code) \(got.stderr)")
     }
 
     // MARK: - Hashless entries: spliced or encoded bodies are never stored
 
-    @Test func hashlessEntriesNeverStoreSplicedOrEncodedBytes() throws {
+    @Test func hashlessEntriesNeverStoreSplicedOrEncodedBytes() async throws {
         let origin = try RawOrigin()
         defer { origin.stop() }
         let directory = TemporaryDirectory()
@@ -87,7 +87,7 @@ import WorkerTestSupport
         let path = manifest(directory, paths.map { (origin.url($0), nil) })
         let cache = directory.path + "/cache"
         let report = directory.path + "/r.json"
-        let result = try WorkerBinary.run(["sync", path, "--cache-dir", cache, "--report", report, "--retries", "1"])
+        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--report", report, "--retries", "1"])
         #expect(result.code == 1, "\(result.code) \(result.stderr)")
         let rows = try entries(report)
         for path in paths {
@@ -99,7 +99,7 @@ import WorkerTestSupport
 
     // MARK: - Validators with control bytes
 
-    @Test func validatorsWithControlBytesAreNeverSentBack() throws {
+    @Test func validatorsWithControlBytesAreNeverSentBack() async throws {
         let origin = try RawOrigin()
         defer { origin.stop() }
         let directory = TemporaryDirectory()
@@ -107,8 +107,8 @@ import WorkerTestSupport
             "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nETag: \"a\u{1}b\u{7f}\"\r\nLast-Modified: Tue,\u{1b}[2J 01 Jan 2030\r\nConnection: close\r\n\r\nok")])
         let path = manifest(directory, [(origin.url("/v"), nil)])
         let cache = directory.path + "/cache"
-        #expect(try WorkerBinary.run(["sync", path, "--cache-dir", cache]).code == 0)
-        let again = try WorkerBinary.run(["sync", path, "--cache-dir", cache, "--revalidate"])
+        #expect(try await WorkerBinary.run(["sync", path, "--cache-dir", cache]).code == 0)
+        let again = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--revalidate"])
         #expect(again.code == 0, "\(again.stderr)")
         let requests = origin.requests("/v")
         try #require(requests.count == 2)
@@ -124,7 +124,7 @@ import WorkerTestSupport
         text.unicodeScalars.map(\.value).filter { ($0 < 0x20 && $0 != 0x0a && $0 != 0x09) || (0x7f...0x9f).contains($0) }
     }
 
-    @Test func textFromManifestsAndServersIsSanitizedForEachOutput() throws {
+    @Test func textFromManifestsAndServersIsSanitizedForEachOutput() async throws {
         let origin = try RawOrigin()
         defer { origin.stop() }
         let directory = TemporaryDirectory()
@@ -143,7 +143,7 @@ import WorkerTestSupport
         let summary = directory.path + "/summary.md"
         let html = directory.path + "/r.html"
         let junit = directory.path + "/j.xml"
-        let result = try WorkerBinary.run(["sync", path, "--cache-dir", cache, "--summary-md", summary, "--report-html", html,
+        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--summary-md", summary, "--report-html", html,
                                            "--junit", junit, "--retries", "0"])
         #expect(result.code == 1, "\(result.stderr)")
         #expect(Self.controls(result.stdout).isEmpty, "stdout: \(Self.controls(result.stdout))")
@@ -159,17 +159,17 @@ import WorkerTestSupport
             #expect(Self.controls(text.replacingOccurrences(of: "\r", with: "")).isEmpty, "\(file): \(Self.controls(text))")
         }
         // JSON log lines escape them too.
-        let logged = try WorkerBinary.run(["sync", path, "--cache-dir", cache, "--retries", "0", "--log-format", "json"])
+        let logged = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--retries", "0", "--log-format", "json"])
         #expect(Self.controls(logged.stderr).isEmpty, "json stderr: \(Self.controls(logged.stderr))")
-        let status = try WorkerBinary.run(["status", "--cache-dir", cache])
+        let status = try await WorkerBinary.run(["status", "--cache-dir", cache])
         #expect(Self.controls(status.stdout).isEmpty, "status: \(Self.controls(status.stdout))")
     }
 
-    @Test func aLocalPathAndTheLockFileReachTheTerminalClean() throws {
+    @Test func aLocalPathAndTheLockFileReachTheTerminalClean() async throws {
         let directory = TemporaryDirectory()
         let path = directory.write("m.yaml", "version: 1\nentries:\n  - url: a%1b%5b2J%c2%9b.txt\n")
         let cache = directory.path + "/cache"
-        let result = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
+        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache])
         #expect(result.code == 1, "\(result.stderr)")
         #expect(Self.controls(result.stdout + result.stderr).isEmpty, "\(Self.controls(result.stdout + result.stderr))")
         // Another run holds the lock and its file says something hostile.
@@ -181,7 +181,7 @@ import WorkerTestSupport
         ftruncate(fd, 0)
         let note = "pid 1\u{1b}]2;title\u{7}\u{1b}[2J\n"
         _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
-        let waited = try WorkerBinary.run(["sync", path, "--cache-dir", cache, "--wait-lock", "0.3"])
+        let waited = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--wait-lock", "0.3"])
         #expect(waited.code == 3, "\(waited.stderr)")
         #expect(waited.stderr.contains("pid 1"), "\(waited.stderr)")
         #expect(Self.controls(waited.stderr).isEmpty, "\(Self.controls(waited.stderr))")
@@ -189,7 +189,7 @@ import WorkerTestSupport
 
     // MARK: - Hard links planted in the cache
 
-    @Test func hardLinksPlantedInTheCacheAreNotWrittenThrough() throws {
+    @Test func hardLinksPlantedInTheCacheAreNotWrittenThrough() async throws {
         let origin = try RawOrigin()
         defer { origin.stop() }
         let directory = TemporaryDirectory()
@@ -209,36 +209,36 @@ import WorkerTestSupport
         let lockVictim = directory.write("lock-victim.txt", "also precious\n")
         #expect(link(lockVictim, cache + "/lock") == 0)
 
-        let result = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
+        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n", "no byte is appended through the link")
         #expect(try String(contentsOfFile: lockVictim, encoding: .utf8) == "also precious\n", "the lock's other name is not truncated")
         #expect(origin.requests("/big").allSatisfy { !$0.lowercased().contains("range:") }, "nothing is resumed from the planted file")
     }
 
-    @Test func aCacheEveryUserCanWriteIsRefusedForWritingAndServesReads() throws {
+    @Test func aCacheEveryUserCanWriteIsRefusedForWritingAndServesReads() async throws {
         let directory = TemporaryDirectory()
         let site = directory.path + "/site"
         try FileManager.default.createDirectory(atPath: site, withIntermediateDirectories: true)
         directory.write("site/a.txt", "a\n")
         let path = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n")
         let cache = directory.path + "/cache"
-        let first = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
+        let first = try await WorkerBinary.run(["sync", path, "--cache-dir", cache])
         #expect(first.code == 0, "\(first.stderr)")
         chmod(cache + "/tmp", 0o777)
-        let result = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
+        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache])
         #expect(result.code == 4, "\(result.code) \(result.stderr)")
         #expect(result.stderr.contains("\(cache)/tmp can be written by every user"), "\(result.stderr)")
         #expect(result.stderr.contains("mode 0777") && result.stderr.contains("chmod -R go-w"), "\(result.stderr)")
         for command in [["gc"], ["clear"], ["rm", "a.txt"], ["verify", "--repair"]] {
-            let refused = try WorkerBinary.run(command + ["--cache-dir", cache])
+            let refused = try await WorkerBinary.run(command + ["--cache-dir", cache])
             #expect(refused.code == 4, "\(command): \(refused.code) \(refused.stderr)")
         }
         // Reading commands still answer.
-        #expect(try WorkerBinary.run(["status", "--cache-dir", cache]).code == 0)
-        #expect(try WorkerBinary.run(["verify", "--cache-dir", cache]).code == 0)
+        #expect(try await WorkerBinary.run(["status", "--cache-dir", cache]).code == 0)
+        #expect(try await WorkerBinary.run(["verify", "--cache-dir", cache]).code == 0)
         chmod(cache + "/tmp", 0o755)
-        let fixed = try WorkerBinary.run(["sync", path, "--cache-dir", cache])
+        let fixed = try await WorkerBinary.run(["sync", path, "--cache-dir", cache])
         #expect(fixed.code == 0, "\(fixed.stderr)")
     }
 }

@@ -17,8 +17,8 @@ import Testing
         harness.origin.set("/f/alias", shared)
         let other = harness.serve("other", String(repeating: "o", count: 500))
         let manifest = harness.manifest([("/f/shared", shared), ("/f/alias", shared), ("/f/other", other), ("/status/404", nil)])
-        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"])
-        let result = try WorkerBinary.run(["status", "--cache-dir", harness.cache, "--json"])
+        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"])
+        let result = try await WorkerBinary.run(["status", "--cache-dir", harness.cache, "--json"])
         #expect(result.code == 0)
         let status = try json(result.stdout)
         #expect(status["entries"] as? Int == 3)
@@ -30,14 +30,14 @@ import Testing
         #expect(manifests.first?["result"] as? String == "1 failed")
         #expect(manifests.first?["entries"] as? Int == 4)
         #expect((status["failures"] as? [[String: Any]])?.first?["reason"] as? String == "http_status")
-        let text = try WorkerBinary.run(["status", "--cache-dir", harness.cache])
+        let text = try await WorkerBinary.run(["status", "--cache-dir", harness.cache])
         #expect(text.stdout.contains("entries    3"))
         #expect(text.stdout.contains("failed     1 entry pending"))
 
         // The failure clears once the URL syncs.
         harness.origin.set("/status/404", "now it exists")
-        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
-        #expect(try json(WorkerBinary.run(["status", "--cache-dir", harness.cache, "--json"]).stdout)["failed_pending"] as? Int == 0)
+        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
+        #expect(try await json(WorkerBinary.run(["status", "--cache-dir", harness.cache, "--json"]).stdout)["failed_pending"] as? Int == 0)
     }
 
     @Test func pathPrintsTheObjectAndRecordsTheUse() async throws {
@@ -46,11 +46,11 @@ import Testing
         let bytes = harness.serve("p")
         _ = try await harness.sync(harness.manifest([("/f/p", bytes)]))
         try CacheIndex(path: harness.cache + "/index.sqlite", create: false).setLastUsed(1000, urls: [harness.origin.url("/f/p")])
-        let result = try WorkerBinary.run(["path", harness.origin.url("/f/p"), "--cache-dir", harness.cache])
+        let result = try await WorkerBinary.run(["path", harness.origin.url("/f/p"), "--cache-dir", harness.cache])
         #expect(result.code == 0)
         #expect(result.stdout == harness.objectPath(sha256(bytes)) + "\n")
         #expect(try harness.records().first!.lastUsed > Date().timeIntervalSince1970 - 60, "reading counts as a use")
-        let missing = try WorkerBinary.run(["path", harness.origin.url("/f/nope"), "--cache-dir", harness.cache])
+        let missing = try await WorkerBinary.run(["path", harness.origin.url("/f/nope"), "--cache-dir", harness.cache])
         #expect(missing.code == 1)
         #expect(missing.stdout.isEmpty)
     }
@@ -62,12 +62,12 @@ import Testing
         harness.origin.set("/f/alias", shared)
         let alone = harness.serve("alone")
         _ = try await harness.sync(harness.manifest([("/f/shared", shared), ("/f/alias", shared), ("/f/alone", alone)]))
-        let result = try WorkerBinary.run(["rm", harness.origin.url("/f/alias"), harness.origin.url("/f/alone"), "--cache-dir", harness.cache])
+        let result = try await WorkerBinary.run(["rm", harness.origin.url("/f/alias"), harness.origin.url("/f/alone"), "--cache-dir", harness.cache])
         #expect(result.code == 0)
         #expect(result.stdout.contains("removed 2 entries, 1 objects"))
         #expect(harness.objects() == [sha256(shared)], "the shared object stays: /f/shared still uses it")
         #expect(try harness.records().map(\.url) == [harness.origin.url("/f/shared")])
-        let unknown = try WorkerBinary.run(["rm", harness.origin.url("/f/never"), "--cache-dir", harness.cache])
+        let unknown = try await WorkerBinary.run(["rm", harness.origin.url("/f/never"), "--cache-dir", harness.cache])
         #expect(unknown.code == 1)
         #expect(unknown.stderr.contains("not cached: \(harness.origin.url("/f/never"))"))
     }
@@ -77,7 +77,7 @@ import Testing
         defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest((0..<5).map { ("/f/c\($0)", harness.serve("c\($0)")) })
         _ = try await harness.sync(manifest)
-        let result = try WorkerBinary.run(["clear", "--cache-dir", harness.cache])
+        let result = try await WorkerBinary.run(["clear", "--cache-dir", harness.cache])
         #expect(result.code == 0)
         #expect(result.stdout == "cleared 5 entries and 5 objects\n")
         #expect(harness.objects().isEmpty)
@@ -97,17 +97,17 @@ import Testing
         for (offset, days) in [30.0, 4, 3, 2, 1].enumerated() {
             try index.setLastUsed(now - days * 86400, urls: [harness.origin.url(entries[offset].0)])
         }
-        let dry = try WorkerBinary.run(["gc", "--cache-dir", harness.cache, "--dry-run", "--json", "--max-size", "2500"])
+        let dry = try await WorkerBinary.run(["gc", "--cache-dir", harness.cache, "--dry-run", "--json", "--max-size", "2500"])
         let planned = try json(dry.stdout)
         #expect(planned["removed_by_age"] as? [String] == [harness.origin.url("/f/g0")])
         #expect(planned["removed_by_size"] as? [String] == [harness.origin.url("/f/g1"), harness.origin.url("/f/g2")])
         #expect(harness.objects().count == 5, "--dry-run changes nothing")
 
         // Age alone (default 7 days).
-        #expect(try WorkerBinary.run(["gc", "--cache-dir", harness.cache]).code == 0)
+        #expect(try await WorkerBinary.run(["gc", "--cache-dir", harness.cache]).code == 0)
         #expect(try harness.records().map(\.url) == (1..<5).map { harness.origin.url("/f/g\($0)") })
         // Size: 4000 bytes over a 2500 limit go down to 80 % (2000): the two least recently used go.
-        let sized = try json(WorkerBinary.run(["gc", "--cache-dir", harness.cache, "--max-size", "2500", "--json"]).stdout)
+        let sized = try await json(WorkerBinary.run(["gc", "--cache-dir", harness.cache, "--max-size", "2500", "--json"]).stdout)
         #expect(sized["bytes_after"] as? Int == 2000)
         #expect(try harness.records().map(\.url) == [harness.origin.url("/f/g3"), harness.origin.url("/f/g4")])
         #expect(Set(harness.objects()) == Set([sha256(entries[3].1), sha256(entries[4].1)]))
@@ -122,7 +122,7 @@ import Testing
         _ = try await harness.sync(harness.manifest(keep + [recent, old]))
         try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
             .setLastUsed(Date().timeIntervalSince1970 - 10 * 86400, urls: [harness.origin.url(old.0)])
-        let result = try WorkerBinary.run(["sync", harness.manifest(keep), "--cache-dir", harness.cache, "--prune", "--prune-after", "3d"])
+        let result = try await WorkerBinary.run(["sync", harness.manifest(keep), "--cache-dir", harness.cache, "--prune", "--prune-after", "3d"])
         #expect(result.code == 0)
         #expect(result.stdout.contains("removed 1"))
         #expect(result.stdout.contains("1 unnamed entry waits for the --prune-after grace period"))
@@ -141,7 +141,7 @@ import Testing
         _ = try await harness.sync(harness.manifest([("/f/a.png", png), ("/f/noext", plain), ("/f/q.jpg?size=2", nil)]))
         #expect(try harness.cachedBytes("/f/q.jpg?size=2") == query)
         let out = harness.directory.path + "/export-\(layout.rawValue)"
-        let result = try WorkerBinary.run(["export", "--layout", layout.rawValue, out, "--cache-dir", harness.cache])
+        let result = try await WorkerBinary.run(["export", "--layout", layout.rawValue, out, "--cache-dir", harness.cache])
         #expect(result.code == 0, "\(result.stderr)")
         // The names, computed here independently of the exporter.
         func md5(_ text: String) -> String { Insecure.MD5.hash(data: Array(text.utf8)).map { String(format: "%02x", $0) }.joined() }
@@ -168,7 +168,7 @@ import Testing
         // Only one manifest's entries.
         let only = harness.manifest([("/f/a.png", png)], name: "only.yaml")
         let subset = harness.directory.path + "/subset-\(layout.rawValue)"
-        #expect(try WorkerBinary.run(["export", "--layout", layout.rawValue, subset, only, "--cache-dir", harness.cache]).code == 0)
+        #expect(try await WorkerBinary.run(["export", "--layout", layout.rawValue, subset, only, "--cache-dir", harness.cache]).code == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: subset) == [expected[urls[0]]!])
     }
 
@@ -207,7 +207,7 @@ import Testing
         let requests = harness.origin.totalRequests
         let manifest = harness.manifest([("/f/a", Array("a changed".utf8)), ("/f/b", b)])
         let report = harness.directory.path + "/offline.json"
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--offline", "--report", report])
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--offline", "--report", report])
         #expect(result.code == 1)
         #expect(harness.origin.totalRequests == requests, "no network")
         let entries = try #require(try json(String(contentsOfFile: report, encoding: .utf8))["entries"] as? [[String: Any]])
@@ -215,7 +215,7 @@ import Testing
         #expect(byURL[harness.origin.url("/f/a")]?["error"] as? String == "offline: the cached version is out of date")
         #expect(byURL[harness.origin.url("/f/a")]?["stale"] as? Bool == true)
         #expect(byURL[harness.origin.url("/f/b")]?["error"] as? String == "offline: not in the cache")
-        let complete = try WorkerBinary.run(["sync", harness.manifest([("/f/a", a)]), "--cache-dir", harness.cache, "--offline"])
+        let complete = try await WorkerBinary.run(["sync", harness.manifest([("/f/a", a)]), "--cache-dir", harness.cache, "--offline"])
         #expect(complete.code == 0)
     }
 }

@@ -34,7 +34,7 @@ import WorkerTestSupport
         let (harness, manifest, _, _) = try await scenario()
         defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/junit.xml"
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--junit", path, "--retries", "0"])
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--junit", path, "--retries", "0"])
         #expect(result.code == 1)
         let parser = try #require(XMLParser(contentsOf: URL(fileURLWithPath: path)))
         let collector = XMLCollector()
@@ -54,14 +54,14 @@ import WorkerTestSupport
         let (harness, manifest, _, _) = try await scenario()
         defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/summary.md"
-        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--summary-md", path, "--retries", "0"])
+        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--summary-md", path, "--retries", "0"])
         let summary = try String(contentsOfFile: path, encoding: .utf8)
         #expect(summary.contains("### ❌ worker sync: test\n"))
         #expect(summary.contains("| 4 | 1 | 1 | 1 | 0 | 1 | 0 |"))
         #expect(summary.contains("| \(harness.origin.url("/status/500")) | `http_status` | HTTP 500 |"))
 
         let github = harness.directory.write("step-summary.md", "earlier step\n")
-        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"],
+        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"],
                                  environment: ["GITHUB_STEP_SUMMARY": github])
         let appended = try String(contentsOfFile: github, encoding: .utf8)
         #expect(appended.hasPrefix("earlier step\n### ❌ worker sync"), "appended, as GitHub expects")
@@ -71,7 +71,7 @@ import WorkerTestSupport
         let (harness, manifest, _, _) = try await scenario()
         defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/worker.prom"
-        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--metrics", path, "--retries", "0"])
+        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--metrics", path, "--retries", "0"])
         let text = try String(contentsOfFile: path, encoding: .utf8)
         var samples: [String: Double] = [:]
         let sample = try Regex(#"^([a-z_]+)\{manifests="[^"]*"(?:,status="([a-z]+)")?\} (-?[0-9.e+]+)$"#)
@@ -102,7 +102,7 @@ import WorkerTestSupport
         harness.origin.set("/f/b.png", png(3))
         let manifest = harness.manifest([("/f/a.png", png(2)), ("/f/b.png", png(3)), ("/status/404", nil)])
         let path = harness.directory.path + "/report.html"
-        _ = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report-html", path])
+        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report-html", path])
         let html = try String(contentsOfFile: path, encoding: .utf8)
         func data(_ bytes: [UInt8]) -> String { "data:image/png;base64," + Data(bytes).base64EncodedString() }
         #expect(html.hasPrefix("<!DOCTYPE html>"))
@@ -127,14 +127,14 @@ import WorkerTestSupport
     @Test func failureBudgetDecidesTheExitCode() async throws {
         let (harness, manifest, _, _) = try await scenario()
         defer { Task { await harness.origin.stop() } }
-        func code(_ budget: String) throws -> Int32 {
-            try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-failures", budget, "--retries", "0", "-q"]).code
+        func code(_ budget: String) async throws -> Int32 {
+            try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-failures", budget, "--retries", "0", "-q"]).code
         }
-        #expect(try code("0") == 1)
-        #expect(try code("1") == 0)
-        #expect(try code("25%") == 0, "1 of 4 entries")
-        #expect(try code("10%") == 1)
-        #expect(try WorkerBinary.run(["sync", manifest, "--max-failures", "lots"]).code == 2)
+        #expect(try await code("0") == 1)
+        #expect(try await code("1") == 0)
+        #expect(try await code("25%") == 0, "1 of 4 entries")
+        #expect(try await code("10%") == 1)
+        #expect(try await WorkerBinary.run(["sync", manifest, "--max-failures", "lots"]).code == 2)
     }
 
     @Test func shardsSplitAManifestAcrossWorkersSharingOneCache() async throws {
@@ -147,7 +147,7 @@ import WorkerTestSupport
             let environment = index == 2 ? ["JOB_COMPLETION_INDEX": "2", "JOB_COMPLETION_COUNT": "3"] : [:]
             let arguments = ["sync", manifest, "--cache-dir", harness.cache, "--report", harness.directory.path + "/r\(index).json"]
                 + (index == 2 ? [] : ["--shard", "\(index)/3"])
-            let result = try WorkerBinary.run(arguments, environment: environment)
+            let result = try await WorkerBinary.run(arguments, environment: environment)
             #expect(result.code == 0)
             let report = try #require(JSONSerialization.jsonObject(
                 with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/r\(index).json"))) as? [String: Any])
@@ -156,23 +156,23 @@ import WorkerTestSupport
         #expect(handled == 60, "the shards cover every entry once")
         #expect(harness.origin.totalRequests == 60)
         #expect(try harness.records().count == 60)
-        let missing = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache], environment: ["JOB_COMPLETION_INDEX": "1"])
+        let missing = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache], environment: ["JOB_COMPLETION_INDEX": "1"])
         #expect(missing.code == 2)
         #expect(missing.stderr.contains("JOB_COMPLETION_COUNT"))
     }
 
-    @Test func fingerprintPrintsOnlyTheDigest() throws {
-        let result = try WorkerBinary.run(["fingerprint", CommandLineTests.demoManifest])
+    @Test func fingerprintPrintsOnlyTheDigest() async throws {
+        let result = try await WorkerBinary.run(["fingerprint", CommandLineTests.demoManifest])
         #expect(result.code == 0)
         #expect(result.stdout.range(of: "^[0-9a-f]{64}\n$", options: .regularExpression) != nil)
-        #expect(try WorkerBinary.run(["fingerprint", CommandLineTests.demoManifest]).stdout == result.stdout)
+        #expect(try await WorkerBinary.run(["fingerprint", CommandLineTests.demoManifest]).stdout == result.stdout)
     }
 
     @Test func progressLinesWithoutATerminalAndJSONLogs() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/f/p", harness.serve("p")), ("/status/503", nil)])
-        let shown = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
+        let shown = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
                                           "-v", "--log-format", "json"])
         // With --log-format json every stderr line is a JSON object: progress and failures too.
         let lines = shown.stderr.split(separator: "\n")
@@ -185,18 +185,18 @@ import WorkerTestSupport
         }
         #expect(messages.filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 2/2 entries") == true)
         #expect(messages.contains { $0.hasPrefix("failed: ") && $0.contains("HTTP 503") })
-        let plain = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "0"])
+        let plain = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "0"])
         #expect(plain.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 1/1 entries") == true,
                 "\(plain.stderr)")
-        let quiet = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
+        let quiet = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
         #expect(!quiet.stderr.contains("progress:"))
     }
 
-    @Test func aTerminalGetsOneLiveProgressLine() throws {
+    @Test func aTerminalGetsOneLiveProgressLine() async throws {
         // `script` (util-linux) gives the binary a pseudo-terminal, as a person at a shell would.
         let directory = TemporaryDirectory()
         let command = "\(WorkerBinary.path) sync \(CommandLineTests.demoManifest) --cache-dir \(directory.path)/cache"
-        let result = try WorkerBinary.run(["-qfec", command, "/dev/null"], executable: "/usr/bin/script")
+        let result = try await WorkerBinary.run(["-qfec", command, "/dev/null"], executable: "/usr/bin/script")
         #expect(result.code == 0)
         #expect(result.stdout.contains("\r\u{1B}[2K1/6 entries"), "redrawn in place")
         #expect(result.stdout.contains("\r\u{1B}[2K6/6 entries"))

@@ -25,7 +25,7 @@ import WorkerTestSupport
         func serve(_ v: Int) { for number in 0..<count { harness.origin.set("/v/\(number)", version(number, v)) } }
         serve(1)
         let cache = ["--cache-dir", harness.cache]
-        try #require(try WorkerBinary.run(["sync", manifests[0]] + cache).code == 0)
+        try #require(try await WorkerBinary.run(["sync", manifests[0]] + cache).code == 0)
 
         let done = Atomic<Bool>(false)
         let failures = Mutex<[String]>([])
@@ -41,7 +41,7 @@ import WorkerTestSupport
                 case 1: arguments = ["verify"] + cache
                 default: arguments = ["get", harness.origin.url("/v/\(turn % count)")] + cache
                 }
-                guard let result = try? WorkerBinary.run(arguments) else { continue }
+                guard let result = WorkerBinary.runBlocking(arguments) else { continue }
                 readings.add(1, ordering: .relaxed)
                 // An export of the version not synced last may lack entries (exit 1, "missing"):
                 // only a failure of another kind, or a stray or missing object, is a wrong answer.
@@ -54,13 +54,13 @@ import WorkerTestSupport
         for round in 0..<10 {
             let v = round % 2 == 0 ? 2 : 1
             serve(v)
-            let sync = try WorkerBinary.run(["sync", manifests[v - 1], "--prune", "--force"] + cache)
+            let sync = try await WorkerBinary.run(["sync", manifests[v - 1], "--prune", "--force"] + cache)
             #expect(sync.code == 0, "\(sync.stderr)")
         }
         done.store(true, ordering: .releasing)
         while !reader.isFinished { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(readings.load(ordering: .relaxed) >= 6, "the readers ran alongside")
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(3) })")
-        #expect(try WorkerBinary.run(["verify"] + cache).code == 0)
+        #expect(try await WorkerBinary.run(["verify"] + cache).code == 0)
     }
 }

@@ -31,10 +31,10 @@ import WorkerTestSupport
                                                   "--clear-groups", "--", binary, "sync", manifest, "--cache-dir", cache],
                                                  log: log, executable: "/usr/bin/prlimit")
             let deadline = Date().addingTimeInterval(15)
-            while process.isRunning, Date() < deadline { usleep(20_000) }
+            while process.isRunning, Date() < deadline { try? await Task.sleep(nanoseconds: 20_000 * 1000) }
             guard !process.isRunning else {
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                await WorkerBinary.exited(process)
                 continue
             }
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

@@ -22,7 +22,7 @@ import WorkerTestSupport
     static let batchSize = 50
     static let model = FuzzModel(retries: 1)
 
-    @Test func generatedResponsesEndAsTheirFramingAndHashDecide() throws {
+    @Test func generatedResponsesEndAsTheirFramingAndHashDecide() async throws {
         // One origin per entry of a batch: an origin's breaker and Retry-After pauses then concern
         // one entry only, so each entry's outcome is its answers' alone.
         let origins = try (0..<Self.batchSize).map { _ in try RawOrigin() }
@@ -32,7 +32,7 @@ import WorkerTestSupport
         // A batch at a time (a case may hold a body of over a megabyte, twice).
         for start in stride(from: 0, to: Self.iterations, by: Self.batchSize) {
             let batch = (start..<min(start + Self.batchSize, Self.iterations)).map { FuzzCase.make(number: $0, random: &random) }
-            try run(batch, origins: origins, tally: &tally)
+            try await run(batch, origins: origins, tally: &tally)
         }
         #expect(tally.checked == Self.iterations)
         print("response fuzzer: \(tally.checked) of \(Self.iterations) iterations checked (seed \(Self.seed), "
@@ -46,7 +46,7 @@ import WorkerTestSupport
     }
 
     /// Syncs one batch and checks each entry against the model.
-    private func run(_ batch: [FuzzCase], origins: [RawOrigin], tally: inout Tally) throws {
+    private func run(_ batch: [FuzzCase], origins: [RawOrigin], tally: inout Tally) async throws {
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"
         try FileManager.default.createDirectory(atPath: cache + "/partial", withIntermediateDirectories: true)
@@ -71,7 +71,7 @@ import WorkerTestSupport
         let report = directory.path + "/report.json"
         let arguments = ["sync", path, "--cache-dir", cache, "--retries", "\(Self.model.retries)", "--read-timeout", "1",
                          "--entry-timeout", "5", "--connect-timeout", "2", "--max-size", "4MiB", "--report", report]
-        let (result, signalled) = try WorkerBinary.runBoundedReportingSignal(arguments, seconds: 120)
+        let (result, signalled) = try await WorkerBinary.runBoundedReportingSignal(arguments, seconds: 120)
         let context = "seed \(Self.seed), iterations \(batch.first!.number)–\(batch.last!.number)"
         let ended = !signalled && (result.code == 0 || result.code == 1)
         #expect(ended, "\(context): exit \(result.code)\(signalled ? " by a signal" : ""): \(result.stderr.suffix(3000))")

@@ -16,7 +16,7 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         harness.origin.set("/f/big", Self.big)
         let manifest = harness.manifest([("/cut/40/f/big", Self.big)])
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(try harness.cachedBytes("/cut/40/f/big") == Self.big)
         let sent = harness.origin.bodyBytesSent
@@ -33,11 +33,11 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         harness.origin.set("/f/big", Self.big)
         let manifest = harness.manifest([("/cut/40/f/big", Self.big)])
-        let first = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"])
+        let first = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"])
         #expect(first.code == 1)
         #expect(partials(harness).count == 2, "the part and its record are kept: \(partials(harness))")
-        #expect(try WorkerBinary.run(["verify", "--cache-dir", harness.cache]).code == 0, "a kept part is no problem")
-        let second = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"])
+        #expect(try await WorkerBinary.run(["verify", "--cache-dir", harness.cache]).code == 0, "a kept part is no problem")
+        let second = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"])
         #expect(second.code == 0, "\(second.stderr)")
         #expect(try harness.cachedBytes("/cut/40/f/big") == Self.big)
         #expect(Double(harness.origin.bodyBytesSent) <= 1.2 * Double(Self.big.count))
@@ -49,13 +49,13 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         harness.origin.set("/f/big", Self.big)
         let old = harness.manifest([("/cut/40/f/big", Self.big)], name: "old.yaml")
-        #expect(try WorkerBinary.run(["sync", old, "--cache-dir", harness.cache, "--retries", "0"]).code == 1)
+        #expect(try await WorkerBinary.run(["sync", old, "--cache-dir", harness.cache, "--retries", "0"]).code == 1)
         #expect(partials(harness).count == 2)
         // The file changes: If-Range no longer matches, the origin sends it whole (200).
         let changed = Self.big.map { $0 ^ 0x5a }
         harness.origin.set("/f/big", changed)
         let new = harness.manifest([("/cut/40/f/big", changed)], name: "new.yaml")
-        let result = try WorkerBinary.run(["sync", new, "--cache-dir", harness.cache, "--retries", "0"])
+        let result = try await WorkerBinary.run(["sync", new, "--cache-dir", harness.cache, "--retries", "0"])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(try harness.cachedBytes("/cut/40/f/big") == changed)
         #expect(partials(harness).isEmpty)
@@ -66,14 +66,14 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         harness.origin.set("/f/big", Self.big)
         let manifest = harness.manifest([("/cut/40/f/big", Self.big)])
-        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"]).code == 1)
+        #expect(try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"]).code == 1)
         // Someone damages the kept part: the resumed body fails its hash, and the retry starts over.
         let part = try #require(partials(harness).first { !$0.hasSuffix(".meta") })
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: harness.cache + "/partial/" + part))
         try handle.seek(toOffset: 10)
         handle.write(Data([0xff, 0xfe, 0xfd]))
         try handle.close()
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "1"])
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "1"])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(try harness.cachedBytes("/cut/40/f/big") == Self.big, "every byte verified")
     }
@@ -84,7 +84,7 @@ import WorkerTestSupport
         let small = Array(Self.big.prefix(200_000))
         harness.origin.set("/f/small", small)
         let manifest = harness.manifest([("/cut/40/f/small", small)])
-        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"]).code == 1)
+        #expect(try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"]).code == 1)
         #expect(partials(harness).isEmpty, "under the threshold a cut body is fetched again whole")
     }
 }

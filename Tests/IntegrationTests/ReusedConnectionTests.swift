@@ -7,7 +7,7 @@ import WorkerTestSupport
 /// when the next response began with a folded header line (curl issues 11101, 11620) — exit 134
 /// from any server. Every transfer now has a handle of its own.
 @Suite(.timeLimit(.minutes(2))) struct ReusedConnectionTests {
-    @Test func aFoldedHeaderAfterA404OnAReusedConnectionFailsNoRun() throws {
+    @Test func aFoldedHeaderAfterA404OnAReusedConnectionFailsNoRun() async throws {
         let origin = try RawOrigin()
         defer { origin.stop() }
         let directory = TemporaryDirectory()
@@ -26,7 +26,7 @@ import WorkerTestSupport
         }
         let path = directory.write("m.yaml", manifest)
         let report = directory.path + "/r.json"
-        let (result, signalled) = try WorkerBinary.runBoundedReportingSignal(
+        let (result, signalled) = try await WorkerBinary.runBoundedReportingSignal(
             ["sync", path, "--cache-dir", directory.path + "/cache", "--report", report, "--retries", "1", "-j", "1"], seconds: 60)
         #expect(!signalled, "the run ended by a signal: \(result.stderr.suffix(2000))")
         #expect(result.code == 1, "the 404s fail, nothing else: \(result.code) \(result.stderr.suffix(2000))")

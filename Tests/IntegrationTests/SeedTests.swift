@@ -6,36 +6,36 @@ import WorkerTestSupport
 /// What the libraries and tools `worker` descends from offer: forced refresh, rate limits,
 /// the version, completions. Through the binary.
 @Suite struct SeedTests {
-    @Test func versionIsPrintedAndReported() throws {
-        let version = try WorkerBinary.run(["--version"])
+    @Test func versionIsPrintedAndReported() async throws {
+        let version = try await WorkerBinary.run(["--version"])
         #expect(version.code == 0)
         #expect(version.stdout == "worker \(WorkerVersion.current)\n")
         let directory = TemporaryDirectory()
         let report = directory.path + "/r.json"
-        #expect(try WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", directory.path + "/c", "--report", report]).code == 0)
+        #expect(try await WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", directory.path + "/c", "--report", report]).code == 0)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         #expect(document["worker_version"] as? String == WorkerVersion.current)
     }
 
     @Test(arguments: ["bash", "zsh", "fish"])
-    func completionScripts(shell: String) throws {
-        let result = try WorkerBinary.run(["completion", shell])
+    func completionScripts(shell: String) async throws {
+        let result = try await WorkerBinary.run(["completion", shell])
         #expect(result.code == 0)
         #expect(result.stdout.contains("worker"))
         for word in ["sync", "verify", "cache-dir"] {
             #expect(result.stdout.contains(word), "\(shell) completes \(word)")
         }
-        #expect(try WorkerBinary.run(["completion", "powershell"]).code == 2)
+        #expect(try await WorkerBinary.run(["completion", "powershell"]).code == 2)
     }
 
-    @Test func helpIsGroupedWithExamples() throws {
-        let help = try WorkerBinary.run(["sync", "--help"])
+    @Test func helpIsGroupedWithExamples() async throws {
+        let help = try await WorkerBinary.run(["sync", "--help"])
         for title in ["NETWORK", "REPORTS AND OUTPUT", "SCHEDULING", "CACHE", "Examples:"] {
             #expect(help.stdout.contains(title), "\(title)\n\(help.stdout)")
         }
         for command in ["get", "plan", "status", "verify", "gc", "path", "rm", "clear", "export", "fingerprint", "manifest",
                         "completion"] {
-            let text = try WorkerBinary.run([command, "--help"]).stdout
+            let text = try await WorkerBinary.run([command, "--help"]).stdout
             let examples = text.components(separatedBy: "Examples:").last?.split(separator: "\n")
                 .prefix { !$0.isEmpty }.filter { $0.hasPrefix("  worker ") || $0.contains("worker ") } ?? []
             #expect(text.contains("Examples:") && examples.count >= 2, "\(command): \(text)")
@@ -48,14 +48,14 @@ import WorkerTestSupport
         let pinned = harness.serve("pinned", "pinned bytes\n")
         harness.serve("loose", "first version\n")
         let manifest = harness.manifest([("/f/pinned", pinned), ("/f/loose", nil)])
-        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache]).code == 0)
+        #expect(try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache]).code == 0)
         #expect(harness.origin.totalRequests == 2)
         // Without --refresh a warm run asks nothing; with it, every entry is fetched and verified.
-        #expect(try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache]).code == 0)
+        #expect(try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache]).code == 0)
         #expect(harness.origin.totalRequests == 2)
         harness.serve("loose", "second version\n")
         let report = harness.directory.path + "/r.json"
-        let refreshed = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--refresh", "--report", report])
+        let refreshed = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--refresh", "--report", report])
         #expect(refreshed.code == 0, "\(refreshed.stderr)")
         #expect(harness.origin.totalRequests == 4)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
@@ -65,7 +65,7 @@ import WorkerTestSupport
         #expect(refreshed.stdout.contains("refreshed 2"))
         // A refreshed body that no longer matches its pinned hash fails; the verified copy stays.
         harness.serve("pinned", "tampered\n")
-        let tampered = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--refresh"])
+        let tampered = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--refresh"])
         #expect(tampered.code == 1 && tampered.stderr.contains("hash_mismatch"))
         #expect(try harness.cachedBytes("/f/pinned") == pinned)
     }
@@ -80,7 +80,7 @@ import WorkerTestSupport
         let metrics = harness.directory.path + "/m.prom"
         let report = harness.directory.path + "/r.json"
         let started = Date()
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--limit-rate", "256K",
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--limit-rate", "256K",
                                            "--metrics", metrics, "--report", report])
         let elapsed = Date().timeIntervalSince(started)
         #expect(result.code == 0, "\(result.stderr)")
@@ -88,7 +88,7 @@ import WorkerTestSupport
         #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("worker_sync_limit_rate_bytes_per_second{manifests=\"test\"} 262144"))
         let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         #expect((document["limits"] as? [String: Any])?["limit_rate_bytes_per_second"] as? Int == 262_144)
-        #expect(try WorkerBinary.run(["sync", manifest, "--limit-rate", "fast"]).code == 2)
+        #expect(try await WorkerBinary.run(["sync", manifest, "--limit-rate", "fast"]).code == 2)
     }
 
     @Test func maxRequestsPerSecondPacesEachOrigin() async throws {
@@ -98,7 +98,7 @@ import WorkerTestSupport
         let manifest = harness.manifest(keys.map { ("/gen/\($0)", TestOrigin.generated($0)) })
         let report = harness.directory.path + "/r.json"
         let started = Date()
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-rps", "5", "--report", report])
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-rps", "5", "--report", report])
         let elapsed = Date().timeIntervalSince(started)
         #expect(result.code == 0)
         #expect(elapsed >= 1.9, "11 requests at 5 per second took \(elapsed) s")
@@ -114,35 +114,35 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("a.png", "png bytes\n")
         let url = harness.origin.url("/f/a.png")
-        let miss = try WorkerBinary.run(["get", url, "--cache-dir", harness.cache])
+        let miss = try await WorkerBinary.run(["get", url, "--cache-dir", harness.cache])
         #expect(miss.code == 0, "\(miss.stderr)")
         #expect(miss.stdout == harness.objectPath(sha256(bytes)) + "\n")
         #expect(harness.origin.totalRequests == 1)
         // A hit makes no request, also with the right hash pinned.
-        let hit = try WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "--hash", "sha256:\(sha256(bytes))"])
+        let hit = try await WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "--hash", "sha256:\(sha256(bytes))"])
         #expect(hit.code == 0 && hit.stdout == miss.stdout)
         #expect(harness.origin.totalRequests == 1)
         // The bytes to a file or to stdout.
         let file = harness.directory.path + "/out.png"
-        #expect(try WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "-o", file]).code == 0)
+        #expect(try await WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "-o", file]).code == 0)
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: file))) == bytes)
-        let piped = try WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "-o", "-"])
+        let piped = try await WorkerBinary.run(["get", url, "--cache-dir", harness.cache, "-o", "-"])
         #expect(Array(piped.stdout.utf8) == bytes)
         #expect(harness.origin.totalRequests == 1)
         // The entry exists like any other: path finds it, gc ages it, status counts it.
-        #expect(try WorkerBinary.run(["path", url, "--cache-dir", harness.cache]).stdout == miss.stdout)
+        #expect(try await WorkerBinary.run(["path", url, "--cache-dir", harness.cache]).stdout == miss.stdout)
 
         // A wrong hash is a hash_mismatch, exit 1, nothing stored.
         harness.serve("b.png", "other bytes\n")
-        let wrong = try WorkerBinary.run(["get", harness.origin.url("/f/b.png"), "--cache-dir", harness.cache,
+        let wrong = try await WorkerBinary.run(["get", harness.origin.url("/f/b.png"), "--cache-dir", harness.cache,
                                           "--hash", "sha256:" + String(repeating: "0", count: 64)])
         #expect(wrong.code == 1)
         #expect(wrong.stderr.contains("hash_mismatch"), "\(wrong.stderr)")
         #expect(harness.objects() == [sha256(bytes)])
-        let missing = try WorkerBinary.run(["get", harness.origin.url("/status/404"), "--cache-dir", harness.cache])
+        let missing = try await WorkerBinary.run(["get", harness.origin.url("/status/404"), "--cache-dir", harness.cache])
         #expect(missing.code == 1 && missing.stderr.contains("HTTP 404"))
-        #expect(try WorkerBinary.run(["get", "ftp://example.com/a", "--cache-dir", harness.cache]).code == 2)
-        #expect(try WorkerBinary.run(["get", url, "--hash", "nope"]).code == 2)
+        #expect(try await WorkerBinary.run(["get", "ftp://example.com/a", "--cache-dir", harness.cache]).code == 2)
+        #expect(try await WorkerBinary.run(["get", url, "--hash", "nope"]).code == 2)
     }
 
     @Test func aFolderBecomesAManifestThatSyncsBack() async throws {
@@ -154,7 +154,7 @@ import WorkerTestSupport
         for (name, text) in files {
             harness.directory.write("public/" + name, text)
         }
-        let result = try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets")])
+        let result = try await WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets")])
         #expect(result.code == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").filter { $0.hasPrefix("  - url:") }
         #expect(lines == [#"  - url: "a.png""#, #"  - url: "sub/b.png""#, #"  - url: "sub/deeper/c%20d.png""#,
@@ -163,23 +163,23 @@ import WorkerTestSupport
         #expect(!result.stdout.contains("hidden"))
         // Written to a file, read back by the reader, synced from a server of the same folder.
         let manifest = harness.directory.path + "/public.yaml"
-        #expect(try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets/"), "-o", manifest]).code == 0)
+        #expect(try await WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets/"), "-o", manifest]).code == 0)
         for (name, text) in files where !name.hasPrefix(".") {
             let encoded = name.split(separator: "/").map { String($0).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)! }
                 .joined(separator: "/")
             harness.origin.set("/assets/" + encoded, text)
         }
         let report = harness.directory.path + "/r.json"
-        let synced = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report", report])
+        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report", report])
         #expect(synced.code == 0, "\(synced.stderr)")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let entries = try #require(document["entries"] as? [[String: Any]])
         #expect(entries.count == 4 && entries.allSatisfy { $0["status"] as? String == "added" && ($0["hash"] as? String)?.hasPrefix("sha256:") == true })
         // Running it again gives the same bytes; it never overwrites a file it did not write.
-        #expect(try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets/"), "-o", manifest]).code == 0)
+        #expect(try await WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets/"), "-o", manifest]).code == 0)
         let foreign = harness.directory.write("notes.yaml", "version: 1\nentries: []\n")
-        #expect(try WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/"), "-o", foreign]).code == 2)
-        #expect(try WorkerBinary.run(["manifest", folder]).code == 2, "--base-url is required with folders")
+        #expect(try await WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/"), "-o", foreign]).code == 2)
+        #expect(try await WorkerBinary.run(["manifest", folder]).code == 2, "--base-url is required with folders")
     }
 
     @Test func urlsArePinnedThroughTheCache() async throws {
@@ -195,24 +195,24 @@ import WorkerTestSupport
             \(harness.origin.url("/f/one"))
             """)
         let manifest = harness.directory.path + "/pinned.yaml"
-        let result = try WorkerBinary.run(["manifest", "--urls", list, "-o", manifest, "--cache-dir", harness.cache])
+        let result = try await WorkerBinary.run(["manifest", "--urls", list, "-o", manifest, "--cache-dir", harness.cache])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(harness.origin.totalRequests == 2, "each URL once")
         let text = try String(contentsOfFile: manifest, encoding: .utf8)
         #expect(text.contains("sha256:\(sha256(one))") && text.contains("sha256:\(sha256(two))"))
         #expect(text.contains("name: \"pinned\""))
         // The cache is warm: a sync of the pinned manifest asks nothing.
-        let warm = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
+        let warm = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache])
         #expect(warm.code == 0 && warm.stdout.contains("unchanged 2"), "\(warm.stdout)")
         #expect(harness.origin.totalRequests == 2)
         // From stdin; a URL that fails is left out (exit 1); a line that is no URL is located (exit 2).
         let failing = harness.directory.write("failing.txt", "\(harness.origin.url("/f/one"))\n\(harness.origin.url("/status/404"))\n")
-        let partial = try WorkerBinary.run(["sh", "-c", "\"$0\" manifest --urls - --cache-dir \"$1\" < \"$2\"", WorkerBinary.path,
+        let partial = try await WorkerBinary.run(["sh", "-c", "\"$0\" manifest --urls - --cache-dir \"$1\" < \"$2\"", WorkerBinary.path,
                                             harness.cache, failing].dropFirst().map { $0 }, executable: "/bin/sh")
         #expect(partial.code == 1, "\(partial.stderr)")
         #expect(partial.stdout.contains("/f/one") && !partial.stdout.contains("/status/404"))
         let bad = harness.directory.write("bad.txt", "\(harness.origin.url("/f/one"))\n\nnot a url\n")
-        let located = try WorkerBinary.run(["manifest", "--urls", bad, "--cache-dir", harness.cache])
+        let located = try await WorkerBinary.run(["manifest", "--urls", bad, "--cache-dir", harness.cache])
         #expect(located.code == 2 && located.stderr.contains("bad.txt:3:"), "\(located.stderr)")
     }
 }
@@ -226,15 +226,15 @@ import WorkerTestSupport
         return (try? String(contentsOf: folder.appendingPathComponent("docs/worker.1"), encoding: .utf8)) ?? ""
     }()
 
-    @Test func theManualNamesEverySubcommandAndOption() throws {
+    @Test func theManualNamesEverySubcommandAndOption() async throws {
         #expect(Self.manual.hasPrefix(".\\\" \"Generated by swift-argument-parser\""))
-        let help = try WorkerBinary.run(["--help"]).stdout
+        let help = try await WorkerBinary.run(["--help"]).stdout
         let subcommands = help.split(separator: "\n").drop { !$0.hasPrefix("SUBCOMMANDS:") }.dropFirst()
             .compactMap { line in line.wholeMatch(of: /\ \ ([a-z]+)\ .*/).map { String($0.output.1) } }
         #expect(subcommands.count >= 13, "\(subcommands)")
         for name in subcommands {
             #expect(Self.manual.contains(".It Em \(name)"), "docs/worker.1 lacks \(name): run scripts/make-man.sh")
-            let options = try WorkerBinary.run([name, "--help"]).stdout
+            let options = try await WorkerBinary.run([name, "--help"]).stdout
             for option in options.matches(of: /--([a-z][a-z-]+)/).map({ String($0.output.1) }) where option != "help" {
                 #expect(Self.manual.contains("Fl -\(option)") || Self.manual.contains(", -\(option)"), "docs/worker.1 lacks \(name) --\(option): run scripts/make-man.sh")
             }

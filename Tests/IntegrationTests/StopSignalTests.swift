@@ -17,24 +17,23 @@ import Testing
                                       log: log, executable: "/bin/sh")
     }
 
-    /// Waits up to `seconds` for `condition`; whether it came. Blocks its thread rather than
-    /// sleeping as a task: with the whole suite running, a task's sleep can end late by seconds
-    /// (every pool thread busy), after the run meant to be interrupted has finished.
-    private func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+    /// Waits up to `seconds` for `condition`; whether it came. (No test blocks a thread of the
+    /// pool any more: a task's short sleeps end on time while the suite runs.)
+    private func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
         let end = Date().addingTimeInterval(seconds)
         while !condition() {
             guard Date() < end else { return false }
-            usleep(10_000)
+            try? await Task.sleep(nanoseconds: 10_000 * 1000)
         }
         return true
     }
 
     /// Waits up to `seconds` for the process to end (killing it if it does not); whether it did.
-    private func waitForExit(_ process: Process, seconds: Double) -> Bool {
-        let ended = waitUntil(seconds: seconds) { !process.isRunning }
+    private func waitForExit(_ process: Process, seconds: Double) async -> Bool {
+        let ended = await waitUntil(seconds: seconds) { !process.isRunning }
         if !ended {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await WorkerBinary.exited(process)
         }
         return ended
     }
@@ -52,10 +51,10 @@ import Testing
         let report = harness.directory.path + "/report.json"
         let process = try startSlowSync(harness, keys: keys, report: report)
         // The fourth request starts once the window has grown past one: the first answer is in.
-        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 4 })
+        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 4 })
         #expect(process.isRunning, "the run had work left when the signal came")
         kill(process.processIdentifier, signal)
-        #expect(waitForExit(process, seconds: 6), "the run stops within seconds, not after its remaining downloads")
+        #expect(await waitForExit(process, seconds: 6), "the run stops within seconds, not after its remaining downloads")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal,
                 "ends by the signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
         let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
@@ -76,11 +75,11 @@ import Testing
 
         // The finished ones are indexed and intact; the next run fetches only the rest.
         #expect(try harness.records().count == added.count)
-        let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        let verify = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(verify.code == 0, "\(verify.stdout)\(verify.stderr)")
         let before = harness.origin.totalRequests
         let manifest = harness.directory.path + "/m.yaml"
-        let next = try WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"])
+        let next = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"])
         #expect(next.code == 0, "\(next.stderr)")
         #expect(harness.origin.totalRequests - before == failed.count)
     }
@@ -90,17 +89,17 @@ import Testing
         defer { Task { await harness.origin.stop() } }
         let report = harness.directory.path + "/report.json"
         let process = try startSlowSync(harness, keys: (0..<50).map { "d\($0)" }, report: report)
-        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
+        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
         // The graceful stop takes milliseconds; the second signal comes microseconds after the
         // first, so the run is still stopping: it ends by the second, not by the first. (SIGINT
         // first: of two pending signals the kernel delivers the lower number first.)
         kill(process.processIdentifier, SIGINT)
         kill(process.processIdentifier, SIGTERM)
-        #expect(waitForExit(process, seconds: 6))
+        #expect(await waitForExit(process, seconds: 6))
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM,
                 "ends by the second signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
         // Crash-safe as ever: what the next run finds is consistent.
-        let verify = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        let verify = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(verify.code == 0, "\(verify.stdout)\(verify.stderr)")
     }
 
@@ -110,9 +109,9 @@ import Testing
         let log = harness.directory.path + "/get.log"
         let process = try WorkerBinary.spawn(["get", harness.origin.url("/slow/20000/gen/g"), "--cache-dir", harness.cache],
                                              log: log)
-        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 1 })
+        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 1 })
         kill(process.processIdentifier, SIGTERM)
-        #expect(waitForExit(process, seconds: 6), "stops at the signal, not after the 20 s answer")
+        #expect(await waitForExit(process, seconds: 6), "stops at the signal, not after the 20 s answer")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         let text = try String(contentsOfFile: log, encoding: .utf8)
         #expect(text.contains("SIGTERM: stopping") && text.contains("cancelled: the run was stopped by SIGTERM"), "\(text)")
@@ -127,12 +126,12 @@ import Testing
         let manifest = harness.manifest([("/f/a", harness.serve("a"))])
         let log = harness.directory.path + "/run.log"
         let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "--wait-lock", "5m"], log: log)
-        #expect(waitUntil(seconds: 30) {
+        #expect(await waitUntil(seconds: 30) {
             (try? String(contentsOfFile: log, encoding: .utf8))?.contains("waiting for the cache lock") == true
         })
         #expect(process.isRunning, "waiting for the lock")
         kill(process.processIdentifier, SIGTERM)
-        #expect(waitForExit(process, seconds: 6), "the wait ends at the signal, not after --wait-lock")
+        #expect(await waitForExit(process, seconds: 6), "the wait ends at the signal, not after --wait-lock")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         #expect(harness.origin.totalRequests == 0)
     }
@@ -143,12 +142,12 @@ import Testing
         let report = harness.directory.path + "/report.json"
         // As `nohup` or a shell's background job leaves SIGINT.
         let process = try startSlowSync(harness, keys: (0..<50).map { "i\($0)" }, report: report, through: "trap '' INT")
-        #expect(waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
+        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
         kill(process.processIdentifier, SIGINT)
-        usleep(500_000)
+        try? await Task.sleep(nanoseconds: 500_000 * 1000)
         #expect(process.isRunning, "SIGINT was ignored")
         kill(process.processIdentifier, SIGTERM)
-        #expect(waitForExit(process, seconds: 6))
+        #expect(await waitForExit(process, seconds: 6))
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         #expect(try entries(report).contains { ($0["error"] as? String)?.contains("stopped by SIGTERM") == true })
     }

@@ -14,7 +14,7 @@ import WorkerTestSupport
                              "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                              "-keyout", key, "-out", certificate]
         openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
+        try WorkerBinary.launch(openssl)
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0, "openssl could not make a test certificate")
         return (certificate, key)
@@ -42,13 +42,13 @@ import WorkerTestSupport
         let cache = directory.path + "/cache"
         let report = directory.path + "/r.json"
 
-        let untrusted = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
+        let untrusted = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
         #expect(untrusted.code == 1)
         #expect(untrusted.stderr.contains(
             "\(secure.url("/f/secure")): connection: TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)"))
         #expect(!untrusted.stderr.contains("attempts)"), "a certificate that is not trusted is not retried")
 
-        let result = try WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--ca-cert", files.certificate,
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--ca-cert", files.certificate,
                                            "--report", report, "--retries", "0"])
         #expect(result.code == 1)
         let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
@@ -78,12 +78,12 @@ import WorkerTestSupport
         let temporary = directory.path + "/tmp"
         try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
 
-        let wrong = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c1", "--ca-cert", unrelated.certificate],
+        let wrong = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c1", "--ca-cert", unrelated.certificate],
                                          environment: ["TMPDIR": temporary])
         #expect(wrong.code == 1 && wrong.stderr.contains("certificate is not trusted"), "\(wrong.stderr)")
 
         // Two files make one bundle for libcurl: the origin's authority is found in the second.
-        let both = try WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c2",
+        let both = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c2",
                                          "--ca-cert", unrelated.certificate, "--ca-cert", files.certificate],
                                         environment: ["TMPDIR": temporary])
         #expect(both.code == 0, "\(both.stderr)")

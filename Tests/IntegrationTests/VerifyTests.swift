@@ -8,7 +8,7 @@ import Testing
         defer { Task { await harness.origin.stop() } }
         let entries = (0..<4).map { ("/f/v\($0)", harness.serve("v\($0)")) }
         _ = try await harness.sync(harness.manifest(entries))
-        let clean = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        let clean = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(clean.code == 0)
         #expect(clean.stdout.contains("worker verify: 4 objects"))
         #expect(clean.stdout.contains("the cache and its index agree"))
@@ -23,7 +23,7 @@ import Testing
         symlink("/etc/passwd", harness.cache + "/objects/sha256/ab/" + String(repeating: "ab", count: 32))
         harness.directory.write("cache/tmp/dl-crashed", "partial")
 
-        let found = try WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", harness.directory.path + "/v.json"])
+        let found = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", harness.directory.path + "/v.json"])
         #expect(found.code == 1)
         let report = try #require(JSONSerialization.jsonObject(
             with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/v.json"))) as? [String: Any])
@@ -35,7 +35,7 @@ import Testing
         #expect(found.stdout.contains("run `worker verify --repair` to fix"))
 
         let before = harness.origin.totalRequests
-        let repaired = try WorkerBinary.run(["verify", "--repair", "--cache-dir", harness.cache])
+        let repaired = try await WorkerBinary.run(["verify", "--repair", "--cache-dir", harness.cache])
         #expect(repaired.code == 0)
         #expect(repaired.stdout.contains("downloaded 2 again, dropped 0 entries"))
         #expect(harness.origin.totalRequests - before == 2)
@@ -43,7 +43,7 @@ import Testing
         #expect(try harness.cachedBytes("/f/v1") == entries[1].1)
         #expect(FileManager.default.fileExists(atPath: "/etc/passwd"), "the symlink was removed, not its target")
 
-        let after = try WorkerBinary.run(["verify", "--cache-dir", harness.cache])
+        let after = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(after.code == 0)
         #expect(after.stdout.contains("worker verify: 4 objects"))
     }
@@ -55,7 +55,7 @@ import Testing
         _ = try await harness.sync(harness.manifest([("/f/gone", bytes), ("/f/stays", harness.serve("stays"))]))
         unlink(harness.objectPath(sha256(bytes)))
         harness.origin.set("/f/gone", "different bytes now")
-        let repaired = try WorkerBinary.run(["verify", "--repair", "--cache-dir", harness.cache, "--retries", "0"])
+        let repaired = try await WorkerBinary.run(["verify", "--repair", "--cache-dir", harness.cache, "--retries", "0"])
         #expect(repaired.code == 0)
         #expect(repaired.stdout.contains("dropped 1 entries"))
         #expect(try harness.records().map(\.url) == [harness.origin.url("/f/stays")])

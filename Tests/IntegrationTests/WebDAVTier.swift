@@ -58,7 +58,7 @@ final class WebDAVTier {
             process.arguments = ["-p", root, "-c", configPath, "-e", root + "/logs/error.log"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try WorkerBinary.launch(process)
             if Self.waitForListener(port: port, while: process) {
                 self.port = port
                 self.process = process

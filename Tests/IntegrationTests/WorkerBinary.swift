@@ -1,13 +1,42 @@
 import Foundation
+import Synchronization
+import Testing
 import WorkerTestSupport
 
 /// Runs the built `worker` executable and captures its exit code and output.
+///
+/// A run is awaited without holding a thread of the cooperative pool (one per core): its output is
+/// read on threads of its own and its end arrives through `Process.terminationHandler`, so the
+/// suite's tests run side by side while their binaries do. Every run is bounded: past its limit
+/// (`defaultLimit` unless given) the process is killed and the test fails naming the command.
 enum WorkerBinary {
     struct Result {
         let code: Int32
         let stdout: String
         let stderr: String
+        /// A signal ended the process (a crash, or the kill past its limit).
+        var signalled = false
+        /// It was killed for running past its limit.
+        var timedOut = false
+        /// From its start to its end (not the wait for a slot).
+        var seconds = 0.0
     }
+
+    /// The longest a run may take unless the caller says otherwise.
+    static let defaultLimit = 180.0
+
+    /// Runs of the binary at once, over the whole suite: two per core. Tests wait for a slot as
+    /// tasks (no thread held); without a bound every test in flight would start its binary at
+    /// once, and on two cores a run meant to take a second would take thirty.
+    static let slots = AsyncSlots(ProcessInfo.processInfo.activeProcessorCount * 2)
+
+    /// Starts `process`, one start at a time in the whole suite: Foundation's `Process.run()`
+    /// crashed (a bad pointer in its memcpy) when tests started processes from several threads.
+    static func launch(_ process: Process) throws {
+        try launching.withLock { _ in try process.run() }
+    }
+
+    private static let launching = Mutex(())
 
     /// The executable next to the test bundle (`.build/<config>/worker`), or `$WORKER_BIN`.
     static var path: String {
@@ -33,12 +62,13 @@ enum WorkerBinary {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try launch(process)
         return process
     }
 
+    /// Runs the executable (or `executable`) to its end, at most `seconds`.
     static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
-                    executable: String? = nil) throws -> Result {
+                    executable: String? = nil, seconds: Double = defaultLimit) async throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable ?? path)
         process.arguments = arguments
@@ -51,47 +81,185 @@ enum WorkerBinary {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
-        // Both pipes are drained at once (stderr on another thread): reading one to its end first
-        // would block forever once the child fills the other pipe's buffer.
-        let errBox = DataBox()
-        let errReader = Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile(); errBox.done.signal() }
-        errReader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        errBox.done.wait()
-        let errData = errBox.data
-        process.waitUntilExit()
-        return Result(code: process.terminationStatus,
-                      stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self))
+        let ended = Ending()
+        process.terminationHandler = { _ in ended.finish() }
+        await slots.take()
+        defer { slots.give() }
+        let started = Date()
+        try launch(process)
+        // Both pipes drained at once, each on a thread of its own: reading one to its end first
+        // would block forever once the child fills the other's buffer.
+        let outText = PipeReader(out)
+        let errText = PipeReader(err)
+        let timedOut = await ended.wait(seconds: seconds) {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        let seconds = Date().timeIntervalSince(started)
+        let result = Result(code: process.terminationStatus, stdout: await outText.text(), stderr: await errText.text(),
+                            signalled: process.terminationReason == .uncaughtSignal, timedOut: timedOut, seconds: seconds)
+        if timedOut {
+            Issue.record("killed after \(seconds) s: worker \(arguments.joined(separator: " "))\n\(result.stderr.suffix(2000))")
+        }
+        return result
     }
-}
 
-/// The stderr bytes a reader thread collects; `done` is signalled once they are all read.
-private final class DataBox: @unchecked Sendable {
-    // @unchecked: written by the reader thread before `done.signal()`, read only after `done.wait()`.
-    var data = Data()
-    let done = DispatchSemaphore(value: 0)
-}
-
-extension WorkerBinary {
-    /// Runs the executable with output (stdout and stderr together) to a file, killing it after
-    /// `seconds` (a hang is then a failed expectation, not a stuck test run).
-    static func runBounded(_ arguments: [String], seconds: Double) throws -> Result {
-        try runBoundedReportingSignal(arguments, seconds: seconds).result
+    /// `run` with stdout and stderr together (both fields hold all of it), at most `seconds`.
+    static func runBounded(_ arguments: [String], seconds: Double) async throws -> Result {
+        try await runBoundedReportingSignal(arguments, seconds: seconds).result
     }
 
     /// `runBounded`, and whether a signal ended the process (a trap, or the kill past `seconds`).
-    static func runBoundedReportingSignal(_ arguments: [String], seconds: Double) throws -> (result: Result, signalled: Bool) {
+    static func runBoundedReportingSignal(_ arguments: [String], seconds: Double) async throws -> (result: Result, signalled: Bool) {
         let log = FileManager.default.temporaryDirectory.path + "/worker-bounded-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: log) }
+        let ended = Ending()
+        await slots.take()
+        defer { slots.give() }
+        let started = Date()
         let process = try spawn(arguments, log: log)
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.terminationHandler = { _ in ended.finish() }
+        if !process.isRunning { ended.finish() }
+        let timedOut = await ended.wait(seconds: seconds) { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        return (Result(code: process.terminationStatus, stdout: text, stderr: text), process.terminationReason == .uncaughtSignal)
+        let signalled = process.terminationReason == .uncaughtSignal
+        return (Result(code: process.terminationStatus, stdout: text, stderr: text, signalled: signalled, timedOut: timedOut,
+                       seconds: Date().timeIntervalSince(started)), signalled)
+    }
+
+    /// The user+system CPU seconds a run of the executable took (bash's `time`): what a test of
+    /// "at once" measures, whatever else shares the cores.
+    static func cpuSeconds(_ arguments: [String]) async throws -> Double {
+        let timed = try await run(["-c", "TIMEFORMAT='%U %S'; { time \"$0\" \"$@\" >/dev/null 2>&1; } 2>&1", path] + arguments,
+                                  executable: "/bin/bash")
+        let parts = timed.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Double($0) }
+        guard parts.count == 2 else { throw CPUTimeUnread(output: timed.stdout + timed.stderr) }
+        return parts[0] + parts[1]
+    }
+
+    struct CPUTimeUnread: Error { let output: String }
+
+    /// Waits for a spawned process to end without holding a thread of the cooperative pool.
+    static func exited(_ process: Process) async {
+        while process.isRunning { try? await Task.sleep(nanoseconds: 5_000_000) }
+        process.waitUntilExit()
+    }
+
+    /// For a thread of the test's own (never the cooperative pool): `run`, blocking.
+    static func runBlocking(_ arguments: [String], seconds: Double = defaultLimit) -> Result? {
+        let box = Mutex<Result?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            let result = try? await run(arguments, seconds: seconds)
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return box.withLock { $0 }
+    }
+}
+
+/// A counting semaphore for tasks: `take` waits (suspended, no thread held) for a free slot.
+final class AsyncSlots: Sendable {
+    private struct State {
+        var free: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(_ count: Int) {
+        state = Mutex(State(free: max(1, count)))
+    }
+
+    func take() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.free > 0 {
+                    state.free -= 1
+                    return true
+                }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func give() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.free += 1
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+}
+
+/// A process's end, awaited: `finish` from its termination handler, `wait` with a limit.
+private final class Ending: Sendable {
+    private struct State {
+        var ended = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.ended = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits for the end; after `seconds`, calls `kill` and goes on waiting. True when killed.
+    func wait(seconds: Double, kill: @escaping @Sendable () -> Void) async -> Bool {
+        let killer: Task<Void, any Error>? = seconds.isFinite ? Task {
+            try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+            kill()
+        } : nil
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.ended { return true }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        killer?.cancel()
+        guard let killer else { return false }
+        return await killer.result.isSuccess
+    }
+}
+
+/// Everything a pipe carries, read on a thread of its own.
+private final class PipeReader: Sendable {
+    private let data = Mutex<Data?>(nil)
+    private let ready = Ending()
+
+    init(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        let thread = Thread { [self] in
+            let bytes = handle.readDataToEndOfFile()
+            data.withLock { $0 = bytes }
+            ready.finish()
+        }
+        thread.start()
+    }
+
+    func text() async -> String {
+        _ = await ready.wait(seconds: .infinity) {}
+        return String(decoding: data.withLock { $0 } ?? Data(), as: UTF8.self)
+    }
+}
+
+extension Result {
+    fileprivate var isSuccess: Bool {
+        if case .success = self { true } else { false }
     }
 }
 
