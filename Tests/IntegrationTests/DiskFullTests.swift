@@ -3,7 +3,7 @@ import Testing
 
 /// A full disk, simulated with a file-size limit (`ulimit -f`): writes past it fail with EFBIG
 /// just as they would with ENOSPC. (Permission tests would need a non-root user; CI runs as root.)
-@Suite struct DiskFullTests {
+@Suite(.timeLimit(.minutes(5))) struct DiskFullTests {
     func runLimited(kilobytes: Int, _ arguments: [String]) async throws -> WorkerBinary.Result {
         try await WorkerBinary.run(["-c", "ulimit -f \(kilobytes); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
                              executable: "/bin/sh")
@@ -42,9 +42,7 @@ import Testing
 /// stays, and the next run asks only for what is missing. (f94e2a0: exit 4 with SQLite's "database
 /// or disk is full", no report, nothing indexed.)
 @Suite(.timeLimit(.minutes(2))) struct FullTmpfsTests {
-    static let canMount = geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
-
-    @Test(.enabled(if: canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
+    @Test(.enabled(if: Conditions.canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
     func aDiskThatFillsCommitsWhatFitsAndTheNextRunAsksOnlyForTheRest() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

@@ -3,7 +3,7 @@ import Testing
 
 /// One test per origin fault mode, through the built binary: the reason code, the exit code, the
 /// other entry still succeeds, and no bad bytes are stored.
-@Suite struct FaultModeTests {
+@Suite(.timeLimit(.minutes(5))) struct FaultModeTests {
     struct Outcome {
         let code: Int32
         let stderr: String

@@ -1,4 +1,5 @@
 import Foundation
+import WorkerTestSupport
 
 /// One iteration of the response fuzzer: the content an entry names, whether it is pinned by hash,
 /// a kept part to resume (its length), and the answers the server gives, in order (the last one

@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// The everyday failures of real networks, through the built binary: refused ports, dead and
 /// sick origins, servers that encode bodies nobody asked for.
-@Suite struct NetworkFailureTests {
+@Suite(.timeLimit(.minutes(5))) struct NetworkFailureTests {
     /// A loopback port nothing listens on: bound, then closed, so connects are refused.
     static func closedPort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

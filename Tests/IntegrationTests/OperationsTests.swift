@@ -7,7 +7,7 @@ import Testing
 import WorkerTestSupport
 
 /// Reports for CI and ops, the failure budget, shards, progress and logs, through the binary.
-@Suite struct OperationsTests {
+@Suite(.timeLimit(.minutes(5))) struct OperationsTests {
     /// A cache with one unchanged, one updated, one added and one failed entry.
     func scenario() async throws -> (Harness, String, [UInt8], [UInt8]) {
         let harness = try await Harness.start()
@@ -54,15 +54,17 @@ import WorkerTestSupport
         let (harness, manifest, _, _) = try await scenario()
         defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/summary.md"
-        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--summary-md", path, "--retries", "0"])
+        let run57 = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--summary-md", path, "--retries", "0"])
+        #expect(run57.code == 1, "one entry fails (HTTP 500): \(run57.code) \(run57.stderr)")
         let summary = try String(contentsOfFile: path, encoding: .utf8)
         #expect(summary.contains("### ❌ worker sync: test\n"))
         #expect(summary.contains("| 4 | 1 | 1 | 1 | 0 | 1 | 0 |"))
         #expect(summary.contains("| \(harness.origin.url("/status/500")) | `http_status` | HTTP 500 |"))
 
         let github = harness.directory.write("step-summary.md", "earlier step\n")
-        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"],
+        let run64 = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"],
                                  environment: ["GITHUB_STEP_SUMMARY": github])
+        #expect(run64.code == 1, "one entry fails (HTTP 500): \(run64.code) \(run64.stderr)")
         let appended = try String(contentsOfFile: github, encoding: .utf8)
         #expect(appended.hasPrefix("earlier step\n### ❌ worker sync"), "appended, as GitHub expects")
     }
@@ -71,7 +73,8 @@ import WorkerTestSupport
         let (harness, manifest, _, _) = try await scenario()
         defer { Task { await harness.origin.stop() } }
         let path = harness.directory.path + "/worker.prom"
-        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--metrics", path, "--retries", "0"])
+        let run74 = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--metrics", path, "--retries", "0"])
+        #expect(run74.code == 1, "one entry fails (HTTP 500): \(run74.code) \(run74.stderr)")
         let text = try String(contentsOfFile: path, encoding: .utf8)
         var samples: [String: Double] = [:]
         let sample = try Regex(#"^([a-z_]+)\{manifests="[^"]*"(?:,status="([a-z]+)")?\} (-?[0-9.e+]+)$"#)
@@ -102,7 +105,8 @@ import WorkerTestSupport
         harness.origin.set("/f/b.png", png(3))
         let manifest = harness.manifest([("/f/a.png", png(2)), ("/f/b.png", png(3)), ("/status/404", nil)])
         let path = harness.directory.path + "/report.html"
-        _ = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report-html", path])
+        let run105 = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report-html", path])
+        #expect(run105.code == 1, "the 404 entry fails: \(run105.code) \(run105.stderr)")
         let html = try String(contentsOfFile: path, encoding: .utf8)
         func data(_ bytes: [UInt8]) -> String { "data:image/png;base64," + Data(bytes).base64EncodedString() }
         #expect(html.hasPrefix("<!DOCTYPE html>"))

@@ -15,7 +15,7 @@ import WorkerTestSupport
 
     /// `nogroup` has `nobody` in it (its primary group): a folder writable by that group is
     /// writable by another user. Root's own group has no one else: 0775 under umask 002 is fine.
-    @Test(.enabled(if: geteuid() == 0, "chgrp to a group with other members needs root (CI runs as root)"))
+    @Test(.enabled(if: Conditions.isRoot, "chgrp to a group with other members needs root (CI runs as root)"))
     func aFolderItsGroupCanWriteIsRefusedUnlessTheGroupIsTheOwnersAlone() async throws {
         let directory = TemporaryDirectory()
         let (manifest, cache) = try await directory.syncedLocalCache()
@@ -36,7 +36,7 @@ import WorkerTestSupport
         #expect(privateGroup.code == 0, "the owner's own group may write: \(privateGroup.stderr)")
     }
 
-    @Test(.enabled(if: geteuid() == 0, "a folder owned by another user needs root to make"))
+    @Test(.enabled(if: Conditions.isRoot, "a folder owned by another user needs root to make"))
     func aFolderOwnedByAnotherUserIsRefused() async throws {
         let directory = TemporaryDirectory()
         let (manifest, cache) = try await directory.syncedLocalCache()

@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// A cache this user may read but not write: another user's (as root the reads run as `nobody`,
 /// so the test holds when tests run as root), a read-only mount, a cache shared with a group.
-@Suite struct ReadOnlyCacheTests {
+@Suite(.timeLimit(.minutes(5))) struct ReadOnlyCacheTests {
     /// Runs the binary as `nobody` when the tests run as root (setpriv), else as this user.
     private struct Reader {
         let binary: String
@@ -84,11 +84,8 @@ import WorkerTestSupport
     }
 
     /// A read-only mount (a bind mount in a mount namespace of its own, where that is allowed).
-    @Test func aReadOnlyMountServesEveryRead() async throws {
-        guard geteuid() == 0, let probe = try? await WorkerBinary.run(["-m", "true"], executable: "/usr/bin/unshare"), probe.code == 0 else {
-            print("skipped: no mount namespace here (needs root)")
-            return
-        }
+    @Test(.enabled(if: Conditions.canMount, "needs a mount namespace (root)"))
+    func aReadOnlyMountServesEveryRead() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("m")
@@ -111,11 +108,8 @@ import WorkerTestSupport
 
     /// A cache its administrator shares with a group (set-group-ID, group-readable root): the
     /// index is readable by the group, carries no URL credentials, and the group's users read.
-    @Test func aGroupSharedCacheStaysSharedWithoutCredentials() async throws {
-        guard geteuid() == 0 else {
-            print("skipped: needs root to give the cache to another group")
-            return
-        }
+    @Test(.enabled(if: Conditions.canRunAsOtherUsers, "needs root to give the cache to another group and read as nobody"))
+    func aGroupSharedCacheStaysSharedWithoutCredentials() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let reader = try Reader(harness.directory)

@@ -5,15 +5,12 @@ import WorkerTestSupport
 
 /// A run the system will not give a thread (RLIMIT_NPROC, for an unprivileged user: root is not
 /// held to it) ends with a message and exit 4, never by a trap.
-@Suite struct ResourceLimitTests {
+@Suite(.timeLimit(.minutes(5))) struct ResourceLimitTests {
     /// A user id no other test runs as: the limit counts every thread of the user.
     static let user: UInt32 = 65533
 
-    @Test func aRunThatCannotStartItsDownloadThreadsExits4() async throws {
-        guard geteuid() == 0 else {
-            print("skipped: needs root to run as another user under a process limit")
-            return
-        }
+    @Test(.enabled(if: Conditions.canRunAsOtherUsers, "needs root to run as another user under a process limit"))
+    func aRunThatCannotStartItsDownloadThreadsExits4() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let binary = try WorkerBinary.copyForOtherUsers(into: harness.directory)

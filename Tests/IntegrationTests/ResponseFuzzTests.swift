@@ -16,9 +16,8 @@ import WorkerTestSupport
 /// fixed one) choose how many and which; a failure names the seed, the iteration, the answers and
 /// the model's reading of each attempt.
 @Suite(.timeLimit(.minutes(20))) struct ResponseFuzzTests {
-    static let environment = ProcessInfo.processInfo.environment
-    static let iterations = environment["WORKER_RESPONSE_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 300
-    static let seed = environment["WORKER_RESPONSE_FUZZ_SEED"].flatMap(UInt64.init) ?? 0x5EED_2026_1125
+    static let iterations = TestSeed.count("WORKER_RESPONSE_FUZZ_ITERATIONS", 300)
+    static let seed = TestSeed.from("WORKER_RESPONSE_FUZZ_SEED", fixed: 0x5EED_2026_1125)
     static let batchSize = 50
     static let model = FuzzModel(retries: 1)
 
@@ -105,18 +104,5 @@ import WorkerTestSupport
             }
             tally.checked += 1
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a seed reproduces a failure.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476C_E5B9_1CE5
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

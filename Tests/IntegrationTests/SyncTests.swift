@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `SyncEngine.sync` against a real HTTP origin on 127.0.0.1 that counts requests.
-@Suite struct SyncTests {
+@Suite(.timeLimit(.minutes(5))) struct SyncTests {
     @Test func coldSyncFetchesAllAndWarmSyncFetchesNone() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

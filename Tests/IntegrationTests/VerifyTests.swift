@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `worker verify [--repair]` through the binary.
-@Suite struct VerifyTests {
+@Suite(.timeLimit(.minutes(5))) struct VerifyTests {
     @Test func findsAndRepairsEveryKindOfProblem() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

@@ -7,25 +7,77 @@ import WorkerTestSupport
 /// `storage` — the server docs/REMOTE-CACHE.md names. Started and stopped by the test, like the
 /// other local servers (scripts/test.sh installs nginx).
 final class WebDAVTier {
-    let directory = TemporaryDirectory()
-    let port: Int
-    private let process: Process
+    private let server: NginxServer
+    var directory: TemporaryDirectory { server.directory }
+    var port: Int { server.port }
 
     var url: String { "http://127.0.0.1:\(port)" }
     /// Where the tier keeps `cas/{hex}`.
     var storage: String { directory.path + "/data" }
 
     init() throws {
+        server = try NginxServer(prepare: { root in
+            try FileManager.default.createDirectory(atPath: root + "/data/cas", withIntermediateDirectories: true)
+        }, server: { port, root in
+            """
+            listen 127.0.0.1:\(port);
+            location /cas/ {
+              root \(root)/data;
+              dav_methods PUT;
+              create_full_put_path on;
+              client_max_body_size 0;
+            }
+            """
+        })
+    }
+
+    func stop() { server.stop() }
+
+    /// The objects the tier holds, by hex name.
+    var objects: [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: storage + "/cas"))?.sorted() ?? []
+    }
+
+    func object(_ hex: String) -> Data? {
+        FileManager.default.contents(atPath: storage + "/cas/" + hex)
+    }
+
+    /// Puts bytes at `cas/{hex}` as another runner would have.
+    func store(_ hex: String, _ bytes: [UInt8]) {
+        _ = FileManager.default.createFile(atPath: storage + "/cas/" + hex, contents: Data(bytes))
+    }
+
+    /// Requests in the access log, as "METHOD /path STATUS".
+    var requests: [String] { server.requests.map { "\($0.method) \($0.path) \($0.status)" } }
+}
+
+/// Debian's nginx on a free port of 127.0.0.1, in a folder of its own, with the `server` block's
+/// contents given (its `listen` line included); started and stopped by a test (scripts/test.sh
+/// installs nginx). Its access log records each request with its protocol.
+final class NginxServer {
+    let directory = TemporaryDirectory()
+    let port: Int
+    private let process: Process
+
+    /// One request of the access log.
+    struct Request: Equatable {
+        let method: String
+        let path: String
+        let protocolName: String
+        let status: Int
+    }
+
+    init(prepare: (String) throws -> Void = { _ in }, http: String = "", server: (Int, String) -> String) throws {
         let nginx = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"].first {
             FileManager.default.isExecutableFile(atPath: $0)
         }
         guard let nginx else { throw TierProblem("nginx is not installed (scripts/test.sh installs it)") }
-        try FileManager.default.createDirectory(atPath: directory.path + "/data/cas", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: directory.path + "/logs", withIntermediateDirectories: true)
+        let root = directory.path
+        try prepare(root)
+        try FileManager.default.createDirectory(atPath: root + "/logs", withIntermediateDirectories: true)
         var lastError = "nginx did not start"
         for _ in 0..<5 {
             let port = try Self.freePort()
-            let root = directory.path
             // As root, nginx's workers would drop to `nobody`, who cannot write the folder.
             let user = geteuid() == 0 ? "user root root;\n" : ""
             let config = """
@@ -35,20 +87,16 @@ final class WebDAVTier {
                 error_log \(root)/logs/error.log;
                 events { worker_connections 512; }
                 http {
-                  access_log \(root)/logs/access.log;
+                  log_format worker '"$request_method $uri $server_protocol" $status';
+                  access_log \(root)/logs/access.log worker;
                   client_body_temp_path \(root)/body;
                   proxy_temp_path \(root)/proxy;
                   fastcgi_temp_path \(root)/fastcgi;
                   uwsgi_temp_path \(root)/uwsgi;
                   scgi_temp_path \(root)/scgi;
+                  \(http)
                   server {
-                    listen 127.0.0.1:\(port);
-                    location /cas/ {
-                      root \(root)/data;
-                      dav_methods PUT;
-                      create_full_put_path on;
-                      client_max_body_size 0;
-                    }
+                    \(server(port, root))
                   }
                 }
                 """
@@ -76,29 +124,15 @@ final class WebDAVTier {
         process.waitUntilExit()
     }
 
-    /// The objects the tier holds, by hex name.
-    var objects: [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: storage + "/cas"))?.sorted() ?? []
-    }
-
-    func object(_ hex: String) -> Data? {
-        FileManager.default.contents(atPath: storage + "/cas/" + hex)
-    }
-
-    /// Puts bytes at `cas/{hex}` as another runner would have.
-    func store(_ hex: String, _ bytes: [UInt8]) {
-        _ = FileManager.default.createFile(atPath: storage + "/cas/" + hex, contents: Data(bytes))
-    }
-
-    /// Requests in the access log, as "METHOD /path STATUS".
-    var requests: [String] {
+    /// The access log, in order.
+    var requests: [Request] {
         let log = (try? String(contentsOfFile: directory.path + "/logs/access.log", encoding: .utf8)) ?? ""
         return log.split(separator: "\n").compactMap { line in
             guard let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"") else { return nil }
             let request = line[line.index(after: open)..<close].split(separator: " ")
-            let status = line[line.index(after: close)...].split(separator: " ").first ?? ""
-            guard request.count >= 2 else { return nil }
-            return "\(request[0]) \(request[1]) \(status)"
+            let status = Int(line[line.index(after: close)...].split(separator: " ").first ?? "") ?? 0
+            guard request.count >= 3 else { return nil }
+            return Request(method: String(request[0]), path: String(request[1]), protocolName: String(request[2]), status: status)
         }
     }
 

@@ -5,7 +5,7 @@ import Testing
 import WorkerTestSupport
 
 /// The lock held for a scope: released when the scope ends, however it ends.
-@Suite struct CacheLockTests {
+@Suite(.timeLimit(.minutes(1))) struct CacheLockTests {
     @Test func theLockIsHeldForTheScopeOnly() async throws {
         let directory = TemporaryDirectory()
         let inside = try await CacheLock.withLock(directory: directory.path, wait: 0, context: RunContext()) { () async throws(CacheError) -> Bool in
@@ -40,15 +40,18 @@ import WorkerTestSupport
     @Test func aCancelledWaitEnds() async throws {
         let directory = TemporaryDirectory()
         let held = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
+        // The wait's first notice says it is waiting: cancelled then, not after a guessed sleep.
+        let waiting = Mutex(false)
+        let context = RunContext(lockNotice: { _ in waiting.withLock { $0 = true } })
         let waiter = Task { () async -> Bool in
             do {
-                _ = try await CacheLock(directory: directory.path, wait: nil, context: RunContext())
+                _ = try await CacheLock(directory: directory.path, wait: nil, context: context)
                 return false
             } catch {
                 return true
             }
         }
-        try await Task.sleep(nanoseconds: 200_000_000)
+        while !waiting.withLock({ $0 }) { try await Task.sleep(nanoseconds: 5_000_000) }
         waiter.cancel()
         #expect(await waiter.value, "a wait without limit still ends when its task is cancelled")
         held.release()

@@ -8,7 +8,7 @@ import WorkerTestSupport
 
 /// The engines' contract without a transfer, for libcurl's and the local one alike: what runs
 /// where, and what a cancel or a shutdown does to a timer.
-@Suite struct CurlEngineTests {
+@Suite(.timeLimit(.minutes(1))) struct CurlEngineTests {
     enum Kind: CaseIterable, Sendable {
         case curl, local
     }

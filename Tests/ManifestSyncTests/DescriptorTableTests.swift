@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ManifestSync
 
-@Suite struct DescriptorTableTests {
+@Suite(.timeLimit(.minutes(1))) struct DescriptorTableTests {
     /// Slots in this process's descriptor table (FDSize in /proc/self/status).
     static func tableSize() throws -> Int {
         let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)

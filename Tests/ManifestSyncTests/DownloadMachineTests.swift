@@ -4,7 +4,7 @@ import Testing
 
 /// One download's rules as a value: events in, actions out, answered by a scripted fake
 /// transport and gate. No sockets, no clock: times and jitter are plain numbers.
-@Suite struct DownloadMachineTests {
+@Suite(.timeLimit(.minutes(1))) struct DownloadMachineTests {
     typealias Action = DownloadMachine.Action
 
     static let file = VerifiedFile(path: "/cache/tmp/dl-1", sha256: String(repeating: "b", count: 64), size: 5)

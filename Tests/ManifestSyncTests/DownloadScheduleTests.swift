@@ -3,7 +3,7 @@ import Testing
 @testable import ManifestSync
 
 /// The download scheduler as a value: groups in, steps out, the time passed in. No I/O.
-@Suite struct DownloadScheduleTests {
+@Suite(.timeLimit(.minutes(1))) struct DownloadScheduleTests {
     let a = "http://a.test:80"
     let b = "http://b.test:80"
     let answer = OriginReport(outcome: .healthy)

@@ -5,7 +5,7 @@ import Testing
 
 /// What stops a run's downloads (`FetchControl`) and `--max-rps`'s slots (`RateLimits`), with
 /// plain numbers and the local engine's timers: no sockets.
-@Suite struct FetchControlTests {
+@Suite(.timeLimit(.minutes(1))) struct FetchControlTests {
     @Test func aStopCancelsWhatWaitsAndWhatRegistersAfterIt() async {
         let engine = LocalEngine()
         let control = FetchControl()

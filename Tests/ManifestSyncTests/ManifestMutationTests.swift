@@ -4,9 +4,10 @@ import Testing
 import WorkerTestSupport
 
 /// A deterministic mutation fuzzer for the manifest reader: every mutated input must give
-/// well-formed entries or located errors, never a crash. Iterations: `WORKER_FUZZ_ITERATIONS`
-/// (default 3000); the seed is fixed so a failure replays.
-@Suite struct ManifestMutationTests {
+/// well-formed entries or located errors, never a crash. Iterations: `WORKER_MANIFEST_FUZZ_ITERATIONS`
+/// (default 3000) and `WORKER_MANIFEST_FUZZ_SEED` (default: a fixed one) choose how many and
+/// which; a failure names the seed.
+@Suite(.timeLimit(.minutes(1))) struct ManifestMutationTests {
     static let seeds = [
         """
         version: 1
@@ -38,18 +39,6 @@ import WorkerTestSupport
         "version: 2\n", "entries: []\n", "~", "null", "\r\n", "\u{7F}", "\\", "@",
     ]
 
-    /// SplitMix64: a small deterministic generator, so every run mutates the same way.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func mutate(_ input: [UInt8], using random: inout SplitMix64) -> [UInt8] {
         var bytes = input
         for _ in 0..<Int.random(in: 1...4, using: &random) {
@@ -75,10 +64,11 @@ import WorkerTestSupport
     }
 
     @Test func mutatedManifestsGiveEntriesOrLocatedErrors() throws {
-        let iterations = Int(ProcessInfo.processInfo.environment["WORKER_FUZZ_ITERATIONS"] ?? "") ?? 3000
+        let iterations = TestSeed.count("WORKER_MANIFEST_FUZZ_ITERATIONS", 3000)
+        let seed = TestSeed.from("WORKER_MANIFEST_FUZZ_SEED", fixed: 0x5EED)
         let directory = TemporaryDirectory()
         let path = directory.path + "/fuzz.yaml"
-        var random = SplitMix64(state: 0x5EED)
+        var random = SplitMix64(seed: seed)
         var accepted = 0
         var rejected = 0
         let started = Date()
@@ -90,18 +80,18 @@ import WorkerTestSupport
                 accepted += 1
                 for entry in set.entries {
                     let scheme = URLResolver.scheme(of: entry.url)
-                    #expect(scheme == "http" || scheme == "https" || scheme == "file", "iteration \(iteration): \(entry.url)")
+                    #expect(scheme == "http" || scheme == "https" || scheme == "file", "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration): \(entry.url)")
                     if let hash = entry.hash {
-                        #expect(Hex.isLowercaseHex(hash.hex, length: hash.algorithm.byteCount * 2), "iteration \(iteration)")
+                        #expect(Hex.isLowercaseHex(hash.hex, length: hash.algorithm.byteCount * 2), "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)")
                     }
-                    if scheme == "file" { #expect(entry.url.hasPrefix("file://" + directory.path + "/"), "iteration \(iteration)") }
+                    if scheme == "file" { #expect(entry.url.hasPrefix("file://" + directory.path + "/"), "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)") }
                 }
             } catch {
                 rejected += 1
-                #expect(!error.diagnostics.isEmpty, "iteration \(iteration)")
+                #expect(!error.diagnostics.isEmpty, "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)")
                 for diagnostic in error.diagnostics {
                     #expect(diagnostic.path == path)
-                    #expect(diagnostic.line >= 1 && diagnostic.column >= 1, "iteration \(iteration): \(diagnostic)")
+                    #expect(diagnostic.line >= 1 && diagnostic.column >= 1, "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration): \(diagnostic)")
                     #expect(!diagnostic.message.isEmpty)
                 }
             }

@@ -3,7 +3,7 @@ import Testing
 @testable import ManifestSync
 import WorkerTestSupport
 
-@Suite struct ManifestReaderTests {
+@Suite(.timeLimit(.minutes(1))) struct ManifestReaderTests {
     // MARK: - Valid manifests
 
     @Test func readsEveryFieldOfTheFixture() throws {

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// The origin breaker as a plain value: events in, decisions out, time passed as numbers.
-@Suite struct OriginBreakerTests {
+@Suite(.timeLimit(.minutes(1))) struct OriginBreakerTests {
     let origin = "http://a.example:80"
     let other = "http://b.example:80"
     let refused = OriginBreaker.Outcome.unhealthy(problem: "connection refused", retryAfter: nil)

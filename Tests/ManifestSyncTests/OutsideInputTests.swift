@@ -3,7 +3,7 @@ import Testing
 
 /// The checks every number and string from outside goes through: framing headers, decimals,
 /// millisecond conversions, and one sanitizer per kind of output.
-@Suite struct OutsideInputTests {
+@Suite(.timeLimit(.minutes(1))) struct OutsideInputTests {
     @Test func decimalsAreDigitsOnlyAndFitInt64() {
         #expect(Checked.decimal("0") == 0)
         #expect(Checked.decimal("123456789012345678") == 123_456_789_012_345_678)

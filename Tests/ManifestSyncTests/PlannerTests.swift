@@ -1,7 +1,7 @@
 import Testing
 @testable import ManifestSync
 
-@Suite struct PlannerTests {
+@Suite(.timeLimit(.minutes(1))) struct PlannerTests {
     let objectA = String(repeating: "a", count: 64)
     let objectB = String(repeating: "b", count: 64)
 
@@ -109,7 +109,7 @@ import Testing
     }
 }
 
-@Suite struct URLPositionsTests {
+@Suite(.timeLimit(.minutes(1))) struct URLPositionsTests {
     @Test func findsWhatWasInsertedAndNothingElse() {
         let urls = (0..<1000).map { "http://h/u/\($0)" }
         var positions = URLPositions()

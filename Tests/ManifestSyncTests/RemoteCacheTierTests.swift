@@ -5,7 +5,7 @@ import Testing
 
 /// The shared tier's rules without a server: when it is given up, what each answer means for
 /// the entry and the counts, and which settings are refused.
-@Suite struct RemoteCacheTierTests {
+@Suite(.timeLimit(.minutes(1))) struct RemoteCacheTierTests {
     @Test func errorsInARowGiveTheTierUpOnceAndAnAnswerClearsThem() {
         var health = RemoteTierHealth(limit: 3)
         let opened = [health.failed("refused"), health.failed("refused")]

@@ -3,7 +3,7 @@ import Testing
 @testable import ManifestSync
 
 /// The one retention rule of report rows, shared by `sync` and `plan`.
-@Suite struct ReportBuilderTests {
+@Suite(.timeLimit(.minutes(1))) struct ReportBuilderTests {
     static func row(_ url: String, _ status: EntryStatus) -> SyncReport.Entry {
         SyncReport.Entry(url: url, hash: nil, status: status)
     }

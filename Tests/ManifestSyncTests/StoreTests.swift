@@ -4,7 +4,7 @@ import Testing
 @testable import ManifestSync
 import WorkerTestSupport
 
-@Suite struct StoreTests {
+@Suite(.timeLimit(.minutes(1))) struct StoreTests {
     @Test func indexRoundTripsRecordsAndRemovals() throws {
         let directory = TemporaryDirectory()
         let index = try CacheIndex(path: directory.path + "/index.sqlite", create: true)
@@ -309,7 +309,7 @@ import WorkerTestSupport
     }
 }
 
-@Suite struct PlantedSymlinkTests {
+@Suite(.timeLimit(.minutes(1))) struct PlantedSymlinkTests {
     @Test(arguments: ["tmp", "objects", "objects/sha256/7f", "index.sqlite"])
     func linkInsideTheCacheIsRefused(name: String) throws {
         let directory = TemporaryDirectory()
@@ -334,7 +334,7 @@ import WorkerTestSupport
     }
 }
 
-@Suite struct ObjectDirectoryTests {
+@Suite(.timeLimit(.minutes(1))) struct ObjectDirectoryTests {
     @Test(arguments: [false, true])
     func countsRegularFilesOnly(listed: Bool) throws {
         let directory = TemporaryDirectory()
@@ -383,7 +383,7 @@ import WorkerTestSupport
 }
 
 /// Store errors keep their cause as data.
-@Suite struct StoreErrorTests {
+@Suite(.timeLimit(.minutes(1))) struct StoreErrorTests {
     @Test func aLockThatCannotBeOpenedSaysWhichCallFailedAndErrno() async throws {
         let directory = TemporaryDirectory()
         let missing = directory.path + "/missing"

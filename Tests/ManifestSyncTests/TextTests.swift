@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// worker links FoundationEssentials only; the text helpers that replace Foundation's must give
 /// what Foundation gives (the tests link Foundation, so it is the reference here).
-@Suite struct TextTests {
+@Suite(.timeLimit(.minutes(1))) struct TextTests {
     @Test func formatIsPrintf() {
         for value in [0, 0.5, 1, 2.345, 12.5, 1234.5678, 1e-7, 3e21, -7.25, 86400.125] {
             for format in ["%.1f", "%.2f", "%.3f", "%g"] {
@@ -93,7 +93,7 @@ import WorkerTestSupport
 }
 
 /// The one hex codec: what it writes, what it refuses.
-@Suite struct HexTests {
+@Suite(.timeLimit(.minutes(1))) struct HexTests {
     @Test func encodesLowercaseAndDecodesEitherCase() {
         #expect(Hex.encode([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
         #expect(Hex.encode([]) == "")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ManifestSync
 
-@Suite struct UnitsTests {
+@Suite(.timeLimit(.minutes(1))) struct UnitsTests {
     @Test func durations() {
         #expect(Units.duration("30") == 30)
         #expect(Units.duration("1.5s") == 1.5)
@@ -33,7 +33,7 @@ import Testing
     }
 }
 
-@Suite struct URLCheckTests {
+@Suite(.timeLimit(.minutes(1))) struct URLCheckTests {
     @Test(arguments: ["http://h", "https://cdn.example.com/u/1.png?x=1&y=%20#f", "http://user:pw@h:8080/p", "http://[::1]:80/x"])
     func wellFormed(url: String) {
         #expect(URLResolver.isWellFormedAbsolute(url))
@@ -48,7 +48,7 @@ import Testing
 
 /// Relative entries resolve by appending to `base_url` when that is plain RFC 3986 resolution, and
 /// through Foundation otherwise; both must give the same URL (index keys must not depend on the path).
-@Suite struct RelativeResolutionTests {
+@Suite(.timeLimit(.minutes(1))) struct RelativeResolutionTests {
     static let bases = ["http://h", "http://h/dir", "https://cdn.example.com/assets/v2/", "http://user@h:8080/x/y/"]
     static let references = [
         "a.png", "u/000001/avatar.png", "/abs/x.png", "a/b?x=1&y=2", "a/b#frag", "?q=1", "#f", "a/", "a//b",

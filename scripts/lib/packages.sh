@@ -39,7 +39,8 @@ ensure_packages() {
 # shellcheck disable=SC2034
 build_packages=(pkg-config libyaml-dev libsqlite3-dev libcurl4-openssl-dev)
 # What the test suite needs beyond that: the openssl command (the TLS tests make a certificate),
-# script(1) (the terminal progress test) and nginx (its WebDAV module is the shared tier of
-# RemoteCacheTests).
+# script(1) (the terminal progress test), nginx (its WebDAV module is the shared tier of
+# RemoteCacheTests; with http2 over TLS, the origin of HTTP2Tests), curl (a HEAD in HTTP2Tests)
+# and util-linux (unshare, setpriv, prlimit for the tests that run as other users or mount).
 # shellcheck disable=SC2034
-test_packages=(openssl bsdutils nginx)
+test_packages=(openssl bsdutils nginx curl util-linux)
