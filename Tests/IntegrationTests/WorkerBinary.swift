@@ -25,10 +25,11 @@ enum WorkerBinary {
     /// The longest a run may take unless the caller says otherwise.
     static let defaultLimit = 180.0
 
-    /// Runs of the binary at once, over the whole suite: two per core. Tests wait for a slot as
-    /// tasks (no thread held); without a bound every test in flight would start its binary at
-    /// once, and on two cores a run meant to take a second would take thirty.
-    static let slots = AsyncSlots(ProcessInfo.processInfo.activeProcessorCount * 2)
+    /// Runs of the binary at once, over the whole suite: three per core (most runs wait on a slow
+    /// origin more than they compute). Tests wait for a slot as tasks (no thread held); without a
+    /// bound every test in flight would start its binary at once, and on two cores a run meant to
+    /// take a second would take thirty.
+    static let slots = AsyncSlots(ProcessInfo.processInfo.activeProcessorCount * 3)
 
     /// Starts `process`, one start at a time in the whole suite: Foundation's `Process.run()`
     /// crashed (a bad pointer in its memcpy) when tests started processes from several threads.
