@@ -13,24 +13,10 @@ import WorkerTestSupport
     /// nginx serving `files` (name → bytes) over https with http2, at most `streams` at once per
     /// connection; `/reset/…` answers by resetting the stream (nginx's 444 over HTTP/2).
     private func origin(_ files: [String: [UInt8]], streams: Int = 8, in directory: TemporaryDirectory) throws -> (NginxServer, String) {
-        let (certificate, key) = try TLSTests.makeCertificate(in: directory)
-        let server = try NginxServer(prepare: { root in
-            for (name, bytes) in files {
-                let path = root + "/www/" + name
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                try Data(bytes).write(to: URL(fileURLWithPath: path))
-            }
-        }, server: { port, root in
-            """
-            listen 127.0.0.1:\(port) ssl http2;
-            ssl_certificate \(certificate);
-            ssl_certificate_key \(key);
+        try NginxServer.https(files, in: directory, http2: true, extra: """
             http2_max_concurrent_streams \(streams);
-            root \(root)/www;
             location /reset/ { return 444; }
-            """
-        })
-        return (server, certificate)
+            """)
     }
 
     private func manifest(_ directory: TemporaryDirectory, port: Int, _ entries: [(String, [UInt8]?)]) -> String {

@@ -382,11 +382,13 @@ import WorkerTestSupport
 
     @Test func anHTTPSTierIsTrustedThroughCACertAndAnUntrustedOneIsOnlyAnError() async throws {
         let directory = TemporaryDirectory()
-        let files = try TLSTests.makeCertificate(in: directory)
-        let tier = try await TestOrigin.start(tls: files)
         let origin = try await TestOrigin.start()
         let (manifest, hashes) = fixture(origin, directory, count: 2)
-        for (index, hash) in hashes.enumerated() { tier.set("/cas/\(hash)", Self.body(index)) }
+        var objects: [String: [UInt8]] = [:]
+        for (index, hash) in hashes.enumerated() { objects["cas/\(hash)"] = Self.body(index) }
+        let (tier, certificate) = try NginxServer.https(objects, in: directory)
+        defer { tier.stop() }
+        let files = (certificate: certificate, key: "")
         let trusted = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/a", "--report", directory.path + "/a.json",
                                             "--remote-cache", tier.url(""), "--ca-cert", files.certificate])
         #expect(trusted.code == 0, "\(trusted.stderr)")
@@ -399,7 +401,7 @@ import WorkerTestSupport
         let errors = try #require(try json(directory.path + "/b.json")["remote_cache"] as? [String: Any])
         #expect(errors["errors"] as? Int == 2 && errors["hits"] as? Int == 0, "\(errors)")
         #expect(originRequests(origin, 2) == 2)
-        await tier.stop()
+
         await origin.stop()
     }
 

@@ -22,21 +22,21 @@ import WorkerTestSupport
 
     @Test func httpsIsTrustedThroughCACertAndHTTPSToHTTPRedirectIsRefused() async throws {
         let directory = TemporaryDirectory()
-        let files = try Self.makeCertificate(in: directory)
-        let secure = try await TestOrigin.start(tls: files)
-        defer { Task { await secure.stop() } }
         let plain = try await Harness.start()
         defer { Task { await plain.origin.stop() } }
         let bytes = Array("over tls\n".utf8)
-        secure.set("/f/secure", bytes)
         let downgraded = plain.serve("plain")
-        let target = plain.origin.url("/f/plain").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        // nginx over TLS; its /goto redirects to the plain origin's http URL.
+        let (secure, certificate) = try NginxServer.https(["f/secure": bytes], in: directory,
+                                                          extra: "location = /goto { return 302 \(plain.origin.url("/f/plain")); }")
+        defer { secure.stop() }
+        let files = (certificate: certificate, key: "")
         let manifest = directory.write("tls.yaml", """
             version: 1
             entries:
               - url: \(secure.url("/f/secure"))
                 hash: sha256:\(sha256(bytes))
-              - url: \(secure.url("/goto?to=\(target)"))
+              - url: \(secure.url("/goto"))
                 hash: sha256:\(sha256(downgraded))
             """)
         let cache = directory.path + "/cache"
@@ -62,13 +62,12 @@ import WorkerTestSupport
 
     @Test func everyCACertFileIsTrustedAndTheBundleMadeForTheRunIsRemoved() async throws {
         let directory = TemporaryDirectory()
-        let files = try Self.makeCertificate(in: directory)
         let other = TemporaryDirectory()
         let unrelated = try Self.makeCertificate(in: other)
-        let secure = try await TestOrigin.start(tls: files)
-        defer { Task { await secure.stop() } }
         let bytes = Array("two authorities\n".utf8)
-        secure.set("/f/secure", bytes)
+        let (secure, certificate) = try NginxServer.https(["f/secure": bytes], in: directory)
+        defer { secure.stop() }
+        let files = (certificate: certificate, key: "")
         let manifest = directory.write("tls.yaml", """
             version: 1
             entries:

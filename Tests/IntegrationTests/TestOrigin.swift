@@ -3,7 +3,6 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
 import Synchronization
 
 /// A real HTTP origin on 127.0.0.1 (port 0) for integration tests: serves in-memory files, counts
@@ -87,29 +86,21 @@ final class TestOrigin: Sendable {
         port = channel.localAddress!.port!
     }
 
-    /// Starts the origin; with `tls` (PEM certificate and key files) it speaks https.
-    static func start(tls: (certificate: String, key: String)? = nil, port: Int = 0) async throws -> TestOrigin {
+    /// Starts the origin (plain http; the https origins of the tests are nginx: `NginxServer`).
+    static func start(port: Int = 0) async throws -> TestOrigin {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let box = Box()
-        let sslContext = try tls.map { files in
-            try NIOSSLContext(configuration: .makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) },
-                privateKey: .privateKey(try NIOSSLPrivateKey(file: files.key, format: .pem))))
-        }
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(OriginHandler(origin: box))
                 }
             }
             .bind(host: "127.0.0.1", port: port).get()
-        let origin = TestOrigin(channel: channel, group: group, scheme: tls == nil ? "http" : "https")
+        let origin = TestOrigin(channel: channel, group: group, scheme: "http")
         box.set(origin)
         return origin
     }

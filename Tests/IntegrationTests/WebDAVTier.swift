@@ -124,6 +124,31 @@ final class NginxServer {
         process.waitUntilExit()
     }
 
+    /// nginx serving `files` (path → bytes) over https with a certificate made for the test,
+    /// trusted with the returned `certificate` (`--ca-cert`); `extra` adds to the server block.
+    static func https(_ files: [String: [UInt8]], in directory: TemporaryDirectory, http2: Bool = false,
+                      extra: String = "") throws -> (server: NginxServer, certificate: String) {
+        let (certificate, key) = try TLSTests.makeCertificate(in: directory)
+        let server = try NginxServer(prepare: { root in
+            for (name, bytes) in files {
+                let path = root + "/www/" + name
+                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try Data(bytes).write(to: URL(fileURLWithPath: path))
+            }
+        }, server: { port, root in
+            """
+            listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
+            ssl_certificate \(certificate);
+            ssl_certificate_key \(key);
+            root \(root)/www;
+            \(extra)
+            """
+        })
+        return (server, certificate)
+    }
+
+    func url(_ path: String) -> String { "https://127.0.0.1:\(port)\(path)" }
+
     /// The access log, in order.
     var requests: [Request] {
         let log = (try? String(contentsOfFile: directory.path + "/logs/access.log", encoding: .utf8)) ?? ""
