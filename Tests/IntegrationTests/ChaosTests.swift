@@ -17,7 +17,7 @@ import WorkerTestSupport
     static let seed = TestSeed.from("WORKER_CHAOS_SEED")
 
     private struct Running {
-        let process: Process
+        let process: ChildProcess
         let kind: String
         let log: String
         var killed = false

@@ -6,7 +6,7 @@ import Testing
     @Test func fourProcessesWithOverlappingManifestsShareOneCache() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        var processes: [(Process, String)] = []
+        var processes: [(ChildProcess, String)] = []
         for worker in 0..<4 {
             // Manifest i names keys [25 i, 25 i + 100): 175 distinct files, most in two or more manifests.
             let keys = (worker * 25..<worker * 25 + 100).map { "k\($0)" }

@@ -15,10 +15,8 @@ enum Conditions {
     /// bind mount can be made.
     static let canMount: Bool = {
         guard isRoot, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { return false }
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        probe.arguments = ["-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"]
-        guard (try? WorkerBinary.launch(probe)) != nil else { return false }
+        guard let probe = try? ChildProcess("/usr/bin/unshare", ["-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"])
+        else { return false }
         probe.waitUntilExit()
         return probe.terminationStatus == 0
     }()

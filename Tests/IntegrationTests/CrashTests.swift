@@ -29,7 +29,7 @@ import WorkerTestSupport
         for round in 0..<kills {
             // Each round names 150 new files per writer (and prunes the rest), so there is always
             // work to interrupt: downloads, installs, index commits, removals.
-            var processes: [Process] = []
+            var processes: [ChildProcess] = []
             for writer in 0..<writers {
                 let keys = (0..<150).map { "r\(round)-w\(writer)-\($0)" }
                 lastManifest = harness.manifest(keys.map { ("/slow/3/gen/\($0)", TestOrigin.generated($0)) },

@@ -40,7 +40,7 @@ import Testing
     @Test func twoWritersDownloadAtTheSameTime() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        var processes: [(Process, String)] = []
+        var processes: [(ChildProcess, String)] = []
         var expected: [String] = []
         for writer in 0..<2 {
             var entries = (0..<20).map { ("/gen/w\(writer)-\($0)", Optional(TestOrigin.generated("w\(writer)-\($0)"))) }

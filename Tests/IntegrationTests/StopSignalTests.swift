@@ -7,7 +7,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(5))) struct StopSignalTests {
     /// 50 answers of 600 ms, two at a time: about 15 s of work.
     private func startSlowSync(_ harness: Harness, keys: [String], report: String,
-                               through shell: String? = nil) throws -> Process {
+                               through shell: String? = nil) throws -> ChildProcess {
         let manifest = harness.manifest(keys.map { ("/slow/600/gen/\($0)", TestOrigin.generated($0)) })
         let arguments = ["sync", manifest, "--cache-dir", harness.cache, "-j", "2", "--report", report, "--progress", "never"]
         let log = harness.directory.path + "/run.log"
@@ -29,7 +29,7 @@ import Testing
     }
 
     /// Waits up to `seconds` for the process to end (killing it if it does not); whether it did.
-    private func waitForExit(_ process: Process, seconds: Double) async -> Bool {
+    private func waitForExit(_ process: ChildProcess, seconds: Double) async -> Bool {
         let ended = await waitUntil(seconds: seconds) { !process.isRunning }
         if !ended {
             kill(process.processIdentifier, SIGKILL)

@@ -8,13 +8,9 @@ import WorkerTestSupport
     static func makeCertificate(in directory: TemporaryDirectory) throws -> (certificate: String, key: String) {
         let certificate = directory.path + "/origin.pem"
         let key = directory.path + "/origin.key"
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+        let openssl = try ChildProcess("/usr/bin/env", ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                              "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                             "-keyout", key, "-out", certificate]
-        openssl.standardError = FileHandle.nullDevice
-        try WorkerBinary.launch(openssl)
+                             "-keyout", key, "-out", certificate])
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0, "openssl could not make a test certificate")
         return (certificate, key)

@@ -57,7 +57,7 @@ final class WebDAVTier {
 final class NginxServer {
     let directory = TemporaryDirectory()
     let port: Int
-    private let process: Process
+    private let process: ChildProcess
 
     /// One request of the access log.
     struct Request: Equatable {
@@ -101,12 +101,7 @@ final class NginxServer {
                 }
                 """
             let configPath = directory.write("nginx.conf", config)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = ["-p", root, "-c", configPath, "-e", root + "/logs/error.log"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try WorkerBinary.launch(process)
+            let process = try ChildProcess(nginx, ["-p", root, "-c", configPath, "-e", root + "/logs/error.log"])
             if Self.waitForListener(port: port, while: process) {
                 self.port = port
                 self.process = process
@@ -181,7 +176,7 @@ final class NginxServer {
     }
 
     /// Whether something accepts connections on `port` within five seconds (while nginx runs).
-    private static func waitForListener(port: Int, while process: Process) -> Bool {
+    private static func waitForListener(port: Int, while process: ChildProcess) -> Bool {
         for _ in 0..<100 {
             guard process.isRunning else { return false }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

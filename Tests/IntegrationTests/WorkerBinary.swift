@@ -6,8 +6,8 @@ import WorkerTestSupport
 /// Runs the built `worker` executable and captures its exit code and output.
 ///
 /// A run is awaited without holding a thread of the cooperative pool (one per core): its output is
-/// read on threads of its own and its end arrives through `Process.terminationHandler`, so the
-/// suite's tests run side by side while their binaries do. Every run is bounded: past its limit
+/// read on threads of its own and its end is reaped on another (`ChildProcess`), so the suite's
+/// tests run side by side while their binaries do. Every run is bounded: past its limit
 /// (`defaultLimit` unless given) the process is killed and the test fails naming the command.
 enum WorkerBinary {
     struct Result {
@@ -31,14 +31,6 @@ enum WorkerBinary {
     /// take a second would take thirty.
     static let slots = AsyncSlots(ProcessInfo.processInfo.activeProcessorCount * 3)
 
-    /// Starts `process`, one start at a time in the whole suite: Foundation's `Process.run()`
-    /// crashed (a bad pointer in its memcpy) when tests started processes from several threads.
-    static func launch(_ process: Process) throws {
-        try launching.withLock { _ in try process.run() }
-    }
-
-    private static let launching = Mutex(())
-
     /// The executable next to the test bundle (`.build/<config>/worker`), or `$WORKER_BIN`.
     static var path: String {
         if let explicit = ProcessInfo.processInfo.environment["WORKER_BIN"] { return explicit }
@@ -50,53 +42,45 @@ enum WorkerBinary {
         return folder.appendingPathComponent("worker").path
     }
 
+    /// The suite's environment without WORKER_CACHE_DIR, with `extra` added.
+    private static func environment(_ extra: [String: String] = [:]) -> [String: String] {
+        var merged = ProcessInfo.processInfo.environment
+        merged.removeValue(forKey: "WORKER_CACHE_DIR")
+        for (key, value) in extra { merged[key] = value }
+        return merged
+    }
+
     /// Starts the executable (or `executable`) with its output going to `log`; the caller waits
     /// for (or kills) it.
-    static func spawn(_ arguments: [String], log: String, executable: String? = nil) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable ?? path)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment.removeValue(forKey: "WORKER_CACHE_DIR")
-        process.environment = environment
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = handle
-        process.standardError = handle
-        try launch(process)
-        return process
+    static func spawn(_ arguments: [String], log: String, executable: String? = nil) throws -> ChildProcess {
+        try ChildProcess(executable ?? path, arguments, environment: environment(), stdout: .file(log), stderr: .file(log))
     }
 
     /// Runs the executable (or `executable`) to its end, at most `seconds`.
-    static func run(_ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+    static func run(_ arguments: [String], environment extra: [String: String] = [:], directory: String? = nil,
                     executable: String? = nil, seconds: Double = defaultLimit) async throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable ?? path)
-        process.arguments = arguments
-        var merged = ProcessInfo.processInfo.environment
-        merged.removeValue(forKey: "WORKER_CACHE_DIR")
-        for (key, value) in environment { merged[key] = value }
-        process.environment = merged
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let ended = Ending()
-        process.terminationHandler = { _ in ended.finish() }
         await slots.take()
         defer { slots.give() }
-        let started = Date()
-        try launch(process)
         // Both pipes drained at once, each on a thread of its own: reading one to its end first
         // would block forever once the child fills the other's buffer.
-        let outText = PipeReader(out)
-        let errText = PipeReader(err)
-        let timedOut = await ended.wait(seconds: seconds) {
-            kill(process.processIdentifier, SIGKILL)
+        let out = try PipeReader()
+        let err = try PipeReader()
+        let started = Date()
+        let process: ChildProcess
+        do {
+            process = try ChildProcess(executable ?? path, arguments, environment: environment(extra), directory: directory,
+                                       stdout: .descriptor(out.writeEnd), stderr: .descriptor(err.writeEnd))
+        } catch {
+            out.closeWriteEnd()
+            err.closeWriteEnd()
+            _ = await (out.text(), err.text())
+            throw error
         }
+        out.closeWriteEnd()
+        err.closeWriteEnd()
+        let timedOut = await process.exited(killingAfter: seconds)
         let seconds = Date().timeIntervalSince(started)
-        let result = Result(code: process.terminationStatus, stdout: await outText.text(), stderr: await errText.text(),
+        let result = Result(code: process.terminationStatus, stdout: await out.text(), stderr: await err.text(),
                             signalled: process.terminationReason == .uncaughtSignal, timedOut: timedOut, seconds: seconds)
         if timedOut {
             Issue.record("killed after \(seconds) s: worker \(arguments.joined(separator: " "))\n\(result.stderr.suffix(2000))")
@@ -113,15 +97,11 @@ enum WorkerBinary {
     static func runBoundedReportingSignal(_ arguments: [String], seconds: Double) async throws -> (result: Result, signalled: Bool) {
         let log = FileManager.default.temporaryDirectory.path + "/worker-bounded-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: log) }
-        let ended = Ending()
         await slots.take()
         defer { slots.give() }
         let started = Date()
         let process = try spawn(arguments, log: log)
-        process.terminationHandler = { _ in ended.finish() }
-        if !process.isRunning { ended.finish() }
-        let timedOut = await ended.wait(seconds: seconds) { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        let timedOut = await process.exited(killingAfter: seconds)
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         let signalled = process.terminationReason == .uncaughtSignal
         return (Result(code: process.terminationStatus, stdout: text, stderr: text, signalled: signalled, timedOut: timedOut,
@@ -141,9 +121,8 @@ enum WorkerBinary {
     struct CPUTimeUnread: Error { let output: String }
 
     /// Waits for a spawned process to end without holding a thread of the cooperative pool.
-    static func exited(_ process: Process) async {
-        while process.isRunning { try? await Task.sleep(nanoseconds: 5_000_000) }
-        process.waitUntilExit()
+    static func exited(_ process: ChildProcess) async {
+        await process.exited()
     }
 
     /// For a thread of the test's own (never the cooperative pool): `run`, blocking.
@@ -196,71 +175,6 @@ final class AsyncSlots: Sendable {
             return state.waiters.removeFirst()
         }
         next?.resume()
-    }
-}
-
-/// A process's end, awaited: `finish` from its termination handler, `wait` with a limit.
-private final class Ending: Sendable {
-    private struct State {
-        var ended = false
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let state = Mutex(State())
-
-    func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.ended = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Waits for the end; after `seconds`, calls `kill` and goes on waiting. True when killed.
-    func wait(seconds: Double, kill: @escaping @Sendable () -> Void) async -> Bool {
-        let killer: Task<Void, any Error>? = seconds.isFinite ? Task {
-            try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
-            kill()
-        } : nil
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                if state.ended { return true }
-                state.waiter = continuation
-                return false
-            }
-            if now { continuation.resume() }
-        }
-        killer?.cancel()
-        guard let killer else { return false }
-        return await killer.result.isSuccess
-    }
-}
-
-/// Everything a pipe carries, read on a thread of its own.
-private final class PipeReader: Sendable {
-    private let data = Mutex<Data?>(nil)
-    private let ready = Ending()
-
-    init(_ pipe: Pipe) {
-        let handle = pipe.fileHandleForReading
-        let thread = Thread { [self] in
-            let bytes = handle.readDataToEndOfFile()
-            data.withLock { $0 = bytes }
-            ready.finish()
-        }
-        thread.start()
-    }
-
-    func text() async -> String {
-        _ = await ready.wait(seconds: .infinity) {}
-        return String(decoding: data.withLock { $0 } ?? Data(), as: UTF8.self)
-    }
-}
-
-extension Result {
-    fileprivate var isSuccess: Bool {
-        if case .success = self { true } else { false }
     }
 }
 

@@ -55,9 +55,7 @@ public enum ManifestWriter {
             guard let folder = opendir(relative.isEmpty ? root : root + "/" + relative) else { continue }
             defer { closedir(folder) }
             while let entry = readdir(folder) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
+                let name = DirectoryEntry.withName(entry) { String(decoding: $0, as: UTF8.self) }
                 guard !name.hasPrefix(".") else { continue }
                 let path = relative.isEmpty ? name : relative + "/" + name
                 var info = stat()

@@ -237,9 +237,9 @@ public struct ContentStore: Sendable {
         // A folder lists each name once: 256 two-digit lowercase hex names are all of them.
         var count = 0
         while let entry = readdir(folder) {
-            let isFanOut = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                raw[2] == 0 && Hex.value(raw[0]).map(Hex.lowercaseDigit) == raw[0]
-                    && Hex.value(raw[1]).map(Hex.lowercaseDigit) == raw[1]
+            let isFanOut = DirectoryEntry.withName(entry) { name in
+                name.count == 2 && Hex.value(name[0]).map(Hex.lowercaseDigit) == name[0]
+                    && Hex.value(name[1]).map(Hex.lowercaseDigit) == name[1]
             }
             guard isFanOut else { continue }
             guard entry.pointee.d_type == UInt8(DT_DIR) else { return false }

@@ -32,9 +32,7 @@ final class ObjectDirectory {
             defer { closedir(folder) }
             while let entry = readdir(folder) {
                 guard entry.pointee.d_type == UInt8(DT_REG) else { continue }
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    ObjectName(hex: UnsafeRawBufferPointer(rebasing: raw.prefix { $0 != 0 }))
-                }
+                let name = DirectoryEntry.withName(entry) { ObjectName(hex: $0) }
                 if let name { names.insert(name) }
             }
         }

@@ -84,7 +84,7 @@ final class StoreFolders: Sendable {
         // Names as bytes (a file name need not be UTF-8), without "." and "..".
         var names: [[CChar]] = []
         while let entry = readdir(folder) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }.map { CChar(bitPattern: $0) }) }
+            let name = DirectoryEntry.withName(entry) { $0.map { CChar(bitPattern: $0) } }
             if name != [46], name != [46, 46] { names.append(name + [0]) }
         }
         var removed = 0
