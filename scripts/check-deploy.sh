@@ -12,7 +12,7 @@ fail() { echo "FAIL: $*"; status=1; }
 worker="$(swift build --show-bin-path 2>/dev/null)/worker"
 if command -v systemd-analyze >/dev/null; then
   units="$(mktemp -d)"
-  for unit in worker-sync worker-verify; do
+  for unit in worker-sync worker-verify worker-tree; do
     sed "s|/usr/local/bin/worker|$worker|" "deploy/systemd/$unit.service" >"$units/$unit.service"
     cp "deploy/systemd/$unit.timer" "$units/"
   done
@@ -25,7 +25,7 @@ if command -v systemd-analyze >/dev/null; then
     fail "systemd-analyze: $out"
   fi
   # Hardened: an exposure of 2.0 at most (systemd-analyze's scale, 10 = fully exposed).
-  for unit in worker-sync worker-verify; do
+  for unit in worker-sync worker-verify worker-tree; do
     if out=$(systemd-analyze security --offline=true --threshold=20 "$units/$unit.service" 2>&1); then
       echo "ok: $unit.service $(echo "$out" | grep -o 'exposure level for .*')"
     else
@@ -121,6 +121,21 @@ gitlab = yaml.safe_load(open("deploy/gitlab-ci/worker-sync.gitlab-ci.yml"))
 if not (any("worker verify" in s.get("run", "") for s in gha) and "worker verify" in " ".join(gitlab["worker-sync"]["script"])
         and "sha256sum --check" in " ".join(gitlab[".worker-install"]["before_script"])):
     print("FAIL: a CI example restores a cache without worker verify, or installs the .deb unchecked")
+    bad = 1
+# The tree for nginx: the CronJob publishes where nginx's root points, on the volume both mount.
+tree = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/tree-nginx.yaml"))}
+try:
+    job = tree["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    args = job["containers"][0]["args"]
+    assert args[0] == "sync" and "--tree=/data/www/avatars" in args, args
+    assert "root /data/www/avatars;" in tree["ConfigMap"]["data"]["default.conf"]
+    claims = {v["persistentVolumeClaim"]["claimName"] for v in job["volumes"] if "persistentVolumeClaim" in v}
+    served = {v["persistentVolumeClaim"]["claimName"] for v in tree["Deployment"]["spec"]["template"]["spec"]["volumes"]
+              if "persistentVolumeClaim" in v}
+    assert claims == served == {tree["PersistentVolumeClaim"]["metadata"]["name"]}, (claims, served)
+    print("ok: deploy/kubernetes/tree-nginx.yaml")
+except Exception as error:
+    print(f"FAIL: deploy/kubernetes/tree-nginx.yaml: {error}")
     bad = 1
 # The tier itself: a Deployment, its Service and volume, bazel-remote's S3 proxy flags.
 tier = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/remote-cache.yaml"))}

@@ -128,9 +128,11 @@ func checkOutputs(_ outputs: [(OutputKind, String?)], manifests: [String]) throw
 }
 
 /// Loads manifests or ends the run with exit 2 and every located problem on stderr.
-func loadManifests(_ paths: [String]) throws -> ManifestSet {
+func loadManifests(_ paths: [String], tree: Bool = false) throws -> ManifestSet {
     do {
-        return try ManifestLoader().load(paths: paths)
+        var loader = ManifestLoader()
+        loader.collectsTree = tree
+        return try loader.load(paths: paths)
     } catch {
         Console.error(error.description)
         throw ExitCode(ExitStatus.usage)

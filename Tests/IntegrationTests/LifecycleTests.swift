@@ -132,7 +132,7 @@ import Testing
         #expect(try !harness.records().map(\.url).contains(harness.origin.url(old.0)))
     }
 
-    @Test(arguments: ExportLayout.allCases)
+    @Test(arguments: ExportLayout.allCases.filter { $0 != .tree })
     func exportWritesEachLayoutsNamesAsHardLinks(layout: ExportLayout) async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
@@ -156,10 +156,12 @@ import Testing
             case .sdwebimage: expected[url] = md5(url) + (ext.isEmpty ? "" : "." + ext)
             case .kingfisher: expected[url] = sha256(url)
             case .hash: expected[url] = object + (ext.isEmpty ? "" : "." + ext)
+            case .tree: Issue.record("the tree layout is ExportTests'")
             }
         }
+        // And the list of what the export wrote there.
         let written = try FileManager.default.contentsOfDirectory(atPath: out).sorted()
-        #expect(written == expected.values.sorted())
+        #expect(written == (expected.values + [".worker-export"]).sorted())
         for record in try harness.records() {
             var exported = stat()
             var object = stat()
@@ -171,7 +173,7 @@ import Testing
         let only = harness.manifest([("/f/a.png", png)], name: "only.yaml")
         let subset = harness.directory.path + "/subset-\(layout.rawValue)"
         #expect(try await WorkerBinary.run(["export", "--layout", layout.rawValue, subset, only, "--cache-dir", harness.cache]).code == 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: subset) == [expected[urls[0]]!])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: subset).sorted() == [".worker-export", expected[urls[0]]!])
     }
 
     @Test func revalidateUses304ForUnchangedAndFetchesChangedBodies() async throws {

@@ -31,9 +31,13 @@ public struct Manifest: Sendable {
 public struct ManifestSet: Sendable {
     public let manifests: [Manifest]
     public let entries: [ManifestEntry]
+    /// Every entry's place in a tree, in the manifests' order (an entry listed at two paths is
+    /// there twice); empty unless the loader was asked for it (`ManifestLoader.collectsTree`).
+    public let tree: [TreeEntry]
 
-    public init(manifests: [Manifest], entries: [ManifestEntry]) {
+    public init(manifests: [Manifest], entries: [ManifestEntry], tree: [TreeEntry] = []) {
         self.manifests = manifests
         self.entries = entries
+        self.tree = tree
     }
 }

@@ -8,6 +8,10 @@ public struct ManifestLoader {
     public var maxDiagnostics = 50
     /// Expand `${VAR}` in header values (off for `worker fingerprint`, which never needs them).
     public var expandsHeaders = true
+    /// Collect and check every entry's tree path (`--tree`, `export --layout tree`): a URL
+    /// without a usable path, two entries at one path, a file where another needs a folder.
+    /// (An explicit `path:` is checked whatever this says.)
+    public var collectsTree = false
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
@@ -17,7 +21,7 @@ public struct ManifestLoader {
     public func load(paths: [String]) throws(ManifestErrors) -> ManifestSet {
         var diagnostics: [ManifestDiagnostic] = []
         var manifests: [Manifest] = []
-        var collector = EntryCollector()
+        var collector = EntryCollector(collectsTree: collectsTree)
         // About a hundred bytes of YAML an entry: size the URL map and the entries once instead
         // of growing them (each growth copies every entry so far).
         let expected = min(Self.totalBytes(paths) / 100, 50_000_000)
@@ -82,11 +86,14 @@ public struct ManifestLoader {
                 entryCount: listed
             ))
         }
+        if collectsTree, diagnostics.allSatisfy({ $0.kind == .content }) {
+            diagnostics += TreeConflicts.find(collector.tree, manifests: manifests)
+        }
         if !diagnostics.isEmpty {
             throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
                                  truncated: diagnostics.count >= maxDiagnostics)
         }
-        return ManifestSet(manifests: manifests, entries: collector.entries)
+        return ManifestSet(manifests: manifests, entries: collector.entries, tree: collector.tree)
     }
 
     /// The manifests' sizes together (unreadable ones count 0). By stat, not FileManager's
@@ -142,7 +149,13 @@ public struct ManifestLoader {
 /// both places. Each entry is recorded when the next one arrives (or at `flush`): its slot in
 /// the URL map, asked for when it came, has been loaded meanwhile.
 private struct EntryCollector {
+    let collectsTree: Bool
     var entries: [ManifestEntry] = []
+    var tree: [TreeEntry] = []
+
+    init(collectsTree: Bool) {
+        self.collectsTree = collectsTree
+    }
     var positions = URLPositions()
     /// An entry read, with its resolved URL and that URL's digest, not yet recorded. (A struct:
     /// as a tuple it was copied and destroyed through the runtime's generic tuple functions.)
@@ -178,13 +191,30 @@ private struct EntryCollector {
         record(waiting, manifests: manifests, path: path, into: &diagnostics)
     }
 
+    /// The entry's tree path: its own, or its URL's.
+    private mutating func addToTree(_ item: RawEntry, entry: Int, manifest: Int, path: String,
+                                    into diagnostics: inout [ManifestDiagnostic]) {
+        if let explicit = item.path {
+            tree.append(TreeEntry(path: explicit, entry: entry, manifest: manifest, line: item.pathLine, column: item.pathColumn))
+            return
+        }
+        switch TreePath.derived(fromURL: item.url) {
+        case .success(let derived):
+            tree.append(TreeEntry(path: derived, entry: entry, manifest: manifest, line: item.line, column: item.column))
+        case .failure(let problem):
+            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
+        }
+    }
+
     private mutating func record(_ waiting: Pending, manifests: [Manifest], path: String,
                                  into diagnostics: inout [ManifestDiagnostic]) {
         let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
         guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
+            if collectsTree { addToTree(item, entry: entries.count, manifest: index, path: path, into: &diagnostics) }
             entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))
             return
         }
+        if collectsTree { addToTree(item, entry: existing, manifest: index, path: path, into: &diagnostics) }
         let first = entries[existing]
         if let a = first.hash, let b = item.hash, a != b {
             let place = first.manifest == index ? "line \(first.line)" : "\(manifests[first.manifest].path):\(first.line)"

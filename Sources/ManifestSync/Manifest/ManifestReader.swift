@@ -218,7 +218,7 @@ struct ManifestWalker {
         }
         while let item = next(), item.kind != .sequenceEnd {
             guard item.kind == .mappingStart else {
-                report(item, "each entry must be a mapping with 'url' (and optional 'hash'), found \(Self.describe(item))")
+                report(item, "each entry must be a mapping with 'url' (and optional 'hash' and 'path'), found \(Self.describe(item))")
                 skip(after: item)
                 continue
             }
@@ -234,6 +234,8 @@ struct ManifestWalker {
         var hash: ContentHash?
         var hashSeen: Int?
         var urlSeen: Int?
+        var path: (text: String, line: Int, column: Int)?
+        var pathSeen: Int?
         var valid = true
         while let key = next(), key.kind != .mappingEnd {
             guard let value = next() else { return nil }
@@ -265,8 +267,17 @@ struct ManifestWalker {
                     report(value, "bad hash: \(error.message)")
                     valid = false
                 }
+            case "path":
+                if let first = pathSeen { report(key, "duplicate key 'path' (first at line \(first))"); valid = false }
+                pathSeen = key.line
+                guard let text = string(value, key: "path") else { valid = false; continue }
+                if let problem = TreePath.problem(text) {
+                    report(value, problem)
+                    valid = false
+                }
+                path = (text, value.line, value.column)
             default:
-                report(key, "unknown key '\(Redact.short(key.value))' in entry (expected url, hash)")
+                report(key, "unknown key '\(Redact.short(key.value))' in entry (expected url, hash, path)")
                 skip(after: value)
                 valid = false
             }
@@ -276,6 +287,7 @@ struct ManifestWalker {
             return nil
         }
         guard valid else { return nil }
-        return RawEntry(url: url, hash: hash, line: urlPosition.line, column: urlPosition.column)
+        return RawEntry(url: url, hash: hash, line: urlPosition.line, column: urlPosition.column,
+                        path: path?.text, pathLine: path?.line ?? 0, pathColumn: path?.column ?? 0)
     }
 }

@@ -5,6 +5,10 @@ public struct RawEntry: Sendable {
     /// 1-based position of the entry (its `url` value when present).
     public var line: Int
     public var column: Int
+    /// Where the entry appears in a tree (`path:`), checked as a tree path; and its position.
+    public var path: String? = nil
+    public var pathLine = 0
+    public var pathColumn = 0
 }
 
 /// The top-level fields of a manifest other than `entries`.

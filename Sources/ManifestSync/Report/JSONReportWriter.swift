@@ -17,6 +17,7 @@ public enum JSONReportWriter {
         let unreachableOrigins: [SyncReport.OriginProblem]?
         let limits: SyncReport.Limits?
         let remoteCache: SyncReport.RemoteCache?
+        let tree: TreeOutcome?
 
         enum CodingKeys: String, CodingKey {
             case schema
@@ -30,6 +31,7 @@ public enum JSONReportWriter {
             case unreachableOrigins = "unreachable_origins"
             case limits
             case remoteCache = "remote_cache"
+            case tree
         }
     }
 
@@ -46,7 +48,8 @@ public enum JSONReportWriter {
             entries: report.entries,
             unreachableOrigins: report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins,
             limits: report.limits,
-            remoteCache: report.remoteCache
+            remoteCache: report.remoteCache,
+            tree: report.tree
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

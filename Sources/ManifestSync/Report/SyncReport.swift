@@ -117,6 +117,8 @@ public struct SyncReport: Sendable {
 
     /// What the shared tier did (a run with `--remote-cache` that downloaded).
     public var remoteCache: RemoteCache?
+    /// The tree `--tree` published (or, on a dry run, would publish).
+    public var tree: TreeOutcome?
 
     /// The report's `remote_cache` object: the tier's URL (redacted) and its counts.
     public struct RemoteCache: Sendable, Codable, Equatable {

@@ -11,6 +11,17 @@ public struct TextReportWriter {
 
     public init() {}
 
+    /// The tree `--tree` published, or would publish.
+    static func treeLine(_ tree: TreeOutcome, dryRun: Bool) -> String {
+        let counts = "\(tree.files) files" + (tree.missing > 0 ? ", \(tree.missing) not in the cache" : "")
+        if dryRun {
+            return "  tree \(tree.path): " + (tree.switched ? "would switch to a new version" : "unchanged") + " (\(counts))"
+        }
+        guard tree.switched else { return "  tree \(tree.path): unchanged, nothing switched (\(counts))" }
+        let made = tree.copied > 0 ? "\(tree.linked) linked, \(tree.copied) copied" : "\(tree.linked) linked"
+        return "  tree \(tree.path): switched to \(tree.version) (\(counts); \(made))"
+    }
+
     public func summary(_ report: SyncReport) -> String {
         let totals = report.totals
         let count = report.manifests.count
@@ -39,6 +50,7 @@ public struct TextReportWriter {
         if totals.repaired > 0 { counts += " (\(totals.repaired) changed on disk, fetched again)" }
         if totals.removed > 0 { counts += ", \(report.dryRun ? "to remove" : "removed") \(totals.removed)" }
         lines.append(counts)
+        if let tree = report.tree { lines.append(Self.treeLine(tree, dryRun: report.dryRun)) }
         if report.pruneWaiting > 0 {
             lines.append("  \(report.pruneWaiting) unnamed entr\(report.pruneWaiting == 1 ? "y waits" : "ies wait") for the --prune-after grace period")
         } else if report.orphans > 0, totals.removed == 0 {

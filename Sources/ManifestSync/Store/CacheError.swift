@@ -25,6 +25,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case notReadable(String)
     /// The system would not give the run what it needs (a thread): exit 4.
     case resources(String)
+    /// A tree's folder (`--tree`, `export --atomic`) exists and is not a link this program made:
+    /// left as it is (exit 2).
+    case treeRefused(path: String, reason: String)
 
     /// The disk had no room for an index write.
     public var isDiskFull: Bool {
@@ -57,6 +60,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "refusing to write the cache: \(problem)"
         case .resources(let problem):
             problem
+        case .treeRefused(let path, let reason):
+            "refusing to publish a tree at \(path): \(reason)"
         }
     }
 }

@@ -9,12 +9,16 @@ extension SyncEngine {
         let startedAt = Date()
         let manifests: ManifestSet
         do {
-            manifests = try ManifestLoader().load(paths: manifestPaths)
+            var loader = ManifestLoader()
+            loader.collectsTree = options.tree != nil
+            manifests = try loader.load(paths: manifestPaths)
         } catch {
             throw .manifest(error)
         }
         do {
-            let report = report(of: try plan(manifests), startedAt: startedAt)
+            let plan = try plan(manifests)
+            var report = report(of: plan, startedAt: startedAt)
+            if let tree = options.tree { report.tree = try plannedTree(at: tree, manifests: manifests, plan: plan) }
             try options.outputs.write(report, success: true)
             return report
         } catch {

@@ -44,6 +44,9 @@ public struct SyncOptions: Sendable {
     /// Body bytes per batch: large bodies are flushed while later ones still download, so the
     /// run does not end waiting for all of them to reach the disk at once.
     public var batchBytes: Int64 = 64 << 20
+    /// Publish the manifests' entries as a tree of files at their names here after the run
+    /// (`--tree`): `TreePublisher`.
+    public var tree: String?
     /// Keep each item's outcome (status and SHA-256) for the caller (`get`, `manifest --urls`).
     var keepsOutcomes = false
 
@@ -114,10 +117,20 @@ public struct SyncEngine: Sendable {
         let prefetched = prefetch(manifestPaths: manifestPaths)
         let set: ManifestSet
         do {
-            set = try ManifestLoader().load(paths: manifestPaths)
+            var loader = ManifestLoader()
+            loader.collectsTree = options.tree != nil
+            set = try loader.load(paths: manifestPaths)
         } catch {
             _ = await prefetched.value
             throw .manifest(error)
+        }
+        if let tree = options.tree {
+            do throws(CacheError) {
+                try TreePublisher(path: tree).check()
+            } catch {
+                _ = await prefetched.value
+                throw .cache(error)
+            }
         }
         do {
             return try await sync(set, prefetched: prefetched).report
@@ -192,7 +205,10 @@ public struct SyncEngine: Sendable {
         if options.recordsManifestRuns {
             try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
         }
-        let report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
+        var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
+        if let tree = options.tree {
+            report.tree = try await publishTree(at: tree, manifests: manifests, index: run.index)
+        }
         try options.outputs.write(report, success: report.succeeded)
         try await run.finish()
         return SyncResult(report: report, ledger: run.ledger)

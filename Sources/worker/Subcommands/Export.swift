@@ -11,18 +11,28 @@ struct Export: AsyncParsableCommand {
         commandName: "export",
         abstract: "Write cached files into DIR in an app library's layout (hard links where possible).",
         discussion: """
-            sdwebimage: MD5 of the URL + its path extension (SDImageCache). kingfisher: SHA-256 of the \
-            URL (Kingfisher's DiskStorage, default settings). hash: <sha256 of the content>.<extension>. \
-            With manifests, only their entries are exported.
+            tree: each entry at its tree path (its `path`, else its URL's path), as `sync --tree` \
+            publishes it; needs manifests. sdwebimage: MD5 of the URL + its path extension \
+            (SDImageCache). kingfisher: SHA-256 of the URL (Kingfisher's DiskStorage, default \
+            settings). hash: <sha256 of the content>.<extension>. With manifests, only their entries \
+            are exported. From the cache alone: nothing is downloaded.
+
+            Into a folder, an export removes the files an earlier export wrote there that this one \
+            no longer names (it lists what it wrote in DIR/.worker-export), and no other file. With \
+            --atomic, DIR is a link switched at once to a complete new version beside it.
 
             Examples:
+              worker export --layout tree --atomic /srv/www/avatars manifests/avatars.yaml
               worker export --layout sdwebimage ./Bundle/Avatars manifests/demo.yaml
               worker export --layout kingfisher ./Caches/Kingfisher
               worker export --layout hash /srv/static/by-hash
             """)
 
-    @Option(help: "sdwebimage, kingfisher or hash.")
+    @Option(help: "tree, sdwebimage, kingfisher or hash.")
     var layout: ExportLayout
+
+    @Flag(help: "Publish DIR as a link switched at once to a complete new version (readers never see a mix).")
+    var atomic = false
 
     @Argument(help: "The folder to write.")
     var directory: String
@@ -32,20 +42,36 @@ struct Export: AsyncParsableCommand {
 
     @OptionGroup(title: "Cache") var cache: CacheOptions
 
+    func validate() throws {
+        if layout == .tree, manifests.isEmpty {
+            throw ValidationError("the tree layout needs the manifests that name each file's path")
+        }
+    }
+
     func run() async throws {
         let cacheDirectory = try cache.existing()
-        let urls = manifests.isEmpty ? nil : Set(try loadManifests(manifests).entries.map(\.url))
+        let set = manifests.isEmpty ? nil : try loadManifests(manifests, tree: layout == .tree)
+        let urls = set.map { Set($0.entries.map(\.url)) }
+        let tree = layout == .tree ? set.map { set in set.tree.map { (path: $0.path, url: set.entries[$0.entry].url) } } : nil
         let exporter = Exporter(cacheDirectory: cacheDirectory)
         let result: Exporter.Result
         do {
-            result = try exporter.export(layout: layout, to: directory, urls: urls)
+            result = try await exporter.export(layout: layout, to: directory, urls: urls, tree: tree, atomic: atomic,
+                                               context: .command())
         } catch {
             throw cacheExitCode(error)
         }
-        let files = result.linked + result.copied + result.unchanged
-        let shared = result.entries == files ? "" : "\(result.entries) entries as "
-        Console.out("exported \(shared)\(files) file\(files == 1 ? "" : "s") to \(directory) "
-                    + "(\(result.linked) linked, \(result.copied) copied, \(result.unchanged) already there)\n")
+        if let outcome = result.tree {
+            Console.out("exported \(outcome.files) file\(outcome.files == 1 ? "" : "s") to \(directory) "
+                        + (outcome.switched ? "(switched to \(outcome.version): \(outcome.linked) linked, \(outcome.copied) copied)\n"
+                                            : "(unchanged, nothing switched)\n"))
+        } else {
+            let files = result.linked + result.copied + result.unchanged
+            let shared = result.entries == files ? "" : "\(result.entries) entries as "
+            let removed = result.removed > 0 ? ", \(result.removed) an earlier export wrote removed" : ""
+            Console.out("exported \(shared)\(files) file\(files == 1 ? "" : "s") to \(directory) "
+                        + "(\(result.linked) linked, \(result.copied) copied, \(result.unchanged) already there\(removed))\n")
+        }
         for url in result.missing.prefix(20) { Console.error("not cached: \(url)") }
         if !result.missing.isEmpty { throw ExitCode(ExitStatus.failures) }
     }

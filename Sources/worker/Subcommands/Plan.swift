@@ -31,22 +31,27 @@ struct Plan: AsyncParsableCommand {
     @Flag(name: [.short, .customLong("quiet")], help: "Print nothing on stdout.")
     var quiet = false
 
+    @Option(name: .customLong("tree"), help: ArgumentHelp("Also say whether `sync --tree DIR` would switch the tree.",
+                                                          valueName: "DIR"))
+    var tree: String?
+
     func validate() throws {
         guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
     }
 
     func run() async throws {
         try runPlan(manifests: manifests, cacheDirectory: cache.resolved, reportPath: reportPath, reportAll: reportAll,
-                    quiet: quiet, prune: prune)
+                    quiet: quiet, prune: prune, tree: tree)
     }
 }
 
 /// Shared by `worker plan` and `worker sync --dry-run`.
 func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
-             prune: Bool) throws {
+             prune: Bool, tree: String? = nil) throws {
     try checkOutputs([(.report, reportPath)], manifests: paths)
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.prune = prune
+    options.tree = tree
     options.reportAll = reportAll
     options.listLimit = reportPath == nil ? TextReportWriter().listLimit : nil
     options.outputs.report = reportPath

@@ -14,6 +14,7 @@ struct Sync: AsyncParsableCommand {
               worker sync manifests/avatars.yaml
               worker sync manifests/*.yaml --report report.json --max-failures 1% --deadline 20m
               worker sync manifests/avatars.yaml --refresh --limit-rate 1M --max-rps 20
+              worker sync manifests/avatars.yaml --tree /srv/www/avatars
             """)
 
     @Argument(help: "Manifest files (YAML).")
@@ -21,6 +22,11 @@ struct Sync: AsyncParsableCommand {
 
     @Flag(name: .customLong("dry-run"), help: "Only show the plan (same as `worker plan`).")
     var dryRun = false
+
+    @Option(name: .customLong("tree"), help: ArgumentHelp(
+        "After the sync, publish every entry at its tree path (its `path`, else its URL's path) under DIR: a link "
+            + "switched at once to a complete folder of hard links into the cache.", valueName: "DIR"))
+    var tree: String?
 
     @OptionGroup var options: SyncCommandOptions
 
@@ -32,10 +38,11 @@ struct Sync: AsyncParsableCommand {
         let output = options.output
         if dryRun {
             try runPlan(manifests: manifests, cacheDirectory: options.cache.resolved, reportPath: output.reportPath,
-                        reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune)
+                        reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune, tree: tree)
             return
         }
         var settings = try options.syncOptions(manifests: manifests)
+        settings.tree = tree
         let printer = ProgressPrinter(mode: output.progress, quiet: output.quiet)
         let stop = StopSignals.enable { message in
             printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)

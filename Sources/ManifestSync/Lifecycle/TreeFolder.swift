@@ -1,0 +1,177 @@
+import CWorkerSystem
+import FoundationEssentials
+import Glibc
+
+/// The folder of a tree's versions (`.NAME.worker/`), worked on through its descriptor: names
+/// inside it are never followed through a link another user could plant, and only names this
+/// program makes there (`v-…`, `.building-…`, `.link-…`, `lock`) are ever removed.
+struct TreeFolder {
+    let path: String
+    private let fd: Int32
+    private var lockFD: Int32 = -1
+
+    init(path: String) throws(CacheError) {
+        self.path = path
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw .system(SystemError("open", path)) }
+    }
+
+    func close() {
+        if lockFD >= 0 { Glibc.close(lockFD) }
+        Glibc.close(fd)
+    }
+
+    /// Waits for the other publishers of this tree: one at a time.
+    mutating func lock() throws(CacheError) {
+        lockFD = openat(fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard lockFD >= 0 else { throw .system(SystemError("open", path + "/lock")) }
+        while flock(lockFD, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .system(SystemError("lock", path + "/lock")) }
+        }
+    }
+
+    func has(_ name: String) -> Bool {
+        var info = stat()
+        return fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
+    /// Names in the folder.
+    private func names() -> [String] {
+        let copy = dup(fd)
+        guard copy >= 0, let listing = fdopendir(copy) else { return [] }
+        defer { closedir(listing) }
+        // A duplicate shares the position of the listing before it.
+        rewinddir(listing)
+        var names: [String] = []
+        while let entry = readdir(listing) {
+            let name = DirectoryEntry.withName(entry) { String(decoding: $0, as: UTF8.self) }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Deletes what killed publishers left: versions not finished, links not switched.
+    func removeHalfBuilt() {
+        for name in names() where name.hasPrefix(".building-") || name.hasPrefix(".link-") {
+            Self.remove(name, in: fd)
+        }
+    }
+
+    /// Deletes every version but `kept`.
+    func removeAll(except kept: [String]) throws(CacheError) {
+        for name in names() where TreePublisher.isVersionName(name) && !kept.contains(name) {
+            Self.remove(name, in: fd)
+        }
+    }
+
+    /// Makes the folder `name` holding `files` (sorted by path, each with a source): hard links
+    /// to the sources, copies (a reflink where the file system offers one) where a link cannot
+    /// be made; flushed to the disk once at the end.
+    func build(_ name: String, files: [TreeFile]) throws(CacheError) -> (linked: Int, copied: Int) {
+        guard mkdirat(fd, name, 0o755) == 0 else { throw .system(SystemError("create", path + "/" + name)) }
+        let root = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard root >= 0 else { throw .system(SystemError("open", path + "/" + name)) }
+        defer { Glibc.close(root) }
+        var folders = Set<Substring>()
+        var linked = 0
+        var copied = 0
+        for file in files {
+            guard let source = file.source else { continue }
+            var end = file.path.endIndex
+            var missing: [Substring] = []
+            while let slash = file.path[..<end].lastIndex(of: "/") {
+                let folder = file.path[..<slash]
+                if folders.contains(folder) { break }
+                missing.append(folder)
+                end = slash
+            }
+            for folder in missing.reversed() {
+                guard mkdirat(root, String(folder), 0o755) == 0 || errno == EEXIST else {
+                    throw .system(SystemError("create", path + "/" + name + "/" + folder))
+                }
+                folders.insert(folder)
+            }
+            if linkat(AT_FDCWD, source, root, file.path, 0) == 0 {
+                linked += 1
+            } else if [EXDEV, EPERM, EMLINK, EACCES, EROFS].contains(errno) {
+                try Self.copy(source, into: root, file.path, shownAs: path + "/" + name + "/" + file.path)
+                copied += 1
+            } else {
+                throw .system(SystemError("link", path + "/" + name + "/" + file.path))
+            }
+        }
+        _ = worker_syncfs(root)
+        return (linked, copied)
+    }
+
+    /// Gives a finished version its name.
+    func install(_ building: String, as version: String) throws(CacheError) {
+        guard renameat(fd, building, fd, version) == 0 else { throw .system(SystemError("rename", path + "/" + building)) }
+    }
+
+    /// Points the link `name` in `parent` at `text` with one rename over it.
+    func switchLink(at parent: String, name: String, to text: String) throws(CacheError) {
+        let parentFD = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard parentFD >= 0 else { throw .system(SystemError("open", parent)) }
+        defer { Glibc.close(parentFD) }
+        let temporary = ".link-\(getpid())"
+        unlinkat(fd, temporary, 0)
+        guard symlinkat(text, fd, temporary) == 0 else { throw .system(SystemError("create a link in", path)) }
+        guard renameat(fd, temporary, parentFD, name) == 0 else {
+            unlinkat(fd, temporary, 0)
+            throw .system(SystemError("switch the link", parent + "/" + name))
+        }
+        _ = fsync(parentFD)
+    }
+
+    /// Copies `source` to `target` (relative to `folder`), read-only like the objects.
+    private static func copy(_ source: String, into folder: Int32, _ target: String, shownAs shown: String) throws(CacheError) {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw .system(SystemError("open", source)) }
+        defer { Glibc.close(input) }
+        let output = openat(folder, target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o444)
+        guard output >= 0 else { throw .system(SystemError("create", shown)) }
+        defer { Glibc.close(output) }
+        // FICLONE: the file system shares the blocks (btrfs, XFS); elsewhere a plain copy.
+        if ioctl(output, 0x4004_9409, input) == 0 { return }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count == 0 { return }
+            guard count > 0 else {
+                if errno == EINTR { continue }
+                throw .system(SystemError("read", source))
+            }
+            var written = 0
+            while written < count {
+                let step = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, count - written) }
+                guard step > 0 else {
+                    if step < 0, errno == EINTR { continue }
+                    throw .system(SystemError("write", shown))
+                }
+                written += step
+            }
+        }
+    }
+
+    /// Removes `name` in `folder`, a folder's content first, without following links.
+    static func remove(_ name: String, in folder: Int32) {
+        let inner = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard inner >= 0 else {
+            unlinkat(folder, name, 0)
+            return
+        }
+        if let listing = fdopendir(inner) {
+            var names: [String] = []
+            while let entry = readdir(listing) {
+                let child = DirectoryEntry.withName(entry) { String(decoding: $0, as: UTF8.self) }
+                if child != ".", child != ".." { names.append(child) }
+            }
+            for child in names { remove(child, in: inner) }
+            closedir(listing)
+        } else {
+            Glibc.close(inner)
+        }
+        unlinkat(folder, name, AT_REMOVEDIR)
+    }
+}

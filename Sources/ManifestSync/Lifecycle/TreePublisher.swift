@@ -1,0 +1,141 @@
+import Crypto
+import FoundationEssentials
+import Glibc
+
+/// One file of a tree to publish: where it goes, and the object (or file) it holds.
+public struct TreeFile: Sendable, Equatable {
+    /// Relative to the tree (checked by `TreePath.problem`).
+    public let path: String
+    /// The cache object's (or another file's) absolute path; nil for an entry never fetched.
+    public let source: String?
+
+    public init(path: String, source: String?) {
+        self.path = path
+        self.source = source
+    }
+}
+
+/// What a publish did: the report's `tree` object.
+public struct TreeOutcome: Sendable, Codable, Equatable {
+    /// The tree's link, absolute.
+    public var path: String
+    /// The version folder the link names (`.NAME.worker/v-…` beside it).
+    public var version: String
+    /// Files in the version.
+    public var files = 0
+    /// Files made for this version: hard links to the objects, or copies on another file system.
+    public var linked = 0
+    public var copied = 0
+    /// Entries with nothing to show (never fetched): absent from the tree.
+    public var missing = 0
+    /// Whether the link now names another version than before the run.
+    public var switched = false
+}
+
+/// Publishes a tree of files at their names as git-sync publishes a worktree: each version is a
+/// complete folder in `.NAME.worker/` beside the tree's path, and the path itself is a symbolic
+/// link switched from one version to the next with one `rename(2)`. A reader that resolves the
+/// path sees one version whole; the previous version stays until the next switch (readers in
+/// the middle of it keep working) and older ones are deleted. The version is named by its
+/// content, so a tree that did not change switches nothing.
+///
+/// Only the link and the folder `.NAME.worker/` are ever written; a path that exists and is not
+/// such a link is refused. Publishers of one path take turns (a lock in that folder); a
+/// half-built version a killed run left is deleted by the next publish.
+public struct TreePublisher: Sendable {
+    /// The tree's path, absolute.
+    public let path: String
+    let parent: String
+    let name: String
+
+    public init(path: String) {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        self.path = absolute
+        let slash = absolute.lastIndex(of: "/")!
+        parent = slash == absolute.startIndex ? "/" : String(absolute[..<slash])
+        name = String(absolute[absolute.index(after: slash)...])
+    }
+
+    /// The folder of versions, beside the link, and the link's text for `version`.
+    var versionsName: String { "." + name + ".worker" }
+    var versions: String { parent + "/" + versionsName }
+    func linkText(_ version: String) -> String { versionsName + "/" + version }
+
+    /// Refuses a path that exists and is not this program's link (nothing is touched).
+    public func check() throws(CacheError) {
+        guard !name.isEmpty, name != ".", name != ".." else {
+            throw .treeRefused(path: path, reason: "give a folder's path to publish the tree at")
+        }
+        _ = try currentVersion()
+    }
+
+    /// The version the link names now; nil when there is no link yet.
+    func currentVersion() throws(CacheError) -> String? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { return nil }
+            throw .system(SystemError("inspect", path))
+        }
+        guard info.st_mode & S_IFMT == S_IFLNK else {
+            let kind = info.st_mode & S_IFMT == S_IFDIR ? "a folder" : "a file"
+            throw .treeRefused(path: path, reason: "it is \(kind) this program did not make (it publishes a link there); "
+                + "move it away or choose another path")
+        }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { throw .system(SystemError("read the link", path)) }
+        let text = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let prefix = versionsName + "/"
+        guard text.hasPrefix(prefix), Self.isVersionName(text.dropFirst(prefix.count)) else {
+            throw .treeRefused(path: path, reason: "it is a link to \(text), which this program did not make; "
+                + "remove it or choose another path")
+        }
+        return String(text.dropFirst(prefix.count))
+    }
+
+    static func isVersionName(_ name: some StringProtocol) -> Bool {
+        name.hasPrefix("v-") && name.utf8.count == 18 && name.utf8.dropFirst(2).allSatisfy { Hex.value($0) != nil }
+    }
+
+    /// The version's name: a digest of every path and what it holds.
+    static func version(of files: [TreeFile]) -> String {
+        var hasher = SHA256()
+        for file in files {
+            hasher.update(data: Array(file.path.utf8) + [0] + Array((file.source ?? "").utf8) + [10])
+        }
+        return "v-" + Hex.encode(hasher.finalize().prefix(8))
+    }
+
+    /// Publishes `files` (sorted here): builds the version unless it exists, switches the link
+    /// to it unless it already names it, and deletes every version but it and the one before.
+    public func publish(_ files: [TreeFile]) throws(CacheError) -> TreeOutcome {
+        try check()
+        let present = files.filter { $0.source != nil }.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        let version = Self.version(of: present)
+        var outcome = TreeOutcome(path: path, version: version, files: present.count, missing: files.count - present.count)
+        do {
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        } catch {
+            throw .output(path: parent, reason: "cannot create the tree's folder: \(ErrorText.describe(error))")
+        }
+        if mkdir(versions, 0o755) != 0, errno != EEXIST { throw .system(SystemError("create", versions)) }
+        var folder = try TreeFolder(path: versions)
+        defer { folder.close() }
+        try folder.lock()
+        // Checked again under the lock: another publisher may have switched it meanwhile.
+        let previous = try currentVersion()
+        folder.removeHalfBuilt()
+        if previous == version, folder.has(version) { return outcome }
+        if !folder.has(version) {
+            let building = ".building-\(version)-\(getpid())"
+            let counts = try folder.build(building, files: present)
+            outcome.linked = counts.linked
+            outcome.copied = counts.copied
+            try folder.install(building, as: version)
+        }
+        try folder.switchLink(at: parent, name: name, to: linkText(version))
+        outcome.switched = true
+        try folder.removeAll(except: [version] + (previous.map { [$0] } ?? []))
+        return outcome
+    }
+}
