@@ -75,6 +75,58 @@ import WorkerTestSupport
         #expect(tally.killedMidRun * 2 >= tally.kills, "only \(tally.killedMidRun) of \(tally.kills) kills landed mid-run")
     }
 
+    /// `kill -9` while `sync --tree` publishes (a warm cache: the run is the publish): the tree's
+    /// link always names a complete version, old or new, and the next run removes what a killed
+    /// one left half built.
+    @Test func killedPublishesLeaveTheTreeAtACompleteVersion() async throws {
+        let kills = Int(ProcessInfo.processInfo.environment["WORKER_CRASH_KILLS"] ?? "") ?? 20
+        let directory = TemporaryDirectory()
+        let count = 1000
+        for file in 0..<count { directory.write("site/f\(file).txt", "file \(file)\n") }
+        let cache = directory.path + "/cache"
+        let tree = directory.path + "/tree"
+        // Each round puts every file under a folder of its own: a new version to build.
+        func manifest(_ round: Int) -> String {
+            directory.write("site/r\(round).yaml", "version: 1\nentries:\n"
+                + (0..<count).map { "  - url: f\($0).txt\n    path: r\(round)/f\($0).txt\n" }.joined())
+        }
+        func check(_ round: Int) -> String? {
+            guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: tree) else {
+                return round == 0 ? nil : "no link after round \(round)"
+            }
+            let folders = (try? FileManager.default.contentsOfDirectory(atPath: tree)) ?? []
+            guard folders.count == 1, let folder = folders.first,
+                  let files = try? FileManager.default.contentsOfDirectory(atPath: tree + "/" + folder), files.count == count,
+                  (0..<count).allSatisfy({ (try? String(contentsOfFile: "\(tree)/\(folder)/f\($0).txt", encoding: .utf8)) == "file \($0)\n" })
+            else { return "\(link) is not a complete version: \(folders)" }
+            return nil
+        }
+        let warm = try await WorkerBinary.run(["sync", manifest(0), "--cache-dir", cache, "--tree", tree, "-q"])
+        #expect(warm.code == 0, "\(warm.stderr)")
+        let timed = try await WorkerBinary.run(["sync", manifest(1), "--cache-dir", cache, "--tree", tree, "-q"])
+        let seed = TestSeed.from("WORKER_CRASH_SEED")
+        var generator = SplitMix64(seed: seed)
+        var killedMidRun = 0
+        for round in 2..<(2 + kills) {
+            let process = try WorkerBinary.spawn(["sync", manifest(round), "--cache-dir", cache, "--tree", tree, "-q"],
+                                                 log: directory.path + "/round.log")
+            // Within the time a whole run took: most kills land in it whatever else the machine runs.
+            try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(timed.seconds * 0.9e9), using: &generator))
+            if process.isRunning { killedMidRun += 1 }
+            kill(process.processIdentifier, SIGKILL)
+            await process.exited()
+            #expect(check(round) == nil, "round \(round), seed \(seed) (WORKER_CRASH_SEED)")
+        }
+        let final = try await WorkerBinary.run(["sync", manifest(0), "--cache-dir", cache, "--tree", tree, "-q"])
+        #expect(final.code == 0, "\(final.stderr)")
+        #expect(check(0) == nil)
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/.tree.worker")) ?? []
+        #expect(left.filter { $0.hasPrefix(".") }.isEmpty, "half-built versions removed: \(left)")
+        #expect(left.filter { $0.hasPrefix("v-") }.count <= 2, "\(left)")
+        print("crash test, tree: \(kills) kills (\(killedMidRun) mid-run; a run publishing \(count) files takes \(timed.seconds) s)")
+        #expect(killedMidRun * 3 >= kills, "only \(killedMidRun) of \(kills) kills landed mid-run")
+    }
+
     private func verify(_ harness: Harness) async throws -> [String: Any] {
         let path = harness.directory.path + "/verify.json"
         let result = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", path, "-q"])

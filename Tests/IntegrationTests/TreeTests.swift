@@ -267,4 +267,28 @@ import WorkerTestSupport
         let after = try await WorkerBinary.run(["plan", manifest, "--cache-dir", harness.cache, "--tree", tree])
         #expect(after.code == 0 && after.stdout.contains("tree \(tree): unchanged"), "\(after.stdout)")
     }
+
+    @Test(.enabled(if: Conditions.canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
+    func aTreeOnAnotherFileSystemIsMadeOfCopies() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let a = harness.serve("a.txt")
+        let manifest = manifest(harness, [("/f/a.txt", a, "a.txt")])
+        let out = harness.directory.path
+        let mount = out + "/www"
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let script = """
+            mount -t tmpfs -o size=1m tmpfs '\(mount)' || exit 97
+            '\(WorkerBinary.path)' sync '\(manifest)' --cache-dir '\(out)/cache' --tree '\(mount)/site' --report '\(out)/r.json' -q; echo $? > '\(out)/code'
+            cat '\(mount)/site/a.txt' > '\(out)/seen'
+            stat -c %h '\(mount)/site/a.txt' > '\(out)/links'
+            """
+        let run = try await WorkerBinary.run(["-m", "/bin/sh", "-c", script], executable: "/usr/bin/unshare")
+        try #require(run.code == 0, "unshare: \(run.code) \(run.stderr)")
+        #expect(try String(contentsOfFile: out + "/code", encoding: .utf8) == "0\n")
+        #expect(try String(contentsOfFile: out + "/seen", encoding: .utf8) == "content of a.txt\n")
+        #expect(try String(contentsOfFile: out + "/links", encoding: .utf8) == "1\n", "a copy, not a link into the cache")
+        let summary = try treeObject(out + "/r.json")
+        #expect(summary["copied"] as? Int == 1 && summary["linked"] as? Int == 0)
+    }
 }

@@ -66,8 +66,9 @@ struct TreeFolder {
 
     /// Makes the folder `name` holding `files` (sorted by path, each with a source): hard links
     /// to the sources, copies (a reflink where the file system offers one) where a link cannot
-    /// be made; flushed to the disk once at the end.
-    func build(_ name: String, files: [TreeFile]) throws(CacheError) -> (linked: Int, copied: Int) {
+    /// be made; flushed to the disk once at the end. Nil when a source is gone (the folder is
+    /// left half built, for `removeHalfBuilt`).
+    func build(_ name: String, files: [TreeFile]) throws(CacheError) -> (linked: Int, copied: Int)? {
         guard mkdirat(fd, name, 0o755) == 0 else { throw .system(SystemError("create", path + "/" + name)) }
         let root = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard root >= 0 else { throw .system(SystemError("open", path + "/" + name)) }
@@ -93,6 +94,8 @@ struct TreeFolder {
             }
             if linkat(AT_FDCWD, source, root, file.path, 0) == 0 {
                 linked += 1
+            } else if errno == ENOENT, access(source, F_OK) != 0 {
+                return nil
             } else if [EXDEV, EPERM, EMLINK, EACCES, EROFS].contains(errno) {
                 try Self.copy(source, into: root, file.path, shownAs: path + "/" + name + "/" + file.path)
                 copied += 1

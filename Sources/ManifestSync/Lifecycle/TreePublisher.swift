@@ -100,19 +100,32 @@ public struct TreePublisher: Sendable {
     /// The version's name: a digest of every path and what it holds.
     static func version(of files: [TreeFile]) -> String {
         var hasher = SHA256()
+        let separators: [UInt8] = [0, 10]
         for file in files {
-            hasher.update(data: Array(file.path.utf8) + [0] + Array((file.source ?? "").utf8) + [10])
+            var path = file.path
+            var source = file.source ?? ""
+            path.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+            separators.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<1])) }
+            source.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+            separators.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[1..<2])) }
         }
         return "v-" + Hex.encode(hasher.finalize().prefix(8))
     }
 
+    /// The files with something to show, in one order whatever the manifests' (String's `<`:
+    /// byte order for ASCII names, and a stable order for any).
+    static func ordered(_ files: [TreeFile]) -> [TreeFile] {
+        files.filter { $0.source != nil }.sorted { $0.path < $1.path }
+    }
+
     /// Publishes `files` (sorted here): builds the version unless it exists, switches the link
     /// to it unless it already names it, and deletes every version but it and the one before.
-    public func publish(_ files: [TreeFile]) throws(CacheError) -> TreeOutcome {
+    /// With `exact`, `files` is what the caller believes (a sync's own plan and outcomes), and
+    /// `exact` reads the truth (the index, under the cache's lock) if an object it names is gone
+    /// by the time it is linked (another run replaced that version): the build starts again from it.
+    public func publish(_ files: [TreeFile], exact: (() throws(CacheError) -> [TreeFile])? = nil) throws(CacheError) -> TreeOutcome {
+        var exact = exact
         try check()
-        let present = files.filter { $0.source != nil }.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
-        let version = Self.version(of: present)
-        var outcome = TreeOutcome(path: path, version: version, files: present.count, missing: files.count - present.count)
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         } catch {
@@ -125,10 +138,25 @@ public struct TreePublisher: Sendable {
         // Checked again under the lock: another publisher may have switched it meanwhile.
         let previous = try currentVersion()
         folder.removeHalfBuilt()
+        var files = files
+        var present = Self.ordered(files)
+        var version = Self.version(of: present)
+        var outcome = TreeOutcome(path: path, version: version, files: present.count, missing: files.count - present.count)
         if previous == version, folder.has(version) { return outcome }
-        if !folder.has(version) {
+        while !folder.has(version) {
             let building = ".building-\(version)-\(getpid())"
-            let counts = try folder.build(building, files: present)
+            guard let counts = try folder.build(building, files: present) else {
+                // An object vanished: built again from the index, once.
+                folder.removeHalfBuilt()
+                guard let reread = exact else { throw .unusable(path: versions, reason: "an object vanished while the tree was built") }
+                files = try reread()
+                present = Self.ordered(files)
+                version = Self.version(of: present)
+                outcome = TreeOutcome(path: path, version: version, files: present.count, missing: files.count - present.count)
+                exact = nil
+                if previous == version, folder.has(version) { return outcome }
+                continue
+            }
             outcome.linked = counts.linked
             outcome.copied = counts.copied
             try folder.install(building, as: version)

@@ -31,8 +31,8 @@ public struct Manifest: Sendable {
 public struct ManifestSet: Sendable {
     public let manifests: [Manifest]
     public let entries: [ManifestEntry]
-    /// Every entry's place in a tree, in the manifests' order (an entry listed at two paths is
-    /// there twice); empty unless the loader was asked for it (`ManifestLoader.collectsTree`).
+    /// Every entry's place in a tree, sorted by path (an entry listed at two paths is there
+    /// twice); empty unless the loader was asked for it (`ManifestLoader.collectsTree`).
     public let tree: [TreeEntry]
 
     public init(manifests: [Manifest], entries: [ManifestEntry], tree: [TreeEntry] = []) {

@@ -86,14 +86,15 @@ public struct ManifestLoader {
                 entryCount: listed
             ))
         }
+        let tree = collectsTree ? TreeConflicts.sorted(collector.tree) : []
         if collectsTree, diagnostics.allSatisfy({ $0.kind == .content }) {
-            diagnostics += TreeConflicts.find(collector.tree, manifests: manifests)
+            diagnostics += TreeConflicts.find(tree, manifests: manifests)
         }
         if !diagnostics.isEmpty {
             throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
                                  truncated: diagnostics.count >= maxDiagnostics)
         }
-        return ManifestSet(manifests: manifests, entries: collector.entries, tree: collector.tree)
+        return ManifestSet(manifests: manifests, entries: collector.entries, tree: tree)
     }
 
     /// The manifests' sizes together (unreadable ones count 0). By stat, not FileManager's

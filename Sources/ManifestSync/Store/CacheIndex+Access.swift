@@ -43,28 +43,41 @@ extension CacheIndex {
     /// administrator shares with a group, whose rows then carry no URL user info
     /// (`credentialFree`). SQLite gives the WAL and -shm files the mode of the database file, so
     /// creating that one right covers all three; an index made otherwise is set right here.
+    ///
+    /// Checked by `lstat`, without opening the file: closing any descriptor of a file drops every
+    /// POSIX lock this process holds on it, SQLite's included (the read-ahead's connection is open
+    /// while a sync opens its own), and a connection that lost its lock lets another process's
+    /// last close checkpoint and cut the WAL under it. The file is opened only to be made, or when
+    /// its mode or group must change (an index made before the cache was shared).
     static func restrictPermissions(_ path: String, groupReadable: Bool) throws(CacheError) {
         let mode: mode_t = groupReadable ? 0o640 : 0o600
-        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else {
-            if errno == EACCES || errno == EROFS || errno == EPERM,
-               let problem = CacheAccess.writeProblem(root: PathName.parent(path)) { throw .notWritable(problem) }
-            throw .system(SystemError("open", path))
-        }
-        defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .system(SystemError("stat", path)) }
-        // SQLite writes into it: never through a second name (a planted hard link).
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else {
-            throw .unusable(path: path, reason: "it has \(info.st_nlink) names (a hard link elsewhere); the index must have one")
+        if lstat(path, &info) != 0 {
+            guard errno == ENOENT else { throw .system(SystemError("stat", path)) }
+            // Missing, so no connection of this process holds it: made here with its mode.
+            let made = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            guard made >= 0 || errno == EEXIST else {
+                if errno == EACCES || errno == EROFS || errno == EPERM,
+                   let problem = CacheAccess.writeProblem(root: PathName.parent(path)) { throw .notWritable(problem) }
+                throw .system(SystemError("create", path))
+            }
+            if made >= 0 { close(made) }
+            guard lstat(path, &info) == 0 else { throw .system(SystemError("stat", path)) }
         }
-        guard info.st_uid == geteuid() else {
-            throw .unsafe("\(path) belongs to another user (\(CacheAccess.owner(info))): run the command as the cache's owner, "
-                          + "or use a cache of your own (--cache-dir)")
-        }
+        try checkSingleOwnFile(info, path: path)
         var folder = stat()
         let regroup = groupReadable && stat(PathName.parent(path), &folder) == 0 && folder.st_gid != info.st_gid
         guard regroup || info.st_mode & 0o777 != mode else { return }
+        let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw .system(SystemError("open", path)) }
+        defer { close(fd) }
+        var opened = stat()
+        guard fstat(fd, &opened) == 0 else { throw .system(SystemError("stat", path)) }
+        // The file checked is the file changed (not one swapped in between).
+        guard opened.st_ino == info.st_ino, opened.st_dev == info.st_dev else {
+            throw .unusable(path: path, reason: "it was replaced while it was checked")
+        }
+        try checkSingleOwnFile(opened, path: path)
         // The WAL and shared-memory files through descriptors that do not follow a link, and
         // only when they are this user's own single-named files: a link planted under their
         // names must not turn a change of mode or group onto another file.
@@ -79,6 +92,21 @@ extension CacheIndex {
             // Made before the folder was shared: it takes the folder's group, as new files do.
             if regroup { fchown(file, uid_t.max, folder.st_gid) }
             fchmod(file, mode)
+        }
+    }
+
+    /// SQLite writes into the index: never through a second name (a planted hard link), and
+    /// only into this user's own file.
+    private static func checkSingleOwnFile(_ info: stat, path: String) throws(CacheError) {
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw .unusable(path: path, reason: "it is not a regular file (a link, a folder or a device)")
+        }
+        guard info.st_nlink == 1 else {
+            throw .unusable(path: path, reason: "it has \(info.st_nlink) names (a hard link elsewhere); the index must have one")
+        }
+        guard info.st_uid == geteuid() else {
+            throw .unsafe("\(path) belongs to another user (\(CacheAccess.owner(info))): run the command as the cache's owner, "
+                          + "or use a cache of your own (--cache-dir)")
         }
     }
 

@@ -19,6 +19,19 @@ public enum CacheLayout {
 
     /// `objects/sha256/ab/abcdef…` for an object named by its SHA-256 hex.
     public static func objectPath(_ root: String, _ sha256: String) -> String {
-        objectsDirectory(root) + "/" + sha256.prefix(2) + "/" + sha256
+        objectPath(inObjectsDirectory: objectsDirectory(root), sha256)
+    }
+
+    /// The same, from `objectsDirectory(root)` computed once (a tree's thousands of paths), as
+    /// one string built in place.
+    public static func objectPath(inObjectsDirectory directory: String, _ sha256: String) -> String {
+        var path = ""
+        path.reserveCapacity(directory.utf8.count + sha256.utf8.count + 4)
+        path += directory
+        path += "/"
+        path += sha256.prefix(2)
+        path += "/"
+        path += sha256
+        return path
     }
 }

@@ -6,11 +6,31 @@ extension SyncEngine {
     /// holding the object the index names for its URL (an entry that failed keeps the version
     /// the cache still serves; one never fetched is absent). Under the cache's lock, so that no
     /// gc or other run removes an object between its lookup and its link.
-    func publishTree(at path: String, manifests: ManifestSet, index: CacheIndex) async throws(CacheError) -> TreeOutcome {
+    ///
+    /// Whether the tree changed is decided from the run's own plan and outcomes (a warm run with
+    /// an unchanged tree reads nothing more); a tree to build is read from the index.
+    func publishTree(at path: String, manifests: ManifestSet, index: CacheIndex, run: SyncRun) async throws(CacheError) -> TreeOutcome {
         let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock, context: context)
         defer { lock.release() }
-        let files = try Self.treeFiles(manifests, index: index, cacheDirectory: options.cacheDirectory)
-        return try TreePublisher(path: path).publish(files)
+        let directory = options.cacheDirectory
+        let exact = { () throws(CacheError) -> [TreeFile] in try Self.treeFiles(manifests, index: index, cacheDirectory: directory) }
+        guard let believed = Self.treeFiles(manifests, run: run, cacheDirectory: directory) else {
+            return try TreePublisher(path: path).publish(try exact())
+        }
+        return try TreePublisher(path: path).publish(believed, exact: exact)
+    }
+
+    /// The tree as the run left it: each entry's object from its outcome, or the row it planned
+    /// with (unchanged, or failed and still served). Nil for a run of one shard (its plan holds
+    /// only that shard's entries).
+    static func treeFiles(_ manifests: ManifestSet, run: SyncRun, cacheDirectory: String) -> [TreeFile]? {
+        let items = run.plan.items
+        guard items.count == manifests.entries.count else { return nil }
+        let objects = CacheLayout.objectsDirectory(cacheDirectory)
+        return manifests.tree.map { place in
+            let object = run.ledger.outcome(of: place.entry)?.sha256 ?? items[place.entry].previous?.object
+            return TreeFile(path: place.path, source: object.map { CacheLayout.objectPath(inObjectsDirectory: objects, $0) })
+        }
     }
 
     /// What `--tree` would do after the planned sync (`--dry-run`): the tree from the cache as it
@@ -27,7 +47,7 @@ extension SyncEngine {
             files = manifests.tree.map { TreeFile(path: $0.path, source: nil) }
         }
         let fetched = Set(plan.items.filter { $0.action != .keep && $0.action != .revalidate }.map(\.entry.url))
-        let present = files.filter { $0.source != nil }.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        let present = TreePublisher.ordered(files)
         var outcome = TreeOutcome(path: publisher.path, version: TreePublisher.version(of: present), files: present.count,
                                   missing: files.count - present.count)
         let changing = manifests.tree.contains { fetched.contains(manifests.entries[$0.entry].url) }
@@ -37,20 +57,17 @@ extension SyncEngine {
 
     /// Each tree entry with the object its URL's row names, or none.
     static func treeFiles(_ manifests: ManifestSet, index: CacheIndex, cacheDirectory: String) throws(CacheError) -> [TreeFile] {
-        var objects: [Int: String?] = [:]
-        var files: [TreeFile] = []
-        files.reserveCapacity(manifests.tree.count)
-        for place in manifests.tree {
-            let object: String?
-            if let known = objects[place.entry] {
-                object = known
-            } else {
-                object = try index.record(url: manifests.entries[place.entry].url)
-                    .map { CacheLayout.objectPath(cacheDirectory, $0.object) }
-                objects[place.entry] = object
-            }
-            files.append(TreeFile(path: place.path, source: object))
+        // One lookup per distinct entry (an entry may be at several paths).
+        var wanted: [Int: Int] = [:]
+        var urls: [String] = []
+        for place in manifests.tree where wanted[place.entry] == nil {
+            wanted[place.entry] = urls.count
+            urls.append(manifests.entries[place.entry].url)
         }
-        return files
+        let objects = try index.objects(urls: urls)
+        let folder = CacheLayout.objectsDirectory(cacheDirectory)
+        return manifests.tree.map { place in
+            TreeFile(path: place.path, source: objects[wanted[place.entry]!].map { CacheLayout.objectPath(inObjectsDirectory: folder, $0) })
+        }
     }
 }

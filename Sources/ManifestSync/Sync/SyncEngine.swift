@@ -207,7 +207,7 @@ public struct SyncEngine: Sendable {
         }
         var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
         if let tree = options.tree {
-            report.tree = try await publishTree(at: tree, manifests: manifests, index: run.index)
+            report.tree = try await publishTree(at: tree, manifests: manifests, index: run.index, run: run)
         }
         try options.outputs.write(report, success: report.succeeded)
         try await run.finish()
@@ -224,7 +224,7 @@ public struct SyncEngine: Sendable {
                           reportAll: options.reportAll || options.outputs.junit != nil,
                           limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
                                                               maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
-                          store: store, keepsOutcomes: options.keepsOutcomes)
+                          store: store, keepsOutcomes: options.keepsOutcomes || options.tree != nil)
     }
 
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {
