@@ -170,8 +170,20 @@ import WorkerTestSupport
         #expect(result.stderr.contains("clash.yaml:9:10: the URL's path is empty or ends in '/'"))
         #expect(harness.origin.totalRequests == 0)
         #expect(!FileManager.default.fileExists(atPath: harness.cache))
-        // Without a tree, the same manifest is fine.
-        #expect(try await WorkerBinary.run(["plan", clash, "--cache-dir", harness.cache]).code == 0)
+        // Without a tree, the explicit paths are still checked against each other; the URLs'
+        // own paths (two hosts may serve /logo.png) are not.
+        let withoutTree = try await WorkerBinary.run(["plan", clash, "--cache-dir", harness.cache])
+        #expect(withoutTree.code == 2 && withoutTree.stderr.contains("clash.yaml:6:11: tree path 'img/x.png' is also the path"),
+                "\(withoutTree.stderr)")
+        #expect(!withoutTree.stderr.contains("ends in '/'"))
+        let hosts = harness.directory.write("hosts.yaml", """
+            version: 1
+            entries:
+              - url: \(url)logo.png
+              - url: \(url)logo.png?v=2
+              - url: \(url)
+            """)
+        #expect(try await WorkerBinary.run(["plan", hosts, "--cache-dir", harness.cache]).code == 0)
     }
 
     @Test func aReaderNeverSeesAMixOfVersionsOrAMissingFileDuringTwentySwitches() async throws {

@@ -78,6 +78,8 @@ public struct Exporter: Sendable {
     /// One file to write: its name in the folder, its object, and the URL it is for.
     struct File {
         let name: String
+        /// The object's name (its SHA-256) and path.
+        let object: String
         let source: String
         let url: String
     }
@@ -96,7 +98,8 @@ public struct Exporter: Sendable {
             let lock = try await CacheLock(directory: cacheDirectory, wait: nil, context: context)
             defer { lock.release() }
             var result = try plan(layout: layout, urls: urls, tree: tree)
-            let outcome = try publisher.publish(result.files.map { TreeFile(path: $0.name, source: $0.source) })
+            let objects = CacheLayout.objectsDirectory(cacheDirectory)
+            let outcome = try publisher.publish(result.files.map { TreeFile(path: $0.name, object: $0.object, objectsDirectory: objects) })
             result.summary.linked = outcome.linked
             result.summary.copied = outcome.copied
             result.summary.unchanged = outcome.switched ? 0 : outcome.files
@@ -146,7 +149,8 @@ public struct Exporter: Sendable {
                     continue
                 }
                 summary.entries += 1
-                files.append(File(name: place.path, source: CacheLayout.objectPath(cacheDirectory, record.object), url: place.url))
+                files.append(File(name: place.path, object: record.object, source: CacheLayout.objectPath(cacheDirectory, record.object),
+                                  url: place.url))
             }
             summary.missing = missing.map(Redact.url).sorted()
             return (files, summary)
@@ -161,7 +165,8 @@ public struct Exporter: Sendable {
             summary.entries += 1
             let name = layout.fileName(url: record.url, object: record.object)
             guard named.insert(name).inserted else { continue }
-            files.append(File(name: name, source: CacheLayout.objectPath(cacheDirectory, record.object), url: record.url))
+            files.append(File(name: name, object: record.object, source: CacheLayout.objectPath(cacheDirectory, record.object),
+                              url: record.url))
         }
         if let urls {
             summary.missing = urls.filter { !found.contains(index.key($0)) }.map(Redact.url).sorted()

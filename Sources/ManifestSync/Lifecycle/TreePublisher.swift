@@ -6,12 +6,31 @@ import Glibc
 public struct TreeFile: Sendable, Equatable {
     /// Relative to the tree (checked by `TreePath.problem`).
     public let path: String
-    /// The cache object's (or another file's) absolute path; nil for an entry never fetched.
-    public let source: String?
+    /// A cache object's name (its SHA-256) when `objects` is set, else a file's absolute path;
+    /// nil for an entry never fetched. A tree's version is a digest of these: an object's path is
+    /// made only when the version is built (a warm run whose tree did not change makes none).
+    let object: String?
+    let objects: String?
 
+    /// A file holding `source` (an absolute path).
     public init(path: String, source: String?) {
         self.path = path
-        self.source = source
+        object = source
+        objects = nil
+    }
+
+    /// A file holding the cache object `object` of the folder `objectsDirectory`.
+    public init(path: String, object: String?, objectsDirectory: String) {
+        self.path = path
+        self.object = object
+        objects = objectsDirectory
+    }
+
+    /// The file to link, absolute.
+    public var source: String? {
+        guard let object else { return nil }
+        guard let objects else { return object }
+        return CacheLayout.objectPath(inObjectsDirectory: objects, object)
     }
 }
 
@@ -103,7 +122,7 @@ public struct TreePublisher: Sendable {
         let separators: [UInt8] = [0, 10]
         for file in files {
             var path = file.path
-            var source = file.source ?? ""
+            var source = file.object ?? ""
             path.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
             separators.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<1])) }
             source.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
@@ -115,7 +134,7 @@ public struct TreePublisher: Sendable {
     /// The files with something to show, in one order whatever the manifests' (String's `<`:
     /// byte order for ASCII names, and a stable order for any).
     static func ordered(_ files: [TreeFile]) -> [TreeFile] {
-        files.filter { $0.source != nil }.sorted { $0.path < $1.path }
+        files.filter { $0.object != nil }.sorted { $0.path < $1.path }
     }
 
     /// Publishes `files` (sorted here): builds the version unless it exists, switches the link

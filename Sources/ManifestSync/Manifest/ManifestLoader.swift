@@ -10,7 +10,7 @@ public struct ManifestLoader {
     public var expandsHeaders = true
     /// Collect and check every entry's tree path (`--tree`, `export --layout tree`): a URL
     /// without a usable path, two entries at one path, a file where another needs a folder.
-    /// (An explicit `path:` is checked whatever this says.)
+    /// (An explicit `path:` is checked whatever this says, and against the other explicit ones.)
     public var collectsTree = false
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -86,15 +86,16 @@ public struct ManifestLoader {
                 entryCount: listed
             ))
         }
-        let tree = collectsTree ? TreeConflicts.sorted(collector.tree) : []
-        if collectsTree, diagnostics.allSatisfy({ $0.kind == .content }) {
+        // Without a tree, the entries that name a `path` are still checked against each other.
+        let tree = collectsTree || !collector.tree.isEmpty ? TreeConflicts.sorted(collector.tree) : []
+        if !tree.isEmpty, diagnostics.allSatisfy({ $0.kind == .content }) {
             diagnostics += TreeConflicts.find(tree, manifests: manifests)
         }
         if !diagnostics.isEmpty {
             throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
                                  truncated: diagnostics.count >= maxDiagnostics)
         }
-        return ManifestSet(manifests: manifests, entries: collector.entries, tree: tree)
+        return ManifestSet(manifests: manifests, entries: collector.entries, tree: collectsTree ? tree : [])
     }
 
     /// The manifests' sizes together (unreadable ones count 0). By stat, not FileManager's
@@ -211,11 +212,11 @@ private struct EntryCollector {
                                  into diagnostics: inout [ManifestDiagnostic]) {
         let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
         guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
-            if collectsTree { addToTree(item, entry: entries.count, manifest: index, path: path, into: &diagnostics) }
+            if collectsTree || item.path != nil { addToTree(item, entry: entries.count, manifest: index, path: path, into: &diagnostics) }
             entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))
             return
         }
-        if collectsTree { addToTree(item, entry: existing, manifest: index, path: path, into: &diagnostics) }
+        if collectsTree || item.path != nil { addToTree(item, entry: existing, manifest: index, path: path, into: &diagnostics) }
         let first = entries[existing]
         if let a = first.hash, let b = item.hash, a != b {
             let place = first.manifest == index ? "line \(first.line)" : "\(manifests[first.manifest].path):\(first.line)"

@@ -30,7 +30,8 @@ enum TreeConflicts {
         var lastFolder: Substring = ""
         for offset in tree.indices where offset == 0 || tree[offset - 1].path != tree[offset].path {
             let path = tree[offset].path
-            guard let deepest = path.lastIndex(of: "/") else { continue }
+            // By byte: a Character search checks grapheme boundaries all the way.
+            guard let deepest = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { continue }
             var folder = path[..<deepest]
             if folder == lastFolder { continue }
             lastFolder = folder
@@ -41,7 +42,7 @@ enum TreeConflicts {
                     lastFolder = ""
                     break
                 }
-                guard let slash = folder.lastIndex(of: "/") else { break }
+                guard let slash = folder.utf8.lastIndex(of: UInt8(ascii: "/")) else { break }
                 folder = folder[..<slash]
             }
         }

@@ -29,7 +29,7 @@ extension SyncEngine {
         let objects = CacheLayout.objectsDirectory(cacheDirectory)
         return manifests.tree.map { place in
             let object = run.ledger.outcome(of: place.entry)?.sha256 ?? items[place.entry].previous?.object
-            return TreeFile(path: place.path, source: object.map { CacheLayout.objectPath(inObjectsDirectory: objects, $0) })
+            return TreeFile(path: place.path, object: object, objectsDirectory: objects)
         }
     }
 
@@ -67,7 +67,7 @@ extension SyncEngine {
         let objects = try index.objects(urls: urls)
         let folder = CacheLayout.objectsDirectory(cacheDirectory)
         return manifests.tree.map { place in
-            TreeFile(path: place.path, source: objects[wanted[place.entry]!].map { CacheLayout.objectPath(inObjectsDirectory: folder, $0) })
+            TreeFile(path: place.path, object: objects[wanted[place.entry]!], objectsDirectory: folder)
         }
     }
 }
