@@ -18,6 +18,8 @@ extension CurlTransfer {
         case .put(_, let size):
             check(worker_curl_set_long(handle, CURLOPT_UPLOAD, 1), "CURLOPT_UPLOAD")
             check(worker_curl_set_off_t(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(size)), "CURLOPT_INFILESIZE_LARGE")
+        case .makeCollection:
+            check(worker_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, "MKCOL"), "CURLOPT_CUSTOMREQUEST")
         }
         if let timeouts {
             check(worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(timeouts.connect, upTo: Int(Int32.max))),

@@ -85,7 +85,8 @@ import WorkerTestSupport
         for file in 0..<count { directory.write("site/f\(file).txt", "file \(file)\n") }
         let cache = directory.path + "/cache"
         let tree = directory.path + "/tree"
-        // Each round puts every file under a folder of its own: a new version to build.
+        // Each round puts every file under a folder of its own, four trees in turn: a version to
+        // build again that a killed run may have been deleting (two switches ago).
         func manifest(_ round: Int) -> String {
             directory.write("site/r\(round).yaml", "version: 1\nentries:\n"
                 + (0..<count).map { "  - url: f\($0).txt\n    path: r\(round)/f\($0).txt\n" }.joined())
@@ -108,7 +109,7 @@ import WorkerTestSupport
         var generator = SplitMix64(seed: seed)
         var killedMidRun = 0
         for round in 2..<(2 + kills) {
-            let process = try WorkerBinary.spawn(["sync", manifest(round), "--cache-dir", cache, "--tree", tree, "-q"],
+            let process = try WorkerBinary.spawn(["sync", manifest(round % 4), "--cache-dir", cache, "--tree", tree, "-q"],
                                                  log: directory.path + "/round.log")
             // Within the time a whole run took: most kills land in it whatever else the machine runs.
             try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(timed.seconds * 0.9e9), using: &generator))

@@ -117,8 +117,10 @@ import WorkerTestSupport
         let remote = try #require(try json(report)["remote_cache"] as? [String: Any])
         // The three pinned by SHA-256 were looked up (404 from this tier) — the others never.
         #expect(remote["misses"] as? Int == 3, "\(remote)")
-        // (This tier stores nothing: each of the three got a lookup and an upload, refused.)
-        #expect(tier.totalRequests == 6, "the tier got \(tier.totalRequests) requests")
+        // (This tier stores nothing: each of the three got a lookup and an upload, refused with
+        // 404; the first refusal made the run try once to make the tier's collections (MKCOL
+        // /team/, refused too, so no more), and the uploads failed.)
+        #expect(tier.totalRequests == 7, "the tier got \(tier.totalRequests) requests")
         #expect(remote["upload_errors"] as? Int == 3, "\(remote)")
 
         let readOnly = TemporaryDirectory()

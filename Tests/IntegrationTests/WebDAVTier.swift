@@ -156,7 +156,7 @@ final class NginxServer {
         }
     }
 
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TierProblem("socket: \(errno)") }
         defer { close(fd) }
@@ -176,7 +176,7 @@ final class NginxServer {
     }
 
     /// Whether something accepts connections on `port` within five seconds (while nginx runs).
-    private static func waitForListener(port: Int, while process: ChildProcess) -> Bool {
+    static func waitForListener(port: Int, while process: ChildProcess) -> Bool {
         for _ in 0..<100 {
             guard process.isRunning else { return false }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

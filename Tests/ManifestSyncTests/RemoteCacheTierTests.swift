@@ -113,3 +113,13 @@ import Testing
         }
     }
 }
+
+@Suite struct TierCollectionsTests {
+    @Test func theCollectionsGoFromTheTopOfThePathDownToCas() throws {
+        let deep = try RemoteCacheSettings.make(url: "http://127.0.0.1:8080/teams/tier", headers: [], environment: [:]).get()
+        #expect(deep.collectionURLs == ["http://127.0.0.1:8080/teams/", "http://127.0.0.1:8080/teams/tier/",
+                                        "http://127.0.0.1:8080/teams/tier/cas/"])
+        let top = try RemoteCacheSettings.make(url: "http://127.0.0.1:8080", headers: [], environment: [:]).get()
+        #expect(top.collectionURLs == ["http://127.0.0.1:8080/cas/"])
+    }
+}

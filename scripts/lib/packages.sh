@@ -41,6 +41,8 @@ build_packages=(pkg-config libyaml-dev libsqlite3-dev libcurl4-openssl-dev)
 # What the test suite needs beyond that: the openssl command (the TLS tests make a certificate),
 # script(1) (the terminal progress test), nginx (its WebDAV module is the shared tier of
 # RemoteCacheTests; with http2 over TLS, the origin of HTTP2Tests), curl (a HEAD in HTTP2Tests)
-# and util-linux (unshare, setpriv, prlimit for the tests that run as other users or mount).
+# util-linux (unshare, setpriv, prlimit for the tests that run as other users or mount), and
+# apache2 and rclone (Apache's mod_dav and `rclone serve webdav`: the shared tier on the WebDAV
+# servers that want their collections made).
 # shellcheck disable=SC2034
-test_packages=(openssl bsdutils nginx curl util-linux)
+test_packages=(openssl bsdutils nginx curl util-linux apache2 rclone)

@@ -114,6 +114,8 @@ package enum TransferMethod: Sendable, Equatable {
     /// Sends `size` bytes read from the open file `fd` (from its start) as the request body;
     /// the transfer closes it.
     case put(fd: Int32, size: Int64)
+    /// WebDAV's MKCOL: makes the collection the URL names.
+    case makeCollection
 }
 
 /// A request's own connect and read limits.

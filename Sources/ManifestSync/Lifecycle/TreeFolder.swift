@@ -50,17 +50,22 @@ struct TreeFolder {
         return names
     }
 
-    /// Deletes what killed publishers left: versions not finished, links not switched.
+    /// Deletes what killed publishers left: versions not finished, links not switched, versions
+    /// not wholly deleted.
     func removeHalfBuilt() {
-        for name in names() where name.hasPrefix(".building-") || name.hasPrefix(".link-") {
+        for name in names() where name.hasPrefix(".building-") || name.hasPrefix(".link-") || name.hasPrefix(".removing-") {
             Self.remove(name, in: fd)
         }
     }
 
-    /// Deletes every version but `kept`.
+    /// Deletes every version but `kept`. Each is renamed first: a deletion cut short by a kill
+    /// leaves a `.removing-` name, never a version's name on a folder missing files (which a
+    /// later publish of the same tree would take as complete).
     func removeAll(except kept: [String]) throws(CacheError) {
         for name in names() where TreePublisher.isVersionName(name) && !kept.contains(name) {
-            Self.remove(name, in: fd)
+            let doomed = ".removing-\(name)-\(getpid())"
+            guard renameat(fd, name, fd, doomed) == 0 else { continue }
+            Self.remove(doomed, in: fd)
         }
     }
 

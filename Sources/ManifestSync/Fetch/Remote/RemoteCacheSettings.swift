@@ -89,6 +89,22 @@ public struct RemoteCacheSettings: Sendable, Equatable {
         base + "/cas/" + hex
     }
 
+    /// The collections an object's URL lies in, from the top of the base URL's path down to
+    /// `cas/`, each with its trailing slash: what a WebDAV server (Apache's mod_dav, rclone) wants
+    /// made with MKCOL before it takes a PUT into them (nginx makes them itself).
+    var collectionURLs: [String] {
+        guard let colon = base.firstIndex(of: ":"), base[colon...].hasPrefix("://") else { return [base + "/cas/"] }
+        let afterScheme = base[base.index(colon, offsetBy: 3)...]
+        let pathStart = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+        var url = String(base[..<pathStart])
+        var collections: [String] = []
+        for component in base[pathStart...].split(separator: "/") {
+            url += "/" + component
+            collections.append(url + "/")
+        }
+        return collections + [base + "/cas/"]
+    }
+
     /// The URL as it may be shown: without user info.
     public var shownURL: String { Redact.url(base) }
 

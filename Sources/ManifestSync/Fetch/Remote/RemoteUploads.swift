@@ -15,6 +15,18 @@ final class RemoteUploads: Sendable {
         let temporaryPath: String
         /// Asks with `HEAD` first and sends only what the tier lacks (`worker push`).
         var checksFirst = false
+        /// Sent again after the tier's collections were made: a 404 or 409 now is an error.
+        var afterCollections = false
+    }
+
+    /// The tier's collections (`RemoteCacheSettings.collectionURLs`), made with MKCOL once a run
+    /// when a PUT is refused with 404 or 409 (Apache's mod_dav, rclone: nginx makes them itself).
+    /// The uploads refused meanwhile wait, and go again once they are made.
+    enum Collections {
+        case unknown
+        case making(waiting: [(Pending, Int)])
+        case made
+        case failed(String)
     }
 
     private struct State {
@@ -24,6 +36,7 @@ final class RemoteUploads: Sendable {
         var turn = 0
         var stopped = false
         var idle: [CheckedContinuation<Void, Never>] = []
+        var collections = Collections.unknown
 
         var waiting: Int { queue.count - next }
 
@@ -105,7 +118,7 @@ final class RemoteUploads: Sendable {
         let started = state.withLock { $0.startable(limit: tier.settings.uploadsAtOnce, engines: engines.count) }
         for (pending, number) in started {
             let engine = engines[number]
-            engine.execute { self.put(pending, on: engine) }
+            engine.execute { self.put(pending, on: engine, number: number) }
         }
     }
 
@@ -121,7 +134,7 @@ final class RemoteUploads: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func put(_ pending: Pending, on engine: any FetchEngine) {
+    private func put(_ pending: Pending, on engine: any FetchEngine, number: Int) {
         // Queued before the tier was given up: dropped (the report's `given_up` says why).
         guard tier.isUsable else { return ended() }
         if pending.checksFirst {
@@ -133,7 +146,7 @@ final class RemoteUploads: Sendable {
                 case .success(.status(404, _)):
                     var rest = pending
                     rest.checksFirst = false
-                    put(rest, on: engine)
+                    put(rest, on: engine, number: number)
                 default:
                     record(reply, size: pending.size)
                     ended()
@@ -147,8 +160,80 @@ final class RemoteUploads: Sendable {
         if fd < 0 { fd = open(CacheLayout.objectPath(cacheDirectory, pending.sha256), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return ended() }
         send(.put(fd: fd, size: pending.size), for: pending, on: engine) { [self] reply in
+            if case .success(.status(let status, _)) = reply.result, status == 404 || status == 409, !pending.afterCollections {
+                return collectionsMissing(for: pending, number: number)
+            }
             record(reply, size: pending.size)
             ended()
+        }
+    }
+
+    /// A PUT refused as if a collection were missing: the first makes them, the others wait.
+    private func collectionsMissing(for pending: Pending, number: Int) {
+        var retry = pending
+        retry.afterCollections = true
+        enum Next { case make, wait, again, fail(String) }
+        let next = state.withLock { state -> Next in
+            switch state.collections {
+            case .unknown:
+                state.collections = .making(waiting: [(retry, number)])
+                return .make
+            case .making(var waiting):
+                waiting.append((retry, number))
+                state.collections = .making(waiting: waiting)
+                return .wait
+            case .made:
+                // Sent before they were made.
+                return .again
+            case .failed(let problem):
+                return .fail(problem)
+            }
+        }
+        switch next {
+        case .make: makeCollections(tier.settings.collectionURLs[...], on: engines[number])
+        case .wait: return
+        case .again: put(retry, on: engines[number], number: number)
+        case .fail(let problem):
+            tier.failed("upload: \(problem)") { $0.uploadErrors += 1 }
+            ended()
+        }
+    }
+
+    /// MKCOL each of `urls`, top first (201 made, 405 there already), then the waiting uploads.
+    private func makeCollections(_ urls: ArraySlice<String>, on engine: any FetchEngine) {
+        guard let url = urls.first else { return collectionsDone(nil) }
+        let deadline = Monotonic.now() + entryTimeout
+        var request = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline)
+        request.method = .makeCollection
+        request.timeouts = tier.settings.timeouts
+        control.send(request, handler: .statusOnly(url: url, deadline: deadline), on: engine) { [self] reply in
+            switch reply.result {
+            case .success(.status(let status, _)) where (200..<300).contains(status) || status == 405:
+                makeCollections(urls.dropFirst(), on: engine)
+            case .success(.status(let status, _)):
+                collectionsDone("MKCOL \(Redact.url(url)): HTTP \(status)")
+            case .success:
+                collectionsDone("MKCOL \(Redact.url(url)): an unexpected answer")
+            case .failure(let failure):
+                collectionsDone("MKCOL \(Redact.url(url)): \(failure.message)")
+            }
+        }
+    }
+
+    private func collectionsDone(_ problem: String?) {
+        let waiting = state.withLock { state -> [(Pending, Int)] in
+            guard case .making(let waiting) = state.collections else { return [] }
+            state.collections = problem.map { .failed($0) } ?? .made
+            return waiting
+        }
+        for (pending, number) in waiting {
+            if let problem {
+                tier.failed("upload: \(problem)") { $0.uploadErrors += 1 }
+                ended()
+            } else {
+                let engine = engines[number]
+                engine.execute { self.put(pending, on: engine, number: number) }
+            }
         }
     }
 
