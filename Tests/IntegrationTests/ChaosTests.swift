@@ -59,7 +59,7 @@ import WorkerTestSupport
                     left.append(item)
                     continue
                 }
-                await WorkerBinary.exited(item.process)
+                await item.process.exited()
                 let signalled = item.process.terminationReason == .uncaughtSignal
                 let code = signalled ? "signal \(item.process.terminationStatus)" : "\(item.process.terminationStatus)"
                 tally.codes["\(item.kind) \(code)", default: 0] += 1

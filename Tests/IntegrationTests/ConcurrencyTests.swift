@@ -15,7 +15,7 @@ import Testing
             processes.append((try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q"], log: log), log))
         }
         for (process, log) in processes {
-            await WorkerBinary.exited(process)
+            await process.exited()
             #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
         let distinct = Set((0..<175).map { sha256(TestOrigin.generated("k\($0)")) })

@@ -42,7 +42,7 @@ import WorkerTestSupport
                 try await Task.sleep(nanoseconds: UInt64.random(in: 0...250_000_000 / UInt64(writers), using: &generator))
                 if process.isRunning { tally.killedMidRun += 1 }
                 kill(process.processIdentifier, SIGKILL)
-                await WorkerBinary.exited(process)
+                await process.exited()
                 tally.kills += 1
             }
             tally.temporaryFilesFound += harness.temporaryFiles().count

@@ -372,7 +372,7 @@ import WorkerTestSupport
         let exitEnd = Date().addingTimeInterval(10)
         while process.isRunning, Date() < exitEnd { try? await Task.sleep(nanoseconds: 10_000 * 1000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        await WorkerBinary.exited(process)
+        await process.exited()
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         let document = try json(report)
         let remote = try #require(document["remote_cache"] as? [String: Any])

@@ -31,7 +31,7 @@ import WorkerTestSupport
             while process.isRunning, Date() < deadline { try? await Task.sleep(nanoseconds: 20_000 * 1000) }
             guard !process.isRunning else {
                 kill(process.processIdentifier, SIGKILL)
-                await WorkerBinary.exited(process)
+                await process.exited()
                 continue
             }
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

@@ -52,7 +52,7 @@ import Testing
                                                       "--report", harness.directory.path + "/w\(writer).json"], log: log), log))
         }
         for (process, log) in processes {
-            await WorkerBinary.exited(process)
+            await process.exited()
             #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
         // Each run's own clock: each waited 5 s for its slow answer, and the two spans overlap
@@ -121,7 +121,7 @@ import Testing
         #expect(process.isRunning, "the long answer is still on its way")
         #expect(committed == 199, "committed while the long download goes on: \(committed)")
         kill(process.processIdentifier, SIGKILL)
-        await WorkerBinary.exited(process)
+        await process.exited()
         // The next run finds them: only the killed download is asked for again (and runs into
         // the deadline here).
         let again = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q", "--deadline", "2s"])

@@ -33,7 +33,7 @@ import Testing
         let ended = await waitUntil(seconds: seconds) { !process.isRunning }
         if !ended {
             kill(process.processIdentifier, SIGKILL)
-            await WorkerBinary.exited(process)
+            await process.exited()
         }
         return ended
     }

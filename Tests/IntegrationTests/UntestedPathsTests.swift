@@ -44,7 +44,7 @@ import WorkerTestSupport
             committed = (try? harness.records().count) ?? 0
         }
         kill(process.processIdentifier, SIGTERM)
-        await WorkerBinary.exited(process)
+        await process.exited()
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         #expect(try harness.records().count == 300, "all but the late one, after a gc, an rm and a clear that waited")
         #expect(try await WorkerBinary.run(["verify", "--cache-dir", harness.cache]).code == 0)
@@ -68,11 +68,11 @@ import WorkerTestSupport
         while process.isRunning {
             let log = harness.directory.path + "/gc-\(collections).log"
             let gc = try WorkerBinary.spawn(["gc", "--cache-dir", harness.cache, "--wait-lock", "30"], log: log)
-            await WorkerBinary.exited(gc)
+            await gc.exited()
             #expect(gc.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
             collections += 1
         }
-        await WorkerBinary.exited(process)
+        await process.exited()
         #expect(process.terminationStatus == 0)
         #expect(collections >= 2, "the gc ran beside the sync")
         let verify = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])
@@ -122,7 +122,7 @@ import WorkerTestSupport
         let second = harness.manifest([("/gen/b", TestOrigin.generated("b"))], name: "b.yaml")
         let result = try await WorkerBinary.run(["sync", second, "--cache-dir", harness.cache])
         #expect(result.code == 0, "\(result.stderr)")
-        await WorkerBinary.exited(holder)
+        await holder.exited()
         #expect(try harness.records().count == 2)
     }
 

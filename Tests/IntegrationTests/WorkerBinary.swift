@@ -120,11 +120,6 @@ enum WorkerBinary {
 
     struct CPUTimeUnread: Error { let output: String }
 
-    /// Waits for a spawned process to end without holding a thread of the cooperative pool.
-    static func exited(_ process: ChildProcess) async {
-        await process.exited()
-    }
-
     /// For a thread of the test's own (never the cooperative pool): `run`, blocking.
     static func runBlocking(_ arguments: [String], seconds: Double = defaultLimit) -> Result? {
         let box = Mutex<Result?>(nil)

@@ -78,9 +78,8 @@ public struct Exporter: Sendable {
     /// One file to write: its name in the folder, its object, and the URL it is for.
     struct File {
         let name: String
-        /// The object's name (its SHA-256) and path.
+        /// The object's name (its SHA-256).
         let object: String
-        let source: String
         let url: String
     }
 
@@ -149,8 +148,7 @@ public struct Exporter: Sendable {
                     continue
                 }
                 summary.entries += 1
-                files.append(File(name: place.path, object: record.object, source: CacheLayout.objectPath(cacheDirectory, record.object),
-                                  url: place.url))
+                files.append(File(name: place.path, object: record.object, url: place.url))
             }
             summary.missing = missing.map(Redact.url).sorted()
             return (files, summary)
@@ -165,8 +163,7 @@ public struct Exporter: Sendable {
             summary.entries += 1
             let name = layout.fileName(url: record.url, object: record.object)
             guard named.insert(name).inserted else { continue }
-            files.append(File(name: name, object: record.object, source: CacheLayout.objectPath(cacheDirectory, record.object),
-                              url: record.url))
+            files.append(File(name: name, object: record.object, url: record.url))
         }
         if let urls {
             summary.missing = urls.filter { !found.contains(index.key($0)) }.map(Redact.url).sorted()
@@ -185,7 +182,9 @@ public struct Exporter: Sendable {
             throw CacheError.output(path: folder, reason: "cannot create the export folder: \(ErrorText.describe(error))")
         }
         var folders = Set<String>()
+        let objects = CacheLayout.objectsDirectory(cacheDirectory)
         for file in files {
+            let source = CacheLayout.objectPath(inObjectsDirectory: objects, file.object)
             let target = folder + "/" + file.name
             if let slash = file.name.lastIndex(of: "/"), folders.insert(String(file.name[..<slash])).inserted {
                 do {
@@ -197,7 +196,7 @@ public struct Exporter: Sendable {
             }
             var sourceInfo = stat()
             var targetInfo = stat()
-            guard lstat(file.source, &sourceInfo) == 0 else {
+            guard lstat(source, &sourceInfo) == 0 else {
                 result.vanished.insert(file.url)
                 continue
             }
@@ -208,17 +207,10 @@ public struct Exporter: Sendable {
                 }
                 unlink(target)
             }
-            if link(file.source, target) == 0 {
-                result.linked += 1
-            } else if [EXDEV, EPERM, EMLINK, EROFS, EACCES].contains(errno) {
-                do {
-                    try FileManager.default.copyItem(atPath: file.source, toPath: target)
-                    result.copied += 1
-                } catch {
-                    throw CacheError.output(path: target, reason: "cannot copy: \(ErrorText.describe(error))")
-                }
-            } else {
-                throw .system(SystemError("link", target))
+            switch try LinkOrCopy.place(source, in: AT_FDCWD, target, shownAs: target) {
+            case .linked?: result.linked += 1
+            case .copied?: result.copied += 1
+            case nil: result.vanished.insert(file.url)
             }
         }
         return result

@@ -36,7 +36,10 @@ struct TreeFolder {
     }
 
     /// Names in the folder.
-    private func names() -> [String] {
+    private func names() -> [String] { Self.names(in: fd) }
+
+    /// Names in the folder open at `fd` (which stays open), without "." and "..".
+    private static func names(in fd: Int32) -> [String] {
         let copy = dup(fd)
         guard copy >= 0, let listing = fdopendir(copy) else { return [] }
         defer { closedir(listing) }
@@ -97,15 +100,10 @@ struct TreeFolder {
                 }
                 folders.insert(folder)
             }
-            if linkat(AT_FDCWD, source, root, file.path, 0) == 0 {
-                linked += 1
-            } else if errno == ENOENT, access(source, F_OK) != 0 {
-                return nil
-            } else if [EXDEV, EPERM, EMLINK, EACCES, EROFS].contains(errno) {
-                try Self.copy(source, into: root, file.path, shownAs: path + "/" + name + "/" + file.path)
-                copied += 1
-            } else {
-                throw .system(SystemError("link", path + "/" + name + "/" + file.path))
+            switch try LinkOrCopy.place(source, in: root, file.path, shownAs: path + "/" + name + "/" + file.path) {
+            case .linked?: linked += 1
+            case .copied?: copied += 1
+            case nil: return nil
             }
         }
         _ = worker_syncfs(root)
@@ -132,36 +130,6 @@ struct TreeFolder {
         _ = fsync(parentFD)
     }
 
-    /// Copies `source` to `target` (relative to `folder`), read-only like the objects.
-    private static func copy(_ source: String, into folder: Int32, _ target: String, shownAs shown: String) throws(CacheError) {
-        let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw .system(SystemError("open", source)) }
-        defer { Glibc.close(input) }
-        let output = openat(folder, target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o444)
-        guard output >= 0 else { throw .system(SystemError("create", shown)) }
-        defer { Glibc.close(output) }
-        // FICLONE: the file system shares the blocks (btrfs, XFS); elsewhere a plain copy.
-        if ioctl(output, 0x4004_9409, input) == 0 { return }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if count == 0 { return }
-            guard count > 0 else {
-                if errno == EINTR { continue }
-                throw .system(SystemError("read", source))
-            }
-            var written = 0
-            while written < count {
-                let step = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, count - written) }
-                guard step > 0 else {
-                    if step < 0, errno == EINTR { continue }
-                    throw .system(SystemError("write", shown))
-                }
-                written += step
-            }
-        }
-    }
-
     /// Removes `name` in `folder`, a folder's content first, without following links.
     static func remove(_ name: String, in folder: Int32) {
         let inner = openat(folder, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -169,17 +137,8 @@ struct TreeFolder {
             unlinkat(folder, name, 0)
             return
         }
-        if let listing = fdopendir(inner) {
-            var names: [String] = []
-            while let entry = readdir(listing) {
-                let child = DirectoryEntry.withName(entry) { String(decoding: $0, as: UTF8.self) }
-                if child != ".", child != ".." { names.append(child) }
-            }
-            for child in names { remove(child, in: inner) }
-            closedir(listing)
-        } else {
-            Glibc.close(inner)
-        }
+        for child in names(in: inner) { remove(child, in: inner) }
+        Glibc.close(inner)
         unlinkat(folder, name, AT_REMOVEDIR)
     }
 }
