@@ -59,6 +59,23 @@ http {{
 """
 
 
+def launch_nginx(prefix: str, http: str, top: str, probe: str):
+    """nginx with `nginx_conf(prefix, http, top)`, in its own session; returns once `probe` (a
+    URL it serves) answers."""
+    for folder in ("logs", "tmp"):
+        os.makedirs(os.path.join(prefix, folder), exist_ok=True)
+    open(os.path.join(prefix, "nginx.conf"), "w").write(nginx_conf(prefix, http=http, top=top))
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen([nginx, "-p", prefix, "-c", "nginx.conf", "-g", "daemon off;"], start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if subprocess.run(["curl", "-sSf", "-o", "/dev/null", probe], capture_output=True).returncode == 0:
+            return process
+        time.sleep(0.05)
+    process.terminate()
+    raise SystemExit(f"nginx did not start; see {prefix}/logs/error.log")
+
+
 class Origin:
     """A private nginx: one worker, keep-alive, sendfile, no access log; stopped by its PID."""
 

@@ -18,11 +18,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench import nginx_conf  # noqa: E402
+from bench import launch_nginx  # noqa: E402
 from network import small_set  # noqa: E402
 
 ORIGIN_PORT, TIER_PORT, DEAD_PORT = 18460, 18461, 18462
@@ -31,8 +30,6 @@ ORIGIN_PORT, TIER_PORT, DEAD_PORT = 18460, 18461, 18462
 def start_nginx(root: str, scratch: str) -> tuple:
     prefix = os.path.join(scratch, "nginx")
     tier = os.path.join(scratch, "tier")
-    for folder in ("logs", "tmp"):
-        os.makedirs(os.path.join(prefix, folder), exist_ok=True)
     os.makedirs(os.path.join(tier, "cas"), exist_ok=True)
     modules = "/usr/lib/nginx/modules"
     top = f"load_module {modules}/ndk_http_module.so;\nload_module {modules}/ngx_http_lua_module.so;"
@@ -43,18 +40,7 @@ def start_nginx(root: str, scratch: str) -> tuple:
         # No open_file_cache here: emptied between runs, the tier must not serve files it kept open.
         open_file_cache off;
         location /cas/ {{ root {tier}; dav_methods PUT; create_full_put_path on; client_max_body_size 0; }} }}"""
-    open(os.path.join(prefix, "nginx.conf"), "w").write(nginx_conf(prefix, http=http, top=top))
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    process = subprocess.Popen([nginx, "-p", prefix, "-c", "nginx.conf", "-g", "daemon off;"], start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        if subprocess.run(["curl", "-sSf", "-o", "/dev/null", f"http://127.0.0.1:{ORIGIN_PORT}/u/000001/avatar.png"],
-                          capture_output=True).returncode == 0:
-            break
-        time.sleep(0.05)
-    else:
-        process.terminate()
-        raise SystemExit(f"nginx did not start; see {prefix}/logs/error.log")
+    process = launch_nginx(prefix, http, top, f"http://127.0.0.1:{ORIGIN_PORT}/u/000001/avatar.png")
     return process, prefix, tier
 
 

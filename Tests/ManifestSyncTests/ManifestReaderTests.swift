@@ -74,9 +74,9 @@ import WorkerTestSupport
 
     @Test func unknownKeys() {
         #expect(problems("version: 1\nentries: []\ncolour: red\n") ==
-                ["3:1: unknown key 'colour' (expected version, name, base_url, headers, entries)"])
+                ["3:1: unknown key 'colour' (expected version, name, base_url, headers, mirrors, entries)"])
         #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    sha: x\n") ==
-                ["4:5: unknown key 'sha' in entry (expected url, hash, path)"])
+                ["4:5: unknown key 'sha' in entry (expected url, hash, path, mirrors)"])
     }
 
     @Test func duplicateKeys() {
@@ -101,7 +101,7 @@ import WorkerTestSupport
         #expect(problems("version: 2\nentries: []\n") == ["1:10: unsupported manifest version 2 (this worker reads version 1)"])
         #expect(problems("version: 1\nentries: {}\n") == ["2:10: 'entries' must be a list, found a mapping"])
         #expect(problems("version: 1\nentries:\n  - http://h/a\n") ==
-                ["3:5: each entry must be a mapping with 'url' (and optional 'hash' and 'path'), found a scalar"])
+                ["3:5: each entry must be a mapping with 'url' (and optional 'hash', 'path' and 'mirrors'), found a scalar"])
         #expect(problems("version: 1\nentries:\n  - url: [a]\n") == ["3:10: 'url' must be a string, found a list"])
         #expect(problems("- 1\n") == ["1:1: the manifest must be a mapping with 'version' and 'entries', found a list"])
     }
@@ -291,7 +291,7 @@ import WorkerTestSupport
         // entries + 715 hashes + 4 earlier unknown keys + 3 bad entries + 1.
         let first = readBothWays(texts[0]).threaded
         #expect(first.count == 4_995 + 8)
-        #expect(first.last == "5725:5 unknown key 'colour' in entry (expected url, hash, path)")
+        #expect(first.last == "5725:5 unknown key 'colour' in entry (expected url, hash, path, mirrors)")
     }
 
     /// This process's open files whose path ends with `suffix`.
@@ -309,8 +309,8 @@ import WorkerTestSupport
         let (threaded, inline) = readBothWays(text, maxDiagnostics: 3, name: name)
         #expect(threaded == inline)
         #expect(openFiles(ending: "/" + name).isEmpty, "the thread has ended and closed the file")
-        #expect(threaded == ["3:5 unknown key 'sha' in entry (expected url, hash, path)",
+        #expect(threaded == ["3:5 unknown key 'sha' in entry (expected url, hash, path, mirrors)",
                              "3:5 entry has no 'url'",
-                             "4:5 unknown key 'sha' in entry (expected url, hash, path)"])
+                             "4:5 unknown key 'sha' in entry (expected url, hash, path, mirrors)"])
     }
 }

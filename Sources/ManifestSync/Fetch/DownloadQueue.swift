@@ -42,7 +42,12 @@ final class DownloadQueue: Sendable, OriginGate {
         self.groups = groups
         wakeCount = max(1, min(64, groups.count / 8))
         let origins = groups.map { $0.members.first?.request.origin }
-        state = Mutex(State(schedule: DownloadSchedule(origins: origins, jobs: jobs, streams: streams, breaker: breaker)))
+        var alternates: [Int: [String]] = [:]
+        for (number, group) in groups.enumerated() {
+            if let mirrors = group.members.first?.request.mirrors, !mirrors.isEmpty { alternates[number] = mirrors.map(\.origin) }
+        }
+        state = Mutex(State(schedule: DownloadSchedule(origins: origins, alternates: alternates, jobs: jobs, streams: streams,
+                                                       breaker: breaker)))
         fetcher.meter.onHead { [weak self] head in self?.headArrived(head) }
     }
 
@@ -133,6 +138,10 @@ final class DownloadQueue: Sendable, OriginGate {
     func record(_ origin: String, _ report: OriginReport) {
         let now = Self.now()
         changed { $0.record(origin, report, now: now) }
+    }
+
+    func givenUp(_ origin: String) -> String? {
+        state.withLock { $0.schedule.breaker.givenUp(origin) }
     }
 
     func entryGaveUp(_ origin: String) {

@@ -22,6 +22,11 @@ struct DownloadSchedule: Sendable {
     let streams: Int
     /// Each group's origin; nil for local files, which no origin rule concerns.
     private let origins: [String?]
+    /// The origins of the mirrors of groups that have some, in order: a group whose origin was
+    /// given up starts on the first mirror origin that was not, in that origin's window.
+    private let alternates: [Int: [String]]
+    /// Groups running in a mirror origin's window, and which.
+    private var heldAt: [Int: String] = [:]
     private(set) var windows: [String: OriginWindow] = [:]
     /// Local files being read.
     private var localRunning = 0
@@ -37,8 +42,10 @@ struct DownloadSchedule: Sendable {
     private var released: [Int] = []
     private var releasedStart = 0
 
-    init(origins: [String?], jobs: Int, streams: Int = 100, breaker: OriginBreaker = OriginBreaker()) {
+    init(origins: [String?], alternates: [Int: [String]] = [:], jobs: Int, streams: Int = 100,
+         breaker: OriginBreaker = OriginBreaker()) {
         self.origins = origins
+        self.alternates = alternates
         self.jobs = max(1, jobs)
         localJobs = min(self.jobs, Self.localFilesAtOnce)
         self.streams = max(1, streams)
@@ -51,7 +58,7 @@ struct DownloadSchedule: Sendable {
     mutating func take(now: Double) -> [Step] {
         var steps: [Step] = []
         while !isStopped, let group = peekNext() {
-            guard let origin = origins[group] else {
+            guard let primary = origins[group] else {
                 guard localRunning < localJobs else { break }
                 advance()
                 localRunning += 1
@@ -59,14 +66,15 @@ struct DownloadSchedule: Sendable {
                 steps.append(.start(group: group, delay: 0))
                 continue
             }
+            let origin = admittingOrigin(group, primary)
             guard windows[origin, default: OriginWindow()].hasRoom(jobs: jobs, streams: streams) else { break }
             advance()
             switch breaker.admitEntry(origin, now: now) {
             case .go, .probe:
-                hold(group, origin)
+                hold(group, origin, primary)
                 steps.append(.start(group: group, delay: 0))
             case .wait(let until):
-                hold(group, origin)
+                hold(group, origin, primary)
                 steps.append(.start(group: group, delay: max(0, until - now)))
             case .park:
                 parked[origin, default: []].append(group)
@@ -77,9 +85,17 @@ struct DownloadSchedule: Sendable {
         return steps
     }
 
-    private mutating func hold(_ group: Int, _ origin: String) {
+    private mutating func hold(_ group: Int, _ origin: String, _ primary: String) {
         running += 1
         windows[origin, default: OriginWindow()].started()
+        if origin != primary { heldAt[group] = origin }
+    }
+
+    /// The origin a group is admitted by: its own, unless that was given up and one of its
+    /// mirrors' was not (then the first such). With every one given up, its own (refused).
+    private func admittingOrigin(_ group: Int, _ primary: String) -> String {
+        guard let others = alternates[group], breaker.isOpen(primary) else { return primary }
+        return others.first { !breaker.isOpen($0) } ?? primary
     }
 
     /// The next group to take, without taking it.
@@ -95,7 +111,7 @@ struct DownloadSchedule: Sendable {
     /// A started group ended (delivered or failed): its slot goes to the next.
     mutating func finished(_ group: Int, now: Double) -> [Step] {
         running -= 1
-        if let origin = origins[group] {
+        if let origin = heldAt.removeValue(forKey: group) ?? origins[group] {
             windows[origin]?.finished()
         } else {
             localRunning -= 1

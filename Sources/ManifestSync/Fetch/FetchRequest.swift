@@ -1,7 +1,13 @@
 /// One download to make: where from, what it must hash to, what to send. A class: the steps of
 /// a download (callbacks on the fetch engine's thread) share it instead of copying its strings.
 final class FetchRequest: Sendable {
+    /// The manifest's URL: what the cache records it under (the index, partial bodies, reports).
     let url: String
+    /// What is requested for `url`: `url` itself, or where `--rewrite` sends it.
+    let fetchURL: String
+    /// Other places serving the same bytes, tried in order after `fetchURL` fails (pinned
+    /// entries' `mirrors`, after `--rewrite`).
+    let mirrors: [FetchLocation]
     let expected: ContentHash?
     let headers: [RequestHeader]
     /// For `file://` entries: the manifest folder the file must stay inside (symlinks resolved).
@@ -10,18 +16,57 @@ final class FetchRequest: Sendable {
     /// can answer 304 Not Modified without a body.
     let etag: String?
     let lastModified: String?
-    /// The URL's origin (scheme, host, port) for the per-origin rules; nil for `file://`.
+    /// The origin (scheme, host, port) of `fetchURL` for the per-origin rules; nil for `file://`.
     let origin: String?
 
     init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
-         etag: String? = nil, lastModified: String? = nil) {
+         etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], rewrite: URLRewrite = URLRewrite()) {
         self.url = url
         self.expected = expected
         self.headers = headers
         self.localRoot = localRoot
         self.etag = etag
         self.lastModified = lastModified
-        origin = LocalFile.isLocal(url) ? nil : Fetcher.origin(of: url)
+        if LocalFile.isLocal(url) {
+            (fetchURL, origin, self.mirrors) = (url, nil, [])
+        } else {
+            fetchURL = rewrite.apply(url)
+            origin = Fetcher.origin(of: fetchURL)
+            // Only a pinned entry may come from elsewhere: the hash proves the bytes.
+            var locations: [FetchLocation] = []
+            if expected != nil {
+                var seen: Set<String> = [fetchURL]
+                for mirror in mirrors {
+                    let location = FetchLocation(listed: mirror, url: rewrite.apply(mirror))
+                    if seen.insert(location.url).inserted { locations.append(location) }
+                }
+            }
+            self.mirrors = locations
+        }
+    }
+
+    /// The request as sent to `location`: named by the URL requested, with the manifest's headers
+    /// only when it is on the manifest URL's own origin (they never cross origins).
+    private init(_ request: FetchRequest, at location: FetchLocation) {
+        url = location.url
+        fetchURL = location.url
+        mirrors = []
+        expected = request.expected
+        origin = location.origin
+        headers = request.headers.isEmpty || location.origin == Fetcher.origin(of: request.url) ? request.headers : []
+        localRoot = nil
+        etag = request.etag
+        lastModified = request.lastModified
+    }
+
+    /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
+    var locations: [FetchLocation] {
+        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Fetcher.origin(of: fetchURL))] + mirrors
+    }
+
+    /// The request to send to one of `locations`: this one itself when it is `url`.
+    func at(_ location: FetchLocation) -> FetchRequest {
+        location.url == url && location.origin == origin ? self : FetchRequest(self, at: location)
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
@@ -29,6 +74,21 @@ final class FetchRequest: Sendable {
     /// Sent with credentials (the manifest's headers, URL user info): what it fetches is as
     /// private as the origin.
     var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) }
+}
+
+/// One place a request may be fetched from.
+struct FetchLocation: Sendable, Equatable {
+    /// As the manifest lists it (what a report names).
+    let listed: String
+    /// As requested (after `--rewrite`).
+    let url: String
+    let origin: String
+
+    init(listed: String, url: String, origin: String? = nil) {
+        self.listed = listed
+        self.url = url
+        self.origin = origin ?? Fetcher.origin(of: url)
+    }
 }
 
 /// What a successful download delivered.
@@ -56,4 +116,6 @@ struct FetchResult: Sendable {
     let bytesReceived: Int64
     /// The source that delivered or failed it; nil when none was asked.
     let source: SourceKind?
+    /// A mirror that delivered the body (as the manifest lists it); nil for the entry's URL.
+    var servedBy: String? = nil
 }

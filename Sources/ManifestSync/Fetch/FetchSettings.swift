@@ -27,6 +27,8 @@ public struct FetchSettings: Sendable {
     /// How requests reach the network (the command line gives `CurlTransport`); a run that must
     /// download without one fails as `CacheError.library`.
     package var transport: (any Transport)?
+    /// `--rewrite FROM=TO`: where requests for some URLs go instead (the cache keeps the URLs).
+    public var rewrite = URLRewrite()
     /// The shared tier asked before the origins and given what they deliver (`--remote-cache`).
     public var remoteCache: RemoteCacheSettings?
 

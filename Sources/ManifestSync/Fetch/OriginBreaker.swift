@@ -98,6 +98,17 @@ struct OriginBreaker: Sendable {
         }
     }
 
+    /// Whether `origin` was given up (its entries fail at once), without counting anything.
+    func isOpen(_ origin: String) -> Bool {
+        givenUp(origin) != nil
+    }
+
+    /// Why `origin` was given up, as a refused entry's message; nil while it was not.
+    func givenUp(_ origin: String) -> String? {
+        if case .open(let problem) = origins[origin]?.mode { return Self.message(origin, problem) }
+        return nil
+    }
+
     /// Whether an entry already started may make another attempt at `origin`.
     mutating func admitRetry(_ origin: String, now: Double) -> Admission {
         let state = origins[origin] ?? State(mode: .closed)
@@ -177,6 +188,8 @@ protocol OriginGate: Sendable {
     func record(_ origin: String, _ report: OriginReport)
     /// The entry failed for good on an origin problem.
     func entryGaveUp(_ origin: String)
+    /// Why the run gave `origin` up (a mirror of it is then passed over); nil while it has not.
+    func givenUp(_ origin: String) -> String?
 }
 
 /// What one attempt told about its origin: its health, its protocol, whether it asked for less.

@@ -13,6 +13,8 @@ public struct ManifestEntry: Sendable, Equatable {
     public let manifest: Int
     public let line: Int
     public let column: Int
+    /// The entry's own `mirrors` (absolute http(s) URLs), tried in order after its URL fails.
+    public var mirrors: [String] = []
 }
 
 /// A validated manifest: its metadata; its entries live in the `ManifestSet`.
@@ -25,6 +27,20 @@ public struct Manifest: Sendable {
     public let localRoot: String
     /// How many entries the file lists (before merging URLs listed more than once).
     public let entryCount: Int
+    /// The top-level `mirrors`: for its entries pinned by a hash, after their own.
+    public var mirrors = ManifestMirrors()
+
+    /// Where an entry of this manifest may be fetched from besides its URL, in order: its own
+    /// `mirrors`, then the manifest's map. None without a hash (the bytes could not be checked).
+    public func mirrors(of entry: ManifestEntry) -> [String] {
+        guard entry.hash != nil else { return [] }
+        if mirrors.isEmpty { return entry.mirrors }
+        var all = entry.mirrors
+        for mirror in mirrors.mirrors(for: entry.url) where mirror != entry.url && !all.contains(mirror) {
+            all.append(mirror)
+        }
+        return all
+    }
 }
 
 /// Every manifest of a run, validated, with their entries merged: one entry per distinct URL.

@@ -83,7 +83,8 @@ public struct ManifestLoader {
                 baseURL: resolver.base,
                 headers: headers,
                 localRoot: resolver.folder,
-                entryCount: listed
+                entryCount: listed,
+                mirrors: header.mirrors
             ))
         }
         // Without a tree, the entries that name a `path` are still checked against each other.
@@ -175,6 +176,10 @@ private struct EntryCollector {
                       manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
         let url: String
         switch resolved {
+        case .success(let resolved) where !item.mirrors.isEmpty && LocalFile.isLocal(resolved):
+            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column,
+                                                  message: "'mirrors' apply to http and https entries; this one is a local file"))
+            return
         case .success(let resolved): url = resolved
         case .failure(let problem):
             diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
@@ -213,7 +218,8 @@ private struct EntryCollector {
         let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
         guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
             if collectsTree || item.path != nil { addToTree(item, entry: entries.count, manifest: index, path: path, into: &diagnostics) }
-            entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column))
+            entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column,
+                                         mirrors: item.mirrors))
             return
         }
         if collectsTree || item.path != nil { addToTree(item, entry: existing, manifest: index, path: path, into: &diagnostics) }
@@ -225,7 +231,11 @@ private struct EntryCollector {
                 message: "URL \(Redact.short(Redact.url(url), limit: 80)) is listed with two hashes: "
                     + "\(ManifestLoader.abbreviate(b)) here, \(ManifestLoader.abbreviate(a)) at \(place)"))
         } else if first.hash == nil, let hash = item.hash {
-            entries[existing] = ManifestEntry(url: url, hash: hash, manifest: first.manifest, line: first.line, column: first.column)
+            entries[existing] = ManifestEntry(url: url, hash: hash, manifest: first.manifest, line: first.line, column: first.column,
+                                              mirrors: item.mirrors)
+        } else if !item.mirrors.isEmpty {
+            // The same URL listed again with mirrors: they are added after the first listing's.
+            entries[existing].mirrors += item.mirrors.filter { !first.mirrors.contains($0) }
         }
     }
 }

@@ -181,12 +181,14 @@ struct ManifestWalker {
                 }
             case "headers":
                 readHeaders(value, into: &header)
+            case "mirrors":
+                readMirrorMap(value, into: &header)
             case "entries":
                 header.hasEntries = true
                 let current = header
                 readEntries(value) { onEntry($0, current) }
             default:
-                report(key, "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, headers, entries)")
+                report(key, "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, headers, mirrors, entries)")
                 skip(after: value)
             }
         }
@@ -218,7 +220,7 @@ struct ManifestWalker {
         }
         while let item = next(), item.kind != .sequenceEnd {
             guard item.kind == .mappingStart else {
-                report(item, "each entry must be a mapping with 'url' (and optional 'hash' and 'path'), found \(Self.describe(item))")
+                report(item, "each entry must be a mapping with 'url' (and optional 'hash', 'path' and 'mirrors'), found \(Self.describe(item))")
                 skip(after: item)
                 continue
             }
@@ -236,6 +238,8 @@ struct ManifestWalker {
         var urlSeen: Int?
         var path: (text: String, line: Int, column: Int)?
         var pathSeen: Int?
+        var mirrors: [String] = []
+        var mirrorsKey: YAMLEvent?
         var valid = true
         while let key = next(), key.kind != .mappingEnd {
             guard let value = next() else { return nil }
@@ -276,8 +280,13 @@ struct ManifestWalker {
                     valid = false
                 }
                 path = (text, value.line, value.column)
+            case "mirrors":
+                if let first = mirrorsKey { report(key, "duplicate key 'mirrors' (first at line \(first.line))"); valid = false }
+                mirrorsKey = key
+                guard let list = readMirrorList(value) else { valid = false; continue }
+                mirrors = list
             default:
-                report(key, "unknown key '\(Redact.short(key.value))' in entry (expected url, hash, path)")
+                report(key, "unknown key '\(Redact.short(key.value))' in entry (expected url, hash, path, mirrors)")
                 skip(after: value)
                 valid = false
             }
@@ -286,8 +295,13 @@ struct ManifestWalker {
             if urlSeen == nil { report(start, "entry has no 'url'") }
             return nil
         }
+        if let mirrorsKey, hash == nil, hashSeen == nil {
+            // Only a hash proves that another server's bytes are the entry's.
+            report(mirrorsKey, "'mirrors' needs a 'hash': only bytes checked against the entry's hash may come from another URL")
+            valid = false
+        }
         guard valid else { return nil }
         return RawEntry(url: url, hash: hash, line: urlPosition.line, column: urlPosition.column,
-                        path: path?.text, pathLine: path?.line ?? 0, pathColumn: path?.column ?? 0)
+                        path: path?.text, pathLine: path?.line ?? 0, pathColumn: path?.column ?? 0, mirrors: mirrors)
     }
 }

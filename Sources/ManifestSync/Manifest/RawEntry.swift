@@ -9,6 +9,8 @@ public struct RawEntry: Sendable {
     public var path: String? = nil
     public var pathLine = 0
     public var pathColumn = 0
+    /// Other URLs serving the same bytes (`mirrors:`), as written; only on an entry with a hash.
+    public var mirrors: [String] = []
 }
 
 /// The top-level fields of a manifest other than `entries`.
@@ -19,5 +21,7 @@ public struct ManifestHeader: Sendable {
     public var baseURLPosition: (line: Int, column: Int) = (0, 0)
     /// Header names and raw values (before `${VAR}` expansion), with the position of each value.
     public var headers: [(name: String, value: String, line: Int, column: Int)] = []
+    /// The top-level `mirrors` mapping.
+    public var mirrors = ManifestMirrors()
     public var hasEntries = false
 }

@@ -17,7 +17,7 @@ struct DownloadGroup: Sendable {
 extension SyncPlan {
     /// The items that need the network (download, revalidate, refresh), grouped by content in
     /// the order their first item comes in the manifests.
-    func downloadGroups(refresh: Bool) -> [DownloadGroup] {
+    func downloadGroups(refresh: Bool, rewrite: URLRewrite = URLRewrite()) -> [DownloadGroup] {
         var groupByKey: [GroupKey: Int] = [:]
         var members: [[Int]] = []
         for (offset, item) in items.enumerated() {
@@ -34,7 +34,7 @@ extension SyncPlan {
                 }
             }
         }
-        return members.map { items in DownloadGroup(members: items.map { .init(item: $0, request: request(for: $0)) }) }
+        return members.map { items in DownloadGroup(members: items.map { .init(item: $0, request: request(for: $0, rewrite: rewrite)) }) }
     }
 
     /// What makes items one group: the same expected content, or (hashless, `--refresh`) the
@@ -50,15 +50,16 @@ extension SyncPlan {
         return !manifests.manifests[planned.entry.manifest].headers.isEmpty || CredentialFreeURL.hasUserInfo(planned.entry.url)
     }
 
-    /// What to send for a plan item: its manifest's headers, and the stored version's
-    /// validators when it is revalidated.
-    func request(for item: Int) -> FetchRequest {
+    /// What to send for a plan item: its manifest's headers, the stored version's validators when
+    /// it is revalidated, its mirrors; where `--rewrite` sends it.
+    func request(for item: Int, rewrite: URLRewrite = URLRewrite()) -> FetchRequest {
         let planned = items[item]
         let manifest = manifests.manifests[planned.entry.manifest]
         let revalidate = planned.action == .revalidate
         return FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifest.headers,
                             localRoot: manifest.baseURL == nil ? manifest.localRoot : nil,
                             etag: revalidate ? planned.previous?.etag : nil,
-                            lastModified: revalidate ? planned.previous?.lastModified : nil)
+                            lastModified: revalidate ? planned.previous?.lastModified : nil,
+                            mirrors: manifest.mirrors(of: planned.entry), rewrite: rewrite)
     }
 }

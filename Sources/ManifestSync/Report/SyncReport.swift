@@ -75,6 +75,8 @@ public struct SyncReport: Sendable {
         public var refetched: String?
         /// Where a fetched body came from: `origin`, `remote` (the shared tier) or `local`.
         public var source: SourceKind?
+        /// The mirror that delivered the body, when not the entry's URL (redacted).
+        public var servedBy: String?
 
         enum CodingKeys: String, CodingKey {
             case url, hash, status
@@ -85,6 +87,7 @@ public struct SyncReport: Sendable {
             case stale, manifest
             case previousPath = "previous_path"
             case refetched, source
+            case servedBy = "served_by"
         }
     }
 

@@ -34,7 +34,8 @@ public struct TextReportWriter {
             let label = report.dryRun ? Self.plannedLabel(entry.status) : entry.status.rawValue
             var line = "  \(pad(label))  \(entry.url)"
             if let bytes = entry.bytes, !report.dryRun {
-                line += "  (\(Units.formatBytes(bytes))\(entry.source == .remote ? ", from the remote cache" : ""))"
+                line += "  (\(Units.formatBytes(bytes))\(entry.source == .remote ? ", from the remote cache" : "")"
+                    + "\(entry.servedBy.map { ", from " + Sanitize.terminal($0) } ?? ""))"
             }
             lines.append(line)
         }

@@ -13,7 +13,8 @@ struct SyncLedger {
         /// Content already stored (another URL's, or another item's of this run) now serves the item.
         case reused(item: Int, object: String, size: Int64)
         /// A verified body for the item, from `source`.
-        case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil)
+        case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil,
+                       servedBy: String? = nil)
         case failed(item: Int, FetchFailure, attempts: Int, stale: Bool)
         /// A delivered item whose row did not fit in the index (a full disk): failed after all.
         case notStored(item: Int, object: String, reused: Bool, FetchFailure, stale: Bool)
@@ -76,12 +77,13 @@ struct SyncLedger {
             add(item, .unchanged, object: planned.previous?.object, size: planned.previous?.size, attempts: attempts)
         case .reused(let item, let object, let size):
             add(item, .reused, object: object, size: size, attempts: nil)
-        case .delivered(let item, let object, let size, let attempts, let source):
+        case .delivered(let item, let object, let size, let attempts, let source, let servedBy):
             let planned = plan.items[item]
             if planned.action == .repair { rows.totals.repaired += 1 }
             if planned.action == .refresh { rows.totals.refreshed += 1 }
             let status = deliveredStatus(item, object: object)
-            add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source)
+            add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
+                servedBy: servedBy)
         case .notStored(let item, let object, let reused, let failure, let stale):
             let planned = plan.items[item]
             if !reused, planned.action == .repair { rows.totals.repaired -= 1 }
@@ -150,7 +152,7 @@ struct SyncLedger {
     }
 
     private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
-                              source: SourceKind? = nil) {
+                              source: SourceKind? = nil, servedBy: String? = nil) {
         let planned = plan.items[item]
         remember(item, Outcome(status: status, sha256: object))
         rows.add(status, order: item) { [maker] in
@@ -159,6 +161,7 @@ struct SyncLedger {
                 row.refetched = "the cached file's size was not the index's (it changed on disk)"
             }
             row.source = source
+            row.servedBy = servedBy.map(Redact.url)
             return row
         }
     }

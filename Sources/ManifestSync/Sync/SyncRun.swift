@@ -64,7 +64,13 @@ struct SyncRun {
                 break
             }
         }
-        let groups = plan.downloadGroups(refresh: options.refresh)
+        var groups = plan.downloadGroups(refresh: options.refresh, rewrite: options.fetch.rewrite)
+        if options.fetch.remoteCache != nil {
+            // Machines that start together on one tier each walk the entries in an order of their
+            // own: one's misses are then rarely where another is about to upload.
+            var order = SystemRandomNumberGenerator()
+            groups.shuffle(using: &order)
+        }
         progress.total = groups.reduce(0) { $0 + $1.items.count }
         progress.started = Date()
         // A first snapshot, so progress can be shown before the first download ends.
@@ -125,7 +131,7 @@ struct SyncRun {
                 batch.addBytes(body.size)
                 link(item, object: body.sha256, size: body.size, body: body)
                 ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
-                                         source: result.source))
+                                         source: result.source, servedBy: result.servedBy))
             case .failure(let failure):
                 fail(item, failure, attempts: result.attempts)
             }

@@ -303,7 +303,8 @@ public struct CacheVerifier: Sendable {
                 report.droppedEntries.append(Redact.url(record.url))
                 continue
             }
-            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil))
+            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil,
+                                                                 rewrite: fetch.rewrite))
             switch result.result {
             case .success(.notModified):
                 dropped.append(record.url)

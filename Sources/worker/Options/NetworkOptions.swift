@@ -36,6 +36,11 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
     var caCertificates: [String] = []
 
+    @Option(name: .customLong("rewrite"), help: ArgumentHelp(
+        "Fetch URLs starting with FROM from TO + the rest instead; FROM's host is never contacted, and the cache and reports keep the manifest's URLs (repeatable; the first matching rule wins). Also $WORKER_REWRITE (rules separated by spaces, after these).",
+        valueName: "FROM=TO"))
+    var rewrite: [String] = []
+
     @OptionGroup(title: "Remote cache") var remote: RemoteCacheOptions
 
     func validate() throws {
@@ -60,10 +65,20 @@ struct NetworkOptions: ParsableArguments {
         }
         fetch.caCertificates = caCertificates
         fetch.remoteCache = try remote.settings()
+        fetch.rewrite = try Self.rewrite(rewrite)
         guard maxSize.value > 0 else { throw ValidationError("--max-size must be above 0") }
         fetch.maxSize = maxSize.value
         fetch.limitRate = limitRate?.value
         fetch.maxRequestsPerSecond = maxRequestsPerSecond?.value
         return fetch
+    }
+
+    /// `--rewrite` rules, then `WORKER_REWRITE`'s; a usage error names the rule that cannot be used.
+    static func rewrite(_ given: [String], environment: [String: String] = ProcessInfo.processInfo.environment) throws -> URLRewrite {
+        let fromEnvironment = (environment["WORKER_REWRITE"] ?? "").split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
+        switch URLRewrite.parse(given + fromEnvironment.map(String.init)) {
+        case .success(let rewrite): return rewrite
+        case .failure(let error): throw ValidationError("--rewrite: \(error)")
+        }
     }
 }

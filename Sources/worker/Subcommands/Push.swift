@@ -45,8 +45,6 @@ struct Push: AsyncParsableCommand {
         settings.transport = CurlTransport()
         settings.caCertificates = caCertificates
         settings.remoteCache = try remote.settings()
-        // Many small requests to a near server: more at once than a sync's uploads beside downloads.
-        if remote.uploads == nil { settings.remoteCache?.uploadsAtOnce = 32 }
         let printer = ProgressPrinter(mode: progress, quiet: quiet)
         let stop = StopSignals.enable { message in
             printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)

@@ -48,10 +48,16 @@ struct Verify: AsyncParsableCommand {
     @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
     var caCertificates: [String] = []
 
+    @Option(name: .customLong("rewrite"), help: ArgumentHelp(
+        "With --repair: fetch URLs starting with FROM from TO + the rest (repeatable; also $WORKER_REWRITE).",
+        valueName: "FROM=TO"))
+    var rewrite: [String] = []
+
     @OptionGroup var lock: LockOptions
 
     func validate() throws {
         guard repair || manifests.isEmpty else { throw ValidationError("manifests are read only with --repair") }
+        _ = try NetworkOptions.rewrite(rewrite)
     }
 
     func run() async throws {
@@ -73,6 +79,7 @@ struct Verify: AsyncParsableCommand {
         verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates
+        verifier.fetch.rewrite = try NetworkOptions.rewrite(rewrite)
         verifier.waitLock = lock.seconds()
         verifier.manifestPaths = manifests
         let report: VerifyReport

@@ -18,6 +18,8 @@ struct DownloadMachine: Sendable {
         var pacesRequests = false
         /// Attempts are told to an origin gate (a queue's breaker).
         var reportsToGate = false
+        /// `--rewrite`: a redirect to a rewritten URL goes where the rule says.
+        var rewrite = URLRewrite()
     }
 
     /// One request to send.
@@ -166,7 +168,8 @@ struct DownloadMachine: Sendable {
                                           maxRedirects: rules.maxRedirects, visited: &visited) {
             case .failure(let failure):
                 return attemptEnded(.failure(failure), jitter: jitter)
-            case .success(let next):
+            case .success(let target):
+                let next = rules.rewrite.apply(target)
                 // Manifest headers (credentials) never follow a redirect to another origin.
                 sendHeaders = sendHeaders && Fetcher.origin(of: next) == request.origin
                 return prepare(url: next, hop: exchange.hop + 1)

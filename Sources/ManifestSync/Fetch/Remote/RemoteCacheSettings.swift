@@ -12,8 +12,10 @@ public struct RemoteCacheSettings: Sendable, Equatable {
     public var readOnly = false
     /// Connect timeout, and the longest silence (or crawl) of a tier answer: a tier is near.
     public var timeout = 2.0
-    /// Uploads in flight at once.
-    public var uploadsAtOnce = 8
+    /// Uploads in flight at once: enough to keep pace with the downloads, so that a body is on the
+    /// tier soon after it is verified and runners started together find what another fetched
+    /// (BENCHMARKS.md, "Mirrors and machines that start together").
+    public var uploadsAtOnce = 32
     /// Errors in a row after which the tier is left alone for the rest of the run.
     public var errorsToGiveUp = 3
     /// Uploads bodies of entries without a SHA-256 pin too (`manifest --urls`: the hashes it

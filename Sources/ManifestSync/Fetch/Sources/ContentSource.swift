@@ -47,6 +47,8 @@ struct SourceOutcome: Sendable {
     let attempts: Int
     /// Body bytes received over all attempts.
     let bytes: Int64
+    /// A mirror that delivered it, as the manifest lists it.
+    var servedBy: String?
 
     init(answer: Answer, attempts: Int, bytes: Int64) {
         self.answer = answer
@@ -55,7 +57,8 @@ struct SourceOutcome: Sendable {
     }
 
     /// A delivery or a failure.
-    init(_ result: Result<Delivery, FetchFailure>, attempts: Int, bytes: Int64) {
+    init(_ result: Result<Delivery, FetchFailure>, attempts: Int, bytes: Int64, servedBy: String? = nil) {
+        self.servedBy = servedBy
         switch result {
         case .success(let delivery): answer = .delivered(delivery)
         case .failure(let failure): answer = .failed(failure)

@@ -38,7 +38,8 @@ struct SourceWalk: Sendable {
                 if case .body(let body) = delivery {
                     for earlier in missed { sources[earlier].missed(request, deliveredBy: source.kind, body) }
                 }
-                done(FetchResult(result: .success(delivery), attempts: attempts, bytesReceived: bytes, source: source.kind))
+                done(FetchResult(result: .success(delivery), attempts: attempts, bytesReceived: bytes, source: source.kind,
+                                 servedBy: outcome.servedBy))
             case .failed(let failure):
                 done(FetchResult(result: .failure(failure), attempts: attempts, bytesReceived: bytes, source: source.kind))
             }

@@ -1,0 +1,77 @@
+import Testing
+
+@testable import ManifestSync
+
+/// The pieces of mirrors and `--rewrite` as values: which origin admits a group, what a rule
+/// rewrites, which mirrors a manifest map gives. No I/O.
+@Suite(.timeLimit(.minutes(1))) struct MirrorPartsTests {
+    let a = "http://a.test:80"
+    let b = "http://b.test:80"
+    let c = "http://c.test:80"
+    let refused = OriginReport(outcome: .unhealthy(problem: "connection refused", retryAfter: nil))
+
+    @Test func aGroupWhoseOriginWasGivenUpStartsInItsFirstLiveMirrorsWindow() {
+        var schedule = DownloadSchedule(origins: [a, a, a, a], alternates: [1: [b, c], 2: [c]], jobs: 1)
+        #expect(DownloadScheduleTests.started(schedule.take(now: 0)) == [0])
+        // Group 0 fails on `a` four times over (entries giving up): `a` is given up.
+        for _ in 0..<4 { _ = schedule.entryGaveUp(a, now: 0) }
+        #expect(schedule.breaker.isOpen(a))
+        let steps = schedule.finished(0, now: 1)
+        // Group 1 goes to b's window, group 2 to c's; group 3 has no mirror and is refused.
+        #expect(DownloadScheduleTests.started(steps) == [1, 2])
+        #expect(steps.contains { if case .refuse(3, _) = $0 { true } else { false } })
+        #expect(schedule.windows[b]?.inFlight == 1 && schedule.windows[c]?.inFlight == 1)
+        _ = schedule.finished(1, now: 2)
+        _ = schedule.finished(2, now: 2)
+        #expect(schedule.windows[b]?.inFlight == 0 && schedule.windows[c]?.inFlight == 0, "each slot is given back where it was taken")
+        #expect(schedule.windows[a]?.inFlight == 0)
+    }
+
+    @Test func aGroupWithEveryOriginGivenUpIsRefused() {
+        var schedule = DownloadSchedule(origins: [a, a], alternates: [1: [b]], jobs: 1)
+        _ = schedule.take(now: 0)
+        for origin in [a, b] { for _ in 0..<4 { _ = schedule.entryGaveUp(origin, now: 0) } }
+        let steps = schedule.finished(0, now: 1)
+        #expect(steps.contains { if case .refuse(1, _) = $0 { true } else { false } })
+    }
+
+    @Test func aRuleRewritesItsPrefixOnlyWithTheHostMatchedWhole() throws {
+        let rewrite = try URLRewrite.parse(["https://cdn.example.com/assets/=http://127.0.0.1:8080/mirror/",
+                                            "https://cdn.example.com/=http://127.0.0.1:8080/all/"]).get()
+        #expect(rewrite.apply("https://cdn.example.com/assets/a.png") == "http://127.0.0.1:8080/mirror/a.png")
+        #expect(rewrite.apply("HTTPS://CDN.Example.com/assets/a.png") == "http://127.0.0.1:8080/mirror/a.png")
+        #expect(rewrite.apply("https://cdn.example.com/other/b.png") == "http://127.0.0.1:8080/all/other/b.png")
+        #expect(rewrite.apply("https://cdn.example.com.evil.test/assets/a.png") == "https://cdn.example.com.evil.test/assets/a.png")
+        #expect(rewrite.apply("https://cdn.example.com:444/assets/a.png") == "https://cdn.example.com:444/assets/a.png")
+        #expect(rewrite.apply("http://cdn.example.com/assets/a.png") == "http://cdn.example.com/assets/a.png")
+        let bare = try URLRewrite.parse(["https://cdn.example.com=http://127.0.0.1:8080"]).get()
+        #expect(bare.apply("https://cdn.example.com/x") == "http://127.0.0.1:8080/x")
+        #expect(bare.apply("https://cdn.example.company/x") == "https://cdn.example.company/x")
+        for bad in ["https://a", "=https://b", "ftp://a/=https://b/", "https://a/=file:///tmp/"] {
+            guard case .failure = URLRewrite.parse([bad]) else { Issue.record("\(bad) parsed"); continue }
+        }
+    }
+
+    @Test func aPinnedRequestTriesItsOwnMirrorsThenTheMapsOnceEachAndAHashlessOneNone() throws {
+        let hash = try ContentHash.parse("sha256:" + String(repeating: "ab", count: 32)).get()
+        var manifest = Manifest(path: "m.yaml", name: "m", baseURL: nil, headers: [], localRoot: "/", entryCount: 1)
+        manifest.mirrors = ManifestMirrors([.init(prefix: "https://cdn.test/", mirrors: ["https://m1.test/", "https://m2.test/c/"])])
+        let pinned = ManifestEntry(url: "https://cdn.test/x.png", hash: hash, manifest: 0, line: 1, column: 1,
+                                   mirrors: ["https://m2.test/c/x.png", "https://own.test/x.png"])
+        #expect(manifest.mirrors(of: pinned) == ["https://m2.test/c/x.png", "https://own.test/x.png", "https://m1.test/x.png"])
+        let hashless = ManifestEntry(url: "https://cdn.test/y.png", hash: nil, manifest: 0, line: 2, column: 1)
+        #expect(manifest.mirrors(of: hashless).isEmpty)
+
+        let rewrite = try URLRewrite.parse(["https://own.test/=https://m1.test/"]).get()
+        let request = FetchRequest(url: pinned.url, expected: hash, headers: [RequestHeader(name: "Authorization", value: "t")],
+                                   localRoot: nil, mirrors: manifest.mirrors(of: pinned), rewrite: rewrite)
+        // own.test is rewritten to what m1.test already serves: each URL is asked once.
+        #expect(request.locations.map(\.url) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://m1.test/x.png"])
+        #expect(request.locations.map(\.listed) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://own.test/x.png"])
+        // The manifest's headers go to its own origin only.
+        #expect(request.at(request.locations[0]) === request)
+        #expect(request.at(request.locations[1]).headers.isEmpty)
+        let unpinned = FetchRequest(url: hashless.url, expected: nil, headers: [], localRoot: nil, mirrors: ["https://m1.test/y.png"])
+        #expect(unpinned.mirrors.isEmpty)
+    }
+}
