@@ -10,7 +10,7 @@ together  4 runs started at once, each with a cache of its own, on one empty tie
           the origin 20 ms away (nginx + Lua's ngx.sleep): origin requests counted in its log.
           Target: origin requests <= 1.3 x the entries. With --baseline, the same for that build.
 
-  python3 Benchmarks/origins.py [--worker .build/release/worker] [--baseline OLD] [--rounds 5]
+  python3 Benchmarks/origins.py [--worker .build/release/worker] [--baseline OLD] [--rounds 11]
 """
 import argparse
 import os
@@ -117,7 +117,7 @@ def main():
     parser.add_argument("--baseline", help="another build to measure `together` with (before per-run orders)")
     parser.add_argument("--root", default=os.environ.get("WORKER_BENCH_DIR", "/tmp/worker-bench"))
     parser.add_argument("--entries", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--only-together", action="store_true", help="skip the mirrors rows")
     parser.add_argument("--together-args", default="", help="more options for the together runs (worker only)")
     args = parser.parse_args()

@@ -94,6 +94,12 @@ checks = {
         and d["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]["worker-remote-cache-client"] == "true",
     "deploy/github-actions/worker-sync-remote-cache.yml": lambda d: any("--remote-header 'Authorization: Bearer ${WORKER_TIER_TOKEN}'" in s.get("run", "")
         and s["env"]["WORKER_REMOTE_CACHE"] == "${{ vars.WORKER_REMOTE_CACHE }}" for s in d["jobs"]["sync"]["steps"]),
+    # s3:// entries: the key from a Secret as the AWS variables, never a literal; in CI, an assumed
+    # role's credentials from the AWS action (pinned), no stored key.
+    "deploy/github-actions/worker-sync-s3.yml": lambda d: (lambda steps: any(
+        s.get("uses", "").startswith("aws-actions/configure-aws-credentials@") and s["with"]["role-to-assume"] == "${{ vars.AWS_ROLE_ARN }}"
+        for s in steps) and not any("AWS_SECRET_ACCESS_KEY" in str(s) for s in steps)
+        and any("worker sync" in s.get("run", "") for s in steps))(d["jobs"]["sync"]["steps"]),
     "deploy/gitlab-ci/worker-sync.gitlab-ci.yml": lambda d: d["worker-sync"]["artifacts"]["reports"]["junit"] == "junit.xml"
         and d["worker-sync"]["cache"]["when"] == "always" and d["worker-sync"]["cache"]["key"] == "$WORKER_CACHE_KEY"
         and "worker fingerprint" in " ".join(d["worker-key"]["script"]) and "worker --version" in " ".join(d["worker-key"]["script"]),
@@ -102,10 +108,13 @@ bad = 0
 # Every GitHub workflow: read-only token, no third-party action unless pinned to a commit, the
 # package checked against its SHA-256 before it is installed.
 import re
-for path in ["deploy/github-actions/worker-sync.yml", "deploy/github-actions/worker-sync-remote-cache.yml"]:
+for path in ["deploy/github-actions/worker-sync.yml", "deploy/github-actions/worker-sync-remote-cache.yml",
+             "deploy/github-actions/worker-sync-s3.yml"]:
     try:
         d = yaml.safe_load(open(path))
-        assert d["permissions"] == {"contents": "read"}, d.get("permissions")
+        # The S3 job may also ask for the OIDC token its role is assumed with, and nothing else.
+        allowed = [{"contents": "read"}] + ([{"contents": "read", "id-token": "write"}] if path.endswith("-s3.yml") else [])
+        assert d["permissions"] in allowed, d.get("permissions")
         steps = d["jobs"]["sync"]["steps"]
         for step in steps:
             uses = step.get("uses", "")
@@ -136,6 +145,19 @@ try:
     print("ok: deploy/kubernetes/tree-nginx.yaml")
 except Exception as error:
     print(f"FAIL: deploy/kubernetes/tree-nginx.yaml: {error}")
+    bad = 1
+# The S3 CronJob: the key pair comes from a Secret, and its manifest names s3:// entries.
+s3job = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/s3-cronjob.yaml"))}
+try:
+    container = s3job["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        assert env[name]["valueFrom"]["secretKeyRef"]["name"] == "worker-s3", name
+    assert "base_url: s3://" in s3job["ConfigMap"]["data"]["bucket-assets.yaml"]
+    assert container["args"][0] == "sync"
+    print("ok: deploy/kubernetes/s3-cronjob.yaml")
+except Exception as error:
+    print(f"FAIL: deploy/kubernetes/s3-cronjob.yaml: {error}")
     bad = 1
 # The tier itself: a Deployment, its Service and volume, bazel-remote's S3 proxy flags.
 tier = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/remote-cache.yaml"))}

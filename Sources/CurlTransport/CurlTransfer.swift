@@ -24,6 +24,8 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     let method: TransferMethod
     /// The request's own timeouts (nil: the engine's).
     let timeouts: TransferTimeouts?
+    /// Signed by libcurl (AWS Signature Version 4).
+    let signing: AWSSigning?
     /// The file a PUT sends, closed when the transfer ends (or never starts).
     var upload: Int32 = -1
     /// What the meter was told: that the request went out, its head, and its declared length.
@@ -59,6 +61,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         limits = request.limits
         method = request.method
         timeouts = request.timeouts
+        signing = request.signing
         if case .put(let fd, _) = request.method { upload = fd }
         self.handler = handler
         self.engine = engine
@@ -94,6 +97,15 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
             return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
         }
         worker_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
+        if let signing {
+            // libcurl signs the method, path, query and the headers above; the secret stays in it.
+            guard worker_curl_set_string(handle, CURLOPT_AWS_SIGV4, signing.provider) == CURLE_OK,
+                  worker_curl_set_string(handle, CURLOPT_USERPWD, signing.userPassword) == CURLE_OK
+            else {
+                Unmanaged<CurlTransfer>.fromOpaque(context).release()
+                return FetchFailure(.connection, "this libcurl cannot sign requests (AWS Signature Version 4 needs 7.75 or later)")
+            }
+        }
         worker_curl_set_pointer(handle, CURLOPT_PRIVATE, context)
         worker_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)

@@ -15,7 +15,7 @@ func cacheExitCode(_ error: CacheError) -> ExitCode {
     Console.error("worker: \(error)")
     switch error {
     case .locked: return ExitCode(ExitStatus.locked)
-    case .treeRefused: return ExitCode(ExitStatus.usage)
+    case .treeRefused, .awsSettings: return ExitCode(ExitStatus.usage)
     case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .resources: return ExitCode(ExitStatus.cacheUnusable)
     }
 }

@@ -62,9 +62,10 @@ import Testing
         let hashless = ManifestEntry(url: "https://cdn.test/y.png", hash: nil, manifest: 0, line: 2, column: 1)
         #expect(manifest.mirrors(of: hashless).isEmpty)
 
-        let rewrite = try URLRewrite.parse(["https://own.test/=https://m1.test/"]).get()
+        var locator = Locator()
+        locator.rewrite = try URLRewrite.parse(["https://own.test/=https://m1.test/"]).get()
         let request = FetchRequest(url: pinned.url, expected: hash, headers: [RequestHeader(name: "Authorization", value: "t")],
-                                   localRoot: nil, mirrors: manifest.mirrors(of: pinned), rewrite: rewrite)
+                                   localRoot: nil, mirrors: manifest.mirrors(of: pinned), locator: locator)
         // own.test is rewritten to what m1.test already serves: each URL is asked once.
         #expect(request.locations.map(\.url) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://m1.test/x.png"])
         #expect(request.locations.map(\.listed) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://own.test/x.png"])

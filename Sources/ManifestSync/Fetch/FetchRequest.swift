@@ -3,8 +3,11 @@
 final class FetchRequest: Sendable {
     /// The manifest's URL: what the cache records it under (the index, partial bodies, reports).
     let url: String
-    /// What is requested for `url`: `url` itself, or where `--rewrite` sends it.
+    /// What is requested for `url`: `url` itself, where `--rewrite` sends it, or an `s3://`
+    /// URL's endpoint URL (`Locator`).
     let fetchURL: String
+    /// How requests for `fetchURL` are signed (an `s3://` URL with credentials).
+    let signing: AWSSigning?
     /// Other places serving the same bytes, tried in order after `fetchURL` fails (pinned
     /// entries' `mirrors`, after `--rewrite`).
     let mirrors: [FetchLocation]
@@ -20,7 +23,7 @@ final class FetchRequest: Sendable {
     let origin: String?
 
     init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
-         etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], rewrite: URLRewrite = URLRewrite()) {
+         etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator()) {
         self.url = url
         self.expected = expected
         self.headers = headers
@@ -28,16 +31,16 @@ final class FetchRequest: Sendable {
         self.etag = etag
         self.lastModified = lastModified
         if LocalFile.isLocal(url) {
-            (fetchURL, origin, self.mirrors) = (url, nil, [])
+            (fetchURL, origin, signing, self.mirrors) = (url, nil, nil, [])
         } else {
-            fetchURL = rewrite.apply(url)
-            origin = Fetcher.origin(of: fetchURL)
+            let primary = locator.location(url)
+            (fetchURL, origin, signing) = (primary.url, primary.origin, primary.signing)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             var locations: [FetchLocation] = []
             if expected != nil {
                 var seen: Set<String> = [fetchURL]
                 for mirror in mirrors {
-                    let location = FetchLocation(listed: mirror, url: rewrite.apply(mirror))
+                    let location = locator.location(mirror)
                     if seen.insert(location.url).inserted { locations.append(location) }
                 }
             }
@@ -50,6 +53,7 @@ final class FetchRequest: Sendable {
     private init(_ request: FetchRequest, at location: FetchLocation) {
         url = location.url
         fetchURL = location.url
+        signing = location.signing
         mirrors = []
         expected = request.expected
         origin = location.origin
@@ -61,19 +65,19 @@ final class FetchRequest: Sendable {
 
     /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
     var locations: [FetchLocation] {
-        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Fetcher.origin(of: fetchURL))] + mirrors
+        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Fetcher.origin(of: fetchURL), signing: signing)] + mirrors
     }
 
     /// The request to send to one of `locations`: this one itself when it is `url`.
     func at(_ location: FetchLocation) -> FetchRequest {
-        location.url == url && location.origin == origin ? self : FetchRequest(self, at: location)
+        location.url == url && location.origin == origin && location.signing == signing ? self : FetchRequest(self, at: location)
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
 
     /// Sent with credentials (the manifest's headers, URL user info): what it fetches is as
     /// private as the origin.
-    var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) }
+    var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) || signing != nil }
 }
 
 /// One place a request may be fetched from.
@@ -83,11 +87,14 @@ struct FetchLocation: Sendable, Equatable {
     /// As requested (after `--rewrite`).
     let url: String
     let origin: String
+    /// How requests to it are signed (an `s3://` URL with credentials).
+    let signing: AWSSigning?
 
-    init(listed: String, url: String, origin: String? = nil) {
+    init(listed: String, url: String, origin: String? = nil, signing: AWSSigning? = nil) {
         self.listed = listed
         self.url = url
         self.origin = origin ?? Fetcher.origin(of: url)
+        self.signing = signing
     }
 }
 

@@ -27,8 +27,9 @@ public struct FetchSettings: Sendable {
     /// How requests reach the network (the command line gives `CurlTransport`); a run that must
     /// download without one fails as `CacheError.library`.
     package var transport: (any Transport)?
-    /// `--rewrite FROM=TO`: where requests for some URLs go instead (the cache keeps the URLs).
-    public var rewrite = URLRewrite()
+    /// Where URLs are fetched from: `--rewrite FROM=TO` (the cache keeps the URLs) and how
+    /// `s3://` URLs are reached.
+    public var locator = Locator()
     /// The shared tier asked before the origins and given what they deliver (`--remote-cache`).
     public var remoteCache: RemoteCacheSettings?
 

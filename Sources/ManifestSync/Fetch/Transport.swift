@@ -93,6 +93,8 @@ package struct TransferRequest: Sendable {
     /// Timeouts of this request instead of the engine's (a near server that must answer fast:
     /// the shared tier); nil keeps the engine's.
     package var timeouts: TransferTimeouts?
+    /// AWS Signature Version 4 (libcurl's `CURLOPT_AWS_SIGV4`) with these credentials.
+    package var signing: AWSSigning?
 
     package init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
                  meter: TransferMeter? = nil, origin: String? = nil) {

@@ -32,8 +32,12 @@ public struct ManifestMirrors: Sendable, Equatable {
     }
 
     /// Why `text` cannot be a mirror (or a prefix of one), or nil: an absolute http or https URL
-    /// with a host.
-    static func problem(_ text: String, what: String) -> String? {
+    /// with a host, or (`s3` true) an `s3://` URL of a bucket S3 accepts.
+    static func problem(_ text: String, what: String, s3: Bool = false) -> String? {
+        if s3, S3URL.isS3(text) {
+            let bucket = text.dropFirst("s3://".count).prefix { $0 != "/" }
+            return S3URL.bucketProblem(String(bucket)).map { "\(what): \($0)" }
+        }
         guard URLResolver.hasHTTPScheme(text) else {
             let scheme = URLResolver.scheme(of: text)
             return scheme.map { "\(what) has scheme '\(Redact.short($0))'; only http and https are allowed" }
@@ -59,7 +63,7 @@ extension ManifestWalker {
         var valid = true
         while let item = next(), item.kind != .sequenceEnd {
             guard let text = string(item, key: "mirrors") else { valid = false; continue }
-            if let problem = ManifestMirrors.problem(text, what: "a mirror") {
+            if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) {
                 report(item, problem)
                 valid = false
             }
@@ -91,7 +95,7 @@ extension ManifestWalker {
             if let first = seen[key.value] { report(key, "duplicate mirror prefix (first at line \(first))") }
             seen[key.value] = key.line
             var valid = true
-            if let problem = ManifestMirrors.problem(key.value, what: "a mirrored prefix") {
+            if let problem = ManifestMirrors.problem(key.value, what: "a mirrored prefix", s3: true) {
                 report(key, problem)
                 valid = false
             }
@@ -100,7 +104,7 @@ extension ManifestWalker {
                 guard let list = readMirrorList(value) else { continue }
                 mirrors = list
             } else if let text = string(value, key: "mirrors") {
-                if let problem = ManifestMirrors.problem(text, what: "a mirror") {
+                if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) {
                     report(value, problem)
                     valid = false
                 }

@@ -28,12 +28,16 @@ struct URLResolver {
     /// Sets `base_url`; returns a problem message when it is not an absolute http(s) URL.
     mutating func setBase(_ text: String) -> String? {
         guard let scheme = Self.scheme(of: text) else {
-            return "'base_url' must be an absolute http or https URL"
+            return "'base_url' must be an absolute http, https or s3 URL"
         }
-        guard scheme == "http" || scheme == "https" else {
-            return "'base_url' has scheme '\(Redact.short(scheme))'; only http and https are allowed"
+        guard scheme == "http" || scheme == "https" || scheme == "s3" else {
+            return "'base_url' has scheme '\(Redact.short(scheme))'; only http, https and s3 are allowed"
         }
         let withSlash = text.hasSuffix("/") ? text : text + "/"
+        if scheme == "s3" {
+            let bucket = withSlash.dropFirst("s3://".count).prefix { $0 != "/" }
+            if let problem = S3URL.bucketProblem(String(bucket)) { return "'base_url': \(problem)" }
+        }
         guard let url = URL(string: withSlash), let host = url.host, !host.isEmpty else {
             return "'base_url' is not a valid URL"
         }
@@ -112,8 +116,9 @@ struct URLResolver {
         // Most entries are absolute http(s) URLs: recognized without building the scheme string.
         if !hasHTTPScheme(raw) {
             guard let scheme = scheme(of: raw) else { return nil }
+            if scheme == "s3" { return s3(raw) }
             guard scheme == "http" || scheme == "https" else {
-                return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only http and https)"))
+                return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only http, https and s3)"))
             }
         }
         guard isWellFormedAbsolute(raw) else {
@@ -122,8 +127,23 @@ struct URLResolver {
         return .success(raw)
     }
 
+    /// An `s3://` URL as S3 takes it: a bucket it accepts and a key.
+    static func s3(_ raw: String) -> Result<String, Problem> {
+        switch S3URL.parse(raw) {
+        case .success: .success(raw)
+        case .failure(let problem): .failure(Problem(message: problem.description))
+        }
+    }
+
     func resolve(_ raw: String) -> Result<String, Problem> {
         if let absolute = Self.absolute(raw) { return absolute }
+        if let base, S3URL.isS3(base) {
+            // A key under an s3:// base is appended as written (keys are literal).
+            guard !raw.hasPrefix("/") else {
+                return .failure(Problem(message: "'\(Redact.short(raw))' under an s3:// base_url must not start with '/'"))
+            }
+            return Self.s3(base + raw)
+        }
         if let baseURL {
             if let appended = appendingResolution(raw) {
                 guard Self.isWellFormedAbsolute(appended) else {

@@ -17,7 +17,7 @@ struct DownloadGroup: Sendable {
 extension SyncPlan {
     /// The items that need the network (download, revalidate, refresh), grouped by content in
     /// the order their first item comes in the manifests.
-    func downloadGroups(refresh: Bool, rewrite: URLRewrite = URLRewrite()) -> [DownloadGroup] {
+    func downloadGroups(refresh: Bool, locator: Locator = Locator()) -> [DownloadGroup] {
         var groupByKey: [GroupKey: Int] = [:]
         var members: [[Int]] = []
         for (offset, item) in items.enumerated() {
@@ -34,7 +34,7 @@ extension SyncPlan {
                 }
             }
         }
-        return members.map { items in DownloadGroup(members: items.map { .init(item: $0, request: request(for: $0, rewrite: rewrite)) }) }
+        return members.map { items in DownloadGroup(members: items.map { .init(item: $0, request: request(for: $0, locator: locator)) }) }
     }
 
     /// What makes items one group: the same expected content, or (hashless, `--refresh`) the
@@ -42,6 +42,17 @@ extension SyncPlan {
     private enum GroupKey: Hashable {
         case content(ContentHash)
         case url(String)
+    }
+
+    /// Whether an item that needs the network may be fetched from an `s3://` URL (its own or a mirror).
+    var fetchesS3: Bool {
+        items.contains { item in
+            switch item.action {
+            case .keep, .reuse: return false
+            case .download, .revalidate, .refresh, .repair:
+                return S3URL.isS3(item.entry.url) || manifests.manifests[item.entry.manifest].mirrors(of: item.entry).contains(where: S3URL.isS3)
+            }
+        }
     }
 
     /// Whether a plan item is fetched with credentials (its manifest's headers, URL user info).
@@ -52,7 +63,7 @@ extension SyncPlan {
 
     /// What to send for a plan item: its manifest's headers, the stored version's validators when
     /// it is revalidated, its mirrors; where `--rewrite` sends it.
-    func request(for item: Int, rewrite: URLRewrite = URLRewrite()) -> FetchRequest {
+    func request(for item: Int, locator: Locator = Locator()) -> FetchRequest {
         let planned = items[item]
         let manifest = manifests.manifests[planned.entry.manifest]
         let revalidate = planned.action == .revalidate
@@ -60,6 +71,6 @@ extension SyncPlan {
                             localRoot: manifest.baseURL == nil ? manifest.localRoot : nil,
                             etag: revalidate ? planned.previous?.etag : nil,
                             lastModified: revalidate ? planned.previous?.lastModified : nil,
-                            mirrors: manifest.mirrors(of: planned.entry), rewrite: rewrite)
+                            mirrors: manifest.mirrors(of: planned.entry), locator: locator)
     }
 }

@@ -28,6 +28,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// A tree's folder (`--tree`, `export --atomic`) exists and is not a link this program made:
     /// left as it is (exit 2).
     case treeRefused(path: String, reason: String)
+    /// The AWS settings of a run with `s3://` URLs cannot be used (an unreadable credentials
+    /// file, a profile that is nowhere): exit 2, which and why (never a secret).
+    case awsSettings(String)
 
     /// The disk had no room for an index write.
     public var isDiskFull: Bool {
@@ -62,6 +65,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             problem
         case .treeRefused(let path, let reason):
             "refusing to publish a tree at \(path): \(reason)"
+        case .awsSettings(let problem):
+            "cannot reach s3:// URLs: \(problem)"
         }
     }
 }

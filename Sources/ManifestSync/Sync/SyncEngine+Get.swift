@@ -132,7 +132,7 @@ extension SyncEngine {
         switch URLResolver.absolute(url) {
         case .success?: nil
         case .failure(let problem)?: problem.message
-        case nil: "'\(Redact.short(Redact.url(url), limit: 80))' is not an absolute http or https URL"
+        case nil: "'\(Redact.short(Redact.url(url), limit: 80))' is not an absolute http, https or s3 URL"
         }
     }
 }

@@ -151,6 +151,8 @@ public struct SyncEngine: Sendable {
     /// downloads overlap the other runs'.
     func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncResult {
         let startedAt = Date()
+        // AWS settings a run with s3:// URLs cannot use stop it before the cache is touched.
+        let locator = try options.fetch.locator.resolvingS3(if: Self.namesS3(manifests))
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) {
             _ = await prefetched?.value
             throw .notWritable(problem)
@@ -167,7 +169,13 @@ public struct SyncEngine: Sendable {
             slot.release()
         }
         let (plan, index) = try await start(manifests, store: store, slot: slot, prefetched: prefetched)
-        return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt)
+        return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator)
+    }
+
+    /// Whether an entry, or a mirror of one, is an `s3://` URL.
+    private static func namesS3(_ manifests: ManifestSet) -> Bool {
+        manifests.entries.contains { S3URL.isS3($0.url) || $0.mirrors.contains(where: S3URL.isS3) }
+            || manifests.manifests.contains { $0.mirrors.prefixes.contains { $0.mirrors.contains(where: S3URL.isS3) } }
     }
 
     /// The start of a run, under the lock: a writer alone deletes what dead runs left in `tmp/`;
@@ -198,7 +206,9 @@ public struct SyncEngine: Sendable {
 
     /// Downloads and commits (`SyncRun`), then records the run, writes the outputs and finishes.
     private func run(_ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
-                     startedAt: Date) async throws(CacheError) -> SyncResult {
+                     startedAt: Date, locator: Locator) async throws(CacheError) -> SyncResult {
+        var options = options
+        options.fetch.locator = locator
         var run = SyncRun(plan: plan, store: store, index: index, options: options, context: context,
                           ledger: ledger(for: plan, startedAt: startedAt, store: store))
         try await run.execute()

@@ -287,6 +287,7 @@ public struct CacheVerifier: Sendable {
         // command (the same confinement as `sync`); any other local row is dropped.
         let folders = manifestPaths.map { URLResolver(manifestPath: $0).folder }
         let network = broken.contains { !LocalFile.isLocal($0.url) }
+        let locator = try fetch.locator.resolvingS3(if: broken.contains { S3URL.isS3($0.url) })
         let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []
@@ -304,7 +305,7 @@ public struct CacheVerifier: Sendable {
                 continue
             }
             let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil,
-                                                                 rewrite: fetch.rewrite))
+                                                                 locator: locator))
             switch result.result {
             case .success(.notModified):
                 dropped.append(record.url)

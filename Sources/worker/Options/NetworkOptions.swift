@@ -65,7 +65,7 @@ struct NetworkOptions: ParsableArguments {
         }
         fetch.caCertificates = caCertificates
         fetch.remoteCache = try remote.settings()
-        fetch.rewrite = try Self.rewrite(rewrite)
+        fetch.locator.rewrite = try Self.rewrite(rewrite)
         guard maxSize.value > 0 else { throw ValidationError("--max-size must be above 0") }
         fetch.maxSize = maxSize.value
         fetch.limitRate = limitRate?.value

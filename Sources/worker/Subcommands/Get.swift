@@ -20,7 +20,7 @@ struct Get: AsyncParsableCommand {
               worker get https://cdn.example.com/logo.svg -o - | head
             """)
 
-    @Argument(help: "An absolute http or https URL.")
+    @Argument(help: "An absolute http, https or s3 URL.")
     var url: String
 
     @Option(help: "The content hash it must have (any manifest hash form).")

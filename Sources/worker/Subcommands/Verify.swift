@@ -79,7 +79,7 @@ struct Verify: AsyncParsableCommand {
         verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates
-        verifier.fetch.rewrite = try NetworkOptions.rewrite(rewrite)
+        verifier.fetch.locator.rewrite = try NetworkOptions.rewrite(rewrite)
         verifier.waitLock = lock.seconds()
         verifier.manifestPaths = manifests
         let report: VerifyReport

@@ -33,6 +33,8 @@ struct DownloadMachine: Sendable {
         let deadline: Double
         /// The kept part of the body this request asks the rest of.
         let resume: PartialDownloads.Resume?
+        /// AWS Signature Version 4 for the request (an `s3://` URL's, same origin only).
+        var signing: AWSSigning? = nil
     }
 
     enum Action: Sendable, Equatable {
@@ -219,7 +221,14 @@ struct DownloadMachine: Sendable {
             lines.append("If-Range: " + resume.validator)
         }
         if let lastModified = request.lastModified { lines.append("If-Modified-Since: " + lastModified) }
-        let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume)
+        // Signed like the manifest's headers are sent: to the request's own origin only.
+        let signing = sendHeaders ? request.signing : nil
+        if let signing {
+            // S3 wants the payload's hash; a GET has none to send.
+            lines.append("x-amz-content-sha256: UNSIGNED-PAYLOAD")
+            if let token = signing.sessionToken { lines.append("x-amz-security-token: " + token) }
+        }
+        let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing)
         if rules.pacesRequests {
             state = .takingSlot(exchange)
             let origin = url == request.url ? request.origin ?? Fetcher.origin(of: url) : Fetcher.origin(of: url)

@@ -72,8 +72,9 @@ final class OriginDownload: @unchecked Sendable {
                                       conditional: request.isConditional, deadline: exchange.deadline,
                                       entryTimeout: settings.entryTimeout, url: request.url, resume: exchange.resume,
                                       resumeThreshold: settings.resumeThreshold)
-        let sent = TransferRequest(url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
+        var sent = TransferRequest(url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
                                    limits: source.limits, meter: source.meter, origin: request.origin)
+        sent.signing = exchange.signing
         // Stopped before it was sent: it ends as cancelled, without a request.
         lane.control.send(sent, handler: handler, on: lane.engine) { reply in
             self.perform(self.machine.exchanged(reply, jitter: Double.random(in: 0...1), stopped: self.stopReason))

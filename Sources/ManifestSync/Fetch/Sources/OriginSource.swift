@@ -28,8 +28,11 @@ final class OriginSource: ContentSource {
 
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
         if request.mirrors.isEmpty {
-            let only = request.at(FetchLocation(listed: request.url, url: request.fetchURL, origin: request.origin))
-            download(only, retries: true, lane: lane) { done(SourceOutcome($0.result, attempts: $0.attempts, bytes: $0.bytes)) }
+            let location = FetchLocation(listed: request.url, url: request.fetchURL, origin: request.origin,
+                                         signing: request.signing)
+            download(request.at(location), retries: true, lane: lane) { finished in
+                done(SourceOutcome(Self.named(finished.result, at: location), attempts: finished.attempts, bytes: finished.bytes))
+            }
             return
         }
         walk(request.locations, from: 0, of: request, lane: lane, tried: Tried(), done: done)
@@ -64,7 +67,7 @@ final class OriginSource: ContentSource {
                 done(SourceOutcome(.success(delivery), attempts: tried.attempts, bytes: tried.bytes,
                                    servedBy: index == 0 ? nil : location.listed))
             case .failure(let failure):
-                tried.failures.append((location, failure))
+                tried.failures.append((location, Self.named(failure, at: location)))
                 if last || failure.reason == .cancelled || lane.control.isStopped {
                     done(Self.failed(tried))
                 } else {
@@ -75,6 +78,20 @@ final class OriginSource: ContentSource {
                 }
             }
         }
+    }
+
+    /// A refusal of an `s3://` URL names what the request was signed with (the access key id and
+    /// the region, never the secret), or that it was not signed.
+    private static func named(_ result: Result<Delivery, FetchFailure>, at location: FetchLocation) -> Result<Delivery, FetchFailure> {
+        result.mapError { named($0, at: location) }
+    }
+
+    private static func named(_ failure: FetchFailure, at location: FetchLocation) -> FetchFailure {
+        guard let status = failure.httpStatus, status == 400 || status == 401 || status == 403, S3URL.isS3(location.listed)
+        else { return failure }
+        let signed = location.signing.map { "signed with \($0)" } ?? "unsigned: no AWS credentials were found"
+        return FetchFailure(failure.reason, "\(failure.message) (\(signed))", httpStatus: status, retryAfter: failure.retryAfter,
+                            detail: failure.detail)
     }
 
     /// Every location failed: the row names each URL's failure; the reason is the last one's.
@@ -103,7 +120,7 @@ final class OriginSource: ContentSource {
                                           maxRedirects: settings.maxRedirects,
                                           pacesRequests: limits?.requestsPerSecond != nil,
                                           reportsToGate: lane.gate != nil,
-                                          rewrite: settings.rewrite)
+                                          rewrite: settings.locator.rewrite)
         OriginDownload(request: request, rules: rules, source: self, lane: lane, done: done).start()
     }
 }
