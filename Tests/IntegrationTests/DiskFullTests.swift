@@ -41,7 +41,7 @@ import Testing
 /// written, the rest fails as "no space left on the device" (exit 1, not 4), nothing half-written
 /// stays, and the next run asks only for what is missing. (f94e2a0: exit 4 with SQLite's "database
 /// or disk is full", no report, nothing indexed.)
-@Suite(.timeLimit(.minutes(2))) struct FullTmpfsTests {
+@Suite(.timeLimit(.minutes(5))) struct FullTmpfsTests {
     @Test(.enabled(if: Conditions.canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
     func aDiskThatFillsCommitsWhatFitsAndTheNextRunAsksOnlyForTheRest() async throws {
         let harness = try await Harness.start()

@@ -143,6 +143,9 @@ import WorkerTestSupport
               - url: c.png
                 hash: sha256:\(String(repeating: "cd", count: 32))
                 mirrors: ["http://127.0.0.1:3/c.png"]
+              - url: http://127.0.0.1:1/d.png
+                hash: sha256:\(String(repeating: "ef", count: 32))
+                mirrors: ["s3://bucket/"]
 
             """)
         let result = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/cache"])
@@ -151,6 +154,7 @@ import WorkerTestSupport
         #expect(result.stderr.contains("m.yaml:6:5") && result.stderr.contains("'mirrors' needs a 'hash'"), "\(result.stderr)")
         #expect(result.stderr.contains("m.yaml:10:9"), "the bad mirror URL: \(result.stderr)")
         #expect(result.stderr.contains("m.yaml:11:10") && result.stderr.contains("local file"), "\(result.stderr)")
+        #expect(result.stderr.contains("m.yaml:16:15") && result.stderr.contains("has no key"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/cache/objects"), "nothing was touched")
     }
 

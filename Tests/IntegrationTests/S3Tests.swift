@@ -148,6 +148,42 @@ import WorkerTestSupport
         }
     }
 
+    @Test func signedBodiesGoToTheTierOnlyWhenItIsDeclaredPrivateAndUnsignedRefusalsSaySo() async throws {
+        let moto = try MotoS3(objects: ["assets": Self.objects])
+        defer { moto.stop() }
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let directory = TemporaryDirectory()
+        let path = manifest(directory)
+        func remote(_ report: String) throws -> [String: Any] {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+            return try #require(object["remote_cache"] as? [String: Any])
+        }
+        let first = directory.path + "/first.json"
+        let kept = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c1", "--report", first,
+                                               "--remote-cache", tier.url], environment: moto.environment(moto.user, home: directory.path))
+        #expect(kept.code == 0, "\(kept.stderr)")
+        let firstTier = try remote(first)
+        #expect(firstTier["private_not_uploaded"] as? Int == 3 && tier.objects.isEmpty, "\(firstTier)")
+        let second = directory.path + "/second.json"
+        let shared = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c2", "--report", second,
+                                                 "--remote-cache", tier.url, "--remote-cache-upload-private"],
+                                                environment: moto.environment(moto.user, home: directory.path))
+        #expect(shared.code == 0, "\(shared.stderr)")
+        let secondTier = try remote(second)
+        #expect(secondTier["uploads"] as? Int == 3 && tier.objects.count == 3, "\(secondTier)")
+        // A third runner without credentials gets every body from the tier; its bucket requests,
+        // unsigned, would be refused, and the row would say so.
+        let third = directory.path + "/third.json"
+        let fromTier = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c3", "--report", third,
+                                                   "--remote-cache", tier.url], environment: moto.environment(nil, home: directory.path))
+        let thirdTier = try remote(third)
+        #expect(fromTier.code == 0 && thirdTier["hits"] as? Int == 3, "\(fromTier.stderr) \(thirdTier)")
+        let unsigned = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c4", "--retries", "0"],
+                                                  environment: moto.environment(nil, home: directory.path))
+        #expect(unsigned.code == 1 && unsigned.stderr.contains("unsigned: no AWS credentials were found"), "\(unsigned.stderr)")
+    }
+
     @Test func aLargeObjectCutByTheEntryTimeoutIsResumedWithASignedRange() async throws {
         let large = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
         let moto = try MotoS3(objects: ["assets": ["big/large.bin": large]])

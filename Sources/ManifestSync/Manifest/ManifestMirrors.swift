@@ -53,7 +53,9 @@ public struct ManifestMirrors: Sendable, Equatable {
 /// `mirrors` in the manifest: a list on an entry, a mapping at the top.
 extension ManifestWalker {
     /// An entry's `mirrors`: a list of absolute http(s) URLs; nil (reported) when it is not one.
-    mutating func readMirrorList(_ start: YAMLEvent) -> [String]? {
+    /// (`prefixes`: the map's values, prefixes to which the rest of a URL is appended; else whole
+    /// URLs, an `s3://` one with its key.)
+    mutating func readMirrorList(_ start: YAMLEvent, prefixes: Bool = false) -> [String]? {
         guard start.kind == .sequenceStart else {
             report(start, "'mirrors' must be a list of URLs, found \(Self.describe(start))")
             skip(after: start)
@@ -65,6 +67,9 @@ extension ManifestWalker {
             guard let text = string(item, key: "mirrors") else { valid = false; continue }
             if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) {
                 report(item, problem)
+                valid = false
+            } else if !prefixes, S3URL.isS3(text), case .failure(let problem) = S3URL.parse(text) {
+                report(item, "a mirror: \(problem)")
                 valid = false
             }
             mirrors.append(text)
@@ -101,7 +106,7 @@ extension ManifestWalker {
             }
             var mirrors: [String] = []
             if value.kind == .sequenceStart {
-                guard let list = readMirrorList(value) else { continue }
+                guard let list = readMirrorList(value, prefixes: true) else { continue }
                 mirrors = list
             } else if let text = string(value, key: "mirrors") {
                 if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) {
