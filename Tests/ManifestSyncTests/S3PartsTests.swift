@@ -9,6 +9,8 @@ import WorkerTestSupport
 @Suite(.timeLimit(.minutes(1))) struct S3PartsTests {
     @Test func bucketsS3WouldRefuseAndKeysAreNamed() {
         #expect((try? S3URL.parse("s3://assets/a/b.png").get()) == S3URL(bucket: "assets", key: "a/b.png"))
+        #expect(S3URL.isS3("s3://a") && S3URL.isS3("S3://a") && S3URL.isS3("s3://"))
+        #expect(!S3URL.isS3("s3:/") && !S3URL.isS3("s3") && !S3URL.isS3("https://a") && !S3URL.isS3("ss3://a") && !S3URL.isS3("s3:\\a"))
         for (url, words) in [("s3://", "needs a bucket"), ("s3://assets", "no key"), ("s3://assets/", "no key"),
                              ("s3://ab/k", "3 to 63"), ("s3://Assets/k", "lowercase"), ("s3://-assets/k", "begin and end"),
                              ("s3://a..b/k", "two periods"), ("s3://10.0.0.1/k", "IP address"), ("s3://xn--abc/k", "reserves")] {
