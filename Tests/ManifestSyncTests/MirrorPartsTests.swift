@@ -1,4 +1,5 @@
 import Testing
+import WorkerTestSupport
 
 @testable import ManifestSync
 
@@ -74,5 +75,29 @@ import Testing
         #expect(request.at(request.locations[1]).headers.isEmpty)
         let unpinned = FetchRequest(url: hashless.url, expected: nil, headers: [], localRoot: nil, mirrors: ["https://m1.test/y.png"])
         #expect(unpinned.mirrors.isEmpty)
+    }
+
+    @Test func anEntrysMirrorsAreAListOrOneURLAndTheMapTakesAPrefixOrAList() throws {
+        let directory = TemporaryDirectory()
+        let hash = "sha256:" + String(repeating: "ab", count: 32)
+        let path = directory.write("m.yaml", """
+            version: 1
+            entries:
+              - url: https://cdn.test/a.png
+                hash: \(hash)
+                mirrors: https://one.test/a.png
+              - url: https://cdn.test/b/c.png
+                hash: \(hash)
+                mirrors: [https://two.test/c.png, "s3://bucket/c.png"]
+            mirrors:
+              "https://cdn.test/b/": ["https://m1.test/", "s3://bucket/b/"]
+              "https://cdn.test/": https://m2.test/
+
+            """)
+        let set = try ManifestLoader(environment: [:]).load(paths: [path])
+        let manifest = set.manifests[0]
+        #expect(manifest.mirrors(of: set.entries[0]) == ["https://one.test/a.png", "https://m2.test/a.png"])
+        #expect(manifest.mirrors(of: set.entries[1]) == ["https://two.test/c.png", "s3://bucket/c.png", "https://m1.test/c.png",
+                                                           "s3://bucket/b/c.png", "https://m2.test/b/c.png"])
     }
 }

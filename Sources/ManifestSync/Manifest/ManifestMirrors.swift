@@ -40,8 +40,9 @@ public struct ManifestMirrors: Sendable, Equatable {
         }
         guard URLResolver.hasHTTPScheme(text) else {
             let scheme = URLResolver.scheme(of: text)
-            return scheme.map { "\(what) has scheme '\(Redact.short($0))'; only http and https are allowed" }
-                ?? "\(what) must be an absolute http or https URL"
+            let allowed = s3 ? "http, https and s3" : "http and https"
+            return scheme.map { "\(what) has scheme '\(Redact.short($0))'; only \(allowed) are allowed" }
+                ?? "\(what) must be an absolute \(s3 ? "http, https or s3" : "http or https") URL"
         }
         guard let parsed = URL(string: text), let host = parsed.host, !host.isEmpty else {
             return "\(what) is not a valid URL"
@@ -52,10 +53,18 @@ public struct ManifestMirrors: Sendable, Equatable {
 
 /// `mirrors` in the manifest: a list on an entry, a mapping at the top.
 extension ManifestWalker {
-    /// An entry's `mirrors`: a list of absolute http(s) URLs; nil (reported) when it is not one.
+    /// An entry's `mirrors`: a list of absolute http(s) or s3 URLs; nil (reported) when it is not one.
     /// (`prefixes`: the map's values, prefixes to which the rest of a URL is appended; else whole
     /// URLs, an `s3://` one with its key.)
-    mutating func readMirrorList(_ start: YAMLEvent, prefixes: Bool = false) -> [String]? {
+    /// (`oneAllowed`: a single URL may be written without a list.)
+    mutating func readMirrorList(_ start: YAMLEvent, prefixes: Bool = false, oneAllowed: Bool = false) -> [String]? {
+        if oneAllowed, start.kind == .scalar, !start.isNull {
+            if let problem = Self.mirrorProblem(start.value, prefixes: prefixes) {
+                report(start, problem)
+                return nil
+            }
+            return [start.value]
+        }
         guard start.kind == .sequenceStart else {
             report(start, "'mirrors' must be a list of URLs, found \(Self.describe(start))")
             skip(after: start)
@@ -65,11 +74,8 @@ extension ManifestWalker {
         var valid = true
         while let item = next(), item.kind != .sequenceEnd {
             guard let text = string(item, key: "mirrors") else { valid = false; continue }
-            if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) {
+            if let problem = Self.mirrorProblem(text, prefixes: prefixes) {
                 report(item, problem)
-                valid = false
-            } else if !prefixes, S3URL.isS3(text), case .failure(let problem) = S3URL.parse(text) {
-                report(item, "a mirror: \(problem)")
                 valid = false
             }
             mirrors.append(text)
@@ -79,6 +85,14 @@ extension ManifestWalker {
             valid = false
         }
         return valid ? mirrors : nil
+    }
+
+    /// Why `text` cannot be a mirror: an absolute http(s) URL, or an `s3://` one (with its key,
+    /// unless it is a prefix).
+    static func mirrorProblem(_ text: String, prefixes: Bool) -> String? {
+        if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) { return problem }
+        if !prefixes, S3URL.isS3(text), case .failure(let problem) = S3URL.parse(text) { return "a mirror: \(problem)" }
+        return nil
     }
 
     /// The top-level `mirrors`: URL prefix → a mirror prefix or a list of them.

@@ -283,7 +283,7 @@ struct ManifestWalker {
             case "mirrors":
                 if let first = mirrorsKey { report(key, "duplicate key 'mirrors' (first at line \(first.line))"); valid = false }
                 mirrorsKey = key
-                guard let list = readMirrorList(value) else { valid = false; continue }
+                guard let list = readMirrorList(value, oneAllowed: true) else { valid = false; continue }
                 mirrors = list
             default:
                 report(key, "unknown key '\(Redact.short(key.value))' in entry (expected url, hash, path, mirrors)")
