@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Cost against the number of entries (issue 44): 10k, 100k and (with --sizes) 1M avatar-like
+files (0.1–2 KB) from nginx on loopback into tmpfs, beside `curl --parallel --parallel-max 16`.
+
+For each size N (each run in a fresh folder on tmpfs unless it is a warm one):
+  cold          worker sync M --cache-dir C
+  cold+report   the same with --report R (what CI and schedules use)
+  warm          worker sync M on the cache cold left (nothing to download)
+  warm+report   the same with --report R
+  one changed   worker sync M1 on that cache: one entry's URL and hash changed (one download)
+  curl          curl --parallel --parallel-max 16 --create-dirs -K (the same files, url + output lines)
+  base cold, base warm   with --baseline: an earlier build, the same way
+Prints wall, CPU (user+sys) and peak RSS of each, a Markdown table, and writes an SVG of wall time
+and peak memory against N (--svg, default docs/scale.svg).
+
+  python3 Benchmarks/scale.py [--sizes 10000,100000,1000000] [--rounds 3] [--baseline OLD] [--svg docs/scale.svg]
+The corpus beyond the 10k set is written once under WORKER_BENCH_DIR/www/u-more (1M: ~1.3 GB).
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench import launch_nginx  # noqa: E402
+from network import many_set  # noqa: E402
+
+PORT = 18490
+
+
+def measure(command):
+    """Wall seconds, user+sys CPU seconds and peak RSS (MB) of one run (exit 0 or 1 accepted:
+    a sync whose entries failed still says what it cost; anything else stops the benchmark).
+    Through GNU time: a child of this Python would start with the Python's peak as its own (exec
+    keeps the old address space's high-water mark), hiding anything smaller."""
+    record = f"/dev/shm/worker-scale-time-{os.getpid()}"
+    start = time.perf_counter()
+    process = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", record, *command],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - start
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"failed ({process.returncode}): {' '.join(command)}\n{process.stderr.decode()[-2000:]}")
+    user, system, kib = open(record).read().split()[-3:]
+    os.remove(record)
+    return wall, float(user) + float(system), int(kib) / 1024
+
+
+def write_manifest(path, entries, base, changed=None):
+    with open(path, "w") as out:
+        out.write(f"version: 1\nbase_url: {base}/\nentries:\n")
+        for index, (relative, digest) in enumerate(entries):
+            if changed is not None and index == changed[0]:
+                relative, digest = changed[1]
+            out.write(f"  - url: {relative}\n    hash: sha256:{digest}\n")
+
+
+def svg(path, table, sizes):
+    """Wall time (s) and peak RSS (MB) of worker cold, warm and curl against N, log-log."""
+    import math
+    series = [("worker cold", "cold", "#1f77b4"), ("worker cold+report", "cold+report", "#aec7e8"),
+              ("worker warm", "warm", "#2ca02c"), ("curl --parallel-max 16", "curl", "#d62728")]
+    width, height, left, top, plot_w, plot_h = 900, 380, 70, 40, 340, 280
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+             f'<rect width="{width}" height="{height}" fill="white"/>']
+    for panel, (metric, label) in enumerate([(0, "wall time (s)"), (2, "peak RSS (MB)")]):
+        x0 = left + panel * (plot_w + 110)
+        values = [table[(n, key)][metric] for n in sizes for _, key, _ in series if (n, key) in table]
+        low, high = math.log10(max(min(values), 0.01)), math.log10(max(values))
+        high = high if high > low else low + 1
+        nx = lambda n: x0 + (0 if len(sizes) == 1 else (math.log10(n) - math.log10(sizes[0])) /
+                              (math.log10(sizes[-1]) - math.log10(sizes[0])) * plot_w)
+        ny = lambda v: top + plot_h - (math.log10(max(v, 0.01)) - low) / (high - low) * plot_h
+        parts.append(f'<rect x="{x0}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>')
+        parts.append(f'<text x="{x0 + plot_w / 2}" y="{top - 12}" text-anchor="middle">{label}, log scale</text>')
+        for n in sizes:
+            parts.append(f'<text x="{nx(n):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{n:,}</text>')
+        for exponent in range(math.floor(low), math.ceil(high) + 1):
+            y = ny(10 ** exponent)
+            if top <= y <= top + plot_h:
+                parts.append(f'<text x="{x0 - 6}" y="{y + 4:.1f}" text-anchor="end">{10 ** exponent:g}</text>')
+                parts.append(f'<line x1="{x0}" x2="{x0 + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+        for name, key, colour in series:
+            points = [(nx(n), ny(table[(n, key)][metric])) for n in sizes if (n, key) in table]
+            if points:
+                parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="'
+                             + " ".join(f"{x:.1f},{y:.1f}" for x, y in points) + '"/>')
+                parts += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>' for x, y in points]
+    for index, (name, _, colour) in enumerate(series):
+        parts.append(f'<rect x="{left + index * 200}" y="{height - 22}" width="12" height="12" fill="{colour}"/>')
+        parts.append(f'<text x="{left + index * 200 + 16}" y="{height - 12}">{name}</text>')
+    parts.append(f'<text x="{width / 2}" y="{top + plot_h + 36}" text-anchor="middle">entries</text></svg>')
+    open(path, "w").write("\n".join(parts) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", default=os.path.join(HERE, "..", ".build", "release", "worker"))
+    parser.add_argument("--baseline", help="an earlier build, run cold and warm beside this one")
+    parser.add_argument("--root", default=os.environ.get("WORKER_BENCH_DIR", "/tmp/worker-bench"))
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--rounds", type=int, default=1, help="each row this many times (medians)")
+    parser.add_argument("--svg", default=os.path.join(HERE, "..", "docs", "scale.svg"))
+    args = parser.parse_args()
+    worker = os.path.abspath(args.worker)
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+    subprocess.run(f"python3 {HERE}/corpus.py {args.root} http://127.0.0.1:18181", shell=True, check=True,
+                   stdout=subprocess.DEVNULL)
+    print(f"corpus: {max(sizes)} files (written once)", file=sys.stderr, flush=True)
+    everything = many_set(args.root, max(sizes) + 1)
+    scratch = f"/dev/shm/worker-scale-bench-{os.getpid()}"
+    prefix = os.path.join(scratch, "nginx")
+    www = os.path.join(args.root, "www")
+    http = f"""    server {{ listen 127.0.0.1:{PORT} backlog=4096; root {www}; }}"""
+    nginx = launch_nginx(prefix, http, "", f"http://127.0.0.1:{PORT}/u/000001/avatar.png")
+    base = f"http://127.0.0.1:{PORT}"
+    runs = {}
+    try:
+        for n in sizes:
+            entries = everything[:n]
+            manifest, changed = os.path.join(scratch, f"m{n}.yaml"), os.path.join(scratch, f"m{n}-1.yaml")
+            write_manifest(manifest, entries, base)
+            write_manifest(changed, entries, base, changed=(n // 2, everything[n]))
+            curl_config = os.path.join(scratch, f"curl{n}.txt")
+            with open(curl_config, "w") as out:
+                for relative, _ in entries:
+                    out.write(f'url = "{base}/{relative}"\noutput = "{scratch}/curl/{relative}"\n')
+            cache, report = os.path.join(scratch, "cache"), os.path.join(scratch, "report.json")
+            sync = lambda binary, m: [binary, "sync", m, "--cache-dir", cache, "-q", "--progress", "never"]
+            builds = [("", worker)] + ([("base ", os.path.abspath(args.baseline))] if args.baseline else [])
+            for label, binary in builds:
+                rows = [(f"{label}cold", sync(binary, manifest), True), (f"{label}warm", sync(binary, manifest), False)]
+                if not label:
+                    rows += [("cold+report", sync(binary, manifest) + ["--report", report], True),
+                             ("warm+report", sync(binary, manifest) + ["--report", report], False),
+                             ("one changed", sync(binary, changed), False)]
+                for _ in range(args.rounds):
+                    for name, command, fresh in rows:
+                        if fresh:
+                            shutil.rmtree(cache, ignore_errors=True)
+                        runs.setdefault((n, name), []).append(measure(command))
+                        print(f"{n}: {name} {runs[(n, name)][-1][0]:.2f} s", file=sys.stderr, flush=True)
+                    shutil.rmtree(cache, ignore_errors=True)
+            for _ in range(args.rounds):
+                shutil.rmtree(os.path.join(scratch, "curl"), ignore_errors=True)
+                runs.setdefault((n, "curl"), []).append(
+                    measure(["curl", "--parallel", "--parallel-max", "16", "--create-dirs", "-sS", "-K", curl_config]))
+                print(f"{n}: curl {runs[(n, 'curl')][-1][0]:.2f} s", file=sys.stderr, flush=True)
+            shutil.rmtree(os.path.join(scratch, "curl"), ignore_errors=True)
+            os.remove(report) if os.path.exists(report) else None
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        shutil.rmtree(scratch, ignore_errors=True)
+    table = {key: tuple(statistics.median(run[i] for run in measured) for i in range(3)) for key, measured in runs.items()}
+    names = ["cold", "cold+report", "warm", "warm+report", "one changed", "curl"]
+    names += ["base cold", "base warm"] if args.baseline else []
+    print("\n| entries | run | wall s | CPU s | peak RSS MB | wall ÷ curl | CPU ÷ curl |")
+    print("|---|---|---|---|---|---|---|")
+    for n in sizes:
+        curl = table[(n, "curl")]
+        for name in names:
+            wall, cpu, rss = table[(n, name)]
+            print(f"| {n:,} | {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} | {wall / curl[0]:.2f} | {cpu / curl[1]:.2f} |")
+    svg(args.svg, table, sizes)
+    print(f"\ngraph: {os.path.relpath(args.svg)}")
+
+
+if __name__ == "__main__":
+    main()
