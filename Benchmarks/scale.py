@@ -150,7 +150,8 @@ def main():
                     measure(["curl", "--parallel", "--parallel-max", "16", "--create-dirs", "-sS", "-K", curl_config]))
                 print(f"{n}: curl {runs[(n, 'curl')][-1][0]:.2f} s", file=sys.stderr, flush=True)
             shutil.rmtree(os.path.join(scratch, "curl"), ignore_errors=True)
-            os.remove(report) if os.path.exists(report) else None
+            if os.path.exists(report):
+                os.remove(report)
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)

@@ -3,11 +3,11 @@ import Glibc
 import ManifestSync
 
 /// What a request other than a plain GET sets on its handle: a HEAD, a PUT of an open file (the
-/// shared tier's uploads), and a request's own timeouts. (A handle serves one transfer.)
+/// shared tier's uploads), a request's own timeouts, its signing. (A handle serves one transfer.)
 extension CurlTransfer {
-    /// A HEAD or a PUT (a new handle is a GET) and the request's own timeouts; an option
-    /// libcurl refuses ends the exchange before it starts.
-    func setMethodAndTimeouts(_ handle: UnsafeMutableRawPointer) -> FetchFailure? {
+    /// A HEAD or a PUT (a new handle is a GET), the request's own timeouts and its AWS signing;
+    /// an option libcurl refuses ends the exchange before it starts.
+    func setRequestOptions(_ handle: UnsafeMutableRawPointer) -> FetchFailure? {
         var refused: [String] = []
         func check(_ code: CURLcode, _ option: String) { if code != CURLE_OK { refused.append(option) } }
         switch method {
@@ -28,6 +28,12 @@ extension CurlTransfer {
             check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(timeouts.read.rounded(.up)))), "CURLOPT_LOW_SPEED_TIME")
         }
         guard refused.isEmpty else { return FetchFailure(.io, "libcurl refused " + refused.joined(separator: ", ")) }
+        if let signing {
+            // libcurl signs the method, path, query and the request's headers; the secret stays in it.
+            guard worker_curl_set_string(handle, CURLOPT_AWS_SIGV4, signing.provider) == CURLE_OK,
+                  worker_curl_set_string(handle, CURLOPT_USERPWD, signing.userPassword) == CURLE_OK
+            else { return FetchFailure(.connection, "this libcurl cannot sign requests (AWS Signature Version 4 needs 7.75 or later)") }
+        }
         return nil
     }
 

@@ -77,7 +77,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     /// Sets up `handle` for this request; a failure ends the exchange before it starts.
     func attach(to handle: UnsafeMutableRawPointer) -> FetchFailure? {
         self.handle = handle
-        if let failure = setMethodAndTimeouts(handle) { return failure }
+        if let failure = setRequestOptions(handle) { return failure }
         func add(_ line: String) -> FetchFailure? {
             guard let list = worker_curl_slist_append(headerList, line) else {
                 return FetchFailure(.io, "out of memory for the request's headers")
@@ -97,15 +97,6 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
             return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
         }
         worker_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
-        if let signing {
-            // libcurl signs the method, path, query and the headers above; the secret stays in it.
-            guard worker_curl_set_string(handle, CURLOPT_AWS_SIGV4, signing.provider) == CURLE_OK,
-                  worker_curl_set_string(handle, CURLOPT_USERPWD, signing.userPassword) == CURLE_OK
-            else {
-                Unmanaged<CurlTransfer>.fromOpaque(context).release()
-                return FetchFailure(.connection, "this libcurl cannot sign requests (AWS Signature Version 4 needs 7.75 or later)")
-            }
-        }
         worker_curl_set_pointer(handle, CURLOPT_PRIVATE, context)
         worker_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)

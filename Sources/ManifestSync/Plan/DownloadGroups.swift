@@ -44,17 +44,6 @@ extension SyncPlan {
         case url(String)
     }
 
-    /// Whether an item that needs the network may be fetched from an `s3://` URL (its own or a mirror).
-    var fetchesS3: Bool {
-        items.contains { item in
-            switch item.action {
-            case .keep, .reuse: return false
-            case .download, .revalidate, .refresh, .repair:
-                return S3URL.isS3(item.entry.url) || manifests.manifests[item.entry.manifest].mirrors(of: item.entry).contains(where: S3URL.isS3)
-            }
-        }
-    }
-
     /// Whether a plan item is fetched with credentials (its manifest's headers, URL user info).
     func carriesCredentials(_ item: Int) -> Bool {
         let planned = items[item]

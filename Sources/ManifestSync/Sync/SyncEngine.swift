@@ -151,7 +151,8 @@ public struct SyncEngine: Sendable {
     /// downloads overlap the other runs'.
     func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncResult {
         let startedAt = Date()
-        // AWS settings a run with s3:// URLs cannot use stop it before the cache is touched.
+        // AWS settings a run with s3:// URLs cannot use stop it before the cache is touched (the
+        // run's requests are made with this locator).
         let locator = try options.fetch.locator.resolvingS3(if: Self.namesS3(manifests))
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) {
             _ = await prefetched?.value

@@ -64,7 +64,7 @@ struct SyncRun {
                 break
             }
         }
-        var groups = plan.downloadGroups(refresh: options.refresh, locator: try locator())
+        var groups = plan.downloadGroups(refresh: options.refresh, locator: options.fetch.locator)
         if options.fetch.remoteCache != nil {
             // Machines that start together on one tier each walk the entries in an order of their
             // own: one's misses are then rarely where another is about to upload.
@@ -93,11 +93,6 @@ struct SyncRun {
     }
 
     /// The tier's counts, once its uploads have ended.
-    /// Where the run's URLs are fetched from, the AWS settings resolved when some are `s3://`.
-    private func locator() throws(CacheError) -> Locator {
-        try options.fetch.locator.resolvingS3(if: plan.fetchesS3)
-    }
-
     private mutating func recordRemoteCache() {
         if let tier = remoteTier { ledger.record(.remoteCache(tier.summary)) }
     }
