@@ -40,7 +40,7 @@ struct BodySink {
         var sink = BodySink(fd: fd, path: path, expected: expected, maxSize: maxSize)
         var hasher = sink.hasher
         var total: Int64 = 0
-        let read = FileChunks.read(fd, path: path) { chunk in
+        let read = FileChunks.read(fd, path: path, unreadable: { FetchFailure(.io, $0) }) { chunk in
             guard total + Int64(chunk.count) <= offset else { return FetchFailure(.io, "\(path) grew while it was read") }
             hasher.update(chunk)
             total += Int64(chunk.count)

@@ -90,10 +90,3 @@ public struct StatusReport: Sendable, Codable {
         return report
     }
 }
-
-/// ISO 8601 times for reports.
-enum Timestamp {
-    static func iso(_ seconds: Double) -> String {
-        Date(timeIntervalSince1970: seconds).formatted(Date.ISO8601FormatStyle())
-    }
-}

@@ -22,7 +22,7 @@ public struct RemotePush: Sendable {
         /// Distinct objects the index names that are in the cache.
         public var objects = 0
         /// What the tier did (`present`, `uploads`, `upload_errors`, …; `givenUp`).
-        public var counts: SyncReport.RemoteCache
+        public var counts: RemoteTierCounts
         /// Whether a stop request (a signal) ended it.
         public var stopped = false
         /// Objects whose bytes no longer hash to their name: not uploaded (`verify --repair`).
@@ -45,7 +45,7 @@ public struct RemotePush: Sendable {
         // An object any row fetched without credentials names is public; one only private rows
         // name stays local unless the tier is as private as the origins.
         let shareable = Set(records.filter { !$0.isPrivate || remote.uploadsPrivate }.map(\.object))
-        var result = Result(counts: SyncReport.RemoteCache(url: remote.shownURL, readOnly: false))
+        var result = Result(counts: RemoteTierCounts(url: remote.shownURL, readOnly: false))
         var sizes: [String: Int64] = [:]
         var kept = Set<String>()
         for record in records where sizes[record.object] == nil && !kept.contains(record.object) {
@@ -61,7 +61,7 @@ public struct RemotePush: Sendable {
         result.counts.privateNotUploaded = kept.count
         result.objects = sizes.count + kept.count
         // Hashed again before anything is sent: a damaged object is not uploaded under its name.
-        let hashed = await CacheVerifier.hashAll(sizes.keys.map { (name: $0, path: CacheLayout.objectPath(cacheDirectory, $0)) },
+        let hashed = await FileDigest.hashAll(sizes.keys.map { (name: $0, path: CacheLayout.objectPath(cacheDirectory, $0)) },
                                                  width: ProcessInfo.processInfo.activeProcessorCount)
         for (name, outcome) in hashed {
             if case .success(let (digest, size)) = outcome, digest == name, size == sizes[name] { continue }

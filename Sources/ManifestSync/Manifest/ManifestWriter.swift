@@ -30,7 +30,7 @@ public enum ManifestWriter {
             let root = URL(fileURLWithPath: folder).standardizedFileURL.path
             for relative in try files(under: root) {
                 let path = root + "/" + relative
-                guard case .success(let (sha256, _)) = CacheVerifier.hashFile(path) else {
+                guard case .success(let (sha256, _)) = FileDigest.sha256(path) else {
                     throw Failure(path: path, reason: "cannot be read")
                 }
                 if let other = byPath[relative] {

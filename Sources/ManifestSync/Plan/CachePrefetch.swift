@@ -22,27 +22,27 @@ final class CachePrefetch: @unchecked Sendable {
 
     /// nil without a usable index (a new cache, a planted link, a damaged file): the run then
     /// reads under the lock as usual, and reports what is wrong.
-    init?(options: SyncOptions, manifestBytes: Int) {
-        let path = CacheLayout.indexPath(options.cacheDirectory)
+    init?(cacheDirectory: String, validators: Bool, shards: Int, manifestBytes: Int) {
+        let path = CacheLayout.indexPath(cacheDirectory)
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
               let index = try? CacheIndex(path: path, create: false, readOnly: true), !index.isStandIn,
               let version = try? index.dataVersion(),
-              let records = try? index.allRecords(validators: options.revalidate)
+              let records = try? index.allRecords(validators: validators)
         else { return nil }
         self.index = index
         self.version = version
         self.records = records
-        objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
-        let entries = manifestBytes / Self.bytesPerEntry / max(1, options.shard.count)
+        objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
+        let entries = manifestBytes / Self.bytesPerEntry / max(1, shards)
         // The plan compares each named object's size with its row: read here, beside the parse,
         // when the manifests look like naming most of the rows (a stat tells presence too).
         let sized = !records.isEmpty && entries >= records.count / 2
         if sized { objects.preloadSizes(of: records) }
         // A small cache is listed by the run anyway (to sweep objects no row names): listed
         // here, the plan checks its objects in that listing instead of one lookup each.
-        listed = SyncEngine.listsEveryRun(records: records.count)
-            || !sized && SyncEngine.worthListing(entries: entries, records: records.count)
+        listed = ListingRule.listsEveryRun(records: records.count)
+            || !sized && ListingRule.worthListing(entries: entries, records: records.count)
         if listed { objects.preload() }
     }
 

@@ -2,8 +2,8 @@ import FoundationEssentials
 import Glibc
 
 /// Reads a file descriptor to its end in 64 KiB chunks (retrying EINTR), handing each chunk to
-/// `body`; stops at the first error `body` returns. A read error names `path`. And the one loop
-/// that writes all of a buffer.
+/// `body`; stops at the first error `body` returns. A read error is `unreadable`'s, given words
+/// that name `path`. And the one loop that writes all of a buffer.
 public enum FileChunks {
     /// Writes all of `bytes` to `fd`, again after a signal or a short write; false (errno set)
     /// when a write fails.
@@ -21,7 +21,8 @@ public enum FileChunks {
         return true
     }
 
-    static func read(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) -> FetchFailure?) -> Result<Void, FetchFailure> {
+    static func read<Failure: Error>(_ fd: Int32, path: String, unreadable: (String) -> Failure,
+                                     _ body: (UnsafeRawBufferPointer) -> Failure?) -> Result<Void, Failure> {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
         defer { buffer.deallocate() }
         while true {
@@ -29,7 +30,7 @@ public enum FileChunks {
             if count == 0 { return .success(()) }
             if count < 0 {
                 if errno == EINTR { continue }
-                return .failure(FetchFailure(.io, "cannot read \(path): \(String(cString: strerror(errno)))"))
+                return .failure(unreadable("cannot read \(path): \(String(cString: strerror(errno)))"))
             }
             if let failure = body(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { return .failure(failure) }
         }

@@ -46,13 +46,13 @@ extension SyncEngine {
         if let prefetched, prefetched.isCurrent {
             records = prefetched.records
             objects = prefetched.objects
-            if !prefetched.listed, !objects.hasSizes, Self.worthListing(entries: shard.entries.count, records: records.count) {
+            if !prefetched.listed, !objects.hasSizes, ListingRule.worthListing(entries: shard.entries.count, records: records.count) {
                 objects.preload()
             }
         } else {
             records = try index.allRecords(validators: options.revalidate)
             objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
-            if Self.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
+            if ListingRule.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
         }
         var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
         planner.revalidate = options.revalidate && !options.offline

@@ -97,7 +97,8 @@ public struct SyncEngine: Sendable {
     func prefetch(manifestPaths: [String]) -> Task<CachePrefetch?, Never> {
         let options = options
         return Task.detached {
-            CachePrefetch(options: options, manifestBytes: ManifestLoader.totalBytes(manifestPaths))
+            CachePrefetch(cacheDirectory: options.cacheDirectory, validators: options.revalidate,
+                          shards: options.shard.count, manifestBytes: ManifestLoader.totalBytes(manifestPaths))
         }
     }
 
@@ -198,7 +199,7 @@ public struct SyncEngine: Sendable {
         slot.share()
         let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
         let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
-        if !store.isNew, !deadMarks.isEmpty || Self.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
+        if !store.isNew, !deadMarks.isEmpty || ListingRule.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
         let swept = store.removeUnreferenced(objects, records: plan.records)
         if swept > 0 { logger.info("removed \(swept) objects no entry names") }
         store.removeMarks(deadMarks)
@@ -249,22 +250,6 @@ public struct SyncEngine: Sendable {
         } catch where error.isDiskFull {
             logger.warning("the disk is full: this run of the manifests is not recorded (status shows the last one)")
         }
-    }
-
-    /// Rows up to which a sync lists the object folders to find unindexed objects (a few
-    /// milliseconds); past it, only after an interrupted run or in gc.
-    static let smallCache = 4096
-
-    /// Whether a sync lists the object folders of a cache of `records` rows whatever its
-    /// manifests (to sweep objects no row names): a small one.
-    static func listsEveryRun(records: Int) -> Bool {
-        records <= smallCache
-    }
-
-    /// Listing the object folders beats one lookup per object when the manifests name a large
-    /// share of a cache that is not tiny.
-    static func worthListing(entries: Int, records: Int) -> Bool {
-        records >= 2048 && entries >= records / 4
     }
 
     static func absolute(_ path: String) -> String {

@@ -235,46 +235,8 @@ public struct CacheVerifier: Sendable {
     }
 
     /// SHA-256 of each file, a few at a time.
-    private func hashAll(_ files: [(name: String, path: String)]) async -> [(String, Result<(String, Int64), FetchFailure>)] {
-        await Self.hashAll(files, width: min(fetch.jobs, ProcessInfo.processInfo.activeProcessorCount))
+    private func hashAll(_ files: [(name: String, path: String)]) async -> [(String, Result<(String, Int64), FileDigest.Unreadable>)] {
+        await FileDigest.hashAll(files, width: min(fetch.jobs, ProcessInfo.processInfo.activeProcessorCount))
     }
 
-    /// SHA-256 and size of each file, `width` at a time.
-    static func hashAll(_ files: [(name: String, path: String)], width: Int) async -> [(String, Result<(String, Int64), FetchFailure>)] {
-        let width = max(1, width)
-        return await withTaskGroup(of: (String, Result<(String, Int64), FetchFailure>).self) { group in
-            var results: [(String, Result<(String, Int64), FetchFailure>)] = []
-            var next = 0
-            for _ in 0..<min(width, files.count) {
-                let file = files[next]
-                group.addTask { (file.name, Self.hashFile(file.path)) }
-                next += 1
-            }
-            for await result in group {
-                results.append(result)
-                if next < files.count {
-                    let file = files[next]
-                    group.addTask { (file.name, Self.hashFile(file.path)) }
-                    next += 1
-                }
-            }
-            return results
-        }
-    }
-
-    static func hashFile(_ path: String) -> Result<(String, Int64), FetchFailure> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return .failure(FetchFailure(.io, String(cString: strerror(errno)))) }
-        defer { close(fd) }
-        var hasher = SHA256()
-        var size: Int64 = 0
-        if case .failure(let failure) = FileChunks.read(fd, path: path, { chunk in
-            hasher.update(bufferPointer: chunk)
-            size += Int64(chunk.count)
-            return nil
-        }) {
-            return .failure(failure)
-        }
-        return .success((ContentHash(algorithm: .sha256, digest: hasher.finalize()).hex, size))
-    }
 }

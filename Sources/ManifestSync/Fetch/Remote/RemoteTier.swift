@@ -10,7 +10,7 @@ final class RemoteTier: Sendable {
 
     private struct State {
         var health: RemoteTierHealth
-        var counts: SyncReport.RemoteCache
+        var counts: RemoteTierCounts
         var pace = RemoteTierPace()
     }
 
@@ -18,17 +18,17 @@ final class RemoteTier: Sendable {
         self.settings = settings
         self.logger = logger
         state = Mutex(State(health: RemoteTierHealth(limit: settings.errorsToGiveUp),
-                            counts: SyncReport.RemoteCache(url: settings.shownURL, readOnly: settings.readOnly)))
+                            counts: RemoteTierCounts(url: settings.shownURL, readOnly: settings.readOnly)))
     }
 
     var isUsable: Bool { state.withLock { $0.health.isUsable } }
 
     /// What the run's tier did so far: the report's `remote_cache` object.
-    var summary: SyncReport.RemoteCache { state.withLock { $0.counts } }
+    var summary: RemoteTierCounts { state.withLock { $0.counts } }
 
 
     /// Counts what does not tell of the tier's health (an upload dropped, a lookup skipped).
-    func count(_ count: (inout SyncReport.RemoteCache) -> Void) {
+    func count(_ count: (inout RemoteTierCounts) -> Void) {
         state.withLock { count(&$0.counts) }
     }
 
@@ -45,7 +45,7 @@ final class RemoteTier: Sendable {
     }
 
     /// Counts a lookup's answer (a hit or a miss) and clears the errors in a row.
-    func answered(_ count: (inout SyncReport.RemoteCache) -> Void) {
+    func answered(_ count: (inout RemoteTierCounts) -> Void) {
         state.withLock { state in
             count(&state.counts)
             state.health.answered()
@@ -53,7 +53,7 @@ final class RemoteTier: Sendable {
     }
 
     /// Counts an error; the one that gives the tier up is told once, as a warning.
-    func failed(_ why: String, _ count: (inout SyncReport.RemoteCache) -> Void) {
+    func failed(_ why: String, _ count: (inout RemoteTierCounts) -> Void) {
         let opened = state.withLock { state in
             count(&state.counts)
             let opened = state.health.failed(why)

@@ -59,7 +59,7 @@ struct LocalFileSource: ContentSource {
         let file: (fd: Int32, path: String)
         do { file = try store.makeTemporaryFile() } catch { return .failure(FetchFailure(storing: error)) }
         var sink = BodySink(fd: file.fd, path: file.path, expected: request.expected, maxSize: settings.maxSize)
-        let copied = FileChunks.read(input.fd, path: Sanitize.terminal(request.url)) { chunk in
+        let copied = FileChunks.read(input.fd, path: Sanitize.terminal(request.url), unreadable: { FetchFailure(.io, $0) }) { chunk in
             if control.isStopped { return FetchFailure(.cancelled, control.stopReason) }
             if Monotonic.now() > deadline {
                 return FetchFailure(.timeout, "reading the file took longer than the entry timeout (\(settings.entryTimeout) s)")

@@ -1,12 +1,12 @@
 import FoundationEssentials
 import Glibc
 
-/// The one way a local entry's file (`file://`, a relative URL without `base_url`) is opened, for
-/// every command that reads one (`sync`, `get`, `verify --repair`): it must resolve, symlinks
-/// followed, to a regular file inside its manifest's folder. The open never blocks (a FIFO or a
-/// device would hold the run and its lock forever) and the file is checked by its descriptor,
-/// not its name, so nothing can be swapped in between.
-enum LocalFile {
+/// The one way a local entry's file is opened, for every command that reads one (`sync`, `get`,
+/// `verify --repair`): it must resolve, symlinks followed, to a regular file inside its
+/// manifest's folder. The open never blocks (a FIFO or a device would hold the run and its lock
+/// forever) and the file is checked by its descriptor, not its name, so nothing can be swapped in
+/// between.
+extension LocalFile {
     /// An open regular file and its size.
     struct Opened {
         let fd: Int32
@@ -43,21 +43,6 @@ enum LocalFile {
             return .failure(FetchFailure(.io, "\(Sanitize.terminal(path)) resolves outside the manifest's folder"))
         }
         return .success(Opened(fd: fd, size: Int64(info.st_size)))
-    }
-
-    /// Whether `url` names a local file (`file://`). (The one place the scheme is told.)
-    static func isLocal(_ url: String) -> Bool {
-        url.hasPrefix("file://")
-    }
-
-    /// The path a `file://` URL names; nil for any other URL.
-    static func path(of url: String) -> String? {
-        isLocal(url) ? String(url.dropFirst("file://".count)) : nil
-    }
-
-    /// Whether `path` is `root` or below it (`/` holds everything).
-    static func isInside(_ path: String, _ root: String) -> Bool {
-        root == "/" || path.hasPrefix(root.hasSuffix("/") ? root : root + "/")
     }
 
     /// The path the kernel has for an open descriptor (Linux's /proc), or nil where it cannot say.
