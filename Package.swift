@@ -12,7 +12,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "worker", targets: ["worker"]),
-        .library(name: "ManifestSync", targets: ["ManifestSync"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -36,27 +35,66 @@ let package = Package(
         // imports it.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "CWorkerSystem"),
+        // The engine, one target per layer; each uses only the layers above it in this list
+        // (docs/ARCHITECTURE.md draws the graph). `package` marks what a layer below offers the
+        // layers above; everything else stays inside its layer.
         .target(
-            name: "ManifestSync",
-            dependencies: [
-                "CYAML",
-                "CWorkerSystem",
-                "CSQLite",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            name: "WorkerSupport",
+            dependencies: ["CWorkerSystem", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: essentialsOnly
         ),
-        // The transport: libcurl's engines behind ManifestSync's `Transport` protocol.
+        .target(
+            name: "WorkerManifest",
+            dependencies: ["WorkerSupport", "CYAML", "CWorkerSystem", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: essentialsOnly
+        ),
+        .target(
+            name: "WorkerStore",
+            dependencies: ["WorkerSupport", "WorkerManifest", "CSQLite", "CWorkerSystem",
+                           .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: essentialsOnly
+        ),
+        .target(
+            name: "WorkerFetch",
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: essentialsOnly
+        ),
+        .target(
+            name: "WorkerPlan",
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch"],
+            swiftSettings: essentialsOnly
+        ),
+        .target(
+            name: "WorkerReport",
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan"],
+            swiftSettings: essentialsOnly
+        ),
+        .target(
+            name: "WorkerSync",
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: essentialsOnly
+        ),
+        // The commands beside a sync: verify, status, path, rm, clear, gc, export, push.
+        .target(
+            name: "WorkerLifecycle",
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport",
+                           "WorkerSync", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: essentialsOnly
+        ),
+        // The transport: libcurl's engines behind the fetch layer's `Transport` protocol.
         .target(
             name: "CurlTransport",
-            dependencies: ["ManifestSync", "CCurl", "CWorkerSystem"],
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem"],
             swiftSettings: essentialsOnly
         ),
         .executableTarget(
             name: "worker",
             dependencies: [
-                "ManifestSync",
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle",
                 "CurlTransport",
                 "CWorkerSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -66,13 +104,13 @@ let package = Package(
         ),
         .target(
             name: "WorkerTestSupport",
-            dependencies: ["ManifestSync", "CurlTransport"],
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle", "CurlTransport"],
             path: "Tests/WorkerTestSupport"
         ),
         .testTarget(
             name: "ManifestSyncTests",
             dependencies: [
-                "ManifestSync",
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle",
                 "CurlTransport",
                 "CCurl",
                 "WorkerTestSupport",
@@ -84,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "ManifestSync",
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle",
                 "CurlTransport",
                 "CCurl",
                 "WorkerTestSupport",

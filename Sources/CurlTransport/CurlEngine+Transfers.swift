@@ -1,5 +1,6 @@
 import CCurl
-import ManifestSync
+import WorkerFetch
+import WorkerSupport
 
 /// A transfer's life on the engine's thread: a new handle of its own, the entry and read timeouts
 /// and `--limit-rate`'s pauses on the engine's timers, and its end.

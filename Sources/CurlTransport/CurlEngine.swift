@@ -2,8 +2,10 @@ import CCurl
 import CWorkerSystem
 import FoundationEssentials
 import Glibc
-import ManifestSync
 import Synchronization
+import WorkerFetch
+import WorkerStore
+import WorkerSupport
 
 /// A fetch engine: libcurl's multi interface on a thread of its own, with its own connections.
 /// The transfers it is given, the timers around them (retry waits, `--max-rps` slots, timeouts)

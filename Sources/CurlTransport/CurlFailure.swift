@@ -1,7 +1,8 @@
 import CCurl
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerFetch
+import WorkerSupport
 
 /// libcurl's result code and the socket's error number as a `FetchFailure`: a report reason and
 /// a message in plain words (`FailureClassifier`'s), not libcurl's wording.

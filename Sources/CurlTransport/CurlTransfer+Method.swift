@@ -1,6 +1,7 @@
 import CCurl
 import Glibc
-import ManifestSync
+import WorkerFetch
+import WorkerSupport
 
 /// What a request other than a plain GET sets on its handle: a HEAD, a PUT of an open file (the
 /// shared tier's uploads), a request's own timeouts, its signing. (A handle serves one transfer.)

@@ -1,7 +1,8 @@
 import CCurl
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerFetch
+import WorkerSupport
 
 /// One HTTP exchange on the `CurlEngine`: its request, and libcurl's callbacks for the response
 /// turned into a `ResponseHandler`'s head, body and end. Status line and header lines are parsed

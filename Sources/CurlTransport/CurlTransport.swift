@@ -1,7 +1,8 @@
 import CCurl
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerFetch
+import WorkerStore
 
 /// libcurl as worker's transport: a run's fetch engines are `CurlEngine`s (libcurl's multi
 /// interface, a thread each), set up with the run's timeouts, connection shares and trusted

@@ -1,9 +1,11 @@
 import CCurl
-import ManifestSync
 import CWorkerSystem
 import FoundationEssentials
 import Glibc
 import Synchronization
+import WorkerFetch
+import WorkerStore
+import WorkerSupport
 
 /// libcurl itself: loaded once per process when the first download needs it, and the options
 /// every handle of a `CurlEngine` is set up with.

@@ -2,7 +2,10 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import Logging
-import ManifestSync
+import WorkerManifest
+import WorkerReport
+import WorkerStore
+import WorkerSupport
 
 /// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
 /// json` every stderr line is one JSON object (time, level, message, and any fields given).

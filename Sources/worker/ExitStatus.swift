@@ -1,5 +1,5 @@
 import ArgumentParser
-import ManifestSync
+import WorkerStore
 
 /// The exit codes of docs/EXIT-CODES.md.
 enum ExitStatus {

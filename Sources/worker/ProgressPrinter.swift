@@ -1,7 +1,8 @@
 import FoundationEssentials
 import Glibc
-import ManifestSync
 import Synchronization
+import WorkerSupport
+import WorkerSync
 
 /// The progress of downloads on stderr: on a terminal one line redrawn in place (at most ten
 /// times a second); elsewhere (CI logs, journald) a plain line every five seconds, from a timer,

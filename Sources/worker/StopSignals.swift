@@ -1,7 +1,7 @@
 import CWorkerSystem
 import Glibc
-import ManifestSync
 import Synchronization
+import WorkerSupport
 
 /// SIGINT and SIGTERM as a request to stop a run that downloads (Ctrl-C, `systemctl stop`, a
 /// Kubernetes pod's end, a CI job cancelled): what has finished is kept.

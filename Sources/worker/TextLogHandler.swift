@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Logging
-import ManifestSync
+import WorkerSupport
 
 /// The text log lines on stderr (without `--log-format json`): swift-log's stream format, with
 /// every line through `Sanitize.terminal` (a URL or a server's words in metadata are printed).

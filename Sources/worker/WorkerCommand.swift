@@ -2,7 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import Logging
-import ManifestSync
+import WorkerSupport
 
 /// `worker`: keeps a local cache of remote files in step with YAML manifests.
 @main

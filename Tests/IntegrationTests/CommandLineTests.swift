@@ -1,6 +1,7 @@
 import Foundation
-import ManifestSync
 import Testing
+import WorkerStore
+import WorkerSupport
 import WorkerTestSupport
 
 /// The built `worker` binary, end to end: output, exit codes, report file, files on disk.

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-@testable import ManifestSync
 import Testing
+@testable import WorkerStore
 import WorkerTestSupport
 
 /// An index damaged by hand or by the disk, through the binary: rows whose URL is not text are

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-@testable import ManifestSync
 import Testing
+@testable import WorkerStore
 import WorkerTestSupport
 
 /// What a hostile index, manifest or folder could make the binary do, and what it must not.

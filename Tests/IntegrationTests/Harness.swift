@@ -1,8 +1,12 @@
 import Crypto
+import CurlTransport
 import Foundation
 import Testing
-import CurlTransport
-import ManifestSync
+import WorkerFetch
+import WorkerManifest
+import WorkerReport
+import WorkerStore
+import WorkerSync
 import WorkerTestSupport
 
 /// An origin, a temporary folder for manifests, and a cache directory: one per test.

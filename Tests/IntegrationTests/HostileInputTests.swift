@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-@testable import ManifestSync
 import Testing
+@testable import WorkerStore
 import WorkerTestSupport
 
 /// Hostile files, index rows and flags, through the built binary: none may crash a command, hang

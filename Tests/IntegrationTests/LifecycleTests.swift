@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
-import ManifestSync
 import Testing
+import WorkerLifecycle
+import WorkerStore
 
 /// status, path, rm, clear, gc, export, --prune-after, --revalidate and --offline through the
 /// built binary.

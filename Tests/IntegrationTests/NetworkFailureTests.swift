@@ -1,6 +1,8 @@
 import Foundation
-@testable import ManifestSync
 import Testing
+@testable import WorkerFetch
+@testable import WorkerStore
+@testable import WorkerSupport
 import WorkerTestSupport
 
 /// The everyday failures of real networks, through the built binary: refused ports, dead and

@@ -2,9 +2,9 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-import ManifestSync
 import Testing
 import WorkerTestSupport
+import WorkerSupport
 
 /// Reports for CI and ops, the failure budget, shards, progress and logs, through the binary.
 @Suite(.timeLimit(.minutes(5))) struct OperationsTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-@testable import ManifestSync
 import Testing
+@testable import WorkerStore
 import WorkerTestSupport
 
 /// A cache another user could write into is refused by every command that writes, and nothing a

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-@testable import ManifestSync
 import Testing
+@testable import WorkerStore
 import WorkerTestSupport
 
 /// Generated hostile responses from raw loopback servers, through the built binary: status lines,

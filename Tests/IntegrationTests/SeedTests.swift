@@ -1,6 +1,6 @@
 import Foundation
-import ManifestSync
 import Testing
+import WorkerSupport
 import WorkerTestSupport
 
 /// What the libraries and tools `worker` descends from offer: forced refresh, rate limits,

@@ -1,6 +1,7 @@
 import Foundation
-import ManifestSync
 import Testing
+import WorkerStore
+import WorkerSupport
 
 /// One cache, many users: readers while a writer holds the lock, several writers at once, the
 /// commit cadence, a changed object, outputs checked first, pending failures — through the binary.

@@ -1,6 +1,7 @@
 import Foundation
-import ManifestSync
 import Testing
+import WorkerStore
+import WorkerSupport
 
 /// SIGINT and SIGTERM stop a sync gracefully, from the binary: what finished is indexed and kept,
 /// the rest fails as `cancelled` in the report, and the process ends by the signal itself.

@@ -1,7 +1,10 @@
 import CurlTransport
 import Foundation
-@testable import ManifestSync
 import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
+@testable import WorkerStore
+@testable import WorkerSync
 
 /// `SyncEngine.sync` against a real HTTP origin on 127.0.0.1 that counts requests.
 @Suite(.timeLimit(.minutes(5))) struct SyncTests {

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
-@testable import ManifestSync
 import Testing
+@testable import WorkerStore
+@testable import WorkerSupport
 import WorkerTestSupport
 
 /// The lock held for a scope: released when the scope ends, however it ends.

@@ -1,5 +1,5 @@
 import Testing
-@testable import ManifestSync
+@testable import WorkerManifest
 
 @Suite(.timeLimit(.minutes(1))) struct ContentHashTests {
     @Test(arguments: [

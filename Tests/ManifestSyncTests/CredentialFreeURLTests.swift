@@ -2,7 +2,8 @@ import Crypto
 import Foundation
 import Glibc
 import Testing
-@testable import ManifestSync
+@testable import WorkerStore
+@testable import WorkerSupport
 import WorkerTestSupport
 
 /// How a group-shared cache keys URLs with user info: no credential in the key, one key per URL.

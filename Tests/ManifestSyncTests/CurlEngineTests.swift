@@ -4,7 +4,9 @@ import Testing
 import WorkerTestSupport
 
 @testable import CurlTransport
-@testable import ManifestSync
+@testable import WorkerFetch
+@testable import WorkerStore
+@testable import WorkerSupport
 
 /// The engines' contract without a transfer, for libcurl's and the local one alike: what runs
 /// where, and what a cancel or a shutdown does to a timer.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ManifestSync
+@testable import WorkerSupport
 
 @Suite(.timeLimit(.minutes(1))) struct DescriptorTableTests {
     /// Slots in this process's descriptor table (FDSize in /proc/self/status).

@@ -1,6 +1,8 @@
 import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
+@testable import WorkerStore
 
-@testable import ManifestSync
 
 /// One download's rules as a value: events in, actions out, answered by a scripted fake
 /// transport and gate. No sockets, no clock: times and jitter are plain numbers.

@@ -1,6 +1,6 @@
 import Testing
+@testable import WorkerFetch
 
-@testable import ManifestSync
 
 /// The download scheduler as a value: groups in, steps out, the time passed in. No I/O.
 @Suite(.timeLimit(.minutes(1))) struct DownloadScheduleTests {

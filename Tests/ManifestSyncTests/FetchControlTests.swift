@@ -1,7 +1,8 @@
 import Synchronization
 import Testing
+@testable import WorkerFetch
+@testable import WorkerSupport
 
-@testable import ManifestSync
 
 /// What stops a run's downloads (`FetchControl`) and `--max-rps`'s slots (`RateLimits`), with
 /// plain numbers and the local engine's timers: no sockets.

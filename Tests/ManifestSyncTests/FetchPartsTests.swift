@@ -3,9 +3,12 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-@testable import ManifestSync
 import Testing
 import WorkerTestSupport
+@testable import WorkerFetch
+@testable import WorkerManifest
+@testable import WorkerReport
+@testable import WorkerSupport
 
 /// The retry policy and the body sink on their own: no network, temporary files.
 @Suite(.timeLimit(.minutes(1))) struct RetryPolicyTests {

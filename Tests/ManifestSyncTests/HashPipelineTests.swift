@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
-@testable import ManifestSync
 import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
 import WorkerTestSupport
 
 /// A large body hashed beside its download gives the digests an in-line hash gives, whatever the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ManifestSync
+@testable import WorkerManifest
+@testable import WorkerSupport
 import WorkerTestSupport
 
 /// A deterministic mutation fuzzer for the manifest reader: every mutated input must give

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ManifestSync
+@testable import WorkerManifest
 import WorkerTestSupport
 
 @Suite(.timeLimit(.minutes(1))) struct ManifestReaderTests {

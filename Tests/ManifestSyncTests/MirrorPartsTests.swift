@@ -1,7 +1,8 @@
 import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
 import WorkerTestSupport
 
-@testable import ManifestSync
 
 /// The pieces of mirrors and `--rewrite` as values: which origin admits a group, what a rule
 /// rewrites, which mirrors a manifest map gives. No I/O.

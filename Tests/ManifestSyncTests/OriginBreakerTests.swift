@@ -1,8 +1,8 @@
 import CCurl
-import Foundation
 @testable import CurlTransport
-@testable import ManifestSync
+import Foundation
 import Testing
+@testable import WorkerFetch
 
 /// The origin breaker as a plain value: events in, decisions out, time passed as numbers.
 @Suite(.timeLimit(.minutes(1))) struct OriginBreakerTests {

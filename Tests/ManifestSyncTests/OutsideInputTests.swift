@@ -1,5 +1,6 @@
-@testable import ManifestSync
 import Testing
+@testable import WorkerFetch
+@testable import WorkerSupport
 
 /// The checks every number and string from outside goes through: framing headers, decimals,
 /// millisecond conversions, and one sanitizer per kind of output.

@@ -1,6 +1,6 @@
 @testable import CurlTransport
-@testable import ManifestSync
 import Testing
+@testable import WorkerFetch
 
 /// The read timeout's timer rule and the `--limit-rate` bucket, with numbers and a simulated
 /// clock: no sockets, no sleeps.

@@ -1,5 +1,7 @@
 import Testing
-@testable import ManifestSync
+@testable import WorkerManifest
+@testable import WorkerPlan
+@testable import WorkerStore
 
 @Suite(.timeLimit(.minutes(1))) struct PlannerTests {
     let objectA = String(repeating: "a", count: 64)

@@ -1,5 +1,5 @@
 import Testing
-@testable import ManifestSync
+@testable import WorkerFetch
 
 @Suite(.timeLimit(.minutes(1))) struct RedirectTests {
     func target(_ from: String, _ location: String?, hop: Int = 0, visited: Set<String> = []) -> Result<String, FetchFailure> {

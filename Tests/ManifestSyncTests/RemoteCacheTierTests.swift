@@ -1,7 +1,7 @@
 import Logging
 import Testing
+@testable import WorkerFetch
 
-@testable import ManifestSync
 
 /// The shared tier's rules without a server: when it is given up, what each answer means for
 /// the entry and the counts, and which settings are refused.

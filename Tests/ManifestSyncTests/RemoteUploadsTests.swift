@@ -3,9 +3,10 @@ import Glibc
 import Logging
 import Synchronization
 import Testing
+@testable import WorkerFetch
+@testable import WorkerSupport
 import WorkerTestSupport
 
-@testable import ManifestSync
 
 /// The tier's upload queue with a scripted tier in place of the network: how many go at once,
 /// HEAD before PUT for `push`, a stop, a tier that refuses. No sockets.

@@ -1,6 +1,7 @@
 import Testing
+@testable import WorkerPlan
+@testable import WorkerReport
 
-@testable import ManifestSync
 
 /// The one retention rule of report rows, shared by `sync` and `plan`.
 @Suite(.timeLimit(.minutes(1))) struct ReportBuilderTests {

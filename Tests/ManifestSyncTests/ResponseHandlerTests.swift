@@ -1,6 +1,9 @@
 import Foundation
 import Testing
-@testable import ManifestSync
+@testable import WorkerFetch
+@testable import WorkerManifest
+@testable import WorkerStore
+@testable import WorkerSupport
 import WorkerTestSupport
 
 /// The response logic without an HTTP client: heads, bodies and ends fed by hand.

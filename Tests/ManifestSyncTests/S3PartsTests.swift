@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
 import WorkerTestSupport
 
-@testable import ManifestSync
 
 /// `s3://` URLs, where they are requested, and the AWS settings chain, as values (the files are
 /// real files in a temporary folder; no network).

@@ -1,5 +1,5 @@
 import Testing
-@testable import ManifestSync
+@testable import WorkerManifest
 import WorkerTestSupport
 
 @Suite(.timeLimit(.minutes(1))) struct ShardTests {

@@ -1,8 +1,10 @@
 import Synchronization
 import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
+@testable import WorkerStore
 import WorkerTestSupport
 
-@testable import ManifestSync
 
 /// A download's walk through its sources, with fake sources: a miss passes on, a delivery or a
 /// failure ends the walk, a source that does not serve the URL is never asked.

@@ -1,7 +1,9 @@
-import Foundation
 import Crypto
+import Foundation
 import Testing
-@testable import ManifestSync
+@testable import WorkerManifest
+@testable import WorkerStore
+@testable import WorkerSupport
 import WorkerTestSupport
 
 @Suite(.timeLimit(.minutes(1))) struct StoreTests {

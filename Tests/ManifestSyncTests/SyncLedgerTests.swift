@@ -1,7 +1,12 @@
 import FoundationEssentials
 import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
+@testable import WorkerPlan
+@testable import WorkerReport
+@testable import WorkerStore
+@testable import WorkerSync
 
-@testable import ManifestSync
 
 /// The run's one account: statuses derived from the planned action, the retention rule, the
 /// report's header from what the ledger was built with, outcomes when asked, the dry run's rows.

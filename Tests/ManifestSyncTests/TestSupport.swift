@@ -1,5 +1,5 @@
 import Foundation
-@testable import ManifestSync
+@testable import WorkerManifest
 import WorkerTestSupport
 
 /// Loads manifest text; returns the set or the diagnostics.

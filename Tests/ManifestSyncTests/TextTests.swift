@@ -1,6 +1,9 @@
 import Foundation
 import Testing
-@testable import ManifestSync
+@testable import WorkerFetch
+@testable import WorkerManifest
+@testable import WorkerReport
+@testable import WorkerSupport
 import WorkerTestSupport
 
 /// worker links FoundationEssentials only; the text helpers that replace Foundation's must give

@@ -2,7 +2,6 @@ import Testing
 import WorkerTestSupport
 
 @testable import CurlTransport
-@testable import ManifestSync
 
 /// The fetch engine's timers as a value: work in, due work out, the time passed in. No I/O.
 @Suite(.timeLimit(.minutes(1))) struct TimerQueueTests {

@@ -1,6 +1,6 @@
 import Testing
+@testable import WorkerManifest
 
-@testable import ManifestSync
 
 /// Tree paths: what an entry's `path` may be, and the path its URL gives without one.
 @Suite struct TreePathTests {

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
+@testable import WorkerStore
 import WorkerTestSupport
 
-@testable import ManifestSync
 
 /// The publisher without a sync: what it does when what its caller believed is out of date.
 @Suite struct TreePublisherTests {

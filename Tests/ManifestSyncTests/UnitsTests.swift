@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import ManifestSync
+@testable import WorkerManifest
+@testable import WorkerSupport
 
 @Suite(.timeLimit(.minutes(1))) struct UnitsTests {
     @Test func durations() {

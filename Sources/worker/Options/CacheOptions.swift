@@ -1,7 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
 
 /// `--cache-dir`, the same for every command.
 struct CacheOptions: ParsableArguments {

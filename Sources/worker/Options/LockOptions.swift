@@ -1,7 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
 
 /// `--wait-lock`, the same for every command that writes: a duration (`30`, `30s`, `5m`).
 struct LockOptions: ParsableArguments {

@@ -1,8 +1,8 @@
 import ArgumentParser
+import CurlTransport
 import FoundationEssentials
 import Glibc
-import CurlTransport
-import ManifestSync
+import WorkerFetch
 
 /// How downloads talk to origins: concurrency, retries, timeouts, limits, trust.
 struct NetworkOptions: ParsableArguments {

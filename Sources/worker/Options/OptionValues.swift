@@ -1,5 +1,7 @@
 import ArgumentParser
-import ManifestSync
+import WorkerManifest
+import WorkerReport
+import WorkerSupport
 
 // The values options take, each parsed and checked once, where the argument is read: a value
 // that is not one is a usage error (exit 2) naming the option, with its help line. Each says

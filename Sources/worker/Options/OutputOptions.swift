@@ -1,7 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerReport
 
 /// What a run prints and writes: reports, progress, logs.
 struct OutputOptions: ParsableArguments {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
-import ManifestSync
+import WorkerFetch
 
 /// The shared tier (docs/REMOTE-CACHE.md): where it is, what is sent to it, whether to write.
 struct RemoteCacheOptions: ParsableArguments {

@@ -1,7 +1,8 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerManifest
+import WorkerReport
 
 /// When and how much a run does: its deadline, its lock wait, its failure budget, its shard.
 struct SchedulingOptions: ParsableArguments {

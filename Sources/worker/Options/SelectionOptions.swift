@@ -1,5 +1,5 @@
 import ArgumentParser
-import ManifestSync
+import WorkerSync
 
 /// What a sync does with the entries it is given: fetch again, revalidate, stay offline, prune.
 struct SelectionOptions: ParsableArguments {

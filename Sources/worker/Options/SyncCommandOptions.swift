@@ -1,7 +1,8 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerReport
+import WorkerSync
 
 /// Every option of `worker sync`, as the engine's settings: one place builds them.
 struct SyncCommandOptions: ParsableArguments {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ManifestSync
+import WorkerStore
 
 /// `worker clear`: delete every entry and object, under the lock.
 struct Clear: AsyncParsableCommand {

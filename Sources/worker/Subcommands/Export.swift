@@ -1,7 +1,9 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerLifecycle
+import WorkerManifest
+import WorkerStore
 
 extension ExportLayout: ExpressibleByArgument {}
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ManifestSync
+import WorkerManifest
 
 /// `worker fingerprint MANIFEST…`: a stable digest of what the manifests ask for (CI cache keys).
 struct Fingerprint: AsyncParsableCommand {

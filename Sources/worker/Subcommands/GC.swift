@@ -1,7 +1,8 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerLifecycle
+import WorkerSupport
 
 /// `worker gc`: evict by age, then by size, least recently used first.
 struct GC: AsyncParsableCommand {

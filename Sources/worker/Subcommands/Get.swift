@@ -1,7 +1,12 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerFetch
+import WorkerManifest
+import WorkerReport
+import WorkerStore
+import WorkerSupport
+import WorkerSync
 
 /// `worker get URL [--hash H] [-o FILE|-]`: the cached file for URL, fetched on a miss.
 struct Get: AsyncParsableCommand {

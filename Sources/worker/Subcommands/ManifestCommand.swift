@@ -1,7 +1,12 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerFetch
+import WorkerManifest
+import WorkerReport
+import WorkerStore
+import WorkerSupport
+import WorkerSync
 
 /// `worker manifest DIR… --base-url URL` or `worker manifest --urls FILE|-`: write a manifest.
 struct ManifestCommand: AsyncParsableCommand {

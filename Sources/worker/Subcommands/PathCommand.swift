@@ -1,5 +1,6 @@
 import ArgumentParser
-import ManifestSync
+import WorkerStore
+import WorkerSupport
 
 /// `worker path URL`: the cached file of URL's current version.
 struct PathCommand: AsyncParsableCommand {

@@ -1,7 +1,10 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerManifest
+import WorkerReport
+import WorkerStore
+import WorkerSync
 
 /// `worker plan MANIFEST…`: what a sync would do, with no network and no change.
 struct Plan: AsyncParsableCommand {

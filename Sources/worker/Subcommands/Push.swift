@@ -2,7 +2,11 @@ import ArgumentParser
 import CurlTransport
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerFetch
+import WorkerLifecycle
+import WorkerStore
+import WorkerSupport
+import WorkerSync
 
 /// `worker push --remote-cache URL`: seed a shared tier with a cache's objects.
 struct Push: AsyncParsableCommand {

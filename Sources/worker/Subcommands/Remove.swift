@@ -1,5 +1,6 @@
 import ArgumentParser
-import ManifestSync
+import WorkerStore
+import WorkerSupport
 
 /// `worker rm URL…`: delete entries (and their objects once nothing else uses them).
 struct Remove: AsyncParsableCommand {

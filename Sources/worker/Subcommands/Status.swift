@@ -1,7 +1,9 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import ManifestSync
+import WorkerLifecycle
+import WorkerStore
+import WorkerSupport
 
 /// `worker status`: the cache in numbers, the last sync of each manifest, pending failures.
 struct Status: AsyncParsableCommand {

@@ -2,7 +2,10 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import Logging
-import ManifestSync
+import WorkerManifest
+import WorkerReport
+import WorkerStore
+import WorkerSync
 
 /// `worker sync MANIFEST…`: download what is missing or changed, verify, store, report.
 struct Sync: AsyncParsableCommand {

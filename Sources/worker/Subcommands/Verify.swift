@@ -1,8 +1,12 @@
 import ArgumentParser
+import CurlTransport
 import FoundationEssentials
 import Glibc
-import CurlTransport
-import ManifestSync
+import WorkerFetch
+import WorkerLifecycle
+import WorkerManifest
+import WorkerReport
+import WorkerSupport
 
 /// `worker verify [--repair]`: re-hash every object and cross-check the index both ways.
 struct Verify: AsyncParsableCommand {

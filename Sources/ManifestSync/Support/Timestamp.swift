@@ -1,8 +1,0 @@
-import FoundationEssentials
-
-/// ISO 8601 times for reports.
-enum Timestamp {
-    static func iso(_ seconds: Double) -> String {
-        Date(timeIntervalSince1970: seconds).formatted(Date.ISO8601FormatStyle())
-    }
-}

@@ -1,0 +1,277 @@
+import Synchronization
+import WorkerSupport
+
+/// Runs groups of downloads as `DownloadSchedule` decides. A group is a list of plan items wanting
+/// the same content, tried in order until one delivers. A group starts on the fetch engine with the
+/// fewest downloads (a finished group's slot is refilled on its own engine), and finished groups
+/// reach the one consumer in batches: a cold sync of small files makes no thread hand-off per file
+/// (such hand-offs cost more CPU than hashing the file).
+package final class DownloadQueue: Sendable, OriginGate {
+    package struct Finished: Sendable {
+        package let group: Int
+        /// One result per item tried, in order; the last one is the group's outcome.
+        package let results: [ItemResult]
+    }
+
+    /// A plan item's download result.
+    package struct ItemResult: Sendable {
+        package let item: Int
+        package let result: FetchResult
+    }
+
+    package struct State {
+        var schedule: DownloadSchedule
+        var ready: [Finished] = []
+        /// The consumer waiting in `next()`; there is one consumer.
+        var waiter: CheckedContinuation<[Finished]?, Never>?
+        var flushScheduled = false
+    }
+
+    /// A consumer to wake and what to hand it.
+    private typealias Wake = (CheckedContinuation<[Finished]?, Never>, [Finished])
+
+    private let fetcher: Fetcher
+    private let groups: [DownloadGroup]
+    private let control = FetchControl()
+    private let state: Mutex<State>
+    /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
+    private let wakeCount: Int
+    private static let flushDelay = 0.010
+
+    package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker()) {
+        self.fetcher = fetcher
+        self.groups = groups
+        wakeCount = max(1, min(64, groups.count / 8))
+        let origins = groups.map { $0.members.first?.request.origin }
+        var alternates: [Int: [String]] = [:]
+        for (number, group) in groups.enumerated() {
+            if let mirrors = group.members.first?.request.mirrors, !mirrors.isEmpty { alternates[number] = mirrors.map(\.origin) }
+        }
+        state = Mutex(State(schedule: DownloadSchedule(origins: origins, alternates: alternates, jobs: jobs, streams: streams,
+                                                       breaker: breaker)))
+        fetcher.meter.onHead { [weak self] head in self?.headArrived(head) }
+    }
+
+    /// A response began: its origin's window grows as the answer starts, not when it ends.
+    /// (Most heads find the window at its cap: then nothing but the lock is paid.)
+    private func headArrived(_ head: TransferMeter.Head) {
+        let now = Self.now()
+        var handOver = HandOver()
+        let starts = state.withLock { state -> [(group: Int, delay: Double)] in
+            let steps = state.schedule.headArrived(head.origin, status: head.status, multiplexed: head.multiplexed,
+                                                   closesConnections: head.closesConnection, now: now)
+            guard !steps.isEmpty else { return [] }
+            let starts = apply(steps, to: &state)
+            handOver = handOverIfDue(&state)
+            return starts
+        }
+        handOver.run(on: engine, flush: flush)
+        perform(starts)
+    }
+
+    /// Whether every group has started (none waits for room or behind a probe).
+    package var allStarted: Bool { state.withLock { $0.schedule.allTaken } }
+
+    private static func now() -> Double {
+        Monotonic.now()
+    }
+
+    /// An engine for the queue's own timers.
+    private var engine: any FetchEngine { fetcher.engines[0] }
+
+    /// Starts the first groups.
+    package func start() {
+        let now = Self.now()
+        changed { $0.take(now: now) }
+    }
+
+    /// Starts no more groups and cancels the downloads in flight (they finish as `cancelled`).
+    package func stop(because reason: String = "the run was cancelled") {
+        state.withLock { $0.schedule.stop() }
+        control.stop(because: reason)
+    }
+
+    /// Why the queue was stopped (the message of what a stop cancelled).
+    package var stopReason: String { control.stopReason }
+
+    package var isStopped: Bool { control.isStopped }
+
+    /// The groups never started (after a stop), once `next()` has returned nil.
+    package var unstarted: [Int] {
+        state.withLock { $0.schedule.unstarted }
+    }
+
+    /// How each origin fared.
+    package var originSummaries: [OriginBreaker.Summary] {
+        state.withLock { $0.schedule.breaker.summaries }
+    }
+
+    /// The groups finished since the last call; nil once every started group has finished and
+    /// no more will start. Waits while nothing is ready. Cancelling the calling task stops the
+    /// queue: the downloads in flight end as `cancelled` and are handed over as usual.
+    package func next() async -> [Finished]? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<[Finished]?, Never>) in
+                let answer: [Finished]?? = state.withLock { state in
+                    if !state.ready.isEmpty {
+                        defer { state.ready.removeAll(keepingCapacity: true) }
+                        return .some(state.ready)
+                    }
+                    if state.schedule.running == 0 { return .some(nil) }
+                    precondition(state.waiter == nil, "DownloadQueue has one consumer")
+                    state.waiter = continuation
+                    return .none
+                }
+                if let answer { continuation.resume(returning: answer) }
+            }
+        } onCancel: {
+            stop()
+        }
+    }
+
+    // MARK: - Origin gate
+
+    func admitRetry(_ origin: String) -> RetryDecision {
+        let now = Self.now()
+        return state.withLock { $0.schedule.admitRetry(origin, now: now) }
+    }
+
+    func record(_ origin: String, _ report: OriginReport) {
+        let now = Self.now()
+        changed { $0.record(origin, report, now: now) }
+    }
+
+    func givenUp(_ origin: String) -> String? {
+        state.withLock { $0.schedule.breaker.givenUp(origin) }
+    }
+
+    func entryGaveUp(_ origin: String) {
+        let now = Self.now()
+        changed { $0.entryGaveUp(origin, now: now) }
+    }
+
+    // MARK: - Starting and finishing groups
+
+    /// Changes the schedule under the lock; refused groups go straight to `ready` and reach the
+    /// consumer as finished ones do, and the groups to start are started.
+    private func changed(_ body: (inout DownloadSchedule) -> [DownloadSchedule.Step]) {
+        var handOver = HandOver()
+        let starts = state.withLock { state in
+            let starts = apply(body(&state.schedule), to: &state)
+            handOver = handOverIfDue(&state)
+            return starts
+        }
+        handOver.run(on: engine, flush: flush)
+        perform(starts)
+    }
+
+    /// The steps' refusals as finished groups; the rest, to start. Call under the lock.
+    private func apply(_ steps: [DownloadSchedule.Step], to state: inout State) -> [(group: Int, delay: Double)] {
+        var starts: [(group: Int, delay: Double)] = []
+        for step in steps {
+            switch step {
+            case .start(let group, let delay):
+                starts.append((group, delay))
+            case .refuse(let group, let message):
+                let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
+                                         source: nil)
+                state.ready.append(Finished(group: group, results: groups[group].members.map { ItemResult(item: $0.item, result: result) }))
+            }
+        }
+        return starts
+    }
+
+    private func perform(_ starts: [(group: Int, delay: Double)]) {
+        for (number, delay) in starts {
+            let engine = fetcher.engineForNext()
+            if delay > 0 {
+                // Started when the delay is over, or at once to end as cancelled after a stop.
+                control.wait(delay, on: engine) { _ in
+                    self.run(number, request: 0, results: [], on: engine)
+                }
+            } else {
+                // Started after this turn of the engine has handled all its ready transfers:
+                // the origin gets the turn's requests together.
+                engine.execute { self.run(number, request: 0, results: [], on: engine) }
+            }
+        }
+    }
+
+    private func run(_ number: Int, request index: Int, results: [ItemResult], on engine: any FetchEngine) {
+        let member = groups[number].members[index]
+        fetcher.fetch(member.request, control: control, gate: self, on: engine) { result in
+            var results = results
+            results.append(ItemResult(item: member.item, result: result))
+            if case .failure = result.result, index + 1 < self.groups[number].members.count, !self.control.isStopped {
+                self.run(number, request: index + 1, results: results, on: engine)
+            } else {
+                self.fetcher.finished(on: engine)
+                self.finish(Finished(group: number, results: results))
+            }
+        }
+    }
+
+    /// A group ended: its slot goes to the next group.
+    private func finish(_ finished: Finished) {
+        let now = Self.now()
+        var handOver = HandOver()
+        let starts = state.withLock { state in
+            state.ready.append(finished)
+            let starts = apply(state.schedule.finished(finished.group, now: now), to: &state)
+            handOver = handOverIfDue(&state)
+            return starts
+        }
+        handOver.run(on: engine, flush: flush)
+        perform(starts)
+    }
+
+    /// What to do for a waiting consumer after a change: wake it, arm the flush timer, or nothing.
+    private struct HandOver {
+        var wake: Wake?
+        var armFlush = false
+
+        func run(on engine: any FetchEngine, flush: @escaping @Sendable () -> Void) {
+            if let (waiter, ready) = wake { waiter.resume(returning: ready) }
+            if armFlush { engine.schedule(in: DownloadQueue.flushDelay) { _ in flush() } }
+        }
+    }
+
+    /// The one rule for waking the consumer: once `wakeCount` groups are ready, or when nothing
+    /// more is running; fewer wait for the short flush timer. (Waking it for every finished
+    /// group would cost a thread hand-off per file.) Call under the lock.
+    private func handOverIfDue(_ state: inout State) -> HandOver {
+        guard let waiter = state.waiter, !state.ready.isEmpty else { return HandOver() }
+        if state.ready.count >= wakeCount || state.schedule.running == 0 {
+            state.waiter = nil
+            defer { state.ready = [] }
+            return HandOver(wake: (waiter, state.ready))
+        }
+        guard !state.flushScheduled else { return HandOver() }
+        state.flushScheduled = true
+        return HandOver(armFlush: true)
+    }
+
+    /// Wakes a waiting consumer even when nothing finished (with what is ready, maybe nothing),
+    /// so that it can commit what it holds on time while long downloads go on.
+    package func wakeConsumer() {
+        let wake = state.withLock { state -> Wake? in
+            guard let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            defer { state.ready = [] }
+            return (waiter, state.ready)
+        }
+        if let (waiter, ready) = wake { waiter.resume(returning: ready) }
+    }
+
+    /// Hands what is ready to a waiting consumer (the timer behind `wakeCount`).
+    private func flush() {
+        let wake = state.withLock { state -> Wake? in
+            state.flushScheduled = false
+            guard let waiter = state.waiter, !state.ready.isEmpty else { return nil }
+            state.waiter = nil
+            defer { state.ready = [] }
+            return (waiter, state.ready)
+        }
+        if let (waiter, ready) = wake { waiter.resume(returning: ready) }
+    }
+}

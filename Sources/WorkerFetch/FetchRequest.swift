@@ -1,0 +1,131 @@
+import WorkerManifest
+import WorkerStore
+
+/// One download to make: where from, what it must hash to, what to send. A class: the steps of
+/// a download (callbacks on the fetch engine's thread) share it instead of copying its strings.
+package final class FetchRequest: Sendable {
+    /// The manifest's URL: what the cache records it under (the index, partial bodies, reports).
+    package let url: String
+    /// What is requested for `url`: `url` itself, where `--rewrite` sends it, or an `s3://`
+    /// URL's endpoint URL (`Locator`).
+    let fetchURL: String
+    /// How requests for `fetchURL` are signed (an `s3://` URL with credentials).
+    let signing: AWSSigning?
+    /// Other places serving the same bytes, tried in order after `fetchURL` fails (pinned
+    /// entries' `mirrors`, after `--rewrite`).
+    let mirrors: [FetchLocation]
+    let expected: ContentHash?
+    let headers: [RequestHeader]
+    /// For `file://` entries: the manifest folder the file must stay inside (symlinks resolved).
+    let localRoot: String?
+    /// The stored version's validators: sent as If-None-Match / If-Modified-Since, so the origin
+    /// can answer 304 Not Modified without a body.
+    let etag: String?
+    let lastModified: String?
+    /// The origin (scheme, host, port) of `fetchURL` for the per-origin rules; nil for `file://`.
+    package let origin: String?
+
+    package init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
+         etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator()) {
+        self.url = url
+        self.expected = expected
+        self.headers = headers
+        self.localRoot = localRoot
+        self.etag = etag
+        self.lastModified = lastModified
+        if LocalFile.isLocal(url) {
+            (fetchURL, origin, signing, self.mirrors) = (url, nil, nil, [])
+        } else {
+            let primary = locator.location(url)
+            (fetchURL, origin, signing) = (primary.url, primary.origin, primary.signing)
+            // Only a pinned entry may come from elsewhere: the hash proves the bytes.
+            var locations: [FetchLocation] = []
+            if expected != nil {
+                var seen: Set<String> = [fetchURL]
+                for mirror in mirrors {
+                    let location = locator.location(mirror)
+                    if seen.insert(location.url).inserted { locations.append(location) }
+                }
+            }
+            self.mirrors = locations
+        }
+    }
+
+    /// The request as sent to `location`: named by the URL requested, with the manifest's headers
+    /// only when it is on the manifest URL's own origin (they never cross origins).
+    private init(_ request: FetchRequest, at location: FetchLocation) {
+        url = location.url
+        fetchURL = location.url
+        signing = location.signing
+        mirrors = []
+        expected = request.expected
+        origin = location.origin
+        headers = request.headers.isEmpty || location.origin == Fetcher.origin(of: request.url) ? request.headers : []
+        localRoot = nil
+        etag = request.etag
+        lastModified = request.lastModified
+    }
+
+    /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
+    var locations: [FetchLocation] {
+        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Fetcher.origin(of: fetchURL), signing: signing)] + mirrors
+    }
+
+    /// The request to send to one of `locations`: this one itself when it is `url`.
+    func at(_ location: FetchLocation) -> FetchRequest {
+        location.url == url && location.origin == origin && location.signing == signing ? self : FetchRequest(self, at: location)
+    }
+
+    var isConditional: Bool { etag != nil || lastModified != nil }
+
+    /// Sent with credentials (the manifest's headers, URL user info): what it fetches is as
+    /// private as the origin.
+    var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) || signing != nil }
+}
+
+/// One place a request may be fetched from.
+struct FetchLocation: Sendable, Equatable {
+    /// As the manifest lists it (what a report names).
+    let listed: String
+    /// As requested (after `--rewrite`).
+    let url: String
+    let origin: String
+    /// How requests to it are signed (an `s3://` URL with credentials).
+    let signing: AWSSigning?
+
+    init(listed: String, url: String, origin: String? = nil, signing: AWSSigning? = nil) {
+        self.listed = listed
+        self.url = url
+        self.origin = origin ?? Fetcher.origin(of: url)
+        self.signing = signing
+    }
+}
+
+/// What a successful download delivered.
+package enum Delivery: Sendable, Equatable {
+    case body(FetchedBody)
+    /// 304 to a conditional request: the stored version is current.
+    case notModified
+}
+
+/// A body that was received completely and matched its hash, waiting in `tmp/` to be installed
+/// as an object when its batch commits.
+package struct FetchedBody: Sendable, Equatable {
+    package let temporaryPath: String
+    package let sha256: String
+    package let size: Int64
+    package let etag: String?
+    package let lastModified: String?
+}
+
+/// The outcome of a download with its retries.
+package struct FetchResult: Sendable {
+    package let result: Result<Delivery, FetchFailure>
+    package let attempts: Int
+    /// Body bytes received over all attempts.
+    package let bytesReceived: Int64
+    /// The source that delivered or failed it; nil when none was asked.
+    package let source: SourceKind?
+    /// A mirror that delivered the body (as the manifest lists it); nil for the entry's URL.
+    package var servedBy: String? = nil
+}

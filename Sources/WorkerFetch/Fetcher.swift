@@ -1,0 +1,147 @@
+import FoundationEssentials
+import Glibc
+import Logging
+import Synchronization
+import WorkerStore
+
+/// Downloads bodies into the content store: streamed to `tmp/` while hashed, verified, then
+/// renamed to their object name. A download asks its sources in order (`ContentSource`). A run's
+/// downloads share a few `CurlEngine`s (one thread each, as many as the machine has cores, at most
+/// `maxEngines`): a download and its retries and redirects stay on the engine it started on, each
+/// engine keeps and multiplexes its own connections.
+package final class Fetcher: Sendable {
+    package let engines: [any FetchEngine]
+    /// Downloads handed to each engine and not yet finished (`engineForNext` balances on them),
+    /// and each engine's share of an origin's connections.
+    private let loads: [EngineLoad]
+    /// Where bytes come from, asked in order (registered in `sources(…)`).
+    let sources: SourceWalk
+    /// Engines at most: each opens its own connections to an origin (one HTTP/2 connection each),
+    /// so their number is kept small on machines with many cores.
+    static let maxEngines = 4
+    /// Heads and body bytes as the transfers go (the window's growth, byte progress).
+    package let meter = TransferMeter()
+
+    /// The shared tier (`--remote-cache`) and the uploads to it, in a run with downloads.
+    package let remote: RemoteTier?
+    package let uploads: RemoteUploads?
+
+    /// What the transport made for the run, removed at `shutdown`.
+    private let cleanup: @Sendable () -> Void
+
+    /// One engine per core, at most `maxEngines`.
+    package static var defaultEngineCount: Int {
+        max(1, min(maxEngines, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    /// Fails when the transport cannot start its engines (see `Transport.startEngines`). Without
+    /// `network` (every request names a local file) no transport is used: one `LocalEngine`.
+    /// `knownFolders`: where a local entry without a manifest of its own may be read from.
+    package init(store: ContentStore, settings: FetchSettings, logger: Logger, network: Bool = true, knownFolders: [String] = [],
+         engineCount: Int = Fetcher.defaultEngineCount) throws(CacheError) {
+        // `--jobs` caps an origin's connections across all engines: each engine keeps its own,
+        // so each gets its share (and there are never more engines than jobs). `engineForNext`
+        // sends each its share of the requests in flight.
+        let count = network ? max(1, min(engineCount, settings.jobs)) : 1
+        let shares = (0..<count).map { settings.jobs / count + ($0 < settings.jobs % count ? 1 : 0) }
+        let started: EngineSet
+        if !network {
+            started = EngineSet(engines: [LocalEngine()], cleanup: {})
+        } else if let transport = settings.transport {
+            started = try transport.startEngines(shares: shares, settings: settings)
+        } else {
+            throw .resources("no network transport was given to this run")
+        }
+        loads = shares.map { EngineLoad(share: $0) }
+        cleanup = started.cleanup
+        engines = started.engines
+        let remote = network ? settings.remoteCache.map { RemoteTier(settings: $0, logger: logger) } : nil
+        let uploads = remote.flatMap { tier in
+            tier.settings.readOnly ? nil : RemoteUploads(tier: tier, cacheDirectory: store.root, engines: started.engines,
+                                                         entryTimeout: settings.entryTimeout)
+        }
+        (self.remote, self.uploads) = (remote, uploads)
+        sources = SourceWalk(Self.sources(store: store, settings: settings, logger: logger, knownFolders: knownFolders,
+                                          meter: meter, remote: remote, uploads: uploads))
+    }
+
+    /// The sources, in the order a download asks them. A new source is registered here.
+    private static func sources(store: ContentStore, settings: FetchSettings, logger: Logger, knownFolders: [String],
+                                meter: TransferMeter, remote: RemoteTier?, uploads: RemoteUploads?) -> [any ContentSource] {
+        let limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
+        var sources: [any ContentSource] = [LocalFileSource(store: store, settings: settings, knownFolders: knownFolders)]
+        if let remote {
+            sources.append(RemoteCacheSource(tier: remote, store: store, settings: settings, meter: meter, uploads: uploads))
+        }
+        sources.append(OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter))
+        return sources
+    }
+
+    /// Stops every engine (they close their connections at the same time) and waits for all.
+    package func shutdown() async {
+        await withDiscardingTaskGroup { group in
+            for engine in engines { group.addTask { await engine.shutdown() } }
+        }
+        cleanup()
+    }
+
+    /// The engine for a new download, counted in its load until `finished(on:)`: the one with the
+    /// most room left in its share of the connections, the caller's own engine on a tie (a slot
+    /// freed on an engine is taken again there, with no hand-off between threads; a window that
+    /// grows is spread over all of them).
+    func engineForNext() -> any FetchEngine {
+        var best = engines.firstIndex { $0.isCurrent } ?? 0
+        var most = loads[best].room
+        for (number, load) in loads.enumerated() {
+            let left = load.room
+            if left > most { (best, most) = (number, left) }
+        }
+        loads[best].downloads.add(1, ordering: .relaxed)
+        return engines[best]
+    }
+
+    /// A download started with `engineForNext()` ended.
+    func finished(on engine: any FetchEngine) {
+        guard let number = engines.firstIndex(where: { $0 === engine }) else { return }
+        loads[number].downloads.subtract(1, ordering: .relaxed)
+    }
+
+    /// An engine's downloads in flight and its share of an origin's connections.
+    private final class EngineLoad: Sendable {
+        let downloads = Atomic<Int>(0)
+        let share: Int
+
+        init(share: Int) {
+            self.share = share
+        }
+
+        var room: Int { share - downloads.load(ordering: .relaxed) }
+    }
+
+    /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
+    /// Cancelling the calling task cancels the download.
+    package func fetch(_ request: FetchRequest) async -> FetchResult {
+        let control = FetchControl()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let engine = engineForNext()
+                fetch(request, control: control, on: engine) { result in
+                    self.finished(on: engine)
+                    continuation.resume(returning: result)
+                }
+            }
+        } onCancel: {
+            control.stop()
+        }
+    }
+
+    /// Downloads one request from the first of its sources that has it, entirely on `engine`'s
+    /// thread as far as the source allows: the response is hashed and written where it arrives
+    /// and the next step (a redirect hop, a retry timer, the next source) starts from there.
+    /// `done` is called once; `control.stop()` ends the download as `cancelled`. With a `gate`,
+    /// the origin's attempts are told to the origin breaker.
+    func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil, on engine: any FetchEngine,
+               done: @escaping @Sendable (FetchResult) -> Void) {
+        sources.fetch(request, lane: FetchLane(control: control, engine: engine, gate: gate), done: done)
+    }
+}

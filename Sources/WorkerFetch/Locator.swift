@@ -1,0 +1,41 @@
+import FoundationEssentials
+import WorkerManifest
+import WorkerStore
+
+/// Where a URL the cache knows is fetched from: the one place the fetch stage tells a URL's kind.
+/// An `s3://` URL becomes its endpoint's https URL with the run's AWS signing; an http(s) URL goes
+/// where `--rewrite` sends it. A `FetchRequest` holds the resulting locations; everything after
+/// (the breaker, the window, retries, resume, rate limits) works on them alike.
+public struct Locator: Sendable, Equatable {
+    public var rewrite = URLRewrite()
+    /// How `s3://` URLs are reached: resolved from the AWS environment when a run has some
+    /// (`resolvingS3`); nil before (unsigned, AWS's endpoint).
+    public var s3: S3Access?
+
+    public init() {}
+
+    /// This locator with the AWS settings resolved from `environment` when `needed` (the run has
+    /// `s3://` URLs) and not yet done; an unreadable file or a profile that is nowhere is an
+    /// error (exit 2).
+    public func resolvingS3(if needed: Bool,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(CacheError) -> Locator {
+        guard s3 == nil, needed else { return self }
+        switch S3Access.resolve(environment: environment) {
+        case .success(let access):
+            var resolved = self
+            resolved.s3 = access
+            return resolved
+        case .failure(let error):
+            throw .awsSettings(error.description)
+        }
+    }
+
+    /// The location `listed` is requested at.
+    func location(_ listed: String) -> FetchLocation {
+        if S3URL.isS3(listed), case .success(let object) = S3URL.parse(listed) {
+            let (url, signing) = (s3 ?? S3Access()).location(of: object)
+            return FetchLocation(listed: listed, url: url, signing: signing)
+        }
+        return FetchLocation(listed: listed, url: rewrite.apply(listed))
+    }
+}

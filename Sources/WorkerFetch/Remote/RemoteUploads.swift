@@ -1,0 +1,288 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+import WorkerStore
+import WorkerSupport
+
+/// Bodies the origin delivered that the tier missed, `PUT` to `{base}/cas/{hex}` beside the
+/// downloads: a queue, a few uploads in flight at once (`uploadsAtOnce`) on the run's engines,
+/// never in the way of an entry's commit (an upload reads the body where it is: in `tmp/`, or
+/// in `objects/` once its batch has committed). The run waits for them at its end (`finished`);
+/// a stop (deadline, signal) drops what is queued and cuts what is in flight, and both are
+/// counted as not done.
+package final class RemoteUploads: Sendable {
+    package struct Pending: Sendable {
+        let sha256: String
+        let size: Int64
+        let temporaryPath: String
+        /// Asks with `HEAD` first and sends only what the tier lacks (`worker push`).
+        var checksFirst = false
+        /// Sent again after the tier's collections were made: a 404 or 409 now is an error.
+        var afterCollections = false
+
+        package init(
+            sha256: String,
+            size: Int64,
+            temporaryPath: String,
+            checksFirst: Bool = false,
+            afterCollections: Bool = false
+        ) {
+            self.sha256 = sha256
+            self.size = size
+            self.temporaryPath = temporaryPath
+            self.checksFirst = checksFirst
+            self.afterCollections = afterCollections
+        }
+    }
+
+    /// The tier's collections (`RemoteCacheSettings.collectionURLs`), made with MKCOL once a run
+    /// when a PUT is refused with 404 or 409 (Apache's mod_dav, rclone: nginx makes them itself).
+    /// The uploads refused meanwhile wait, and go again once they are made.
+    enum Collections {
+        case unknown
+        case making(waiting: [(Pending, Int)])
+        case made
+        case failed(String)
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var next = 0
+        var inFlight = 0
+        var turn = 0
+        var stopped = false
+        var idle: [CheckedContinuation<Void, Never>] = []
+        var collections = Collections.unknown
+
+        var waiting: Int { queue.count - next }
+
+        /// Takes what may start now, each with the engine (by number) it goes to.
+        mutating func startable(limit: Int, engines: Int) -> [(Pending, Int)] {
+            var started: [(Pending, Int)] = []
+            while !stopped, inFlight < limit, next < queue.count {
+                started.append((queue[next], turn % engines))
+                next += 1
+                inFlight += 1
+                turn &+= 1
+            }
+            if next > 1024, next * 2 > queue.count {
+                queue.removeFirst(next)
+                next = 0
+            }
+            return started
+        }
+    }
+
+    private let tier: RemoteTier
+    /// The cache whose objects are sent.
+    private let cacheDirectory: String
+    private let engines: [any FetchEngine]
+    private let entryTimeout: Double
+    private let control = FetchControl()
+    private let state = Mutex(State())
+
+    package init(tier: RemoteTier, cacheDirectory: String, engines: [any FetchEngine], entryTimeout: Double) {
+        self.tier = tier
+        self.cacheDirectory = cacheDirectory
+        self.engines = engines
+        self.entryTimeout = entryTimeout
+    }
+
+    /// Queues `body` for upload (a body the tier lacks).
+    func offer(_ body: FetchedBody) {
+        offer(Pending(sha256: body.sha256, size: body.size, temporaryPath: body.temporaryPath))
+    }
+
+    package func offer(_ pending: Pending) {
+        let accepted = state.withLock { state in
+            guard !state.stopped else { return false }
+            state.queue.append(pending)
+            return true
+        }
+        if accepted { pump() } else { tier.count { $0.uploadsNotDone += 1 } }
+    }
+
+    /// Returns once every upload offered has ended (or was dropped by `stop`).
+    package func finished() async {
+        await withCheckedContinuation { continuation in
+            let idle = state.withLock { state in
+                guard state.inFlight > 0 || (state.waiting > 0 && !state.stopped) else { return true }
+                state.idle.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    /// Drops what is queued and cuts what is in flight (each counted as not done).
+    package func stop(because reason: String) {
+        let (dropped, waiters) = state.withLock { state in
+            let dropped = state.stopped ? 0 : state.waiting
+            state.stopped = true
+            state.queue.removeAll()
+            state.next = 0
+            let waiters = state.inFlight == 0 ? state.idle : []
+            if state.inFlight == 0 { state.idle.removeAll() }
+            return (dropped, waiters)
+        }
+        if dropped > 0 { tier.count { $0.uploadsNotDone += dropped } }
+        control.stop(because: reason)
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func pump() {
+        let started = state.withLock { $0.startable(limit: tier.settings.uploadsAtOnce, engines: engines.count) }
+        for (pending, number) in started {
+            let engine = engines[number]
+            engine.execute { self.put(pending, on: engine, number: number) }
+        }
+    }
+
+    /// One upload ended: the next ones start; the last one wakes `finished`.
+    private func ended() {
+        state.withLock { $0.inFlight -= 1 }
+        pump()
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard state.inFlight == 0, state.waiting == 0 || state.stopped else { return [] }
+            defer { state.idle.removeAll() }
+            return state.idle
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func put(_ pending: Pending, on engine: any FetchEngine, number: Int) {
+        // Queued before the tier was given up: dropped (the report's `given_up` says why).
+        guard tier.isUsable else { return ended() }
+        if pending.checksFirst {
+            send(.head, for: pending, on: engine) { [self] reply in
+                switch reply.result {
+                case .success(.status(200, _)):
+                    tier.count { $0.present += 1 }
+                    ended()
+                case .success(.status(404, _)):
+                    var rest = pending
+                    rest.checksFirst = false
+                    put(rest, on: engine, number: number)
+                default:
+                    record(reply, size: pending.size)
+                    ended()
+                }
+            }
+            return
+        }
+        // In tmp/ until its batch commits, in objects/ after: the rename is atomic, so one of
+        // the two names opens (neither: the entry's commit failed, and there is nothing to send).
+        var fd = open(pending.temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 { fd = open(CacheLayout.objectPath(cacheDirectory, pending.sha256), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        guard fd >= 0 else { return ended() }
+        send(.put(fd: fd, size: pending.size), for: pending, on: engine) { [self] reply in
+            if case .success(.status(let status, _)) = reply.result, status == 404 || status == 409, !pending.afterCollections {
+                return collectionsMissing(for: pending, number: number)
+            }
+            record(reply, size: pending.size)
+            ended()
+        }
+    }
+
+    /// A PUT refused as if a collection were missing: the first makes them, the others wait.
+    private func collectionsMissing(for pending: Pending, number: Int) {
+        var retry = pending
+        retry.afterCollections = true
+        enum Next { case make, wait, again, fail(String) }
+        let next = state.withLock { state -> Next in
+            switch state.collections {
+            case .unknown:
+                state.collections = .making(waiting: [(retry, number)])
+                return .make
+            case .making(var waiting):
+                waiting.append((retry, number))
+                state.collections = .making(waiting: waiting)
+                return .wait
+            case .made:
+                // Sent before they were made.
+                return .again
+            case .failed(let problem):
+                return .fail(problem)
+            }
+        }
+        switch next {
+        case .make: makeCollections(tier.settings.collectionURLs[...], on: engines[number])
+        case .wait: return
+        case .again: put(retry, on: engines[number], number: number)
+        case .fail(let problem):
+            tier.failed("upload: \(problem)") { $0.uploadErrors += 1 }
+            ended()
+        }
+    }
+
+    /// MKCOL each of `urls`, top first (201 made, 405 there already), then the waiting uploads.
+    private func makeCollections(_ urls: ArraySlice<String>, on engine: any FetchEngine) {
+        guard let url = urls.first else { return collectionsDone(nil) }
+        let deadline = Monotonic.now() + entryTimeout
+        var request = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline)
+        request.method = .makeCollection
+        request.timeouts = tier.settings.timeouts
+        control.send(request, handler: .statusOnly(url: url, deadline: deadline), on: engine) { [self] reply in
+            switch reply.result {
+            case .success(.status(let status, _)) where (200..<300).contains(status) || status == 405:
+                makeCollections(urls.dropFirst(), on: engine)
+            case .success(.status(let status, _)):
+                collectionsDone("MKCOL \(Redact.url(url)): HTTP \(status)")
+            case .success:
+                collectionsDone("MKCOL \(Redact.url(url)): an unexpected answer")
+            case .failure(let failure):
+                collectionsDone("MKCOL \(Redact.url(url)): \(failure.message)")
+            }
+        }
+    }
+
+    private func collectionsDone(_ problem: String?) {
+        let waiting = state.withLock { state -> [(Pending, Int)] in
+            guard case .making(let waiting) = state.collections else { return [] }
+            state.collections = problem.map { .failed($0) } ?? .made
+            return waiting
+        }
+        for (pending, number) in waiting {
+            if let problem {
+                tier.failed("upload: \(problem)") { $0.uploadErrors += 1 }
+                ended()
+            } else {
+                let engine = engines[number]
+                engine.execute { self.put(pending, on: engine, number: number) }
+            }
+        }
+    }
+
+    /// One request to the tier for `pending`'s object, cancelled by a stop.
+    private func send(_ method: TransferMethod, for pending: Pending, on engine: any FetchEngine,
+                      then: @escaping @Sendable (ExchangeReply) -> Void) {
+        let url = tier.settings.objectURL(pending.sha256)
+        let deadline = Monotonic.now() + entryTimeout
+        var request = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline)
+        request.method = method
+        request.timeouts = tier.settings.timeouts
+        // After a stop the reply is a `cancelled` one: counted as not done.
+        control.send(request, handler: .statusOnly(url: url, deadline: deadline), on: engine, done: then)
+    }
+
+    private func record(_ reply: ExchangeReply, size: Int64) {
+        switch reply.result {
+        case .success(.status(let status, _)) where (200..<300).contains(status):
+            // Counted, not taken as health: an upload that succeeds says nothing of how the
+            // tier answers lookups (a tier that drips its bodies still takes PUTs).
+            tier.count {
+                $0.uploads += 1
+                $0.bytesUp += size
+            }
+        case .success(.status(let status, _)):
+            tier.failed("upload: HTTP \(status)") { $0.uploadErrors += 1 }
+            // (A HEAD's error status comes here too: nothing was sent.)
+        case .success:
+            tier.failed("upload: an unexpected answer") { $0.uploadErrors += 1 }
+        case .failure(let failure) where failure.reason == .cancelled:
+            tier.count { $0.uploadsNotDone += 1 }
+        case .failure(let failure):
+            tier.failed("upload: \(failure.message)") { $0.uploadErrors += 1 }
+        }
+    }
+}

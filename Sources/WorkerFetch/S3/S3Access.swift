@@ -1,0 +1,70 @@
+import WorkerManifest
+
+/// How `s3://` URLs are reached: the endpoint (AWS itself, virtual-hosted style; or a custom one,
+/// path-style), the region, and the credentials requests are signed with (none: unsigned).
+public struct S3Access: Sendable, Equatable {
+    public var region: String
+    /// A custom endpoint (MinIO, Ceph, R2, GCS): `ENDPOINT/BUCKET/KEY`.
+    public var endpoint: String?
+    public var credentials: AWSCredentials?
+    /// Where the credentials came from, for messages ("the environment", "profile 'ci' in …").
+    public var credentialSource: String
+
+    public init(region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,
+                credentialSource: String = "none: requests are unsigned") {
+        self.region = region
+        self.endpoint = endpoint
+        self.credentials = credentials
+        self.credentialSource = credentialSource
+    }
+
+    /// Resolves the AWS settings of `environment` (`AWSConfig`).
+    public static func resolve(environment: [String: String]) -> Result<S3Access, S3ConfigError> {
+        AWSConfig.access(environment: environment)
+    }
+
+    /// The https URL of an object, and the signing its requests carry.
+    func location(of object: S3URL) -> (url: String, signing: AWSSigning?) {
+        let url: String
+        if let endpoint {
+            url = (endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint) + "/" + object.bucket + "/" + object.encodedKey
+        } else if object.bucket.contains(".") {
+            // A dotted bucket name breaks the wildcard certificate of the virtual host: path-style.
+            url = "https://s3.\(region).amazonaws.com/\(object.bucket)/\(object.encodedKey)"
+        } else {
+            url = "https://\(object.bucket).s3.\(region).amazonaws.com/\(object.encodedKey)"
+        }
+        return (url, credentials.map { AWSSigning(credentials: $0, region: region) })
+    }
+}
+
+/// An access key pair, with the session token of temporary credentials. Never printed: its
+/// description shows the key id only.
+public struct AWSCredentials: Sendable, Equatable, CustomStringConvertible {
+    public let accessKeyID: String
+    let secret: String
+    let sessionToken: String?
+
+    public init(accessKeyID: String, secret: String, sessionToken: String? = nil) {
+        self.accessKeyID = accessKeyID
+        self.secret = secret
+        self.sessionToken = sessionToken
+    }
+
+    public var description: String { "access key \(accessKeyID)" }
+}
+
+/// What one request is signed with (libcurl's AWS Signature Version 4, service `s3`).
+package struct AWSSigning: Sendable, Equatable, CustomStringConvertible {
+    package let credentials: AWSCredentials
+    package let region: String
+
+    /// `CURLOPT_AWS_SIGV4`'s value.
+    package var provider: String { "aws:amz:\(region):s3" }
+    /// `CURLOPT_USERPWD`'s value: the key id and the secret.
+    package var userPassword: String { credentials.accessKeyID + ":" + credentials.secret }
+    package var sessionToken: String? { credentials.sessionToken }
+
+    /// What a refusal names: the key id and the region, never the secret.
+    package var description: String { "access key \(credentials.accessKeyID), region \(region)" }
+}

@@ -1,0 +1,86 @@
+/// One HTTP header sent with every request of a manifest. The value may be a secret.
+public struct RequestHeader: Sendable, Equatable {
+    public let name: String
+    public let value: String
+}
+
+/// One entry to keep in the cache: a resolved URL and, optionally, the content hash it must have.
+public struct ManifestEntry: Sendable, Equatable {
+    /// Absolute `http`/`https` URL, or `file://` + absolute path for entries local to the manifest.
+    public let url: String
+    public let hash: ContentHash?
+    /// Index into `ManifestSet.manifests` of the manifest that first listed this URL.
+    public let manifest: Int
+    public let line: Int
+    public let column: Int
+    /// The entry's own `mirrors` (absolute http(s) URLs), tried in order after its URL fails.
+    public var mirrors: [String] = []
+
+    package init(url: String, hash: ContentHash? = nil, manifest: Int, line: Int, column: Int, mirrors: [String] = []) {
+        self.url = url
+        self.hash = hash
+        self.manifest = manifest
+        self.line = line
+        self.column = column
+        self.mirrors = mirrors
+    }
+}
+
+/// A validated manifest: its metadata; its entries live in the `ManifestSet`.
+public struct Manifest: Sendable {
+    public let path: String
+    public let name: String
+    public let baseURL: String?
+    public let headers: [RequestHeader]
+    /// The manifest's folder (absolute, symlinks resolved): where relative entries live without `base_url`.
+    public let localRoot: String
+    /// How many entries the file lists (before merging URLs listed more than once).
+    public let entryCount: Int
+    /// The top-level `mirrors`: for its entries pinned by a hash, after their own.
+    public var mirrors = ManifestMirrors()
+
+    /// Where an entry of this manifest may be fetched from besides its URL, in order: its own
+    /// `mirrors`, then the manifest's map. None without a hash (the bytes could not be checked).
+    public func mirrors(of entry: ManifestEntry) -> [String] {
+        guard entry.hash != nil else { return [] }
+        if mirrors.isEmpty { return entry.mirrors }
+        var all = entry.mirrors
+        for mirror in mirrors.mirrors(for: entry.url) where mirror != entry.url && !all.contains(mirror) {
+            all.append(mirror)
+        }
+        return all
+    }
+
+    package init(
+        path: String,
+        name: String,
+        baseURL: String? = nil,
+        headers: [RequestHeader],
+        localRoot: String,
+        entryCount: Int,
+        mirrors: ManifestMirrors = ManifestMirrors()
+    ) {
+        self.path = path
+        self.name = name
+        self.baseURL = baseURL
+        self.headers = headers
+        self.localRoot = localRoot
+        self.entryCount = entryCount
+        self.mirrors = mirrors
+    }
+}
+
+/// Every manifest of a run, validated, with their entries merged: one entry per distinct URL.
+public struct ManifestSet: Sendable {
+    public let manifests: [Manifest]
+    public let entries: [ManifestEntry]
+    /// Every entry's place in a tree, sorted by path (an entry listed at two paths is there
+    /// twice); empty unless the loader was asked for it (`ManifestLoader.collectsTree`).
+    public let tree: [TreeEntry]
+
+    public init(manifests: [Manifest], entries: [ManifestEntry], tree: [TreeEntry] = []) {
+        self.manifests = manifests
+        self.entries = entries
+        self.tree = tree
+    }
+}

@@ -1,0 +1,242 @@
+import FoundationEssentials
+import Glibc
+import WorkerSupport
+
+/// Reads and validates manifests completely (a streaming pass each) before anything else happens:
+/// URL resolution, `${VAR}` expansion, and the same URL listed with two hashes.
+public struct ManifestLoader {
+    public var environment: [String: String]
+    public var maxDiagnostics = 50
+    /// Expand `${VAR}` in header values (off for `worker fingerprint`, which never needs them).
+    public var expandsHeaders = true
+    /// Collect and check every entry's tree path (`--tree`, `export --layout tree`): a URL
+    /// without a usable path, two entries at one path, a file where another needs a folder.
+    /// (An explicit `path:` is checked whatever this says, and against the other explicit ones.)
+    public var collectsTree = false
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    /// Loads every manifest; throws `ManifestErrors` listing each problem as `path:line:column`.
+    public func load(paths: [String]) throws(ManifestErrors) -> ManifestSet {
+        var diagnostics: [ManifestDiagnostic] = []
+        var manifests: [Manifest] = []
+        var collector = EntryCollector(collectsTree: collectsTree)
+        // About a hundred bytes of YAML an entry: size the URL map and the entries once instead
+        // of growing them (each growth copies every entry so far).
+        let expected = min(Self.totalBytes(paths) / 100, 50_000_000)
+        collector.positions.reserve(expected)
+        collector.entries.reserveCapacity(expected)
+
+        for path in paths {
+            guard diagnostics.count < maxDiagnostics else { break }
+            let index = manifests.count
+            var reader = ManifestReader(path: path)
+            reader.maxDiagnostics = maxDiagnostics - diagnostics.count
+            var fileDiagnostics: [ManifestDiagnostic] = []
+            var entryDiagnostics: [ManifestDiagnostic] = []
+            var resolver = URLResolver(manifestPath: path)
+            var baseProblem: String?
+            /// Relative entries read before `base_url` (if any) was: resolved once the header is known.
+            var deferred: [RawEntry] = []
+            var listed = 0
+            let report = { (line: Int, column: Int, message: String) in
+                ManifestDiagnostic(path: path, line: line, column: column, message: message)
+            }
+            let header = reader.read(diagnostics: &fileDiagnostics) { item, headerSoFar in
+                listed += 1
+                if resolver.base == nil, baseProblem == nil, let base = headerSoFar.baseURL {
+                    baseProblem = resolver.setBase(base)
+                }
+                // Most entries are absolute http(s) URLs: recognized before the general scheme check.
+                if resolver.base == nil, !URLResolver.hasHTTPScheme(item.url), URLResolver.scheme(of: item.url) == nil {
+                    deferred.append(item)
+                    return
+                }
+                collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
+                              into: &entryDiagnostics)
+            }
+            collector.flush(manifests: manifests, path: path, into: &entryDiagnostics)
+            if fileDiagnostics.contains(where: { $0.kind != .content }) {
+                diagnostics += fileDiagnostics
+                continue
+            }
+            if resolver.base == nil, baseProblem == nil, let base = header.baseURL {
+                baseProblem = resolver.setBase(base)
+            }
+            if let baseProblem {
+                fileDiagnostics.append(report(header.baseURLPosition.line, header.baseURLPosition.column, baseProblem))
+            } else {
+                for item in deferred {
+                    collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
+                                  into: &fileDiagnostics)
+                }
+                collector.flush(manifests: manifests, path: path, into: &fileDiagnostics)
+            }
+            let headers = expandsHeaders
+                ? expand(header.headers, path: path, into: &fileDiagnostics)
+                : header.headers.map { RequestHeader(name: $0.name, value: $0.value) }
+            diagnostics += (fileDiagnostics + entryDiagnostics).sorted { ($0.line, $0.column) < ($1.line, $1.column) }
+            manifests.append(Manifest(
+                path: path,
+                name: header.name ?? Self.defaultName(path),
+                baseURL: resolver.base,
+                headers: headers,
+                localRoot: resolver.folder,
+                entryCount: listed,
+                mirrors: header.mirrors
+            ))
+        }
+        // Without a tree, the entries that name a `path` are still checked against each other.
+        let tree = collectsTree || !collector.tree.isEmpty ? TreeConflicts.sorted(collector.tree) : []
+        if !tree.isEmpty, diagnostics.allSatisfy({ $0.kind == .content }) {
+            diagnostics += TreeConflicts.find(tree, manifests: manifests)
+        }
+        if !diagnostics.isEmpty {
+            throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
+                                 truncated: diagnostics.count >= maxDiagnostics)
+        }
+        return ManifestSet(manifests: manifests, entries: collector.entries, tree: collectsTree ? tree : [])
+    }
+
+    /// The manifests' sizes together (unreadable ones count 0). By stat, not FileManager's
+    /// attributes: those look up the owner's user and group names (/etc/passwd, nscd).
+    package static func totalBytes(_ paths: [String]) -> Int {
+        paths.reduce(0) { total, path in
+            var info = stat()
+            return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
+        }
+    }
+
+    static func defaultName(_ path: String) -> String {
+        let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        return file.isEmpty ? "manifest" : file
+    }
+
+    static func abbreviate(_ hash: ContentHash) -> String {
+        "\(hash.algorithm.rawValue):\(hash.hex.prefix(12))…"
+    }
+
+    /// Expands `${VAR}` in header values; a missing variable is reported by name, never by value.
+    private func expand(
+        _ headers: [(name: String, value: String, line: Int, column: Int)],
+        path: String,
+        into diagnostics: inout [ManifestDiagnostic]
+    ) -> [RequestHeader] {
+        func report(_ line: Int, _ column: Int, _ message: String) {
+            diagnostics.append(ManifestDiagnostic(path: path, line: line, column: column, message: message))
+        }
+        var out: [RequestHeader] = []
+        for header in headers {
+            let value: String
+            switch VariableExpansion.expand(header.value, environment: environment) {
+            case .success(let expanded):
+                value = expanded
+            case .failure(let problem):
+                report(header.line, header.column, "header '\(header.name)': \(problem.message)")
+                continue
+            }
+            // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            if value.utf8.contains(where: HTTPToken.isForbiddenInValue) {
+                report(header.line, header.column,
+                       "header '\(header.name)': the value contains a control character (CR, LF, NUL or another)")
+                continue
+            }
+            out.append(RequestHeader(name: header.name, value: value))
+        }
+        return out
+    }
+}
+
+/// Merges entries from every manifest: one per distinct URL, conflicting hashes reported with
+/// both places. Each entry is recorded when the next one arrives (or at `flush`): its slot in
+/// the URL map, asked for when it came, has been loaded meanwhile.
+private struct EntryCollector {
+    let collectsTree: Bool
+    var entries: [ManifestEntry] = []
+    var tree: [TreeEntry] = []
+
+    init(collectsTree: Bool) {
+        self.collectsTree = collectsTree
+    }
+    var positions = URLPositions()
+    /// An entry read, with its resolved URL and that URL's digest, not yet recorded. (A struct:
+    /// as a tuple it was copied and destroyed through the runtime's generic tuple functions.)
+    private struct Pending {
+        var item: RawEntry
+        var url: String
+        var digest: UInt64
+        var manifest: Int
+    }
+    private var pending: Pending?
+
+    /// Adds `item`, whose URL resolved to `resolved`. (The resolver itself is not passed: that
+    /// copied it, with its strings and URL, for every entry.)
+    mutating func add(_ item: RawEntry, _ resolved: Result<String, URLResolver.Problem>, manifest index: Int,
+                      manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
+        let url: String
+        switch resolved {
+        case .success(let resolved) where !item.mirrors.isEmpty && LocalFile.isLocal(resolved):
+            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column,
+                                                  message: "'mirrors' apply to http and https entries; this one is a local file"))
+            return
+        case .success(let resolved): url = resolved
+        case .failure(let problem):
+            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
+            return
+        }
+        let previous = pending
+        pending = Pending(item: item, url: url, digest: positions.digest(url), manifest: index)
+        if let previous { record(previous, manifests: manifests, path: path, into: &diagnostics) }
+    }
+
+    /// Records the entry still waiting; call before the entries are read and at the end of each
+    /// manifest (a waiting entry is always of the manifest being read).
+    mutating func flush(manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
+        guard let waiting = pending else { return }
+        pending = nil
+        record(waiting, manifests: manifests, path: path, into: &diagnostics)
+    }
+
+    /// The entry's tree path: its own, or its URL's.
+    private mutating func addToTree(_ item: RawEntry, entry: Int, manifest: Int, path: String,
+                                    into diagnostics: inout [ManifestDiagnostic]) {
+        if let explicit = item.path {
+            tree.append(TreeEntry(path: explicit, entry: entry, manifest: manifest, line: item.pathLine, column: item.pathColumn))
+            return
+        }
+        switch TreePath.derived(fromURL: item.url) {
+        case .success(let derived):
+            tree.append(TreeEntry(path: derived, entry: entry, manifest: manifest, line: item.line, column: item.column))
+        case .failure(let problem):
+            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
+        }
+    }
+
+    private mutating func record(_ waiting: Pending, manifests: [Manifest], path: String,
+                                 into diagnostics: inout [ManifestDiagnostic]) {
+        let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
+        guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
+            if collectsTree || item.path != nil { addToTree(item, entry: entries.count, manifest: index, path: path, into: &diagnostics) }
+            entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column,
+                                         mirrors: item.mirrors))
+            return
+        }
+        if collectsTree || item.path != nil { addToTree(item, entry: existing, manifest: index, path: path, into: &diagnostics) }
+        let first = entries[existing]
+        if let a = first.hash, let b = item.hash, a != b {
+            let place = first.manifest == index ? "line \(first.line)" : "\(manifests[first.manifest].path):\(first.line)"
+            diagnostics.append(ManifestDiagnostic(
+                path: path, line: item.line, column: item.column,
+                message: "URL \(Redact.short(Redact.url(url), limit: 80)) is listed with two hashes: "
+                    + "\(ManifestLoader.abbreviate(b)) here, \(ManifestLoader.abbreviate(a)) at \(place)"))
+        } else if first.hash == nil, let hash = item.hash {
+            entries[existing] = ManifestEntry(url: url, hash: hash, manifest: first.manifest, line: first.line, column: first.column,
+                                              mirrors: item.mirrors)
+        } else if !item.mirrors.isEmpty {
+            // The same URL listed again with mirrors: they are added after the first listing's.
+            entries[existing].mirrors += item.mirrors.filter { !first.mirrors.contains($0) }
+        }
+    }
+}

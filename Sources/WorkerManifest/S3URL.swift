@@ -1,0 +1,87 @@
+import WorkerSupport
+
+/// An `s3://BUCKET/KEY` URL: the bucket, checked against S3's naming rules, and the key as
+/// written (S3 keys are taken literally, as the AWS CLI takes them: `%20` is three characters).
+public struct S3URL: Sendable, Equatable {
+    public let bucket: String
+    public let key: String
+
+    /// Whether `text` starts with `s3://` (any case).
+    public static func isS3(_ text: String) -> Bool {
+        // Asked of every URL a run fetches: no allocation. (Each byte of "s3://" has 0x20 set,
+        // so OR-ing it in folds the case of the letter and leaves the rest.)
+        var bytes = text.utf8.makeIterator()
+        for expected in "s3://".utf8 {
+            guard let byte = bytes.next(), byte | 0x20 == expected else { return false }
+        }
+        return true
+    }
+
+    /// Parses an `s3://` URL; the error says what is wrong (no bucket, a bucket S3 refuses, no key).
+    public static func parse(_ text: String) -> Result<S3URL, S3URLProblem> {
+        guard isS3(text) else { return .failure(S3URLProblem("not an s3:// URL")) }
+        let rest = text.dropFirst(5)
+        guard let slash = rest.firstIndex(of: "/") else {
+            return .failure(rest.isEmpty ? S3URLProblem("'s3://' needs a bucket and a key (s3://BUCKET/KEY)")
+                                         : S3URLProblem("'\(Redact.short(text))' has no key (s3://BUCKET/KEY)"))
+        }
+        let bucket = String(rest[..<slash])
+        let key = String(rest[rest.index(after: slash)...])
+        if let problem = bucketProblem(bucket) { return .failure(S3URLProblem(problem)) }
+        guard !key.isEmpty else { return .failure(S3URLProblem("'\(Redact.short(text))' has no key (s3://BUCKET/KEY)")) }
+        guard key.utf8.count <= 1024 else { return .failure(S3URLProblem("an S3 key is at most 1,024 bytes")) }
+        guard !key.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
+            return .failure(S3URLProblem("the S3 key contains a control character"))
+        }
+        return .success(S3URL(bucket: bucket, key: key))
+    }
+
+    /// Why S3 would refuse `bucket` as a bucket name (its rules for general purpose buckets), or nil.
+    static func bucketProblem(_ bucket: String) -> String? {
+        guard !bucket.isEmpty else { return "'s3://' needs a bucket (s3://BUCKET/KEY)" }
+        let bytes = Array(bucket.utf8)
+        let name = "bucket name '\(Redact.short(bucket, limit: 70))'"
+        guard (3...63).contains(bytes.count) else { return "\(name) must be 3 to 63 characters long" }
+        let allowed = bytes.allSatisfy { (97...122).contains($0) || (48...57).contains($0) || $0 == 45 || $0 == 46 }
+        guard allowed else { return "\(name) may hold lowercase letters, digits, '.' and '-' only" }
+        let alphanumeric = { (byte: UInt8) in (97...122).contains(byte) || (48...57).contains(byte) }
+        guard alphanumeric(bytes[0]), alphanumeric(bytes[bytes.count - 1]) else {
+            return "\(name) must begin and end with a letter or a digit"
+        }
+        guard !bucket.contains("..") else { return "\(name) may not hold two periods in a row" }
+        let parts = bucket.split(separator: ".")
+        if parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isNumber) }) {
+            return "\(name) may not look like an IP address"
+        }
+        if bucket.hasPrefix("xn--") || bucket.hasPrefix("sthree-") || bucket.hasSuffix("-s3alias") || bucket.hasSuffix("--ol-s3") {
+            return "\(name) uses a prefix or suffix S3 reserves"
+        }
+        return nil
+    }
+
+    /// The key as a URL path: every byte but unreserved ones and `/` percent-encoded (what S3's
+    /// canonical request expects once).
+    package var encodedKey: String {
+        var out = ""
+        out.reserveCapacity(key.utf8.count)
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + Hex.encode([byte]).uppercased()
+            }
+        }
+        return out
+    }
+}
+
+/// What is wrong with an `s3://` URL.
+public struct S3URLProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,131 @@
+import CWorkerSystem
+
+/// URL → entry index, keyed by a 64-bit FNV-1a digest of the URL, in an open-addressing table of
+/// its own. A `[String: Int]` compares whole keys along every probe (manifest URLs share long
+/// prefixes), and a `[UInt64: Int32]` still runs every key through the standard library's seeded
+/// hasher: at a million entries each was a large share of `worker plan`. Here a lookup is one
+/// multiply and a short linear probe over one flat array. Digest collisions fall back to a map
+/// keyed by the URL itself.
+///
+/// At a million URLs the table is 32 MB and every insert misses the CPU's caches: `digest(_:)`
+/// also asks for the slot's cache line, so a caller that inserts an entry later (the loader
+/// inserts each one after reading the next) finds it loaded.
+package struct URLPositions: Sendable {
+    /// A digest and its position + 1 (0: the slot is empty), side by side: a probe reads one
+    /// cache line.
+    private struct Slot {
+        var digest: UInt64 = 0
+        var position: Int32 = 0
+    }
+
+    private var slots: [Slot] = []
+    private var count = 0
+    /// 64 − log2(slot count): a slot is the top bits of the digest times a constant.
+    private var shift: UInt64 = 64
+    private var collisions: [String: Int32] = [:]
+    private let digester: @Sendable (String) -> UInt64
+
+    /// `digest` is replaceable so tests can force collisions.
+    package init(digest: @escaping @Sendable (String) -> UInt64 = URLPositions.fnv1a) {
+        digester = digest
+    }
+
+    /// Makes room for `count` URLs without growing (the table stays at most three quarters full).
+    package mutating func reserve(_ count: Int) {
+        if count * 4 > slots.count * 3 { rehash(minimumSlots: count * 4 / 3 + 1) }
+    }
+
+    /// The position of `url`, given how to read the URL stored at a position.
+    package func find(_ url: String, urlAt: (Int) -> String) -> Int? {
+        guard !slots.isEmpty else { return nil }
+        let key = digester(url)
+        guard case .taken(let slot) = probe(key) else { return nil }
+        let position = Int(slots[slot].position - 1)
+        if urlAt(position) == url { return position }
+        return collisions[url].map(Int.init)
+    }
+
+    /// The position of `url` if it is recorded; else records it at `index` and returns nil.
+    /// One digest and one probe.
+    package mutating func insertIfAbsent(_ url: String, at index: Int, urlAt: (Int) -> String) -> Int? {
+        insertIfAbsent(url, digest: digest(url), at: index, urlAt: urlAt)
+    }
+
+    /// `url`'s digest, for `insertIfAbsent(_:digest:at:urlAt:)`; starts loading the slot a probe
+    /// reads first.
+    func digest(_ url: String) -> UInt64 {
+        let key = digester(url)
+        if !slots.isEmpty {
+            let slot = home(key)
+            slots.withUnsafeBufferPointer { worker_prefetch($0.baseAddress! + slot) }
+        }
+        return key
+    }
+
+    /// `insertIfAbsent` with the digest computed ahead (by `digest(_:)`).
+    mutating func insertIfAbsent(_ url: String, digest key: UInt64, at index: Int, urlAt: (Int) -> String) -> Int? {
+        reserve(count + 1)
+        switch probe(key) {
+        case .empty(let slot):
+            fill(slot, key, index)
+            return nil
+        case .taken(let slot):
+            let position = Int(slots[slot].position - 1)
+            if urlAt(position) == url { return position }
+            if let other = collisions[url] { return Int(other) }
+            collisions[url] = Int32(index)
+            return nil
+        }
+    }
+
+    private enum Probe {
+        case taken(Int)
+        case empty(Int)
+    }
+
+    /// The slot holding `key`, else the empty slot where it would go.
+    private func probe(_ key: UInt64) -> Probe {
+        let mask = slots.count - 1
+        var slot = home(key)
+        while slots[slot].position != 0 {
+            if slots[slot].digest == key { return .taken(slot) }
+            slot = (slot + 1) & mask
+        }
+        return .empty(slot)
+    }
+
+    /// The first slot a probe for `key` reads.
+    private func home(_ key: UInt64) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    private mutating func fill(_ slot: Int, _ key: UInt64, _ index: Int) {
+        slots[slot] = Slot(digest: key, position: Int32(index + 1))
+        count += 1
+    }
+
+    /// Grows to a power of two of at least `minimumSlots` (and 16) and puts every digest back.
+    private mutating func rehash(minimumSlots: Int) {
+        var size = 16
+        while size < minimumSlots { size *= 2 }
+        let old = slots
+        slots = [Slot](repeating: Slot(), count: size)
+        shift = UInt64(64 - size.trailingZeroBitCount)
+        count = 0
+        for entry in old where entry.position != 0 {
+            guard case .empty(let free) = probe(entry.digest) else { continue }
+            fill(free, entry.digest, Int(entry.position - 1))
+        }
+    }
+
+    static func fnv1a(_ url: String) -> UInt64 {
+        var url = url
+        return url.withUTF8 { bytes in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            }
+            return hash
+        }
+    }
+}

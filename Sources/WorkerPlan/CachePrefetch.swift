@@ -1,0 +1,58 @@
+import FoundationEssentials
+import Glibc
+import WorkerStore
+
+/// Index rows and an object listing read before the run holds the lock, with the index's data
+/// version at the time: if another writer commits before the run takes the lock, the version
+/// moves and the run reads again under the lock.
+package final class CachePrefetch: @unchecked Sendable {
+    // @unchecked: built on one thread, then handed whole to the run through a task's value and
+    // used only there.
+    /// Closed (set to nil) once the run has used it: the last connection to close checkpoints
+    /// the WAL, which is the run's connection's job, under the lock.
+    private var index: CacheIndex?
+    private let version: Int64
+    package let records: [IndexRecord]
+    package let objects: ObjectDirectory
+    /// Whether `objects` was listed (decided from the manifests' size before they were parsed,
+    /// and the number of rows).
+    package let listed: Bool
+
+    /// Manifest bytes per entry, taken low: an estimate of the entry count from file sizes.
+    private static let bytesPerEntry = 100
+
+    /// nil without a usable index (a new cache, a planted link, a damaged file): the run then
+    /// reads under the lock as usual, and reports what is wrong.
+    package init?(cacheDirectory: String, validators: Bool, shards: Int, manifestBytes: Int) {
+        let path = CacheLayout.indexPath(cacheDirectory)
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+              let index = try? CacheIndex(path: path, create: false, readOnly: true), !index.isStandIn,
+              let version = try? index.dataVersion(),
+              let records = try? index.allRecords(validators: validators)
+        else { return nil }
+        self.index = index
+        self.version = version
+        self.records = records
+        objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
+        let entries = manifestBytes / Self.bytesPerEntry / max(1, shards)
+        // The plan compares each named object's size with its row: read here, beside the parse,
+        // when the manifests look like naming most of the rows (a stat tells presence too).
+        let sized = !records.isEmpty && entries >= records.count / 2
+        if sized { objects.preloadSizes(of: records) }
+        // A small cache is listed by the run anyway (to sweep objects no row names): listed
+        // here, the plan checks its objects in that listing instead of one lookup each.
+        listed = ListingRule.listsEveryRun(records: records.count)
+            || !sized && ListingRule.worthListing(entries: entries, records: records.count)
+        if listed { objects.preload() }
+    }
+
+    /// No other connection has committed since the rows were read.
+    package var isCurrent: Bool {
+        (try? index?.dataVersion()) == version
+    }
+
+    package func close() {
+        index = nil
+    }
+}

@@ -1,0 +1,134 @@
+import WorkerManifest
+import WorkerStore
+import WorkerSupport
+
+/// Diffs manifests against the index: which entries are unchanged, need a download, or can reuse
+/// content already stored under another URL; and which index rows no manifest names.
+public struct Planner {
+    /// Tells whether an object file is present; checked once per distinct object.
+    public var objectExists: (String) -> Bool
+    /// Finds stored content by hash (the index answers this with its own lookups); nil: scan the
+    /// records given to `plan`.
+    public var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
+    /// Plan a conditional request for every cached entry without a hash.
+    public var revalidate = false
+    /// Download every entry again, whatever the index says (SDWebImage's RefreshCached).
+    public var refresh = false
+    /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
+    public var shard = Shard.all
+    /// The size of an object file (nil: absent), checked once per object: with it, a row whose
+    /// object is there but of another size (changed on disk) is fetched again (`.repair`).
+    package var objectSize: ((String) -> Int64?)?
+    /// How the index keys an entry's URL (`CacheIndex.key`: without user info in a shared cache).
+    package var urlKey: ((String) -> String)?
+
+    public init(objectExists: @escaping (String) -> Bool,
+                storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
+        self.objectExists = objectExists
+        self.storedObject = storedObject
+    }
+
+    public func plan(_ manifests: ManifestSet, records: [IndexRecord]) -> SyncPlan {
+        var rows = URLPositions()
+        rows.reserve(records.count)
+        for (row, record) in records.enumerated() {
+            _ = rows.insertIfAbsent(record.url, at: row) { records[$0].url }
+        }
+        /// Stored content by hash, built only if some entry needs content and no lookup was given.
+        var scanned: StoredContent?
+        func stored(_ hash: ContentHash) -> (object: String, size: Int64)? {
+            if let storedObject { return storedObject(hash) }
+            if scanned == nil { scanned = StoredContent(records) }
+            return scanned?.object(for: hash)
+        }
+        /// Each object is checked once, however many URLs share it. Keyed by 64 bits of its name;
+        /// the full name is compared, so a crafted prefix collision only costs a second check.
+        var presence: [UInt64: (object: String, size: Int64)] = [:]
+        /// The object's size (-1: absent; 0 when only presence is checked and it is there).
+        func size(_ object: String) -> Int64 {
+            let key = Self.prefixKey(object)
+            if let known = presence[key], known.object == object { return known.size }
+            let size = objectSize.map { $0(object) ?? -1 } ?? (objectExists(object) ? 0 : -1)
+            presence[key] = (object, size)
+            return size
+        }
+        func present(_ object: String) -> Bool { size(object) >= 0 }
+        /// Present, and of the row's size when sizes are checked.
+        func intact(_ object: String, _ expected: Int64) -> Bool {
+            let found = size(object)
+            return found >= 0 && (objectSize == nil || found == expected)
+        }
+
+        var actions: [PlannedEntry.Action] = []
+        var previousRows: [Int32] = []
+        actions.reserveCapacity(manifests.entries.count)
+        previousRows.reserveCapacity(manifests.entries.count)
+        /// Rows some entry names: the others are the orphans (no second lookup per row).
+        var named = [Bool](repeating: false, count: records.count)
+        for entry in manifests.entries {
+            let row = records.isEmpty ? nil : rows.find(urlKey?(entry.url) ?? entry.url, urlAt: { records[$0].url })
+            previousRows.append(row.map(Int32.init) ?? -1)
+            if let row { named[row] = true }
+            if refresh {
+                actions.append(row != nil && Self.isSameVersion(entry, records[row!]) ? .refresh : .download)
+                continue
+            }
+            if let row, Self.isSameVersion(entry, records[row]), present(records[row].object) {
+                if intact(records[row].object, records[row].size) {
+                    actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
+                } else {
+                    actions.append(.repair)
+                }
+                continue
+            }
+            if !records.isEmpty, let hash = entry.hash {
+                if let content = stored(hash), intact(content.object, content.size) {
+                    actions.append(.reuse(object: content.object, size: content.size))
+                    continue
+                }
+            }
+            actions.append(.download)
+        }
+        var orphans: [IndexRecord] = []
+        for (row, record) in records.enumerated() where !named[row] && shard.contains(record.url) {
+            orphans.append(record)
+        }
+        return SyncPlan(manifests: manifests, records: records, actions: actions, previousRows: previousRows, orphans: orphans)
+    }
+
+    /// The first 16 hex digits of an object name as a number.
+    static func prefixKey(_ object: String) -> UInt64 {
+        var key: UInt64 = 0
+        for byte in object.utf8.prefix(16) { key = key << 4 | UInt64(Hex.value(byte) ?? 0) }
+        return key
+    }
+
+    /// The row holds the version the manifest asks for. A hashless entry is satisfied by any version.
+    package static func isSameVersion(_ entry: ManifestEntry, _ record: IndexRecord) -> Bool {
+        guard let hash = entry.hash else { return true }
+        if let stored = record.hash, hash.isDescribed(by: stored) { return true }
+        return hash.algorithm == .sha256 && hash.hasHex(record.object)
+    }
+}
+
+/// What is stored, by the hashes it was verified against: SHA-256 object names, and every
+/// manifest hash an index row records.
+private struct StoredContent {
+    var objectByHash: [String: (object: String, size: Int64)] = [:]
+    var sizeByObject: [String: Int64] = [:]
+
+    init(_ records: [IndexRecord]) {
+        for record in records {
+            sizeByObject[record.object] = record.size
+            if let hash = record.hash { objectByHash[hash] = (record.object, record.size) }
+        }
+    }
+
+    func object(for hash: ContentHash) -> (object: String, size: Int64)? {
+        if hash.algorithm == .sha256 {
+            let name = hash.hex
+            if let size = sizeByObject[name] { return (name, size) }
+        }
+        return objectByHash[hash.description]
+    }
+}

@@ -1,0 +1,79 @@
+import WorkerManifest
+import WorkerStore
+
+/// What a sync will do with one manifest entry.
+public struct PlannedEntry: Sendable {
+    public enum Action: Sendable, Equatable {
+        /// The index has this URL at this hash and the object is present.
+        case keep
+        /// Missing or changed: download it.
+        case download
+        /// The content is already stored under another URL: link it, no download.
+        case reuse(object: String, size: Int64)
+        /// A hashless entry to check with a conditional request (`--revalidate`).
+        case revalidate
+        /// Download and verify it again whatever the index says (`--refresh`); the same bytes
+        /// leave it unchanged.
+        case refresh
+        /// The index has this URL at this version, but its object's size is not the row's (the
+        /// file changed on disk): download and verify it again, replacing the file.
+        case repair
+    }
+
+    public let entry: ManifestEntry
+    public let action: Action
+    /// The URL's current row, if it has one.
+    public let previous: IndexRecord?
+
+    /// The status this entry will have if its action succeeds.
+    public var plannedStatus: EntryStatus {
+        switch action {
+        case .keep, .revalidate: .unchanged
+        case .refresh: previous == nil ? .added : .unchanged
+        case .reuse: .reused
+        case .download: isUpdate ? .updated : .added
+        case .repair: .updated
+        }
+    }
+
+    /// True when the URL is stored at another version (its hash changed).
+    public var isUpdate: Bool {
+        guard let previous else { return false }
+        return previous.hash != entry.hash?.description
+    }
+}
+
+/// The diff of a run's manifests against the index. Compact at scale: an action and a row number
+/// per entry; `items` builds each `PlannedEntry` when it is read.
+public struct SyncPlan: Sendable {
+    public let manifests: ManifestSet
+    /// The index rows when planned.
+    public let records: [IndexRecord]
+    let actions: [PlannedEntry.Action]
+    /// Per entry, its row in `records`, or -1.
+    let previousRows: [Int32]
+    /// Index rows that no given manifest names.
+    public let orphans: [IndexRecord]
+
+    /// How many rows the index had when planned.
+    public var indexedEntries: Int { records.count }
+
+    /// One item per distinct URL, in manifest order.
+    public var items: Items { Items(plan: self) }
+
+    public struct Items: RandomAccessCollection, Sendable {
+        let plan: SyncPlan
+        public var startIndex: Int { 0 }
+        public var endIndex: Int { plan.actions.count }
+        public subscript(position: Int) -> PlannedEntry {
+            let row = plan.previousRows[position]
+            return PlannedEntry(entry: plan.manifests.entries[position], action: plan.actions[position],
+                                previous: row >= 0 ? plan.records[Int(row)] : nil)
+        }
+    }
+}
+
+/// The outcome of one entry in a run (the report's `status`).
+public enum EntryStatus: String, Sendable, Codable, CaseIterable {
+    case unchanged, added, updated, reused, failed, removed
+}

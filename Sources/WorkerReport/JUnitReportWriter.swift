@@ -1,0 +1,42 @@
+import FoundationEssentials
+import Glibc
+import WorkerFetch
+import WorkerPlan
+import WorkerSupport
+
+/// JUnit XML (GitLab, Jenkins and GitHub test reporters read it): one test suite per manifest,
+/// one test case per entry checked, a `<failure>` with the reason and message per failed entry.
+public enum JUnitReportWriter {
+    public static func xml(_ report: SyncReport) -> String {
+        let byManifest = Dictionary(grouping: report.entries.filter { $0.status != .removed }) { $0.manifest ?? "manifest" }
+        let failures = report.entries.filter { $0.status == .failed }.count
+        var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
+        out += #"<testsuites name="worker sync" tests="\#(report.totals.entries)" failures="\#(failures)" time="\#(format(report.duration))">"# + "\n"
+        for manifest in report.manifests {
+            let cases = byManifest[manifest.name] ?? []
+            let failed = cases.filter { $0.status == .failed }.count
+            out += #"  <testsuite name="\#(escape(manifest.name))" tests="\#(cases.count)" failures="\#(failed)" file="\#(escape(manifest.path))">"# + "\n"
+            for entry in cases {
+                out += #"    <testcase classname="\#(escape(manifest.name))" name="\#(escape(entry.url))""#
+                guard entry.status == .failed else {
+                    out += "><system-out>\(entry.status.rawValue)</system-out></testcase>\n"
+                    continue
+                }
+                let reason = entry.reason?.rawValue ?? "failed"
+                let message = entry.error ?? reason
+                out += ">\n"
+                out += #"      <failure type="\#(reason)" message="\#(escape(message))">"#
+                out += escape("\(reason): \(message)\(entry.attempts.map { " (attempts: \($0))" } ?? "")\(entry.stale == true ? "; " + TextReportWriter.staleNote(entry) : "")")
+                out += "</failure>\n    </testcase>\n"
+            }
+            out += "  </testsuite>\n"
+        }
+        return out + "</testsuites>\n"
+    }
+
+    static func escape(_ text: String) -> String {
+        Sanitize.markup(text)
+    }
+
+    static func format(_ seconds: Double) -> String { Text.format("%.3f", seconds) }
+}

@@ -1,0 +1,168 @@
+import FoundationEssentials
+import Glibc
+
+/// One batch of finished work, made durable in the order that survives a crash at any point,
+/// holding the cache's `CacheLock` from the first rename to the index commit: mark the cache
+/// unclean (once a process, durably), rename each new body to its object name, flush (their
+/// bytes and the renames at once), then one index transaction for the batch's rows. One flush per
+/// batch, not an fsync per file (git's batch fsync mode). A crash before the flush ends may leave
+/// objects whose bytes never reached the disk, but no row names them yet and the mark makes the
+/// next lone writer sweep them. A body whose object name is already taken (the same bytes, or a
+/// damaged leftover) waits for the flush before it replaces that file, so a file a row may name is
+/// never swapped for bytes not yet on disk.
+///
+/// Several writers share a cache, so an object is installed only under the lock and indexed
+/// before the lock is let go: whoever holds the lock sees no object that is installed but not yet
+/// named, and may delete what no row names. A row for content stored earlier (`reuse`) is
+/// written only if its object is still there (a prune or gc of another run may have taken it).
+/// The one place that installs objects: `sync` and `verify --repair` both commit through it.
+///
+/// A disk that fills up: when the index cannot take the batch's rows (SQLite's "database or disk
+/// is full"), the batch's failure records go first (bookkeeping only), then rows whose objects
+/// this batch installed, an eighth of them at a time, with those objects — until what is left fits.
+/// What was dropped is `notStored`: those entries fail as "no space left on the device", and
+/// the next run asks only for them.
+package struct BatchCommit {
+    let store: ContentStore
+    package private(set) var upserts: [IndexRecord] = []
+    /// The plan item of each row in `upserts` (nil for rows of no plan: `verify --repair`), and
+    /// whether the row reuses content rather than installing a body.
+    private var items: [Origin] = []
+
+    package struct Origin {
+        package let item: Int?
+        package let reused: Bool
+    }
+    private(set) var failures: [FailureRecord] = []
+    /// Verified bodies waiting for the commit: their temporary files and object names.
+    private var installs: [(temporary: String, sha256: String)] = []
+    /// Body bytes waiting to be made durable (a batch also closes by size).
+    package private(set) var bytes: Int64 = 0
+    /// Whether this process has marked the cache unclean (objects may be installed before their
+    /// rows): the run clears its mark when it ends normally.
+    package private(set) var markedUnclean = false
+    /// Rows dropped at a commit because their stored object had gone meanwhile (by URL).
+    package private(set) var vanished: [String] = []
+    /// Rows the last commit dropped for want of space, with their objects (deleted).
+    package private(set) var notStored: [(origin: Origin, url: String, object: String)] = []
+
+    package init(store: ContentStore) {
+        self.store = store
+    }
+
+    package var isEmpty: Bool { upserts.isEmpty && failures.isEmpty }
+
+    /// A verified body to install under its SHA-256 at the commit, and the row that names it.
+    package mutating func add(_ record: IndexRecord, item: Int? = nil, installing temporary: String?) {
+        upserts.append(record)
+        items.append(Origin(item: item, reused: temporary == nil))
+        if let temporary { installs.append((temporary, record.object)) }
+    }
+
+    package mutating func addBytes(_ count: Int64) {
+        bytes += count
+    }
+
+    package mutating func add(failure: FailureRecord) {
+        failures.append(failure)
+    }
+
+    /// Commits the batch with `touches` (URLs used) and `removals` (rows to delete), then empties
+    /// it. Call holding the cache's lock.
+    package mutating func commit(index: CacheIndex, touches: [String] = [], removals: [String] = [],
+                         at time: Double) throws(CacheError) {
+        guard !isEmpty || !touches.isEmpty || !removals.isEmpty else { return }
+        notStored = []
+        defer {
+            upserts.removeAll(keepingCapacity: true)
+            items.removeAll(keepingCapacity: true)
+            failures.removeAll()
+            installs.removeAll(keepingCapacity: true)
+            bytes = 0
+        }
+        var installed = Set<String>()
+        if !installs.isEmpty {
+            // Durable before any object is installed: a crash from here on leaves the mark.
+            try markUnclean()
+            var replacing: [(temporary: String, sha256: String)] = []
+            for (number, install) in installs.enumerated() {
+                do throws(CacheError) {
+                    if try store.installNew(temporary: install.temporary, sha256: install.sha256) {
+                        installed.insert(install.sha256)
+                    } else {
+                        replacing.append(install)
+                    }
+                } catch {
+                    for rest in installs.dropFirst(number + 1) { unlink(rest.temporary) }
+                    for waiting in replacing { unlink(waiting.temporary) }
+                    throw error
+                }
+            }
+            try store.flush()
+            if !replacing.isEmpty {
+                for install in replacing {
+                    try store.install(temporary: install.temporary, sha256: install.sha256)
+                    installed.insert(install.sha256)
+                }
+                try store.flush()
+            }
+        }
+        var rows = Array(zip(upserts, items))
+        if rows.contains(where: { !installed.contains($0.0.object) }) {
+            rows = rows.filter { installed.contains($0.0.object) || store.contains($0.0.object) }
+            if rows.count != upserts.count {
+                let kept = Set(rows.map(\.0.url))
+                vanished += upserts.filter { !kept.contains($0.url) }.map(\.url)
+            }
+        }
+        try apply(rows, installed: installed, index: index, touches: touches, removals: removals, at: time)
+    }
+
+    /// The index transaction, made smaller while the disk is too full for it (see the type's
+    /// documentation).
+    private mutating func apply(_ rows: [(IndexRecord, Origin)], installed: Set<String>, index: CacheIndex,
+                                touches: [String], removals: [String], at time: Double) throws(CacheError) {
+        var rows = rows
+        var failures = failures
+        var touches = touches
+        while true {
+            do throws(CacheError) {
+                try index.apply(upserts: rows.map(\.0), touches: touches, removals: removals, failures: failures, at: time)
+                return
+            } catch .index(let path, let cause) where cause.isFull {
+                // Bookkeeping first: failures to remember, "last used" times.
+                if !failures.isEmpty || !touches.isEmpty {
+                    (failures, touches) = ([], [])
+                    continue
+                }
+                // Rows whose objects this batch installed: an eighth of those objects go at a
+                // time, with every row naming them; then the rows of content stored before.
+                let newObjects = Array(Set(rows.map(\.0.object)).intersection(installed)).sorted()
+                let dropped = newObjects.isEmpty ? Set(rows.map(\.0.object)) : Set(newObjects.suffix(max(1, newObjects.count / 8)))
+                guard !dropped.isEmpty else {
+                    if removals.isEmpty { return }
+                    throw CacheError.index(path: path, cause: cause)
+                }
+                for (record, origin) in rows where dropped.contains(record.object) {
+                    notStored.append((origin, record.url, record.object))
+                }
+                rows.removeAll { dropped.contains($0.0.object) }
+                for object in dropped where installed.contains(object) { store.remove(object) }
+            }
+        }
+    }
+
+    /// Marks the cache unclean before objects are installed, or rows are removed ahead of their
+    /// files (prune, rm); once a process.
+    package mutating func markUnclean() throws(CacheError) {
+        guard !markedUnclean else { return }
+        try store.markUnclean()
+        markedUnclean = true
+    }
+
+    /// Deletes the bodies still waiting (a run that stops without committing them).
+    mutating func discard() {
+        for install in installs { unlink(install.temporary) }
+        installs.removeAll()
+    }
+}

@@ -1,0 +1,96 @@
+import FoundationEssentials
+import Glibc
+import WorkerManifest
+
+/// Problems that stop a whole run: the cache itself cannot be used, or another run holds it.
+public enum CacheError: Error, Sendable, CustomStringConvertible {
+    /// Disk full, permissions, a damaged folder: exit 4.
+    case unusable(path: String, reason: String)
+    /// SQLite refused the index (corrupt, full disk, read-only): exit 4, its code kept.
+    case index(path: String, cause: SQLiteError)
+    /// A system call on the cache's files failed (permissions, a full disk): exit 4, errno kept.
+    case system(SystemError)
+    /// Another run held the lock longer than `--wait-lock`: exit 3.
+    case locked(path: String, holder: String?)
+    /// An output file (`--report`, `--junit`, …) could not be written: exit 4.
+    case output(path: String, reason: String)
+    /// A shared library the run needs could not be loaded (libcurl, for downloads): exit 4.
+    case library(name: String, reason: String)
+    /// A command that writes met a cache it may not write (read-only file system, another
+    /// user's files): exit 4, the path and why in words.
+    case notWritable(String)
+    /// A command that writes met a cache another user could write into (a folder of theirs, or
+    /// one open to others): exit 4, which folder, its owner and mode, and the fix.
+    case unsafe(String)
+    /// A command met an index it may not read (another user's, not shared): exit 4, in words.
+    case notReadable(String)
+    /// The system would not give the run what it needs (a thread): exit 4.
+    case resources(String)
+    /// A tree's folder (`--tree`, `export --atomic`) exists and is not a link this program made:
+    /// left as it is (exit 2).
+    case treeRefused(path: String, reason: String)
+    /// The AWS settings of a run with `s3://` URLs cannot be used (an unreadable credentials
+    /// file, a profile that is nowhere): exit 2, which and why (never a secret).
+    case awsSettings(String)
+
+    /// The disk had no room for an index write.
+    public var isDiskFull: Bool {
+        if case .index(_, let cause) = self { return cause.isFull }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .unusable(let path, let reason):
+            "cache unusable: \(path): \(reason)"
+        case .index(let path, let cause) where cause.isCorrupt:
+            "cache unusable: \(path): \(cause); the index is damaged and cannot be repaired: `worker clear` deletes it "
+                + "with every object (the next sync downloads everything again)"
+        case .index(let path, let cause):
+            "cache unusable: \(path): \(cause)"
+        case .system(let cause):
+            "cache unusable: \(cause.path): \(String(cString: strerror(cause.code))) (\(cause.operation))"
+        case .locked(let path, let holder):
+            "cache is locked by another run\(holder.map { " (\($0))" } ?? ""): \(path)"
+        case .output(let path, let reason):
+            "cannot write \(path): \(reason)"
+        case .library(let name, let reason):
+            "cannot download: \(name) could not be loaded (\(reason)); Debian: apt-get install libcurl4"
+        case .notWritable(let problem):
+            "cache not writable: \(problem)"
+        case .notReadable(let problem):
+            "cache not readable: \(problem)"
+        case .unsafe(let problem):
+            "refusing to write the cache: \(problem)"
+        case .resources(let problem):
+            problem
+        case .treeRefused(let path, let reason):
+            "refusing to publish a tree at \(path): \(reason)"
+        case .awsSettings(let problem):
+            "cannot reach s3:// URLs: \(problem)"
+        }
+    }
+}
+
+/// Why a sync did not run to its report: its manifests are wrong (exit 2, nothing touched), or
+/// the cache cannot be used or is locked.
+public enum SyncFailure: Error, Sendable {
+    case manifest(ManifestErrors)
+    case cache(CacheError)
+}
+
+/// A system call on a file failed: what was tried, on which path, and `errno`.
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let operation: String
+    public let path: String
+    public let code: Int32
+
+    /// The error of the call that just failed (reads `errno`).
+    init(_ operation: String, _ path: String, code: Int32 = errno) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+}

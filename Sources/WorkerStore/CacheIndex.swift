@@ -1,0 +1,271 @@
+import FoundationEssentials
+import Glibc
+import WorkerManifest
+import WorkerSupport
+
+/// The SQLite index (`index.sqlite`, WAL): url → object. All of the project's SQL lives here.
+public final class CacheIndex {
+    /// Used by this type's extensions only (all SQL stays in `CacheIndex`).
+    let database: SQLiteDatabase
+    /// The index file, named in errors.
+    public let path: String
+    /// Where it lives: on a network file system the index journals without WAL.
+    public private(set) var fileSystem = FileSystemKind.local
+
+    /// A stand-in for an index file no run has made the tables of yet (read-only): empty.
+    package var isStandIn: Bool { database.isInMemory }
+
+    /// Whether URL user info is kept out of the index (a group-shared cache, `CacheAccess`): rows
+    /// are keyed by `CredentialFreeURL.key`.
+    package let credentialFree: Bool
+    /// The secret of the digests of URL user info in a group-shared cache (nil elsewhere, and for
+    /// a reader who may not read it).
+    let credentialKey: [UInt8]?
+
+    /// The `private` column as a SELECT reads it: an index of schema 4 or older that this
+    /// connection did not upgrade (a reader's) has none, and every row reads as not private.
+    private(set) var privateColumn = "private"
+
+    /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
+    /// A read-only connection never writes, not even the checkpoint a last connection makes; it
+    /// works in a cache this user may not write (another user's, a read-only mount).
+    public init(path: String, create: Bool, readOnly: Bool = false) throws(CacheError) {
+        self.path = path
+        let folder = PathName.parent(path)
+        credentialFree = CacheAccess.isGroupShared(folder)
+        credentialKey = credentialFree ? Self.credentialKey(folder: folder, create: create && !readOnly) : nil
+        if create && !readOnly { try Self.restrictPermissions(path, groupReadable: credentialFree) }
+        do {
+            database = try Self.connect(path, create: create && !readOnly, readOnly: readOnly)
+            fileSystem = FileSystemKind.of(folder)
+            if fileSystem.isNetwork {
+                // WAL's shared memory is per host: a rollback journal under POSIX locks instead.
+                if !readOnly { try database.execute("PRAGMA journal_mode=DELETE") }
+                try database.execute("PRAGMA synchronous=FULL")
+            } else {
+                if !readOnly {
+                    // Kept for readers that may not create them; cut back to 16 MiB after a
+                    // checkpoint, so a large first sync does not leave a large file behind.
+                    database.keepWALFiles()
+                    try database.execute("PRAGMA journal_mode=WAL; PRAGMA journal_size_limit=16777216")
+                }
+                // Objects are flushed before each commit; a lost commit only means a re-download.
+                try database.execute("PRAGMA synchronous=NORMAL")
+            }
+            // SQLite's default page cache is 2 MB: past ~10k rows the random inserts into the
+            // object and hash indexes kept reading pages back (pread + pwrite were 12 % of a
+            // 100k-file sync's consumer thread). Pages are allocated only as they are used.
+            try database.execute("PRAGMA cache_size=-65536")
+            try Self.prepareSchema(database, path: path, create: create)
+            if try Self.hasTable(database, "entries"), try !Self.hasColumn(database, "entries", "private") { privateColumn = "0" }
+        } catch let error as CacheError {
+            throw error
+        } catch let error as SQLiteError {
+            throw Self.explain(error, path: path, readOnly: readOnly)
+        } catch {
+            throw CacheError.unusable(path: path, reason: "\(error)")
+        }
+    }
+
+    // MARK: - Reads
+
+    /// SQLite's data version of this connection: it changes when another connection commits.
+    package func dataVersion() throws(CacheError) -> Int64 {
+        try wrap {
+            let statement = try database.prepare("PRAGMA data_version")
+            _ = try statement.step()
+            return statement.int(0)
+        }
+    }
+
+    /// Every row, in one scan (cheaper than one lookup per manifest entry at scale). Validators
+    /// (ETag, Last-Modified) only when asked: only revalidation uses them.
+    public func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
+        try wrap {
+            let statement = try database.prepare(validators
+                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries"
+                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries")
+            var records: [IndexRecord] = []
+            while try statement.step() {
+                // A row whose object name is not one, or whose URL is not text, is damaged: never
+                // a path or a request (see `damagedRows`).
+                guard let object = statement.text(2), Hex.isLowercaseHex(object, length: 64),
+                      let url = statement.validText(0) else { continue }
+                records.append(IndexRecord(
+                    url: url,
+                    hash: statement.text(1),
+                    object: object,
+                    size: statement.int(3),
+                    fetchedAt: statement.double(4),
+                    lastUsed: statement.double(5),
+                    etag: statement.text(6),
+                    lastModified: statement.text(7),
+                    isPrivate: statement.int(8) != 0
+                ))
+            }
+            return records
+        }
+    }
+
+    /// SQLite's journal mode (`wal`, or `delete` on a network file system).
+    public func journalMode() throws(CacheError) -> String {
+        try wrap {
+            let statement = try database.prepare("PRAGMA journal_mode")
+            _ = try statement.step()
+            return statement.text(0) ?? ""
+        }
+    }
+
+    /// URLs of rows that cannot be trusted: an object name that is not 64 lowercase hex digits
+    /// (it would be turned into a path), or a stored hash that does not parse (the row could not
+    /// be verified again). Reads skip such rows; `verify` reports them and `--repair` drops them.
+    public func damagedRows() throws(CacheError) -> [DamagedRow] {
+        try wrap {
+            let statement = try database.prepare("SELECT CAST(url AS BLOB), hash, object FROM entries")
+            var rows: [DamagedRow] = []
+            while try statement.step() {
+                let objectIsName = statement.text(2).map { Hex.isLowercaseHex($0, length: 64) } ?? false
+                let hashParses = statement.text(1).map { ContentHash.parseStored($0) != nil } ?? true
+                // A URL that is not text (a NUL, bytes that are not UTF-8) can be neither fetched
+                // nor named by a manifest: it is removed by its bytes.
+                let key = statement.bytes(0)
+                let url = key.contains(0) ? nil : String(validating: key, as: UTF8.self)
+                if !objectIsName || !hashParses || url == nil {
+                    rows.append(DamagedRow(url: url ?? String(decoding: key.map { $0 == 0 ? 0x3F : $0 }, as: UTF8.self), key: key))
+                }
+            }
+            return rows
+        }
+    }
+
+    /// What SQLite's own check of the file finds wrong (a damaged page, an index that disagrees
+    /// with its table), or nil when it is sound.
+    public func damage() throws(CacheError) -> String? {
+        do {
+            let statement = try database.prepare("PRAGMA quick_check(5)")
+            var problems: [String] = []
+            while try statement.step() { if let line = statement.text(0), line != "ok" { problems.append(line) } }
+            return problems.isEmpty ? nil : problems.joined(separator: "; ")
+        } catch let error where error.isCorrupt {
+            return error.message
+        } catch {
+            throw .index(path: path, cause: error)
+        }
+    }
+
+    /// An index row that cannot be trusted: its URL as it may be shown, and its key's bytes.
+    public struct DamagedRow: Sendable, Equatable {
+        public let url: String
+        let key: [UInt8]
+    }
+
+    /// Removes damaged rows by their keys' bytes (a URL that is not valid text included).
+    package func removeDamaged(_ rows: [DamagedRow]) throws(CacheError) {
+        guard !rows.isEmpty else { return }
+        try wrap {
+            try database.transaction {
+                let remove = try database.prepare("DELETE FROM entries WHERE CAST(url AS BLOB) = ?")
+                for row in rows { try remove.run([.blob(row.key)]) }
+            }
+        }
+    }
+
+    // MARK: - Writes
+
+    /// Applies one batch in a single transaction. Callers make the batch's objects durable first.
+    /// A URL that is stored again clears its pending failure; `failures` records new ones.
+    public func apply(upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
+                      at time: Double) throws(CacheError) {
+        try wrap {
+            try database.transaction {
+                // Most runs have no failure pending: then nothing is looked up per URL.
+                let anyFailure = try database.prepare("SELECT EXISTS(SELECT 1 FROM failures)")
+                _ = try anyFailure.step()
+                if anyFailure.int(0) != 0, !upserts.isEmpty || !removals.isEmpty {
+                    let clear = try database.prepare("DELETE FROM failures WHERE url = ?")
+                    for record in upserts { try clear.run([.text(key(record.url))]) }
+                    for url in removals { try clear.run([.text(key(url))]) }
+                }
+                if anyFailure.int(0) != 0 {
+                    // Failures of URLs only `get` asked for age out (the next write drops them).
+                    let expired = try database.prepare("DELETE FROM failures WHERE get_only = 1 AND at < ?")
+                    try expired.run([.double(time - FailureRecord.getOnlyLifetime)])
+                }
+                if !failures.isEmpty {
+                    // A manifest's failure of a URL stays a manifest's (get_only = 0) until it clears.
+                    let fail = try database.prepare("""
+                        INSERT INTO failures(url, reason, error, attempts, at, get_only) VALUES (?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(url) DO UPDATE SET reason = excluded.reason, error = excluded.error,
+                            attempts = excluded.attempts, at = excluded.at,
+                            get_only = min(failures.get_only, excluded.get_only)
+                        """)
+                    for failure in failures {
+                        try fail.run([.text(key(failure.url)), .text(failure.reason), .text(failure.error),
+                                      .int(Int64(failure.attempts)), .double(failure.at), .int(failure.getOnly ? 1 : 0)])
+                    }
+                }
+                if !upserts.isEmpty {
+                    let upsert = try database.prepare("""
+                        INSERT INTO entries(url, hash, object, size, fetched_at, last_used, etag, last_modified, private)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT(url) DO UPDATE SET hash = excluded.hash, object = excluded.object,
+                            size = excluded.size, fetched_at = excluded.fetched_at, last_used = excluded.last_used,
+                            etag = excluded.etag, last_modified = excluded.last_modified, private = excluded.private
+                        """)
+                    for record in upserts {
+                        try upsert.run { row in
+                            row.bind(1, key(record.url))
+                            row.bind(2, record.hash)
+                            row.bind(3, record.object)
+                            row.bind(4, record.size)
+                            row.bind(5, record.fetchedAt)
+                            row.bind(6, record.lastUsed)
+                            row.bind(7, record.etag)
+                            row.bind(8, record.lastModified)
+                            row.bind(9, Int64(record.isPrivate ? 1 : 0))
+                        }
+                    }
+                }
+                if !touches.isEmpty {
+                    let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
+                    for url in touches { try touch.run([.double(time), .text(key(url))]) }
+                }
+                if !removals.isEmpty {
+                    let remove = try database.prepare("DELETE FROM entries WHERE url = ?")
+                    for url in removals { try remove.run([.text(key(url))]) }
+                }
+            }
+        }
+    }
+
+    /// Sets when entries were last used (`gc` evicts by it; tests set it to control time).
+    public func setLastUsed(_ time: Double, urls: [String]) throws(CacheError) {
+        try wrap {
+            try database.transaction {
+                let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
+                for url in urls { try touch.run([.double(time), .text(key(url))]) }
+            }
+        }
+    }
+
+    /// Deletes every row: entries, pending failures, manifest runs.
+    public func removeAll() throws(CacheError) {
+        try wrap {
+            try database.transaction {
+                try database.execute("DELETE FROM entries; DELETE FROM failures; DELETE FROM manifest_runs; DELETE FROM origins;")
+            }
+        }
+    }
+
+    func wrap<T>(_ body: () throws -> T) throws(CacheError) -> T {
+        do {
+            return try body()
+        } catch let error as CacheError {
+            throw error
+        } catch let error as SQLiteError {
+            throw CacheError.index(path: path, cause: error)
+        } catch {
+            throw CacheError.unusable(path: path, reason: "\(error)")
+        }
+    }
+}

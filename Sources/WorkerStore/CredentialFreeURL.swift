@@ -1,0 +1,59 @@
+import Crypto
+import WorkerSupport
+
+/// How a group-shared cache names URLs with user info (`https://user:password@host/…`) in its
+/// index, which its group can read: the user info is replaced by `~` and a keyed digest of it
+/// (HMAC-SHA256 with the cache's owner-only `credential-key`), so each URL keeps a row of its own
+/// and nothing the group can read lets it test a guessed password. Such a row can be matched
+/// (a sync of the same manifest, `get` and `rm` of the same URL, by the owner) but not fetched
+/// from the index alone: `verify --repair` drops it and the next sync fetches it again.
+package enum CredentialFreeURL {
+    /// `url` with its user info replaced, or `url` when it has none (or is a key already).
+    /// Without the cache's key (a reader of the group) the digest matches no row.
+    static func key(_ url: String, secret: [UInt8]?) -> String {
+        let bytes = Array(url.utf8)
+        guard let userInfo = userInfoRange(bytes) else { return url }
+        let info = bytes[userInfo]
+        if isDigest(info) { return url }
+        let digest: [UInt8] = secret.map { Array(HMAC<SHA256>.authenticationCode(for: info, using: SymmetricKey(data: $0)).prefix(16)) }
+            ?? [UInt8](repeating: 0, count: 16)
+        return String(decoding: bytes[..<userInfo.lowerBound], as: UTF8.self) + "~" + Hex.encode(digest)
+            + String(decoding: bytes[userInfo.upperBound...], as: UTF8.self)
+    }
+
+    /// Whether `url` carries user info (a credential) in its authority.
+    package static func hasUserInfo(_ url: String) -> Bool {
+        userInfoRange(Array(url.utf8)) != nil
+    }
+
+    /// Whether a row's URL is such a key (it cannot be fetched as it is).
+    package static func isKey(_ url: String) -> Bool {
+        let bytes = Array(url.utf8)
+        return userInfoRange(bytes).map { isDigest(bytes[$0]) } ?? false
+    }
+
+    /// The bytes between `://` and the last `@` of the authority, when there is one.
+    private static func userInfoRange(_ bytes: [UInt8]) -> Range<Int>? {
+        guard let scheme = firstIndex(of: Array("://".utf8), in: bytes) else { return nil }
+        let start = scheme + 3
+        var end = start
+        var at: Int?
+        while end < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[end]) {
+            if bytes[end] == UInt8(ascii: "@") { at = end }
+            end += 1
+        }
+        return at.map { start..<$0 }
+    }
+
+    private static func isDigest(_ info: ArraySlice<UInt8>) -> Bool {
+        info.count == 33 && info.first == UInt8(ascii: "~") && Hex.isLowercaseHex(String(decoding: info.dropFirst(), as: UTF8.self), length: 32)
+    }
+
+    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= needle.count else { return nil }
+        for start in 0...(bytes.count - needle.count) where Array(bytes[start..<start + needle.count]) == needle {
+            return start
+        }
+        return nil
+    }
+}

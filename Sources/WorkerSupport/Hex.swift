@@ -1,0 +1,82 @@
+/// The one hex codec: lowercase encoding and strict decoding, for strings and, in place, for
+/// buffers (a digest's text is written and read without an intermediate array).
+package enum Hex {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let bytes = Array(bytes)
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            bytes.withUnsafeBytes { encode($0, into: out, at: 0) }
+        }
+    }
+
+    /// Writes `bytes` as lowercase hex into `out` from `start`; returns the index after the last digit.
+    @discardableResult
+    package static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+        var end = start
+        for byte in bytes {
+            out[end] = lowercaseDigit(byte >> 4)
+            out[end + 1] = lowercaseDigit(byte & 0x0f)
+            end += 2
+        }
+        return end
+    }
+
+    /// Decodes case-insensitive hex; nil for odd length or any other character.
+    package static func decode(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        var out = [UInt8](repeating: 0, count: utf8.count / 2)
+        let decoded = utf8.withUnsafeBufferPointer { digits in
+            out.withUnsafeMutableBytes { decode(digits, into: $0) }
+        }
+        return decoded ? out : nil
+    }
+
+    /// Decodes case-insensitive hex `digits` (an even count) into the first bytes of `out`;
+    /// false at any other character.
+    package static func decode(_ digits: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard digits.count % 2 == 0, out.count >= digits.count / 2 else { return false }
+        var offset = 0
+        while offset * 2 < digits.count {
+            guard let high = value(digits[offset * 2]), let low = value(digits[offset * 2 + 1]) else { return false }
+            out[offset] = high << 4 | low
+            offset += 1
+        }
+        return true
+    }
+
+    /// True when `text` is exactly `length` lowercase hex digits (a safe object file name).
+    package static func isLowercaseHex(_ text: String, length: Int) -> Bool {
+        text.utf8.count == length && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    /// The value of a lowercase hex digit, without branches; sets `invalid` for any other byte.
+    @inline(__always)
+    package static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
+        let digit = char &- 48
+        let letter = char &- 97
+        let isDigit: UInt8 = digit < 10 ? 1 : 0
+        let isLetter: UInt8 = letter < 6 ? 1 : 0
+        invalid |= 1 &- (isDigit | isLetter)
+        return isDigit == 1 ? digit : letter &+ 10
+    }
+
+    package static func lowercaseDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 48 + nibble : 87 + nibble
+    }
+
+    /// The value of a hex digit (either case), or nil.
+    @inline(__always)
+    package static func value(_ char: UInt8) -> UInt8? {
+        let value = table[Int(char)]
+        return value == 0xff ? nil : value
+    }
+
+    private static let table: [UInt8] = (0..<256).map { char in
+        switch char {
+        case 48...57: UInt8(char - 48)
+        case 65...70: UInt8(char - 55)
+        case 97...102: UInt8(char - 87)
+        default: 0xff
+        }
+    }
+}

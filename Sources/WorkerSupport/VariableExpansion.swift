@@ -1,0 +1,29 @@
+/// `${VAR}` in a header value, replaced by the environment variable's value (manifest headers,
+/// `--remote-header`). A variable that is not set is named in the problem, never a value.
+package enum VariableExpansion {
+    package enum Problem: Error, Equatable {
+        case unclosed
+        case unset(String)
+
+        package var message: String {
+            switch self {
+            case .unclosed: "'${' without a closing '}'"
+            case .unset(let name): "environment variable '\(Redact.short(name))' is not set"
+            }
+        }
+    }
+
+    package static func expand(_ text: String, environment: [String: String]) -> Result<String, Problem> {
+        var value = ""
+        var rest = Substring(text)
+        while let open = rest.firstRange(of: "${") {
+            value += rest[..<open.lowerBound]
+            guard let close = rest[open.upperBound...].firstIndex(of: "}") else { return .failure(.unclosed) }
+            let variable = String(rest[open.upperBound..<close])
+            guard let replacement = environment[variable] else { return .failure(.unset(variable)) }
+            value += replacement
+            rest = rest[rest.index(after: close)...]
+        }
+        return .success(value + rest)
+    }
+}

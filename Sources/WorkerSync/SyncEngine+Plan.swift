@@ -1,0 +1,85 @@
+import FoundationEssentials
+import Glibc
+import WorkerManifest
+import WorkerPlan
+import WorkerReport
+import WorkerStore
+
+/// Planning: the diff of manifests against the index, with no network and no change.
+extension SyncEngine {
+    /// `worker plan` and `sync --dry-run`: reads the manifests, plans them against the cache as
+    /// it is, and returns (and writes, if asked) the report of what a sync would do.
+    public func dryRun(manifestPaths: [String]) throws(SyncFailure) -> SyncReport {
+        let startedAt = Date()
+        let manifests: ManifestSet
+        do {
+            var loader = ManifestLoader()
+            loader.collectsTree = options.tree != nil
+            manifests = try loader.load(paths: manifestPaths)
+        } catch {
+            throw .manifest(error)
+        }
+        do {
+            let plan = try plan(manifests)
+            var report = report(of: plan, startedAt: startedAt)
+            if let tree = options.tree { report.tree = try plannedTree(at: tree, manifests: manifests, plan: plan) }
+            try options.outputs.write(report, success: true)
+            return report
+        } catch {
+            throw .cache(error)
+        }
+    }
+
+    /// The plan against the cache as it is. Creates nothing; a missing cache plans everything.
+    public func plan(_ manifests: ManifestSet) throws(CacheError) -> SyncPlan {
+        let indexPath = CacheLayout.indexPath(options.cacheDirectory)
+        guard access(indexPath, F_OK) == 0 else {
+            return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: [])
+        }
+        return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false, readOnly: true)).plan
+    }
+
+    /// The one way both `plan` and `sync` diff manifests against the index. Uses what
+    /// `prefetch` read ahead when no other writer has committed since.
+    func makePlan(_ manifests: ManifestSet, index: CacheIndex,
+                          prefetched: CachePrefetch? = nil) throws(CacheError) -> (plan: SyncPlan, objects: ObjectDirectory) {
+        let shard = options.shard.filter(manifests)
+        let records: [IndexRecord]
+        let objects: ObjectDirectory
+        defer { prefetched?.close() }
+        if let prefetched, prefetched.isCurrent {
+            records = prefetched.records
+            objects = prefetched.objects
+            if !prefetched.listed, !objects.hasSizes, ListingRule.worthListing(entries: shard.entries.count, records: records.count) {
+                objects.preload()
+            }
+        } else {
+            records = try index.allRecords(validators: options.revalidate)
+            objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
+            if ListingRule.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
+        }
+        var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
+        planner.revalidate = options.revalidate && !options.offline
+        planner.refresh = options.refresh && !options.offline
+        planner.shard = options.shard
+        if index.credentialFree { planner.urlKey = index.key }
+        // A stat per object named: a file changed on disk (its size) is fetched again.
+        planner.objectSize = objects.size
+        return (planner.plan(shard, records: records), objects)
+    }
+
+    /// The report of a plan: what a sync would do, without doing it (the same ledger as a sync's).
+    public func report(of plan: SyncPlan, startedAt: Date) -> SyncReport {
+        var ledger = SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt,
+                                listLimit: options.listLimit, reportAll: options.reportAll, limits: nil, dryRun: true)
+        for item in plan.items.indices {
+            ledger.record(.planned(item: item))
+        }
+        if options.prune {
+            for (offset, orphan) in plan.orphans.enumerated() {
+                ledger.record(.pruned(orphan, position: offset, done: false))
+            }
+        }
+        return ledger.report(finishedAt: Date(), budget: nil)
+    }
+}

@@ -1,0 +1,76 @@
+import FoundationEssentials
+import Glibc
+import WorkerManifest
+import WorkerPlan
+import WorkerStore
+
+extension SyncEngine {
+    /// Publishes the manifests' tree after the run's last commit: each entry at its tree path,
+    /// holding the object the index names for its URL (an entry that failed keeps the version
+    /// the cache still serves; one never fetched is absent). Under the cache's lock, so that no
+    /// gc or other run removes an object between its lookup and its link.
+    ///
+    /// Whether the tree changed is decided from the run's own plan and outcomes (a warm run with
+    /// an unchanged tree reads nothing more); a tree to build is read from the index.
+    func publishTree(at path: String, manifests: ManifestSet, index: CacheIndex, run: SyncRun) async throws(CacheError) -> TreeOutcome {
+        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock, context: context)
+        defer { lock.release() }
+        let directory = options.cacheDirectory
+        let exact = { () throws(CacheError) -> [TreeFile] in try Self.treeFiles(manifests, index: index, cacheDirectory: directory) }
+        guard let believed = Self.treeFiles(manifests, run: run, cacheDirectory: directory) else {
+            return try TreePublisher(path: path).publish(try exact())
+        }
+        return try TreePublisher(path: path).publish(believed, exact: exact)
+    }
+
+    /// The tree as the run left it: each entry's object from its outcome, or the row it planned
+    /// with (unchanged, or failed and still served). Nil for a run of one shard (its plan holds
+    /// only that shard's entries).
+    static func treeFiles(_ manifests: ManifestSet, run: SyncRun, cacheDirectory: String) -> [TreeFile]? {
+        let items = run.plan.items
+        guard items.count == manifests.entries.count else { return nil }
+        let objects = CacheLayout.objectsDirectory(cacheDirectory)
+        return manifests.tree.map { place in
+            let object = run.ledger.outcome(of: place.entry)?.sha256 ?? items[place.entry].previous?.object
+            return TreeFile(path: place.path, object: object, objectsDirectory: objects)
+        }
+    }
+
+    /// What `--tree` would do after the planned sync (`--dry-run`): the tree from the cache as it
+    /// is, switched when that differs from the published one or an entry of it is to be fetched.
+    func plannedTree(at path: String, manifests: ManifestSet, plan: SyncPlan) throws(CacheError) -> TreeOutcome {
+        let publisher = TreePublisher(path: path)
+        let current = try publisher.currentVersion()
+        let indexPath = CacheLayout.indexPath(options.cacheDirectory)
+        let files: [TreeFile]
+        if access(indexPath, F_OK) == 0 {
+            files = try Self.treeFiles(manifests, index: CacheIndex(path: indexPath, create: false, readOnly: true),
+                                       cacheDirectory: options.cacheDirectory)
+        } else {
+            files = manifests.tree.map { TreeFile(path: $0.path, source: nil) }
+        }
+        let fetched = Set(plan.items.filter { $0.action != .keep && $0.action != .revalidate }.map(\.entry.url))
+        let present = TreePublisher.ordered(files)
+        var outcome = TreeOutcome(path: publisher.path, version: TreePublisher.version(of: present), files: present.count,
+                                  missing: files.count - present.count)
+        let changing = manifests.tree.contains { fetched.contains(manifests.entries[$0.entry].url) }
+        outcome.switched = changing || current != outcome.version
+        return outcome
+    }
+
+    /// Each tree entry with the object its URL's row names, or none.
+    static func treeFiles(_ manifests: ManifestSet, index: CacheIndex, cacheDirectory: String) throws(CacheError) -> [TreeFile] {
+        // One lookup per distinct entry (an entry may be at several paths).
+        var wanted: [Int: Int] = [:]
+        var urls: [String] = []
+        for place in manifests.tree where wanted[place.entry] == nil {
+            wanted[place.entry] = urls.count
+            urls.append(manifests.entries[place.entry].url)
+        }
+        let objects = try index.objects(urls: urls)
+        let folder = CacheLayout.objectsDirectory(cacheDirectory)
+        return manifests.tree.map { place in
+            TreeFile(path: place.path, object: objects[wanted[place.entry]!], objectsDirectory: folder)
+        }
+    }
+}

@@ -1,0 +1,273 @@
+import FoundationEssentials
+import Glibc
+import Logging
+import WorkerFetch
+import WorkerManifest
+import WorkerPlan
+import WorkerReport
+import WorkerStore
+import WorkerSupport
+
+/// Options of a `sync` run beyond the manifests.
+public struct SyncOptions: Sendable {
+    public var cacheDirectory: String
+    public var fetch = FetchSettings()
+    /// Seconds to wait for another run's lock; nil waits without limit.
+    public var waitLock: Double?
+    public var prune = false
+    /// Prune only orphans not used for this many seconds (a grace period; 0 = at once).
+    public var pruneAfter = 0.0
+    /// Check hashless entries with conditional requests.
+    public var revalidate = false
+    /// Whether the run is recorded per manifest for `worker status` (not for `get`'s one URL).
+    public var recordsManifestRuns = true
+    /// Download and verify every selected entry again (`--refresh`).
+    public var refresh = false
+    /// No network: report what is missing or out of date, fetch nothing.
+    public var offline = false
+    /// Handle only the entries of this shard (orphans too are only this shard's).
+    public var shard = Shard.all
+    /// Called after each finished download (from one task at a time).
+    public var onProgress: (@Sendable (SyncProgress) -> Void)?
+    /// The largest share of the index `--prune` may remove in one run (0...1).
+    public var pruneMax = 0.5
+    public var force = false
+    /// List unchanged entries in the report too.
+    public var reportAll = false
+    /// How many entries other than failed ones the report keeps (nil: all of them). The text
+    /// summary shows only a few; without a report file there is no need to hold a million rows.
+    public var listLimit: Int?
+    /// Seconds the whole run may take; entries not done by then fail as `cancelled`.
+    public var deadline: Double?
+    /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
+    /// Small enough that the flushes overlap the downloads (the last batch's flush is what a run
+    /// waits for at its end; docs/ARCHITECTURE.md, "Measurements behind the code").
+    public var batchSize = 1024
+    public var batchInterval = 0.5
+    /// Files to write at the end of the run (reports, metrics), and the failures it may have.
+    public var outputs = SyncOutputs()
+    public var failureBudget = FailureBudget.none
+    /// Body bytes per batch: large bodies are flushed while later ones still download, so the
+    /// run does not end waiting for all of them to reach the disk at once.
+    public var batchBytes: Int64 = 64 << 20
+    /// Publish the manifests' entries as a tree of files at their names here after the run
+    /// (`--tree`): `TreePublisher`.
+    public var tree: String?
+    /// Keep each item's outcome (status and SHA-256) for the caller (`get`, `manifest --urls`).
+    var keepsOutcomes = false
+
+    public init(cacheDirectory: String) {
+        self.cacheDirectory = cacheDirectory
+    }
+}
+
+/// How far the downloads of a run are.
+public struct SyncProgress: Sendable {
+    /// Entries that needed the network, and how many of them are done.
+    public var total: Int
+    public var done: Int
+    public var failed: Int
+    /// Body bytes received so far, downloads in flight included.
+    public var bytes: Int64
+    public var started: Date
+    /// `bytes` plus what the downloads still to come declared, once every download has started
+    /// and said how long its body is; nil until then.
+    public var bytesTotal: Int64? = nil
+
+    package init(total: Int, done: Int, failed: Int, bytes: Int64, started: Date, bytesTotal: Int64? = nil) {
+        self.total = total
+        self.done = done
+        self.failed = failed
+        self.bytes = bytes
+        self.started = started
+        self.bytesTotal = bytesTotal
+    }
+}
+
+/// A finished sync: its report, and its ledger for what the report does not keep (each item's
+/// outcome, when `SyncOptions.keepsOutcomes` asked for them).
+struct SyncResult {
+    let report: SyncReport
+    let ledger: SyncLedger
+}
+
+/// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.
+public struct SyncEngine: Sendable {
+    public let options: SyncOptions
+    /// The command's logger, lock notices and stop request.
+    public let context: RunContext
+    var logger: Logger { context.logger }
+
+    public init(options: SyncOptions, context: RunContext = RunContext()) {
+        self.options = options
+        self.context = context
+    }
+
+    // MARK: - Read-ahead
+
+    /// Starts reading the index rows (and listing the objects, when the manifests look large
+    /// enough to name most of them) on another thread, so that it overlaps parsing the manifests.
+    /// Reads only, and nothing without an index: a manifest that fails to parse has changed
+    /// nothing. `sync` uses the result only if no other writer has committed in between.
+    func prefetch(manifestPaths: [String]) -> Task<CachePrefetch?, Never> {
+        let options = options
+        return Task.detached {
+            CachePrefetch(cacheDirectory: options.cacheDirectory, validators: options.revalidate,
+                          shards: options.shard.count, manifestBytes: ManifestLoader.totalBytes(manifestPaths))
+        }
+    }
+
+    // MARK: - Sync
+
+    /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
+    /// whole run from manifest paths to report, outputs written.
+    public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
+        // Into a cache without an index every http(s) entry is a download: the transport starts
+        // loading its library now, beside the manifests and the index (later, once the plan is
+        // drawn, the 300-file cold sync took ~15 ms longer; docs/ARCHITECTURE.md). A run that then
+        // downloads nothing over the network never needs it.
+        let ahead = options.offline || access(CacheLayout.indexPath(options.cacheDirectory), F_OK) == 0
+            ? nil : options.fetch.transport
+        ahead?.prepare()
+        defer { ahead?.settle() }
+        let prefetched = prefetch(manifestPaths: manifestPaths)
+        let set: ManifestSet
+        do {
+            var loader = ManifestLoader()
+            loader.collectsTree = options.tree != nil
+            set = try loader.load(paths: manifestPaths)
+        } catch {
+            _ = await prefetched.value
+            throw .manifest(error)
+        }
+        if let tree = options.tree {
+            do throws(CacheError) {
+                try TreePublisher(path: tree).check()
+            } catch {
+                _ = await prefetched.value
+                throw .cache(error)
+            }
+        }
+        do {
+            return try await sync(set, prefetched: prefetched).report
+        } catch {
+            throw .cache(error)
+        }
+    }
+
+    /// Plans, downloads what is missing or changed, verifies, stores, indexes and reports.
+    /// Throws only what stops the whole run: the cache is unusable or locked.
+    public func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
+        try await sync(manifests, prefetched: nil).report
+    }
+
+    /// The run, using what `prefetch` read ahead when no other writer has committed since.
+    /// Several runs may write one cache at once: each joins its writers (`WriterSlot`) and holds
+    /// the cache's lock only to start (tidy, plan), to commit each batch and to finish; its
+    /// downloads overlap the other runs'.
+    func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncResult {
+        let startedAt = Date()
+        // AWS settings a run with s3:// URLs cannot use stop it before the cache is touched (the
+        // run's requests are made with this locator).
+        let locator = try options.fetch.locator.resolvingS3(if: Self.namesS3(manifests))
+        if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) {
+            _ = await prefetched?.value
+            throw .notWritable(problem)
+        }
+        let store = try ContentStore(root: options.cacheDirectory)
+        let job = options.recordsManifestRuns
+            ? try await JobLock.take(directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
+                                     shard: options.shard, wait: options.waitLock, context: context) : nil
+        defer { job?.release() }
+        let slot = try await WriterSlot(directory: options.cacheDirectory, wait: options.waitLock, stop: context.stop)
+        // However the run ends, a new cache it made has all its fan-out folders.
+        defer {
+            store.completeLayout()
+            slot.release()
+        }
+        let (plan, index) = try await start(manifests, store: store, slot: slot, prefetched: prefetched)
+        return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator)
+    }
+
+    /// Whether an entry, or a mirror of one, is an `s3://` URL.
+    private static func namesS3(_ manifests: ManifestSet) -> Bool {
+        manifests.entries.contains { S3URL.isS3($0.url) || $0.mirrors.contains(where: S3URL.isS3) }
+            || manifests.manifests.contains { $0.mirrors.prefixes.contains { $0.mirrors.contains(where: S3URL.isS3) } }
+    }
+
+    /// The start of a run, under the lock: a writer alone deletes what dead runs left in `tmp/`;
+    /// the index is made (or brought up to this schema), the plan drawn, and objects no row names
+    /// swept — left by a run stopped between installing and indexing them (its `unclean` mark
+    /// says so), or copied in by hand: from the folders' listing when the plan made one, else by
+    /// listing them when a run died or the cache is small; a large cache planned object by
+    /// object leaves hand-made ones to gc.
+    private func start(_ manifests: ManifestSet, store: ContentStore, slot: WriterSlot,
+                       prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> (SyncPlan, CacheIndex) {
+        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock, context: context)
+        defer { lock.release() }
+        var deadMarks: [String] = []
+        if slot.alone {
+            let stale = store.removeStaleTemporaryFiles()
+            if stale > 0 { logger.info("removed \(stale) temporary files left by an earlier run") }
+            deadMarks = store.uncleanMarks()
+        }
+        slot.share()
+        let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
+        let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
+        if !store.isNew, !deadMarks.isEmpty || ListingRule.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
+        let swept = store.removeUnreferenced(objects, records: plan.records)
+        if swept > 0 { logger.info("removed \(swept) objects no entry names") }
+        store.removeMarks(deadMarks)
+        return (plan, index)
+    }
+
+    /// Downloads and commits (`SyncRun`), then records the run, writes the outputs and finishes.
+    private func run(_ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
+                     startedAt: Date, locator: Locator) async throws(CacheError) -> SyncResult {
+        var options = options
+        options.fetch.locator = locator
+        var run = SyncRun(plan: plan, store: store, index: index, options: options, context: context,
+                          ledger: ledger(for: plan, startedAt: startedAt, store: store))
+        try await run.execute()
+        if options.recordsManifestRuns {
+            try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
+        }
+        var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
+        if let tree = options.tree {
+            report.tree = try await publishTree(at: tree, manifests: manifests, index: run.index, run: run)
+        }
+        try options.outputs.write(report, success: report.succeeded)
+        try await run.finish()
+        return SyncResult(report: report, ledger: run.ledger)
+    }
+
+    /// The run's ledger: rows kept for the outputs that list them (JUnit has a case per entry
+    /// checked), the limits the run keeps, one outcome per item when asked for.
+    func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore) -> SyncLedger {
+        var listLimit = options.listLimit
+        if options.outputs.needsAllRows || options.outputs.report != nil { listLimit = nil }
+        let limited = options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil
+        return SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt, listLimit: listLimit,
+                          reportAll: options.reportAll || options.outputs.junit != nil,
+                          limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
+                                                              maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
+                          store: store, keepsOutcomes: options.keepsOutcomes || options.tree != nil)
+    }
+
+    private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {
+        var failedPerManifest = [Int](repeating: 0, count: manifests.manifests.count)
+        for failed in run.failedManifestIndexes { failedPerManifest[failed] += 1 }
+        do throws(CacheError) {
+            try run.index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
+                ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,
+                            finishedAt: finished, failed: failedPerManifest[offset])
+            })
+        } catch where error.isDiskFull {
+            logger.warning("the disk is full: this run of the manifests is not recorded (status shows the last one)")
+        }
+    }
+
+    static func absolute(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+}

@@ -1,0 +1,199 @@
+import FoundationEssentials
+import WorkerFetch
+import WorkerManifest
+import WorkerPlan
+import WorkerReport
+import WorkerStore
+import WorkerSupport
+
+/// One run's account, and the one place its report is made. Built once with what is known when
+/// the run starts — the plan (its manifests and items), the cache directory, the start time, the
+/// retention rule (`ReportBuilder`) and the rate limits — it takes typed events as the run goes,
+/// derives each entry's status from its planned action, and returns the finished `SyncReport`.
+/// A sync and a dry run keep one the same way.
+struct SyncLedger {
+    /// What happened to a plan item, or to the run.
+    enum Event {
+        /// The stored version is current: planned so (`keep`), or a 304 said so.
+        case unchanged(item: Int, attempts: Int?)
+        /// Content already stored (another URL's, or another item's of this run) now serves the item.
+        case reused(item: Int, object: String, size: Int64)
+        /// A verified body for the item, from `source`.
+        case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil,
+                       servedBy: String? = nil)
+        case failed(item: Int, FetchFailure, attempts: Int, stale: Bool)
+        /// A delivered item whose row did not fit in the index (a full disk): failed after all.
+        case notStored(item: Int, object: String, reused: Bool, FetchFailure, stale: Bool)
+        /// A dry run: what a sync would do with the item.
+        case planned(item: Int)
+        /// An orphan `--prune` removed (or, in a dry run, would remove); `position` orders it.
+        case pruned(IndexRecord, position: Int, done: Bool)
+        /// Orphans kept by `--prune-after`, or the reason `--prune-max` refused them.
+        case pruneWaiting(Int)
+        case pruneRefused(String)
+        /// Body bytes received (all attempts).
+        case received(Int64)
+        case originGivenUp(SyncReport.OriginProblem)
+        /// What the shared tier did in the run.
+        case remoteCache(SyncReport.RemoteCache)
+    }
+
+    /// An item's outcome, kept when asked for (`get`, `manifest --urls`): its status and the
+    /// SHA-256 of the content it now names.
+    struct Outcome: Sendable, Equatable {
+        let status: EntryStatus
+        let sha256: String?
+    }
+
+    private let plan: SyncPlan
+    private var report: SyncReport
+    private var rows: ReportBuilder
+    /// Builds rows; apart from `self`, so that a row is built while `rows` changes.
+    private let maker: RowMaker
+    private var outcomes: [Outcome?]
+
+    /// `store` gives the rows their object paths (none in a dry run's rows); `keepsOutcomes`
+    /// keeps one `Outcome` per item.
+    init(plan: SyncPlan, cacheDirectory: String, startedAt: Date, listLimit: Int?, reportAll: Bool,
+         limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false) {
+        self.plan = plan
+        report = SyncReport(dryRun: dryRun, startedAt: startedAt, finishedAt: startedAt, cacheDirectory: cacheDirectory,
+                            manifests: plan.manifests.manifests.map {
+                                SyncReport.ManifestSummary(path: $0.path, name: $0.name, entries: $0.entryCount)
+                            })
+        report.limits = limits
+        report.orphans = plan.orphans.count
+        rows = ReportBuilder(listLimit: listLimit, reportAll: reportAll)
+        maker = RowMaker(manifestNames: plan.manifests.manifests.map(\.name), store: store)
+        outcomes = keepsOutcomes ? Array(repeating: nil, count: plan.items.count) : []
+    }
+
+    /// The totals so far (progress reads them).
+    var totals: SyncReport.Totals { rows.totals }
+
+    /// An item's outcome (nil unless kept, or before the item is done).
+    func outcome(of item: Int) -> Outcome? {
+        item < outcomes.count ? outcomes[item] : nil
+    }
+
+    mutating func record(_ event: Event) {
+        switch event {
+        case .unchanged(let item, let attempts):
+            let planned = plan.items[item]
+            add(item, .unchanged, object: planned.previous?.object, size: planned.previous?.size, attempts: attempts)
+        case .reused(let item, let object, let size):
+            add(item, .reused, object: object, size: size, attempts: nil)
+        case .delivered(let item, let object, let size, let attempts, let source, let servedBy):
+            let planned = plan.items[item]
+            if planned.action == .repair { rows.totals.repaired += 1 }
+            if planned.action == .refresh { rows.totals.refreshed += 1 }
+            let status = deliveredStatus(item, object: object)
+            add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
+                servedBy: servedBy)
+        case .notStored(let item, let object, let reused, let failure, let stale):
+            let planned = plan.items[item]
+            if !reused, planned.action == .repair { rows.totals.repaired -= 1 }
+            if !reused, planned.action == .refresh { rows.totals.refreshed -= 1 }
+            rows.retract(reused ? .reused : deliveredStatus(item, object: object), order: item)
+            record(.failed(item: item, failure, attempts: 1, stale: stale))
+        case .failed(let item, let failure, let attempts, let stale):
+            let planned = plan.items[item]
+            remember(item, Outcome(status: .failed, sha256: nil))
+            rows.add(.failed, order: item) { [maker] in
+                var row = maker.entry(planned, status: .failed, object: nil, size: nil, attempts: attempts)
+                row.reason = failure.reason
+                row.error = failure.message
+                row.httpStatus = failure.httpStatus
+                row.actualHash = failure.actualHash?.description
+                row.stale = stale
+                return row
+            }
+        case .planned(let item):
+            let planned = plan.items[item]
+            let status = planned.plannedStatus
+            rows.add(status, order: item) {
+                SyncReport.Entry(url: Redact.url(planned.entry.url), hash: planned.entry.hash?.description, status: status,
+                                 previousHash: status == .updated ? planned.previous?.hash : nil)
+            }
+        case .pruned(let orphan, let position, let done):
+            rows.add(.removed, order: plan.items.count + position) {
+                SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed,
+                                 bytes: done ? orphan.size : nil)
+            }
+        case .pruneWaiting(let count):
+            report.pruneWaiting = count
+        case .pruneRefused(let reason):
+            report.pruneRefused = reason
+        case .received(let bytes):
+            rows.totals.bytesDownloaded += bytes
+        case .originGivenUp(let problem):
+            report.unreachableOrigins.append(problem)
+        case .remoteCache(let summary):
+            report.remoteCache = summary
+        }
+    }
+
+    /// The finished report: totals, rows in manifest order, and whether the run met `budget`
+    /// (a dry run has none: it fails nothing).
+    func report(finishedAt: Date, budget: FailureBudget?) -> SyncReport {
+        var report = report
+        report.finishedAt = finishedAt
+        report.totals = rows.totals
+        report.totals.entries = plan.items.count
+        report.entries = rows.entries
+        if let budget { report.succeeded = budget.allows(report) }
+        return report
+    }
+
+    // MARK: - Rows
+
+    /// The status a body delivered for `item` gives it, by its planned action.
+    private func deliveredStatus(_ item: Int, object: String) -> EntryStatus {
+        let planned = plan.items[item]
+        switch planned.action {
+        case .repair: return .updated
+        case .refresh, .revalidate: return object == planned.previous?.object ? .unchanged : .updated
+        case .keep, .reuse, .download: return planned.isUpdate ? .updated : .added
+        }
+    }
+
+    private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
+                              source: SourceKind? = nil, servedBy: String? = nil) {
+        let planned = plan.items[item]
+        remember(item, Outcome(status: status, sha256: object))
+        rows.add(status, order: item) { [maker] in
+            var row = maker.entry(planned, status: status, object: object, size: size, attempts: attempts)
+            if planned.action == .repair, status != .reused {
+                row.refetched = "the cached file's size was not the index's (it changed on disk)"
+            }
+            row.source = source
+            row.servedBy = servedBy.map(Redact.url)
+            return row
+        }
+    }
+
+    private mutating func remember(_ item: Int, _ outcome: Outcome) {
+        if item < outcomes.count { outcomes[item] = outcome }
+    }
+}
+
+/// A plan item's report row, with the paths of its objects (none without a store: a dry run).
+private struct RowMaker {
+    let manifestNames: [String]
+    let store: ContentStore?
+
+    func entry(_ planned: PlannedEntry, status: EntryStatus, object: String?, size: Int64?,
+               attempts: Int?) -> SyncReport.Entry {
+        SyncReport.Entry(
+            url: Redact.url(planned.entry.url),
+            hash: planned.entry.hash?.description,
+            status: status,
+            previousHash: status == .updated ? planned.previous.map { $0.hash ?? "sha256:" + $0.object } : nil,
+            bytes: size,
+            attempts: attempts,
+            path: object.flatMap { store?.objectPath($0) },
+            manifest: manifestNames[planned.entry.manifest],
+            previousPath: status == .updated || status == .failed ? planned.previous.flatMap { store?.objectPath($0.object) } : nil
+        )
+    }
+}

@@ -1,0 +1,129 @@
+import FoundationEssentials
+import Glibc
+import Logging
+import WorkerFetch
+import WorkerPlan
+import WorkerReport
+import WorkerStore
+import WorkerSupport
+
+extension SyncRun {
+    /// Runs the groups through a `DownloadQueue`, recording results as they come and committing
+    /// a batch whenever it is full or old enough. The fetch engines, idle once every group is
+    /// done, close their connections while the last batch commits: `execute` waits for
+    /// `stopping` after it, or before it throws.
+    mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
+        // Origins an earlier run gave up on are probed with one request before the rest.
+        let remembered = try index.unhealthyOrigins()
+        let network = groups.contains { $0.members.contains { $0.request.origin != nil } }
+        let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
+        let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
+        // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
+        let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
+                                  streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker)
+        var failure: CacheError?
+        let timerEngine = fetcher.engines[0]
+        let uploads = fetcher.uploads
+        remoteTier = fetcher.remote
+        let deadlineTimer = options.deadline.map { seconds in
+            timerEngine.schedule(in: seconds) { [logger] fired in
+                guard fired else { return }
+                logger.info("deadline reached; cancelling downloads in flight")
+                let reason = "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed"
+                queue.stop(because: reason)
+                uploads?.stop(because: reason)
+            }
+        }
+        // A stop request (the command's SIGINT or SIGTERM): the same stop as the deadline's.
+        let stopWatch = context.stop.watch { reason in
+            queue.stop(because: reason)
+            uploads?.stop(because: reason)
+        }
+        // Progress counts bytes as they arrive: a snapshot every quarter second from the engine,
+        // also while one long download is the only thing running.
+        let live = LiveProgress(progress)
+        let meter = fetcher.meter
+        let snapshot = { @Sendable () -> SyncProgress in
+            var current = live.value
+            current.bytes = meter.bytes
+            current.bytesTotal = queue.allStarted ? meter.bytesOutstanding.map { current.bytes + $0 } : nil
+            return current
+        }
+        if let onProgress = options.onProgress {
+            live.tick(every: 0.25, on: timerEngine) { onProgress(snapshot()) }
+        }
+        // The consumer wakes at least this often, so that a finished entry is committed within
+        // the batch interval (docs/CACHE.md) while long downloads are all that runs.
+        let cadence = Ticker()
+        cadence.every(options.batchInterval / 2, on: timerEngine) { queue.wakeConsumer() }
+        queue.start()
+        while let finished = await queue.next() {
+            for group in finished {
+                record(groups[group.group], group.results, progress: snapshot)
+            }
+            live.value = progress
+            if failure == nil, !batch.isEmpty, batch.upserts.count >= options.batchSize || batch.bytes >= options.batchBytes
+                || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
+                do throws(CacheError) { try await commit(touches: [], at: Date().timeIntervalSince1970) } catch {
+                    failure = error
+                    queue.stop()
+                }
+            }
+        }
+        live.stop()
+        cadence.stop()
+        // Uploads to the tier end while the last batch commits (the deadline and a stop request
+        // still cut them short), then the engines close their connections.
+        stopping = Task { [context] in
+            if let uploads {
+                if queue.isStopped { uploads.stop(because: queue.stopReason) }
+                await uploads.finished()
+            }
+            context.stop.unwatch(stopWatch)
+            if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
+            await fetcher.shutdown()
+        }
+        let unstarted = FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")
+        for number in queue.unstarted {
+            for item in groups[number].items {
+                fail(item, unstarted, attempts: 0)
+            }
+        }
+        if let failure { throw failure }
+        try recordOrigins(queue.originSummaries, remembered: remembered)
+    }
+
+    /// Puts the origins given up in the report and the index; forgets those that answered.
+    private mutating func recordOrigins(_ summaries: [OriginBreaker.Summary],
+                                        remembered: [UnhealthyOrigin]) throws(CacheError) {
+        let now = Date().timeIntervalSince1970
+        let since = Dictionary(remembered.map { ($0.origin, $0.since) }, uniquingKeysWith: { first, _ in first })
+        var down: [(origin: String, problem: String)] = []
+        for summary in summaries {
+            guard let problem = summary.openedFor else { continue }
+            down.append((summary.origin, problem))
+            ledger.record(.originGivenUp(SyncReport.OriginProblem(
+                origin: summary.origin, problem: problem, since: Timestamp.iso(since[summary.origin] ?? now),
+                failed: failedByOrigin[summary.origin] ?? 0, notTried: summary.notTried)))
+            logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
+        }
+        // Only an origin remembered as down has a row to forget (the run holds the lock: no
+        // other writer adds one meanwhile), so a run whose origins were all well writes nothing.
+        let reached = summaries.filter { $0.answered && $0.openedFor == nil && since[$0.origin] != nil }.map(\.origin)
+        do throws(CacheError) {
+            try index.recordOrigins(down: down, reached: reached, at: now)
+        } catch where error.isDiskFull {
+            logger.warning("the disk is full: the origins' health is not recorded for the next run")
+        }
+    }
+
+    /// `--offline`: what would need the network fails as `cancelled`; earlier versions stay.
+    mutating func failOffline(_ group: DownloadGroup) {
+        for item in group.items {
+            let planned = plan.items[item]
+            if planned.action == .revalidate { continue }
+            let message = planned.isUpdate ? "offline: the cached version is out of date" : "offline: not in the cache"
+            fail(item, FetchFailure(.cancelled, message), attempts: 0)
+        }
+    }
+}

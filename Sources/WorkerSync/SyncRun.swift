@@ -1,0 +1,217 @@
+import FoundationEssentials
+import Glibc
+import Logging
+import WorkerFetch
+import WorkerManifest
+import WorkerPlan
+import WorkerReport
+import WorkerStore
+import WorkerSupport
+
+/// One sync after planning: the plan's download groups go through the queue, each result goes
+/// to the batch commit (objects and index rows) and to the run's ledger (totals and rows), in
+/// that one direction. Downloads and pruning are in `SyncRun+Downloads` and `SyncRun+Prune`.
+struct SyncRun {
+    let plan: SyncPlan
+    let store: ContentStore
+    let index: CacheIndex
+    let options: SyncOptions
+    let context: RunContext
+    var logger: Logger { context.logger }
+
+    /// The run's account: every outcome goes there, and the report comes from it.
+    var ledger: SyncLedger
+    /// The manifest of every failed entry, for the per-manifest run record.
+    private(set) var failedManifestIndexes: [Int] = []
+    /// Failed entries per origin, for the report's `unreachable_origins`.
+    var failedByOrigin: [String: Int] = [:]
+    /// What finished since the last commit.
+    var batch: BatchCommit
+    /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
+    var pendingTouches: [String] = []
+    /// Objects the run's rows stopped naming (a URL's previous version). `finish()` deletes the
+    /// ones no row names, after the outputs were written (the HTML report shows them as
+    /// "before"), so no object is left that the index does not know.
+    private var replaced: Set<String> = []
+    var lastCommit = Date()
+    /// The fetch engines closing their connections after the downloads (see `download`).
+    var stopping: Task<Void, Never>?
+    /// The shared tier of a run that downloaded with `--remote-cache`: its counts go in the report.
+    var remoteTier: RemoteTier?
+    var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
+
+    init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext,
+         ledger: SyncLedger) {
+        self.plan = plan
+        self.store = store
+        self.index = index
+        self.options = options
+        self.context = context
+        self.ledger = ledger
+        batch = BatchCommit(store: store)
+    }
+
+    /// Runs the plan, telling the ledger every outcome: kept, fetched, failed, pruned, origins.
+    mutating func execute() async throws(CacheError) {
+        let now = Date().timeIntervalSince1970
+        var touches: [String] = []
+        for (offset, item) in plan.items.enumerated() {
+            switch item.action {
+            case .keep:
+                ledger.record(.unchanged(item: offset, attempts: nil))
+                // Like relatime: refresh "last used" at most hourly, so warm runs write nothing.
+                if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
+            case .reuse(let object, let size):
+                link(offset, object: object, size: size, body: nil)
+                ledger.record(.reused(item: offset, object: object, size: size))
+            case .repair:
+                logger.warning("\(Redact.url(item.entry.url)): the cached file's size is not the index's (changed on disk); fetching it again")
+            case .download, .revalidate, .refresh:
+                break
+            }
+        }
+        var groups = plan.downloadGroups(refresh: options.refresh, locator: options.fetch.locator)
+        if options.fetch.remoteCache != nil {
+            // Machines that start together on one tier each walk the entries in an order of their
+            // own: one's misses are then rarely where another is about to upload.
+            var order = SystemRandomNumberGenerator()
+            groups.shuffle(using: &order)
+        }
+        progress.total = groups.reduce(0) { $0 + $1.items.count }
+        progress.started = Date()
+        // A first snapshot, so progress can be shown before the first download ends.
+        if progress.total > 0, !options.offline { options.onProgress?(progress) }
+        do throws(CacheError) {
+            if options.offline {
+                for group in groups { failOffline(group) }
+            } else if !groups.isEmpty {
+                try await download(groups)
+            }
+            try await commit(touches: touches + pendingTouches, at: now)
+            try await prune()
+        } catch {
+            await stopping?.value
+            recordRemoteCache()
+            throw error
+        }
+        await stopping?.value
+        recordRemoteCache()
+    }
+
+    /// The tier's counts, once its uploads have ended.
+    private mutating func recordRemoteCache() {
+        if let tier = remoteTier { ledger.record(.remoteCache(tier.summary)) }
+    }
+
+    // MARK: - Results
+
+    /// A group's results: the first delivered body is linked to the items not tried.
+    mutating func record(_ group: DownloadGroup, _ results: [DownloadQueue.ItemResult],
+                         progress live: (@Sendable () -> SyncProgress)? = nil) {
+        defer {
+            progress.done += group.items.count
+            progress.failed = ledger.totals.failed
+            if let live {
+                let now = live()
+                (progress.bytes, progress.bytesTotal) = (now.bytes, now.bytesTotal)
+            } else {
+                progress.bytes = ledger.totals.bytesDownloaded
+            }
+            options.onProgress?(progress)
+        }
+        var delivered: FetchedBody?
+        for tried in results {
+            let (item, result) = (tried.item, tried.result)
+            let planned = plan.items[item]
+            ledger.record(.received(result.bytesReceived))
+            switch result.result {
+            case .success(.notModified):
+                // 304: the stored version is current; only "last used" changes.
+                pendingTouches.append(planned.entry.url)
+                ledger.record(.unchanged(item: item, attempts: result.attempts))
+            case .success(.body(let body)):
+                delivered = body
+                logger.debug("entry fetched", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
+                                                         "entry.source": "\(result.source?.rawValue ?? "-")",
+                                                         "entry.bytes": "\(body.size)"])
+                batch.addBytes(body.size)
+                link(item, object: body.sha256, size: body.size, body: body)
+                ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
+                                         source: result.source, servedBy: result.servedBy))
+            case .failure(let failure):
+                fail(item, failure, attempts: result.attempts)
+            }
+        }
+        guard let delivered else { return }
+        let tried = Set(results.map(\.item))
+        for item in group.items where !tried.contains(item) {
+            link(item, object: delivered.sha256, size: delivered.size, body: nil)
+            ledger.record(.reused(item: item, object: delivered.sha256, size: delivered.size))
+        }
+    }
+
+    /// Records a verified object as the URL's current version (an index row once committed).
+    private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?) {
+        let planned = plan.items[item]
+        let now = Date().timeIntervalSince1970
+        if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
+        batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
+                              size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
+                              isPrivate: plan.carriesCredentials(item)),
+                  item: item, installing: body?.temporaryPath)
+    }
+
+    mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
+        let planned = plan.items[item]
+        failedManifestIndexes.append(planned.entry.manifest)
+        if !LocalFile.isLocal(planned.entry.url) { failedByOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
+        ledger.record(.failed(item: item, failure, attempts: attempts,
+                              stale: planned.previous.map { store.contains($0.object) } ?? false))
+        if failure.reason != .cancelled || attempts > 0 {
+            batch.add(failure: FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
+                                             attempts: attempts, at: Date().timeIntervalSince1970,
+                                             getOnly: !options.recordsManifestRuns))
+        }
+        logger.debug("entry failed", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
+                                                "entry.reason": "\(failure.reason.rawValue)"])
+    }
+
+    // MARK: - Commit and finish
+
+    /// Commits what finished since the last commit (see `BatchCommit`), holding the cache's lock
+    /// for that only: other runs' downloads go on meanwhile, and their commits wait their turn.
+    mutating func commit(touches: [String], at time: Double) async throws(CacheError) {
+        defer { lastCommit = Date() }
+        guard !batch.isEmpty || !touches.isEmpty else { return }
+        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
+        defer { lock.release() }
+        try batch.commit(index: index, touches: touches, at: time)
+        for dropped in batch.notStored {
+            guard let item = dropped.origin.item else { continue }
+            let planned = plan.items[item]
+            failedManifestIndexes.append(planned.entry.manifest)
+            ledger.record(.notStored(item: item, object: dropped.object, reused: dropped.origin.reused,
+                                     FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
+                                     stale: planned.previous.map { store.contains($0.object) } ?? false))
+        }
+        if !batch.notStored.isEmpty {
+            logger.warning("the disk is full: \(batch.notStored.count) entries verified but not stored (no room for their rows); the next sync fetches them")
+        }
+        for url in batch.vanished {
+            logger.warning("\(Redact.url(url)): its stored content was removed by another run before this one recorded it; the next sync fetches it")
+        }
+    }
+
+    /// Deletes the previous versions no row names any more, then clears this process's mark (a
+    /// crash would have left it). The last step of a run, under the lock.
+    mutating func finish() async throws(CacheError) {
+        guard !replaced.isEmpty || batch.markedUnclean else { return }
+        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
+        defer { lock.release() }
+        for object in replaced where try index.references(object: object) == 0 {
+            store.remove(object)
+        }
+        replaced.removeAll()
+        if batch.markedUnclean { store.markClean() }
+    }
+}
