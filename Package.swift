@@ -5,7 +5,14 @@ import PackageDescription
 // 92 MB binary that starts ~0.6 ms slower and has a third more conformances for every runtime
 // lookup to scan). swift-crypto imports Foundation, and without this feature its String
 // extensions (`range(of:)`, ...) would be usable here unnoticed and link all of it back in.
-let essentialsOnly: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+//
+// The engine is eight targets: in a release build, cross-module optimization lets a layer's
+// generic and small functions be specialized and inlined in the layers above it, as they were
+// when the engine was one module (BENCHMARKS.md, "Layers as targets").
+let essentialsOnly: [SwiftSetting] = [
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
+]
 
 let package = Package(
     name: "worker",

@@ -44,31 +44,34 @@ public final class CacheLock: Sendable {
     /// Takes the `flock` of `fd` (a lock file opened with `openOwnerOnly`), which it then owns.
     init(fd: Int32, path: String, wait: Double?, noun: String, firstNotice: Double = 0, context: RunContext) async throws(CacheError) {
         self.path = path
-        let start = Date()
-        var nextNotice = firstNotice
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
                 let error = SystemError("lock", path)
                 close(fd)
                 throw .system(error)
             }
-            let waited = Date().timeIntervalSince(start)
-            if waited >= nextNotice, wait != 0, let onWait = context.lockNotice {
-                let holder = Self.readHolder(fd).map { " (\($0))" } ?? ""
-                let limit = wait.map { ", up to --wait-lock \(Units.formatDuration($0))" } ?? ""
-                onWait("waiting for \(noun) \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
-                nextNotice += Self.waitNoticeInterval
+            let notices = context.lockNotice.map { onWait in
+                LockWait.Notices(first: firstNotice, every: Self.waitNoticeInterval) { waited in
+                    let holder = Self.readHolder(fd).map { " (\($0))" } ?? ""
+                    let limit = wait.map { ", up to --wait-lock \(Units.formatDuration($0))" } ?? ""
+                    onWait("waiting for \(noun) \(path), held by another run\(holder); waited \(Int(waited)) s\(limit)")
+                }
             }
             // A cancelled wait, or one a stop request ends (a signal), ends like one that ran
             // out: the lock was not had.
-            let stopped = Task.isCancelled || context.stop.reason != nil
-            if let wait = wait ?? (stopped ? 0 : nil), stopped || Date().timeIntervalSince(start) >= wait {
+            switch await LockWait.wait(fd: fd, operation: LOCK_EX, limit: wait, stop: context.stop, notices: notices) {
+            case .held:
+                break
+            case .gaveUp:
                 let holder = Self.readHolder(fd)
                 close(fd)
                 throw CacheError.locked(path: path, holder: holder)
+            case .failed(let code):
+                errno = code
+                let error = SystemError("lock", path)
+                close(fd)
+                throw .system(error)
             }
-            // Short: a commit holds the lock for milliseconds, and the committing run waits here.
-            try? await Task.sleep(nanoseconds: 10_000_000)
         }
         self.fd = fd
         // The holder's pid, for a run that waits; never into a file another name links to
@@ -98,10 +101,7 @@ public final class CacheLock: Sendable {
         let fd = open(directory + "/lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return }
         defer { close(fd) }
-        let start = Monotonic.now()
-        while flock(fd, LOCK_SH | LOCK_NB) != 0, Monotonic.now() - start < seconds {
-            usleep(10_000)
-        }
+        if flock(fd, LOCK_SH | LOCK_NB) != 0 { _ = LockWait.blocking(fd: fd, operation: LOCK_SH, upTo: seconds) }
         flock(fd, LOCK_UN)
     }
 

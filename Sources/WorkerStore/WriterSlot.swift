@@ -27,19 +27,20 @@ package final class WriterSlot: Sendable {
             alone = true
             return
         }
-        let start = Monotonic.now()
-        while flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else {
+        let operation = exclusive ? LOCK_EX : LOCK_SH
+        if exclusive || flock(fd, operation | LOCK_NB) != 0 {
+            switch await LockWait.wait(fd: fd, operation: operation, limit: wait, stop: stop) {
+            case .held:
+                break
+            case .gaveUp:
+                close(fd)
+                throw CacheError.locked(path: path, holder: exclusive ? "other runs are writing" : "a run is tidying the cache")
+            case .failed(let code):
+                errno = code
                 let error = SystemError("lock", path)
                 close(fd)
                 throw .system(error)
             }
-            let stopped = Task.isCancelled || stop.reason != nil
-            if stopped || wait.map({ Monotonic.now() - start >= $0 }) == true {
-                close(fd)
-                throw CacheError.locked(path: path, holder: exclusive ? "other runs are writing" : "a run is tidying the cache")
-            }
-            try? await Task.sleep(nanoseconds: 20_000_000)
         }
         self.fd = fd
         alone = exclusive
