@@ -27,11 +27,11 @@ extension SyncEngine {
         let entry = ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)
         if !options.refresh, let hit = try cached(entry) { return hit }
         let result = try await syncWithoutManifest([entry], name: "get", count: 1)
-        let row = result.report.entries.first
-        guard let outcome = result.ledger.outcome(of: 0), outcome.status != .failed, let object = outcome.sha256 else {
-            return Lookup(path: nil, entry: row)
+        let outcome = result.ledger.outcome(of: 0)
+        guard let outcome, outcome.status != .failed, let object = outcome.sha256 else {
+            return Lookup(path: nil, entry: outcome?.row)
         }
-        return Lookup(path: CacheLayout.objectPath(options.cacheDirectory, object), entry: row)
+        return Lookup(path: CacheLayout.objectPath(options.cacheDirectory, object), entry: outcome.row)
     }
 }
 
@@ -59,11 +59,11 @@ extension SyncEngine {
         var failed: [SyncReport.Entry] = []
         // Plan items are the list's URLs, in order: each one's outcome names what it stored (the
         // manifest takes the URL from the list: the report's are redacted). A failure is shown
-        // with its report row (every row is kept: the entries are the rows, in order).
+        // with its row.
         for (offset, entry) in entries.enumerated() {
             guard let outcome = result.ledger.outcome(of: offset) else { continue }
             if outcome.status == .failed {
-                if offset < result.report.entries.count { failed.append(result.report.entries[offset]) }
+                failed.append(outcome.row)
             } else if let sha256 = outcome.sha256 {
                 items.append(ManifestWriter.Item(url: entry.url, sha256: sha256))
             }
@@ -114,14 +114,14 @@ extension SyncEngine {
         return Lookup(path: path, entry: row)
     }
 
-    /// A sync of entries that come from no manifest file: every row kept in the report, nothing
-    /// recorded per manifest.
+    /// A sync of entries that come from no manifest file: each item's outcome kept with its row
+    /// (the report itself lists only failures), nothing recorded per manifest.
     func syncWithoutManifest(_ entries: [ManifestEntry], name: String, count: Int) async throws(SyncFailure) -> SyncResult {
         let manifest = Manifest(path: name, name: name, baseURL: nil, headers: [], localRoot: "/", entryCount: count)
         var options = options
         options.recordsManifestRuns = false
-        options.reportAll = true
-        options.listLimit = nil
+        options.reportAll = false
+        options.listLimit = 0
         options.keepsOutcomes = true
         do {
             return try await SyncEngine(options: options, context: context).sync(ManifestSet(manifests: [manifest], entries: entries),

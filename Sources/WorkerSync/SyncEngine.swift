@@ -255,8 +255,7 @@ public struct SyncEngine: Sendable {
     }
 
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {
-        var failedPerManifest = [Int](repeating: 0, count: manifests.manifests.count)
-        for failed in run.failedManifestIndexes { failedPerManifest[failed] += 1 }
+        let failedPerManifest = run.ledger.failuresPerManifest
         do throws(CacheError) {
             try run.index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
                 ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,

@@ -38,11 +38,13 @@ struct SyncLedger {
         case remoteCache(SyncReport.RemoteCache)
     }
 
-    /// An item's outcome, kept when asked for (`get`, `manifest --urls`): its status and the
-    /// SHA-256 of the content it now names.
+    /// An item's outcome, kept when asked for (`get`, `manifest --urls`): its status, the
+    /// SHA-256 of the content it now names, and its row (what `get` shows, or why it failed),
+    /// whether or not the report lists it.
     struct Outcome: Sendable, Equatable {
         let status: EntryStatus
         let sha256: String?
+        let row: SyncReport.Entry
     }
 
     private let plan: SyncPlan
@@ -51,6 +53,9 @@ struct SyncLedger {
     /// Builds rows; apart from `self`, so that a row is built while `rows` changes.
     private let maker: RowMaker
     private var outcomes: [Outcome?]
+    /// Failed entries per manifest (its run's record) and per origin (a given-up origin's count).
+    private(set) var failuresPerManifest: [Int]
+    private var failuresPerOrigin: [String: Int] = [:]
 
     /// `store` gives the rows their object paths (none in a dry run's rows); `keepsOutcomes`
     /// keeps one `Outcome` per item.
@@ -66,6 +71,12 @@ struct SyncLedger {
         rows = ReportBuilder(listLimit: listLimit, reportAll: reportAll)
         maker = RowMaker(manifestNames: plan.manifests.manifests.map(\.name), store: store)
         outcomes = keepsOutcomes ? Array(repeating: nil, count: plan.items.count) : []
+        failuresPerManifest = Array(repeating: 0, count: plan.manifests.manifests.count)
+    }
+
+    /// Entries of `origin` that failed so far.
+    func failures(of origin: String) -> Int {
+        failuresPerOrigin[origin] ?? 0
     }
 
     /// The totals so far (progress reads them).
@@ -98,8 +109,9 @@ struct SyncLedger {
             record(.failed(item: item, failure, attempts: 1, stale: stale))
         case .failed(let item, let failure, let attempts, let stale):
             let planned = plan.items[item]
-            remember(item, Outcome(status: .failed, sha256: nil))
-            rows.add(.failed, order: item) { [maker] in
+            failuresPerManifest[planned.entry.manifest] += 1
+            if !LocalFile.isLocal(planned.entry.url) { failuresPerOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
+            add(item, .failed, sha256: nil) { [maker] in
                 var row = maker.entry(planned, status: .failed, object: nil, size: nil, attempts: attempts)
                 row.reason = failure.reason
                 row.error = failure.message
@@ -160,8 +172,7 @@ struct SyncLedger {
     private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
                               source: SourceKind? = nil, servedBy: String? = nil) {
         let planned = plan.items[item]
-        remember(item, Outcome(status: status, sha256: object))
-        rows.add(status, order: item) { [maker] in
+        add(item, status, sha256: object) { [maker] in
             var row = maker.entry(planned, status: status, object: object, size: size, attempts: attempts)
             if planned.action == .repair, status != .reused {
                 row.refetched = "the cached file's size was not the index's (it changed on disk)"
@@ -172,8 +183,13 @@ struct SyncLedger {
         }
     }
 
-    private mutating func remember(_ item: Int, _ outcome: Outcome) {
-        if item < outcomes.count { outcomes[item] = outcome }
+    /// Counts an item's row by the report's rule and, when outcomes are kept, keeps it with the
+    /// item's outcome (the row is built only when one of them needs it).
+    private mutating func add(_ item: Int, _ status: EntryStatus, sha256: String?, row: () -> SyncReport.Entry) {
+        guard item < outcomes.count else { return rows.add(status, order: item, row: row) }
+        let built = row()
+        outcomes[item] = Outcome(status: status, sha256: sha256, row: built)
+        rows.add(status, order: item) { built }
     }
 }
 

@@ -104,7 +104,7 @@ extension SyncRun {
             down.append((summary.origin, problem))
             ledger.record(.originGivenUp(SyncReport.OriginProblem(
                 origin: summary.origin, problem: problem, since: Timestamp.iso(since[summary.origin] ?? now),
-                failed: failedByOrigin[summary.origin] ?? 0, notTried: summary.notTried)))
+                failed: ledger.failures(of: summary.origin), notTried: summary.notTried)))
             logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
         }
         // Only an origin remembered as down has a row to forget (the run holds the lock: no

@@ -21,10 +21,6 @@ struct SyncRun {
 
     /// The run's account: every outcome goes there, and the report comes from it.
     var ledger: SyncLedger
-    /// The manifest of every failed entry, for the per-manifest run record.
-    private(set) var failedManifestIndexes: [Int] = []
-    /// Failed entries per origin, for the report's `unreachable_origins`.
-    var failedByOrigin: [String: Int] = [:]
     /// What finished since the last commit.
     var batch: BatchCommit
     /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
@@ -163,8 +159,6 @@ struct SyncRun {
 
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
         let planned = plan.items[item]
-        failedManifestIndexes.append(planned.entry.manifest)
-        if !LocalFile.isLocal(planned.entry.url) { failedByOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
         ledger.record(.failed(item: item, failure, attempts: attempts,
                               stale: planned.previous.map { store.contains($0.object) } ?? false))
         if failure.reason != .cancelled || attempts > 0 {
@@ -189,7 +183,6 @@ struct SyncRun {
         for dropped in batch.notStored {
             guard let item = dropped.origin.item else { continue }
             let planned = plan.items[item]
-            failedManifestIndexes.append(planned.entry.manifest)
             ledger.record(.notStored(item: item, object: dropped.object, reused: dropped.origin.reused,
                                      FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
                                      stale: planned.previous.map { store.contains($0.object) } ?? false))

@@ -150,16 +150,38 @@ import Testing
         #expect(account.report(finishedAt: finished, budget: FailureBudget(count: 1, share: nil)).succeeded)
     }
 
-    @Test func outcomesAreKeptOnlyWhenAskedFor() {
+    @Test func outcomesAreKeptOnlyWhenAskedForWithTheirRowsWhateverTheReportLists() {
         let entries = [entry("http://h/a", nil), entry("http://h/b", nil)]
-        var kept = ledger(plan(entries), outcomes: true)
+        // The report lists no row but failures: the outcomes still have each item's.
+        var kept = ledger(plan(entries), listLimit: 0, reportAll: false, outcomes: true)
         kept.record(.delivered(item: 0, object: objectA, size: 1, attempts: 1))
         kept.record(.failed(item: 1, FetchFailure(.io, "disk full"), attempts: 1, stale: false))
-        #expect(kept.outcome(of: 0) == SyncLedger.Outcome(status: .added, sha256: objectA))
-        #expect(kept.outcome(of: 1) == SyncLedger.Outcome(status: .failed, sha256: nil))
+        let added = kept.outcome(of: 0)
+        #expect(added?.status == .added && added?.sha256 == objectA)
+        #expect(added?.row.url == "http://h/a" && added?.row.status == .added && added?.row.bytes == 1)
+        let failed = kept.outcome(of: 1)
+        #expect(failed?.status == .failed && failed?.sha256 == nil)
+        #expect(failed?.row.url == "http://h/b" && failed?.row.error == "disk full" && failed?.row.reason == .io)
+        #expect(kept.report(finishedAt: started, budget: nil).entries.map(\.url) == ["http://h/b"])
         var plain = ledger(plan(entries))
         plain.record(.delivered(item: 0, object: objectA, size: 1, attempts: 1))
         #expect(plain.outcome(of: 0) == nil)
+    }
+
+    @Test func failuresAreCountedPerManifestAndPerOrigin() {
+        let entries = [entry("http://h/a", nil), entry("http://h/b", nil), entry("https://other:8443/c", nil),
+                       entry("file:///srv/d", nil)]
+        var account = ledger(plan(entries))
+        account.record(.failed(item: 0, FetchFailure(.connection, "refused"), attempts: 1, stale: false))
+        account.record(.delivered(item: 1, object: objectA, size: 1, attempts: 1))
+        // Delivered, then no room for its row: a failure of its origin after all.
+        account.record(.notStored(item: 1, object: objectA, reused: false, FetchFailure(.io, "no space"), stale: false))
+        account.record(.failed(item: 2, FetchFailure(.httpStatus, "HTTP 500"), attempts: 1, stale: false))
+        account.record(.failed(item: 3, FetchFailure(.io, "missing"), attempts: 1, stale: false))
+        #expect(account.failuresPerManifest == [4])
+        #expect(account.failures(of: Fetcher.origin(of: "http://h/")) == 2)
+        #expect(account.failures(of: Fetcher.origin(of: "https://other:8443/")) == 1)
+        #expect(account.failures(of: Fetcher.origin(of: "http://elsewhere/")) == 0)
     }
 
     @Test func aDryRunListsPlannedStatusesAndOrphansWithoutBytes() {
