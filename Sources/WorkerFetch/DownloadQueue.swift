@@ -59,7 +59,8 @@ package final class DownloadQueue: Sendable, OriginGate {
         var handOver = HandOver()
         let starts = state.withLock { state -> [(group: Int, delay: Double)] in
             let steps = state.schedule.headArrived(head.origin, status: head.status, multiplexed: head.multiplexed,
-                                                   closesConnections: head.closesConnection, now: now)
+                                                   closesConnections: head.closesConnection,
+                                                   learnsProtocol: head.learnsProtocol, now: now)
             guard !steps.isEmpty else { return [] }
             let starts = apply(steps, to: &state)
             handOver = handOverIfDue(&state)

@@ -122,10 +122,11 @@ struct DownloadSchedule: Sendable {
     /// A response's head arrived: its origin's window grows (not for 429 and 503, which halve it
     /// when the attempt ends), and a wider window may have room for the next groups.
     mutating func headArrived(_ origin: String, status: Int, multiplexed: Bool, closesConnections: Bool,
-                              now: Double) -> [Step] {
+                              learnsProtocol: Bool = true, now: Double) -> [Step] {
         guard status != 429, status != 503, var window = windows[origin] else { return [] }
         let before = window.limit(jobs: jobs, streams: streams)
-        window.answered(multiplexed: multiplexed, closesConnections: closesConnections, jobs: jobs, streams: streams)
+        window.answered(multiplexed: multiplexed, closesConnections: closesConnections, learnsProtocol: learnsProtocol,
+                        jobs: jobs, streams: streams)
         windows[origin] = window
         // Only a window that grew (or changed its cap) can have room for another group.
         guard window.limit(jobs: jobs, streams: streams) != before else { return [] }

@@ -11,12 +11,15 @@ package final class TransferMeter: Sendable {
         package let status: Int
         package let multiplexed: Bool
         package let closesConnection: Bool
+        /// Whether the answer is the origin's own (`TransferRequest.learnsProtocol`).
+        package let learnsProtocol: Bool
 
-        package init(origin: String, status: Int, multiplexed: Bool, closesConnection: Bool) {
+        package init(origin: String, status: Int, multiplexed: Bool, closesConnection: Bool, learnsProtocol: Bool = true) {
             self.origin = origin
             self.status = status
             self.multiplexed = multiplexed
             self.closesConnection = closesConnection
+            self.learnsProtocol = learnsProtocol
         }
     }
 

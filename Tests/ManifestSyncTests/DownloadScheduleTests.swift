@@ -59,6 +59,21 @@ import Testing
         #expect(schedule.windows[a]?.limit(jobs: 4, streams: 32) == 32, "the end of the answer keeps it open")
     }
 
+    @Test func anHTTP2TiersAnswersGrowAnHTTP1OriginsWindowOnlyToItsConnections() {
+        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 50), jobs: 4, streams: 32)
+        #expect(Self.started(schedule.take(now: 0)) == [0])
+        // The tier answers over HTTP/2 in the origin's window (a 404, say): slow start, no more.
+        var started = Self.started(schedule.headArrived(a, status: 404, multiplexed: true, closesConnections: false,
+                                                        learnsProtocol: false, now: 0))
+        #expect(started == [1, 2], "grown by two, as by any answer")
+        started = Self.started(schedule.headArrived(a, status: 200, multiplexed: true, closesConnections: false,
+                                                    learnsProtocol: false, now: 0))
+        #expect(started == [3], "capped at --jobs 4: the tier's HTTP/2 is not the origin's")
+        #expect(schedule.windows[a]?.multiplexed == nil, "nothing learned of the origin")
+        // The origin's own HTTP/2 answer opens it.
+        #expect(Self.head(&schedule, a, http2: true) == Array(4...31))
+    }
+
     @Test func aFewLargeBodiesFromASlowServerRunInParallelFromTheStart() {
         // Three 10 MB files at 2 MB/s a connection: none completes for 5 s, but each head comes
         // within a round trip, and each head opens room for more.

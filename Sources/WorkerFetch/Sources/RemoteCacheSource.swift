@@ -53,10 +53,12 @@ final class RemoteCacheSource: ContentSource {
         let handler = ResponseHandler(store: store, expected: expected, maxSize: settings.maxSize, conditional: false,
                                       deadline: deadline, entryTimeout: limit, url: url, resume: nil,
                                       resumeThreshold: .max)
-        // The meter is told under the entry's origin: its window grows with the tier's answers.
+        // The meter is told under the entry's origin: its window grows with the tier's answers,
+        // which say nothing of the origin's protocol.
         var sent = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline, meter: meter,
                                    origin: request.origin)
         sent.timeouts = tier.settings.timeouts
+        sent.learnsProtocol = false
         lane.control.send(sent, handler: handler, on: lane.engine) { [self] reply in
             let now = Monotonic.now()
             let outcome = Self.outcome(of: reply, tier: tier, seconds: now - started)
