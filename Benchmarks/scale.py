@@ -9,7 +9,7 @@ For each size N (each run in a fresh folder on tmpfs unless it is a warm one):
   warm+report   the same with --report R
   one changed   worker sync M1 on that cache: one entry's URL and hash changed (one download)
   curl          curl --parallel --parallel-max 16 --create-dirs -K (the same files, url + output lines)
-  base cold, base warm   with --baseline: an earlier build, the same way
+  base cold, base warm, base cold+report   with --baseline: an earlier build, the same way
 Prints wall, CPU (user+sys) and peak RSS of each, a Markdown table, and writes an SVG of wall time
 and peak memory against N (--svg, default docs/scale.svg).
 
@@ -132,10 +132,10 @@ def main():
             sync = lambda binary, m: [binary, "sync", m, "--cache-dir", cache, "-q", "--progress", "never"]
             builds = [("", worker)] + ([("base ", os.path.abspath(args.baseline))] if args.baseline else [])
             for label, binary in builds:
-                rows = [(f"{label}cold", sync(binary, manifest), True), (f"{label}warm", sync(binary, manifest), False)]
+                rows = [(f"{label}cold", sync(binary, manifest), True), (f"{label}warm", sync(binary, manifest), False),
+                        (f"{label}cold+report", sync(binary, manifest) + ["--report", report], True)]
                 if not label:
-                    rows += [("cold+report", sync(binary, manifest) + ["--report", report], True),
-                             ("warm+report", sync(binary, manifest) + ["--report", report], False),
+                    rows += [("warm+report", sync(binary, manifest) + ["--report", report], False),
                              ("one changed", sync(binary, changed), False)]
                 for _ in range(args.rounds):
                     for name, command, fresh in rows:
@@ -158,7 +158,7 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
     table = {key: tuple(statistics.median(run[i] for run in measured) for i in range(3)) for key, measured in runs.items()}
     names = ["cold", "cold+report", "warm", "warm+report", "one changed", "curl"]
-    names += ["base cold", "base warm"] if args.baseline else []
+    names += ["base cold", "base warm", "base cold+report"] if args.baseline else []
     print("\n| entries | run | wall s | CPU s | peak RSS MB | wall ÷ curl | CPU ÷ curl |")
     print("|---|---|---|---|---|---|---|")
     for n in sizes:

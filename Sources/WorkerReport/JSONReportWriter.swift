@@ -3,11 +3,14 @@ import Glibc
 import WorkerStore
 import WorkerSupport
 
-/// Writes the JSON report (schema 1) atomically: a temporary file renamed over the target.
+/// Writes the JSON report (schema 1) atomically: a temporary file renamed over the target. The
+/// rows are encoded one at a time as the file is written, so a report of a million rows never
+/// exists as one encoded tree or one block of bytes (JSONEncoder's output for the whole document,
+/// byte for byte: `JSONReportWriterTests`).
 public enum JSONReportWriter {
-    private struct Document: Encodable {
-        let schema = 1
-        let workerVersion = WorkerVersion.current
+    struct Document: Encodable {
+        var schema = 1
+        var workerVersion = WorkerVersion.current
         let dryRun: Bool
         let startedAt: String
         let finishedAt: String
@@ -15,7 +18,7 @@ public enum JSONReportWriter {
         let cacheDir: String
         let manifests: [SyncReport.ManifestSummary]
         let totals: SyncReport.Totals
-        let entries: [SyncReport.Entry]
+        var entries: [SyncReport.Entry]
         let unreachableOrigins: [SyncReport.OriginProblem]?
         let limits: SyncReport.Limits?
         let remoteCache: SyncReport.RemoteCache?
@@ -35,31 +38,81 @@ public enum JSONReportWriter {
             case remoteCache = "remote_cache"
             case tree
         }
+
+        /// The report's document; its rows are given separately (`entries` is left empty).
+        init(_ report: SyncReport, entries: [SyncReport.Entry] = []) {
+            let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+            dryRun = report.dryRun
+            startedAt = report.startedAt.formatted(format)
+            finishedAt = report.finishedAt.formatted(format)
+            durationSeconds = (report.duration * 1000).rounded() / 1000
+            cacheDir = report.cacheDirectory
+            manifests = report.manifests
+            totals = report.totals
+            self.entries = entries
+            unreachableOrigins = report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins
+            limits = report.limits
+            remoteCache = report.remoteCache
+            tree = report.tree
+        }
     }
 
-    public static func data(_ report: SyncReport) throws -> Data {
-        let format = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-        let document = Document(
-            dryRun: report.dryRun,
-            startedAt: report.startedAt.formatted(format),
-            finishedAt: report.finishedAt.formatted(format),
-            durationSeconds: (report.duration * 1000).rounded() / 1000,
-            cacheDir: report.cacheDirectory,
-            manifests: report.manifests,
-            totals: report.totals,
-            entries: report.entries,
-            unreachableOrigins: report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins,
-            limits: report.limits,
-            remoteCache: report.remoteCache,
-            tree: report.tree
-        )
+    private static let indent: [UInt8] = Array("    ".utf8)
+    private static let newlineIndent: [UInt8] = Array("\n    ".utf8)
+
+    static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(document)
+        return encoder
     }
 
-    public static func write(_ report: SyncReport, to path: String) throws {
-        try AtomicFile.write(data(report), to: path)
+    /// The report's bytes, rows with `keep` (every row by default).
+    public static func data(_ report: SyncReport, keep: (SyncReport.Entry) -> Bool = { _ in true }) throws -> Data {
+        var data = Data()
+        try encode(report, keep: keep) { data.append($0) }
+        return data
+    }
+
+    /// Writes the report to `path` atomically, rows with `keep`.
+    public static func write(_ report: SyncReport, to path: String, keep: (SyncReport.Entry) -> Bool = { _ in true }) throws {
+        try AtomicFile.write(to: path) { output in try encode(report, keep: keep, to: output) }
+    }
+
+    /// Hands the report's bytes to `output` in pieces: the document around its `entries` array,
+    /// then each row, indented as the whole document's encoding indents it.
+    static func encode(_ report: SyncReport, keep: (SyncReport.Entry) -> Bool, to output: (Data) throws -> Void) throws {
+        let encoder = encoder()
+        let document = try encoder.encode(Document(report))
+        // The top level is indented by two spaces, and only it: the one `entries` key there.
+        let marker = Data("\n  \"entries\" : [".utf8)
+        guard let found = document.firstRange(of: marker) else { throw EncodingError.invalidValue(report, .init(codingPath: [], debugDescription: "no entries array")) }
+        // An empty array is `[\n\n  ]`; a full one `[\n    {…},\n    {…}\n  ]`.
+        let emptyRest = Data("\n\n  ]".utf8)
+        guard document[found.upperBound...].starts(with: emptyRest) else {
+            throw EncodingError.invalidValue(report, .init(codingPath: [], debugDescription: "unexpected entries array"))
+        }
+        let rowsEnd = found.upperBound + 2
+        var wroteRow = false
+        var pending = Data(document[..<found.upperBound])
+        for row in report.entries where keep(row) {
+            pending.append(contentsOf: wroteRow ? Array(",\n".utf8) : Array("\n".utf8))
+            // A row's own lines, four spaces further in (no string in it holds a raw newline).
+            let encoded = try encoder.encode(row)
+            var first = true
+            for line in encoded.split(separator: 10, omittingEmptySubsequences: false) {
+                pending.append(contentsOf: first ? Self.indent : Self.newlineIndent)
+                pending.append(contentsOf: line)
+                first = false
+            }
+            wroteRow = true
+            if pending.count >= 1 << 16 {
+                try output(pending)
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        pending.append(contentsOf: Array((wroteRow ? "\n" : "\n\n").utf8))
+        pending.append(document[rowsEnd...])
+        try output(pending)
     }
 }
 
@@ -69,6 +122,12 @@ public enum JSONReportWriter {
 /// planting a symlink under a name they guessed.
 public enum AtomicFile {
     public static func write(_ data: Data, to path: String) throws {
+        try write(to: path) { output in try output(data) }
+    }
+
+    /// Writes what `produce` hands its output, piece by piece, then renames the file into place;
+    /// the temporary file is removed when `produce` or a write fails.
+    public static func write(to path: String, _ produce: ((Data) throws -> Void) throws -> Void) throws {
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         var created: (fd: Int32, path: String)?
@@ -79,13 +138,16 @@ public enum AtomicFile {
             guard errno == EEXIST else { throw failure(path, errno) }
         }
         guard let (fd, temporary) = created else { throw failure(path, EEXIST) }
-        let written = data.withUnsafeBytes { FileChunks.writeAll(fd, $0) }
-        let code = errno
-        close(fd)
-        guard written else {
+        do {
+            try produce { data in
+                guard data.withUnsafeBytes({ FileChunks.writeAll(fd, $0) }) else { throw failure(path, errno) }
+            }
+        } catch {
+            close(fd)
             unlink(temporary)
-            throw failure(path, code)
+            throw error
         }
+        close(fd)
         guard rename(temporary, url.path) == 0 else {
             let code = errno
             unlink(temporary)

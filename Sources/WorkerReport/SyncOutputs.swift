@@ -26,9 +26,12 @@ public struct SyncOutputs: Sendable {
     /// Writes each file asked for, atomically (the appended summary is appended).
     package func write(_ report: SyncReport, success: Bool) throws(CacheError) {
         if let path = self.report {
-            var kept = report
-            if !reportAll { kept.entries = report.entries.filter { $0.status != .unchanged } }
-            try write(path) { try JSONReportWriter.data(kept) }
+            let reportAll = reportAll
+            do {
+                try JSONReportWriter.write(report, to: path) { reportAll || $0.status != .unchanged }
+            } catch {
+                throw CacheError.output(path: path, reason: ErrorText.describe(error))
+            }
         }
         if let junit { try write(junit) { Data(JUnitReportWriter.xml(report).utf8) } }
         if let metrics { try write(metrics) { Data(PrometheusMetricsWriter.text(report, success: success).utf8) } }

@@ -57,7 +57,8 @@ import WorkerSupport
             #expect(process.terminationStatus == 0, "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
         // Each run's own clock: each waited 5 s for its slow answer, and the two spans overlap
-        // (one after the other they would not).
+        // (one after the other they would not). By a second at least, not by most of the 5 s:
+        // on a loaded machine (the whole suite on 2 cores) one run started 2.5 s after the other.
         let format = ISO8601DateFormatter()
         format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let spans = try (0..<2).map { writer -> (start: Double, end: Double) in
@@ -66,7 +67,7 @@ import WorkerSupport
             return (start, start + (try #require(report["duration_seconds"] as? Double)))
         }
         let overlap = min(spans[0].end, spans[1].end) - max(spans[0].start, spans[1].start)
-        #expect(overlap >= 3, "the two runs overlapped by \(overlap) s: \(spans)")
+        #expect(overlap >= 1, "the two runs overlapped by \(overlap) s: \(spans)")
         #expect(Set(harness.objects()) == Set(expected))
         #expect(try harness.records().count == 42)
         let verify = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])

@@ -1,0 +1,79 @@
+import FoundationEssentials
+import Glibc
+import Testing
+@testable import WorkerFetch
+@testable import WorkerReport
+@testable import WorkerStore
+import WorkerTestSupport
+
+/// The JSON report, written a row at a time, is JSONEncoder's encoding of the whole document byte
+/// for byte, whatever the rows hold, and lands atomically.
+@Suite(.timeLimit(.minutes(1))) struct JSONReportWriterTests {
+    let started = Date(timeIntervalSince1970: 1_700_000_000.125)
+
+    func report(rows: [SyncReport.Entry]) -> SyncReport {
+        var report = SyncReport(startedAt: started, finishedAt: started.addingTimeInterval(2.5), cacheDirectory: "/c/\"entries\" : [",
+                                manifests: [SyncReport.ManifestSummary(path: "/m/a.yaml", name: "a", entries: rows.count)])
+        report.entries = rows
+        report.totals.entries = rows.count
+        return report
+    }
+
+    func whole(_ report: SyncReport, _ rows: [SyncReport.Entry]) throws -> Data {
+        try JSONReportWriter.encoder().encode(JSONReportWriter.Document(report, entries: rows))
+    }
+
+    var rows: [SyncReport.Entry] {
+        [
+            SyncReport.Entry(url: "http://h/a", hash: "sha256:" + String(repeating: "a", count: 64), status: .added,
+                             bytes: 3, attempts: 1, path: "/c/objects/sha256/aa/x", manifest: "a", source: .origin),
+            SyncReport.Entry(url: "http://h/b?q=1&r=\"x\"", status: .failed, reason: .httpStatus,
+                             error: "HTTP 500\n\t\u{1}line two ✓ — /slashes/", httpStatus: 500, stale: true),
+            SyncReport.Entry(url: "http://h/c", status: .unchanged, servedBy: "http://mirror/c"),
+            SyncReport.Entry(url: "http://h/é", status: .updated, previousHash: "sha256:" + String(repeating: "b", count: 64)),
+        ]
+    }
+
+    @Test func rowsWrittenOneAtATimeAreTheWholeDocumentsEncoding() throws {
+        let rows = rows
+        for count in [0, 1, rows.count] {
+            let report = report(rows: Array(rows.prefix(count)))
+            #expect(try JSONReportWriter.data(report) == whole(report, report.entries), "\(count) rows")
+        }
+        // With everything else the document can hold.
+        var full = report(rows: rows)
+        full.dryRun = true
+        full.limits = SyncReport.Limits(limitRate: 1024, maxRequestsPerSecond: 2.5)
+        full.remoteCache = RemoteTierCounts(url: "http://tier", readOnly: true)
+        full.tree = TreeOutcome(path: "/srv/site", version: "v-0123456789abcdef")
+        full.unreachableOrigins = [SyncReport.OriginProblem(origin: "http://h", problem: "refused", since: "2026-01-01T00:00:00Z",
+                                                            failed: 1, notTried: 0)]
+        #expect(try JSONReportWriter.data(full) == whole(full, full.entries))
+        // Rows left out (unchanged ones without --report-all) are left out of the same encoding.
+        let changed = full.entries.filter { $0.status != .unchanged }
+        #expect(try JSONReportWriter.data(full, keep: { $0.status != .unchanged }) == whole(full, changed))
+    }
+
+    @Test func manyRowsStreamToTheFileAsTheyWouldEncodeWhole() throws {
+        let many = (0..<5000).map { SyncReport.Entry(url: "http://h/\($0)", status: .added, bytes: Int64($0)) }
+        let report = report(rows: many)
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/report.json"
+        try JSONReportWriter.write(report, to: path)
+        let written = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(written == (try whole(report, many)))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["report.json"], "no temporary file left")
+    }
+
+    @Test func aFailingWriteLeavesNeitherTheFileNorATemporaryOne() throws {
+        struct Stop: Error {}
+        let directory = TemporaryDirectory()
+        #expect(throws: Stop.self) {
+            try AtomicFile.write(to: directory.path + "/out.json") { output in
+                try output(Data("half".utf8))
+                throw Stop()
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+    }
+}
