@@ -39,10 +39,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// Why a callback ended the exchange.
     private var failure: FetchFailure?
-    private var status = 0
-    private var version = (major: 1, minor: 1)
-    private var headers: [(name: String, value: String)] = []
-    private var headDone = false
+    private var head = ResponseHeadReader()
     var connected = false
     /// Bumped by every callback that shows the connection alive: the read timeout watches it.
     var activity = 0
@@ -141,7 +138,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         } else if let failure {
             // The handler said so itself (and dealt with its body).
             result = .failure(failure)
-        } else if code == CURLE_OK, headDone {
+        } else if code == CURLE_OK, head.isDone {
             result = handler.finish()
         } else if code == CURLE_OK {
             result = .failure(FetchFailure(.connection, "the response ended without a head"))
@@ -194,7 +191,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
         activity &+= 1
         guard failure == nil else { return 0 }
-        guard headDone, handler.keepsBody else { return bytes.count }
+        guard head.isDone, handler.keepsBody else { return bytes.count }
         if let limits, case let wait = limits.wait(), wait > 0 {
             // --limit-rate: the run's budget is spent for now; this part is handed over again
             // once it is paid for (by this transfer's bytes or another's).
@@ -215,88 +212,26 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     /// it (an informational 1xx head is skipped; trailers after the body are ignored).
     private func headerLine(_ line: UnsafeRawBufferPointer) -> Int {
         activity &+= 1
-        guard !headDone else { return line.count }
+        guard !head.isDone else { return line.count }
         var end = line.count
         while end > 0, line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-        let text = UnsafeRawBufferPointer(rebasing: line[0..<end])
-        if text.isEmpty {
-            guard status >= 200 else {
-                headers.removeAll()
-                return line.count
-            }
-            headDone = true
-            let failure = handler.head(status: status, httpMajorVersion: version.major, keepAlive: keepsAlive) { name in
-                self.headers.compactMap { $0.name == name ? $0.value : nil }
-            }
-            headers = []
-            if let failure {
-                self.failure = failure
-                return 0
-            }
-            if let meter {
-                metered.head = true
-                metered.declared = handler.bytesToCome
-                meter.headArrived(TransferMeter.Head(origin: origin ?? "", status: status, multiplexed: handler.multiplexed,
-                                                     closesConnection: handler.closesConnection,
-                                                     learnsProtocol: learnsProtocol),
-                                  declared: metered.declared)
-            }
-            return line.count
+        guard head.take(UnsafeRawBufferPointer(rebasing: line[0..<end])) else { return line.count }
+        let failure = handler.head(status: head.status, httpMajorVersion: head.version.major, keepAlive: head.keepsAlive) { name in
+            self.head.values(name)
         }
-        if text.starts(with: "HTTP/".utf8) {
-            parseStatusLine(text)
-        } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
-                  let name = Self.keptHeaders.first(where: { Self.sameName($0.utf8, text[..<colon]) }) {
-            var start = colon + 1
-            var end = text.count
-            while start < end, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
-            while end > start, text[end - 1] == UInt8(ascii: " ") || text[end - 1] == UInt8(ascii: "\t") { end -= 1 }
-            headers.append((name, String(decoding: text[start..<end], as: UTF8.self)))
+        head.dropHeaders()
+        if let failure {
+            self.failure = failure
+            return 0
+        }
+        if let meter {
+            metered.head = true
+            metered.declared = handler.bytesToCome
+            meter.headArrived(TransferMeter.Head(origin: origin ?? "", status: head.status, multiplexed: handler.multiplexed,
+                                                 closesConnection: handler.closesConnection,
+                                                 learnsProtocol: learnsProtocol),
+                              declared: metered.declared)
         }
         return line.count
-    }
-
-    /// The headers read from a response (the handler's, and Connection): no String is made for
-    /// the others.
-    private static let keptHeaders = ResponseHandler.headerNames + ["connection"]
-
-    /// Whether `bytes` spell `name` (lowercase ASCII), in any case.
-    private static func sameName(_ name: String.UTF8View, _ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
-        guard name.count == bytes.count else { return false }
-        return zip(name, bytes).allSatisfy { expected, byte in
-            expected == (byte >= 65 && byte <= 90 ? byte + 32 : byte)
-        }
-    }
-
-    /// `HTTP/1.1 200 OK`, `HTTP/2 200`: the version's digits and the status code, read in place.
-    private func parseStatusLine(_ text: UnsafeRawBufferPointer) {
-        headers.removeAll()
-        var index = 5  // past "HTTP/"
-        func number() -> Int? {
-            var value: Int?
-            while index < text.count, text[index] >= 48, text[index] <= 57 {
-                value = (value ?? 0) * 10 + Int(text[index] - 48)
-                index += 1
-            }
-            return value
-        }
-        let major = number() ?? 1
-        var minor = 0
-        if index < text.count, text[index] == UInt8(ascii: ".") {
-            index += 1
-            minor = number() ?? 0
-        }
-        version = (major, minor)
-        while index < text.count, text[index] == UInt8(ascii: " ") { index += 1 }
-        status = number() ?? 0
-    }
-
-    /// Whether the connection stays open after this response (HTTP/1.0 only when asked).
-    private var keepsAlive: Bool {
-        if version.major >= 2 { return true }
-        let connection = headers.first { $0.name == "connection" }?.value.lowercased()
-        // (Kept by `headerLine` with the handler's headers.)
-        if version.major == 1, version.minor == 0 { return connection == "keep-alive" }
-        return connection != "close"
     }
 }

@@ -17,14 +17,18 @@ import WorkerTestSupport
         return fd
     }
 
-    @Test func theWaitEndsHeldWhenTheHolderLetsGo() async throws {
+    /// A lock file in a new folder, held (`operation`) through one open, and a second open to
+    /// wait with.
+    private func held(_ operation: Int32) throws -> (TemporaryDirectory, holder: Int32, waiter: Int32) {
         let directory = TemporaryDirectory()
-        let path = directory.path + "/lock"
-        let holder = try open(path)
-        defer { close(holder) }
-        try #require(flock(holder, LOCK_EX | LOCK_NB) == 0)
-        let waiter = try open(path)
-        defer { close(waiter) }
+        let holder = try open(directory.path + "/lock")
+        try #require(flock(holder, operation | LOCK_NB) == 0)
+        return (directory, holder, try open(directory.path + "/lock"))
+    }
+
+    @Test func theWaitEndsHeldWhenTheHolderLetsGo() async throws {
+        let (directory, holder, waiter) = try held(LOCK_EX)
+        defer { close(holder); close(waiter); withExtendedLifetime(directory) {} }
         let said = Mutex(0)
         let wait = Task {
             await LockWait.wait(fd: waiter, operation: LOCK_EX, limit: nil, stop: StopRequest(),
@@ -40,30 +44,20 @@ import WorkerTestSupport
     }
 
     @Test func aLimitGivesUpAndLeavesNoLockBehind() async throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path + "/lock"
-        let holder = try open(path)
-        defer { close(holder) }
-        try #require(flock(holder, LOCK_SH | LOCK_NB) == 0)
-        let waiter = try open(path)
-        defer { close(waiter) }
+        let (directory, holder, waiter) = try held(LOCK_SH)
+        defer { close(holder); close(waiter); withExtendedLifetime(directory) {} }
         let outcome = await LockWait.wait(fd: waiter, operation: LOCK_EX, limit: 0.2, stop: StopRequest())
         #expect(outcome == .gaveUp)
         // The holder lets go: nobody holds it (the waiting thread did not take it on its way out).
         flock(holder, LOCK_UN)
-        let other = try open(path)
+        let other = try open(directory.path + "/lock")
         defer { close(other) }
         #expect(flock(other, LOCK_EX | LOCK_NB) == 0)
     }
 
     @Test func aLongWaitIsSaidAgainAndAgain() async throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path + "/lock"
-        let holder = try open(path)
-        defer { close(holder) }
-        try #require(flock(holder, LOCK_EX | LOCK_NB) == 0)
-        let waiter = try open(path)
-        defer { close(waiter) }
+        let (directory, holder, waiter) = try held(LOCK_EX)
+        defer { close(holder); close(waiter); withExtendedLifetime(directory) {} }
         let stop = StopRequest()
         let said = Said()
         let wait = Task {
@@ -78,13 +72,8 @@ import WorkerTestSupport
     }
 
     @Test func aStopRequestOrACancelledTaskEndsAWaitWithoutLimit() async throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path + "/lock"
-        let holder = try open(path)
-        defer { close(holder) }
-        try #require(flock(holder, LOCK_EX | LOCK_NB) == 0)
-        let waiter = try open(path)
-        defer { close(waiter) }
+        let (directory, holder, waiter) = try held(LOCK_EX)
+        defer { close(holder); close(waiter); withExtendedLifetime(directory) {} }
 
         let stop = StopRequest()
         let firstStarted = Waiting()
@@ -125,13 +114,8 @@ import WorkerTestSupport
     }
 
     @Test func aBlockingWaitForACallerThatIsNotAsync() throws {
-        let directory = TemporaryDirectory()
-        let path = directory.path + "/lock"
-        let holder = try open(path)
-        defer { close(holder) }
-        try #require(flock(holder, LOCK_EX | LOCK_NB) == 0)
-        let waiter = try open(path)
-        defer { close(waiter) }
+        let (directory, holder, waiter) = try held(LOCK_EX)
+        defer { close(holder); close(waiter); withExtendedLifetime(directory) {} }
         #expect(!LockWait.blocking(fd: waiter, operation: LOCK_SH, upTo: 0.1))
         flock(holder, LOCK_UN)
         #expect(LockWait.blocking(fd: waiter, operation: LOCK_SH, upTo: 5))

@@ -1,0 +1,88 @@
+import WorkerFetch
+
+/// A response's head as libcurl hands it over, a line at a time: the status line's version and
+/// code, and the headers the response handler reads (and Connection), kept without making a
+/// String for the others. An informational (1xx) head is read and dropped.
+struct ResponseHeadReader {
+    private(set) var status = 0
+    private(set) var version = (major: 1, minor: 1)
+    private var headers: [(name: String, value: String)] = []
+    /// The final head has ended (its blank line came).
+    private(set) var isDone = false
+
+    /// The headers read from a response (the handler's, and Connection).
+    private static let keptHeaders = ResponseHandler.headerNames + ["connection"]
+
+    /// Takes one line without its line end; true when it is the blank line that ends the final
+    /// head.
+    mutating func take(_ text: UnsafeRawBufferPointer) -> Bool {
+        if text.isEmpty {
+            guard status >= 200 else {
+                headers.removeAll()
+                return false
+            }
+            isDone = true
+            return true
+        }
+        if text.starts(with: "HTTP/".utf8) {
+            parseStatusLine(text)
+        } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
+                  let name = Self.keptHeaders.first(where: { Self.sameName($0.utf8, text[..<colon]) }) {
+            var start = colon + 1
+            var end = text.count
+            while start < end, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
+            while end > start, text[end - 1] == UInt8(ascii: " ") || text[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            headers.append((name, String(decoding: text[start..<end], as: UTF8.self)))
+        }
+        return false
+    }
+
+    /// The values of the kept header `name` (lowercase), in order.
+    func values(_ name: String) -> [String] {
+        headers.compactMap { $0.name == name ? $0.value : nil }
+    }
+
+    /// Lets go of the headers once the handler has read them.
+    mutating func dropHeaders() {
+        headers = []
+    }
+
+    /// Whether the connection stays open after this response (HTTP/1.0 only when asked).
+    var keepsAlive: Bool {
+        if version.major >= 2 { return true }
+        let connection = values("connection").first?.lowercased()
+        if version.major == 1, version.minor == 0 { return connection == "keep-alive" }
+        return connection != "close"
+    }
+
+    /// Whether `bytes` spell `name` (lowercase ASCII), in any case.
+    private static func sameName(_ name: String.UTF8View, _ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
+        guard name.count == bytes.count else { return false }
+        return zip(name, bytes).allSatisfy { expected, byte in
+            expected == (byte >= 65 && byte <= 90 ? byte + 32 : byte)
+        }
+    }
+
+    /// `HTTP/1.1 200 OK`, `HTTP/2 200`: the version's digits and the status code, read in place.
+    private mutating func parseStatusLine(_ text: UnsafeRawBufferPointer) {
+        headers.removeAll()
+        var index = 5  // past "HTTP/"
+        func number() -> Int? {
+            var value: Int?
+            while index < text.count, text[index] >= 48, text[index] <= 57 {
+                value = (value ?? 0) * 10 + Int(text[index] - 48)
+                index += 1
+            }
+            return value
+        }
+        let major = number() ?? 1
+        var minor = 0
+        if index < text.count, text[index] == UInt8(ascii: ".") {
+            index += 1
+            minor = number() ?? 0
+        }
+        version = (major, minor)
+        while index < text.count, text[index] == UInt8(ascii: " ") { index += 1 }
+        status = number() ?? 0
+    }
+}

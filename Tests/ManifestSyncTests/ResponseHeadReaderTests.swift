@@ -1,0 +1,42 @@
+@testable import CurlTransport
+import Testing
+
+/// The head read a line at a time, as libcurl hands it over: no I/O.
+@Suite struct ResponseHeadReaderTests {
+    /// Feeds `lines`; whether the last one ended the final head.
+    static func read(_ lines: [String], into head: inout ResponseHeadReader) -> Bool {
+        var ended = false
+        for line in lines {
+            ended = Array(line.utf8).withUnsafeBytes { head.take($0) }
+        }
+        return ended
+    }
+
+    @Test func anInformationalHeadIsDroppedAndTheFinalOneKept() {
+        var head = ResponseHeadReader()
+        #expect(!Self.read(["HTTP/1.1 100 Continue", "ETag: \"early\"", ""], into: &head), "a 1xx head does not end it")
+        #expect(head.values("etag").isEmpty)
+        #expect(Self.read(["HTTP/1.1 200 OK", "etag:  \"v1\" \t", "X-Other: dropped", "Content-Length: 3", ""], into: &head))
+        #expect(head.isDone && head.status == 200 && head.version == (1, 1))
+        #expect(head.values("etag") == ["\"v1\""] && head.values("content-length") == ["3"])
+        #expect(head.values("x-other").isEmpty, "only the handler's headers and Connection are kept")
+        head.dropHeaders()
+        #expect(head.values("etag").isEmpty)
+    }
+
+    @Test func theConnectionStaysOpenByVersionAndConnectionHeader() {
+        func keepsAlive(_ lines: [String]) -> Bool {
+            var head = ResponseHeadReader()
+            _ = Self.read(lines + [""], into: &head)
+            return head.keepsAlive
+        }
+        #expect(keepsAlive(["HTTP/1.1 200 OK"]))
+        #expect(!keepsAlive(["HTTP/1.1 200 OK", "CONNECTION: Close"]))
+        #expect(!keepsAlive(["HTTP/1.0 200 OK"]))
+        #expect(keepsAlive(["HTTP/1.0 200 OK", "Connection: keep-alive"]))
+        #expect(keepsAlive(["HTTP/2 404", "connection: close"]))
+        var http2 = ResponseHeadReader()
+        _ = Self.read(["HTTP/2 404", ""], into: &http2)
+        #expect(http2.status == 404 && http2.version.major == 2)
+    }
+}
