@@ -120,8 +120,8 @@ extension SyncEngine {
         let manifest = Manifest(path: name, name: name, baseURL: nil, headers: [], localRoot: "/", entryCount: count)
         var options = options
         options.recordsManifestRuns = false
-        options.reportAll = false
-        options.listLimit = 0
+        options.outputs = SyncOutputs()
+        options.shownRows = 0
         options.keepsOutcomes = true
         do {
             return try await SyncEngine(options: options, context: context).sync(ManifestSet(manifests: [manifest], entries: entries),

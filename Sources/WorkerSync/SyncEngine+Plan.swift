@@ -71,7 +71,7 @@ extension SyncEngine {
     /// The report of a plan: what a sync would do, without doing it (the same ledger as a sync's).
     public func report(of plan: SyncPlan, startedAt: Date) -> SyncReport {
         var ledger = SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt,
-                                listLimit: options.listLimit, reportAll: options.reportAll, limits: nil, dryRun: true)
+                                outputs: options.outputs, shownRows: options.shownRows, limits: nil, dryRun: true)
         for item in plan.items.indices {
             ledger.record(.planned(item: item))
         }

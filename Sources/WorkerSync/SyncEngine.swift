@@ -32,11 +32,9 @@ public struct SyncOptions: Sendable {
     /// The largest share of the index `--prune` may remove in one run (0...1).
     public var pruneMax = 0.5
     public var force = false
-    /// List unchanged entries in the report too.
-    public var reportAll = false
-    /// How many entries other than failed ones the report keeps (nil: all of them). The text
-    /// summary shows only a few; without a report file there is no need to hold a million rows.
-    public var listLimit: Int?
+    /// How many rows other than failures the caller shows of the report itself (the text
+    /// summary's list; nil: all). The outputs decide the rest (`SyncLedger.rowsKept`).
+    public var shownRows: Int?
     /// Seconds the whole run may take; entries not done by then fail as `cancelled`.
     public var deadline: Double?
     /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
@@ -244,11 +242,9 @@ public struct SyncEngine: Sendable {
     /// The run's ledger: rows kept for the outputs that list them (JUnit has a case per entry
     /// checked), the limits the run keeps, one outcome per item when asked for.
     func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore) -> SyncLedger {
-        var listLimit = options.listLimit
-        if options.outputs.needsAllRows || options.outputs.report != nil { listLimit = nil }
         let limited = options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil
-        return SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt, listLimit: listLimit,
-                          reportAll: options.reportAll || options.outputs.junit != nil,
+        return SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt, outputs: options.outputs,
+                          shownRows: options.shownRows,
                           limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
                                                               maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
                           store: store, keepsOutcomes: options.keepsOutcomes || options.tree != nil)

@@ -57,9 +57,9 @@ struct SyncLedger {
     private(set) var failuresPerManifest: [Int]
     private var failuresPerOrigin: [String: Int] = [:]
 
-    /// `store` gives the rows their object paths (none in a dry run's rows); `keepsOutcomes`
-    /// keeps one `Outcome` per item.
-    init(plan: SyncPlan, cacheDirectory: String, startedAt: Date, listLimit: Int?, reportAll: Bool,
+    /// `outputs` and `shownRows` decide the rows kept (`rowsKept`); `store` gives the rows their
+    /// object paths (none in a dry run's rows); `keepsOutcomes` keeps one `Outcome` per item.
+    init(plan: SyncPlan, cacheDirectory: String, startedAt: Date, outputs: SyncOutputs, shownRows: Int?,
          limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false) {
         self.plan = plan
         report = SyncReport(dryRun: dryRun, startedAt: startedAt, finishedAt: startedAt, cacheDirectory: cacheDirectory,
@@ -68,10 +68,21 @@ struct SyncLedger {
                             })
         report.limits = limits
         report.orphans = plan.orphans.count
-        rows = ReportBuilder(listLimit: listLimit, reportAll: reportAll)
+        rows = Self.rowsKept(outputs: outputs, shownRows: shownRows)
         maker = RowMaker(manifestNames: plan.manifests.manifests.map(\.name), store: store)
         outcomes = keepsOutcomes ? Array(repeating: nil, count: plan.items.count) : []
         failuresPerManifest = Array(repeating: 0, count: plan.manifests.manifests.count)
+    }
+
+    /// The rows a run keeps, decided here only. Failures always. Every row an output file lists:
+    /// JUnit has a case per entry checked (unchanged ones too); the JSON report, the HTML page and
+    /// the Markdown summary list every entry that is not unchanged (the report all of them with
+    /// `reportAll`). Without such a file, as many as the caller shows (`shownRows`: the text
+    /// summary's list; 0 when it reads outcomes instead, nil for all) — a million-entry run need
+    /// not hold a million rows for a summary of twenty.
+    static func rowsKept(outputs: SyncOutputs, shownRows: Int?) -> ReportBuilder {
+        let listsFile = outputs.report != nil || outputs.needsAllRows
+        return ReportBuilder(listLimit: listsFile ? nil : shownRows, reportAll: outputs.reportAll || outputs.junit != nil)
     }
 
     /// Entries of `origin` that failed so far.

@@ -10,13 +10,9 @@ import WorkerSupport
 /// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
 /// json` every stderr line is one JSON object (time, level, message, and any fields given).
 enum Console {
-    /// `--log-format json` among the arguments: known before they are parsed, so that even a
-    /// usage error is a JSON line when asked for.
-    static let jsonLines: Bool = {
-        let arguments = Array(CommandLine.arguments.dropFirst())
-        return zip(arguments, arguments.dropFirst()).contains { $0 == "--log-format" && $1 == "json" }
-            || arguments.contains("--log-format=json")
-    }()
+    /// `--log-format json` was given: known before the command is parsed, so that even a usage
+    /// error is a JSON line when asked for.
+    static let jsonLines = Invocation.current?.logFormat == .json
 
     /// The JSON style of every command's output: indented, sorted keys, slashes as they are.
     static func json(_ value: some Encodable) throws -> Data {
@@ -106,39 +102,35 @@ enum Console {
 
 /// Ends the run with exit 4 when `directory` holds no cache: commands that only read or tidy a
 /// cache never create one, and a mistyped --cache-dir is named instead of shown as empty.
-func requireCache(_ directory: String) throws {
+func requireCache(_ directory: String) throws(CommandFailure) {
     guard access(CacheLayout.indexPath(directory), F_OK) == 0 else {
         let code = errno
         var info = stat()
         if code != ENOENT && code != ENOTDIR, stat(directory, &info) == 0 {
             // There is a folder, but this user may not look into it: say so, not "no cache".
-            Console.error("worker: cannot read the cache at \(directory): \(String(cString: strerror(code))) "
-                          + "(\(CacheAccess.owner(info)); this is \(CacheAccess.currentUser()))")
-        } else {
-            Console.error("worker: no cache at \(directory) (nothing has been synced there; check --cache-dir or WORKER_CACHE_DIR)")
+            throw .unusable("worker: cannot read the cache at \(directory): \(String(cString: strerror(code))) "
+                            + "(\(CacheAccess.owner(info)); this is \(CacheAccess.currentUser()))")
         }
-        throw ExitCode(ExitStatus.cacheUnusable)
+        throw .unusable("worker: no cache at \(directory) (nothing has been synced there; check --cache-dir or WORKER_CACHE_DIR)")
     }
 }
 
 /// Ends the run with exit 2 when an output would overwrite a manifest or a file it did not write.
-func checkOutputs(_ outputs: [(OutputKind, String?)], manifests: [String]) throws {
+func checkOutputs(_ outputs: [(OutputKind, String?)], manifests: [String]) throws(CommandFailure) {
     let given = outputs.compactMap { kind, path in path.map { (kind: kind, path: $0) } }
     if let problem = OutputGuard.problem(outputs: given, manifests: manifests) {
-        Console.error("worker: \(problem)")
-        throw ExitCode(ExitStatus.usage)
+        throw .input("worker: \(problem)")
     }
 }
 
 /// Loads manifests or ends the run with exit 2 and every located problem on stderr.
-func loadManifests(_ paths: [String], tree: Bool = false) throws -> ManifestSet {
+func loadManifests(_ paths: [String], tree: Bool = false) throws(CommandFailure) -> ManifestSet {
     do {
         var loader = ManifestLoader()
         loader.collectsTree = tree
         return try loader.load(paths: paths)
     } catch {
-        Console.error(error.description)
-        throw ExitCode(ExitStatus.usage)
+        throw .input(error.description)
     }
 }
 

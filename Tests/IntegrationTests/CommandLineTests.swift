@@ -133,6 +133,39 @@ import WorkerTestSupport
         #expect(try await WorkerBinary.run(["--help"]).code == 0)
     }
 
+    /// Options read before the command is parsed, by the same parser, and values checked once, in
+    /// the option's words, with the command's usage.
+    @Test func theFrontEndSaysUsageErrorsInTheOptionsOwnWords() async throws {
+        // A mistyped command is named with a suggestion, as a JSON line when JSON was asked for,
+        // wherever `--log-format` stands.
+        let mistyped = try await WorkerBinary.run(["--log-format", "json", "snyc"])
+        #expect(mistyped.code == 2)
+        let line = try #require(mistyped.stderr.split(separator: "\n").first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["message"] as? String == "worker: unknown command 'snyc'; did you mean 'sync'?")
+        #expect(object["level"] as? String == "error")
+
+        let hash = try await WorkerBinary.run(["get", "http://127.0.0.1:9/x", "--hash", "zz"])
+        #expect(hash.code == 2)
+        #expect(hash.stderr.hasPrefix("Error: --hash: bare hex hash of 2 characters"))
+        #expect(hash.stderr.contains("Usage: worker get [<options>] <url>"))
+
+        // The tier's URL is refused without its password; from the environment, named as such.
+        let tier = try await WorkerBinary.run(["sync", "m.yaml", "--remote-cache", "ftp://me:pa55word@tier/"])
+        #expect(tier.code == 2)
+        #expect(tier.stderr.contains("--remote-cache: ") && tier.stderr.contains("is not an http(s) URL"))
+        #expect(!tier.stderr.contains("pa55word"))
+        let fromEnvironment = try await WorkerBinary.run(["sync", "m.yaml"], environment: ["WORKER_REMOTE_CACHE": "http://a@b@tier"])
+        #expect(fromEnvironment.code == 2 && fromEnvironment.stderr.contains("WORKER_REMOTE_CACHE: "))
+
+        // Settings found unusable as the run starts (after parsing) read as a parse error does.
+        let jobs = try await WorkerBinary.run(["sync", "m.yaml", "--jobs", "0"])
+        #expect(jobs.stderr == "Error: --jobs must be between 1 and 1024\nUsage: worker sync [<options>] <manifests> ...\n"
+                + "  See 'worker sync --help' for more information.\n")
+        let shard = try await WorkerBinary.run(["sync", "m.yaml"], environment: ["JOB_COMPLETION_INDEX": "1"])
+        #expect(shard.code == 2 && shard.stderr.hasPrefix("Error: JOB_COMPLETION_INDEX is set"))
+    }
+
     @Test func failedEntryExits1AndTheReportSaysWhy() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

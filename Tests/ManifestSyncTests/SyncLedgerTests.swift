@@ -32,8 +32,15 @@ import Testing
     }
 
     func ledger(_ plan: SyncPlan, listLimit: Int? = nil, reportAll: Bool = true, outcomes: Bool = false) -> SyncLedger {
-        SyncLedger(plan: plan, cacheDirectory: "/cache", startedAt: started, listLimit: listLimit, reportAll: reportAll,
-                   limits: nil, keepsOutcomes: outcomes)
+        SyncLedger(plan: plan, cacheDirectory: "/cache", startedAt: started, outputs: outputs(reportAll: reportAll),
+                   shownRows: listLimit, limits: nil, keepsOutcomes: outcomes)
+    }
+
+    /// No output file; the report lists unchanged rows with `reportAll`.
+    func outputs(reportAll: Bool = true) -> SyncOutputs {
+        var outputs = SyncOutputs()
+        outputs.reportAll = reportAll
+        return outputs
     }
 
     @Test func aFetchedRowSaysWhereItsBytesCameFromAndTheTiersCountsReachTheReport() throws {
@@ -110,6 +117,28 @@ import Testing
         #expect(repair.entries.first?.refetched != nil)
     }
 
+    @Test func theOutputsDecideWhichRowsAreKept() {
+        // Three unchanged entries, three added, one failed; the caller shows one row.
+        let urls = (0..<7).map { entry("http://h/\($0)", nil) }
+        let records = (0..<3).map { record("http://h/\($0)", hash: nil, object: objectA) }
+        func kept(_ configure: (inout SyncOutputs) -> Void, shown: Int? = 1) -> [EntryStatus] {
+            var outputs = SyncOutputs()
+            configure(&outputs)
+            var account = SyncLedger(plan: plan(urls, records, present: [objectA]), cacheDirectory: "/cache", startedAt: started,
+                                     outputs: outputs, shownRows: shown, limits: nil)
+            for item in 0..<3 { account.record(.unchanged(item: item, attempts: nil)) }
+            for item in 3..<6 { account.record(.delivered(item: item, object: objectB, size: 1, attempts: 1)) }
+            account.record(.failed(item: 6, FetchFailure(.connection, "connection refused"), attempts: 1, stale: false))
+            return account.report(finishedAt: started, budget: FailureBudget.none).entries.map(\.status)
+        }
+        #expect(kept { _ in } == [.added, .failed], "no file: failures and what the caller shows")
+        #expect(kept({ _ in }, shown: 0) == [.failed], "a caller that reads outcomes keeps failures only")
+        #expect(kept { $0.report = "/r.json" } == [.added, .added, .added, .failed], "the JSON report lists every change")
+        #expect(kept { $0.report = "/r.json"; $0.reportAll = true } == [.unchanged, .unchanged, .unchanged, .added, .added, .added, .failed])
+        #expect(kept { $0.junit = "/j.xml" }.count == 7, "JUnit has a case per entry checked")
+        #expect(kept { $0.html = "/r.html" } == [.added, .added, .added, .failed])
+    }
+
     @Test func rowsFollowTheRetentionRuleInManifestOrder() {
         let urls = (0..<4).map { entry("http://h/\($0)", nil) }
         var account = ledger(plan(urls), listLimit: 1, reportAll: false)
@@ -133,7 +162,7 @@ import Testing
     @Test func theHeaderComesFromWhatTheLedgerWasBuiltWithAndTheBudgetDecides() {
         let limits = SyncReport.Limits(limitRate: 1000, maxRequestsPerSecond: nil)
         var account = SyncLedger(plan: plan([entry("http://h/a", nil)]), cacheDirectory: "/cache", startedAt: started,
-                                 listLimit: nil, reportAll: true, limits: limits)
+                                 outputs: outputs(), shownRows: nil, limits: limits)
         account.record(.failed(item: 0, FetchFailure(.timeout, "read timeout"), attempts: 1, stale: true))
         account.record(.received(1234))
         account.record(.originGivenUp(SyncReport.OriginProblem(origin: "http://h", problem: "connection refused",
@@ -187,8 +216,8 @@ import Testing
     @Test func aDryRunListsPlannedStatusesAndOrphansWithoutBytes() {
         let orphan = record("http://h/gone", hash: nil, object: objectB)
         let planned = plan([entry("http://h/a", "sha256:" + objectA)], [orphan], present: [objectB])
-        var dry = SyncLedger(plan: planned, cacheDirectory: "/cache", startedAt: started, listLimit: nil, reportAll: true,
-                             limits: nil, dryRun: true)
+        var dry = SyncLedger(plan: planned, cacheDirectory: "/cache", startedAt: started, outputs: outputs(),
+                             shownRows: nil, limits: nil, dryRun: true)
         dry.record(.planned(item: 0))
         dry.record(.pruned(orphan, position: 0, done: false))
         let report = dry.report(finishedAt: started, budget: nil)

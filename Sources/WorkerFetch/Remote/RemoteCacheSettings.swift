@@ -37,26 +37,12 @@ public struct RemoteCacheSettings: Sendable, Equatable {
     /// Checks the URL (http or https, a host, no query or fragment) and the headers
     /// (`Name: value`, `${VAR}` expanded from `environment`). The problem names the option.
     public static func make(url: String, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
-        var trimmed = url
-        while trimmed.hasSuffix("/"), !trimmed.hasSuffix("://") { trimmed.removeLast() }
-        guard !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }),
-              let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = parsed.host, !host.isEmpty
-        else {
-            return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.refusedURL(url)))' is not an http(s) URL (e.g. http://cache.internal:8080)"))
-        }
-        // libcurl refuses an `@` in the user info (`http://u:p@x@host`): it must be `%40`.
-        if let schemeEnd = trimmed.firstRange(of: "://") {
-            let rest = trimmed[schemeEnd.upperBound...]
-            let authority = rest[..<(rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex)]
-            if authority.filter({ $0 == "@" }).count > 1 {
-                return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.refusedURL(url)))' has more than one '@': "
-                                                   + "write an '@' in the user name or password as %40"))
-            }
-        }
-        guard !trimmed.contains("?"), !trimmed.contains("#") else {
-            return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.refusedURL(url)))' has a query or fragment; give the tier's base URL"))
-        }
+        RemoteCacheURL.parse(url).flatMap { make(url: $0, headers: headers, environment: environment) }
+    }
+
+    /// The settings for a checked URL, with the headers checked (`Name: value`, `${VAR}` expanded
+    /// from `environment`). The problem names the option.
+    public static func make(url: RemoteCacheURL, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
         var lines: [String] = []
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {
@@ -80,7 +66,7 @@ public struct RemoteCacheSettings: Sendable, Equatable {
                 lines.append("\(name): \(value)")
             }
         }
-        return .success(RemoteCacheSettings(base: trimmed, headers: lines))
+        return .success(RemoteCacheSettings(base: url.base, headers: lines))
     }
 
     private init(base: String, headers: [String]) {
@@ -121,7 +107,7 @@ public struct RemoteCacheSettings: Sendable, Equatable {
 public struct RemoteCacheProblem: Error, Sendable, Equatable {
     public let message: String
 
-    init(_ message: String) {
+    public init(_ message: String) {
         self.message = message
     }
 }

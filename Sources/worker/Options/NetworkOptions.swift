@@ -43,12 +43,12 @@ struct NetworkOptions: ParsableArguments {
 
     @OptionGroup(title: "Remote cache") var remote: RemoteCacheOptions
 
-    func validate() throws {
-        _ = try settings()
+    /// The fetch settings, made once as the command starts, or a usage error naming the option.
+    func settings(for command: any ParsableCommand.Type) throws(CommandFailure) -> FetchSettings {
+        try optionChecked(for: command) { try settings() }
     }
 
-    /// The fetch settings, or a usage error naming the option.
-    func settings() throws -> FetchSettings {
+    private func settings() throws -> FetchSettings {
         guard (1...1024).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 1024") }
         guard (1...1000).contains(maxStreams) else { throw ValidationError("--max-streams must be between 1 and 1000") }
         guard (0...100).contains(retries) else { throw ValidationError("--retries must be between 0 and 100") }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import WorkerFetch
 import WorkerManifest
 import WorkerReport
 import WorkerSupport
@@ -116,4 +117,26 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
 
 extension ProgressPrinter.Mode: ExpressibleByArgument {
     var defaultValueDescription: String { rawValue }
+}
+
+/// `--hash`: a content hash in any manifest form, parsed where it is read. A text that is not one
+/// is refused in the option's own words (`--hash: bare hex hash of 2 characters …`) by the
+/// command's `validate`.
+struct HashArgument: ExpressibleByArgument {
+    let parsed: Result<ContentHash, HashParseError>
+
+    init(argument: String) {
+        parsed = ContentHash.parse(argument)
+    }
+}
+
+/// `--remote-cache URL`, parsed where it is read. A URL that cannot be the tier's is refused when
+/// the settings are made, in words that never show its password (ArgumentParser's own refusal
+/// would repeat the argument as given).
+struct RemoteCacheURLArgument: ExpressibleByArgument {
+    let parsed: Result<RemoteCacheURL, RemoteCacheProblem>
+
+    init(argument: String) {
+        parsed = RemoteCacheURL.parse(argument)
+    }
 }

@@ -36,7 +36,7 @@ struct OutputOptions: ParsableArguments {
     var verbose = false
 
     /// The files, checked against the manifests (exit 2 when one would overwrite an input).
-    func outputs(manifests: [String]) throws -> SyncOutputs {
+    func outputs(manifests: [String]) throws(CommandFailure) -> SyncOutputs {
         try checkOutputs([(.report, reportPath), (.junit, junitPath), (.summary, summaryPath),
                           (.metrics, metricsPath), (.html, htmlPath)], manifests: manifests)
         var outputs = SyncOutputs()

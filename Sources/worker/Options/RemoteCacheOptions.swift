@@ -7,7 +7,7 @@ struct RemoteCacheOptions: ParsableArguments {
     @Option(name: .customLong("remote-cache"), help: ArgumentHelp(
         "A shared cache asked before the origins for entries pinned by SHA-256 (GET/PUT URL/cas/HEX; bazel-remote, nginx WebDAV). Default: $WORKER_REMOTE_CACHE.",
         valueName: "url"))
-    var url: String?
+    var url: RemoteCacheURLArgument?
 
     @Option(name: .customLong("remote-header"), help: ArgumentHelp(
         "A header sent to the remote cache only, 'Name: value' with ${VAR} from the environment (repeatable; never printed).",
@@ -28,7 +28,12 @@ struct RemoteCacheOptions: ParsableArguments {
 
     /// The tier's settings (nil without a URL), or a usage error naming the option.
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> RemoteCacheSettings? {
-        let given = url ?? environment["WORKER_REMOTE_CACHE"].flatMap { $0.isEmpty ? nil : $0 }
+        let given = url?.parsed ?? environment["WORKER_REMOTE_CACHE"].flatMap { $0.isEmpty ? nil : $0 }.map { variable in
+            // From the environment: say so.
+            RemoteCacheURL.parse(variable).mapError {
+                RemoteCacheProblem($0.message.replacing("--remote-cache:", with: "WORKER_REMOTE_CACHE:"))
+            }
+        }
         guard let given else {
             let stray = readOnly ? "--remote-cache-read-only" : uploadPrivate ? "--remote-cache-upload-private"
                 : !headers.isEmpty ? "--remote-header"
@@ -37,11 +42,9 @@ struct RemoteCacheOptions: ParsableArguments {
             return nil
         }
         var settings: RemoteCacheSettings
-        switch RemoteCacheSettings.make(url: given, headers: headers, environment: environment) {
+        switch given.flatMap({ RemoteCacheSettings.make(url: $0, headers: headers, environment: environment) }) {
         case .success(let made): settings = made
-        case .failure(let problem):
-            // From the environment: say so.
-            throw ValidationError(url == nil ? problem.message.replacing("--remote-cache:", with: "WORKER_REMOTE_CACHE:") : problem.message)
+        case .failure(let problem): throw ValidationError(problem.message)
         }
         settings.readOnly = readOnly
         settings.uploadsPrivate = uploadPrivate

@@ -17,10 +17,6 @@ struct SchedulingOptions: ParsableArguments {
     @Option(help: "Handle only shard I of N, 0 ≤ I < N (default from JOB_COMPLETION_INDEX / JOB_COMPLETION_COUNT).")
     var shard: Shard?
 
-    func validate() throws {
-        _ = try resolvedShard()
-    }
-
     /// `--shard I/N`, else Kubernetes Indexed Job variables, else everything.
     func resolvedShard() throws -> Shard {
         if let shard { return shard }

@@ -12,16 +12,17 @@ struct SyncCommandOptions: ParsableArguments {
     @OptionGroup(title: "Reports and output") var output: OutputOptions
     @OptionGroup(title: "Scheduling") var scheduling: SchedulingOptions
 
-    func syncOptions(manifests: [String]) throws -> SyncOptions {
+    /// The engine's settings, made once as the command starts; an option's value that cannot be
+    /// used is `command`'s usage error.
+    func syncOptions(manifests: [String], command: any ParsableCommand.Type) throws(CommandFailure) -> SyncOptions {
         var options = SyncOptions(cacheDirectory: cache.resolved)
         selection.apply(to: &options)
-        options.fetch = try network.settings()
+        options.fetch = try network.settings(for: command)
         options.waitLock = scheduling.lock.seconds()
         options.deadline = scheduling.deadline?.value
         options.failureBudget = scheduling.maxFailures
-        options.shard = try scheduling.resolvedShard()
-        options.reportAll = output.reportAll
-        options.listLimit = output.reportPath == nil ? TextReportWriter().listLimit : nil
+        options.shard = try optionChecked(for: command) { try scheduling.resolvedShard() }
+        options.shownRows = TextReportWriter().listLimit
         options.outputs = try output.outputs(manifests: manifests)
         return options
     }

@@ -61,7 +61,7 @@ struct Export: AsyncParsableCommand {
             result = try await exporter.export(layout: layout, to: directory, urls: urls, tree: tree, atomic: atomic,
                                                context: .command())
         } catch {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         if let outcome = result.tree {
             Console.out("exported \(outcome.files) file\(outcome.files == 1 ? "" : "s") to \(directory) "
@@ -74,7 +74,6 @@ struct Export: AsyncParsableCommand {
             Console.out("exported \(shared)\(files) file\(files == 1 ? "" : "s") to \(directory) "
                         + "(\(result.linked) linked, \(result.copied) copied, \(result.unchanged) already there\(removed))\n")
         }
-        for url in result.missing.prefix(20) { Console.error("not cached: \(url)") }
-        if !result.missing.isEmpty { throw ExitCode(ExitStatus.failures) }
+        if !result.missing.isEmpty { throw CommandFailure.failed(result.missing.prefix(20).map { "not cached: \($0)" }) }
     }
 }

@@ -30,8 +30,7 @@ struct Fingerprint: AsyncParsableCommand {
         do {
             set = try loader.load(paths: manifests)
         } catch {
-            Console.error(error.description)
-            throw ExitCode(ExitStatus.usage)
+            throw CommandFailure.input(error.description)
         }
         Console.out(ManifestFingerprint.digest(set) + "\n")
     }

@@ -50,7 +50,7 @@ struct GC: AsyncParsableCommand {
         do {
             result = try await collector.collect()
         } catch {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         if json {
             Console.out(String(decoding: try Console.json(result), as: UTF8.self) + "\n")

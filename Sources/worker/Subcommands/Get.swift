@@ -29,7 +29,7 @@ struct Get: AsyncParsableCommand {
     var url: String
 
     @Option(help: "The content hash it must have (any manifest hash form).")
-    var hash: String?
+    var hash: HashArgument?
 
     @Option(name: .shortAndLong, help: "Write the bytes to FILE (or - for standard output) instead of printing the path.")
     var output: String?
@@ -41,35 +41,32 @@ struct Get: AsyncParsableCommand {
     @OptionGroup var lock: LockOptions
 
     func validate() throws {
-        if let hash, case .failure(let error) = ContentHash.parse(hash) {
+        if case .failure(let error)? = hash?.parsed {
             throw ValidationError("--hash: \(error.message)")
         }
     }
 
     func run() async throws {
+        var options = SyncOptions(cacheDirectory: cache.resolved)
+        options.fetch = try network.settings(for: Self.self)
+        options.waitLock = lock.seconds()
         // Checked before the lookup: a fetch whose bytes cannot be written is work for nothing.
         if let output, output != "-", access(output, F_OK) != 0, let problem = OutputGuard.folderProblem(output) {
-            Console.error("worker: -o '\(output)': \(problem)")
-            throw ExitCode(ExitStatus.usage)
+            throw CommandFailure.input("worker: -o '\(output)': \(problem)")
         }
-        var options = SyncOptions(cacheDirectory: cache.resolved)
-        options.fetch = try network.settings()
-        options.waitLock = lock.seconds()
-        let expected = try hash.map { try ContentHash.parse($0).get() }
+        let expected = try hash?.parsed.get()
         let stop = StopSignals.enable { Console.notice("worker: \($0)") }
         let lookup: SyncEngine.Lookup
         do {
             lookup = try await SyncEngine(options: options, context: .command(stop: stop)).get(url: url, hash: expected)
         } catch .manifest(let errors) {
-            Console.error("worker: \(errors.diagnostics.map(\.message).joined(separator: "; "))")
-            throw ExitCode(ExitStatus.usage)
+            throw CommandFailure.input("worker: \(errors.diagnostics.map(\.message).joined(separator: "; "))")
         } catch .cache(let error) {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         guard let path = lookup.path else {
             let entry = lookup.entry
-            Console.error("failed: \(Redact.url(url)): \(entry?.reason?.rawValue ?? "failed"): \(entry?.error ?? "not fetched")")
-            throw ExitCode(ExitStatus.failures)
+            throw CommandFailure.failed(["failed: \(Redact.url(url)): \(entry?.reason?.rawValue ?? "failed"): \(entry?.error ?? "not fetched")"])
         }
         switch output {
         case nil:
@@ -111,8 +108,7 @@ struct Get: AsyncParsableCommand {
         }
     }
 
-    private func failure(_ message: String) -> ExitCode {
-        Console.error("worker: \(message)")
-        return ExitCode(ExitStatus.cacheUnusable)
+    private func failure(_ message: String) -> CommandFailure {
+        .unusable("worker: \(message)")
     }
 }

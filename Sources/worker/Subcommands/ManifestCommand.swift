@@ -61,39 +61,37 @@ struct ManifestCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let fetch = try network.settings(for: Self.self)
         if let output, let problem = Self.outputProblem(output) {
             // Never over a file that is not a manifest worker wrote (a typo must not eat a source file).
-            Console.error("worker: -o '\(output)' \(problem); refusing to overwrite it")
-            throw ExitCode(ExitStatus.usage)
+            throw CommandFailure.input("worker: -o '\(output)' \(problem); refusing to overwrite it")
         }
         if let output, access(output, F_OK) != 0, let problem = OutputGuard.folderProblem(output) {
-            Console.error("worker: -o '\(output)': \(problem)")
-            throw ExitCode(ExitStatus.usage)
+            throw CommandFailure.input("worker: -o '\(output)': \(problem)")
         }
         let yaml: String
         var failed = 0
         if let urls {
-            (yaml, failed) = try await pinned(urls)
+            (yaml, failed) = try await pinned(urls, fetch: fetch)
         } else {
             do {
                 let items = try ManifestWriter.scan(folders)
                 yaml = ManifestWriter.yaml(name: name, baseURL: baseURL, items: items)
             } catch {
-                Console.error("worker: \(error)")
-                throw ExitCode(ExitStatus.usage)
+                throw CommandFailure.input("worker: \(error)")
             }
         }
         if let output {
             do {
                 try AtomicFile.write(Data(yaml.utf8), to: output)
             } catch {
-                Console.error("worker: \(ErrorText.describe(error))")
-                throw ExitCode(ExitStatus.cacheUnusable)
+                throw CommandFailure.unusable("worker: \(ErrorText.describe(error))")
             }
         } else {
             Console.out(yaml)
         }
-        if failed > 0 { throw ExitCode(ExitStatus.failures) }
+        // Each URL that failed was said as the manifest was made, before the manifest itself.
+        if failed > 0 { throw CommandFailure.failed([]) }
     }
 
     /// Why `path` may not be replaced, or nil: it is missing, empty, or a manifest this command
@@ -112,15 +110,14 @@ struct ManifestCommand: AsyncParsableCommand {
         return count == mark.count && head == mark ? nil : "exists and was not written by `worker manifest`"
     }
 
-    /// The manifest of the URLs that could be fetched, and how many could not.
-    private func pinned(_ source: String) async throws -> (String, Int) {
+    /// The manifest of the URLs that could be fetched, and how many could not (each said on stderr).
+    private func pinned(_ source: String, fetch: FetchSettings) async throws -> (String, Int) {
         let text: String
         if source == "-" {
             text = String(decoding: Console.readStandardInput(), as: UTF8.self)
         } else {
             guard let read = try? String(contentsOfFile: source, encoding: .utf8) else {
-                Console.error("worker: cannot read --urls '\(source)'")
-                throw ExitCode(ExitStatus.usage)
+                throw CommandFailure.input("worker: cannot read --urls '\(source)'")
             }
             text = read
         }
@@ -136,7 +133,7 @@ struct ManifestCommand: AsyncParsableCommand {
             lineOf.append(offset + 1)
         }
         var options = SyncOptions(cacheDirectory: cache.resolved)
-        options.fetch = try network.settings()
+        options.fetch = fetch
         // What it pins seeds the tier: runners of the manifest it writes ask the tier by these hashes.
         options.fetch.remoteCache?.uploadsUnpinned = true
         options.waitLock = lock.seconds()
@@ -144,13 +141,12 @@ struct ManifestCommand: AsyncParsableCommand {
         do {
             result = try await SyncEngine(options: options, context: .command()).pin(urls: urls, source: source == "-" ? "stdin" : source)
         } catch .manifest(let errors) {
-            for diagnostic in errors.diagnostics {
+            throw CommandFailure.input(errors.diagnostics.map { diagnostic in
                 let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line
-                Console.error("\(diagnostic.path):\(line): \(diagnostic.message)")
-            }
-            throw ExitCode(ExitStatus.usage)
+                return "\(diagnostic.path):\(line): \(diagnostic.message)"
+            })
         } catch .cache(let error) {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         for entry in result.failed {
             Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")

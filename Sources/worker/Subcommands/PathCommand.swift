@@ -27,11 +27,10 @@ struct PathCommand: AsyncParsableCommand {
         do {
             path = try await maintenance.path(for: url)
         } catch {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         guard let path else {
-            Console.error("not cached: \(Redact.url(url))")
-            throw ExitCode(ExitStatus.failures)
+            throw CommandFailure.failed(["not cached: \(Redact.url(url))"])
         }
         Console.out(path + "\n")
     }

@@ -55,18 +55,16 @@ func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: Stri
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.prune = prune
     options.tree = tree
-    options.reportAll = reportAll
-    options.listLimit = reportPath == nil ? TextReportWriter().listLimit : nil
+    options.shownRows = TextReportWriter().listLimit
     options.outputs.report = reportPath
     options.outputs.reportAll = reportAll
     let report: SyncReport
     do {
         report = try SyncEngine(options: options, context: .command()).dryRun(manifestPaths: paths)
     } catch .manifest(let diagnostics) {
-        Console.error(diagnostics.description)
-        throw ExitCode(ExitStatus.usage)
+        throw CommandFailure.input(diagnostics.description)
     } catch .cache(let error) {
-        throw cacheExitCode(error)
+        throw CommandFailure.cache(error)
     }
     if !quiet { Console.out(TextReportWriter().summary(report)) }
 }

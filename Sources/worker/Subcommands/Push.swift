@@ -37,18 +37,21 @@ struct Push: AsyncParsableCommand {
 
     func validate() throws {
         if remote.readOnly { throw ValidationError("--remote-cache-read-only: push writes to the remote cache") }
-        guard try remote.settings() != nil else { throw ValidationError("push needs --remote-cache (or WORKER_REMOTE_CACHE)") }
-        for file in caCertificates where access(file, R_OK) != 0 {
-            throw ValidationError("--ca-cert: cannot read '\(file)'")
-        }
     }
 
     func run() async throws {
+        let tier = try optionChecked(for: Self.self) { () throws -> RemoteCacheSettings in
+            guard let tier = try remote.settings() else { throw ValidationError("push needs --remote-cache (or WORKER_REMOTE_CACHE)") }
+            for file in caCertificates where access(file, R_OK) != 0 {
+                throw ValidationError("--ca-cert: cannot read '\(file)'")
+            }
+            return tier
+        }
         let directory = try cache.existing()
         var settings = FetchSettings()
         settings.transport = CurlTransport()
         settings.caCertificates = caCertificates
-        settings.remoteCache = try remote.settings()
+        settings.remoteCache = tier
         let printer = ProgressPrinter(mode: progress, quiet: quiet)
         let stop = StopSignals.enable { message in
             printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)
@@ -61,7 +64,7 @@ struct Push: AsyncParsableCommand {
         do throws(CacheError) {
             result = try await push.run(onProgress: onProgress)
         } catch {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         printer?.stop()
         let counts = result.counts
@@ -78,9 +81,8 @@ struct Push: AsyncParsableCommand {
             for (count, what) in trouble { line += ", \(count) \(what)" }
             Console.out(line + "\n")
         }
-        if let givenUp = counts.givenUp {
-            Console.error("worker push: stopped after errors in a row from \(shown): \(Sanitize.terminal(givenUp, limit: 200))")
-        }
-        if !result.complete { throw ExitCode(ExitStatus.failures) }
+        let givenUp = counts.givenUp.map { "worker push: stopped after errors in a row from \(shown): \(Sanitize.terminal($0, limit: 200))" }
+        if !result.complete { throw CommandFailure.failed(givenUp.map { [$0] } ?? []) }
+        if let givenUp { Console.error(givenUp) }
     }
 }

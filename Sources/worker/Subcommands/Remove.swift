@@ -31,13 +31,12 @@ struct Remove: AsyncParsableCommand {
         do {
             result = try await maintenance.remove(urls: urls)
         } catch {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         Console.out("removed \(result.removed.count) entr\(result.removed.count == 1 ? "y" : "ies"), "
                     + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))"
                     + (result.failuresCleared.isEmpty ? "" : "; cleared \(result.failuresCleared.count) pending failure"
                         + (result.failuresCleared.count == 1 ? "" : "s")) + "\n")
-        for url in result.notCached { Console.error("not cached: \(Redact.url(url))") }
-        if !result.notCached.isEmpty { throw ExitCode(ExitStatus.failures) }
+        if !result.notCached.isEmpty { throw CommandFailure.failed(result.notCached.map { "not cached: \(Redact.url($0))" }) }
     }
 }

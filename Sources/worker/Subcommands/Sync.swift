@@ -44,7 +44,7 @@ struct Sync: AsyncParsableCommand {
                         reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune, tree: tree)
             return
         }
-        var settings = try options.syncOptions(manifests: manifests)
+        var settings = try options.syncOptions(manifests: manifests, command: Self.self)
         settings.tree = tree
         let printer = ProgressPrinter(mode: output.progress, quiet: output.quiet)
         let stop = StopSignals.enable { message in
@@ -57,16 +57,16 @@ struct Sync: AsyncParsableCommand {
         do {
             report = try await engine.sync(manifestPaths: manifests)
         } catch .manifest(let diagnostics) {
-            Console.error(diagnostics.description)
-            throw ExitCode(ExitStatus.usage)
+            throw CommandFailure.input(diagnostics.description)
         } catch .cache(let error) {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         printer?.stop()
         let text = TextReportWriter()
         if !output.quiet { Console.out(text.summary(report)) }
-        for line in text.failureLines(report, reportPath: output.reportPath) { Console.error(line) }
-        if !report.succeeded { throw ExitCode(ExitStatus.failures) }
+        let failureLines = text.failureLines(report, reportPath: output.reportPath)
+        guard report.succeeded else { throw CommandFailure.failed(failureLines) }
+        for line in failureLines { Console.error(line) }
     }
 }
 

@@ -61,10 +61,10 @@ struct Verify: AsyncParsableCommand {
 
     func validate() throws {
         guard repair || manifests.isEmpty else { throw ValidationError("manifests are read only with --repair") }
-        _ = try NetworkOptions.rewrite(rewrite)
     }
 
     func run() async throws {
+        let rewrite = try optionChecked(for: Self.self) { try NetworkOptions.rewrite(self.rewrite) }
         if !manifests.isEmpty {
             // Checked like any manifest (exit 2 with file:line:column) before the cache is touched.
             var loader = ManifestLoader()
@@ -72,8 +72,7 @@ struct Verify: AsyncParsableCommand {
             do {
                 _ = try loader.load(paths: manifests)
             } catch {
-                Console.error(error.description)
-                throw ExitCode(ExitStatus.usage)
+                throw CommandFailure.input(error.description)
             }
         }
         let directory = try cache.existing()
@@ -83,25 +82,24 @@ struct Verify: AsyncParsableCommand {
         verifier.fetch.jobs = max(1, jobs)
         verifier.fetch.retry = RetryPolicy(retries: retries)
         verifier.fetch.caCertificates = caCertificates
-        verifier.fetch.locator.rewrite = try NetworkOptions.rewrite(rewrite)
+        verifier.fetch.locator.rewrite = rewrite
         verifier.waitLock = lock.seconds()
         verifier.manifestPaths = manifests
         let report: VerifyReport
         do {
             report = try await verifier.verify(repair: repair)
         } catch {
-            throw cacheExitCode(error)
+            throw CommandFailure.cache(error)
         }
         if !quiet { Console.out(Self.describe(report)) }
         if let path = reportPath {
             do {
                 try AtomicFile.write(Console.json(report), to: path)
             } catch {
-                Console.error("cannot write the report: \(ErrorText.describe(error))")
-                throw ExitCode(ExitStatus.cacheUnusable)
+                throw CommandFailure.unusable("cannot write the report: \(ErrorText.describe(error))")
             }
         }
-        if !report.isClean && !report.repaired { throw ExitCode(ExitStatus.failures) }
+        if !report.isClean && !report.repaired { throw CommandFailure.failed([]) }
     }
 
     static func describe(_ report: VerifyReport) -> String {

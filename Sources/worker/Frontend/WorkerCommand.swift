@@ -21,15 +21,13 @@ struct WorkerCommand: AsyncParsableCommand {
         // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
         // rather than kill the run with SIGXFSZ.
         signal(SIGXFSZ, SIG_IGN)
-        let arguments = Array(CommandLine.arguments.dropFirst())
         // The one logging set-up of the process: the engine's lines as the console writes its own.
         let json = Console.jsonLines
         LoggingSystem.bootstrap { label in
             json ? JSONLogHandler(label: label) as any LogHandler : TextLogHandler(label: label)
         }
-        if let first = arguments.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
-            Console.error("worker: \(message)")
-            Glibc.exit(ExitStatus.usage)
+        if let first = Invocation.current?.words.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
+            end(CommandFailure.input("worker: \(message)"))
         }
         await runCommand()
     }
@@ -48,18 +46,29 @@ struct WorkerCommand: AsyncParsableCommand {
             StopSignals.endProcessIfStopped()
             Glibc.exit(ExitStatus.ok)
         } catch {
-            let code = exitCode(for: error)
-            // A run stopped by SIGINT or SIGTERM ends by it, once its outputs are written.
-            if StopSignals.received != nil {
-                Console.error(fullMessage(for: error))
-                StopSignals.endProcessIfStopped()
-            }
-            if code.rawValue == 64 {
-                Console.error(fullMessage(for: error))
-                Glibc.exit(ExitStatus.usage)
-            }
-            exit(withError: error)
+            end(error)
         }
+    }
+
+    /// The one place a command's end is said and its exit code decided: a `CommandFailure` a
+    /// command threw, or ArgumentParser's own errors (usage, help, version). A run stopped by
+    /// SIGINT or SIGTERM ends by the signal, once its outputs and this message are written.
+    nonisolated private static func end(_ error: any Error) -> Never {
+        if let failure = error as? CommandFailure {
+            Console.error(failure.message)
+            StopSignals.endProcessIfStopped()
+            Glibc.exit(failure.exitStatus)
+        }
+        if StopSignals.received != nil {
+            Console.error(fullMessage(for: error))
+            StopSignals.endProcessIfStopped()
+        }
+        // A usage error is exit 2 (docs/EXIT-CODES.md), not ArgumentParser's EX_USAGE (64).
+        if exitCode(for: error).rawValue == 64 {
+            Console.error(fullMessage(for: error))
+            Glibc.exit(ExitStatus.usage)
+        }
+        exit(withError: error)
     }
 }
 
