@@ -25,19 +25,21 @@ extension SyncRun {
         let timerEngine = fetcher.engines[0]
         let uploads = fetcher.uploads
         remoteTier = fetcher.remote
+        // One way to stop the downloads: the command's stop request (SIGINT, SIGTERM), the
+        // deadline and a commit that failed each ask the run's own, which stops the queue (those
+        // in flight end as `cancelled`, with its reason) and the uploads.
+        let stop = StopRequest()
+        _ = stop.watch { reason in
+            queue.stop(because: reason)
+            uploads?.stop(because: reason)
+        }
+        let relay = context.stop.watch { stop.request($0) }
         let deadlineTimer = options.deadline.map { seconds in
             timerEngine.schedule(in: seconds) { [logger] fired in
                 guard fired else { return }
                 logger.info("deadline reached; cancelling downloads in flight")
-                let reason = "the run's deadline (--deadline \(Units.formatDuration(seconds))) passed"
-                queue.stop(because: reason)
-                uploads?.stop(because: reason)
+                stop.request("the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
             }
-        }
-        // A stop request (the command's SIGINT or SIGTERM): the same stop as the deadline's.
-        let stopWatch = context.stop.watch { reason in
-            queue.stop(because: reason)
-            uploads?.stop(because: reason)
         }
         // Progress counts bytes as they arrive: a snapshot every quarter second from the engine,
         // also while one long download is the only thing running.
@@ -66,7 +68,7 @@ extension SyncRun {
                 || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
                 do throws(CacheError) { try await commit(touches: [], at: Date().timeIntervalSince1970) } catch {
                     failure = error
-                    queue.stop()
+                    stop.request("the run was cancelled")
                 }
             }
         }
@@ -79,7 +81,7 @@ extension SyncRun {
                 if queue.isStopped { uploads.stop(because: queue.stopReason) }
                 await uploads.finished()
             }
-            context.stop.unwatch(stopWatch)
+            context.stop.unwatch(relay)
             if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
             await fetcher.shutdown()
         }
