@@ -128,4 +128,7 @@ package struct FetchResult: Sendable {
     package let source: SourceKind?
     /// A mirror that delivered the body (as the manifest lists it); nil for the entry's URL.
     package var servedBy: String? = nil
+    /// The shared tier missed this body and takes it once the commit has installed it
+    /// (`RemoteUploads.offer(installed:size:)`).
+    package var uploadsToTier = false
 }

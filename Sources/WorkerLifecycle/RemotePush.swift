@@ -96,9 +96,9 @@ public struct RemotePush: Sendable {
             ticker.every(0.25, on: first) { onProgress(progress()) }
         }
         for (object, size) in sizes.sorted(by: { $0.key < $1.key }) {
-            let path = CacheLayout.objectPath(cacheDirectory, object)
-            uploads.offer(RemoteUploads.Pending(sha256: object, size: size, temporaryPath: path, checksFirst: true))
+            uploads.offer(RemoteUploads.Pending(sha256: object, size: size, checksFirst: true))
         }
+        uploads.closeOffers()
         await uploads.finished()
         ticker.stop()
         onProgress?(progress())

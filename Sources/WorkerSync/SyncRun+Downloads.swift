@@ -8,6 +8,10 @@ import WorkerStore
 import WorkerSupport
 
 extension SyncRun {
+    /// The longest a verified body waits for its commit in a run that uploads to a tier (the
+    /// upload reads the installed object). BENCHMARKS.md, "Mirrors and machines that start together".
+    static let tierCommitInterval = 0.01
+
     /// Runs the groups through a `DownloadQueue`, recording results as they come and committing
     /// a batch whenever it is full or old enough. The fetch engines, idle once every group is
     /// done, close their connections while the last batch commits: `execute` waits for
@@ -25,6 +29,7 @@ extension SyncRun {
         let timerEngine = fetcher.engines[0]
         let uploads = fetcher.uploads
         remoteTier = fetcher.remote
+        tierUploads = uploads
         // One way to stop the downloads: the command's stop request (SIGINT, SIGTERM), the
         // deadline and a commit that failed each ask the run's own, which stops the queue (those
         // in flight end as `cancelled`, with its reason) and the uploads.
@@ -56,8 +61,11 @@ extension SyncRun {
         }
         // The consumer wakes at least this often, so that a finished entry is committed within
         // the batch interval (docs/CACHE.md) while long downloads are all that runs.
+        // With uploads to a tier, whose objects go up once a commit has installed them, commits
+        // come more often: runners that start together find on the tier what another fetched.
+        let interval = uploads == nil ? options.batchInterval : min(options.batchInterval, Self.tierCommitInterval)
         let cadence = Ticker()
-        cadence.every(options.batchInterval / 2, on: timerEngine) { queue.wakeConsumer() }
+        cadence.every(interval / 2, on: timerEngine) { queue.wakeConsumer() }
         queue.start()
         while let finished = await queue.next() {
             for group in finished {
@@ -65,7 +73,7 @@ extension SyncRun {
             }
             live.value = progress
             if failure == nil, !batch.isEmpty, batch.upserts.count >= options.batchSize || batch.bytes >= options.batchBytes
-                || Date().timeIntervalSince(lastCommit) >= options.batchInterval {
+                || Date().timeIntervalSince(lastCommit) >= interval {
                 do throws(CacheError) { try await commit(touches: [], at: Date().timeIntervalSince1970) } catch {
                     failure = error
                     stop.request("the run was cancelled")
@@ -74,8 +82,9 @@ extension SyncRun {
         }
         live.stop()
         cadence.stop()
-        // Uploads to the tier end while the last batch commits (the deadline and a stop request
-        // still cut them short), then the engines close their connections.
+        // Uploads to the tier go on while the last batch commits, and take what it installs (the
+        // offers close after it; the deadline and a stop request still cut them short), then the
+        // engines close their connections.
         stopping = Task { [context] in
             if let uploads {
                 if queue.isStopped { uploads.stop(because: queue.stopReason) }

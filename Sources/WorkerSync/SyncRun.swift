@@ -34,6 +34,10 @@ struct SyncRun {
     var stopping: Task<Void, Never>?
     /// The shared tier of a run that downloaded with `--remote-cache`: its counts go in the report.
     var remoteTier: RemoteTier?
+    /// Where objects the tier missed go once installed (nil: no tier, or read-only).
+    var tierUploads: RemoteUploads?
+    /// Objects delivered since the last commit that the tier takes once the commit installs them.
+    private var uploadsDue: [(sha256: String, size: Int64)] = []
     var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
     init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext,
@@ -84,8 +88,10 @@ struct SyncRun {
                 try await download(groups)
             }
             try await commit(touches: touches + pendingTouches, at: now)
+            tierUploads?.closeOffers()
             try await prune()
         } catch {
+            tierUploads?.closeOffers()
             await stopping?.value
             recordRemoteCache()
             throw error
@@ -131,6 +137,7 @@ struct SyncRun {
                                                          "entry.source": "\(result.source?.rawValue ?? "-")",
                                                          "entry.bytes": "\(body.size)"])
                 batch.addBytes(body.size)
+                if result.uploadsToTier { uploadsDue.append((body.sha256, body.size)) }
                 link(item, object: body.sha256, size: body.size, body: body)
                 ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
                                          source: result.source, servedBy: result.servedBy))
@@ -179,7 +186,16 @@ struct SyncRun {
         guard !batch.isEmpty || !touches.isEmpty else { return }
         let lock = try await CacheLock.forCommit(directory: store.root, context: context)
         defer { lock.release() }
+        let due = uploadsDue
+        uploadsDue.removeAll()
         try batch.commit(index: index, touches: touches, at: time)
+        // Installed now: the tier takes what it missed (not what the index had no room for).
+        if let tierUploads, !due.isEmpty {
+            let notStored = Set(batch.notStored.map(\.object))
+            for object in due where !notStored.contains(object.sha256) {
+                tierUploads.offer(installed: object.sha256, size: object.size)
+            }
+        }
         for dropped in batch.notStored {
             guard let item = dropped.origin.item else { continue }
             let planned = plan.items[item]

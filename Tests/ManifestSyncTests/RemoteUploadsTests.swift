@@ -108,13 +108,13 @@ import WorkerTestSupport
         return settings
     }
 
-    /// `count` files in `directory`, as the bodies a run delivered.
+    /// `count` objects installed in the cache at `directory`, as a run's commit installs them.
     private func bodies(_ count: Int, in directory: TemporaryDirectory) -> [RemoteUploads.Pending] {
         (0..<count).map { number in
             let bytes = Array("body \(number)".utf8)
-            let path = directory.write("tmp/\(number)", bytes)
             let hex = String(repeating: String(number % 10), count: 64)
-            return RemoteUploads.Pending(sha256: hex, size: Int64(bytes.count), temporaryPath: path)
+            directory.write("objects/sha256/\(hex.prefix(2))/\(hex)", bytes)
+            return RemoteUploads.Pending(sha256: hex, size: Int64(bytes.count))
         }
     }
 
@@ -125,6 +125,7 @@ import WorkerTestSupport
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
         let pending = bodies(10, in: directory)
         for body in pending { uploads.offer(body) }
+        uploads.closeOffers()
         await uploads.finished()
         let state = engine.state.withLock { $0 }
         #expect(state.requests.count == 10 && state.requests.allSatisfy { $0.hasPrefix("PUT http://tier.test/team/cas/") })
@@ -136,17 +137,28 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func aBodyAlreadyInstalledIsReadFromItsObject() async throws {
+    @Test func onlyInstalledObjectsAreSentAndTheRunWaitsUntilTheOffersClose() async throws {
         let directory = TemporaryDirectory()
         let engine = ScriptedTier { _, _ in 201 }
         let tier = RemoteTier(settings: try settings(), logger: Logger(label: "test"))
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
-        let hex = String(repeating: "ab", count: 32)
-        // Its batch committed before the upload started: tmp/ no longer has it.
-        directory.write("objects/sha256/ab/" + hex, Array("installed".utf8))
-        uploads.offer(RemoteUploads.Pending(sha256: hex, size: 9, temporaryPath: directory.path + "/tmp/gone"))
-        await uploads.finished()
-        #expect(engine.state.withLock { $0.sent["http://tier.test/team/cas/" + hex] } == Array("installed".utf8))
+        let installed = String(repeating: "ab", count: 32), notInstalled = String(repeating: "cd", count: 32)
+        directory.write("objects/sha256/ab/" + installed, Array("installed".utf8))
+        // A body still in tmp/ (its batch did not commit): never read from there.
+        directory.write("tmp/" + notInstalled, Array("in tmp".utf8))
+        uploads.offer(installed: installed, size: 9)
+        uploads.offer(installed: notInstalled, size: 6)
+        // The uploads have ended, but more offers may come until they are closed.
+        let waiting = Task { await uploads.finished() }
+        let end = Monotonic.now() + 30
+        while engine.state.withLock({ $0.requests.count }) < 1, Monotonic.now() < end { usleep(1000) }
+        uploads.offer(installed: installed, size: 9)
+        uploads.closeOffers()
+        await waiting.value
+        let state = engine.state.withLock { $0 }
+        #expect(state.sent["http://tier.test/team/cas/" + installed] == Array("installed".utf8))
+        #expect(state.requests.count == 2, "the installed object twice (offered twice), the other never: \(state.requests)")
+        #expect(tier.summary.uploads == 2)
         await engine.shutdown()
     }
 
@@ -163,6 +175,7 @@ import WorkerTestSupport
             body.checksFirst = true
             uploads.offer(body)
         }
+        uploads.closeOffers()
         await uploads.finished()
         let requests = engine.state.withLock { $0.requests }
         #expect(requests.filter { $0.hasPrefix("HEAD") }.count == 6)
@@ -197,6 +210,7 @@ import WorkerTestSupport
         let tier = RemoteTier(settings: try settings(uploadsAtOnce: 1), logger: Logger(label: "test"))
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
         for body in bodies(8, in: directory) { uploads.offer(body) }
+        uploads.closeOffers()
         await uploads.finished()
         #expect(engine.state.withLock { $0.requests.count } == 3, "one at a time: the third error gives it up")
         #expect(tier.summary.uploadErrors == 3 && tier.summary.givenUp == "upload: HTTP 507")

@@ -18,10 +18,14 @@ import WorkerTestSupport
         /// Bodies later sources delivered after this one missed.
         let heard = Mutex<[(SourceKind, String)]>([])
 
-        init(_ kind: SourceKind, _ answer: SourceOutcome.Answer, scheme: String = "http") {
+        /// Takes what a later source delivered once it is installed (as a tier does).
+        let takes: Bool
+
+        init(_ kind: SourceKind, _ answer: SourceOutcome.Answer, scheme: String = "http", takes: Bool = false) {
             self.kind = kind
             self.answer = answer
             self.scheme = scheme
+            self.takes = takes
         }
 
         func serves(_ request: FetchRequest) -> Bool { request.url.hasPrefix(scheme + ":") }
@@ -31,8 +35,9 @@ import WorkerTestSupport
             done(SourceOutcome(answer: answer, attempts: 2, bytes: 10))
         }
 
-        func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) {
+        func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool {
             heard.withLock { $0.append((kind, body.sha256)) }
+            return takes
         }
     }
 
@@ -67,6 +72,12 @@ import WorkerTestSupport
         let heard = missing.heard.withLock { $0 }
         #expect(heard.count == 1 && heard.first?.0 == .origin && heard.first?.1 == Self.body.sha256)
         #expect(delivering.heard.withLock { $0.isEmpty }, "the source that delivered is not told")
+        #expect(!result.uploadsToTier, "no source that missed takes it")
+
+        let tier = FakeSource(.remote, .miss, takes: true)
+        let taken = try await walk([missing, tier, FakeSource(.origin, .delivered(.body(Self.body)))])
+        #expect(taken.uploadsToTier, "a tier that missed takes the object once installed")
+        #expect(tier.heard.withLock { $0.count } == 1)
     }
 
     @Test func onlySourcesThatMissedHearOfTheDeliveryAndNothingOfAFailure() async throws {

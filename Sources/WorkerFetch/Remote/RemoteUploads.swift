@@ -4,32 +4,24 @@ import Synchronization
 import WorkerStore
 import WorkerSupport
 
-/// Bodies the origin delivered that the tier missed, `PUT` to `{base}/cas/{hex}` beside the
-/// downloads: a queue, a few uploads in flight at once (`uploadsAtOnce`) on the run's engines,
-/// never in the way of an entry's commit (an upload reads the body where it is: in `tmp/`, or
-/// in `objects/` once its batch has committed). The run waits for them at its end (`finished`);
-/// a stop (deadline, signal) drops what is queued and cuts what is in flight, and both are
-/// counted as not done.
+/// Objects the tier missed, `PUT` to `{base}/cas/{hex}` beside the downloads once their batch's
+/// commit installed them: a queue, a few uploads in flight at once (`uploadsAtOnce`) on the run's
+/// engines. An upload reads the installed object only (never `tmp/`, where a body may still be
+/// discarded). The run closes the offers after its last commit and waits for the uploads
+/// (`finished`); a stop (deadline, signal) drops what is queued and cuts what is in flight, and
+/// both are counted as not done.
 package final class RemoteUploads: Sendable {
     package struct Pending: Sendable {
         let sha256: String
         let size: Int64
-        let temporaryPath: String
         /// Asks with `HEAD` first and sends only what the tier lacks (`worker push`).
         var checksFirst = false
         /// Sent again after the tier's collections were made: a 404 or 409 now is an error.
         var afterCollections = false
 
-        package init(
-            sha256: String,
-            size: Int64,
-            temporaryPath: String,
-            checksFirst: Bool = false,
-            afterCollections: Bool = false
-        ) {
+        package init(sha256: String, size: Int64, checksFirst: Bool = false, afterCollections: Bool = false) {
             self.sha256 = sha256
             self.size = size
-            self.temporaryPath = temporaryPath
             self.checksFirst = checksFirst
             self.afterCollections = afterCollections
         }
@@ -51,6 +43,8 @@ package final class RemoteUploads: Sendable {
         var inFlight = 0
         var turn = 0
         var stopped = false
+        /// Offers may still come (until `closeOffers`).
+        var open = true
         var idle: [CheckedContinuation<Void, Never>] = []
         var collections = Collections.unknown
 
@@ -88,9 +82,9 @@ package final class RemoteUploads: Sendable {
         self.entryTimeout = entryTimeout
     }
 
-    /// Queues `body` for upload (a body the tier lacks).
-    func offer(_ body: FetchedBody) {
-        offer(Pending(sha256: body.sha256, size: body.size, temporaryPath: body.temporaryPath))
+    /// Queues an object the tier lacks, once it is installed in the cache.
+    package func offer(installed sha256: String, size: Int64) {
+        offer(Pending(sha256: sha256, size: size))
     }
 
     package func offer(_ pending: Pending) {
@@ -102,11 +96,23 @@ package final class RemoteUploads: Sendable {
         if accepted { pump() } else { tier.count { $0.uploadsNotDone += 1 } }
     }
 
-    /// Returns once every upload offered has ended (or was dropped by `stop`).
+    /// No more offers come: `finished` returns once those made have ended.
+    package func closeOffers() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = false
+            guard state.inFlight == 0, state.waiting == 0 || state.stopped else { return [] }
+            defer { state.idle.removeAll() }
+            return state.idle
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the offers are closed (or the uploads stopped) and every upload offered has
+    /// ended (or was dropped by `stop`).
     package func finished() async {
         await withCheckedContinuation { continuation in
             let idle = state.withLock { state in
-                guard state.inFlight > 0 || (state.waiting > 0 && !state.stopped) else { return true }
+                guard state.inFlight > 0 || (state.waiting > 0 || state.open) && !state.stopped else { return true }
                 state.idle.append(continuation)
                 return false
             }
@@ -143,7 +149,7 @@ package final class RemoteUploads: Sendable {
         state.withLock { $0.inFlight -= 1 }
         pump()
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard state.inFlight == 0, state.waiting == 0 || state.stopped else { return [] }
+            guard state.inFlight == 0, !state.open && state.waiting == 0 || state.stopped else { return [] }
             defer { state.idle.removeAll() }
             return state.idle
         }
@@ -170,10 +176,9 @@ package final class RemoteUploads: Sendable {
             }
             return
         }
-        // In tmp/ until its batch commits, in objects/ after: the rename is atomic, so one of
-        // the two names opens (neither: the entry's commit failed, and there is nothing to send).
-        var fd = open(pending.temporaryPath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 { fd = open(CacheLayout.objectPath(cacheDirectory, pending.sha256), O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        // Installed by its batch's commit (gone: removed since, by gc or another run's repair,
+        // and there is nothing to send).
+        let fd = open(CacheLayout.objectPath(cacheDirectory, pending.sha256), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return ended() }
         send(.put(fd: fd, size: pending.size), for: pending, on: engine) { [self] reply in
             if case .success(.status(let status, _)) = reply.result, status == 404 || status == 409, !pending.afterCollections {

@@ -15,13 +15,14 @@ protocol ContentSource: Sendable {
     /// A stop of `lane.control` ends it as `cancelled`.
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void)
 
-    /// This source missed `request` and a later one (`kind`) delivered `body` (still in `tmp/`,
-    /// about to be installed): a cache tier keeps it. Called on the engine's thread; must not block.
-    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody)
+    /// This source missed `request` and a later one (`kind`) delivered `body` (verified, in
+    /// `tmp/` until its batch commits). True: a cache tier takes the object once the commit has
+    /// installed it (`FetchResult.uploadsToTier`). Called on the engine's thread; must not block.
+    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool
 }
 
 extension ContentSource {
-    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) {}
+    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool { false }
 }
 
 /// The sources a download can come from.

@@ -9,7 +9,8 @@ import WorkerSupport
 /// like any other; 404 and redirects are misses; a body that fails its hash or is cut is
 /// discarded and counted; an error (refused, timeout, another status) counts towards giving the
 /// tier up. Whatever the tier does, the entry goes on to the origin: the tier never fails it.
-/// A body the origin then delivers is offered back for upload (`RemoteUploads`).
+/// A body the origin then delivers is uploaded once the run's commit has installed it
+/// (`FetchResult.uploadsToTier`, `RemoteUploads`).
 final class RemoteCacheSource: ContentSource {
     let tier: RemoteTier
     let store: ContentStore
@@ -106,17 +107,18 @@ final class RemoteCacheSource: ContentSource {
         }
     }
 
-    /// The origin delivered what the tier missed: it is uploaded (unless read-only, or the tier
-    /// was given up).
-    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) {
+    /// The origin delivered what the tier missed: the tier takes it once installed (unless
+    /// read-only, or given up, or the body was fetched with credentials and the tier is not
+    /// as private as the origins).
+    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool {
         let missed = missedAt.withLock { $0.removeValue(forKey: request.url) }
-        guard kind == .origin else { return }
+        guard kind == .origin else { return false }
         if let missed { tier.paced(.origin, bytes: body.size, seconds: Monotonic.now() - missed) }
-        guard let uploads, tier.isUsable else { return }
+        guard uploads != nil, tier.isUsable else { return false }
         guard !request.carriesCredentials || tier.settings.uploadsPrivate else {
             tier.count { $0.privateNotUploaded += 1 }
-            return
+            return false
         }
-        uploads.offer(body)
+        return true
     }
 }

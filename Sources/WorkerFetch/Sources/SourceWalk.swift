@@ -2,7 +2,8 @@ import WorkerSupport
 
 /// A download's walk through its sources: each source that serves the request is asked in
 /// order; a miss passes it to the next, a delivery or a failure ends it. Attempts and bytes add up
-/// over the sources asked. The sources that missed hear what a later one delivered.
+/// over the sources asked. The sources that missed hear what a later one delivered (and a tier
+/// among them may ask for the object once it is installed).
 struct SourceWalk: Sendable {
     let sources: [any ContentSource]
 
@@ -37,11 +38,14 @@ struct SourceWalk: Sendable {
                 ask(from: next + 1, for: request, lane: lane, attempts: attempts, bytes: bytes, missed: missed + [next],
                     done: done)
             case .delivered(let delivery):
+                var result = FetchResult(result: .success(delivery), attempts: attempts, bytesReceived: bytes,
+                                         source: source.kind, servedBy: outcome.servedBy)
                 if case .body(let body) = delivery {
-                    for earlier in missed { sources[earlier].missed(request, deliveredBy: source.kind, body) }
+                    for earlier in missed where sources[earlier].missed(request, deliveredBy: source.kind, body) {
+                        result.uploadsToTier = true
+                    }
                 }
-                done(FetchResult(result: .success(delivery), attempts: attempts, bytesReceived: bytes, source: source.kind,
-                                 servedBy: outcome.servedBy))
+                done(result)
             case .failed(let failure):
                 done(FetchResult(result: .failure(failure), attempts: attempts, bytesReceived: bytes, source: source.kind))
             }
