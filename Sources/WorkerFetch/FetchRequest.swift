@@ -40,7 +40,7 @@ package final class FetchRequest: Sendable {
             (fetchURL, origin, signing) = (primary.url, primary.origin, primary.signing)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             var locations: [FetchLocation] = []
-            if expected != nil {
+            if expected != nil, !mirrors.isEmpty {
                 var seen: Set<String> = [fetchURL]
                 for mirror in mirrors {
                     let location = locator.location(mirror)

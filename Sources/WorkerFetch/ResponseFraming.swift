@@ -11,8 +11,9 @@ enum ResponseFraming {
         var length: Int64?
         for value in values {
             // One field may also list the same number twice (`5, 5`), which RFC 9110 allows.
-            for part in value.split(separator: ",", omittingEmptySubsequences: false) {
-                guard let number = Checked.decimal(Text.trimmingSpaces(part)) else {
+            // Read as bytes: this runs for every response.
+            for part in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                guard let number = Checked.decimal(digits: Self.trimmingWhitespace(part)) else {
                     return .failure(Problem("Content-Length '\(Sanitize.terminal(value, limit: 40))' is not a byte count"))
                 }
                 if let length, length != number {
@@ -22,6 +23,14 @@ enum ResponseFraming {
             }
         }
         return .success(length)
+    }
+
+    /// `part` without the spaces and tabs around it (HTTP's optional whitespace).
+    private static func trimmingWhitespace(_ part: Substring.UTF8View) -> Substring.UTF8View {
+        var part = part
+        while let first = part.first, first == 0x20 || first == 0x09 { part.removeFirst() }
+        while let last = part.last, last == 0x20 || last == 0x09 { part.removeLast() }
+        return part
     }
 
     /// Why the body as sent is not the content itself, or nil: any content coding other than

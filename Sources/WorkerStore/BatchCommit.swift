@@ -80,7 +80,7 @@ package struct BatchCommit {
             installs.removeAll(keepingCapacity: true)
             bytes = 0
         }
-        var installed = Set<String>()
+        var installed = Set<String>(minimumCapacity: installs.count)
         if !installs.isEmpty {
             // Durable before any object is installed: a crash from here on leaves the mark.
             try markUnclean()

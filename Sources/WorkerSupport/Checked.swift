@@ -5,7 +5,11 @@ package enum Checked {
     /// An HTTP decimal (`Content-Length`, a `Content-Range` bound, `Retry-After` seconds): digits
     /// only, no sign or spaces inside, and small enough for Int64 (at most 18 digits).
     package static func decimal(_ text: some StringProtocol) -> Int64? {
-        let utf8 = text.utf8
+        decimal(digits: text.utf8)
+    }
+
+    /// `decimal` of UTF-8 bytes.
+    package static func decimal(digits utf8: some Collection<UInt8>) -> Int64? {
         guard !utf8.isEmpty, utf8.count <= 18 else { return nil }
         var value: Int64 = 0
         for byte in utf8 {
