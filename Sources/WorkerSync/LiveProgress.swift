@@ -2,8 +2,8 @@ import FoundationEssentials
 import Synchronization
 import WorkerFetch
 
-/// The run's progress as the consumer last recorded it, for a timer on a fetch engine that
-/// reports it (with the bytes received since) while nothing finishes.
+/// The run's progress as the consumer last recorded it, for the run's clock, which reports it
+/// (with the bytes received since) while nothing finishes.
 final class LiveProgress: Sendable {
     private let state: Mutex<SyncProgress>
 
@@ -16,16 +16,6 @@ final class LiveProgress: Sendable {
         set { state.withLock { $0 = newValue } }
     }
 
-    /// Calls `report` every `seconds` on `engine`'s timers until `stop()`.
-    func tick(every seconds: Double, on engine: any FetchEngine, _ report: @escaping @Sendable () -> Void) {
-        ticker.every(seconds, on: engine, report)
-    }
-
-    private let ticker = Ticker()
-
-    func stop() {
-        ticker.stop()
-    }
 }
 
 /// Work repeated on a fetch engine's timers until `stop()`.

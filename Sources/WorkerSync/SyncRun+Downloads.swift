@@ -39,14 +39,7 @@ extension SyncRun {
             uploads?.stop(because: reason)
         }
         let relay = context.stop.watch { stop.request($0) }
-        let deadlineTimer = options.deadline.map { seconds in
-            timerEngine.schedule(in: seconds) { [logger] fired in
-                guard fired else { return }
-                logger.info("deadline reached; cancelling downloads in flight")
-                stop.request("the run's deadline (--deadline \(Units.formatDuration(seconds))) passed")
-            }
-        }
-        // Progress counts bytes as they arrive: a snapshot every quarter second from the engine,
+        // Progress counts bytes as they arrive: a snapshot every quarter second from the clock,
         // also while one long download is the only thing running.
         let live = LiveProgress(progress)
         let meter = fetcher.meter
@@ -56,16 +49,24 @@ extension SyncRun {
             current.bytesTotal = queue.allStarted ? meter.bytesOutstanding.map { current.bytes + $0 } : nil
             return current
         }
-        if let onProgress = options.onProgress {
-            live.tick(every: 0.25, on: timerEngine) { onProgress(snapshot()) }
-        }
-        // The consumer wakes at least this often, so that a finished entry is committed within
-        // the batch interval (docs/CACHE.md) while long downloads are all that runs.
-        // With uploads to a tier, whose objects go up once a commit has installed them, commits
-        // come more often: runners that start together find on the tier what another fetched.
+        // The run's one clock: its ticks wake the consumer at least twice a batch interval, so
+        // that a finished entry is committed within it (docs/CACHE.md) while long downloads are
+        // all that runs, report progress, and reach the deadline. With uploads to a tier, whose
+        // objects go up once a commit has installed them, commits come more often: runners that
+        // start together find on the tier what another fetched.
         let interval = uploads == nil ? options.batchInterval : min(options.batchInterval, Self.tierCommitInterval)
-        let cadence = Ticker()
-        cadence.every(interval / 2, on: timerEngine) { queue.wakeConsumer() }
+        let now = Monotonic.now()
+        let onProgress = options.onProgress
+        let deadline = options.deadline
+        let clock = RunClock(RunClockSchedule(start: now, tick: interval / 2, progressEvery: onProgress == nil ? nil : 0.25,
+                                              deadline: deadline.map { now + $0 }),
+                             on: timerEngine,
+                             actions: RunClock.Actions(wake: { queue.wakeConsumer() }, progress: { onProgress?(snapshot()) },
+                                                       deadline: { [logger] in
+            logger.info("deadline reached; cancelling downloads in flight")
+            stop.request("the run's deadline (--deadline \(Units.formatDuration(deadline ?? 0))) passed")
+        }))
+        clock.start(now: now)
         queue.start()
         while let finished = await queue.next() {
             for group in finished {
@@ -80,8 +81,7 @@ extension SyncRun {
                 }
             }
         }
-        live.stop()
-        cadence.stop()
+        clock.downloadsEnded()
         // Uploads to the tier go on while the last batch commits, and take what it installs (the
         // offers close after it; the deadline and a stop request still cut them short), then the
         // engines close their connections.
@@ -91,7 +91,7 @@ extension SyncRun {
                 await uploads.finished()
             }
             context.stop.unwatch(relay)
-            if let deadlineTimer { timerEngine.cancelTimer(deadlineTimer) }
+            clock.stop()
             await fetcher.shutdown()
         }
         let unstarted = FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")

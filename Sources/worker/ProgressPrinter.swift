@@ -5,9 +5,10 @@ import WorkerSupport
 import WorkerSync
 
 /// The progress of downloads on stderr: on a terminal one line redrawn in place (at most ten
-/// times a second); elsewhere (CI logs, journald) a plain line every five seconds, from a timer,
-/// so that a stall shows as lines that stop moving rather than as silence. With
-/// `--log-format json` the plain lines are JSON objects.
+/// times a second); elsewhere (CI logs, journald) a plain line every five seconds, so that a
+/// stall shows as lines that stop moving rather than as silence. It keeps no clock of its own:
+/// the run's clock reports progress four times a second while downloads run, stalled or not
+/// (`RunClock`; `worker push`'s ticker). With `--log-format json` the plain lines are JSON objects.
 final class ProgressPrinter: Sendable {
     enum Mode: String, CaseIterable { case auto, always, never }
 
@@ -28,7 +29,6 @@ final class ProgressPrinter: Sendable {
     }
 
     private let shared = Shared()
-    private let timer: Task<Void, Never>?
 
     /// nil when nothing should be printed.
     init?(mode: Mode, quiet: Bool) {
@@ -40,25 +40,6 @@ final class ProgressPrinter: Sendable {
         }
         live = terminal
         interval = terminal ? 0.1 : 5
-        guard !terminal else {
-            timer = nil
-            return
-        }
-        let shared = shared
-        let interval = interval
-        timer = Task.detached {
-            while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
-                let progress = shared.mutex.withLock { state -> SyncProgress? in
-                    guard !state.stopped, let latest = state.latest else { return nil }
-                    let now = Date().timeIntervalSince1970
-                    guard now - state.lastLine >= interval * 0.9 else { return nil }
-                    state.lastLine = now
-                    return latest
-                }
-                if let progress { Self.printPlain(progress) }
-            }
-        }
     }
 
     func update(_ progress: SyncProgress) {
@@ -73,10 +54,11 @@ final class ProgressPrinter: Sendable {
                 progress.bytesTotal = state.shownTotal
             }
             state.latest = progress
-            // Nothing to show before the first byte or entry (the line would read all zeros).
-            guard progress.done > 0 || progress.bytes > 0 else { return false }
-            // Off a terminal the timer prints; the last line comes at once.
-            guard live || progress.done == progress.total, progress.total > 0 else { return false }
+            // On a terminal, nothing before the first byte or entry (the line would read all
+            // zeros); in a log, a line every `interval` all the same: a wait shows as lines.
+            guard progress.done > 0 || progress.bytes > 0 || !live else { return false }
+            // A line at most every `interval`; the last one at once.
+            guard progress.total > 0 else { return false }
             guard now - state.lastLine >= interval || progress.done == progress.total else { return false }
             state.lastLine = now
             return true
@@ -100,7 +82,6 @@ final class ProgressPrinter: Sendable {
     /// No more lines (the run is reporting).
     func stop() {
         shared.mutex.withLock { $0.stopped = true }
-        timer?.cancel()
     }
 
     private static func printPlain(_ progress: SyncProgress) {

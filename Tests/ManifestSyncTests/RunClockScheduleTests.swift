@@ -1,0 +1,37 @@
+import Testing
+@testable import WorkerSync
+
+/// The run's one clock, as a plain value: what each tick does, and when the next one falls.
+@Suite(.timeLimit(.minutes(1))) struct RunClockScheduleTests {
+    @Test func everyTickWakesTheConsumerAndProgressComesAtItsOwnPace() {
+        var clock = RunClockSchedule(start: 100, tick: 0.25, progressEvery: 1, deadline: nil)
+        #expect(clock.nextTick(after: 100) == 100.25)
+        #expect(clock.due(at: 100.25) == .init(wake: true))
+        #expect(clock.due(at: 100.5) == .init(wake: true))
+        #expect(clock.due(at: 101) == .init(wake: true, progress: true))
+        #expect(clock.due(at: 101.25) == .init(wake: true), "the next report a full interval after the last")
+        #expect(clock.due(at: 102.1) == .init(wake: true, progress: true))
+
+        var quiet = RunClockSchedule(start: 0, tick: 0.25, progressEvery: nil, deadline: nil)
+        #expect(quiet.due(at: 10) == .init(wake: true), "no progress asked for, none reported")
+    }
+
+    @Test func theDeadlineFallsOnceAtItsOwnTimeAndOutlivesTheDownloads() {
+        var clock = RunClockSchedule(start: 0, tick: 0.25, progressEvery: nil, deadline: 0.6)
+        #expect(clock.nextTick(after: 0.5) == 0.6, "a tick at the deadline itself, not at the next quarter")
+        #expect(clock.due(at: 0.6) == .init(wake: true, deadline: true))
+        #expect(clock.due(at: 0.85) == .init(wake: true), "reached once")
+        #expect(clock.nextTick(after: 0.85) == 1.1)
+
+        // Uploads after the downloads still end at the deadline; nothing else ticks.
+        var uploading = RunClockSchedule(start: 0, tick: 0.25, progressEvery: 0.25, deadline: 30)
+        uploading.downloadsEnded()
+        #expect(uploading.nextTick(after: 5) == 30)
+        #expect(uploading.due(at: 30) == .init(deadline: true))
+        #expect(uploading.nextTick(after: 30) == nil, "nothing left: the clock stops")
+
+        var done = RunClockSchedule(start: 0, tick: 0.25, progressEvery: 0.25, deadline: nil)
+        done.downloadsEnded()
+        #expect(done.nextTick(after: 1) == nil)
+    }
+}
