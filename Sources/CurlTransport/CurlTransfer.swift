@@ -22,8 +22,6 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     private let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
     private let origin: String?
-    /// Whether its head tells the origin's window how the origin talks (not the tier's).
-    private let learnsProtocol: Bool
     let method: TransferMethod
     /// The request's own timeouts (nil: the engine's).
     let timeouts: TransferTimeouts?
@@ -55,7 +53,6 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
          done: @escaping @Sendable (ExchangeReply) -> Void) {
         meter = request.meter
         origin = request.origin
-        learnsProtocol = request.learnsProtocol
         url = request.url
         requestHeaders = request.headers
         deadline = request.deadline
@@ -228,8 +225,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
             metered.head = true
             metered.declared = handler.bytesToCome
             meter.headArrived(TransferMeter.Head(origin: origin ?? "", status: head.status, multiplexed: handler.multiplexed,
-                                                 closesConnection: handler.closesConnection,
-                                                 learnsProtocol: learnsProtocol),
+                                                 closesConnection: handler.closesConnection),
                               declared: metered.declared)
         }
         return line.count

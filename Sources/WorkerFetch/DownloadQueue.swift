@@ -2,7 +2,8 @@ import Synchronization
 import WorkerSupport
 
 /// Runs groups of downloads as `DownloadSchedule` decides. A group is a list of plan items wanting
-/// the same content, tried in order until one delivers. A group starts on the fetch engine with the
+/// the same content, tried in order until one delivers; with a shared tier, a group it may have
+/// is looked up there first (`Fetcher.lookUp`), and goes to its sources only when it missed. A group starts on the fetch engine with the
 /// fewest downloads (a finished group's slot is refilled on its own engine), and finished groups
 /// reach the one consumer in batches: a cold sync of small files makes no thread hand-off per file
 /// (such hand-offs cost more CPU than hashing the file).
@@ -25,6 +26,15 @@ package final class DownloadQueue: Sendable, OriginGate {
         /// The consumer waiting in `next()`; there is one consumer.
         var waiter: CheckedContinuation<[Finished]?, Never>?
         var flushScheduled = false
+        /// Bytes a tier lookup received and discarded (a cut or wrong body), by group: counted
+        /// with the group's result.
+        var tierBytes: [Int: Int64] = [:]
+    }
+
+    /// What the schedule's steps ask the queue to launch.
+    private enum Launch {
+        case run(group: Int, delay: Double)
+        case lookUp(group: Int)
     }
 
     /// A consumer to wake and what to hand it.
@@ -47,8 +57,9 @@ package final class DownloadQueue: Sendable, OriginGate {
         for (number, group) in groups.enumerated() {
             if let mirrors = group.members.first?.request.mirrors, !mirrors.isEmpty { alternates[number] = mirrors.map(\.origin) }
         }
+        let inTier = fetcher.tier.map { tier in groups.map { $0.members.first.map { tier.asks($0.request) } ?? false } } ?? []
         state = Mutex(State(schedule: DownloadSchedule(origins: origins, alternates: alternates, jobs: jobs, streams: streams,
-                                                       breaker: breaker)))
+                                                       breaker: breaker, inTier: inTier, tierLookups: jobs)))
         fetcher.meter.onHead { [weak self] head in self?.headArrived(head) }
     }
 
@@ -57,10 +68,9 @@ package final class DownloadQueue: Sendable, OriginGate {
     private func headArrived(_ head: TransferMeter.Head) {
         let now = Self.now()
         var handOver = HandOver()
-        let starts = state.withLock { state -> [(group: Int, delay: Double)] in
+        let starts = state.withLock { state -> [Launch] in
             let steps = state.schedule.headArrived(head.origin, status: head.status, multiplexed: head.multiplexed,
-                                                   closesConnections: head.closesConnection,
-                                                   learnsProtocol: head.learnsProtocol, now: now)
+                                                   closesConnections: head.closesConnection, now: now)
             guard !steps.isEmpty else { return [] }
             let starts = apply(steps, to: &state)
             handOver = handOverIfDue(&state)
@@ -166,13 +176,15 @@ package final class DownloadQueue: Sendable, OriginGate {
         perform(starts)
     }
 
-    /// The steps' refusals as finished groups; the rest, to start. Call under the lock.
-    private func apply(_ steps: [DownloadSchedule.Step], to state: inout State) -> [(group: Int, delay: Double)] {
-        var starts: [(group: Int, delay: Double)] = []
+    /// The steps' refusals as finished groups; the rest, to launch. Call under the lock.
+    private func apply(_ steps: [DownloadSchedule.Step], to state: inout State) -> [Launch] {
+        var starts: [Launch] = []
         for step in steps {
             switch step {
             case .start(let group, let delay):
-                starts.append((group, delay))
+                starts.append(.run(group: group, delay: delay))
+            case .lookUp(let group):
+                starts.append(.lookUp(group: group))
             case .refuse(let group, let message):
                 let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
                                          source: nil)
@@ -182,9 +194,13 @@ package final class DownloadQueue: Sendable, OriginGate {
         return starts
     }
 
-    private func perform(_ starts: [(group: Int, delay: Double)]) {
-        for (number, delay) in starts {
+    private func perform(_ starts: [Launch]) {
+        for launch in starts {
             let engine = fetcher.engineForNext()
+            guard case .run(let number, let delay) = launch else {
+                if case .lookUp(let number) = launch { engine.execute { self.lookUp(number, on: engine) } }
+                continue
+            }
             if delay > 0 {
                 // Started when the delay is over, or at once to end as cancelled after a stop.
                 control.wait(delay, on: engine) { _ in
@@ -196,6 +212,36 @@ package final class DownloadQueue: Sendable, OriginGate {
                 engine.execute { self.run(number, request: 0, results: [], on: engine) }
             }
         }
+    }
+
+    /// Asks the shared tier for a group's content: a hit finishes the group, a miss (or a stop)
+    /// hands it back to the schedule, first in line for its origin.
+    private func lookUp(_ number: Int, on engine: any FetchEngine) {
+        let member = groups[number].members[0]
+        fetcher.lookUp(member.request, control: control, on: engine) { outcome in
+            self.fetcher.finished(on: engine)
+            var hit: Finished?
+            if case .delivered(let delivery) = outcome.answer {
+                let result = FetchResult(result: .success(delivery), attempts: outcome.attempts, bytesReceived: outcome.bytes,
+                                         source: .remote)
+                hit = Finished(group: number, results: [ItemResult(item: member.item, result: result)])
+            }
+            self.lookedUp(number, hit: hit, discarded: hit == nil ? outcome.bytes : 0)
+        }
+    }
+
+    private func lookedUp(_ number: Int, hit: Finished?, discarded bytes: Int64) {
+        let now = Self.now()
+        var handOver = HandOver()
+        let starts = state.withLock { state in
+            if let hit { state.ready.append(hit) }
+            if bytes > 0 { state.tierBytes[number] = bytes }
+            let starts = apply(state.schedule.lookedUp(number, hit: hit != nil, now: now), to: &state)
+            handOver = handOverIfDue(&state)
+            return starts
+        }
+        handOver.run(on: engine, flush: flush)
+        perform(starts)
     }
 
     private func run(_ number: Int, request index: Int, results: [ItemResult], on engine: any FetchEngine) {
@@ -217,13 +263,23 @@ package final class DownloadQueue: Sendable, OriginGate {
         let now = Self.now()
         var handOver = HandOver()
         let starts = state.withLock { state in
-            state.ready.append(finished)
+            state.ready.append(Self.adding(state.tierBytes.removeValue(forKey: finished.group), to: finished))
             let starts = apply(state.schedule.finished(finished.group, now: now), to: &state)
             handOver = handOverIfDue(&state)
             return starts
         }
         handOver.run(on: engine, flush: flush)
         perform(starts)
+    }
+
+    /// `finished` with the bytes its tier lookup discarded counted in its first result.
+    private static func adding(_ bytes: Int64?, to finished: Finished) -> Finished {
+        guard let bytes, let first = finished.results.first else { return finished }
+        var result = FetchResult(result: first.result.result, attempts: first.result.attempts,
+                                 bytesReceived: first.result.bytesReceived + bytes, source: first.result.source,
+                                 servedBy: first.result.servedBy)
+        result.uploadsToTier = first.result.uploadsToTier
+        return Finished(group: finished.group, results: [ItemResult(item: first.item, result: result)] + finished.results.dropFirst())
     }
 
     /// What to do for a waiting consumer after a change: wake it, arm the flush timer, or nothing.

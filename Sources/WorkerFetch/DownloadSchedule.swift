@@ -1,8 +1,11 @@
 /// Which download groups run when, as a plain value: in list order, each origin with as many
 /// requests in flight as its `OriginWindow` allows (local files: `localJobs`), and each origin's
 /// health (the breaker) deciding whether a group starts, waits out a pause, is parked behind a
-/// probe or fails at once. No clock, no I/O, no locks: `DownloadQueue` holds it under its lock
-/// and passes the time, so tests drive it with numbers.
+/// probe or fails at once. A group the shared tier may have is looked up there first, with an
+/// admission of its own, just before its turn at the origin: a hit ends it, a miss puts it first
+/// in line for its origin. The tier's answers never touch an origin's window; they size the
+/// tier's own (`TierWindow`). No clock, no I/O, no locks: `DownloadQueue` holds it under its lock and passes the
+/// time, so tests drive it with numbers.
 struct DownloadSchedule: Sendable {
     /// What the queue is to do with a group.
     enum Step: Sendable, Equatable {
@@ -10,6 +13,8 @@ struct DownloadSchedule: Sendable {
         case start(group: Int, delay: Double)
         /// Fail it at once without a request: its origin was given up.
         case refuse(group: Int, message: String)
+        /// Ask the shared tier for it (`lookedUp` says what it answered).
+        case lookUp(group: Int)
     }
 
     /// HTTP/1.1 connections per origin.
@@ -38,14 +43,22 @@ struct DownloadSchedule: Sendable {
     private var next = 0
     /// Groups waiting for a probe of their origin, by origin.
     private var parked: [String: [Int]] = [:]
-    /// Groups released from `parked`, taken before new ones; `releasedStart` is the first not taken.
+    /// Groups released from `parked`, or that the tier missed, taken before new ones (for their
+    /// origin); `releasedStart` is the first not taken.
     private var released: [Int] = []
     private var releasedStart = 0
+    /// Whether the tier is asked for each group first (empty: no tier).
+    private let inTier: [Bool]
+    /// How many tier lookups may be in flight, and how many are.
+    private var tierWindow: TierWindow
+    private var tierRunning = 0
 
     init(origins: [String?], alternates: [Int: [String]] = [:], jobs: Int, streams: Int = 100,
-         breaker: OriginBreaker = OriginBreaker()) {
+         breaker: OriginBreaker = OriginBreaker(), inTier: [Bool] = [], tierLookups: Int = 32) {
         self.origins = origins
         self.alternates = alternates
+        self.inTier = inTier
+        tierWindow = TierWindow(cap: tierLookups)
         self.jobs = max(1, jobs)
         localJobs = min(self.jobs, Self.localFilesAtOnce)
         self.streams = max(1, streams)
@@ -58,6 +71,15 @@ struct DownloadSchedule: Sendable {
     mutating func take(now: Double) -> [Step] {
         var steps: [Step] = []
         while !isStopped, let group = peekNext() {
+            if releasedStart == released.count, group < inTier.count, inTier[group] {
+                // New from the list, and the tier may have it: asked there first.
+                guard tierRunning < tierWindow.limit else { break }
+                advance()
+                tierRunning += 1
+                running += 1
+                steps.append(.lookUp(group: group))
+                continue
+            }
             guard let primary = origins[group] else {
                 guard localRunning < localJobs else { break }
                 advance()
@@ -108,6 +130,16 @@ struct DownloadSchedule: Sendable {
         if releasedStart < released.count { releasedStart += 1 } else { next += 1 }
     }
 
+    /// The tier answered a lookup: a hit ends the group, a miss puts it first in line for its
+    /// origin. Either way the lookup's slot goes to the next.
+    mutating func lookedUp(_ group: Int, hit: Bool, now: Double) -> [Step] {
+        tierRunning -= 1
+        running -= 1
+        tierWindow.answered(hit: hit)
+        if !hit { released.append(group) }
+        return take(now: now)
+    }
+
     /// A started group ended (delivered or failed): its slot goes to the next.
     mutating func finished(_ group: Int, now: Double) -> [Step] {
         running -= 1
@@ -122,11 +154,10 @@ struct DownloadSchedule: Sendable {
     /// A response's head arrived: its origin's window grows (not for 429 and 503, which halve it
     /// when the attempt ends), and a wider window may have room for the next groups.
     mutating func headArrived(_ origin: String, status: Int, multiplexed: Bool, closesConnections: Bool,
-                              learnsProtocol: Bool = true, now: Double) -> [Step] {
+                              now: Double) -> [Step] {
         guard status != 429, status != 503, var window = windows[origin] else { return [] }
         let before = window.limit(jobs: jobs, streams: streams)
-        window.answered(multiplexed: multiplexed, closesConnections: closesConnections, learnsProtocol: learnsProtocol,
-                        jobs: jobs, streams: streams)
+        window.answered(multiplexed: multiplexed, closesConnections: closesConnections, jobs: jobs, streams: streams)
         windows[origin] = window
         // Only a window that grew (or changed its cap) can have room for another group.
         guard window.limit(jobs: jobs, streams: streams) != before else { return [] }
@@ -134,7 +165,7 @@ struct DownloadSchedule: Sendable {
     }
 
     /// Whether every group has been taken (none waits for room or behind a probe).
-    var allTaken: Bool { peekNext() == nil && parked.isEmpty }
+    var allTaken: Bool { peekNext() == nil && parked.isEmpty && tierRunning == 0 }
 
     /// An attempt's outcome: its origin's window halves on 429 or 503 (it grew with the head);
     /// the breaker hears of its health, and a probe that ended releases the groups parked
@@ -183,5 +214,31 @@ struct DownloadSchedule: Sendable {
     /// The groups never started: after a stop, or parked when the run ended.
     var unstarted: [Int] {
         Array(next..<origins.count) + released[releasedStart...] + parked.values.joined()
+    }
+}
+
+/// How many lookups the shared tier gets at once, as a plain value: it grows by one with each hit
+/// (up to `cap`) and halves with each miss (down to `floor`; BENCHMARKS.md, "The tier looked up
+/// before the sources", has the measurements behind four). A tier that has what the run needs
+/// is read wide; one that misses is asked just ahead of the origin, so that a miss is fetched
+/// from the origin, and uploaded, soon after it was looked up (runners that start together on an
+/// empty tier then rarely miss where another is about to upload).
+struct TierWindow: Equatable {
+    static let floor = 4.0
+    /// At most `--jobs`: the tier is a server like any other.
+    let cap: Double
+    private let low: Double
+    private(set) var size: Double
+
+    init(cap: Int) {
+        self.cap = Double(max(1, cap))
+        low = min(Self.floor, self.cap)
+        size = low
+    }
+
+    var limit: Int { Int(size) }
+
+    mutating func answered(hit: Bool) {
+        size = hit ? min(cap, size + 1) : max(low, size / 2)
     }
 }

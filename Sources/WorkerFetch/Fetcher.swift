@@ -3,9 +3,11 @@ import Glibc
 import Logging
 import Synchronization
 import WorkerStore
+import WorkerSupport
 
 /// Downloads bodies into the content store: streamed to `tmp/` while hashed, verified, then
-/// renamed to their object name. A download asks its sources in order (`ContentSource`). A run's
+/// renamed to their object name. A download asks its sources in order (`ContentSource`); the
+/// shared tier, a cache beside them, is looked up before (`tier`, by the queue). A run's
 /// downloads share a few `CurlEngine`s (one thread each, as many as the machine has cores, at most
 /// `maxEngines`): a download and its retries and redirects stay on the engine it started on, each
 /// engine keeps and multiplexes its own connections.
@@ -22,8 +24,9 @@ package final class Fetcher: Sendable {
     /// Heads and body bytes as the transfers go (the window's growth, byte progress).
     package let meter = TransferMeter()
 
-    /// The shared tier (`--remote-cache`) and the uploads to it, in a run with downloads.
+    /// The shared tier (`--remote-cache`), its lookups and the uploads to it, in a run with downloads.
     package let remote: RemoteTier?
+    let tier: RemoteCacheLookup?
     package let uploads: RemoteUploads?
 
     /// What the transport made for the run, removed at `shutdown`.
@@ -61,20 +64,18 @@ package final class Fetcher: Sendable {
                                                          entryTimeout: settings.entryTimeout)
         }
         (self.remote, self.uploads) = (remote, uploads)
+        let meter = meter
+        tier = remote.map { RemoteCacheLookup(tier: $0, store: store, settings: settings, meter: meter, uploads: uploads) }
         sources = SourceWalk(Self.sources(store: store, settings: settings, logger: logger, knownFolders: knownFolders,
-                                          meter: meter, remote: remote, uploads: uploads))
+                                          meter: meter))
     }
 
     /// The sources, in the order a download asks them. A new source is registered here.
     private static func sources(store: ContentStore, settings: FetchSettings, logger: Logger, knownFolders: [String],
-                                meter: TransferMeter, remote: RemoteTier?, uploads: RemoteUploads?) -> [any ContentSource] {
+                                meter: TransferMeter) -> [any ContentSource] {
         let limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
-        var sources: [any ContentSource] = [LocalFileSource(store: store, settings: settings, knownFolders: knownFolders)]
-        if let remote {
-            sources.append(RemoteCacheSource(tier: remote, store: store, settings: settings, meter: meter, uploads: uploads))
-        }
-        sources.append(OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter))
-        return sources
+        return [LocalFileSource(store: store, settings: settings, knownFolders: knownFolders),
+                OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter)]
     }
 
     /// Stops every engine (they close their connections at the same time) and waits for all.
@@ -142,6 +143,23 @@ package final class Fetcher: Sendable {
     /// the origin's attempts are told to the origin breaker.
     func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil, on engine: any FetchEngine,
                done: @escaping @Sendable (FetchResult) -> Void) {
-        sources.fetch(request, lane: FetchLane(control: control, engine: engine, gate: gate), done: done)
+        let lane = FetchLane(control: control, engine: engine, gate: gate)
+        guard let tier else { return sources.fetch(request, lane: lane, done: done) }
+        // What the origin delivers the tier may take, once installed.
+        let started = Monotonic.now()
+        sources.fetch(request, lane: lane) { result in
+            var result = result
+            if case .success(.body(let body)) = result.result, let source = result.source {
+                result.uploadsToTier = tier.takes(request, deliveredBy: source, body, seconds: Monotonic.now() - started)
+            }
+            done(result)
+        }
+    }
+
+    /// Looks `request` up on the shared tier (the queue's tier stage), on `engine`'s thread.
+    func lookUp(_ request: FetchRequest, control: FetchControl, on engine: any FetchEngine,
+                done: @escaping @Sendable (SourceOutcome) -> Void) {
+        guard let tier else { return done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0)) }
+        tier.lookUp(request, control: control, on: engine, done: done)
     }
 }

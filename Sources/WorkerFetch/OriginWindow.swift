@@ -63,17 +63,12 @@ struct OriginWindow: Sendable, Equatable {
 
     /// An answer began (its head arrived): the window grows (and opens wide the first time
     /// HTTP/2 is seen). Growing as answers begin rather than as they complete keeps a few large
-    /// bodies from a slow server from downloading one after another. An answer that is not the
-    /// origin's own (`learnsProtocol` false: the shared tier's, asked in the origin's window)
-    /// grows the window as any answer does, but says nothing of how the origin talks: an
-    /// HTTP/2 tier never opens an HTTP/1.1 origin's window beyond its connections.
-    mutating func answered(multiplexed: Bool, closesConnections: Bool = false, learnsProtocol: Bool = true,
-                           jobs: Int, streams: Int) {
-        let opensWide = learnsProtocol && multiplexed && self.multiplexed != true && threshold == .infinity
-        if learnsProtocol {
-            self.multiplexed = multiplexed
-            self.closesConnections = closesConnections
-        }
+    /// bodies from a slow server from downloading one after another. Only the origin's own
+    /// answers reach it: the shared tier is looked up with an admission of its own.
+    mutating func answered(multiplexed: Bool, closesConnections: Bool = false, jobs: Int, streams: Int) {
+        let opensWide = multiplexed && self.multiplexed != true && threshold == .infinity
+        self.multiplexed = multiplexed
+        self.closesConnections = closesConnections
         let ceiling = Double(cap(jobs: jobs, streams: streams))
         if opensWide {
             size = ceiling

@@ -11,15 +11,12 @@ package final class TransferMeter: Sendable {
         package let status: Int
         package let multiplexed: Bool
         package let closesConnection: Bool
-        /// Whether the answer is the origin's own (`TransferRequest.learnsProtocol`).
-        package let learnsProtocol: Bool
 
-        package init(origin: String, status: Int, multiplexed: Bool, closesConnection: Bool, learnsProtocol: Bool = true) {
+        package init(origin: String, status: Int, multiplexed: Bool, closesConnection: Bool) {
             self.origin = origin
             self.status = status
             self.multiplexed = multiplexed
             self.closesConnection = closesConnection
-            self.learnsProtocol = learnsProtocol
         }
     }
 

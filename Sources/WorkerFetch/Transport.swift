@@ -96,10 +96,6 @@ package struct TransferRequest: Sendable {
     package var timeouts: TransferTimeouts?
     /// AWS Signature Version 4 (libcurl's `CURLOPT_AWS_SIGV4`) with these credentials.
     package var signing: AWSSigning?
-    /// Whether the answer tells how `origin` talks (HTTP/2, connections closed): false for a
-    /// request to another server on the origin's behalf (the shared tier), whose heads grow the
-    /// origin's window without changing what it knows of the origin.
-    package var learnsProtocol = true
 
     package init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
                  meter: TransferMeter? = nil, origin: String? = nil) {

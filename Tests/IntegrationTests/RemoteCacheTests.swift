@@ -46,6 +46,37 @@ import WorkerTestSupport
 
     // MARK: - Read and write
 
+    /// The tier is a cache beside the sources: asked before them, whatever became of the origin.
+    /// With the origin refusing every connection and remembered as given up by an earlier run,
+    /// what the tier holds still comes from the tier; only what it lacks fails.
+    @Test func theTierServesWhatItHasWhenTheOriginIsDown() async throws {
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let directory = TemporaryDirectory()
+        let dead = "http://127.0.0.1:\(NetworkFailureTests.closedPort())"
+        var text = "version: 1\nname: down\nentries:\n"
+        for number in 0..<40 {
+            let bytes = Self.body(number)
+            // The tier lacks the first ten.
+            if number >= 10 { tier.store(sha256(bytes), bytes) }
+            text += "  - url: \(dead)/a/\(number).png\n    hash: sha256:\(sha256(bytes))\n"
+        }
+        let manifest = directory.write("m.yaml", text)
+        // An earlier run without the tier: every entry fails, and the cache remembers the origin as down.
+        let earlier = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"])
+        #expect(earlier.code == 1)
+        let report = directory.path + "/r.json"
+        let run = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+                                        "--retries", "0", "--report", report])
+        #expect(run.code == 1, "\(run.stderr)")
+        let entries = rows(try json(report))
+        let failed = entries.filter { $0["status"] as? String == "failed" }.compactMap { $0["url"] as? String }
+        #expect(Set(failed) == Set((0..<10).map { "\(dead)/a/\($0).png" }), "only what the tier lacks fails: \(failed)")
+        let fromTier = entries.filter { $0["source"] as? String == "remote" }
+        #expect(fromTier.count == 30, "\(entries)")
+    }
+
+
     @Test func runnerAFillsTheTierAndRunnerBTakesEverythingFromIt() async throws {
         let tier = try WebDAVTier()
         defer { tier.stop() }

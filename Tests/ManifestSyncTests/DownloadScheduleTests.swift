@@ -59,19 +59,56 @@ import Testing
         #expect(schedule.windows[a]?.limit(jobs: 4, streams: 32) == 32, "the end of the answer keeps it open")
     }
 
-    @Test func anHTTP2TiersAnswersGrowAnHTTP1OriginsWindowOnlyToItsConnections() {
-        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 50), jobs: 4, streams: 32)
-        #expect(Self.started(schedule.take(now: 0)) == [0])
-        // The tier answers over HTTP/2 in the origin's window (a 404, say): slow start, no more.
-        var started = Self.started(schedule.headArrived(a, status: 404, multiplexed: true, closesConnections: false,
-                                                        learnsProtocol: false, now: 0))
-        #expect(started == [1, 2], "grown by two, as by any answer")
-        started = Self.started(schedule.headArrived(a, status: 200, multiplexed: true, closesConnections: false,
-                                                    learnsProtocol: false, now: 0))
-        #expect(started == [3], "capped at --jobs 4: the tier's HTTP/2 is not the origin's")
-        #expect(schedule.windows[a]?.multiplexed == nil, "nothing learned of the origin")
-        // The origin's own HTTP/2 answer opens it.
-        #expect(Self.head(&schedule, a, http2: true) == Array(4...31))
+    static func lookedUp(_ steps: [DownloadSchedule.Step]) -> [Int] {
+        steps.compactMap { if case .lookUp(let group) = $0 { group } else { nil } }
+    }
+
+    @Test func theTierIsAskedFirstWithItsOwnAdmissionAndAMissGoesFirstToItsOrigin() {
+        // Groups 0-6 pinned (the tier may have them), 7 not; at most five lookups at once.
+        #expect(TierWindow.floor == 4)
+        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 8), jobs: 8,
+                                        inTier: [true, true, true, true, true, true, true, false], tierLookups: 5)
+        let first = schedule.take(now: 0)
+        #expect(Self.lookedUp(first) == [0, 1, 2, 3] && Self.started(first).isEmpty, "four lookups to begin with, no origin slot")
+        #expect(schedule.windows[a] == nil, "no origin's window touched by a lookup")
+        // A hit ends its group and widens the tier's window (to its cap of five).
+        #expect(Self.lookedUp(schedule.lookedUp(1, hit: true, now: 0)) == [4, 5])
+        // A miss narrows it again and puts its group first in line for the origin (slow start: one).
+        #expect(Self.started(schedule.lookedUp(0, hit: false, now: 0)) == [0])
+        #expect(schedule.lookedUp(2, hit: false, now: 0).isEmpty, "a miss waits for room in its origin's window")
+        // The origin's own answer grows its window: the missed group first, then in list order
+        // a lookup and the group the tier is not asked for.
+        let grown = schedule.headArrived(a, status: 200, multiplexed: false, closesConnections: false, now: 0)
+        #expect(Self.started(grown) == [2, 7] && Self.lookedUp(grown) == [6])
+        #expect(schedule.lookedUp(3, hit: false, now: 0).isEmpty)
+        for hit in [4, 5, 6] { #expect(schedule.lookedUp(hit, hit: true, now: 0).isEmpty) }
+        #expect(Self.head(&schedule, a) == [3])
+        #expect(schedule.running == 4 && schedule.allTaken)
+    }
+
+    @Test func theTiersWindowGrowsWithHitsAndHalvesWithMisses() {
+        var window = TierWindow(cap: 20)
+        #expect(window.limit == 4)
+        for _ in 0..<30 { window.answered(hit: true) }
+        #expect(window.limit == 20, "capped")
+        window.answered(hit: false)
+        #expect(window.limit == 10)
+        for _ in 0..<5 { window.answered(hit: false) }
+        #expect(window.limit == 4, "never below four")
+        var one = TierWindow(cap: 1)
+        one.answered(hit: true)
+        #expect(one.limit == 1, "never above --jobs")
+    }
+
+    @Test func groupsInLookupWhenTheRunStopsAreLeftUnstarted() {
+        var schedule = DownloadSchedule(origins: [a, a, a, a, a], jobs: 4, inTier: [true, true, true, true, true])
+        #expect(Self.lookedUp(schedule.take(now: 0)) == [0, 1, 2, 3])
+        schedule.stop()
+        #expect(schedule.lookedUp(0, hit: false, now: 0).isEmpty, "a stopped schedule starts nothing")
+        #expect(schedule.lookedUp(1, hit: true, now: 0).isEmpty)
+        #expect(schedule.lookedUp(2, hit: false, now: 0).isEmpty && schedule.lookedUp(3, hit: false, now: 0).isEmpty)
+        #expect(schedule.running == 0)
+        #expect(Set(schedule.unstarted) == [0, 2, 3, 4], "the misses wait unstarted, the hit is done, the last never asked")
     }
 
     @Test func aFewLargeBodiesFromASlowServerRunInParallelFromTheStart() {

@@ -55,14 +55,14 @@ import Testing
     @Test func aBodyIsAHitAnd404OrARedirectAMiss() throws {
         let tier = try tier()
         let file = VerifiedFile(path: "/tmp/x", sha256: String(repeating: "b", count: 64), size: 5)
-        let hit = RemoteCacheSource.outcome(of: reply(.success(.body(file, etag: nil, lastModified: nil)), bytes: 5), tier: tier)
+        let hit = RemoteCacheLookup.outcome(of: reply(.success(.body(file, etag: nil, lastModified: nil)), bytes: 5), tier: tier)
         guard case .delivered(.body(let body)) = hit.answer else {
             Issue.record("expected a delivery, got \(hit.answer)")
             return
         }
         #expect(body.sha256 == file.sha256 && hit.bytes == 5)
-        #expect(isMiss(RemoteCacheSource.outcome(of: reply(.success(.status(404, retryAfter: nil))), tier: tier)))
-        #expect(isMiss(RemoteCacheSource.outcome(of: reply(.success(.redirect(status: 302, location: "/x"))), tier: tier)))
+        #expect(isMiss(RemoteCacheLookup.outcome(of: reply(.success(.status(404, retryAfter: nil))), tier: tier)))
+        #expect(isMiss(RemoteCacheLookup.outcome(of: reply(.success(.redirect(status: 302, location: "/x"))), tier: tier)))
         let counts = tier.summary
         #expect(counts.hits == 1 && counts.misses == 2 && counts.bytesDown == 5 && counts.errors == 0)
     }
@@ -72,16 +72,16 @@ import Testing
         let mismatch = FetchFailure(.hashMismatch, "the body does not match")
         let cut = FetchFailure(.connection, "truncated body: received 10 of 20 bytes")
         let refused = FetchFailure(.connection, "connection refused")
-        #expect(isMiss(RemoteCacheSource.outcome(of: reply(.failure(mismatch), bytes: 40), tier: tier)))
-        #expect(isMiss(RemoteCacheSource.outcome(of: reply(.failure(cut), bytes: 10), tier: tier)))
+        #expect(isMiss(RemoteCacheLookup.outcome(of: reply(.failure(mismatch), bytes: 40), tier: tier)))
+        #expect(isMiss(RemoteCacheLookup.outcome(of: reply(.failure(cut), bytes: 10), tier: tier)))
         #expect(tier.isUsable)
-        #expect(isMiss(RemoteCacheSource.outcome(of: reply(.success(.status(503, retryAfter: 5))), tier: tier)))
+        #expect(isMiss(RemoteCacheLookup.outcome(of: reply(.success(.status(503, retryAfter: 5))), tier: tier)))
         #expect(!tier.isUsable, "three errors in a row")
-        #expect(isMiss(RemoteCacheSource.outcome(of: reply(.failure(refused)), tier: tier)))
+        #expect(isMiss(RemoteCacheLookup.outcome(of: reply(.failure(refused)), tier: tier)))
         let counts = tier.summary
         #expect(counts.corrupt == 2 && counts.errors == 2 && counts.bytesDown == 50)
         // A stop is the run's, not the tier's: it ends the walk.
-        let stopped = RemoteCacheSource.outcome(of: reply(.failure(FetchFailure(.cancelled, "stopped"))), tier: tier)
+        let stopped = RemoteCacheLookup.outcome(of: reply(.failure(FetchFailure(.cancelled, "stopped"))), tier: tier)
         guard case .failed(let failure) = stopped.answer else {
             Issue.record("expected the stop, got \(stopped.answer)")
             return

@@ -15,17 +15,11 @@ import WorkerTestSupport
         let answer: SourceOutcome.Answer
         let scheme: String
         let asked = Atomic<Int>(0)
-        /// Bodies later sources delivered after this one missed.
-        let heard = Mutex<[(SourceKind, String)]>([])
 
-        /// Takes what a later source delivered once it is installed (as a tier does).
-        let takes: Bool
-
-        init(_ kind: SourceKind, _ answer: SourceOutcome.Answer, scheme: String = "http", takes: Bool = false) {
+        init(_ kind: SourceKind, _ answer: SourceOutcome.Answer, scheme: String = "http") {
             self.kind = kind
             self.answer = answer
             self.scheme = scheme
-            self.takes = takes
         }
 
         func serves(_ request: FetchRequest) -> Bool { request.url.hasPrefix(scheme + ":") }
@@ -33,11 +27,6 @@ import WorkerTestSupport
         func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
             asked.add(1, ordering: .relaxed)
             done(SourceOutcome(answer: answer, attempts: 2, bytes: 10))
-        }
-
-        func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool {
-            heard.withLock { $0.append((kind, body.sha256)) }
-            return takes
         }
     }
 
@@ -68,28 +57,15 @@ import WorkerTestSupport
         #expect(result.attempts == 4, "attempts add up over the sources asked")
         #expect(result.bytesReceived == 20)
         #expect(missing.asked.load(ordering: .relaxed) == 1)
-        // The source that missed hears what the next one delivered (a tier uploads it).
-        let heard = missing.heard.withLock { $0 }
-        #expect(heard.count == 1 && heard.first?.0 == .origin && heard.first?.1 == Self.body.sha256)
-        #expect(delivering.heard.withLock { $0.isEmpty }, "the source that delivered is not told")
-        #expect(!result.uploadsToTier, "no source that missed takes it")
-
-        let tier = FakeSource(.remote, .miss, takes: true)
-        let taken = try await walk([missing, tier, FakeSource(.origin, .delivered(.body(Self.body)))])
-        #expect(taken.uploadsToTier, "a tier that missed takes the object once installed")
-        #expect(tier.heard.withLock { $0.count } == 1)
+        #expect(!result.uploadsToTier, "the walk itself offers nothing to a tier (the fetcher decides)")
     }
 
-    @Test func onlySourcesThatMissedHearOfTheDeliveryAndNothingOfAFailure() async throws {
+    @Test func aSourceThatDoesNotServeTheURLIsNeverAsked() async throws {
         let notServing = FakeSource(.local, .miss, scheme: "file")
-        let tier = FakeSource(.remote, .miss)
-        let failing = FakeSource(.origin, .failed(FetchFailure(.httpStatus, "HTTP 500", httpStatus: 500)))
-        _ = try await walk([notServing, tier, failing])
-        #expect(tier.heard.withLock { $0.isEmpty }, "a failure delivers nothing to keep")
         let delivering = FakeSource(.origin, .delivered(.body(Self.body)))
-        _ = try await walk([notServing, tier, delivering])
-        #expect(notServing.heard.withLock { $0.isEmpty }, "a source that was not asked did not miss")
-        #expect(tier.heard.withLock { $0.count } == 1)
+        let result = try await walk([notServing, delivering])
+        #expect(result.source == .origin && result.attempts == 2)
+        #expect(notServing.asked.load(ordering: .relaxed) == 0)
     }
 
     @Test func aFailureEndsTheWalk() async throws {

@@ -2,7 +2,7 @@ import Logging
 import Synchronization
 
 /// A run's shared tier: its settings, its health (`RemoteTierHealth`) and what it did, shared by
-/// the lookups (`RemoteCacheSource`) and the uploads (`RemoteUploads`) on every engine's thread.
+/// the lookups (`RemoteCacheLookup`) and the uploads (`RemoteUploads`) on every engine's thread.
 package final class RemoteTier: Sendable {
     let settings: RemoteCacheSettings
     private let logger: Logger

@@ -1,8 +1,9 @@
-/// A place a download's bytes can come from: a local file, the shared tier (`RemoteCacheSource`),
-/// the origin over HTTP. A download asks the sources that serve its request in order: the first
-/// that delivers a verified body or fails ends it; one that has nothing (`miss`) passes it on, and a
-/// miss is not a failure (no breaker event, no failure row). Adding a source is a new conforming
-/// type and its place in `Fetcher.sources(…)`.
+/// A place a download's bytes can come from: a local file, the origin over HTTP (with its
+/// mirrors). The shared tier is not one: a cache looked up before them (`RemoteCacheLookup`). A
+/// download asks the sources that serve its request in order: the first that delivers a verified
+/// body or fails ends it; one that has nothing (`miss`) passes it on, and a miss is not a failure
+/// (no breaker event, no failure row). Adding a source is a new conforming type and its place in
+/// `Fetcher.sources(…)`.
 protocol ContentSource: Sendable {
     /// Which source this is (in each fetch result).
     var kind: SourceKind { get }
@@ -14,15 +15,6 @@ protocol ContentSource: Sendable {
     /// none, or fails. Starts on `lane.engine`'s thread; `done` is called once, from any thread.
     /// A stop of `lane.control` ends it as `cancelled`.
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void)
-
-    /// This source missed `request` and a later one (`kind`) delivered `body` (verified, in
-    /// `tmp/` until its batch commits). True: a cache tier takes the object once the commit has
-    /// installed it (`FetchResult.uploadsToTier`). Called on the engine's thread; must not block.
-    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool
-}
-
-extension ContentSource {
-    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool { false }
 }
 
 /// The sources a download can come from.

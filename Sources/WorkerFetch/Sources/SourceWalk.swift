@@ -2,8 +2,7 @@ import WorkerSupport
 
 /// A download's walk through its sources: each source that serves the request is asked in
 /// order; a miss passes it to the next, a delivery or a failure ends it. Attempts and bytes add up
-/// over the sources asked. The sources that missed hear what a later one delivered (and a tier
-/// among them may ask for the object once it is installed).
+/// over the sources asked.
 struct SourceWalk: Sendable {
     let sources: [any ContentSource]
 
@@ -13,11 +12,11 @@ struct SourceWalk: Sendable {
 
     /// Fetches `request`; `done` is called once. A stopped lane asks no source.
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (FetchResult) -> Void) {
-        ask(from: 0, for: request, lane: lane, attempts: 0, bytes: 0, missed: [], done: done)
+        ask(from: 0, for: request, lane: lane, attempts: 0, bytes: 0, done: done)
     }
 
     private func ask(from number: Int, for request: FetchRequest, lane: FetchLane, attempts: Int, bytes: Int64,
-                     missed: [Int], done: @escaping @Sendable (FetchResult) -> Void) {
+                     done: @escaping @Sendable (FetchResult) -> Void) {
         guard let next = sources[number...].firstIndex(where: { $0.serves(request) }) else {
             // Every source that serves the URL missed (or none serves it).
             let failure = FetchFailure(.io, "no source has \(Redact.url(request.url))")
@@ -35,17 +34,10 @@ struct SourceWalk: Sendable {
             let bytes = bytes + outcome.bytes
             switch outcome.answer {
             case .miss:
-                ask(from: next + 1, for: request, lane: lane, attempts: attempts, bytes: bytes, missed: missed + [next],
-                    done: done)
+                ask(from: next + 1, for: request, lane: lane, attempts: attempts, bytes: bytes, done: done)
             case .delivered(let delivery):
-                var result = FetchResult(result: .success(delivery), attempts: attempts, bytesReceived: bytes,
-                                         source: source.kind, servedBy: outcome.servedBy)
-                if case .body(let body) = delivery {
-                    for earlier in missed where sources[earlier].missed(request, deliveredBy: source.kind, body) {
-                        result.uploadsToTier = true
-                    }
-                }
-                done(result)
+                done(FetchResult(result: .success(delivery), attempts: attempts, bytesReceived: bytes, source: source.kind,
+                                 servedBy: outcome.servedBy))
             case .failed(let failure):
                 done(FetchResult(result: .failure(failure), attempts: attempts, bytesReceived: bytes, source: source.kind))
             }

@@ -1,17 +1,19 @@
 import FoundationEssentials
-import Synchronization
 import WorkerManifest
 import WorkerStore
 import WorkerSupport
 
-/// The shared tier (`--remote-cache`), asked before the origin for an entry pinned by SHA-256:
-/// `GET {base}/cas/{hex}` with the tier's own headers (never the manifest's). A body is verified
-/// like any other; 404 and redirects are misses; a body that fails its hash or is cut is
-/// discarded and counted; an error (refused, timeout, another status) counts towards giving the
-/// tier up. Whatever the tier does, the entry goes on to the origin: the tier never fails it.
-/// A body the origin then delivers is uploaded once the run's commit has installed it
-/// (`FetchResult.uploadsToTier`, `RemoteUploads`).
-final class RemoteCacheSource: ContentSource {
+/// The shared tier (`--remote-cache`) as a cache beside the sources, not one of them (Nuke asks
+/// its `DataCaching` before its `DataLoading` and stores after): an entry pinned by SHA-256 is
+/// looked up there before any source is asked, with an admission of its own (`DownloadSchedule`'s
+/// tier lookups), as `GET {base}/cas/{hex}` with the tier's own headers (never the manifest's). A
+/// body is verified like any other; 404 and redirects are misses; a body that fails its hash or
+/// is cut is discarded and counted; an error (refused, timeout, another status) counts towards
+/// giving the tier up. Whatever the tier does, a miss goes on to the sources: the tier never fails
+/// an entry, and its answers never touch an origin's window. A body the origin then delivers is
+/// uploaded once the run's commit has installed it (`takes`, `FetchResult.uploadsToTier`,
+/// `RemoteUploads`).
+final class RemoteCacheLookup: Sendable {
     let tier: RemoteTier
     let store: ContentStore
     let settings: FetchSettings
@@ -27,17 +29,16 @@ final class RemoteCacheSource: ContentSource {
         self.uploads = uploads
     }
 
-    var kind: SourceKind { .remote }
-
-    /// Entries pinned by SHA-256 on an origin: objects are named by it. (Other algorithms, and
-    /// entries without a hash, cannot be looked up; with `uploadsUnpinned`, entries without a
-    /// hash pass through without a request, so that what the origin delivers is uploaded.)
-    func serves(_ request: FetchRequest) -> Bool {
-        guard request.origin != nil else { return false }
-        return request.expected?.algorithm == .sha256 || (request.expected == nil && tier.settings.uploadsUnpinned)
+    /// Whether the tier is asked for `request` before its sources: entries pinned by SHA-256 on an
+    /// origin (objects are named by it; other algorithms cannot be looked up).
+    func asks(_ request: FetchRequest) -> Bool {
+        request.origin != nil && request.expected?.algorithm == .sha256
     }
 
-    func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
+    /// Asks the tier for `request`'s content, on `engine`'s thread: a verified body waiting in
+    /// `tmp/`, a miss (also for a tier given up: no request then), or a stop's `cancelled`.
+    func lookUp(_ request: FetchRequest, control: FetchControl, on engine: any FetchEngine,
+                done: @escaping @Sendable (SourceOutcome) -> Void) {
         guard let expected = request.expected else {
             done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0))
             return
@@ -54,23 +55,13 @@ final class RemoteCacheSource: ContentSource {
         let handler = ResponseHandler(store: store, expected: expected, maxSize: settings.maxSize, conditional: false,
                                       deadline: deadline, entryTimeout: limit, url: url, resume: nil,
                                       resumeThreshold: .max)
-        // The meter is told under the entry's origin: its window grows with the tier's answers,
-        // which say nothing of the origin's protocol.
-        var sent = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline, meter: meter,
-                                   origin: request.origin)
+        // Metered for the bytes it brings (progress), under no origin: no origin's window hears it.
+        var sent = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline, meter: meter)
         sent.timeouts = tier.settings.timeouts
-        sent.learnsProtocol = false
-        lane.control.send(sent, handler: handler, on: lane.engine) { [self] reply in
-            let now = Monotonic.now()
-            let outcome = Self.outcome(of: reply, tier: tier, seconds: now - started)
-            if case .miss = outcome.answer { self.missedAt.withLock { $0[request.url] = now } }
-            done(outcome)
+        control.send(sent, handler: handler, on: engine) { [tier] reply in
+            done(Self.outcome(of: reply, tier: tier, seconds: Monotonic.now() - started))
         }
     }
-
-    /// When each entry the tier missed went on to the origin: how long the origin took is what
-    /// the tier's pace is compared with.
-    private let missedAt = Mutex<[String: Double]>([:])
 
     /// What a tier answer means for the entry; every answer but a stop passes it to the origin.
     static func outcome(of reply: ExchangeReply, tier: RemoteTier, seconds: Double = 0) -> SourceOutcome {
@@ -107,13 +98,15 @@ final class RemoteCacheSource: ContentSource {
         }
     }
 
-    /// The origin delivered what the tier missed: the tier takes it once installed (unless
-    /// read-only, or given up, or the body was fetched with credentials and the tier is not
-    /// as private as the origins).
-    func missed(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody) -> Bool {
-        let missed = missedAt.withLock { $0.removeValue(forKey: request.url) }
+    /// Whether the tier takes `body`, which source `kind` delivered for `request` in `seconds`,
+    /// once the commit has installed it: what the origin delivered of an entry the tier is asked
+    /// for (or of one without a hash, with `uploadsUnpinned`: `manifest --urls`), unless the tier
+    /// is read-only or was given up, or the body was fetched with credentials and the tier is not
+    /// declared as private as the origins. The origin's pace is noted against the tier's.
+    func takes(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody, seconds: Double) -> Bool {
         guard kind == .origin else { return false }
-        if let missed { tier.paced(.origin, bytes: body.size, seconds: Monotonic.now() - missed) }
+        if asks(request) { tier.paced(.origin, bytes: body.size, seconds: seconds) }
+        guard asks(request) || (request.origin != nil && request.expected == nil && tier.settings.uploadsUnpinned) else { return false }
         guard uploads != nil, tier.isUsable else { return false }
         guard !request.carriesCredentials || tier.settings.uploadsPrivate else {
             tier.count { $0.privateNotUploaded += 1 }
