@@ -249,12 +249,16 @@ package final class DownloadQueue: Sendable, OriginGate {
         fetcher.fetch(member.request, control: control, gate: self, on: engine) { result in
             var results = results
             results.append(ItemResult(item: member.item, result: result))
-            if case .failure = result.result, index + 1 < self.groups[number].members.count, !self.control.isStopped {
-                self.run(number, request: index + 1, results: results, on: engine)
-            } else {
-                self.fetcher.finished(on: engine)
-                self.finish(Finished(group: number, results: results))
+            let members = self.groups[number].members
+            if case .failure = result.result, index + 1 < members.count {
+                guard self.control.isStopped else { return self.run(number, request: index + 1, results: results, on: engine) }
+                // Stopped: the members not tried end as the groups never started do.
+                let unstarted = FetchResult(result: .failure(FetchFailure(.cancelled, "\(self.control.stopReason) before this entry started")),
+                                            attempts: 0, bytesReceived: 0, source: nil)
+                results += members[(index + 1)...].map { ItemResult(item: $0.item, result: unstarted) }
             }
+            self.fetcher.finished(on: engine)
+            self.finish(Finished(group: number, results: results))
         }
     }
 

@@ -285,6 +285,25 @@ import WorkerTestSupport
         #expect(result.stderr.contains("--deadline 1s"), "\(result.stderr)")
     }
 
+    /// Two URLs of the same content are one group, tried in turn; a deadline that stops the first
+    /// leaves the second not started, and both are in the report as failed, none left out.
+    @Test func aGroupStoppedMidwayAccountsForEveryMember() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let bytes = harness.serve("twin", String(repeating: "t", count: 79) + "\n")
+        let manifest = harness.manifest([("/drip/100/f/twin", bytes), ("/f/twin", bytes)])
+        let report = harness.directory.path + "/r.json"
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--deadline", "1",
+                                           "--report", report])
+        #expect(result.code == 1, "\(result.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let entries = try #require(document["entries"] as? [[String: Any]])
+        #expect(entries.count == 2 && entries.allSatisfy { $0["status"] as? String == "failed" && $0["reason"] as? String == "cancelled" },
+                "\(entries)")
+        #expect((entries.last?["error"] as? String)?.hasSuffix("before this entry started") == true, "\(entries)")
+        #expect((document["totals"] as? [String: Any])?["failed"] as? Int == 2)
+    }
+
     @Test func networkFileSystemsUseARollbackJournal() async throws {
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"
