@@ -1,24 +1,21 @@
 /// Plan items that want the same content: the first URL that delivers it is downloaded, the
 /// others reuse the object. Hashless entries, and every entry under `--refresh`, are groups of one.
+/// A group holds what the queue schedules it by, not its requests: those are made as its members
+/// start (a million-entry run does not hold a million of them).
 package struct DownloadGroup: Sendable {
-    /// A plan item and what to send for it.
-    package struct Member: Sendable {
-        package let item: Int
-        package let request: FetchRequest
+    /// Plan item numbers, in manifest order: tried in that order until one delivers.
+    package let items: [Int]
+    /// The first item's origin (one string per origin, shared by its groups); nil for a local file.
+    package let origin: String?
+    /// The origins of the first item's mirrors, in order (a pinned entry's).
+    package let mirrorOrigins: [String]
+    /// Whether the first item is pinned by SHA-256 on an origin: the shared tier may have it.
+    package let pinnedBySHA256: Bool
 
-        package init(item: Int, request: FetchRequest) {
-            self.item = item
-            self.request = request
-        }
+    package init(items: [Int], origin: String?, mirrorOrigins: [String] = [], pinnedBySHA256: Bool = false) {
+        self.items = items
+        self.origin = origin
+        self.mirrorOrigins = mirrorOrigins
+        self.pinnedBySHA256 = pinnedBySHA256
     }
-
-    /// One per plan item, in manifest order: tried in that order until one delivers.
-    package let members: [Member]
-
-    package init(members: [Member]) {
-        self.members = members
-    }
-
-    /// Plan item numbers, in manifest order.
-    package var items: [Int] { members.map(\.item) }
 }

@@ -42,22 +42,26 @@ package final class DownloadQueue: Sendable, OriginGate {
 
     private let fetcher: Fetcher
     private let groups: [DownloadGroup]
+    /// The request of a plan item (its origin given when known), made as the item starts.
+    private let request: @Sendable (_ item: Int, _ origin: String?) -> FetchRequest
     private let control = FetchControl()
     private let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
     private let wakeCount: Int
     private static let flushDelay = 0.010
 
-    package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker()) {
+    package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
+                 request: @escaping @Sendable (_ item: Int, _ origin: String?) -> FetchRequest) {
         self.fetcher = fetcher
         self.groups = groups
+        self.request = request
         wakeCount = max(1, min(64, groups.count / 8))
-        let origins = groups.map { $0.members.first?.request.origin }
+        let origins = groups.map(\.origin)
         var alternates: [Int: [String]] = [:]
-        for (number, group) in groups.enumerated() {
-            if let mirrors = group.members.first?.request.mirrors, !mirrors.isEmpty { alternates[number] = mirrors.map(\.origin) }
+        for (number, group) in groups.enumerated() where !group.mirrorOrigins.isEmpty {
+            alternates[number] = group.mirrorOrigins
         }
-        let inTier = fetcher.tier.map { tier in groups.map { $0.members.first.map { tier.asks($0.request) } ?? false } } ?? []
+        let inTier = fetcher.tier == nil ? [] : groups.map(\.pinnedBySHA256)
         state = Mutex(State(schedule: DownloadSchedule(origins: origins, alternates: alternates, jobs: jobs, streams: streams,
                                                        breaker: breaker, inTier: inTier, tierLookups: jobs)))
         fetcher.meter.onHead { [weak self] head in self?.headArrived(head) }
@@ -188,7 +192,7 @@ package final class DownloadQueue: Sendable, OriginGate {
             case .refuse(let group, let message):
                 let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
                                          source: nil)
-                state.ready.append(Finished(group: group, results: groups[group].members.map { ItemResult(item: $0.item, result: result) }))
+                state.ready.append(Finished(group: group, results: groups[group].items.map { ItemResult(item: $0, result: result) }))
             }
         }
         return starts
@@ -217,14 +221,15 @@ package final class DownloadQueue: Sendable, OriginGate {
     /// Asks the shared tier for a group's content: a hit finishes the group, a miss (or a stop)
     /// hands it back to the schedule, first in line for its origin.
     private func lookUp(_ number: Int, on engine: any FetchEngine) {
-        let member = groups[number].members[0]
-        fetcher.lookUp(member.request, control: control, on: engine) { outcome in
+        let group = groups[number]
+        let item = group.items[0]
+        fetcher.lookUp(request(item, group.origin), control: control, on: engine) { outcome in
             self.fetcher.finished(on: engine)
             var hit: Finished?
             if case .delivered(let delivery) = outcome.answer {
                 let result = FetchResult(result: .success(delivery), attempts: outcome.attempts, bytesReceived: outcome.bytes,
                                          source: .remote)
-                hit = Finished(group: number, results: [ItemResult(item: member.item, result: result)])
+                hit = Finished(group: number, results: [ItemResult(item: item, result: result)])
             }
             self.lookedUp(number, hit: hit, discarded: hit == nil ? outcome.bytes : 0)
         }
@@ -245,17 +250,18 @@ package final class DownloadQueue: Sendable, OriginGate {
     }
 
     private func run(_ number: Int, request index: Int, results: [ItemResult], on engine: any FetchEngine) {
-        let member = groups[number].members[index]
-        fetcher.fetch(member.request, control: control, gate: self, on: engine) { result in
+        let group = groups[number]
+        let item = group.items[index]
+        fetcher.fetch(request(item, index == 0 ? group.origin : nil), control: control, gate: self, on: engine) { result in
             var results = results
-            results.append(ItemResult(item: member.item, result: result))
-            let members = self.groups[number].members
+            results.append(ItemResult(item: item, result: result))
+            let members = group.items
             if case .failure = result.result, index + 1 < members.count {
                 guard self.control.isStopped else { return self.run(number, request: index + 1, results: results, on: engine) }
                 // Stopped: the members not tried end as the groups never started do.
                 let unstarted = FetchResult(result: .failure(FetchFailure(.cancelled, "\(self.control.stopReason) before this entry started")),
                                             attempts: 0, bytesReceived: 0, source: nil)
-                results += members[(index + 1)...].map { ItemResult(item: $0.item, result: unstarted) }
+                results += members[(index + 1)...].map { ItemResult(item: $0, result: unstarted) }
             }
             self.fetcher.finished(on: engine)
             self.finish(Finished(group: number, results: results))

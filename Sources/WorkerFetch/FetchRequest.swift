@@ -25,8 +25,10 @@ package final class FetchRequest: Sendable {
     /// The origin (scheme, host, port) of `fetchURL` for the per-origin rules; nil for `file://`.
     package let origin: String?
 
+    /// `origin`: `url`'s, when the caller worked it out already (`Locator.origin(of:)`).
     package init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
-         etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator()) {
+         etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator(),
+         origin knownOrigin: String? = nil) {
         self.url = url
         self.expected = expected
         self.headers = headers
@@ -36,7 +38,7 @@ package final class FetchRequest: Sendable {
         if LocalFile.isLocal(url) {
             (fetchURL, origin, signing, self.mirrors) = (url, nil, nil, [])
         } else {
-            let primary = locator.location(url)
+            let primary = locator.location(url, origin: knownOrigin)
             (fetchURL, origin, signing) = (primary.url, primary.origin, primary.signing)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             var locations: [FetchLocation] = []

@@ -30,12 +30,17 @@ public struct Locator: Sendable, Equatable {
         }
     }
 
-    /// The location `listed` is requested at.
-    func location(_ listed: String) -> FetchLocation {
+    /// The location `listed` is requested at (its `origin`, when the caller knows it already).
+    func location(_ listed: String, origin: String? = nil) -> FetchLocation {
         if S3URL.isS3(listed), case .success(let object) = S3URL.parse(listed) {
             let (url, signing) = (s3 ?? S3Access()).location(of: object)
-            return FetchLocation(listed: listed, url: url, signing: signing)
+            return FetchLocation(listed: listed, url: url, origin: origin, signing: signing)
         }
-        return FetchLocation(listed: listed, url: rewrite.apply(listed))
+        return FetchLocation(listed: listed, url: rewrite.apply(listed), origin: origin)
+    }
+
+    /// The origin `listed` is requested from; nil for a local file.
+    package func origin(of listed: String) -> String? {
+        LocalFile.isLocal(listed) ? nil : location(listed).origin
     }
 }

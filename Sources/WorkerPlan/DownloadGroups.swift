@@ -22,7 +22,22 @@ extension SyncPlan {
                 }
             }
         }
-        return members.map { items in DownloadGroup(members: items.map { .init(item: $0, request: request(for: $0, locator: locator)) }) }
+        // One string per origin, shared by every group of it.
+        var origins: [String: String] = [:]
+        func shared(_ origin: String?) -> String? {
+            guard let origin else { return nil }
+            if let known = origins[origin] { return known }
+            origins[origin] = origin
+            return origin
+        }
+        return members.map { items in
+            let first = items[0]
+            let entry = self.items[first].entry
+            let origin = shared(locator.origin(of: entry.url))
+            let mirrors = origin == nil || entry.hash == nil ? [] : manifests.manifests[entry.manifest].mirrors(of: entry)
+            return DownloadGroup(items: items, origin: origin, mirrorOrigins: mirrors.compactMap { shared(locator.origin(of: $0)) },
+                                 pinnedBySHA256: origin != nil && entry.hash?.algorithm == .sha256)
+        }
     }
 
     /// What makes items one group: the same expected content, or (hashless, `--refresh`) the
@@ -39,8 +54,8 @@ extension SyncPlan {
     }
 
     /// What to send for a plan item: its manifest's headers, the stored version's validators when
-    /// it is revalidated, its mirrors; where `--rewrite` sends it.
-    func request(for item: Int, locator: Locator = Locator()) -> FetchRequest {
+    /// it is revalidated, its mirrors; where `--rewrite` sends it (`origin`: its origin, when known).
+    package func request(for item: Int, locator: Locator = Locator(), origin: String? = nil) -> FetchRequest {
         let planned = items[item]
         let manifest = manifests.manifests[planned.entry.manifest]
         let revalidate = planned.action == .revalidate
@@ -48,6 +63,6 @@ extension SyncPlan {
                             localRoot: manifest.baseURL == nil ? manifest.localRoot : nil,
                             etag: revalidate ? planned.previous?.etag : nil,
                             lastModified: revalidate ? planned.previous?.lastModified : nil,
-                            mirrors: manifest.mirrors(of: planned.entry), locator: locator)
+                            mirrors: manifest.mirrors(of: planned.entry), locator: locator, origin: origin)
     }
 }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Logging
 import WorkerFetch
+import WorkerManifest
 import WorkerPlan
 import WorkerReport
 import WorkerStore
@@ -19,12 +20,16 @@ extension SyncRun {
     mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
-        let network = groups.contains { $0.members.contains { $0.request.origin != nil } }
+        let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.items[$0].entry.url) } }
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
+        // Each request is made as its item starts.
+        let (planned, locator) = (plan, options.fetch.locator)
         let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
-                                  streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker)
+                                  streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker) { item, origin in
+            planned.request(for: item, locator: locator, origin: origin)
+        }
         var failure: CacheError?
         let timerEngine = fetcher.engines[0]
         let uploads = fetcher.uploads

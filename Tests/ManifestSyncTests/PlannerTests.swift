@@ -31,7 +31,7 @@ import Testing
                            entry("http://h/f", "md5:" + md5), entry("http://h/g", md5)],
                           [], present: [])
         #expect(result.downloadGroups(refresh: false).map(\.items) == [[0, 1], [2], [3], [4], [5, 6]])
-        #expect(result.downloadGroups(refresh: false)[0].members.map(\.request.url) == ["http://h/a", "http://h/b"])
+        #expect(result.downloadGroups(refresh: false)[0].items.map { result.request(for: $0).url } == ["http://h/a", "http://h/b"])
         #expect(result.downloadGroups(refresh: true).map(\.items) == [[0], [1], [2], [3], [4], [5], [6]])
     }
 
