@@ -3,10 +3,10 @@ import WorkerSupport
 
 /// Runs groups of downloads as `DownloadSchedule` decides. A group is a list of plan items wanting
 /// the same content, tried in order until one delivers; with a shared tier, a group it may have
-/// is looked up there first (`Fetcher.lookUp`), and goes to its sources only when it missed. A group starts on the fetch engine with the
-/// fewest downloads (a finished group's slot is refilled on its own engine), and finished groups
-/// reach the one consumer in batches: a cold sync of small files makes no thread hand-off per file
-/// (such hand-offs cost more CPU than hashing the file).
+/// is looked up there first (`Fetcher.lookUp`), and goes to its sources only when it missed. A
+/// group starts on the fetch engine with the fewest downloads (a finished group's slot is
+/// refilled on its own engine); finished groups reach the one consumer in batches
+/// (`DownloadQueue+Consumer.swift`).
 package final class DownloadQueue: Sendable, OriginGate {
     package struct Finished: Sendable {
         package let group: Int
@@ -38,17 +38,17 @@ package final class DownloadQueue: Sendable, OriginGate {
     }
 
     /// A consumer to wake and what to hand it.
-    private typealias Wake = (CheckedContinuation<[Finished]?, Never>, [Finished])
+    typealias Wake = (CheckedContinuation<[Finished]?, Never>, [Finished])
 
     private let fetcher: Fetcher
     private let groups: [DownloadGroup]
     /// The request of a plan item (its origin given when known), made as the item starts.
     private let request: @Sendable (_ item: Int, _ origin: String?) -> FetchRequest
     private let control = FetchControl()
-    private let state: Mutex<State>
+    let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
-    private let wakeCount: Int
-    private static let flushDelay = 0.010
+    let wakeCount: Int
+    static let flushDelay = 0.010
 
     package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
                  request: @escaping @Sendable (_ item: Int, _ origin: String?) -> FetchRequest) {
@@ -92,7 +92,7 @@ package final class DownloadQueue: Sendable, OriginGate {
     }
 
     /// An engine for the queue's own timers.
-    private var engine: any FetchEngine { fetcher.engines[0] }
+    var engine: any FetchEngine { fetcher.engines[0] }
 
     /// Starts the first groups.
     package func start() {
@@ -119,29 +119,6 @@ package final class DownloadQueue: Sendable, OriginGate {
     /// How each origin fared.
     package var originSummaries: [OriginBreaker.Summary] {
         state.withLock { $0.schedule.breaker.summaries }
-    }
-
-    /// The groups finished since the last call; nil once every started group has finished and
-    /// no more will start. Waits while nothing is ready. Cancelling the calling task stops the
-    /// queue: the downloads in flight end as `cancelled` and are handed over as usual.
-    package func next() async -> [Finished]? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<[Finished]?, Never>) in
-                let answer: [Finished]?? = state.withLock { state in
-                    if !state.ready.isEmpty {
-                        defer { state.ready.removeAll(keepingCapacity: true) }
-                        return .some(state.ready)
-                    }
-                    if state.schedule.running == 0 { return .some(nil) }
-                    precondition(state.waiter == nil, "DownloadQueue has one consumer")
-                    state.waiter = continuation
-                    return .none
-                }
-                if let answer { continuation.resume(returning: answer) }
-            }
-        } onCancel: {
-            stop()
-        }
     }
 
     // MARK: - Origin gate
@@ -285,60 +262,8 @@ package final class DownloadQueue: Sendable, OriginGate {
     /// `finished` with the bytes its tier lookup discarded counted in its first result.
     private static func adding(_ bytes: Int64?, to finished: Finished) -> Finished {
         guard let bytes, let first = finished.results.first else { return finished }
-        var result = FetchResult(result: first.result.result, attempts: first.result.attempts,
-                                 bytesReceived: first.result.bytesReceived + bytes, source: first.result.source,
-                                 servedBy: first.result.servedBy)
-        result.uploadsToTier = first.result.uploadsToTier
+        var result = first.result
+        result.bytesReceived += bytes
         return Finished(group: finished.group, results: [ItemResult(item: first.item, result: result)] + finished.results.dropFirst())
-    }
-
-    /// What to do for a waiting consumer after a change: wake it, arm the flush timer, or nothing.
-    private struct HandOver {
-        var wake: Wake?
-        var armFlush = false
-
-        func run(on engine: any FetchEngine, flush: @escaping @Sendable () -> Void) {
-            if let (waiter, ready) = wake { waiter.resume(returning: ready) }
-            if armFlush { engine.schedule(in: DownloadQueue.flushDelay) { _ in flush() } }
-        }
-    }
-
-    /// The one rule for waking the consumer: once `wakeCount` groups are ready, or when nothing
-    /// more is running; fewer wait for the short flush timer. (Waking it for every finished
-    /// group would cost a thread hand-off per file.) Call under the lock.
-    private func handOverIfDue(_ state: inout State) -> HandOver {
-        guard let waiter = state.waiter, !state.ready.isEmpty else { return HandOver() }
-        if state.ready.count >= wakeCount || state.schedule.running == 0 {
-            state.waiter = nil
-            defer { state.ready = [] }
-            return HandOver(wake: (waiter, state.ready))
-        }
-        guard !state.flushScheduled else { return HandOver() }
-        state.flushScheduled = true
-        return HandOver(armFlush: true)
-    }
-
-    /// Wakes a waiting consumer even when nothing finished (with what is ready, maybe nothing),
-    /// so that it can commit what it holds on time while long downloads go on.
-    package func wakeConsumer() {
-        let wake = state.withLock { state -> Wake? in
-            guard let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            defer { state.ready = [] }
-            return (waiter, state.ready)
-        }
-        if let (waiter, ready) = wake { waiter.resume(returning: ready) }
-    }
-
-    /// Hands what is ready to a waiting consumer (the timer behind `wakeCount`).
-    private func flush() {
-        let wake = state.withLock { state -> Wake? in
-            state.flushScheduled = false
-            guard let waiter = state.waiter, !state.ready.isEmpty else { return nil }
-            state.waiter = nil
-            defer { state.ready = [] }
-            return (waiter, state.ready)
-        }
-        if let (waiter, ready) = wake { waiter.resume(returning: ready) }
     }
 }

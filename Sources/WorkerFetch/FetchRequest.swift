@@ -125,7 +125,7 @@ package struct FetchResult: Sendable {
     package let result: Result<Delivery, FetchFailure>
     package let attempts: Int
     /// Body bytes received over all attempts.
-    package let bytesReceived: Int64
+    package var bytesReceived: Int64
     /// The source that delivered or failed it; nil when none was asked.
     package let source: SourceKind?
     /// A mirror that delivered the body (as the manifest lists it); nil for the entry's URL.
