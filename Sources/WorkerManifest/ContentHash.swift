@@ -52,6 +52,11 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     /// The digest bytes (`algorithm.byteCount` of them).
     public var bytes: [UInt8] { storage.prefix(algorithm.byteCount) }
 
+    /// Calls `body` with the digest bytes in place.
+    public func withDigest<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        storage.withBytes { body(UnsafeRawBufferPointer(rebasing: $0.prefix(algorithm.byteCount))) }
+    }
+
     /// Lowercase hex of the digest: `algorithm.byteCount * 2` characters of `[0-9a-f]`.
     public var hex: String { text(prefix: "") }
 

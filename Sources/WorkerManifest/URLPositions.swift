@@ -23,10 +23,10 @@ package struct URLPositions: Sendable {
     /// 64 − log2(slot count): a slot is the top bits of the digest times a constant.
     private var shift: UInt64 = 64
     private var collisions: [String: Int32] = [:]
-    private let digester: @Sendable (String) -> UInt64
+    private let digester: @Sendable (UnsafeRawBufferPointer) -> UInt64
 
     /// `digest` is replaceable so tests can force collisions.
-    package init(digest: @escaping @Sendable (String) -> UInt64 = URLPositions.fnv1a) {
+    package init(digest: @escaping @Sendable (UnsafeRawBufferPointer) -> UInt64 = URLPositions.fnv1a) {
         digester = digest
     }
 
@@ -37,12 +37,19 @@ package struct URLPositions: Sendable {
 
     /// The position of `url`, given how to read the URL stored at a position.
     package func find(_ url: String, urlAt: (Int) -> String) -> Int? {
+        var bytes = url
+        return bytes.withUTF8 { find(UnsafeRawBufferPointer($0), isURL: { urlAt($0) == url }) }
+    }
+
+    /// The position of the URL whose UTF-8 bytes are `url`; `isURL` tells whether the URL stored
+    /// at a position is that one (only asked when the digests match).
+    package func find(_ url: UnsafeRawBufferPointer, isURL: (Int) -> Bool) -> Int? {
         guard !slots.isEmpty else { return nil }
         let key = digester(url)
         guard case .taken(let slot) = probe(key) else { return nil }
         let position = Int(slots[slot].position - 1)
-        if urlAt(position) == url { return position }
-        return collisions[url].map(Int.init)
+        if isURL(position) { return position }
+        return collisions.isEmpty ? nil : collisions[String(decoding: url, as: UTF8.self)].map(Int.init)
     }
 
     /// The position of `url` if it is recorded; else records it at `index` and returns nil.
@@ -51,10 +58,16 @@ package struct URLPositions: Sendable {
         insertIfAbsent(url, digest: digest(url), at: index, urlAt: urlAt)
     }
 
+    /// `insertIfAbsent` of the URL whose UTF-8 bytes are `url` (`isURL` as for `find`).
+    package mutating func insertIfAbsent(_ url: UnsafeRawBufferPointer, at index: Int, isURL: (Int) -> Bool) -> Int? {
+        insert(digest: digester(url), at: index, isURL: isURL) { String(decoding: url, as: UTF8.self) }
+    }
+
     /// `url`'s digest, for `insertIfAbsent(_:digest:at:urlAt:)`; starts loading the slot a probe
     /// reads first.
     func digest(_ url: String) -> UInt64 {
-        let key = digester(url)
+        var url = url
+        let key = url.withUTF8 { digester(UnsafeRawBufferPointer($0)) }
         if !slots.isEmpty {
             let slot = home(key)
             slots.withUnsafeBufferPointer { worker_prefetch($0.baseAddress! + slot) }
@@ -64,6 +77,12 @@ package struct URLPositions: Sendable {
 
     /// `insertIfAbsent` with the digest computed ahead (by `digest(_:)`).
     mutating func insertIfAbsent(_ url: String, digest key: UInt64, at index: Int, urlAt: (Int) -> String) -> Int? {
+        insert(digest: key, at: index, isURL: { urlAt($0) == url }) { url }
+    }
+
+    /// Records `index` under `key` unless a position whose URL it is (`isURL`) is there; a digest
+    /// shared by two URLs keeps the second by the URL itself (`text`).
+    private mutating func insert(digest key: UInt64, at index: Int, isURL: (Int) -> Bool, text: () -> String) -> Int? {
         reserve(count + 1)
         switch probe(key) {
         case .empty(let slot):
@@ -71,7 +90,8 @@ package struct URLPositions: Sendable {
             return nil
         case .taken(let slot):
             let position = Int(slots[slot].position - 1)
-            if urlAt(position) == url { return position }
+            if isURL(position) { return position }
+            let url = text()
             if let other = collisions[url] { return Int(other) }
             collisions[url] = Int32(index)
             return nil
@@ -118,14 +138,11 @@ package struct URLPositions: Sendable {
         }
     }
 
-    static func fnv1a(_ url: String) -> UInt64 {
-        var url = url
-        return url.withUTF8 { bytes in
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes {
-                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-            }
-            return hash
+    package static func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
+        return hash
     }
 }

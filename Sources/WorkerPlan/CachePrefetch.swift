@@ -12,7 +12,7 @@ package final class CachePrefetch: @unchecked Sendable {
     /// the WAL, which is the run's connection's job, under the lock.
     private var index: CacheIndex?
     private let version: Int64
-    package let records: [IndexRecord]
+    package let rows: IndexRows
     package let objects: ObjectDirectory
     /// Whether `objects` was listed (decided from the manifests' size before they were parsed,
     /// and the number of rows).
@@ -29,21 +29,21 @@ package final class CachePrefetch: @unchecked Sendable {
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
               let index = try? CacheIndex(path: path, create: false, readOnly: true), !index.isStandIn,
               let version = try? index.dataVersion(),
-              let records = try? index.allRecords(validators: validators)
+              let rows = try? index.allRows(validators: validators)
         else { return nil }
         self.index = index
         self.version = version
-        self.records = records
+        self.rows = rows
         objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
         let entries = manifestBytes / Self.bytesPerEntry / max(1, shards)
         // The plan compares each named object's size with its row: read here, beside the parse,
         // when the manifests look like naming most of the rows (a stat tells presence too).
-        let sized = !records.isEmpty && entries >= records.count / 2
-        if sized { objects.preloadSizes(of: records) }
+        let sized = !rows.isEmpty && entries >= rows.count / 2
+        if sized { objects.preloadSizes(of: rows) }
         // A small cache is listed by the run anyway (to sweep objects no row names): listed
         // here, the plan checks its objects in that listing instead of one lookup each.
-        listed = ListingRule.listsEveryRun(records: records.count)
-            || !sized && ListingRule.worthListing(entries: entries, records: records.count)
+        listed = ListingRule.listsEveryRun(records: rows.count)
+            || !sized && ListingRule.worthListing(entries: entries, records: rows.count)
         if listed { objects.preload() }
     }
 

@@ -19,6 +19,9 @@ public struct Planner {
     /// The size of an object file (nil: absent), checked once per object: with it, a row whose
     /// object is there but of another size (changed on disk) is fetched again (`.repair`).
     package var objectSize: ((String) -> Int64?)?
+    /// The size of a row's object file (nil: absent), when sizes are checked: read ahead by row
+    /// (`ObjectDirectory.preloadSizes`). Without it, rows' objects are checked as others are.
+    package var rowObjectSize: ((IndexRow) -> Int64?)?
     /// How the index keys an entry's URL (`CacheIndex.key`: without user info in a shared cache).
     package var urlKey: ((String) -> String)?
 
@@ -28,12 +31,7 @@ public struct Planner {
         self.storedObject = storedObject
     }
 
-    public func plan(_ manifests: ManifestSet, records: [IndexRecord]) -> SyncPlan {
-        var rows = URLPositions()
-        rows.reserve(records.count)
-        for (row, record) in records.enumerated() {
-            _ = rows.insertIfAbsent(record.url, at: row) { records[$0].url }
-        }
+    public func plan(_ manifests: ManifestSet, records: IndexRows) -> SyncPlan {
         /// Stored content by hash, built only if some entry needs content and no lookup was given.
         var scanned: StoredContent?
         func stored(_ hash: ContentHash) -> (object: String, size: Int64)? {
@@ -41,8 +39,9 @@ public struct Planner {
             if scanned == nil { scanned = StoredContent(records) }
             return scanned?.object(for: hash)
         }
-        /// Each object is checked once, however many URLs share it. Keyed by 64 bits of its name;
-        /// the full name is compared, so a crafted prefix collision only costs a second check.
+        /// Objects other than the rows' own are checked once each, however many URLs share them.
+        /// Keyed by 64 bits of the name; the full name is compared, so a crafted prefix collision
+        /// only costs a second check.
         var presence: [UInt64: (object: String, size: Int64)] = [:]
         /// The object's size (-1: absent; 0 when only presence is checked and it is there).
         func size(_ object: String) -> Int64 {
@@ -52,11 +51,19 @@ public struct Planner {
             presence[key] = (object, size)
             return size
         }
-        func present(_ object: String) -> Bool { size(object) >= 0 }
-        /// Present, and of the row's size when sizes are checked.
+        /// Present, and of the expected size when sizes are checked.
         func intact(_ object: String, _ expected: Int64) -> Bool {
             let found = size(object)
             return found >= 0 && (objectSize == nil || found == expected)
+        }
+        /// The row's object: present, and intact (of the row's size when sizes are checked).
+        func check(_ row: IndexRow) -> (present: Bool, intact: Bool) {
+            guard let rowObjectSize else {
+                let object = row.object
+                return (size(object) >= 0, intact(object, row.size))
+            }
+            let found = rowObjectSize(row)
+            return (found != nil, found == row.size)
         }
 
         var actions: [PlannedEntry.Action] = []
@@ -66,20 +73,23 @@ public struct Planner {
         /// Rows some entry names: the others are the orphans (no second lookup per row).
         var named = [Bool](repeating: false, count: records.count)
         for entry in manifests.entries {
-            let row = records.isEmpty ? nil : rows.find(urlKey?(entry.url) ?? entry.url, urlAt: { records[$0].url })
-            previousRows.append(row.map(Int32.init) ?? -1)
-            if let row { named[row] = true }
+            let row = records.isEmpty ? nil : records.find(urlKey?(entry.url) ?? entry.url).map(records.row)
+            previousRows.append(row.map { Int32($0.position) } ?? -1)
+            if let row { named[row.position] = true }
             if refresh {
-                actions.append(row != nil && Self.isSameVersion(entry, records[row!]) ? .refresh : .download)
+                actions.append(row.map { Self.isSameVersion(entry, $0) } == true ? .refresh : .download)
                 continue
             }
-            if let row, Self.isSameVersion(entry, records[row]), present(records[row].object) {
-                if intact(records[row].object, records[row].size) {
-                    actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
-                } else {
-                    actions.append(.repair)
+            if let row, Self.isSameVersion(entry, row) {
+                let object = check(row)
+                if object.present {
+                    if object.intact {
+                        actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
+                    } else {
+                        actions.append(.repair)
+                    }
+                    continue
                 }
-                continue
             }
             if !records.isEmpty, let hash = entry.hash {
                 if let content = stored(hash), intact(content.object, content.size) {
@@ -90,8 +100,9 @@ public struct Planner {
             actions.append(.download)
         }
         var orphans: [IndexRecord] = []
-        for (row, record) in records.enumerated() where !named[row] && shard.contains(record.url) {
-            orphans.append(record)
+        for position in records.indices where !named[position] {
+            let record = records[position]
+            if shard.contains(record.url) { orphans.append(record) }
         }
         return SyncPlan(manifests: manifests, records: records, actions: actions, previousRows: previousRows, orphans: orphans)
     }
@@ -104,10 +115,20 @@ public struct Planner {
     }
 
     /// The row holds the version the manifest asks for. A hashless entry is satisfied by any version.
+    package static func isSameVersion(_ entry: ManifestEntry, _ row: IndexRow) -> Bool {
+        isSameVersion(entry.hash, object: row.objectName, storedHash: row.hash)
+    }
+
     package static func isSameVersion(_ entry: ManifestEntry, _ record: IndexRecord) -> Bool {
-        guard let hash = entry.hash else { return true }
-        if let stored = record.hash, hash.isDescribed(by: stored) { return true }
-        return hash.algorithm == .sha256 && hash.hasHex(record.object)
+        isSameVersion(entry.hash, object: ObjectName(hex: record.object), storedHash: record.hash)
+    }
+
+    /// The SHA-256 the object is named by, or the hash the row was verified against (read only
+    /// when the first does not match).
+    private static func isSameVersion(_ hash: ContentHash?, object: ObjectName?, storedHash: @autoclosure () -> String?) -> Bool {
+        guard let hash else { return true }
+        if let object, hash.names(object) { return true }
+        return storedHash().map(hash.isDescribed(by:)) ?? false
     }
 }
 
@@ -117,7 +138,7 @@ private struct StoredContent {
     var objectByHash: [String: (object: String, size: Int64)] = [:]
     var sizeByObject: [String: Int64] = [:]
 
-    init(_ records: [IndexRecord]) {
+    init(_ records: IndexRows) {
         for record in records {
             sizeByObject[record.object] = record.size
             if let hash = record.hash { objectByHash[hash] = (record.object, record.size) }

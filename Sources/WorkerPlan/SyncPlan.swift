@@ -23,7 +23,7 @@ public struct PlannedEntry: Sendable {
     public let entry: ManifestEntry
     public let action: Action
     /// The URL's current row, if it has one.
-    public let previous: IndexRecord?
+    public let previous: IndexRow?
 
     /// The status this entry will have if its action succeeds.
     public var plannedStatus: EntryStatus {
@@ -48,7 +48,7 @@ public struct PlannedEntry: Sendable {
 public struct SyncPlan: Sendable {
     public let manifests: ManifestSet
     /// The index rows when planned.
-    public let records: [IndexRecord]
+    public let records: IndexRows
     let actions: [PlannedEntry.Action]
     /// Per entry, its row in `records`, or -1.
     let previousRows: [Int32]
@@ -68,7 +68,7 @@ public struct SyncPlan: Sendable {
         public subscript(position: Int) -> PlannedEntry {
             let row = plan.previousRows[position]
             return PlannedEntry(entry: plan.manifests.entries[position], action: plan.actions[position],
-                                previous: row >= 0 ? plan.records[Int(row)] : nil)
+                                previous: row >= 0 ? plan.records.row(Int(row)) : nil)
         }
     }
 }

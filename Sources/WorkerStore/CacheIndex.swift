@@ -81,29 +81,34 @@ public final class CacheIndex {
     /// Every row, in one scan (cheaper than one lookup per manifest entry at scale). Validators
     /// (ETag, Last-Modified) only when asked: only revalidation uses them.
     public func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
+        Array(try allRows(validators: validators))
+    }
+
+    /// Every row, as a run holds them (`IndexRows`): read without a string per row.
+    public func allRows(validators: Bool = true) throws(CacheError) -> IndexRows {
         try wrap {
             let statement = try database.prepare(validators
                 ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries"
                 : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries")
-            var records: [IndexRecord] = []
+            var rows = IndexRows.Builder()
             while try statement.step() {
                 // A row whose object name is not one, or whose URL is not text, is damaged: never
                 // a path or a request (see `damagedRows`).
-                guard let object = statement.text(2), Hex.isLowercaseHex(object, length: 64),
-                      let url = statement.validText(0) else { continue }
-                records.append(IndexRecord(
-                    url: url,
-                    hash: statement.text(1),
-                    object: object,
-                    size: statement.int(3),
-                    fetchedAt: statement.double(4),
-                    lastUsed: statement.double(5),
-                    etag: statement.text(6),
-                    lastModified: statement.text(7),
-                    isPrivate: statement.int(8) != 0
-                ))
+                guard let object = statement.withText(2, { $0.flatMap(ObjectName.init(hex:)) }) else { continue }
+                statement.withValidText(0) { url in
+                    guard let url else { return }
+                    statement.withText(1) { hash in
+                        statement.withText(6) { etag in
+                            statement.withText(7) { lastModified in
+                                rows.append(url: url, hash: hash, object: object, size: statement.int(3),
+                                            fetchedAt: statement.double(4), lastUsed: statement.double(5),
+                                            etag: etag, lastModified: lastModified, isPrivate: statement.int(8) != 0)
+                            }
+                        }
+                    }
+                }
             }
-            return records
+            return rows.rows
         }
     }
 

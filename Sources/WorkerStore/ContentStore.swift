@@ -208,13 +208,13 @@ public struct ContentStore: Sendable {
     package func sweepUnreferenced(_ index: CacheIndex) throws(CacheError) -> Int {
         let objects = ObjectDirectory(objectsDirectory: objectsDirectory)
         objects.preload()
-        return removeUnreferenced(objects, records: try index.allRecords(validators: false))
+        return removeUnreferenced(objects, rows: try index.allRows(validators: false))
     }
 
     /// Deletes the objects `objects` listed that no record names; how many went (0 when the
     /// folders were not listed).
-    package func removeUnreferenced(_ objects: ObjectDirectory, records: [IndexRecord]) -> Int {
-        let leftovers = objects.unreferenced(by: records) ?? []
+    package func removeUnreferenced(_ objects: ObjectDirectory, rows: IndexRows) -> Int {
+        let leftovers = objects.unreferenced(by: rows) ?? []
         for object in leftovers { remove(object) }
         return leftovers.count
     }

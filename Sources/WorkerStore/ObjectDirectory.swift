@@ -12,8 +12,8 @@ package final class ObjectDirectory {
     /// The regular files of every fan-out folder, by the 32 bytes their names spell, when
     /// `preload()` listed them.
     private var listed: Set<ObjectName>?
-    /// Sizes `preloadSizes` read (-1: not a regular file there).
-    private var sizes: [ObjectName: Int64] = [:]
+    /// Sizes `preloadSizes` read, by row (-1: not a regular file there).
+    private var rowSizes: [Int64]?
 
     package init(objectsDirectory: String) {
         self.objectsDirectory = objectsDirectory
@@ -40,16 +40,13 @@ package final class ObjectDirectory {
         listed = names
     }
 
-    /// The listed objects no record names (nil when the folders were not listed): what an
+    /// The listed objects no row names (nil when the folders were not listed): what an
     /// interrupted run or a hand left behind.
-    func unreferenced(by records: [IndexRecord]) -> [String]? {
+    func unreferenced(by rows: IndexRows) -> [String]? {
         guard let listed else { return nil }
         var named = Set<ObjectName>()
-        named.reserveCapacity(records.count)
-        for record in records {
-            var object = record.object
-            if let name = object.withUTF8({ ObjectName(hex: UnsafeRawBufferPointer($0)) }) { named.insert(name) }
-        }
+        named.reserveCapacity(rows.count)
+        for position in rows.indices { named.insert(rows.row(position).objectName) }
         return listed.subtracting(named).map(\.hex)
     }
 
@@ -58,31 +55,36 @@ package final class ObjectDirectory {
         if listed == nil { preload() }
     }
 
-    /// Reads the sizes of the objects `records` name, one `fstatat` each: done ahead, on the
+    /// Reads the sizes of the objects `rows` name, one `fstatat` each: done ahead, on the
     /// thread that reads the index while the manifests are parsed, so the plan's size check
-    /// costs the run no time of its own.
-    package func preloadSizes(of records: [IndexRecord]) {
-        sizes.reserveCapacity(records.count)
-        for record in records {
-            var object = record.object
-            guard let name = object.withUTF8({ ObjectName(hex: UnsafeRawBufferPointer($0)) }), sizes[name] == nil else { continue }
+    /// costs the run no time of its own. Kept by row (8 bytes each), for `size(of:)`.
+    package func preloadSizes(of rows: IndexRows) {
+        var sizes = [Int64](repeating: -1, count: rows.count)
+        for position in rows.indices {
             var info = stat()
-            sizes[name] = status(record.object, &info) && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : -1
+            if status(rows.row(position).objectName, &info), (info.st_mode & S_IFMT) == S_IFREG { sizes[position] = Int64(info.st_size) }
         }
+        rowSizes = sizes
     }
 
     /// Whether `preloadSizes` ran.
-    package var hasSizes: Bool { !sizes.isEmpty }
+    package var hasSizes: Bool { rowSizes != nil }
 
-    /// The size of the object's file, or nil when it is not a regular file here: a stat, unless
-    /// `preloadSizes` read it (a listing tells names, not sizes).
-    package func size(_ sha256: String) -> Int64? {
-        if !sizes.isEmpty {
-            var hex = sha256
-            if let name = hex.withUTF8({ ObjectName(hex: UnsafeRawBufferPointer($0)) }), let known = sizes[name] {
-                return known >= 0 ? known : nil
-            }
+    /// The size of the row's object file, or nil when it is not a regular file here: read ahead
+    /// by `preloadSizes` (for the rows it was given), else a stat.
+    package func size(of row: IndexRow) -> Int64? {
+        if let rowSizes, row.position < rowSizes.count {
+            let size = rowSizes[row.position]
+            return size >= 0 ? size : nil
         }
+        var info = stat()
+        guard status(row.objectName, &info), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
+    }
+
+    /// The size of the object's file, or nil when it is not a regular file here (a listing
+    /// tells names, not sizes: a stat).
+    package func size(_ sha256: String) -> Int64? {
         var info = stat()
         guard status(sha256, &info), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int64(info.st_size)
@@ -99,52 +101,16 @@ package final class ObjectDirectory {
 
     /// `fstatat` of the object in its fan-out folder's open descriptor (links not followed).
     private func status(_ sha256: String, _ info: inout stat) -> Bool {
-        var name = sha256
-        guard let slot = name.withUTF8({ bytes -> Int? in
-            guard bytes.count == 64, let high = Hex.value(bytes[0]), let low = Hex.value(bytes[1]) else { return nil }
-            return Int(high << 4 | low)
-        }) else { return false }
+        guard let name = ObjectName(hex: sha256) else { return false }
+        return status(name, &info)
+    }
+
+    private func status(_ name: ObjectName, _ info: inout stat) -> Bool {
+        let slot = name.fanOut
         if folders[slot] == -2 {
             folders[slot] = open(objectsDirectory + "/" + Hex.encode([UInt8(slot)]), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         }
         guard folders[slot] >= 0 else { return false }
-        return sha256.withCString { fstatat(folders[slot], $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
-    }
-}
-
-/// An object's name as the 32 bytes its 64 lowercase hex digits spell: a set of them costs no
-/// string per file.
-private struct ObjectName: Hashable {
-    let words: (UInt64, UInt64, UInt64, UInt64)
-
-    /// nil unless `hex` is exactly 64 lowercase hex digits.
-    init?(hex: UnsafeRawBufferPointer) {
-        guard hex.count == 64 else { return nil }
-        let bytes = hex.bindMemory(to: UInt8.self)
-        var invalid: UInt8 = 0
-        var a: UInt64 = 0, b: UInt64 = 0, c: UInt64 = 0, d: UInt64 = 0
-        for offset in 0..<16 {
-            a = a << 4 | UInt64(Hex.lowercaseNibble(bytes[offset], &invalid))
-            b = b << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 16], &invalid))
-            c = c << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 32], &invalid))
-            d = d << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 48], &invalid))
-        }
-        guard invalid == 0 else { return nil }
-        words = (a, b, c, d)
-    }
-
-    static func == (a: ObjectName, b: ObjectName) -> Bool { a.words == b.words }
-
-    /// The 64 lowercase hex digits.
-    var hex: String {
-        [words.0, words.1, words.2, words.3].map { word in
-            let digits = String(word, radix: 16)
-            return String(repeating: "0", count: 16 - digits.count) + digits
-        }.joined()
-    }
-
-    func hash(into hasher: inout Hasher) {
-        // SHA-256 output: any 64 of its bits are as good as all of them for bucketing.
-        hasher.combine(words.0)
+        return name.withCString { fstatat(folders[slot], $0, &info, AT_SYMLINK_NOFOLLOW) } == 0
     }
 }

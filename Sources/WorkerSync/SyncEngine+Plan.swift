@@ -34,7 +34,7 @@ extension SyncEngine {
     public func plan(_ manifests: ManifestSet) throws(CacheError) -> SyncPlan {
         let indexPath = CacheLayout.indexPath(options.cacheDirectory)
         guard access(indexPath, F_OK) == 0 else {
-            return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: [])
+            return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: IndexRows())
         }
         return try makePlan(manifests, index: CacheIndex(path: indexPath, create: false, readOnly: true)).plan
     }
@@ -44,17 +44,17 @@ extension SyncEngine {
     func makePlan(_ manifests: ManifestSet, index: CacheIndex,
                           prefetched: CachePrefetch? = nil) throws(CacheError) -> (plan: SyncPlan, objects: ObjectDirectory) {
         let shard = options.shard.filter(manifests)
-        let records: [IndexRecord]
+        let records: IndexRows
         let objects: ObjectDirectory
         defer { prefetched?.close() }
         if let prefetched, prefetched.isCurrent {
-            records = prefetched.records
+            records = prefetched.rows
             objects = prefetched.objects
             if !prefetched.listed, !objects.hasSizes, ListingRule.worthListing(entries: shard.entries.count, records: records.count) {
                 objects.preload()
             }
         } else {
-            records = try index.allRecords(validators: options.revalidate)
+            records = try index.allRows(validators: options.revalidate)
             objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory))
             if ListingRule.worthListing(entries: shard.entries.count, records: records.count) { objects.preload() }
         }
@@ -65,6 +65,7 @@ extension SyncEngine {
         if index.credentialFree { planner.urlKey = index.key }
         // A stat per object named: a file changed on disk (its size) is fetched again.
         planner.objectSize = objects.size
+        planner.rowObjectSize = objects.size(of:)
         return (planner.plan(shard, records: records), objects)
     }
 

@@ -213,7 +213,7 @@ public struct SyncEngine: Sendable {
         let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
         let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
         if !store.isNew, !deadMarks.isEmpty || ListingRule.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
-        let swept = store.removeUnreferenced(objects, records: plan.records)
+        let swept = store.removeUnreferenced(objects, rows: plan.records)
         if swept > 0 { logger.info("removed \(swept) objects no entry names") }
         store.removeMarks(deadMarks)
         return (plan, index)

@@ -43,7 +43,7 @@ import Testing
         // Nothing changed since the read-ahead: it is current, and the warm sync needs no request.
         let quiet = engine.prefetch(manifestPaths: [manifest])
         let current = await quiet.value
-        #expect(current?.records.count == 3)
+        #expect(current?.rows.count == 3)
         #expect(current?.isCurrent == true)
         let warm = try await engine.sync(try ManifestLoader().load(paths: [manifest]), prefetched: quiet).report
         #expect(warm.totals.unchanged == 3 && harness.origin.totalRequests == 3)
@@ -54,7 +54,7 @@ import Testing
         // would count the entry unchanged and leave it out of the index.
         let ahead = engine.prefetch(manifestPaths: [manifest])
         let stale = await ahead.value
-        #expect(stale?.records.count == 3)
+        #expect(stale?.rows.count == 3)
         let removed = try #require(try harness.records().first)
         try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
             .apply(upserts: [], touches: [], removals: [removed.url], at: Date().timeIntervalSince1970)

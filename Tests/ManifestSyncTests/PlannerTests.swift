@@ -18,7 +18,7 @@ import Testing
     func plan(_ entries: [ManifestEntry], _ records: [IndexRecord], present: Set<String>) -> SyncPlan {
         let manifest = Manifest(path: "m.yaml", name: "m", baseURL: nil, headers: [], localRoot: "/", entryCount: entries.count)
         return Planner(objectExists: { present.contains($0) })
-            .plan(ManifestSet(manifests: [manifest], entries: entries), records: records)
+            .plan(ManifestSet(manifests: [manifest], entries: entries), records: IndexRows(records))
     }
 
     /// Entries that expect the same content are one group (one download, the others reuse it),
@@ -159,5 +159,25 @@ import Testing
         #expect(positions.insertIfAbsent(urls[1], at: 2) { urls[$0] } == 1)
         #expect(positions.insertIfAbsent(urls[0], at: 2) { urls[$0] } == 0)
         #expect(positions.find(urls[2]) { urls[$0] } == nil)
+    }
+
+    /// URLs given as bytes (the index's rows, read in place) are found the same way, colliding
+    /// digests included.
+    @Test func urlsGivenAsBytesCollideAndAreFoundAsStringsAre() {
+        let urls = ["http://h/a", "http://h/b", "http://h/c"]
+        var positions = URLPositions(digest: { _ in 7 })
+        func bytes<T>(_ url: String, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+            var url = url
+            return url.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        }
+        func isURL(_ url: String) -> (Int) -> Bool { { urls[$0] == url } }
+        for (offset, url) in urls.prefix(2).enumerated() {
+            #expect(bytes(url) { positions.insertIfAbsent($0, at: offset, isURL: isURL(url)) } == nil)
+        }
+        #expect(bytes(urls[1]) { positions.insertIfAbsent($0, at: 5, isURL: isURL(urls[1])) } == 1)
+        #expect(bytes(urls[0]) { positions.find($0, isURL: isURL(urls[0])) } == 0)
+        #expect(bytes(urls[1]) { positions.find($0, isURL: isURL(urls[1])) } == 1)
+        #expect(positions.find(urls[1]) { urls[$0] } == 1)
+        #expect(bytes(urls[2]) { positions.find($0, isURL: isURL(urls[2])) } == nil)
     }
 }

@@ -28,7 +28,7 @@ import Testing
         let manifest = Manifest(path: "/m/site.yaml", name: "site", baseURL: nil, headers: [], localRoot: "/", entryCount: entries.count)
         var planner = Planner(objectExists: { present.contains($0) })
         configure(&planner)
-        return planner.plan(ManifestSet(manifests: [manifest], entries: entries), records: records)
+        return planner.plan(ManifestSet(manifests: [manifest], entries: entries), records: IndexRows(records))
     }
 
     func ledger(_ plan: SyncPlan, listLimit: Int? = nil, reportAll: Bool = true, outcomes: Bool = false) -> SyncLedger {

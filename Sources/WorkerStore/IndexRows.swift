@@ -1,0 +1,216 @@
+import WorkerManifest
+
+/// The index's rows as a run holds them while it plans and syncs: one fixed-size value per row
+/// (the object's 32 bytes, the size, the times, where its text is) and one byte buffer for every
+/// row's text, with a table from URL to row. A row as `IndexRecord` (three or more strings) costs
+/// ~450 bytes and four allocations; here ~80 bytes plus its URL's, and a million rows are read
+/// without a string each. `IndexRow` reads one row's fields; `IndexRecord`s are made only for
+/// the rows a caller asks for.
+public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
+    /// One row's fixed part.
+    struct Fixed {
+        var object: ObjectName
+        var size: Int64
+        var fetchedAt: Double
+        var lastUsed: Double
+        /// Where the row's text starts in `text`: its URL, then its hash (unless it is the object's
+        /// SHA-256, or none), its ETag and its Last-Modified (when read).
+        var start: Int
+        var urlCount: UInt32
+        var hashCount: UInt16
+        var etagCount: UInt16
+        var lastModifiedCount: UInt16
+        var flags: Flags
+    }
+
+    struct Flags: OptionSet {
+        let rawValue: UInt8
+        static let isPrivate = Flags(rawValue: 1)
+        static let hasHash = Flags(rawValue: 2)
+        /// The hash is `sha256:` + the object's name (not stored).
+        static let hashIsObject = Flags(rawValue: 4)
+        static let hasETag = Flags(rawValue: 8)
+        static let hasLastModified = Flags(rawValue: 16)
+    }
+
+    /// Never changed once built: rows share it as they are handed around.
+    final class Storage: @unchecked Sendable {
+        var fixed: [Fixed] = []
+        var text: [UInt8] = []
+        var positions = URLPositions()
+    }
+
+    let storage: Storage
+
+    /// No rows.
+    public init() {
+        storage = Storage()
+    }
+
+    /// Rows made from records (tests, and callers that have records already).
+    public init(_ records: some Sequence<IndexRecord>) {
+        var builder = Builder()
+        for record in records { builder.append(record) }
+        self = builder.rows
+    }
+
+    public init(arrayLiteral records: IndexRecord...) {
+        self.init(records)
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { storage.fixed.count }
+
+    /// The row as a record (its strings made now).
+    public subscript(position: Int) -> IndexRecord { row(position).record }
+
+    /// The row at `position`, read field by field.
+    public func row(_ position: Int) -> IndexRow { IndexRow(storage: storage, position: position) }
+
+    /// The row of `url` (the index's key), if there is one.
+    public func find(_ url: String) -> Int? {
+        var url = url
+        return url.withUTF8 { bytes in
+            let url = UnsafeRawBufferPointer(bytes)
+            return storage.positions.find(url) { IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) } }
+        }
+    }
+
+    /// Builds rows one at a time (from the index, or from records).
+    public struct Builder {
+        private var storage = Storage()
+
+        public init() {}
+
+        /// Makes room for `count` rows (the URL table at once; the text as it comes).
+        public mutating func reserve(_ count: Int) {
+            storage.fixed.reserveCapacity(count)
+            storage.positions.reserve(count)
+        }
+
+        /// A row from its columns as the index holds them: the URL's and texts' bytes are copied.
+        /// A URL the rows hold already is skipped (the index's key is unique).
+        mutating func append(url: UnsafeRawBufferPointer, hash: UnsafeRawBufferPointer?, object: ObjectName, size: Int64,
+                             fetchedAt: Double, lastUsed: Double, etag: UnsafeRawBufferPointer?,
+                             lastModified: UnsafeRawBufferPointer?, isPrivate: Bool) {
+            let position = storage.fixed.count
+            let storage = storage
+            guard storage.positions.insertIfAbsent(url, at: position, isURL: {
+                IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) }
+            }) == nil else { return }
+            var flags: Flags = isPrivate ? [.isPrivate] : []
+            let start = storage.text.count
+            storage.text.append(contentsOf: url)
+            var hashCount = 0
+            if let hash {
+                flags.insert(.hasHash)
+                if hash.count == 71, hash.starts(with: Self.sha256Prefix), object.isSpelled(by: UnsafeRawBufferPointer(rebasing: hash[7...])) {
+                    flags.insert(.hashIsObject)
+                } else {
+                    hashCount = Swift.min(hash.count, Int(UInt16.max))
+                    storage.text.append(contentsOf: hash.prefix(hashCount))
+                }
+            }
+            // A validator longer than 64 KiB is not kept (the row is then checked unconditionally).
+            var etagCount = 0, lastModifiedCount = 0
+            if let etag, etag.count <= Int(UInt16.max) {
+                flags.insert(.hasETag)
+                etagCount = etag.count
+                storage.text.append(contentsOf: etag)
+            }
+            if let lastModified, lastModified.count <= Int(UInt16.max) {
+                flags.insert(.hasLastModified)
+                lastModifiedCount = lastModified.count
+                storage.text.append(contentsOf: lastModified)
+            }
+            storage.fixed.append(Fixed(object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed, start: start,
+                                       urlCount: UInt32(url.count), hashCount: UInt16(hashCount), etagCount: UInt16(etagCount),
+                                       lastModifiedCount: UInt16(lastModifiedCount), flags: flags))
+        }
+
+        /// A row from a record (skipped when its object is not a SHA-256 name: never a path).
+        public mutating func append(_ record: IndexRecord) {
+            guard let object = ObjectName(hex: record.object) else { return }
+            func bytes<T>(_ text: String?, _ body: (UnsafeRawBufferPointer?) -> T) -> T {
+                guard var text else { return body(nil) }
+                return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+            }
+            bytes(record.url) { url in
+                bytes(record.hash) { hash in
+                    bytes(record.etag) { etag in
+                        bytes(record.lastModified) { lastModified in
+                            append(url: url!, hash: hash, object: object, size: record.size, fetchedAt: record.fetchedAt,
+                                   lastUsed: record.lastUsed, etag: etag, lastModified: lastModified, isPrivate: record.isPrivate)
+                        }
+                    }
+                }
+            }
+        }
+
+        /// The rows built so far (the builder is not to be used after).
+        public var rows: IndexRows { IndexRows(storage: storage) }
+
+        private static let sha256Prefix = Array("sha256:".utf8)
+    }
+
+    private init(storage: Storage) {
+        self.storage = storage
+    }
+}
+
+/// One index row, read field by field without making the others.
+public struct IndexRow: Sendable {
+    let storage: IndexRows.Storage
+    /// Its place in the rows it was read from.
+    public let position: Int
+
+    private var fixed: IndexRows.Fixed { storage.fixed[position] }
+
+    public var size: Int64 { fixed.size }
+    public var fetchedAt: Double { fixed.fetchedAt }
+    public var lastUsed: Double { fixed.lastUsed }
+    public var isPrivate: Bool { fixed.flags.contains(.isPrivate) }
+    /// The object's name (SHA-256 of the stored bytes) as 32 bytes.
+    package var objectName: ObjectName { fixed.object }
+    /// The object's name as 64 hex digits.
+    public var object: String { fixed.object.hex }
+
+    public var url: String { withURL { String(decoding: $0, as: UTF8.self) } }
+
+    /// The manifest hash the row was verified against (normalized), nil for a hashless entry.
+    public var hash: String? {
+        let fixed = fixed
+        guard fixed.flags.contains(.hasHash) else { return nil }
+        if fixed.flags.contains(.hashIsObject) { return "sha256:" + fixed.object.hex }
+        return text(at: fixed.start + Int(fixed.urlCount), count: Int(fixed.hashCount))
+    }
+
+    public var etag: String? {
+        let fixed = fixed
+        guard fixed.flags.contains(.hasETag) else { return nil }
+        return text(at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount), count: Int(fixed.etagCount))
+    }
+
+    public var lastModified: String? {
+        let fixed = fixed
+        guard fixed.flags.contains(.hasLastModified) else { return nil }
+        return text(at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount) + Int(fixed.etagCount),
+                    count: Int(fixed.lastModifiedCount))
+    }
+
+    /// The row as a record.
+    public var record: IndexRecord {
+        IndexRecord(url: url, hash: hash, object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed,
+                    etag: etag, lastModified: lastModified, isPrivate: isPrivate)
+    }
+
+    /// Calls `body` with the URL's UTF-8 bytes, in place.
+    func withURL<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
+        let fixed = fixed
+        return storage.text.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[fixed.start..<fixed.start + Int(fixed.urlCount)])) }
+    }
+
+    private func text(at start: Int, count: Int) -> String {
+        storage.text.withUnsafeBytes { String(decoding: $0[start..<start + count], as: UTF8.self) }
+    }
+}

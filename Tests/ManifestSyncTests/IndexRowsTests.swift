@@ -1,0 +1,70 @@
+import Testing
+@testable import WorkerManifest
+@testable import WorkerStore
+import WorkerTestSupport
+
+/// The index's rows as a run holds them: every field reads back as the record it was made from.
+@Suite(.timeLimit(.minutes(1))) struct IndexRowsTests {
+    let object = String(repeating: "0123456789abcdef", count: 4)
+
+    @Test func everyFieldReadsBackAndTheRowsAreFoundByURL() throws {
+        let records = [
+            IndexRecord(url: "https://a.example/1", hash: "sha256:" + object, object: object, size: 7, fetchedAt: 1.5,
+                        lastUsed: 2.5, isPrivate: true),
+            IndexRecord(url: "https://a.example/2", hash: "md5:098f6bcd4621d373cade4e832627b4f6", object: object, size: 7,
+                        fetchedAt: 3, lastUsed: 4, etag: "\"e\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT"),
+            IndexRecord(url: "https://a.example/é", hash: nil, object: String(repeating: "f", count: 64), size: 0,
+                        fetchedAt: 0, lastUsed: 0, etag: ""),
+        ]
+        let rows = IndexRows(records)
+        #expect(Array(rows) == records)
+        #expect(rows.row(0).hash == "sha256:" + object)
+        #expect(rows.row(1).etag == "\"e\"" && rows.row(1).lastModified == "Mon, 01 Jan 2024 00:00:00 GMT")
+        #expect(rows.row(2).hash == nil && rows.row(2).etag == "" && rows.row(2).lastModified == nil)
+        #expect(rows.row(0).objectName == ObjectName(hex: object))
+        for (position, record) in records.enumerated() {
+            #expect(rows.find(record.url) == position)
+        }
+        #expect(rows.find("https://a.example/3") == nil)
+        #expect(rows.find("https://a.example/") == nil)
+    }
+
+    @Test func aURLIsHeldOnceAndADamagedObjectNameNotAtAll() {
+        let first = IndexRecord(url: "https://a.example/1", hash: nil, object: object, size: 1, fetchedAt: 0, lastUsed: 0)
+        var second = first
+        second.size = 2
+        let damaged = IndexRecord(url: "https://a.example/2", hash: nil, object: "../../etc/passwd", size: 1, fetchedAt: 0, lastUsed: 0)
+        let rows: IndexRows = [first, second, damaged]
+        #expect(Array(rows) == [first])
+        #expect(rows.find(damaged.url) == nil)
+    }
+
+    @Test func manyRowsAreEachFoundAcrossTheTablesGrowth() {
+        var builder = IndexRows.Builder()
+        let urls = (0..<5000).map { "https://a.example/\($0)" }
+        for url in urls {
+            builder.append(IndexRecord(url: url, hash: nil, object: object, size: 1, fetchedAt: 0, lastUsed: 0))
+        }
+        let rows = builder.rows
+        for (position, url) in urls.enumerated() { #expect(rows.find(url) == position) }
+    }
+
+    @Test func sizesReadAheadAreTheFilesSizesByRow() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        directory.write("cache/objects/sha256/01/" + object, "four")
+        let missing = String(repeating: "ab", count: 32)
+        let rows: IndexRows = [
+            IndexRecord(url: "https://a.example/1", hash: nil, object: object, size: 4, fetchedAt: 0, lastUsed: 0),
+            IndexRecord(url: "https://a.example/2", hash: nil, object: missing, size: 4, fetchedAt: 0, lastUsed: 0),
+        ]
+        let unread = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        let ahead = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        ahead.preloadSizes(of: rows)
+        for objects in [unread, ahead] {
+            #expect(objects.size(of: rows.row(0)) == 4)
+            #expect(objects.size(of: rows.row(1)) == nil)
+        }
+        #expect(ahead.hasSizes && !unread.hasSizes)
+    }
+}
