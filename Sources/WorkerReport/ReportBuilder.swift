@@ -1,15 +1,32 @@
+import WorkerFetch
 import WorkerPlan
+import WorkerStore
 
 /// A run's totals and report rows, kept by one rule for `sync` and `plan`: a failed entry is
 /// always listed; other entries while the list has room (`listLimit`; nil is no limit), and
 /// unchanged ones only when asked for (`reportAll`). Rows come out in manifest order, whatever
 /// order the downloads finished in.
+///
+/// A row is kept whole, or — an entry whose row its plan item and outcome tell entirely — as the
+/// few facts of its outcome (`RowFacts`, ~70 bytes with its place), made into a row only as the
+/// report is written (`entries(making:)`): a million-row report does not hold a million rows.
 package struct ReportBuilder {
     package var totals = SyncReport.Totals()
     private let listLimit: Int
     private let reportAll: Bool
-    private var rows: [(order: Int, entry: SyncReport.Entry)] = []
+    private var rows: [Row] = []
+    /// Rows kept whole (failures, rows with free text), by `Row.whole`.
+    private var whole: [SyncReport.Entry] = []
     private var listed = 0
+
+    /// One listed row: its place, its status, and either its whole row or its facts.
+    private struct Row {
+        var order: Int
+        var facts: RowFacts
+        /// Its place in `whole`, or -1 (made from `facts`).
+        var whole: Int32
+        var status: EntryStatus
+    }
 
     package init(listLimit: Int?, reportAll: Bool) {
         self.listLimit = listLimit ?? .max
@@ -29,23 +46,67 @@ package struct ReportBuilder {
     /// plan item's number); the row is built only when listed: without a report file, a cold
     /// sync of a million entries builds none.
     package mutating func add(_ status: EntryStatus, order: Int, row: () -> SyncReport.Entry) {
+        guard count(status) else { return }
+        whole.append(row())
+        rows.append(Row(order: order, facts: RowFacts(), whole: Int32(whole.count - 1), status: status))
+    }
+
+    /// Counts an entry, and lists it by its facts when the rule keeps it: its row is made from
+    /// them when the report is written.
+    package mutating func add(_ status: EntryStatus, order: Int, facts: RowFacts) {
+        guard count(status) else { return }
+        rows.append(Row(order: order, facts: facts, whole: -1, status: status))
+    }
+
+    /// Counts `status`; whether its row is listed.
+    private mutating func count(_ status: EntryStatus) -> Bool {
         totals.count(status)
-        guard lists(status) else { return }
+        guard lists(status) else { return false }
         if status != .failed { listed += 1 }
-        rows.append((order, row()))
+        return true
     }
 
     /// Takes back an entry counted as `status` (its row, if listed): it is about to be counted
     /// again with another. Rows recorded lately are at the end, where the search starts.
     package mutating func retract(_ status: EntryStatus, order: Int) {
         totals.uncount(status)
-        guard let index = rows.lastIndex(where: { $0.order == order && $0.entry.status == status }) else { return }
+        guard let index = rows.lastIndex(where: { $0.order == order && $0.status == status }) else { return }
         rows.remove(at: index)
         if status != .failed { listed -= 1 }
     }
 
-    /// The listed rows, in order.
-    package var entries: [SyncReport.Entry] {
-        rows.sorted { $0.order < $1.order }.map(\.entry)
+    /// The listed rows, in order: those kept whole as they are, the others made by `make` (from
+    /// the row's order, status and facts) as each is read.
+    package func entries(making make: @escaping @Sendable (Int, EntryStatus, RowFacts) -> SyncReport.Entry) -> ReportRows {
+        var rows = rows
+        if !zip(rows, rows.dropFirst()).allSatisfy({ $0.order < $1.order }) {
+            rows.sort { $0.order < $1.order }
+        }
+        let whole = whole, sorted = rows
+        return ReportRows(count: sorted.count) { position in
+            let row = sorted[position]
+            return row.whole >= 0 ? whole[Int(row.whole)] : make(row.order, row.status, row.facts)
+        }
     }
+}
+
+/// What an entry's row is made from besides its plan item and status: the object it names, its
+/// size, the attempts it took and where its bytes came from.
+package struct RowFacts: Sendable, Equatable {
+    package var object: ObjectName?
+    /// -1: none.
+    private var storedSize: Int64 = -1
+    /// -1: none.
+    private var storedAttempts: Int32 = -1
+    package var source: SourceKind?
+
+    package init(object: ObjectName? = nil, size: Int64? = nil, attempts: Int? = nil, source: SourceKind? = nil) {
+        self.object = object
+        storedSize = size ?? -1
+        storedAttempts = attempts.map { Int32(clamping: $0) } ?? -1
+        self.source = source
+    }
+
+    package var size: Int64? { storedSize >= 0 ? storedSize : nil }
+    package var attempts: Int? { storedAttempts >= 0 ? Int(storedAttempts) : nil }
 }

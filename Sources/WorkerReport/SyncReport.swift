@@ -145,7 +145,7 @@ public struct SyncReport: Sendable {
     public var manifests: [ManifestSummary]
     public var totals = Totals()
     /// Every entry that is not `unchanged` (all of them when the run asked for it).
-    public var entries: [Entry] = []
+    public var entries: ReportRows = []
     /// Orphans that `--prune` would remove or was not allowed to remove.
     public var orphans = 0
     /// Set when pruning was refused by `--prune-max`.
@@ -218,7 +218,7 @@ public struct SyncReport: Sendable {
         cacheDirectory: String,
         manifests: [ManifestSummary],
         totals: Totals = Totals(),
-        entries: [Entry] = [],
+        entries: ReportRows = [],
         orphans: Int = 0,
         pruneRefused: String? = nil,
         pruneWaiting: Int = 0,

@@ -163,7 +163,9 @@ struct SyncLedger {
         report.finishedAt = finishedAt
         report.totals = rows.totals
         report.totals.entries = plan.items.count
-        report.entries = rows.entries
+        report.entries = rows.entries { [plan, maker] order, status, facts in
+            maker.entry(plan.items[order], status: status, facts: facts)
+        }
         if let budget { report.succeeded = budget.allows(report) }
         return report
     }
@@ -180,15 +182,18 @@ struct SyncLedger {
         }
     }
 
+    /// Counts an item's outcome. Its row is kept as facts when the plan item and they tell it
+    /// entirely (made as the report is written), else whole.
     private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
                               source: SourceKind? = nil, servedBy: String? = nil) {
+        let name = object.flatMap(ObjectName.init(hex:))
+        guard item < outcomes.count || servedBy != nil || name == nil && object != nil else {
+            return rows.add(status, order: item, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))
+        }
         let planned = plan.items[item]
         add(item, status, sha256: object) { [maker] in
-            var row = maker.entry(planned, status: status, object: object, size: size, attempts: attempts)
-            if planned.action == .repair, status != .reused {
-                row.refetched = "the cached file's size was not the index's (it changed on disk)"
-            }
-            row.source = source
+            var row = maker.entry(planned, status: status, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))
+            row.path = object.flatMap { maker.store?.objectPath($0) }
             row.servedBy = servedBy.map(Redact.url)
             return row
         }
@@ -205,7 +210,7 @@ struct SyncLedger {
 }
 
 /// A plan item's report row, with the paths of its objects (none without a store: a dry run).
-private struct RowMaker {
+private struct RowMaker: Sendable {
     let manifestNames: [String]
     let store: ContentStore?
 
@@ -222,5 +227,15 @@ private struct RowMaker {
             manifest: manifestNames[planned.entry.manifest],
             previousPath: status == .updated || status == .failed ? planned.previous.flatMap { store?.objectPath($0.object) } : nil
         )
+    }
+
+    /// The row of an item's outcome told by its facts.
+    func entry(_ planned: PlannedEntry, status: EntryStatus, facts: RowFacts) -> SyncReport.Entry {
+        var row = entry(planned, status: status, object: facts.object?.hex, size: facts.size, attempts: facts.attempts)
+        if planned.action == .repair, status != .reused {
+            row.refetched = "the cached file's size was not the index's (it changed on disk)"
+        }
+        row.source = facts.source
+        return row
     }
 }

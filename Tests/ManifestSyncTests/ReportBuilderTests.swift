@@ -9,6 +9,11 @@ import Testing
         SyncReport.Entry(url: url, hash: nil, status: status)
     }
 
+    /// For builders given whole rows only: none is made from facts.
+    static let unused: @Sendable (Int, EntryStatus, RowFacts) -> SyncReport.Entry = { order, status, _ in
+        row("made u\(order)", status)
+    }
+
     @Test func failuresAreAlwaysListedOthersWhileThereIsRoom() {
         var rows = ReportBuilder(listLimit: 2, reportAll: false)
         var built = 0
@@ -18,7 +23,7 @@ import Testing
                 return Self.row("u\(order)", status)
             }
         }
-        #expect(rows.entries.map(\.url) == ["u0", "u1", "u3", "u5"])
+        #expect(rows.entries(making: Self.unused).map(\.url) == ["u0", "u1", "u3", "u5"])
         #expect(built == 4, "rows past the limit are never built")
         #expect(rows.totals.added == 2 && rows.totals.updated == 1 && rows.totals.reused == 1 && rows.totals.failed == 2,
                 "every entry is counted, listed or not")
@@ -31,8 +36,8 @@ import Testing
             quiet.add(.unchanged, order: order) { Self.row("u\(order)", .unchanged) }
             all.add(.unchanged, order: order) { Self.row("u\(order)", .unchanged) }
         }
-        #expect(quiet.entries.isEmpty && quiet.totals.unchanged == 3)
-        #expect(all.entries.count == 3 && all.totals.unchanged == 3)
+        #expect(quiet.entries(making: Self.unused).isEmpty && quiet.totals.unchanged == 3)
+        #expect(all.entries(making: Self.unused).count == 3 && all.totals.unchanged == 3)
     }
 
     @Test func rowsComeOutInOrderWhateverOrderTheyFinished() {
@@ -40,6 +45,26 @@ import Testing
         for order in [4, 0, 3, 1, 2] {
             rows.add(.added, order: order) { Self.row("u\(order)", .added) }
         }
-        #expect(rows.entries.map(\.url) == ["u0", "u1", "u2", "u3", "u4"])
+        #expect(rows.entries(making: Self.unused).map(\.url) == ["u0", "u1", "u2", "u3", "u4"])
+    }
+
+    /// Rows kept as facts are made as the report is read, in order among the whole ones; a row
+    /// taken back is gone whichever way it was kept.
+    @Test func rowsKeptAsFactsAreMadeInOrderAmongWholeOnes() {
+        var rows = ReportBuilder(listLimit: nil, reportAll: true)
+        rows.add(.added, order: 3, facts: RowFacts(size: 30, attempts: 2, source: .remote))
+        rows.add(.failed, order: 1) { Self.row("whole u1", .failed) }
+        rows.add(.unchanged, order: 0, facts: RowFacts(size: 0))
+        rows.add(.updated, order: 2, facts: RowFacts())
+        rows.retract(.updated, order: 2)
+        rows.add(.failed, order: 2) { Self.row("whole u2", .failed) }
+        let made = rows.entries { order, status, facts in
+            SyncReport.Entry(url: "made u\(order)", status: status, bytes: facts.size, attempts: facts.attempts, source: facts.source)
+        }
+        #expect(made.map(\.url) == ["made u0", "whole u1", "whole u2", "made u3"])
+        #expect(made.map(\.status) == [.unchanged, .failed, .failed, .added])
+        #expect(made[3].bytes == 30 && made[3].attempts == 2 && made[3].source == .remote)
+        #expect(made[0].bytes == 0 && made[0].attempts == nil && made[0].source == nil)
+        #expect(rows.totals.updated == 0 && rows.totals.failed == 2)
     }
 }
