@@ -30,10 +30,10 @@ public enum HTMLReportWriter {
             body += "<li class=\"\(label)\"><b>\(value)</b>\(label)</li>"
         }
         body += "</ul></header>\n"
-        body += section("Updated", report.entries.filter { $0.status == .updated }) { entry in
+        body += section("Updated", report.entries.with { $0 == .updated }) { entry in
             figure(entry.previousPath, caption: "before") + "<span class=\"arrow\">→</span>" + figure(entry.path, caption: "after")
         }
-        body += section("Added", report.entries.filter { $0.status == .added }) { entry in figure(entry.path, caption: nil) }
+        body += section("Added", report.entries.with { $0 == .added }) { entry in figure(entry.path, caption: nil) }
         body += section("Failed", report.failedEntries) { entry in
             let served = entry.stale == true ? figure(entry.previousPath, caption: "still served") : "<div class=\"missing\">not cached</div>"
             return served + "<p class=\"reason\"><b>\(escape(entry.reason?.rawValue ?? "failed"))</b> \(escape(entry.error ?? ""))</p>"
@@ -51,7 +51,7 @@ public enum HTMLReportWriter {
             """
     }
 
-    private static func section(_ title: String, _ entries: [SyncReport.Entry],
+    private static func section(_ title: String, _ entries: some Collection<SyncReport.Entry>,
                                 card: (SyncReport.Entry) -> String) -> String {
         guard !entries.isEmpty else { return "" }
         var out = "<section><h2>\(title) <small>\(entries.count)</small></h2><div class=\"grid\">\n"

@@ -57,8 +57,8 @@ public enum JSONReportWriter {
         }
     }
 
-    private static let indent: [UInt8] = Array("    ".utf8)
-    private static let newlineIndent: [UInt8] = Array("\n    ".utf8)
+    private static let newline: [UInt8] = Array("\n".utf8)
+    private static let rowSeparator: [UInt8] = Array(",\n".utf8)
 
     static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
@@ -94,22 +94,19 @@ public enum JSONReportWriter {
         let rowsEnd = found.upperBound + 2
         var wroteRow = false
         var pending = Data(document[..<found.upperBound])
+        var buffer: [UInt8] = []
         for row in report.entries where keep(row) {
-            pending.append(contentsOf: wroteRow ? Array(",\n".utf8) : Array("\n".utf8))
-            // A row's own lines, four spaces further in (no string in it holds a raw newline).
-            let encoded = try encoder.encode(row)
-            var first = true
-            for line in encoded.split(separator: 10, omittingEmptySubsequences: false) {
-                pending.append(contentsOf: first ? Self.indent : Self.newlineIndent)
-                pending.append(contentsOf: line)
-                first = false
-            }
+            buffer.append(contentsOf: wroteRow ? Self.rowSeparator : Self.newline)
+            JSONReportRow.append(row, to: &buffer)
             wroteRow = true
-            if pending.count >= 1 << 16 {
+            if buffer.count >= 1 << 16 {
+                pending.append(contentsOf: buffer)
                 try output(pending)
                 pending.removeAll(keepingCapacity: true)
+                buffer.removeAll(keepingCapacity: true)
             }
         }
+        pending.append(contentsOf: buffer)
         pending.append(contentsOf: Array((wroteRow ? "\n" : "\n\n").utf8))
         pending.append(document[rowsEnd...])
         try output(pending)

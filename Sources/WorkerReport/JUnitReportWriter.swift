@@ -8,8 +8,8 @@ import WorkerSupport
 /// one test case per entry checked, a `<failure>` with the reason and message per failed entry.
 public enum JUnitReportWriter {
     public static func xml(_ report: SyncReport) -> String {
-        let byManifest = Dictionary(grouping: report.entries.filter { $0.status != .removed }) { $0.manifest ?? "manifest" }
-        let failures = report.entries.filter { $0.status == .failed }.count
+        let byManifest = Dictionary(grouping: report.entries.with { $0 != .removed }) { $0.manifest ?? "manifest" }
+        let failures = report.entries.with { $0 == .failed }.count
         var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
         out += #"<testsuites name="worker sync" tests="\#(report.totals.entries)" failures="\#(failures)" time="\#(format(report.duration))">"# + "\n"
         for manifest in report.manifests {

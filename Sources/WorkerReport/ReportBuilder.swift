@@ -83,7 +83,7 @@ package struct ReportBuilder {
             rows.sort { $0.order < $1.order }
         }
         let whole = whole, sorted = rows
-        return ReportRows(count: sorted.count) { position in
+        return ReportRows(count: sorted.count, status: { sorted[$0].status }) { position in
             let row = sorted[position]
             return row.whole >= 0 ? whole[Int(row.whole)] : make(row.order, row.status, row.facts)
         }

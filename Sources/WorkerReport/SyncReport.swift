@@ -209,7 +209,7 @@ public struct SyncReport: Sendable {
 
     public var duration: Double { finishedAt.timeIntervalSince(startedAt) }
 
-    public var failedEntries: [Entry] { entries.filter { $0.status == .failed } }
+    public var failedEntries: [Entry] { Array(entries.with { $0 == .failed }) }
 
     package init(
         dryRun: Bool = false,

@@ -33,7 +33,7 @@ public struct TextReportWriter {
         var lines: [String] = []
         let verb = report.dryRun ? "plan" : "sync"
         lines.append("worker \(verb): \(totals.entries) entries from \(count) manifest\(count == 1 ? "" : "s") (\(names)), cache \(report.cacheDirectory)")
-        let listed = report.entries.filter { $0.status != .failed && $0.status != .unchanged }
+        let listed = report.entries.with { $0 != .failed && $0 != .unchanged }
         for entry in listed.prefix(listLimit) {
             let label = report.dryRun ? Self.plannedLabel(entry.status) : entry.status.rawValue
             var line = "  \(pad(label))  \(entry.url)"

@@ -5,12 +5,15 @@ import Glibc
 public enum Redact {
     /// The URL with any user info (`user:password@`) removed; everything else unchanged.
     public static func url(_ text: String) -> String {
-        guard let schemeEnd = text.firstRange(of: "://") else { return text }
-        let afterScheme = text[schemeEnd.upperBound...]
-        let authorityEnd = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? afterScheme.endIndex
-        let authority = afterScheme[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@") else { return text }
-        return String(text[..<schemeEnd.upperBound]) + String(afterScheme[afterScheme.index(after: at)...])
+        // Read as bytes (every report row's URL passes here): the delimiters are ASCII.
+        let bytes = text.utf8
+        guard let schemeEnd = bytes.indices.first(where: { bytes[$0...].starts(with: "://".utf8) }) else { return text }
+        let afterScheme = bytes[bytes.index(schemeEnd, offsetBy: 3)...]
+        let authorityEnd = afterScheme.firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") })
+            ?? afterScheme.endIndex
+        guard let at = afterScheme[..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return text }
+        return String(decoding: bytes[..<afterScheme.startIndex], as: UTF8.self)
+            + String(decoding: afterScheme[afterScheme.index(after: at)...], as: UTF8.self)
     }
 
     /// A URL given by the user that may not parse, as it may be shown: everything between `://`

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Testing
 @testable import WorkerFetch
+import WorkerPlan
 @testable import WorkerReport
 @testable import WorkerStore
 import WorkerTestSupport
@@ -32,6 +33,39 @@ import WorkerTestSupport
             SyncReport.Entry(url: "http://h/c", status: .unchanged, servedBy: "http://mirror/c"),
             SyncReport.Entry(url: "http://h/é", status: .updated, previousHash: "sha256:" + String(repeating: "b", count: 64)),
         ]
+    }
+
+    /// Rows written by hand (`JSONReportRow`) are JSONEncoder's: every field, each absent
+    /// alone, and strings holding every control character, quotes, backslashes, slashes, DEL and
+    /// characters beyond ASCII.
+    @Test func everyFieldAndEveryCharacterIsSpelledAsJSONEncoderSpellsIt() throws {
+        let awkward = String(decoding: Array(0..<0x20) + Array("\"\\/\u{7f} é ✓ 😀 \u{2028}\u{2029} end".utf8), as: UTF8.self)
+        let full = SyncReport.Entry(url: "http://h/" + awkward, hash: awkward, status: .failed, previousHash: "p" + awkward,
+                                    bytes: Int64.max, attempts: 0, path: awkward, reason: .hashMismatch, error: awkward,
+                                    httpStatus: -1, actualHash: awkward, stale: false, manifest: awkward,
+                                    previousPath: awkward, refetched: awkward, source: .remote, servedBy: awkward)
+        var rows = [full]
+        let optional: [WritableKeyPath<SyncReport.Entry, String?>] = [\.hash, \.previousHash, \.path, \.error, \.actualHash,
+                                                                     \.manifest, \.previousPath, \.refetched, \.servedBy]
+        for path in optional {
+            var row = full
+            row[keyPath: path] = nil
+            rows.append(row)
+        }
+        var row = full
+        row.bytes = nil
+        row.attempts = nil
+        row.httpStatus = nil
+        row.reason = nil
+        row.source = nil
+        row.stale = true
+        rows.append(row)
+        row.stale = nil
+        rows.append(row)
+        rows.append(SyncReport.Entry(url: "", status: .unchanged))
+        for status in EntryStatus.allCases { rows.append(SyncReport.Entry(url: "u", status: status)) }
+        let report = report(rows: rows)
+        #expect(try JSONReportWriter.data(report) == whole(report, rows))
     }
 
     @Test func rowsWrittenOneAtATimeAreTheWholeDocumentsEncoding() throws {

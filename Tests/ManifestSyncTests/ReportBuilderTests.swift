@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import WorkerPlan
 @testable import WorkerReport
@@ -66,5 +67,23 @@ import Testing
         #expect(made[3].bytes == 30 && made[3].attempts == 2 && made[3].source == .remote)
         #expect(made[0].bytes == 0 && made[0].attempts == nil && made[0].source == nil)
         #expect(rows.totals.updated == 0 && rows.totals.failed == 2)
+    }
+
+    /// Rows of some statuses are picked without making the others (a writer listing failures
+    /// of a million-row report makes only those).
+    @Test func rowsPickedByStatusAreTheOnlyOnesMade() {
+        let statuses: [EntryStatus] = [.added, .failed, .unchanged, .failed, .updated]
+        let made = Mutex<[Int]>([])
+        let rows = ReportRows(count: statuses.count, status: { statuses[$0] }) { position in
+            made.withLock { $0.append(position) }
+            return SyncReport.Entry(url: "u\(position)", status: statuses[position])
+        }
+        let failed = rows.with { $0 == .failed }
+        #expect(failed.count == 2 && failed.status(at: 1) == .failed)
+        #expect(made.withLock { $0 }.isEmpty)
+        #expect(failed.map(\.url) == ["u1", "u3"])
+        #expect(failed.with { _ in true }.map(\.url) == ["u1", "u3"])
+        #expect(made.withLock { $0 } == [1, 3, 1, 3])
+        #expect(rows == ReportRows(statuses.indices.map { SyncReport.Entry(url: "u\($0)", status: statuses[$0]) }))
     }
 }
