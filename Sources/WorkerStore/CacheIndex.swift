@@ -54,8 +54,10 @@ public final class CacheIndex {
             }
             // SQLite's default page cache is 2 MB: past ~10k rows the random inserts into the
             // object and hash indexes kept reading pages back (pread + pwrite were 12 % of a
-            // 100k-file sync's consumer thread). Pages are allocated only as they are used.
-            try database.execute("PRAGMA cache_size=-65536")
+            // 100k-file sync's consumer thread). Pages are allocated only as they are used. A
+            // read-only connection keeps the default: it scans the rows once (the read-ahead, a
+            // plan) or looks a few up, and a scan of a million rows would fill 64 MB for nothing.
+            if !readOnly { try database.execute("PRAGMA cache_size=-65536") }
             try Self.prepareSchema(database, path: path, create: create)
             if try Self.hasTable(database, "entries"), try !Self.hasColumn(database, "entries", "private") { privateColumn = "0" }
         } catch let error as CacheError {
