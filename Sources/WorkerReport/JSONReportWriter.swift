@@ -93,23 +93,19 @@ public enum JSONReportWriter {
         }
         let rowsEnd = found.upperBound + 2
         var wroteRow = false
-        var pending = Data(document[..<found.upperBound])
-        var buffer: [UInt8] = []
+        var pending = [UInt8](document[..<found.upperBound])
         for row in report.entries where keep(row) {
-            buffer.append(contentsOf: wroteRow ? Self.rowSeparator : Self.newline)
-            JSONReportRow.append(row, to: &buffer)
+            pending.append(contentsOf: wroteRow ? Self.rowSeparator : Self.newline)
+            JSONReportRow.append(row, to: &pending)
             wroteRow = true
-            if buffer.count >= 1 << 16 {
-                pending.append(contentsOf: buffer)
-                try output(pending)
+            if pending.count >= 1 << 16 {
+                try output(Data(pending))
                 pending.removeAll(keepingCapacity: true)
-                buffer.removeAll(keepingCapacity: true)
             }
         }
-        pending.append(contentsOf: buffer)
         pending.append(contentsOf: Array((wroteRow ? "\n" : "\n\n").utf8))
-        pending.append(document[rowsEnd...])
-        try output(pending)
+        pending.append(contentsOf: document[rowsEnd...])
+        try output(Data(pending))
     }
 }
 

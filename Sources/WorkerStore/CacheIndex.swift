@@ -96,19 +96,11 @@ public final class CacheIndex {
             while try statement.step() {
                 // A row whose object name is not one, or whose URL is not text, is damaged: never
                 // a path or a request (see `damagedRows`).
-                guard let object = statement.withText(2, { $0.flatMap(ObjectName.init(hex:)) }) else { continue }
-                statement.withValidText(0) { url in
-                    guard let url else { return }
-                    statement.withText(1) { hash in
-                        statement.withText(6) { etag in
-                            statement.withText(7) { lastModified in
-                                rows.append(url: url, hash: hash, object: object, size: statement.int(3),
-                                            fetchedAt: statement.double(4), lastUsed: statement.double(5),
-                                            etag: etag, lastModified: lastModified, isPrivate: statement.int(8) != 0)
-                            }
-                        }
-                    }
-                }
+                guard let object = statement.textBytes(2).flatMap(ObjectName.init(hex:)),
+                      let url = statement.validTextBytes(0) else { continue }
+                rows.append(url: url, hash: statement.textBytes(1), object: object, size: statement.int(3),
+                            fetchedAt: statement.double(4), lastUsed: statement.double(5), etag: statement.textBytes(6),
+                            lastModified: statement.textBytes(7), isPrivate: statement.int(8) != 0)
             }
             return rows.rows
         }

@@ -89,62 +89,63 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         }
 
         /// A row from its columns as the index holds them: the URL's and texts' bytes are copied.
-        /// A URL the rows hold already is skipped (the index's key is unique).
-        mutating func append(url: UnsafeRawBufferPointer, hash: UnsafeRawBufferPointer?, object: ObjectName, size: Int64,
-                             fetchedAt: Double, lastUsed: Double, etag: UnsafeRawBufferPointer?,
-                             lastModified: UnsafeRawBufferPointer?, isPrivate: Bool) {
-            let position = storage.fixed.count
+        /// A URL the rows hold already is skipped (the index's key is unique). A hash, ETag or
+        /// Last-Modified longer than 64 KiB is not kept (no stored hash is; the row is then
+        /// checked by its object's name, or fetched unconditionally).
+        mutating func append(url: some Collection<UInt8>, hash: (some Collection<UInt8>)?, object: ObjectName, size: Int64,
+                             fetchedAt: Double, lastUsed: Double, etag: (some Collection<UInt8>)?,
+                             lastModified: (some Collection<UInt8>)?, isPrivate: Bool) {
             let storage = storage
-            guard storage.positions.insertIfAbsent(url, at: position, isURL: {
-                IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) }
-            }) == nil else { return }
-            var flags: Flags = isPrivate ? [.isPrivate] : []
+            let position = storage.fixed.count
             let start = storage.text.count
             storage.text.append(contentsOf: url)
-            var hashCount = 0
-            if let hash {
-                flags.insert(.hasHash)
-                if hash.count == 71, hash.starts(with: Self.sha256Prefix), object.isSpelled(by: UnsafeRawBufferPointer(rebasing: hash[7...])) {
-                    flags.insert(.hashIsObject)
-                } else {
-                    hashCount = Swift.min(hash.count, Int(UInt16.max))
-                    storage.text.append(contentsOf: hash.prefix(hashCount))
+            let urlCount = storage.text.count - start
+            // The URL is looked up as it lies in the buffer, and taken back when it is there already.
+            let known = storage.text.withUnsafeBytes { text in
+                let url = UnsafeRawBufferPointer(rebasing: text[start...])
+                return storage.positions.insertIfAbsent(url, at: position) {
+                    IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) }
                 }
             }
-            // A validator longer than 64 KiB is not kept (the row is then checked unconditionally).
-            var etagCount = 0, lastModifiedCount = 0
-            if let etag, etag.count <= Int(UInt16.max) {
-                flags.insert(.hasETag)
-                etagCount = etag.count
-                storage.text.append(contentsOf: etag)
+            guard known == nil else { return storage.text.removeLast(urlCount) }
+            var flags: Flags = isPrivate ? [.isPrivate] : []
+            let hashStart = storage.text.count
+            let hashCount = appendText(hash)
+            if let hashCount {
+                flags.insert(.hasHash)
+                let isObject = hashCount == 71 && storage.text.withUnsafeBytes { text in
+                    text[hashStart...].starts(with: Self.sha256Prefix)
+                        && object.isSpelled(by: UnsafeRawBufferPointer(rebasing: text[(hashStart + 7)...]))
+                }
+                if isObject {
+                    flags.insert(.hashIsObject)
+                    storage.text.removeLast(hashCount)
+                }
             }
-            if let lastModified, lastModified.count <= Int(UInt16.max) {
-                flags.insert(.hasLastModified)
-                lastModifiedCount = lastModified.count
-                storage.text.append(contentsOf: lastModified)
-            }
+            let etagCount = appendText(etag)
+            if etagCount != nil { flags.insert(.hasETag) }
+            let lastModifiedCount = appendText(lastModified)
+            if lastModifiedCount != nil { flags.insert(.hasLastModified) }
             storage.fixed.append(Fixed(object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed, start: start,
-                                       urlCount: UInt32(url.count), hashCount: UInt16(hashCount), etagCount: UInt16(etagCount),
-                                       lastModifiedCount: UInt16(lastModifiedCount), flags: flags))
+                                       urlCount: UInt32(urlCount), hashCount: flags.contains(.hashIsObject) ? 0 : UInt16(hashCount ?? 0),
+                                       etagCount: UInt16(etagCount ?? 0), lastModifiedCount: UInt16(lastModifiedCount ?? 0),
+                                       flags: flags))
+        }
+
+        /// Appends `text` to the buffer; its length, or nil (nothing kept) without one or when it
+        /// is longer than a row's 16-bit count.
+        private func appendText(_ text: (some Collection<UInt8>)?) -> Int? {
+            guard let text, text.count <= Int(UInt16.max) else { return nil }
+            storage.text.append(contentsOf: text)
+            return text.count
         }
 
         /// A row from a record (skipped when its object is not a SHA-256 name: never a path).
         public mutating func append(_ record: IndexRecord) {
             guard let object = ObjectName(hex: record.object) else { return }
-            func bytes<T>(_ text: String?, _ body: (UnsafeRawBufferPointer?) -> T) -> T {
-                guard var text else { return body(nil) }
-                return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
-            }
-            bytes(record.url) { url in
-                bytes(record.hash) { hash in
-                    bytes(record.etag) { etag in
-                        bytes(record.lastModified) { lastModified in
-                            append(url: url!, hash: hash, object: object, size: record.size, fetchedAt: record.fetchedAt,
-                                   lastUsed: record.lastUsed, etag: etag, lastModified: lastModified, isPrivate: record.isPrivate)
-                        }
-                    }
-                }
-            }
+            append(url: record.url.utf8, hash: record.hash?.utf8, object: object, size: record.size, fetchedAt: record.fetchedAt,
+                   lastUsed: record.lastUsed, etag: record.etag?.utf8, lastModified: record.lastModified?.utf8,
+                   isPrivate: record.isPrivate)
         }
 
         /// The rows built so far (the builder is not to be used after).
@@ -202,6 +203,11 @@ public struct IndexRow: Sendable {
     public var record: IndexRecord {
         IndexRecord(url: url, hash: hash, object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed,
                     etag: etag, lastModified: lastModified, isPrivate: isPrivate)
+    }
+
+    /// Whether this row was read from `rows` (not from other rows that have a row at its place).
+    package func isOne(of rows: IndexRows) -> Bool {
+        storage === rows.storage
     }
 
     /// Calls `body` with the URL's UTF-8 bytes, in place.

@@ -12,8 +12,8 @@ package final class ObjectDirectory {
     /// The regular files of every fan-out folder, by the 32 bytes their names spell, when
     /// `preload()` listed them.
     private var listed: Set<ObjectName>?
-    /// Sizes `preloadSizes` read, by row (-1: not a regular file there).
-    private var rowSizes: [Int64]?
+    /// Sizes `preloadSizes` read, by row of the rows it was given (-1: not a regular file there).
+    private var rowSizes: (rows: IndexRows, sizes: [Int64])?
 
     package init(objectsDirectory: String) {
         self.objectsDirectory = objectsDirectory
@@ -64,17 +64,17 @@ package final class ObjectDirectory {
             var info = stat()
             if status(rows.row(position).objectName, &info), (info.st_mode & S_IFMT) == S_IFREG { sizes[position] = Int64(info.st_size) }
         }
-        rowSizes = sizes
+        rowSizes = (rows, sizes)
     }
 
     /// Whether `preloadSizes` ran.
     package var hasSizes: Bool { rowSizes != nil }
 
     /// The size of the row's object file, or nil when it is not a regular file here: read ahead
-    /// by `preloadSizes` (for the rows it was given), else a stat.
+    /// by `preloadSizes` when the row is one of the rows it was given, else a stat.
     package func size(of row: IndexRow) -> Int64? {
-        if let rowSizes, row.position < rowSizes.count {
-            let size = rowSizes[row.position]
+        if let rowSizes, row.isOne(of: rowSizes.rows) {
+            let size = rowSizes.sizes[row.position]
             return size >= 0 ? size : nil
         }
         var info = stat()

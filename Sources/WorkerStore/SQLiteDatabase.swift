@@ -210,22 +210,20 @@ final class SQLiteStatement {
         return pointer.withMemoryRebound(to: CChar.self, capacity: 1) { String(validatingCString: $0) }
     }
 
-    /// Calls `body` with a text column's bytes in place (nil when it is NULL); valid only during
-    /// the call.
-    func withText<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer?) -> T) -> T {
-        guard let pointer = sqlite3_column_text(statement, column) else { return body(nil) }
-        return body(UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column))))
+    /// A text column's bytes in place (nil when it is NULL): SQLite keeps them until the
+    /// statement steps, is reset or finalized, so they are read before the next `step()`.
+    func textBytes(_ column: Int32) -> UnsafeRawBufferPointer? {
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        return UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column)))
     }
 
-    /// `withText` of a column that is valid UTF-8 without a NUL (else nil: a damaged value, as
+    /// `textBytes` of a column that is valid UTF-8 without a NUL (else nil: a damaged value, as
     /// `validText` says).
-    func withValidText<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer?) -> T) -> T {
-        withText(column) { bytes in
-            guard let bytes, !bytes.contains(0) else { return body(nil) }
-            // ASCII (every URL the index keys) is valid as it is; anything else is checked whole.
-            guard bytes.allSatisfy({ $0 < 0x80 }) || String(validating: bytes, as: UTF8.self) != nil else { return body(nil) }
-            return body(bytes)
-        }
+    func validTextBytes(_ column: Int32) -> UnsafeRawBufferPointer? {
+        guard let bytes = textBytes(column), !bytes.contains(0) else { return nil }
+        // ASCII (every URL the index keys) is valid as it is; anything else is checked whole.
+        guard bytes.allSatisfy({ $0 < 0x80 }) || String(validating: bytes, as: UTF8.self) != nil else { return nil }
+        return bytes
     }
 
     /// A column's bytes as stored (a text column's too, whatever they hold).

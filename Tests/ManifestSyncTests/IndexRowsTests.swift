@@ -66,5 +66,8 @@ import WorkerTestSupport
             #expect(objects.size(of: rows.row(1)) == nil)
         }
         #expect(ahead.hasSizes && !unread.hasSizes)
+        // A row of other rows, at a place the sizes read ahead have too, is stat'ed for itself.
+        let other: IndexRows = [IndexRecord(url: "https://a.example/3", hash: nil, object: missing, size: 4, fetchedAt: 0, lastUsed: 0)]
+        #expect(ahead.size(of: other.row(0)) == nil)
     }
 }
