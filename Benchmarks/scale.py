@@ -14,10 +14,12 @@ Prints wall, CPU (user+sys) and peak RSS of each, a Markdown table, and writes a
 and peak memory against N (--svg, default docs/scale.svg).
 
   python3 Benchmarks/scale.py [--sizes 10000,100000,1000000] [--rounds 3] [--baseline OLD] [--svg docs/scale.svg]
-The corpus beyond the 10k set is written once under WORKER_BENCH_DIR/www/u-more (1M: ~1.3 GB), and
-read once before each size's runs, so that every run finds it in the page cache.
+The corpus is its own: N files of 100 B to 2 KB (the issue's avatars; 1M: ~1 GB of content) written
+once under WORKER_BENCH_DIR/www/scale/ (1,000 a folder), and read once before each size's runs, so
+that every run finds it in the page cache.
 """
 import argparse
+import hashlib
 import os
 import shutil
 import statistics
@@ -28,7 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bench import launch_nginx  # noqa: E402
-from network import many_set  # noqa: E402
+import corpus  # noqa: E402
 
 PORT = 18490
 
@@ -48,6 +50,25 @@ def measure(command):
     user, system, kib = open(record).read().split()[-3:]
     os.remove(record)
     return wall, float(user) + float(system), int(kib) / 1024
+
+
+def tiny_set(root, count):
+    """(relative path, sha256) of `count` avatar-like files of 100 B to 2 KB, written once."""
+    www = os.path.join(root, "www")
+    entries = []
+    for index in range(count):
+        relative = f"scale/{index // 1000:04d}/{index:07d}.png"
+        size = 100 + int.from_bytes(hashlib.sha256(f"scale-size:{index}".encode()).digest()[:4], "big") % 1949
+        data = corpus.content("small", 10_000_000 + index, size)
+        path = os.path.join(www, relative)
+        try:
+            present = os.path.getsize(path) == size
+        except OSError:
+            present = False
+        if not present:
+            corpus.write(path, data)
+        entries.append((relative, hashlib.sha256(data).hexdigest()))
+    return entries
 
 
 def write_manifest(path, entries, base, changed=None):
@@ -108,15 +129,13 @@ def main():
     args = parser.parse_args()
     worker = os.path.abspath(args.worker)
     sizes = sorted(int(size) for size in args.sizes.split(","))
-    subprocess.run(f"python3 {HERE}/corpus.py {args.root} http://127.0.0.1:18181", shell=True, check=True,
-                   stdout=subprocess.DEVNULL)
-    print(f"corpus: {max(sizes)} files (written once)", file=sys.stderr, flush=True)
-    everything = many_set(args.root, max(sizes) + 1)
+    everything = tiny_set(args.root, max(sizes) + 1)
+    print(f"corpus: {max(sizes) + 1} files (written once)", file=sys.stderr, flush=True)
     scratch = f"/dev/shm/worker-scale-bench-{os.getpid()}"
     prefix = os.path.join(scratch, "nginx")
     www = os.path.join(args.root, "www")
     http = f"""    server {{ listen 127.0.0.1:{PORT} backlog=4096; root {www}; }}"""
-    nginx = launch_nginx(prefix, http, "", f"http://127.0.0.1:{PORT}/u/000001/avatar.png")
+    nginx = launch_nginx(prefix, http, "", f"http://127.0.0.1:{PORT}/{everything[0][0]}")
     base = f"http://127.0.0.1:{PORT}"
     runs = {}
     try:

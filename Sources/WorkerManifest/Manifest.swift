@@ -73,14 +73,18 @@ public struct Manifest: Sendable {
 /// Every manifest of a run, validated, with their entries merged: one entry per distinct URL.
 public struct ManifestSet: Sendable {
     public let manifests: [Manifest]
-    public let entries: [ManifestEntry]
+    public let entries: ManifestEntries
     /// Every entry's place in a tree, sorted by path (an entry listed at two paths is there
     /// twice); empty unless the loader was asked for it (`ManifestLoader.collectsTree`).
     public let tree: [TreeEntry]
 
-    public init(manifests: [Manifest], entries: [ManifestEntry], tree: [TreeEntry] = []) {
+    public init(manifests: [Manifest], entries: ManifestEntries, tree: [TreeEntry] = []) {
         self.manifests = manifests
         self.entries = entries
         self.tree = tree
+    }
+
+    public init(manifests: [Manifest], entries: [ManifestEntry], tree: [TreeEntry] = []) {
+        self.init(manifests: manifests, entries: ManifestEntries(entries), tree: tree)
     }
 }

@@ -25,9 +25,12 @@ public struct ManifestLoader {
         var collector = EntryCollector(collectsTree: collectsTree)
         // About a hundred bytes of YAML an entry: size the URL map and the entries once instead
         // of growing them (each growth copies every entry so far).
-        let expected = min(Self.totalBytes(paths) / 100, 50_000_000)
+        let bytes = Self.totalBytes(paths)
+        let expected = min(bytes / 100, 50_000_000)
         collector.positions.reserve(expected)
-        collector.entries.reserveCapacity(expected)
+        // A URL and its digest take about as many bytes as the entry's YAML (reserved pages that
+        // are never written cost nothing).
+        collector.entries.reserve(expected, textBytes: min(bytes, 1 << 30))
 
         for path in paths {
             guard diagnostics.count < maxDiagnostics else { break }
@@ -154,7 +157,7 @@ public struct ManifestLoader {
 /// the URL map, asked for when it came, has been loaded meanwhile.
 private struct EntryCollector {
     let collectsTree: Bool
-    var entries: [ManifestEntry] = []
+    var entries = ManifestEntries()
     var tree: [TreeEntry] = []
 
     init(collectsTree: Bool) {
@@ -217,10 +220,11 @@ private struct EntryCollector {
     private mutating func record(_ waiting: Pending, manifests: [Manifest], path: String,
                                  into diagnostics: inout [ManifestDiagnostic]) {
         let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
-        guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries[$0].url }) else {
+        // The stored URL is read (a string made) only when the digests match: a URL listed again.
+        guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries.url(at: $0) }) else {
             if collectsTree || item.path != nil { addToTree(item, entry: entries.count, manifest: index, path: path, into: &diagnostics) }
-            entries.append(ManifestEntry(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column,
-                                         mirrors: item.mirrors))
+            entries.append(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column,
+                           mirrors: item.mirrors)
             return
         }
         if collectsTree || item.path != nil { addToTree(item, entry: existing, manifest: index, path: path, into: &diagnostics) }
@@ -232,11 +236,10 @@ private struct EntryCollector {
                 message: "URL \(Redact.short(Redact.url(url), limit: 80)) is listed with two hashes: "
                     + "\(ManifestLoader.abbreviate(b)) here, \(ManifestLoader.abbreviate(a)) at \(place)"))
         } else if first.hash == nil, let hash = item.hash {
-            entries[existing] = ManifestEntry(url: url, hash: hash, manifest: first.manifest, line: first.line, column: first.column,
-                                              mirrors: item.mirrors)
+            entries.setHash(hash, mirrors: item.mirrors, at: existing)
         } else if !item.mirrors.isEmpty {
             // The same URL listed again with mirrors: they are added after the first listing's.
-            entries[existing].mirrors += item.mirrors.filter { !first.mirrors.contains($0) }
+            entries.addMirrors(item.mirrors, at: existing)
         }
     }
 }

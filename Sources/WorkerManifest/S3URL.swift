@@ -8,9 +8,14 @@ public struct S3URL: Sendable, Equatable {
 
     /// Whether `text` starts with `s3://` (any case).
     public static func isS3(_ text: String) -> Bool {
+        isS3(utf8: text.utf8)
+    }
+
+    /// Whether the URL whose UTF-8 bytes are `utf8` starts with `s3://` (any case).
+    public static func isS3(utf8: some Sequence<UInt8>) -> Bool {
         // Asked of every URL a run fetches: no allocation. (Each byte of "s3://" has 0x20 set,
         // so OR-ing it in folds the case of the letter and leaves the rest.)
-        var bytes = text.utf8.makeIterator()
+        var bytes = utf8.makeIterator()
         for expected in "s3://".utf8 {
             guard let byte = bytes.next(), byte | 0x20 == expected else { return false }
         }

@@ -39,6 +39,6 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
     /// The manifests with only this shard's entries.
     public func filter(_ manifests: ManifestSet) -> ManifestSet {
         guard count > 1 else { return manifests }
-        return ManifestSet(manifests: manifests.manifests, entries: manifests.entries.filter { contains($0.url) })
+        return ManifestSet(manifests: manifests.manifests, entries: ManifestEntries(manifests.entries.lazy.filter { contains($0.url) }))
     }
 }

@@ -7,14 +7,17 @@ import CWorkerSystem
 /// multiply and a short linear probe over one flat array. Digest collisions fall back to a map
 /// keyed by the URL itself.
 ///
-/// At a million URLs the table is 32 MB and every insert misses the CPU's caches: `digest(_:)`
+/// A slot keeps 32 bits of the digest (8 bytes a slot: at a million URLs the table is 16 MB); two
+/// URLs that share them are told apart by their text, as a full digest collision is.
+///
+/// Every insert misses the CPU's caches: `digest(_:)`
 /// also asks for the slot's cache line, so a caller that inserts an entry later (the loader
 /// inserts each one after reading the next) finds it loaded.
 package struct URLPositions: Sendable {
     /// A digest and its position + 1 (0: the slot is empty), side by side: a probe reads one
     /// cache line.
     private struct Slot {
-        var digest: UInt64 = 0
+        var digest: UInt32 = 0
         var position: Int32 = 0
     }
 
@@ -45,8 +48,7 @@ package struct URLPositions: Sendable {
     /// at a position is that one (only asked when the digests match).
     package func find(_ url: UnsafeRawBufferPointer, isURL: (Int) -> Bool) -> Int? {
         guard !slots.isEmpty else { return nil }
-        let key = digester(url)
-        guard case .taken(let slot) = probe(key) else { return nil }
+        guard case .taken(let slot) = probe(Self.fold(digester(url))) else { return nil }
         let position = Int(slots[slot].position - 1)
         if isURL(position) { return position }
         return collisions.isEmpty ? nil : collisions[String(decoding: url, as: UTF8.self)].map(Int.init)
@@ -69,7 +71,7 @@ package struct URLPositions: Sendable {
         var url = url
         let key = url.withUTF8 { digester(UnsafeRawBufferPointer($0)) }
         if !slots.isEmpty {
-            let slot = home(key)
+            let slot = home(Self.fold(key))
             slots.withUnsafeBufferPointer { worker_prefetch($0.baseAddress! + slot) }
         }
         return key
@@ -82,8 +84,9 @@ package struct URLPositions: Sendable {
 
     /// Records `index` under `key` unless a position whose URL it is (`isURL`) is there; a digest
     /// shared by two URLs keeps the second by the URL itself (`text`).
-    private mutating func insert(digest key: UInt64, at index: Int, isURL: (Int) -> Bool, text: () -> String) -> Int? {
+    private mutating func insert(digest: UInt64, at index: Int, isURL: (Int) -> Bool, text: () -> String) -> Int? {
         reserve(count + 1)
+        let key = Self.fold(digest)
         switch probe(key) {
         case .empty(let slot):
             fill(slot, key, index)
@@ -104,7 +107,7 @@ package struct URLPositions: Sendable {
     }
 
     /// The slot holding `key`, else the empty slot where it would go.
-    private func probe(_ key: UInt64) -> Probe {
+    private func probe(_ key: UInt32) -> Probe {
         let mask = slots.count - 1
         var slot = home(key)
         while slots[slot].position != 0 {
@@ -115,11 +118,16 @@ package struct URLPositions: Sendable {
     }
 
     /// The first slot a probe for `key` reads.
-    private func home(_ key: UInt64) -> Int {
-        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    private func home(_ key: UInt32) -> Int {
+        Int(truncatingIfNeeded: (UInt64(key) &* 0x9E37_79B9_7F4A_7C15) >> shift)
     }
 
-    private mutating func fill(_ slot: Int, _ key: UInt64, _ index: Int) {
+    /// The 32 bits of a digest a slot keeps.
+    private static func fold(_ digest: UInt64) -> UInt32 {
+        UInt32(truncatingIfNeeded: digest ^ digest >> 32)
+    }
+
+    private mutating func fill(_ slot: Int, _ key: UInt32, _ index: Int) {
         slots[slot] = Slot(digest: key, position: Int32(index + 1))
         count += 1
     }

@@ -8,11 +8,13 @@ extension SyncPlan {
     package func downloadGroups(refresh: Bool, locator: Locator = Locator()) -> [DownloadGroup] {
         var groupByKey: [GroupKey: Int] = [:]
         var members: [[Int]] = []
-        for (offset, item) in items.enumerated() {
-            switch item.action {
+        // Items are made only for the entries that need the network (a warm run: none).
+        for offset in items.indices {
+            switch action(at: offset) {
             case .keep, .reuse:
                 continue
             case .download, .revalidate, .refresh, .repair:
+                let item = items[offset]
                 let key = refresh ? GroupKey.url(item.entry.url) : item.entry.hash.map(GroupKey.content) ?? .url(item.entry.url)
                 if let existing = groupByKey[key] {
                     members[existing].append(offset)

@@ -66,32 +66,37 @@ public struct Planner {
             return (found != nil, found == row.size)
         }
 
-        var actions: [PlannedEntry.Action] = []
+        var actions = PlanActions()
         var previousRows: [Int32] = []
-        actions.reserveCapacity(manifests.entries.count)
+        actions.reserve(manifests.entries.count)
         previousRows.reserveCapacity(manifests.entries.count)
         /// Rows some entry names: the others are the orphans (no second lookup per row).
         var named = [Bool](repeating: false, count: records.count)
-        for entry in manifests.entries {
-            let row = records.isEmpty ? nil : records.find(urlKey?(entry.url) ?? entry.url).map(records.row)
+        let entries = manifests.entries
+        for position in entries.indices {
+            // The entry's URL is looked up as its bytes lie (no string), unless the index keys it otherwise.
+            let found = records.isEmpty ? nil
+                : urlKey.map { records.find($0(entries.url(at: position))) } ?? entries.withURL(at: position, records.find)
+            let row = found.map(records.row)
+            let hash = entries.hash(at: position)
             previousRows.append(row.map { Int32($0.position) } ?? -1)
             if let row { named[row.position] = true }
             if refresh {
-                actions.append(row.map { Self.isSameVersion(entry, $0) } == true ? .refresh : .download)
+                actions.append(row.map { Self.isSameVersion(hash, $0) } == true ? .refresh : .download)
                 continue
             }
-            if let row, Self.isSameVersion(entry, row) {
+            if let row, Self.isSameVersion(hash, row) {
                 let object = check(row)
                 if object.present {
                     if object.intact {
-                        actions.append(revalidate && entry.hash == nil ? .revalidate : .keep)
+                        actions.append(revalidate && hash == nil ? .revalidate : .keep)
                     } else {
                         actions.append(.repair)
                     }
                     continue
                 }
             }
-            if !records.isEmpty, let hash = entry.hash {
+            if !records.isEmpty, let hash {
                 if let content = stored(hash), intact(content.object, content.size) {
                     actions.append(.reuse(object: content.object, size: content.size))
                     continue
@@ -116,7 +121,11 @@ public struct Planner {
 
     /// The row holds the version the manifest asks for. A hashless entry is satisfied by any version.
     package static func isSameVersion(_ entry: ManifestEntry, _ row: IndexRow) -> Bool {
-        isSameVersion(entry.hash, object: row.objectName, storedHash: row.hash)
+        isSameVersion(entry.hash, row)
+    }
+
+    static func isSameVersion(_ hash: ContentHash?, _ row: IndexRow) -> Bool {
+        isSameVersion(hash, object: row.objectName, storedHash: row.hash)
     }
 
     package static func isSameVersion(_ entry: ManifestEntry, _ record: IndexRecord) -> Bool {

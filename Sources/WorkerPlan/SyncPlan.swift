@@ -49,7 +49,7 @@ public struct SyncPlan: Sendable {
     public let manifests: ManifestSet
     /// The index rows when planned.
     public let records: IndexRows
-    let actions: [PlannedEntry.Action]
+    let actions: PlanActions
     /// Per entry, its row in `records`, or -1.
     let previousRows: [Int32]
     /// Index rows that no given manifest names.
@@ -61,14 +61,22 @@ public struct SyncPlan: Sendable {
     /// One item per distinct URL, in manifest order.
     public var items: Items { Items(plan: self) }
 
+    /// An item's action, read without making the item (its entry's strings).
+    public func action(at position: Int) -> PlannedEntry.Action { actions[position] }
+
+    /// An item's current row, if it has one, read without making the item.
+    public func previous(at position: Int) -> IndexRow? {
+        let row = previousRows[position]
+        return row >= 0 ? records.row(Int(row)) : nil
+    }
+
     public struct Items: RandomAccessCollection, Sendable {
         let plan: SyncPlan
         public var startIndex: Int { 0 }
         public var endIndex: Int { plan.actions.count }
         public subscript(position: Int) -> PlannedEntry {
-            let row = plan.previousRows[position]
-            return PlannedEntry(entry: plan.manifests.entries[position], action: plan.actions[position],
-                                previous: row >= 0 ? plan.records.row(Int(row)) : nil)
+            PlannedEntry(entry: plan.manifests.entries[position], action: plan.actions[position],
+                         previous: plan.previous(at: position))
         }
     }
 }

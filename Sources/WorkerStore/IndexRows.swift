@@ -70,10 +70,12 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
     /// The row of `url` (the index's key), if there is one.
     public func find(_ url: String) -> Int? {
         var url = url
-        return url.withUTF8 { bytes in
-            let url = UnsafeRawBufferPointer(bytes)
-            return storage.positions.find(url) { IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) } }
-        }
+        return url.withUTF8 { find(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The row of the URL whose UTF-8 bytes are `url`, if there is one.
+    public func find(_ url: UnsafeRawBufferPointer) -> Int? {
+        storage.positions.find(url) { IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) } }
     }
 
     /// Builds rows one at a time (from the index, or from records).

@@ -189,7 +189,8 @@ public struct SyncEngine: Sendable {
 
     /// Whether an entry, or a mirror of one, is an `s3://` URL.
     private static func namesS3(_ manifests: ManifestSet) -> Bool {
-        manifests.entries.contains { S3URL.isS3($0.url) || $0.mirrors.contains(where: S3URL.isS3) }
+        let entries = manifests.entries
+        return entries.indices.contains { entries.withURL(at: $0, S3URL.isS3(utf8:)) || entries.mirrors(at: $0).contains(where: S3URL.isS3) }
             || manifests.manifests.contains { $0.mirrors.prefixes.contains { $0.mirrors.contains(where: S3URL.isS3) } }
     }
 

@@ -101,8 +101,8 @@ struct SyncLedger {
     mutating func record(_ event: Event) {
         switch event {
         case .unchanged(let item, let attempts):
-            let planned = plan.items[item]
-            add(item, .unchanged, object: planned.previous?.object, size: planned.previous?.size, attempts: attempts)
+            let previous = plan.previous(at: item)
+            add(item, .unchanged, name: previous?.objectName, object: previous?.object, size: previous?.size, attempts: attempts)
         case .reused(let item, let object, let size):
             add(item, .reused, object: object, size: size, attempts: nil)
         case .delivered(let item, let object, let size, let attempts, let source, let servedBy):
@@ -186,10 +186,17 @@ struct SyncLedger {
     /// entirely (made as the report is written), else whole.
     private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
                               source: SourceKind? = nil, servedBy: String? = nil) {
-        let name = object.flatMap(ObjectName.init(hex:))
-        guard item < outcomes.count || servedBy != nil || name == nil && object != nil else {
+        add(item, status, name: object.flatMap(ObjectName.init(hex:)), object: object, size: size, attempts: attempts,
+            source: source, servedBy: servedBy)
+    }
+
+    /// `add` with the object's name read already (`object`, its hex, is made only for a whole row).
+    private mutating func add(_ item: Int, _ status: EntryStatus, name: ObjectName?, object: @autoclosure () -> String?,
+                              size: Int64?, attempts: Int?, source: SourceKind? = nil, servedBy: String? = nil) {
+        guard item < outcomes.count || servedBy != nil || name == nil && object() != nil else {
             return rows.add(status, order: item, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))
         }
+        let object = object()
         let planned = plan.items[item]
         add(item, status, sha256: object) { [maker] in
             var row = maker.entry(planned, status: status, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))

@@ -55,17 +55,21 @@ struct SyncRun {
     mutating func execute() async throws(CacheError) {
         let now = Date().timeIntervalSince1970
         var touches: [String] = []
-        for (offset, item) in plan.items.enumerated() {
-            switch item.action {
+        // By action first: an item (its entry's strings) is made only where one is needed.
+        for offset in plan.items.indices {
+            switch plan.action(at: offset) {
             case .keep:
                 ledger.record(.unchanged(item: offset, attempts: nil))
                 // Like relatime: refresh "last used" at most hourly, so warm runs write nothing.
-                if let previous = item.previous, previous.lastUsed < now - 3600 { touches.append(item.entry.url) }
+                if let previous = plan.previous(at: offset), previous.lastUsed < now - 3600 {
+                    touches.append(plan.manifests.entries.url(at: offset))
+                }
             case .reuse(let object, let size):
                 link(offset, object: object, size: size, body: nil)
                 ledger.record(.reused(item: offset, object: object, size: size))
             case .repair:
-                logger.warning("\(Redact.url(item.entry.url)): the cached file's size is not the index's (changed on disk); fetching it again")
+                let url = plan.manifests.entries.url(at: offset)
+                logger.warning("\(Redact.url(url)): the cached file's size is not the index's (changed on disk); fetching it again")
             case .download, .revalidate, .refresh:
                 break
             }

@@ -161,6 +161,23 @@ import Testing
         #expect(positions.find(urls[2]) { urls[$0] } == nil)
     }
 
+    /// A slot keeps 32 bits of the digest: digests that differ only where the fold cancels out
+    /// (the same value in both halves) are told apart by the URLs themselves.
+    @Test func digestsThatShareTheirKeptBitsAreToldApartByTheURL() {
+        let urls = ["http://h/a", "http://h/b", "http://h/c"]
+        let digests: [String: UInt64] = ["http://h/a": 0x0000_0001_0000_0001, "http://h/b": 0x0000_0002_0000_0002,
+                                         "http://h/c": 0x1234_5678_1234_5678]
+        var positions = URLPositions(digest: { digests[String(decoding: $0, as: UTF8.self)] ?? 0 })
+        for (offset, url) in urls.enumerated() {
+            #expect(positions.insertIfAbsent(url, at: offset) { urls[$0] } == nil)
+        }
+        for (offset, url) in urls.enumerated() {
+            #expect(positions.find(url) { urls[$0] } == offset)
+            #expect(positions.insertIfAbsent(url, at: 9) { urls[$0] } == offset)
+        }
+        #expect(positions.find("http://h/d") { urls[$0] } == nil)
+    }
+
     /// URLs given as bytes (the index's rows, read in place) are found the same way, colliding
     /// digests included.
     @Test func urlsGivenAsBytesCollideAndAreFoundAsStringsAre() {
