@@ -4,7 +4,7 @@
 /// start (a million-entry run does not hold a million of them).
 package struct DownloadGroup: Sendable {
     /// Plan item numbers, in manifest order: tried in that order until one delivers.
-    package let items: [Int]
+    package let items: GroupItems
     /// The first item's origin (one string per origin, shared by its groups); nil for a local file.
     package let origin: String?
     /// The origins of the first item's mirrors, in order (a pinned entry's).
@@ -13,9 +13,36 @@ package struct DownloadGroup: Sendable {
     package let pinnedBySHA256: Bool
 
     package init(items: [Int], origin: String?, mirrorOrigins: [String] = [], pinnedBySHA256: Bool = false) {
+        self.init(items: GroupItems(items), origin: origin, mirrorOrigins: mirrorOrigins, pinnedBySHA256: pinnedBySHA256)
+    }
+
+    package init(items: GroupItems, origin: String?, mirrorOrigins: [String] = [], pinnedBySHA256: Bool = false) {
         self.items = items
         self.origin = origin
         self.mirrorOrigins = mirrorOrigins
         self.pinnedBySHA256 = pinnedBySHA256
     }
+}
+
+/// A group's plan items: the first held inline, the others (most groups have none) in an array,
+/// so a million groups of one are not a million arrays.
+package struct GroupItems: RandomAccessCollection, Sendable {
+    private let head: Int
+    private let rest: [Int]
+
+    /// `items` must not be empty: a group has a first item.
+    package init(_ items: [Int]) {
+        precondition(!items.isEmpty, "a download group has at least one item")
+        head = items[0]
+        rest = items.count > 1 ? Array(items.dropFirst()) : []
+    }
+
+    package init(first: Int, others: [Int]) {
+        head = first
+        rest = others
+    }
+
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { 1 + rest.count }
+    package subscript(position: Int) -> Int { position == 0 ? head : rest[position - 1] }
 }

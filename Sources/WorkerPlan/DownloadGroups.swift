@@ -6,23 +6,44 @@ extension SyncPlan {
     /// The items that need the network (download, revalidate, refresh), grouped by content in
     /// the order their first item comes in the manifests.
     package func downloadGroups(refresh: Bool, locator: Locator = Locator()) -> [DownloadGroup] {
-        var groupByKey: [GroupKey: Int] = [:]
-        var members: [[Int]] = []
+        let entries = manifests.entries
+        /// What makes an item's group, made only when two items' fingerprints meet.
+        func key(_ item: Int) -> GroupKey {
+            if !refresh, let hash = entries.hash(at: item) { return .content(hash) }
+            return .url(entries.url(at: item))
+        }
+        /// Each group's first item, in order; the other items of the few groups that have any.
+        var firsts: [Int] = []
+        var others: [Int: [Int]] = [:]
+        /// Groups by 64 bits of their key (no string or whole hash kept per group: at a million
+        /// entries a map keyed by `GroupKey` was 160 MB); keys whose fingerprint another group has
+        /// are kept whole.
+        var byFingerprint: [UInt64: Int] = [:]
+        var byKey: [GroupKey: Int] = [:]
         // Items are made only for the entries that need the network (a warm run: none).
         for offset in items.indices {
             switch action(at: offset) {
             case .keep, .reuse:
                 continue
             case .download, .revalidate, .refresh, .repair:
-                let item = items[offset]
-                let key = refresh ? GroupKey.url(item.entry.url) : item.entry.hash.map(GroupKey.content) ?? .url(item.entry.url)
-                if let existing = groupByKey[key] {
-                    members[existing].append(offset)
-                } else {
-                    groupByKey[key] = members.count
-                    members.append([offset])
-                }
+                break
             }
+            let fingerprint = !refresh ? entries.hash(at: offset)?.withDigest(Self.fingerprint) : nil
+            if let group = byFingerprint[fingerprint ?? entries.withURL(at: offset, URLPositions.fnv1a)] {
+                let mine = key(offset)
+                if key(firsts[group]) == mine {
+                    others[group, default: []].append(offset)
+                    continue
+                }
+                if let group = byKey[mine] {
+                    others[group, default: []].append(offset)
+                    continue
+                }
+                byKey[mine] = firsts.count
+            } else {
+                byFingerprint[fingerprint ?? entries.withURL(at: offset, URLPositions.fnv1a)] = firsts.count
+            }
+            firsts.append(offset)
         }
         // One string per origin, shared by every group of it.
         var origins: [String: String] = [:]
@@ -32,14 +53,22 @@ extension SyncPlan {
             origins[origin] = origin
             return origin
         }
-        return members.map { items in
-            let first = items[0]
-            let entry = self.items[first].entry
+        var groups: [DownloadGroup] = []
+        groups.reserveCapacity(firsts.count)
+        for (number, first) in firsts.enumerated() {
+            let entry = entries[first]
             let origin = shared(locator.origin(of: entry.url))
             let mirrors = origin == nil || entry.hash == nil ? [] : manifests.manifests[entry.manifest].mirrors(of: entry)
-            return DownloadGroup(items: items, origin: origin, mirrorOrigins: mirrors.compactMap { shared(locator.origin(of: $0)) },
-                                 pinnedBySHA256: origin != nil && entry.hash?.algorithm == .sha256)
+            groups.append(DownloadGroup(items: GroupItems(first: first, others: others[number] ?? []), origin: origin,
+                                        mirrorOrigins: mirrors.compactMap { shared(locator.origin(of: $0)) },
+                                        pinnedBySHA256: origin != nil && entry.hash?.algorithm == .sha256))
         }
+        return groups
+    }
+
+    /// The first 8 bytes of a digest (every algorithm's is at least 16).
+    private static func fingerprint(_ digest: UnsafeRawBufferPointer) -> UInt64 {
+        digest.loadUnaligned(as: UInt64.self)
     }
 
     /// What makes items one group: the same expected content, or (hashless, `--refresh`) the
