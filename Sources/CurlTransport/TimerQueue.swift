@@ -1,6 +1,8 @@
 /// The fetch engine's timers as a plain value: work due at a time, taken earliest first (ties in
 /// the order they were added), removable by id before it is due. A binary heap of (due, id) with
-/// the work beside it; a removed timer leaves its heap slot behind, skipped when it comes up.
+/// the work beside it; a removed timer leaves its heap slot behind, skipped when it comes up, and
+/// the heap is rebuilt from the pending timers when most of its slots are such leftovers (every
+/// transfer removes its deadline long before it is due: a million-transfer run kept two million).
 struct TimerQueue<Work> {
     private struct Slot {
         let due: Double
@@ -26,7 +28,18 @@ struct TimerQueue<Work> {
 
     /// Removes the pending timer `id` and returns its work; nil if it was taken or never added.
     mutating func remove(id: Int) -> Work? {
-        work.removeValue(forKey: id)
+        let removed = work.removeValue(forKey: id)
+        if heap.count > 64, heap.count > 2 * work.count { compact() }
+        return removed
+    }
+
+    /// Heap slots held, pending timers' and removed ones' (tests: the leftovers are bounded).
+    var slotCount: Int { heap.count }
+
+    /// Keeps only the pending timers' slots, in heap order again (in place, linear time).
+    private mutating func compact() {
+        heap.removeAll { work[$0.id] == nil }
+        for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(start) }
     }
 
     /// When the earliest pending timer is due; nil when none is pending.

@@ -31,6 +31,29 @@ import WorkerTestSupport
     }
 
     /// A new order each run (`WORKER_TIMER_SEED` repeats one; a failure names it).
+    /// Timers removed long before they are due (every transfer's deadline) do not pile up: the
+    /// heap keeps at most about twice the pending ones, and those still come out in order.
+    @Test func removedTimersDoNotPileUp() {
+        var timers = TimerQueue<Int>()
+        var generator = SplitMix64(seed: 44)
+        var pending: [(due: Double, id: Int)] = []
+        var overGrown = 0
+        for id in 0..<100_000 {
+            let due = Double.random(in: 1000...2000, using: &generator)
+            timers.add(id: id, due: due, id)
+            if id % 1000 == 0 {
+                pending.append((due, id))
+            } else {
+                _ = timers.remove(id: id)
+            }
+            if timers.slotCount > max(65, 2 * timers.count + 1) { overGrown += 1 }
+        }
+        #expect(overGrown == 0)
+        #expect(timers.count == 100)
+        let expected = pending.sorted { ($0.due, $0.id) < ($1.due, $1.id) }.map(\.id)
+        #expect(timers.takeDue(now: 2001) == expected)
+    }
+
     @Test func manyTimersInRandomOrderComeOutSorted() {
         var timers = TimerQueue<Int>()
         let seed = TestSeed.from("WORKER_TIMER_SEED")
