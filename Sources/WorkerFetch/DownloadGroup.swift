@@ -3,21 +3,28 @@
 /// A group holds what the queue schedules it by, not its requests: those are made as its members
 /// start (a million-entry run does not hold a million of them).
 package struct DownloadGroup: Sendable {
-    /// Plan item numbers, in manifest order: tried in that order until one delivers.
-    package let items: GroupItems
+    /// The items after the first (most groups have none: no allocation).
+    private let others: [Int]
     /// The first item's origin (one string per origin, shared by its groups); nil for a local file.
     package let origin: String?
     /// The origins of the first item's mirrors, in order (a pinned entry's).
     package let mirrorOrigins: [String]
+    /// The first item (beside the flag: a group is 40 bytes, and a million-entry run holds a
+    /// million groups).
+    private let first: Int32
     /// Whether the first item is pinned by SHA-256 on an origin: the shared tier may have it.
     package let pinnedBySHA256: Bool
+
+    /// Plan item numbers, in manifest order: tried in that order until one delivers.
+    package var items: GroupItems { GroupItems(first: Int(first), others: others) }
 
     package init(items: [Int], origin: String?, mirrorOrigins: [String] = [], pinnedBySHA256: Bool = false) {
         self.init(items: GroupItems(items), origin: origin, mirrorOrigins: mirrorOrigins, pinnedBySHA256: pinnedBySHA256)
     }
 
     package init(items: GroupItems, origin: String?, mirrorOrigins: [String] = [], pinnedBySHA256: Bool = false) {
-        self.items = items
+        first = Int32(items[0])
+        others = items.others
         self.origin = origin
         self.mirrorOrigins = mirrorOrigins
         self.pinnedBySHA256 = pinnedBySHA256
@@ -41,6 +48,9 @@ package struct GroupItems: RandomAccessCollection, Sendable {
         head = first
         rest = others
     }
+
+    /// The items after the first.
+    package var others: [Int] { rest }
 
     package var startIndex: Int { 0 }
     package var endIndex: Int { 1 + rest.count }
