@@ -8,8 +8,10 @@ import WorkerStore
 /// order the downloads finished in.
 ///
 /// A row is kept whole, or — an entry whose row its plan item and outcome tell entirely — as the
-/// few facts of its outcome (`RowFacts`, ~70 bytes with its place), made into a row only as the
-/// report is written (`entries(making:)`): a million-row report does not hold a million rows.
+/// few facts of its outcome (`RowFacts`), made into a row only as the report is written
+/// (`entries(making:)`): a million-row report does not hold a million rows. Facts go to an
+/// unlinked file in `factsDirectory` beyond a batch (`RowFactsFile`): what such a row keeps in
+/// memory is its place and status (16 bytes).
 package struct ReportBuilder {
     package var totals = SyncReport.Totals()
     private let listLimit: Int
@@ -17,20 +19,25 @@ package struct ReportBuilder {
     private var rows: [Row] = []
     /// Rows kept whole (failures, rows with free text), by `Row.whole`.
     private var whole: [SyncReport.Entry] = []
+    /// The facts of rows not kept whole, by order.
+    private let facts: RowFactsFile
     private var listed = 0
 
-    /// One listed row: its place, its status, and either its whole row or its facts.
+    /// One listed row: its place, its status, and where its whole row is, if it has one (12
+    /// bytes: a plan has fewer than 2^31 items).
     private struct Row {
-        var order: Int
-        var facts: RowFacts
-        /// Its place in `whole`, or -1 (made from `facts`).
+        var order: Int32
+        /// Its place in `whole`, or -1 (made from its facts).
         var whole: Int32
         var status: EntryStatus
     }
 
-    package init(listLimit: Int?, reportAll: Bool) {
+    /// `factsDirectory`: where the facts of many rows are written (the cache's `tmp/`); nil keeps
+    /// them in memory.
+    package init(listLimit: Int?, reportAll: Bool, factsDirectory: String? = nil) {
         self.listLimit = listLimit ?? .max
         self.reportAll = reportAll
+        facts = RowFactsFile(directory: factsDirectory)
     }
 
     /// Whether a row of this status would be listed now.
@@ -48,14 +55,15 @@ package struct ReportBuilder {
     package mutating func add(_ status: EntryStatus, order: Int, row: () -> SyncReport.Entry) {
         guard count(status) else { return }
         whole.append(row())
-        rows.append(Row(order: order, facts: RowFacts(), whole: Int32(whole.count - 1), status: status))
+        rows.append(Row(order: Int32(order), whole: Int32(whole.count - 1), status: status))
     }
 
     /// Counts an entry, and lists it by its facts when the rule keeps it: its row is made from
     /// them when the report is written.
     package mutating func add(_ status: EntryStatus, order: Int, facts: RowFacts) {
         guard count(status) else { return }
-        rows.append(Row(order: order, facts: facts, whole: -1, status: status))
+        rows.append(Row(order: Int32(order), whole: -1, status: status))
+        self.facts.put(facts, order: order)
     }
 
     /// Counts `status`; whether its row is listed.
@@ -70,7 +78,7 @@ package struct ReportBuilder {
     /// again with another. Rows recorded lately are at the end, where the search starts.
     package mutating func retract(_ status: EntryStatus, order: Int) {
         totals.uncount(status)
-        guard let index = rows.lastIndex(where: { $0.order == order && $0.status == status }) else { return }
+        guard let index = rows.lastIndex(where: { $0.order == Int32(order) && $0.status == status }) else { return }
         rows.remove(at: index)
         if status != .failed { listed -= 1 }
     }
@@ -82,10 +90,10 @@ package struct ReportBuilder {
         if !zip(rows, rows.dropFirst()).allSatisfy({ $0.order < $1.order }) {
             rows.sort { $0.order < $1.order }
         }
-        let whole = whole, sorted = rows
+        let whole = whole, sorted = rows, facts = facts
         return ReportRows(count: sorted.count, status: { sorted[$0].status }) { position in
             let row = sorted[position]
-            return row.whole >= 0 ? whole[Int(row.whole)] : make(row.order, row.status, row.facts)
+            return row.whole >= 0 ? whole[Int(row.whole)] : make(Int(row.order), row.status, facts.facts(order: Int(row.order)))
         }
     }
 }

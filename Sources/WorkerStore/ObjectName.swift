@@ -4,7 +4,12 @@ import WorkerSupport
 /// An object's name as the 32 bytes its 64 lowercase hex digits spell: a million of them cost
 /// no string each (a set of listed files, a column of index rows).
 package struct ObjectName: Hashable, Sendable {
-    let words: (UInt64, UInt64, UInt64, UInt64)
+    package let words: (UInt64, UInt64, UInt64, UInt64)
+
+    /// The name whose 32 bytes are these four words (as `words` gives them).
+    package init(words: (UInt64, UInt64, UInt64, UInt64)) {
+        self.words = words
+    }
 
     /// nil unless `hex` is exactly 64 lowercase hex digits.
     package init?(hex: UnsafeRawBufferPointer) {

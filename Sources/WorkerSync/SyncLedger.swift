@@ -68,7 +68,7 @@ struct SyncLedger {
                             })
         report.limits = limits
         report.orphans = plan.orphans.count
-        rows = Self.rowsKept(outputs: outputs, shownRows: shownRows)
+        rows = Self.rowsKept(outputs: outputs, shownRows: shownRows, factsDirectory: store?.tmpDirectory)
         maker = RowMaker(manifestNames: plan.manifests.manifests.map(\.name), store: store)
         outcomes = keepsOutcomes ? Array(repeating: nil, count: plan.items.count) : []
         failuresPerManifest = Array(repeating: 0, count: plan.manifests.manifests.count)
@@ -80,9 +80,10 @@ struct SyncLedger {
     /// `reportAll`). Without such a file, as many as the caller shows (`shownRows`: the text
     /// summary's list; 0 when it reads outcomes instead, nil for all) — a million-entry run need
     /// not hold a million rows for a summary of twenty.
-    static func rowsKept(outputs: SyncOutputs, shownRows: Int?) -> ReportBuilder {
+    static func rowsKept(outputs: SyncOutputs, shownRows: Int?, factsDirectory: String? = nil) -> ReportBuilder {
         let listsFile = outputs.report != nil || outputs.needsAllRows
-        return ReportBuilder(listLimit: listsFile ? nil : shownRows, reportAll: outputs.reportAll || outputs.junit != nil)
+        return ReportBuilder(listLimit: listsFile ? nil : shownRows, reportAll: outputs.reportAll || outputs.junit != nil,
+                             factsDirectory: factsDirectory)
     }
 
     /// Entries of `origin` that failed so far.

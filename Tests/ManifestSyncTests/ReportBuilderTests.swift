@@ -1,7 +1,10 @@
+import Foundation
 import Synchronization
 import Testing
 @testable import WorkerPlan
 @testable import WorkerReport
+import WorkerStore
+import WorkerTestSupport
 
 
 /// The one retention rule of report rows, shared by `sync` and `plan`.
@@ -67,6 +70,53 @@ import Testing
         #expect(made[3].bytes == 30 && made[3].attempts == 2 && made[3].source == .remote)
         #expect(made[0].bytes == 0 && made[0].attempts == nil && made[0].source == nil)
         #expect(rows.totals.updated == 0 && rows.totals.failed == 2)
+    }
+
+    /// Beyond a batch, facts are written to an unlinked file in the given folder and read back in
+    /// order: the rows made are those made from facts kept in memory, and so are they when the
+    /// folder cannot take a file. Nothing is left in the folder.
+    @Test func factsWrittenToAFileComeBackAsKeptInMemory() throws {
+        let count = RowFactsFile.batch * 3 + 17
+        let folder = TemporaryDirectory()
+        func build(_ directory: String?) -> [SyncReport.Entry] {
+            var rows = ReportBuilder(listLimit: nil, reportAll: true, factsDirectory: directory)
+            // Out of order (as downloads finish), some taken back and counted again, some whole.
+            for order in (0..<count).reversed() where order % 5 != 0 {
+                rows.add(.added, order: order, facts: RowFacts(object: order % 3 == 0 ? nil : Self.name(order), size: Int64(order),
+                                                               attempts: order % 4 == 0 ? nil : order % 7, source: order % 2 == 0 ? .origin : .local))
+            }
+            for order in stride(from: 0, to: count, by: 5) {
+                rows.add(.failed, order: order) { Self.row("whole u\(order)", .failed) }
+            }
+            for order in stride(from: 1, to: count, by: 11) where order % 5 != 0 {
+                rows.retract(.added, order: order)
+                rows.add(.updated, order: order, facts: RowFacts(size: Int64(order * 2), source: .remote))
+            }
+            return Array(rows.entries { order, status, facts in
+                SyncReport.Entry(url: "made u\(order)", hash: facts.object?.hex, status: status, bytes: facts.size,
+                                 attempts: facts.attempts, source: facts.source)
+            })
+        }
+        let inMemory = build(nil)
+        #expect(inMemory.count == count)
+        #expect(inMemory[1] == SyncReport.Entry(url: "made u1", status: .updated, bytes: 2, source: .remote))
+        #expect(inMemory[3] == SyncReport.Entry(url: "made u3", status: .added, bytes: 3, attempts: 3, source: .local))
+        #expect(inMemory[4].hash == Self.name(4).hex && inMemory[4].attempts == nil && inMemory[4].source == .origin)
+        #expect(inMemory[5].url == "whole u5")
+        /// Where two builds first differ (a short message where a whole comparison is megabytes).
+        func firstDifference(_ made: [SyncReport.Entry]) -> Int? {
+            made.count != inMemory.count ? min(made.count, inMemory.count) : made.indices.first { made[$0] != inMemory[$0] }
+        }
+        #expect(firstDifference(build(folder.path)) == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        #expect(firstDifference(build(folder.path + "/missing")) == nil)
+    }
+
+    private static func name(_ order: Int) -> ObjectName {
+        var digest = [UInt8](repeating: 0, count: 32)
+        withUnsafeBytes(of: UInt64(order).bigEndian) { digest.replaceSubrange(0..<8, with: $0) }
+        digest[31] = 0xab
+        return digest.withUnsafeBytes { ObjectName(digest: $0)! }
     }
 
     /// Rows of some statuses are picked without making the others (a writer listing failures
