@@ -73,10 +73,17 @@ public struct Planner {
         /// Rows some entry names: the others are the orphans (no second lookup per row).
         var named = [Bool](repeating: false, count: records.count)
         let entries = manifests.entries
+        /// The row after the last one found: a manifest listed in URL order (the rows' order)
+        /// finds each entry's row there, with no lookup (the rows' URL table is then never made).
+        var next = 0
         for position in entries.indices {
             // The entry's URL is looked up as its bytes lie (no string), unless the index keys it otherwise.
             let found = records.isEmpty ? nil
-                : urlKey.map { records.find($0(entries.url(at: position))) } ?? entries.withURL(at: position, records.find)
+                : urlKey.map { records.find($0(entries.url(at: position))) }
+                ?? entries.withURL(at: position) { url in
+                    next < records.count && records.row(next).hasURL(url) ? next : records.find(bytes: url)
+                }
+            if let found { next = found + 1 }
             let row = found.map(records.row)
             let hash = entries.hash(at: position)
             previousRows.append(row.map { Int32($0.position) } ?? -1)

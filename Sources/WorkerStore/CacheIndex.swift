@@ -89,10 +89,12 @@ public final class CacheIndex {
     /// Every row, as a run holds them (`IndexRows`): read without a string per row.
     public func allRows(validators: Bool = true) throws(CacheError) -> IndexRows {
         try wrap {
+            // In URL order (the table's key: no sort): a plan of a manifest in that order meets
+            // the rows one after another.
             let statement = try database.prepare(validators
-                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries"
-                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries")
-            var rows = IndexRows.Builder()
+                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries ORDER BY url"
+                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries ORDER BY url")
+            var rows = IndexRows.Builder(checksDuplicates: false)
             while try statement.step() {
                 // A row whose object name is not one, or whose URL is not text, is damaged: never
                 // a path or a request (see `damagedRows`).

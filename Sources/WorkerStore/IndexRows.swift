@@ -1,3 +1,5 @@
+import Glibc
+import Synchronization
 import WorkerManifest
 
 /// The index's rows as a run holds them while it plans and syncs: one fixed-size value per row
@@ -33,11 +35,29 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         static let hasLastModified = Flags(rawValue: 16)
     }
 
-    /// Never changed once built: rows share it as they are handed around.
+    /// Never changed once built (but for the URL table, made under its lock): rows share it as
+    /// they are handed around.
     final class Storage: @unchecked Sendable {
         var fixed: [Fixed] = []
         var text: [UInt8] = []
-        var positions = URLPositions()
+        /// URL → row: made as rows are added when they are checked for duplicates, else on the
+        /// first lookup (a plan that meets the rows in their order never makes it).
+        let positions = Mutex<URLPositions?>(nil)
+
+        /// The row of the URL whose bytes are `url`.
+        func find(_ url: UnsafeRawBufferPointer) -> Int? {
+            positions.withLock { table in
+                if table == nil {
+                    var made = URLPositions()
+                    made.reserve(fixed.count)
+                    for position in fixed.indices {
+                        _ = IndexRow(storage: self, position: position).withURL { made.insertIfAbsent($0, at: position) { _ in false } }
+                    }
+                    table = made
+                }
+                return table!.find(url) { IndexRow(storage: self, position: $0).hasURL(url) }
+            }
+        }
     }
 
     let storage: Storage
@@ -70,24 +90,30 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
     /// The row of `url` (the index's key), if there is one.
     public func find(_ url: String) -> Int? {
         var url = url
-        return url.withUTF8 { find(UnsafeRawBufferPointer($0)) }
+        return url.withUTF8 { find(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// The row of the URL whose UTF-8 bytes are `url`, if there is one.
-    public func find(_ url: UnsafeRawBufferPointer) -> Int? {
-        storage.positions.find(url) { IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) } }
+    public func find(bytes url: UnsafeRawBufferPointer) -> Int? {
+        storage.find(url)
     }
 
     /// Builds rows one at a time (from the index, or from records).
     public struct Builder {
         private var storage = Storage()
+        /// Whether a URL the rows hold already is skipped as rows are added (the URL table is then
+        /// made as they come); the index's rows need not be checked (the URL is its key).
+        private let checksDuplicates: Bool
 
-        public init() {}
+        public init(checksDuplicates: Bool = true) {
+            self.checksDuplicates = checksDuplicates
+            if checksDuplicates { storage.positions.withLock { $0 = URLPositions() } }
+        }
 
         /// Makes room for `count` rows (the URL table at once; the text as it comes).
         public mutating func reserve(_ count: Int) {
             storage.fixed.reserveCapacity(count)
-            storage.positions.reserve(count)
+            storage.positions.withLock { $0?.reserve(count) }
         }
 
         /// A row from its columns as the index holds them: the URL's and texts' bytes are copied.
@@ -103,13 +129,15 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
             storage.text.append(contentsOf: url)
             let urlCount = storage.text.count - start
             // The URL is looked up as it lies in the buffer, and taken back when it is there already.
-            let known = storage.text.withUnsafeBytes { text in
-                let url = UnsafeRawBufferPointer(rebasing: text[start...])
-                return storage.positions.insertIfAbsent(url, at: position) {
-                    IndexRow(storage: storage, position: $0).withURL { $0.elementsEqual(url) }
+            if checksDuplicates {
+                let known = storage.text.withUnsafeBytes { text in
+                    let url = UnsafeRawBufferPointer(rebasing: text[start...])
+                    return storage.positions.withLock { table in
+                        table!.insertIfAbsent(url, at: position) { IndexRow(storage: storage, position: $0).hasURL(url) }
+                    }
                 }
+                guard known == nil else { return storage.text.removeLast(urlCount) }
             }
-            guard known == nil else { return storage.text.removeLast(urlCount) }
             var flags: Flags = isPrivate ? [.isPrivate] : []
             let hashStart = storage.text.count
             let hashCount = appendText(hash)
@@ -210,6 +238,11 @@ public struct IndexRow: Sendable {
     /// Whether this row was read from `rows` (not from other rows that have a row at its place).
     package func isOne(of rows: IndexRows) -> Bool {
         storage === rows.storage
+    }
+
+    /// Whether the row's URL is the one whose UTF-8 bytes are `url`.
+    package func hasURL(_ url: UnsafeRawBufferPointer) -> Bool {
+        withURL { own in own.count == url.count && (url.isEmpty || memcmp(own.baseAddress!, url.baseAddress!, url.count) == 0) }
     }
 
     /// Calls `body` with the URL's UTF-8 bytes, in place.

@@ -49,6 +49,22 @@ import WorkerTestSupport
         for (position, url) in urls.enumerated() { #expect(rows.find(url) == position) }
     }
 
+    /// Rows read from the index are not checked for duplicates (the URL is its key): their URL
+    /// table is made on the first lookup, and finds every row as the checked rows' does.
+    @Test func rowsNotCheckedAsTheyComeAreFoundByATableMadeOnTheFirstLookup() {
+        var builder = IndexRows.Builder(checksDuplicates: false)
+        for offset in 0..<5000 {
+            builder.append(IndexRecord(url: "http://h/u/\(offset)", hash: nil, object: object, size: Int64(offset),
+                                       fetchedAt: 0, lastUsed: 0))
+        }
+        let rows = builder.rows
+        #expect(rows.count == 5000)
+        let misses = (0..<5000).filter { (offset: Int) in rows.find("http://h/u/\(offset)") != offset }
+        #expect(misses.isEmpty, "\(misses.count) rows not found")
+        #expect(rows.find("http://h/u/5000") == nil && rows.find("") == nil)
+        #expect(rows.row(4321).size == 4321)
+    }
+
     @Test func sizesReadAheadAreTheFilesSizesByRow() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")

@@ -2,6 +2,8 @@ import Testing
 @testable import WorkerManifest
 @testable import WorkerPlan
 @testable import WorkerStore
+import WorkerTestSupport
+import Foundation
 
 @Suite(.timeLimit(.minutes(1))) struct PlannerTests {
     let objectA = String(repeating: "a", count: 64)
@@ -47,6 +49,39 @@ import Testing
                           [], present: [])
         #expect(result.downloadGroups(refresh: false).map { Array($0.items) } == [[0, 4], [1, 3], [2, 5]])
         #expect(result.downloadGroups(refresh: true).map { Array($0.items) } == [[0], [1], [2], [3], [4], [5]])
+    }
+
+    /// A manifest in the rows' (URL) order meets each row where the last one left off; one in
+    /// another order looks each up: the plans are the same, orphans included.
+    @Test func aManifestInTheRowsOrderAndOneInAnotherPlanAlike() {
+        let urls = (0..<300).map { String(format: "http://h/%03d", $0) }
+        var builder = IndexRows.Builder(checksDuplicates: false)
+        for (offset, url) in urls.enumerated() where offset % 7 != 3 {
+            builder.append(record(url, hash: "sha256:" + (offset % 2 == 0 ? objectA : objectB), object: offset % 2 == 0 ? objectA : objectB))
+        }
+        builder.append(record("http://h/zz-orphan", hash: nil, object: objectA))
+        let rows = builder.rows
+        let manifest = Manifest(path: "m.yaml", name: "m", baseURL: nil, headers: [], localRoot: "/", entryCount: urls.count)
+        func plan(_ order: [String]) -> [String: String] {
+            // Each URL's hash by its own number, whatever its place.
+            let entries = order.map { (url: String) in entry(url, "sha256:" + (Int(url.suffix(3))! % 3 == 0 ? objectB : objectA)) }
+            let planned = Planner(objectExists: { _ in true }).plan(ManifestSet(manifests: [manifest], entries: entries), records: rows)
+            var outcome = Dictionary(uniqueKeysWithValues: planned.items.map {
+                ($0.entry.url, "\($0.action) \($0.previous?.url ?? "-")")
+            })
+            outcome["orphans"] = planned.orphans.map(\.url).joined(separator: " ")
+            return outcome
+        }
+        var shuffled = urls
+        var generator = SplitMix64(seed: 7)
+        shuffled.shuffle(using: &generator)
+        let inOrder = plan(urls)
+        let otherOrder = plan(shuffled)
+        #expect(urls.filter { (url: String) in inOrder[url] != otherOrder[url] }.isEmpty)
+        #expect(inOrder["orphans"] == "http://h/zz-orphan" && otherOrder["orphans"] == "http://h/zz-orphan")
+        #expect(inOrder["http://h/003"] == "reuse(object: \"\(objectB)\", size: 10) -", "no row, content stored under another URL")
+        #expect(inOrder["http://h/000"] == "reuse(object: \"\(objectB)\", size: 10) http://h/000", "its row at another version")
+        #expect(inOrder["http://h/002"] == "keep http://h/002")
     }
 
     @Test func unchangedWhenTheIndexHasTheURLAtThisHashAndTheObjectExists() {
