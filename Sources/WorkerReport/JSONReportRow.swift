@@ -54,6 +54,14 @@ enum JSONReportRow {
     /// A JSON string: `"` and `\` escaped, control characters as JSONEncoder writes them.
     static func string(_ value: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most values (URLs, hashes, paths) need no escape: copied whole.
+        var value = value
+        let copied = value.withUTF8 { bytes in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied { return out.append(UInt8(ascii: "\"")) }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

@@ -46,7 +46,13 @@ package enum Hex {
 
     /// True when `text` is exactly `length` lowercase hex digits (a safe object file name).
     package static func isLowercaseHex(_ text: String, length: Int) -> Bool {
-        text.utf8.count == length && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        guard text.utf8.count == length else { return false }
+        var text = text
+        return text.withUTF8 { bytes in
+            var invalid: UInt8 = 0
+            for byte in bytes { _ = lowercaseNibble(byte, &invalid) }
+            return invalid == 0
+        }
     }
 
     /// The value of a lowercase hex digit, without branches; sets `invalid` for any other byte.
