@@ -108,6 +108,12 @@ public final class CacheIndex {
         }
     }
 
+    /// Gives back the connection's page cache (a run that touched a million rows need not keep
+    /// the pages it will not read again).
+    public func releaseMemory() throws(CacheError) {
+        try wrap { try database.execute("PRAGMA shrink_memory") }
+    }
+
     /// SQLite's journal mode (`wal`, or `delete` on a network file system).
     public func journalMode() throws(CacheError) -> String {
         try wrap {

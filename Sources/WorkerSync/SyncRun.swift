@@ -25,6 +25,8 @@ struct SyncRun {
     var batch: BatchCommit
     /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
     var pendingTouches: [String] = []
+    /// Kept entries' "last used" is refreshed this many to a commit.
+    static let touchSlice = 50_000
     /// Objects the run's rows stopped naming (a URL's previous version). `finish()` deletes the
     /// ones no row names, after the outputs were written (the HTML report shows them as
     /// "before"), so no object is left that the index does not know.
@@ -54,7 +56,8 @@ struct SyncRun {
     /// Runs the plan, telling the ledger every outcome: kept, fetched, failed, pruned, origins.
     mutating func execute() async throws(CacheError) {
         let now = Date().timeIntervalSince1970
-        var touches: [String] = []
+        /// Kept items whose "last used" is due, by number (a run after a quiet hour has a million).
+        var touched: [Int32] = []
         // By action first: an item (its entry's strings) is made only where one is needed.
         for offset in plan.items.indices {
             switch plan.action(at: offset) {
@@ -62,7 +65,7 @@ struct SyncRun {
                 ledger.record(.unchanged(item: offset, attempts: nil))
                 // Like relatime: refresh "last used" at most hourly, so warm runs write nothing.
                 if let previous = plan.previous(at: offset), previous.lastUsed < now - 3600 {
-                    touches.append(plan.manifests.entries.url(at: offset))
+                    touched.append(Int32(offset))
                 }
             case .reuse(let object, let size):
                 link(offset, object: object, size: size, body: nil)
@@ -91,7 +94,13 @@ struct SyncRun {
             } else if !groups.isEmpty {
                 try await download(groups)
             }
-            try await commit(touches: touches + pendingTouches, at: now)
+            // In slices: their URLs are made a slice at a time, not held all at once.
+            for start in stride(from: 0, to: touched.count, by: Self.touchSlice) {
+                let slice = touched[start..<min(start + Self.touchSlice, touched.count)]
+                try await commit(touches: slice.map { plan.manifests.entries.url(at: Int($0)) }, at: now)
+                if touched.count > Self.touchSlice { try index.releaseMemory() }
+            }
+            try await commit(touches: pendingTouches, at: now)
             tierUploads?.closeOffers()
             try await prune()
         } catch {

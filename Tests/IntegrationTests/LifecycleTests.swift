@@ -58,6 +58,26 @@ import WorkerStore
         #expect(missing.stdout.isEmpty)
     }
 
+    /// A warm sync refreshes "last used" of the kept entries whose stamp is over an hour old (as
+    /// relatime does), and leaves the others: a warm run within the hour writes nothing.
+    @Test func aWarmSyncRefreshesLastUsedAtMostHourly() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let files = (0..<3).map { ("/f/t\($0)", harness.serve("t\($0)")) }
+        let manifest = harness.manifest(files)
+        _ = try await harness.sync(manifest)
+        let index = try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
+        let recent = Date().timeIntervalSince1970 - 600
+        try index.setLastUsed(1000, urls: [harness.origin.url("/f/t0"), harness.origin.url("/f/t2")])
+        try index.setLastUsed(recent, urls: [harness.origin.url("/f/t1")])
+        let warm = try await harness.sync(manifest)
+        #expect(warm.totals.unchanged == 3)
+        let used = Dictionary(uniqueKeysWithValues: try harness.records().map { ($0.url, $0.lastUsed) })
+        let now = Date().timeIntervalSince1970
+        #expect(used[harness.origin.url("/f/t0")]! > now - 60 && used[harness.origin.url("/f/t2")]! > now - 60)
+        #expect(used[harness.origin.url("/f/t1")] == recent, "a stamp within the hour stays")
+    }
+
     @Test func rmRemovesEntriesAndObjectsNothingElseUses() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
