@@ -28,8 +28,9 @@ extension SyncPlan {
             case .download, .revalidate, .refresh, .repair:
                 break
             }
-            let fingerprint = !refresh ? entries.hash(at: offset)?.withDigest(Self.fingerprint) : nil
-            if let group = byFingerprint[fingerprint ?? entries.withURL(at: offset, URLPositions.fnv1a)] {
+            let fingerprint = (!refresh ? entries.hash(at: offset)?.withDigest(Self.fingerprint) : nil)
+                ?? entries.withURL(at: offset, URLPositions.fnv1a)
+            if let group = byFingerprint[fingerprint] {
                 let mine = key(offset)
                 if key(firsts[group]) == mine {
                     others[group, default: []].append(offset)
@@ -41,7 +42,7 @@ extension SyncPlan {
                 }
                 byKey[mine] = firsts.count
             } else {
-                byFingerprint[fingerprint ?? entries.withURL(at: offset, URLPositions.fnv1a)] = firsts.count
+                byFingerprint[fingerprint] = firsts.count
             }
             firsts.append(offset)
         }

@@ -31,12 +31,14 @@ struct PlanActions: Sendable {
 
     subscript(position: Int) -> PlannedEntry.Action {
         switch codes[position] {
-        case 0: .keep
-        case 1: .download
-        case 2: reuses[Int32(position)].map { .reuse(object: $0.object, size: $0.size) } ?? .download
-        case 3: .revalidate
-        case 4: .refresh
-        default: .repair
+        case 0: return .keep
+        case 1: return .download
+        case 2:
+            guard let reuse = reuses[Int32(position)] else { preconditionFailure("a reuse keeps its object and size") }
+            return .reuse(object: reuse.object, size: reuse.size)
+        case 3: return .revalidate
+        case 4: return .refresh
+        default: return .repair
         }
     }
 }

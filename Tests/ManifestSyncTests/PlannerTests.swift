@@ -51,6 +51,16 @@ import Foundation
         #expect(result.downloadGroups(refresh: true).map { Array($0.items) } == [[0], [1], [2], [3], [4], [5]])
     }
 
+    /// A plan keeps each action in a byte, a reuse's object and size aside: every kind reads back.
+    @Test func everyActionReadsBackAsItWasPlanned() {
+        let given: [PlannedEntry.Action] = [.keep, .download, .reuse(object: objectA, size: 7), .revalidate, .refresh,
+                                            .repair, .reuse(object: objectB, size: 0), .keep]
+        var actions = PlanActions()
+        for action in given { actions.append(action) }
+        #expect(actions.count == given.count)
+        #expect(given.indices.map { actions[$0] } == given)
+    }
+
     /// A manifest in the rows' (URL) order meets each row where the last one left off; one in
     /// another order looks each up: the plans are the same, orphans included.
     @Test func aManifestInTheRowsOrderAndOneInAnotherPlanAlike() {
