@@ -94,7 +94,7 @@ public final class CacheIndex {
             let statement = try database.prepare(validators
                 ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries ORDER BY url"
                 : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries ORDER BY url")
-            var rows = IndexRows.Builder(checksDuplicates: false)
+            var rows = IndexRows.Builder(checksDuplicates: false, inKeyOrder: true)
             while try statement.step() {
                 // A row whose object name is not one, or whose URL is not text, is damaged: never
                 // a path or a request (see `damagedRows`).
@@ -251,6 +251,18 @@ public final class CacheIndex {
             try database.transaction {
                 let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
                 for url in urls { try touch.run([.double(time), .text(key(url))]) }
+            }
+        }
+    }
+
+    /// Sets "last used" of every row whose key lies in one of `ranges` (stored keys, both ends
+    /// included), a statement a range: a run whose due rows lie side by side in key order
+    /// refreshes them without a lookup each.
+    public func touch(ranges: [(first: String, last: String)], at time: Double) throws(CacheError) {
+        try wrap {
+            try database.transaction {
+                let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url >= ? AND url <= ?")
+                for range in ranges { try touch.run([.double(time), .text(range.first), .text(range.last)]) }
             }
         }
     }

@@ -40,6 +40,8 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
     final class Storage: @unchecked Sendable {
         var fixed: [Fixed] = []
         var text: [UInt8] = []
+        /// The rows are in the index's key order (read `ORDER BY url`), nothing left out between.
+        var inKeyOrder = false
         /// URL → row: made as rows are added when they are checked for duplicates, else on the
         /// first lookup (a plan that meets the rows in their order never makes it).
         let positions = Mutex<URLPositions?>(nil)
@@ -84,6 +86,11 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
     /// The row as a record (its strings made now).
     public subscript(position: Int) -> IndexRecord { row(position).record }
 
+    /// Whether the rows are the index's in its key order, none left out but damaged rows (which
+    /// reads skip): rows side by side here have no other readable row between them in the index
+    /// (when they were read).
+    public var inKeyOrder: Bool { storage.inKeyOrder }
+
     /// The row at `position`, read field by field.
     public func row(_ position: Int) -> IndexRow { IndexRow(storage: storage, position: position) }
 
@@ -105,8 +112,11 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         /// made as they come); the index's rows need not be checked (the URL is its key).
         private let checksDuplicates: Bool
 
-        public init(checksDuplicates: Bool = true) {
+        /// `inKeyOrder`: the rows will be given in the index's key order, every row between two
+        /// of them given too (`IndexRows.inKeyOrder`).
+        public init(checksDuplicates: Bool = true, inKeyOrder: Bool = false) {
             self.checksDuplicates = checksDuplicates
+            storage.inKeyOrder = inKeyOrder
             if checksDuplicates { storage.positions.withLock { $0 = URLPositions() } }
         }
 

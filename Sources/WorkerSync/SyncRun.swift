@@ -27,6 +27,8 @@ struct SyncRun {
     var pendingTouches: [String] = []
     /// Kept entries' "last used" is refreshed this many to a commit.
     static let touchSlice = 50_000
+    /// Due rows side by side in the index's key order are refreshed as one range from this many.
+    static let touchRun = 16
     /// Objects the run's rows stopped naming (a URL's previous version). `finish()` deletes the
     /// ones no row names, after the outputs were written (the HTML report shows them as
     /// "before"), so no object is left that the index does not know.
@@ -94,11 +96,16 @@ struct SyncRun {
             } else if !groups.isEmpty {
                 try await download(groups)
             }
-            // In slices: their URLs are made a slice at a time, not held all at once.
-            for start in stride(from: 0, to: touched.count, by: Self.touchSlice) {
-                let slice = touched[start..<min(start + Self.touchSlice, touched.count)]
-                try await commit(touches: slice.map { plan.manifests.entries.url(at: Int($0)) }, at: now)
+            let (ranges, alone) = Self.touchRanges(touched, plan: plan)
+            for range in ranges {
+                try await commit(touchRanges: [range], at: now)
                 if touched.count > Self.touchSlice { try index.releaseMemory() }
+            }
+            // The others in slices: their URLs are made a slice at a time, not held all at once.
+            for start in stride(from: 0, to: alone.count, by: Self.touchSlice) {
+                let slice = alone[start..<min(start + Self.touchSlice, alone.count)]
+                try await commit(touches: slice.map { plan.manifests.entries.url(at: Int($0)) }, at: now)
+                if alone.count > Self.touchSlice { try index.releaseMemory() }
             }
             try await commit(touches: pendingTouches, at: now)
             tierUploads?.closeOffers()
@@ -191,6 +198,47 @@ struct SyncRun {
     }
 
     // MARK: - Commit and finish
+
+    /// The due items' rows where they lie side by side in the index's key order (runs of
+    /// `touchRun` or more, no other row between them when read): ranges of keys of at most
+    /// `touchSlice` rows, one statement each; the other items as they are. All items as they are
+    /// unless the rows are in key order.
+    static func touchRanges(_ items: [Int32], plan: SyncPlan) -> (ranges: [(first: String, last: String)], alone: [Int32]) {
+        let rows = plan.records
+        guard rows.inKeyOrder, items.count >= touchRun else { return ([], items) }
+        var itemOfRow = [Int32](repeating: -1, count: rows.count)
+        for item in items {
+            if let row = plan.previous(at: Int(item)) { itemOfRow[row.position] = item }
+        }
+        var ranges: [(first: String, last: String)] = []
+        var alone: [Int32] = []
+        var start = 0
+        while start < rows.count {
+            guard itemOfRow[start] >= 0 else {
+                start += 1
+                continue
+            }
+            var end = start
+            while end + 1 < rows.count, itemOfRow[end + 1] >= 0 { end += 1 }
+            if end - start + 1 >= touchRun {
+                // At most a slice of rows to a range: each is a transaction of its own.
+                for first in stride(from: start, through: end, by: touchSlice) {
+                    ranges.append((rows.row(first).url, rows.row(min(first + touchSlice - 1, end)).url))
+                }
+            } else {
+                alone += itemOfRow[start...end]
+            }
+            start = end + 1
+        }
+        return (ranges, alone)
+    }
+
+    /// Refreshes "last used" of the rows in `ranges`, holding the cache's lock for that only.
+    mutating func commit(touchRanges ranges: [(first: String, last: String)], at time: Double) async throws(CacheError) {
+        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
+        defer { lock.release() }
+        try index.touch(ranges: ranges, at: time)
+    }
 
     /// Commits what finished since the last commit (see `BatchCommit`), holding the cache's lock
     /// for that only: other runs' downloads go on meanwhile, and their commits wait their turn.

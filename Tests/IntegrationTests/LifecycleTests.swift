@@ -78,6 +78,31 @@ import WorkerStore
         #expect(used[harness.origin.url("/f/t1")] == recent, "a stamp within the hour stays")
     }
 
+    /// Due rows side by side in the index's key order are refreshed as ranges: a row of another
+    /// manifest between them, and a row whose stamp is recent, keep theirs.
+    @Test func stampsRefreshedAsRangesLeaveTheRowsBetweenAlone() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let files = (0..<60).map { (path: String(format: "/f/r%02d", $0), bytes: harness.serve(String(format: "r%02d", $0))) }
+        let mine = harness.manifest(files)
+        // Another manifest's row sorts between r29 and r30.
+        let other = harness.manifest([("/f/r29b", harness.serve("r29b"))], name: "other.yaml")
+        _ = try await harness.sync(mine)
+        _ = try await harness.sync(other)
+        let index = try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
+        try index.setLastUsed(1000, urls: (files.map(\.path) + ["/f/r29b"]).map { harness.origin.url($0) })
+        let recent = Date().timeIntervalSince1970 - 600
+        try index.setLastUsed(recent, urls: [harness.origin.url("/f/r05")])
+        let warm = try await harness.sync(mine)
+        #expect(warm.totals.unchanged == 60)
+        let used = Dictionary(uniqueKeysWithValues: try harness.records().map { ($0.url, $0.lastUsed) })
+        let now = Date().timeIntervalSince1970
+        let stale = files.map(\.path).filter { (path: String) in path != "/f/r05" && used[harness.origin.url(path)]! < now - 60 }
+        #expect(stale.isEmpty, "every due row of the manifest is refreshed")
+        #expect(used[harness.origin.url("/f/r05")] == recent, "a stamp within the hour stays")
+        #expect(used[harness.origin.url("/f/r29b")] == 1000, "another manifest's row between two ranges stays")
+    }
+
     @Test func rmRemovesEntriesAndObjectsNothingElseUses() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
