@@ -127,10 +127,6 @@ public struct Planner {
     }
 
     /// The row holds the version the manifest asks for. A hashless entry is satisfied by any version.
-    package static func isSameVersion(_ entry: ManifestEntry, _ row: IndexRow) -> Bool {
-        isSameVersion(entry.hash, row)
-    }
-
     static func isSameVersion(_ hash: ContentHash?, _ row: IndexRow) -> Bool {
         isSameVersion(hash, object: row.objectName, storedHash: row.hash)
     }

@@ -11,7 +11,7 @@ import WorkerStore
 /// few facts of its outcome (`RowFacts`), made into a row only as the report is written
 /// (`entries(making:)`): a million-row report does not hold a million rows. Facts go to an
 /// unlinked file in `factsDirectory` beyond a batch (`RowFactsFile`): what such a row keeps in
-/// memory is its place and status (16 bytes).
+/// memory is its place and status (12 bytes).
 package struct ReportBuilder {
     package var totals = SyncReport.Totals()
     private let listLimit: Int

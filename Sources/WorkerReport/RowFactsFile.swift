@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 import WorkerFetch
 import WorkerStore
+import WorkerSupport
 
 /// The facts of listed report rows by plan item (`order`): held in memory up to a batch, then
 /// written to an unlinked file in `directory` at the item's place, and read back in order as the
@@ -85,17 +86,7 @@ final class RowFactsFile: Sendable {
         func write() -> Bool {
             defer { run.removeAll(keepingCapacity: true) }
             guard !run.isEmpty else { return true }
-            return run.withUnsafeBytes { bytes in
-                var done = 0
-                while done < bytes.count {
-                    let wrote = pwrite(state.descriptor, bytes.baseAddress! + done, bytes.count - done,
-                                       off_t((runStart * Self.recordSize) + done))
-                    if wrote < 0, errno == EINTR { continue }
-                    guard wrote > 0 else { return false }
-                    done += wrote
-                }
-                return true
-            }
+            return run.withUnsafeBytes { FileChunks.writeAll(state.descriptor, $0, at: runStart * Self.recordSize) }
         }
         for (place, index) in sorted.enumerated() {
             let (order, facts) = pending[index]

@@ -40,7 +40,7 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
     final class Storage: @unchecked Sendable {
         var fixed: [Fixed] = []
         var text: [UInt8] = []
-        /// The rows are in the index's key order (read `ORDER BY url`), nothing left out between.
+        /// The rows are the index's in its key order (`IndexRows.inKeyOrder`).
         var inKeyOrder = false
         /// URL → row: made as rows are added when they are checked for duplicates, else on the
         /// first lookup (a plan that meets the rows in their order never makes it).
@@ -118,12 +118,6 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
             self.checksDuplicates = checksDuplicates
             storage.inKeyOrder = inKeyOrder
             if checksDuplicates { storage.positions.withLock { $0 = URLPositions() } }
-        }
-
-        /// Makes room for `count` rows (the URL table at once; the text as it comes).
-        public mutating func reserve(_ count: Int) {
-            storage.fixed.reserveCapacity(count)
-            storage.positions.withLock { $0?.reserve(count) }
         }
 
         /// A row from its columns as the index holds them: the URL's and texts' bytes are copied.

@@ -5,13 +5,14 @@ import Glibc
 /// `body`; stops at the first error `body` returns. A read error is `unreadable`'s, given words
 /// that name `path`. And the one loop that writes all of a buffer.
 public enum FileChunks {
-    /// Writes all of `bytes` to `fd`, again after a signal or a short write; false (errno set)
-    /// when a write fails.
-    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// Writes all of `bytes` to `fd` (at `position` in the file when given, else where it
+    /// stands), again after a signal or a short write; false (errno set) when a write fails.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int? = nil) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         var offset = 0
         while offset < bytes.count {
-            let count = Glibc.write(fd, base + offset, bytes.count - offset)
+            let count = position.map { Glibc.pwrite(fd, base + offset, bytes.count - offset, off_t($0 + offset)) }
+                ?? Glibc.write(fd, base + offset, bytes.count - offset)
             if count < 0 {
                 if errno == EINTR { continue }
                 return false

@@ -199,13 +199,14 @@ struct SyncRun {
 
     // MARK: - Commit and finish
 
-    /// The due items' rows where they lie side by side in the index's key order (runs of
-    /// `touchRun` or more, no other row between them when read): ranges of keys of at most
-    /// `touchSlice` rows, one statement each; the other items as they are. All items as they are
-    /// unless the rows are in key order.
-    static func touchRanges(_ items: [Int32], plan: SyncPlan) -> (ranges: [(first: String, last: String)], alone: [Int32]) {
+    /// The due items' rows where they lie side by side in the index's key order (runs of `run`
+    /// or more, no other row between them when read): ranges of keys of at most `slice` rows, one
+    /// statement each; the other items as they are. All items as they are unless the rows are in
+    /// key order.
+    static func touchRanges(_ items: [Int32], plan: SyncPlan, run: Int = touchRun,
+                            slice: Int = touchSlice) -> (ranges: [(first: String, last: String)], alone: [Int32]) {
         let rows = plan.records
-        guard rows.inKeyOrder, items.count >= touchRun else { return ([], items) }
+        guard rows.inKeyOrder, items.count >= run else { return ([], items) }
         var itemOfRow = [Int32](repeating: -1, count: rows.count)
         for item in items {
             if let row = plan.previous(at: Int(item)) { itemOfRow[row.position] = item }
@@ -220,10 +221,10 @@ struct SyncRun {
             }
             var end = start
             while end + 1 < rows.count, itemOfRow[end + 1] >= 0 { end += 1 }
-            if end - start + 1 >= touchRun {
+            if end - start + 1 >= run {
                 // At most a slice of rows to a range: each is a transaction of its own.
-                for first in stride(from: start, through: end, by: touchSlice) {
-                    ranges.append((rows.row(first).url, rows.row(min(first + touchSlice - 1, end)).url))
+                for first in stride(from: start, through: end, by: slice) {
+                    ranges.append((rows.row(first).url, rows.row(min(first + slice - 1, end)).url))
                 }
             } else {
                 alone += itemOfRow[start...end]

@@ -230,4 +230,31 @@ import Testing
         pruning.record(.pruned(orphan, position: 0, done: true))
         #expect(pruning.report(finishedAt: started, budget: FailureBudget.none).entries.first?.bytes == 10, "a prune that ran says what it freed")
     }
+
+    /// Due stamps of rows side by side in key order become ranges of at most a slice of rows; a
+    /// row not due (or of no item) splits them, and a run shorter than `run` is refreshed one by
+    /// one. Every due row is in exactly one range or alone; no range reaches past its run.
+    @Test func dueStampsBecomeRangesCoveringExactlyTheDueRows() {
+        let urls = (0..<100).map { String(format: "http://h/%03d", $0) }
+        var builder = IndexRows.Builder(checksDuplicates: false, inKeyOrder: true)
+        for url in urls { builder.append(record(url, hash: "sha256:" + objectA, object: objectA)) }
+        let manifest = Manifest(path: "/m/site.yaml", name: "site", baseURL: nil, headers: [], localRoot: "/", entryCount: urls.count)
+        // Rows 40-42 belong to no entry; the manifest lists the rest in reverse order.
+        let listed = urls.indices.filter { !(40...42).contains($0) }.reversed()
+        let entries = listed.map { entry(urls[$0], "sha256:" + objectA) }
+        let plan = Planner(objectExists: { _ in true }).plan(ManifestSet(manifests: [manifest], entries: entries), records: builder.rows)
+        // Due: every item but the one of row 10 (recent) and those of rows 60-89 but 70.
+        let rowOfItem = entries.map { (entry: ManifestEntry) in urls.firstIndex(of: entry.url)! }
+        let due = entries.indices.filter { (item: Int) in rowOfItem[item] != 10 && !(60...89).contains(rowOfItem[item]) || rowOfItem[item] == 70 }
+        let (ranges, alone) = SyncRun.touchRanges(due.map { Int32($0) }, plan: plan, run: 5, slice: 7)
+        let rangeRows = ranges.map { (range: (first: String, last: String)) in urls.firstIndex(of: range.first)!...urls.firstIndex(of: range.last)! }
+        #expect(rangeRows.allSatisfy { $0.count <= 7 }, "\(rangeRows)")
+        let covered = rangeRows.flatMap { Array($0) } + alone.map { rowOfItem[Int($0)] }
+        #expect(covered.sorted() == due.map { rowOfItem[$0] }.sorted(), "each due row once, nothing else")
+        #expect(alone.map { rowOfItem[Int($0)] }.sorted() == [70], "a run of one is refreshed alone")
+        #expect(rangeRows.first == 0...6 && rangeRows.contains(11...17) && rangeRows.contains(90...96))
+        #expect(SyncRun.touchRanges(due.map { Int32($0) }, plan: Planner(objectExists: { _ in true })
+            .plan(ManifestSet(manifests: [manifest], entries: entries), records: IndexRows(urls.map { record($0, hash: nil, object: objectA) })))
+            .ranges.isEmpty, "rows not in key order: no ranges")
+    }
 }
