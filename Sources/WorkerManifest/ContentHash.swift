@@ -212,13 +212,8 @@ private struct DigestStorage: Hashable, Sendable {
     static func fromLowercaseHex(_ digits: UnsafeBufferPointer<UInt8>) -> DigestStorage? {
         guard digits.count % 2 == 0, digits.count <= 128 else { return nil }
         var storage = DigestStorage([])
-        let valid = withUnsafeMutableBytes(of: &storage.words) { raw -> Bool in
-            var invalid: UInt8 = 0
-            for offset in 0..<digits.count / 2 {
-                raw[offset] = Hex.lowercaseNibble(digits[offset * 2], &invalid) << 4
-                    | Hex.lowercaseNibble(digits[offset * 2 + 1], &invalid)
-            }
-            return invalid == 0
+        let valid = withUnsafeMutableBytes(of: &storage.words) { raw in
+            Hex.decodeLowercase(UnsafeRawBufferPointer(digits), into: UnsafeMutableRawBufferPointer(rebasing: raw[..<(digits.count / 2)]))
         }
         return valid ? storage : nil
     }

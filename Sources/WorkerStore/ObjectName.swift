@@ -13,18 +13,10 @@ package struct ObjectName: Hashable, Sendable {
 
     /// nil unless `hex` is exactly 64 lowercase hex digits.
     package init?(hex: UnsafeRawBufferPointer) {
-        guard hex.count == 64 else { return nil }
-        let bytes = hex.bindMemory(to: UInt8.self)
-        var invalid: UInt8 = 0
-        var a: UInt64 = 0, b: UInt64 = 0, c: UInt64 = 0, d: UInt64 = 0
-        for offset in 0..<16 {
-            a = a << 4 | UInt64(Hex.lowercaseNibble(bytes[offset], &invalid))
-            b = b << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 16], &invalid))
-            c = c << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 32], &invalid))
-            d = d << 4 | UInt64(Hex.lowercaseNibble(bytes[offset + 48], &invalid))
-        }
-        guard invalid == 0 else { return nil }
-        words = (a, b, c, d)
+        var bigEndian: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        guard withUnsafeMutableBytes(of: &bigEndian, { Hex.decodeLowercase(hex, into: $0) }) else { return nil }
+        words = (UInt64(bigEndian: bigEndian.0), UInt64(bigEndian: bigEndian.1), UInt64(bigEndian: bigEndian.2),
+                 UInt64(bigEndian: bigEndian.3))
     }
 
     /// nil unless `hex` is exactly 64 lowercase hex digits.

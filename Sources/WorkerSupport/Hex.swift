@@ -44,6 +44,18 @@ package enum Hex {
         return true
     }
 
+    /// Decodes exactly `out.count * 2` lowercase hex `digits` into `out`; false for another
+    /// count or any other character. One loop in this module, where the digit rule inlines: the
+    /// index's and the manifests' digests (a million of each in a large run) are read through it.
+    package static func decodeLowercase(_ digits: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard digits.count == out.count * 2 else { return false }
+        var invalid: UInt8 = 0
+        for offset in 0..<out.count {
+            out[offset] = lowercaseNibble(digits[offset &* 2], &invalid) << 4 | lowercaseNibble(digits[offset &* 2 &+ 1], &invalid)
+        }
+        return invalid == 0
+    }
+
     /// True when `text` is exactly `length` lowercase hex digits (a safe object file name).
     package static func isLowercaseHex(_ text: String, length: Int) -> Bool {
         guard text.utf8.count == length else { return false }

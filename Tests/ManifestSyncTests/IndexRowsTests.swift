@@ -29,6 +29,20 @@ import WorkerTestSupport
         #expect(rows.find("https://a.example/") == nil)
     }
 
+    /// An object name read from its 64 digits: the first byte is the fan-out folder, the digits
+    /// come back as they were, and anything but 64 lowercase hex digits is no name.
+    @Test func anObjectNameIsItsDigitsBigEndian() throws {
+        let hex = "ab" + String(repeating: "0123456789abcdef", count: 3) + "fedcba98765432"
+        let name = try #require(ObjectName(hex: hex))
+        #expect(name.hex == hex && name.fanOut == 0xab)
+        #expect(name.words.0 == 0xab01_2345_6789_abcd && name.words.3 == 0xeffe_dcba_9876_5432)
+        #expect(Array(hex.utf8).withUnsafeBytes { name.isSpelled(by: $0) })
+        #expect(ObjectName(hex: hex.uppercased()) == nil)
+        #expect(ObjectName(hex: String(hex.dropLast())) == nil)
+        #expect(ObjectName(hex: hex + "0") == nil)
+        #expect(ObjectName(hex: String(hex.dropLast()) + "g") == nil)
+    }
+
     @Test func aURLIsHeldOnceAndADamagedObjectNameNotAtAll() {
         let first = IndexRecord(url: "https://a.example/1", hash: nil, object: object, size: 1, fetchedAt: 0, lastUsed: 0)
         var second = first

@@ -110,4 +110,28 @@ import WorkerTestSupport
         #expect(Hex.decode("0g") == nil)
         #expect(Hex.decode("a ") == nil)
     }
+
+    /// The strict decoder of digests (the index's object names, the manifests' hashes) agrees
+    /// with the either-case decoder on lowercase digits and refuses every other byte, in either
+    /// place of a pair and at any offset.
+    @Test func lowercaseDecoderTakesLowercaseDigitsOnly() {
+        func decodeLowercase(_ text: [UInt8], into count: Int) -> [UInt8]? {
+            var out = [UInt8](repeating: 0, count: count)
+            let valid = text.withUnsafeBytes { digits in out.withUnsafeMutableBytes { Hex.decodeLowercase(digits, into: $0) } }
+            return valid ? out : nil
+        }
+        let digits = Array("00ff7a9c0123456789abcdef".utf8)
+        #expect(decodeLowercase(digits, into: 12) == Hex.decode(String(decoding: digits, as: UTF8.self)))
+        #expect(decodeLowercase([], into: 0) == [])
+        #expect(decodeLowercase(digits, into: 11) == nil, "a count that is not twice the output's")
+        #expect(decodeLowercase(Array(digits.dropLast()), into: 12) == nil)
+        let lowercase = Set("0123456789abcdef".utf8)
+        for byte in UInt8.min...UInt8.max where !lowercase.contains(byte) {
+            for offset in [0, 1, 6, 23] {
+                var text = digits
+                text[offset] = byte
+                #expect(decodeLowercase(text, into: 12) == nil, "byte \(byte) at \(offset)")
+            }
+        }
+    }
 }
