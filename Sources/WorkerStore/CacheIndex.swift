@@ -45,9 +45,14 @@ public final class CacheIndex {
             } else {
                 if !readOnly {
                     // Kept for readers that may not create them; cut back to 16 MiB after a
-                    // checkpoint, so a large first sync does not leave a large file behind.
+                    // checkpoint, so a large first sync does not leave a large file behind. A
+                    // checkpoint once the WAL holds 16,384 pages (64 MiB), not SQLite's 1,000: a
+                    // batch's rows dirty pages all over the object index, so with the default
+                    // nearly every commit was followed by a checkpoint that copied its pages
+                    // again and synced the file; fewer checkpoints copy a page once for several
+                    // commits (docs/ARCHITECTURE.md, "Measurements behind the code").
                     database.keepWALFiles()
-                    try database.execute("PRAGMA journal_mode=WAL; PRAGMA journal_size_limit=16777216")
+                    try database.execute("PRAGMA journal_mode=WAL; PRAGMA journal_size_limit=16777216; PRAGMA wal_autocheckpoint=16384")
                 }
                 // Objects are flushed before each commit; a lost commit only means a re-download.
                 try database.execute("PRAGMA synchronous=NORMAL")
