@@ -1,6 +1,8 @@
+import Foundation
 import Testing
 @testable import WorkerManifest
 @testable import WorkerStore
+@testable import WorkerSupport
 import WorkerTestSupport
 
 /// The index's rows as a run holds them: every field reads back as the record it was made from.
@@ -99,5 +101,30 @@ import WorkerTestSupport
         // A row of other rows, at a place the sizes read ahead have too, is stat'ed for itself.
         let other: IndexRows = [IndexRecord(url: "https://a.example/3", hash: nil, object: missing, size: 4, fetchedAt: 0, lastUsed: 0)]
         #expect(ahead.size(of: other.row(0)) == nil)
+    }
+
+    /// Sizes read on two threads, half each, are each row's own: objects in many fan-out
+    /// folders, missing ones and one that is a folder, on either side of the halfway row.
+    @Test func sizesReadOnTwoThreadsAreEachRowsOwn() throws {
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        var records: [IndexRecord] = []
+        for offset in 0..<40 {
+            let name = Hex.encode([UInt8(offset * 7 % 256)] + Array(repeating: UInt8(offset), count: 31))
+            let folder = "cache/objects/sha256/" + name.prefix(2) + "/"
+            if offset == 25 {
+                try FileManager.default.createDirectory(atPath: directory.path + "/" + folder + name, withIntermediateDirectories: true)
+            } else if offset % 5 != 3 {
+                directory.write(folder + name, String(repeating: "x", count: offset))
+            }
+            records.append(IndexRecord(url: "https://a.example/\(offset)", hash: nil, object: name, size: 0, fetchedAt: 0, lastUsed: 0))
+        }
+        let rows = IndexRows(records)
+        let unread = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        let ahead = ObjectDirectory(objectsDirectory: store.objectsDirectory)
+        ahead.preloadSizes(of: rows, twoThreadsFrom: 10)
+        let expected = (0..<40).map { (offset: Int) -> Int64? in offset == 25 || offset % 5 == 3 ? nil : Int64(offset) }
+        #expect((0..<40).map { (position: Int) in ahead.size(of: rows.row(position)) } == expected)
+        #expect((0..<40).map { (position: Int) in unread.size(of: rows.row(position)) } == expected)
     }
 }
