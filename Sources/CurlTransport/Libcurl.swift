@@ -27,24 +27,49 @@ enum Libcurl {
     /// Why libcurl cannot be used (not installed, too old), or nil once it is loaded and set up.
     /// Loads it the first time (on the thread `loadAhead` started, or the caller's).
     static func loadProblem() -> String? {
-        initializeOnce
+        settle()
+        return initializeOnce
     }
 
     /// Starts loading libcurl on a thread of its own (named worker-libcurl), once per process.
     static func loadAhead() {
         guard !aheadStarted.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // No thread (a limit): libcurl is loaded when the first download needs it, as without it.
-        if !Threads.detach(name: "worker-libcurl", { _ = initializeOnce }) {
+        if !Threads.detach(name: "worker-libcurl", { _ = initializeOnce; ahead.finish() }) {
+            ahead.finish()
             aheadStarted.store(false, ordering: .releasing)
         }
     }
 
-    /// Returns once a load `loadAhead` started is done.
+    /// Returns once a load `loadAhead` started is done. Waits asleep on a condition variable:
+    /// waiting on the lazy value itself (Swift's once, a priority-inheriting futex on Linux) made
+    /// the kernel spin the waiting thread while the loader ran, ~2 ms of CPU a run.
     static func settle() {
-        if aheadStarted.load(ordering: .acquiring) { _ = initializeOnce }
+        if aheadStarted.load(ordering: .acquiring) { ahead.wait() }
     }
 
     private static let aheadStarted = Atomic<Bool>(false)
+    private static let ahead = LoadEnd()
+
+    /// The end of the load `loadAhead` started.
+    private final class LoadEnd: @unchecked Sendable {
+        // @unchecked: `finished` is read and written only under `condition`'s mutex.
+        private let condition = ThreadCondition()
+        private var finished = false
+
+        func finish() {
+            condition.lock()
+            finished = true
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        func wait() {
+            condition.lock()
+            while !finished { condition.wait() }
+            condition.unlock()
+        }
+    }
 }
 
 extension CurlEngine {
