@@ -49,27 +49,9 @@ enum Libcurl {
     }
 
     private static let aheadStarted = Atomic<Bool>(false)
-    private static let ahead = LoadEnd()
-
     /// The end of the load `loadAhead` started.
-    private final class LoadEnd: @unchecked Sendable {
-        // @unchecked: `finished` is read and written only under `condition`'s mutex.
-        private let condition = ThreadCondition()
-        private var finished = false
+    private static let ahead = ThreadLatch()
 
-        func finish() {
-            condition.lock()
-            finished = true
-            condition.broadcast()
-            condition.unlock()
-        }
-
-        func wait() {
-            condition.lock()
-            while !finished { condition.wait() }
-            condition.unlock()
-        }
-    }
 }
 
 extension CurlEngine {

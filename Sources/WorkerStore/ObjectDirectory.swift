@@ -87,8 +87,8 @@ package final class ObjectDirectory {
     /// The sizes of `range`'s rows read on a thread of its own (every folder already opened), its
     /// end waited for with the returned value; read here when no thread can be started.
     private static func readSizesOnAThread(_ rows: IndexRows, _ range: Range<Int>, _ folders: [Int32],
-                                           _ out: SizeBuffer) -> Completion {
-        let completion = Completion()
+                                           _ out: SizeBuffer) -> ThreadLatch {
+        let completion = ThreadLatch()
         let read: @Sendable () -> Void = {
             for position in range {
                 var info = stat()
@@ -100,26 +100,6 @@ package final class ObjectDirectory {
         }
         if !Threads.detach(name: "worker-sizes", read) { read() }
         return completion
-    }
-
-    /// The end of a second thread's part.
-    private final class Completion: @unchecked Sendable {
-        // @unchecked: `finished` is read and written only under `condition`'s mutex.
-        private let condition = ThreadCondition()
-        private var finished = false
-
-        func finish() {
-            condition.lock()
-            finished = true
-            condition.signal()
-            condition.unlock()
-        }
-
-        func wait() {
-            condition.lock()
-            while !finished { condition.wait() }
-            condition.unlock()
-        }
     }
 
     /// Whether `preloadSizes` ran.

@@ -28,6 +28,29 @@ package final class ThreadCondition: @unchecked Sendable {
     package func broadcast() { pthread_cond_broadcast(condition) }
 }
 
+/// Something a thread of the program's own finishes once, waited for asleep (a condition
+/// variable, not a spin): a load or a share of work handed to another thread.
+package final class ThreadLatch: @unchecked Sendable {
+    // @unchecked: `finished` is read and written only under `condition`'s mutex.
+    private let condition = ThreadCondition()
+    private var finished = false
+
+    package init() {}
+
+    package func finish() {
+        condition.lock()
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    package func wait() {
+        condition.lock()
+        while !finished { condition.wait() }
+        condition.unlock()
+    }
+}
+
 package enum Threads {
     /// Runs `body` on a new detached thread named `name` (at most 15 bytes, as Linux keeps).
     /// False when the system cannot start one (a thread limit, no memory): the caller does

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import WorkerFetch
 @testable import WorkerManifest
@@ -133,5 +134,21 @@ import WorkerTestSupport
                 #expect(decodeLowercase(text, into: 12) == nil, "byte \(byte) at \(offset)")
             }
         }
+    }
+}
+
+/// The program's own threads: a latch finished on another thread ends every wait for it, and a
+/// wait after the finish returns at once.
+@Suite(.timeLimit(.minutes(1))) struct ThreadLatchTests {
+    @Test func aLatchFinishedOnAnotherThreadEndsTheWait() {
+        let latch = ThreadLatch()
+        let written = Mutex(0)
+        #expect(Threads.detach(name: "test-latch") {
+            written.withLock { $0 = 42 }
+            latch.finish()
+        })
+        latch.wait()
+        #expect(written.withLock { $0 } == 42, "the wait ended before the other thread finished")
+        latch.wait()
     }
 }
