@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include "worker_system.h"
 #if defined(__linux__)
 #include <sys/vfs.h>
@@ -56,6 +59,12 @@ int worker_rename_noreplace(const char *from, const char *to) {
     (void)from; (void)to;
     errno = ENOSYS;
     return -1;
+#endif
+}
+
+void worker_release_free_memory(void) {
+#if defined(__GLIBC__)
+    malloc_trim(0);
 #endif
 }
 

@@ -25,7 +25,7 @@ extension CacheIndex {
         // as an empty index: a reader cannot make them.
         guard try !hasTable(readable, "entries") else { return readable }
         let empty = try SQLiteDatabase(path: ":memory:", create: true)
-        try prepareSchema(empty, path: path, create: true)
+        _ = try prepareSchema(empty, path: path, create: true)
         return empty
     }
 

@@ -8,15 +8,24 @@ extension CacheIndex {
     static let schemaVersion = 5
 
     /// Refuses an index of a newer schema; with `create`, makes the tables or brings an older
-    /// index up to this schema, in one transaction.
-    static func prepareSchema(_ database: SQLiteDatabase, path: String, create: Bool) throws {
+    /// index up to this schema, in one transaction, and builds the index of rows by object if it
+    /// is missing — unless the tables are made now and `deferObjectIndex` leaves that to
+    /// `buildObjectIndex` (then true is returned).
+    static func prepareSchema(_ database: SQLiteDatabase, path: String, create: Bool, deferObjectIndex: Bool = false) throws -> Bool {
         let current = try userVersion(database)
         if current > schemaVersion {
             throw CacheError.unusable(path: path, reason: "index schema \(current) is newer than this worker (\(Self.schemaVersion))")
         }
+        guard create else { return false }
         // A current schema is left alone: the script below would write (user_version),
         // and a write moves the data version other connections compare (`CachePrefetch`).
-        guard create, current < schemaVersion else { return }
+        guard current < schemaVersion else {
+            // Only lookups by object use it, and they scan without it: a disk too full to build
+            // it leaves it to the next writer instead of stopping this one.
+            if try !hasIndex(database, "entries_object") { try? database.execute(objectIndex) }
+            return false
+        }
+        let deferred = try deferObjectIndex && !hasTable(database, "entries")
         // Schemas 2–3 had `failures` without `get_only`: it is added in the same transaction.
         let addGetOnly = try hasTable(database, "failures") && !hasColumn(database, "failures", "get_only")
             ? "ALTER TABLE failures ADD COLUMN get_only INTEGER NOT NULL DEFAULT 0;" : ""
@@ -38,7 +47,7 @@ extension CacheIndex {
                 private INTEGER NOT NULL DEFAULT 0
             ) WITHOUT ROWID;
             \(addPrivate)
-            CREATE INDEX IF NOT EXISTS entries_object ON entries(object);
+            \(deferred ? "" : objectIndex)
             DROP INDEX IF EXISTS entries_hash;
             CREATE INDEX entries_hash ON entries(hash) WHERE substr(hash, 1, 7) <> 'sha256:';
             CREATE TABLE IF NOT EXISTS failures(
@@ -66,6 +75,15 @@ extension CacheIndex {
             PRAGMA user_version = \(Self.schemaVersion);
             COMMIT;
             """)
+        return deferred
+    }
+
+    /// The index of rows by object (which rows name an object: reuse by content, removal).
+    static let objectIndex = "CREATE INDEX IF NOT EXISTS entries_object ON entries(object);"
+
+    static func hasIndex(_ database: SQLiteDatabase, _ index: String) throws(SQLiteError) -> Bool {
+        let statement = try database.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = '\(index)'")
+        return try statement.step()
     }
 
     /// The schema version, read by a statement that is finalized on return (the schema script

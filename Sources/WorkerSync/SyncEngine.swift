@@ -211,7 +211,7 @@ public struct SyncEngine: Sendable {
             deadMarks = store.uncleanMarks()
         }
         slot.share()
-        let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
+        let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true, deferObjectIndex: true)
         let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
         if !store.isNew, !deadMarks.isEmpty || ListingRule.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
         let swept = store.removeUnreferenced(objects, rows: plan.records)

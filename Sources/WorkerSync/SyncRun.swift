@@ -108,6 +108,7 @@ struct SyncRun {
                 if alone.count > Self.touchSlice { try index.releaseMemory() }
             }
             try await commit(touches: pendingTouches, at: now)
+            try await buildDeferredObjectIndex()
             tierUploads?.closeOffers()
             try await prune()
         } catch {
@@ -270,6 +271,21 @@ struct SyncRun {
         }
         for url in batch.vanished {
             logger.warning("\(Redact.url(url)): its stored content was removed by another run before this one recorded it; the next sync fetches it")
+        }
+    }
+
+    /// A new cache's index of rows by object, built once its first run's rows are in
+    /// (`CacheIndex.init`'s `deferObjectIndex`), holding the cache's lock for that only. Not
+    /// built (no room, a damaged file): the run's rows stand, lookups by object scan, and the
+    /// next run that opens the index builds it.
+    private mutating func buildDeferredObjectIndex() async throws(CacheError) {
+        guard index.objectIndexDeferred else { return }
+        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
+        defer { lock.release() }
+        do throws(CacheError) {
+            try index.buildObjectIndex()
+        } catch {
+            logger.warning("the index of rows by object was not built (\(error)); the next run builds it")
         }
     }
 

@@ -23,6 +23,9 @@ import Testing
         }
         #expect(harness.objects().count == 20)
         #expect(harness.temporaryFiles().isEmpty)
+        // The new cache's index of rows by object was built once the rows were in.
+        let index = try CacheIndex(path: harness.cache + "/index.sqlite", create: false, readOnly: true)
+        #expect(try CacheIndex.hasIndex(index.database, "entries_object"))
 
         let warm = try await harness.sync(manifest)
         #expect(harness.origin.totalRequests == 20, "a warm sync makes no request")

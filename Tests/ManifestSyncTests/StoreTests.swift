@@ -287,6 +287,39 @@ import WorkerTestSupport
         #expect(try found("md5:" + String(repeating: "0", count: 32)) == nil)
     }
 
+    /// A new cache's first run leaves the index of rows by object out until its rows are in;
+    /// lookups by object work without it, and a writer that finds it missing (a first run that
+    /// stopped early) builds it as it opens the index. A reader never does.
+    @Test func theObjectIndexOfANewCacheIsBuiltAfterItsFirstRows() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/index.sqlite"
+        let a = String(repeating: "a", count: 64)
+        func hasObjectIndex(_ index: CacheIndex) throws -> Bool { try CacheIndex.hasIndex(index.database, "entries_object") }
+
+        let first = try CacheIndex(path: path, create: true, deferObjectIndex: true)
+        #expect(first.objectIndexDeferred)
+        #expect(try !hasObjectIndex(first))
+        try first.apply(upserts: [IndexRecord(url: "http://h/a", hash: "sha256:" + a, object: a, size: 1, fetchedAt: 0, lastUsed: 0)],
+                        touches: [], removals: [], at: 0)
+        #expect(try first.storedObject(for: ContentHash.parse("sha256:" + a).get())?.size == 1)
+        #expect(try first.references(object: a) == 1)
+        let reader = try CacheIndex(path: path, create: false, readOnly: true)
+        #expect(try !hasObjectIndex(reader) && !reader.objectIndexDeferred)
+        try first.buildObjectIndex()
+        #expect(try hasObjectIndex(first) && !first.objectIndexDeferred)
+        #expect(try first.references(object: a) == 1)
+
+        // A first run stopped before its end: the next writer builds the index, even one that
+        // would defer it for a new cache (this one has tables).
+        let other = directory.path + "/other.sqlite"
+        _ = try CacheIndex(path: other, create: true, deferObjectIndex: true)
+        #expect(try !hasObjectIndex(CacheIndex(path: other, create: false, readOnly: true)))
+        let next = try CacheIndex(path: other, create: true, deferObjectIndex: true)
+        #expect(try hasObjectIndex(next) && !next.objectIndexDeferred)
+        // Without `deferObjectIndex` a new cache has it from the start.
+        #expect(try hasObjectIndex(CacheIndex(path: directory.path + "/third.sqlite", create: true)))
+    }
+
     @Test func symlinkPlantedAsAnObjectDoesNotCount() throws {
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")

@@ -31,6 +31,10 @@ int worker_renameat_noreplace(int fromFolder, const char *from, int toFolder, co
 /// kilobytes.
 void worker_reserve_descriptors(int count);
 
+/// Gives memory the allocator holds free back to the system (glibc's malloc_trim; nothing
+/// elsewhere): freed small blocks otherwise stay in the process's resident set.
+void worker_release_free_memory(void);
+
 /// SIGINT and SIGTERM as a request to stop, for commands that download: the first of them is
 /// noted (`worker_stop_signal`) and a byte written to a pipe, whose read end this returns for a
 /// thread to wait on (-1 if no pipe could be made; the same descriptor when called again). A
