@@ -187,6 +187,9 @@ public struct SyncEngine: Sendable {
         return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator)
     }
 
+    /// Entries from which a new cache's first sync builds its index of rows by object at its end.
+    static let objectIndexDeferredFrom = 1_000
+
     /// Whether an entry, or a mirror of one, is an `s3://` URL.
     private static func namesS3(_ manifests: ManifestSet) -> Bool {
         let entries = manifests.entries
@@ -211,7 +214,11 @@ public struct SyncEngine: Sendable {
             deadMarks = store.uncleanMarks()
         }
         slot.share()
-        let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true, deferObjectIndex: true)
+        // A new cache's first large sync builds the index of rows by object after its rows are in
+        // (`CacheIndex.init`); a small one keeps it up as it goes (the build's lock and
+        // transaction at the end cost a 300-file sync about as much as they save).
+        let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true,
+                                   deferObjectIndex: manifests.entries.count >= Self.objectIndexDeferredFrom)
         let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
         if !store.isNew, !deadMarks.isEmpty || ListingRule.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
         let swept = store.removeUnreferenced(objects, rows: plan.records)

@@ -23,14 +23,25 @@ import Testing
         }
         #expect(harness.objects().count == 20)
         #expect(harness.temporaryFiles().isEmpty)
-        // The new cache's index of rows by object was built once the rows were in.
-        let index = try CacheIndex(path: harness.cache + "/index.sqlite", create: false, readOnly: true)
-        #expect(try CacheIndex.hasIndex(index.database, "entries_object"))
 
         let warm = try await harness.sync(manifest)
         #expect(harness.origin.totalRequests == 20, "a warm sync makes no request")
         #expect(warm.totals.unchanged == 20 && warm.totals.added == 0)
         #expect(warm.entries.isEmpty)
+    }
+
+    /// A new cache's first sync of many entries builds its index of rows by object once the rows
+    /// are in; a small one has it from the start. Either way the run ends with it.
+    @Test func aNewCachesFirstLargeSyncEndsWithItsObjectIndex() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let count = SyncEngine.objectIndexDeferredFrom
+        let manifest = harness.manifest((0..<count).map { ("/f/\($0)", harness.serve("\($0)")) })
+        let cold = try await harness.sync(manifest)
+        #expect(cold.totals.added == count && cold.totals.failed == 0)
+        let index = try CacheIndex(path: harness.cache + "/index.sqlite", create: false, readOnly: true)
+        #expect(try CacheIndex.hasIndex(index.database, "entries_object"))
+        #expect(try index.references(object: harness.objects()[0]) == 1)
     }
 
     @Test func readAheadIsUsedOnlyWhileNoOtherWriterCommitted() async throws {
