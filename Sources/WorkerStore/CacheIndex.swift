@@ -1,4 +1,3 @@
-import CWorkerSystem
 import FoundationEssentials
 import Glibc
 import WorkerManifest
@@ -29,7 +28,7 @@ public final class CacheIndex {
 
     /// Whether this connection made the tables without the index of rows by object, to build it
     /// once its first run's rows are in (`buildObjectIndex`).
-    public private(set) var objectIndexDeferred = false
+    public internal(set) var objectIndexDeferred = false
 
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
     /// A read-only connection never writes, not even the checkpoint a last connection makes; it
@@ -125,28 +124,6 @@ public final class CacheIndex {
         }
     }
 
-    /// A writer's page cache (KiB), and the smaller one an index build sorts within.
-    static let writerCacheKiB = 65536
-    static let buildCacheKiB = 16384
-
-    /// Builds the index of rows by object that this connection left out when it made the tables
-    /// (`deferObjectIndex`); nothing when it did not. Call holding the cache's lock.
-    public func buildObjectIndex() throws(CacheError) {
-        guard objectIndexDeferred else { return }
-        // The build sorts every row's object name in memory up to the page cache's size, then
-        // in temporary files: the page cache is given back (to the system too: the allocator
-        // keeps freed pages otherwise) and made smaller for it, so a run's peak memory does not
-        // grow at its end (1M entries: 284 -> 364 MB with the writer's cache, 300 with a 16 MiB
-        // one).
-        try wrap {
-            try database.execute("PRAGMA shrink_memory; PRAGMA cache_size=-\(Self.buildCacheKiB)")
-            worker_release_free_memory()
-            defer { try? database.execute("PRAGMA cache_size=-\(Self.writerCacheKiB)") }
-            try database.execute(Self.objectIndex)
-        }
-        objectIndexDeferred = false
-    }
-
     /// Gives back the connection's page cache (a run that touched a million rows need not keep
     /// the pages it will not read again).
     public func releaseMemory() throws(CacheError) {
@@ -159,60 +136,6 @@ public final class CacheIndex {
             let statement = try database.prepare("PRAGMA journal_mode")
             _ = try statement.step()
             return statement.text(0) ?? ""
-        }
-    }
-
-    /// URLs of rows that cannot be trusted: an object name that is not 64 lowercase hex digits
-    /// (it would be turned into a path), or a stored hash that does not parse (the row could not
-    /// be verified again). Reads skip such rows; `verify` reports them and `--repair` drops them.
-    public func damagedRows() throws(CacheError) -> [DamagedRow] {
-        try wrap {
-            let statement = try database.prepare("SELECT CAST(url AS BLOB), hash, object FROM entries")
-            var rows: [DamagedRow] = []
-            while try statement.step() {
-                let objectIsName = statement.text(2).map { Hex.isLowercaseHex($0, length: 64) } ?? false
-                let hashParses = statement.text(1).map { ContentHash.parseStored($0) != nil } ?? true
-                // A URL that is not text (a NUL, bytes that are not UTF-8) can be neither fetched
-                // nor named by a manifest: it is removed by its bytes.
-                let key = statement.bytes(0)
-                let url = key.contains(0) ? nil : String(validating: key, as: UTF8.self)
-                if !objectIsName || !hashParses || url == nil {
-                    rows.append(DamagedRow(url: url ?? String(decoding: key.map { $0 == 0 ? 0x3F : $0 }, as: UTF8.self), key: key))
-                }
-            }
-            return rows
-        }
-    }
-
-    /// What SQLite's own check of the file finds wrong (a damaged page, an index that disagrees
-    /// with its table), or nil when it is sound.
-    public func damage() throws(CacheError) -> String? {
-        do {
-            let statement = try database.prepare("PRAGMA quick_check(5)")
-            var problems: [String] = []
-            while try statement.step() { if let line = statement.text(0), line != "ok" { problems.append(line) } }
-            return problems.isEmpty ? nil : problems.joined(separator: "; ")
-        } catch let error where error.isCorrupt {
-            return error.message
-        } catch {
-            throw .index(path: path, cause: error)
-        }
-    }
-
-    /// An index row that cannot be trusted: its URL as it may be shown, and its key's bytes.
-    public struct DamagedRow: Sendable, Equatable {
-        public let url: String
-        let key: [UInt8]
-    }
-
-    /// Removes damaged rows by their keys' bytes (a URL that is not valid text included).
-    package func removeDamaged(_ rows: [DamagedRow]) throws(CacheError) {
-        guard !rows.isEmpty else { return }
-        try wrap {
-            try database.transaction {
-                let remove = try database.prepare("DELETE FROM entries WHERE CAST(url AS BLOB) = ?")
-                for row in rows { try remove.run([.blob(row.key)]) }
-            }
         }
     }
 

@@ -58,9 +58,9 @@ package final class ObjectDirectory {
     /// Reads the sizes of the objects `rows` name, one `fstatat` each: done ahead, on the
     /// thread that reads the index while the manifests are parsed, so the plan's size check
     /// costs the run no time of its own. Kept by row (8 bytes each), for `size(of:)`. From
-    /// `twoThreadsFrom` rows on they are read on two threads, half each: a stat is ~2 µs of the kernel's time here, the
-    /// longest part of a warm run of a million entries, which would otherwise end alone on one
-    /// core after the parse.
+    /// `twoThreadsFrom` rows on they are read on two threads, half each: a stat is ~2 µs of the
+    /// kernel's time here, the longest part of a warm run of a million entries, which would
+    /// otherwise end alone on one core after the parse.
     package func preloadSizes(of rows: IndexRows, twoThreadsFrom: Int = 20_000) {
         var sizes = [Int64](repeating: -1, count: rows.count)
         let half = rows.count >= max(2, twoThreadsFrom) ? rows.count / 2 : rows.count
@@ -70,10 +70,7 @@ package final class ObjectDirectory {
         sizes.withUnsafeMutableBufferPointer { buffer in
             let out = SizeBuffer(base: buffer.baseAddress)
             let second = half < rows.count ? Self.readSizesOnAThread(rows, half..<rows.count, folders, out) : nil
-            for position in 0..<half {
-                var info = stat()
-                if status(rows.row(position).objectName, &info), (info.st_mode & S_IFMT) == S_IFREG { out.base?[position] = Int64(info.st_size) }
-            }
+            Self.readSizes(rows, 0..<half, out) { status($0, &$1) }
             second?.wait()
         }
         rowSizes = (rows, sizes)
@@ -90,16 +87,20 @@ package final class ObjectDirectory {
                                            _ out: SizeBuffer) -> ThreadLatch {
         let completion = ThreadLatch()
         let read: @Sendable () -> Void = {
-            for position in range {
-                var info = stat()
-                if status(rows.row(position).objectName, in: folders, &info), (info.st_mode & S_IFMT) == S_IFREG {
-                    out.base?[position] = Int64(info.st_size)
-                }
-            }
+            readSizes(rows, range, out) { status($0, in: folders, &$1) }
             completion.finish()
         }
         if !Threads.detach(name: "worker-sizes", read) { read() }
         return completion
+    }
+
+    /// The sizes of `range`'s rows into `out` (regular files only), each found by `status`.
+    private static func readSizes(_ rows: IndexRows, _ range: Range<Int>, _ out: SizeBuffer,
+                                  status: (ObjectName, inout stat) -> Bool) {
+        for position in range {
+            var info = stat()
+            if status(rows.row(position).objectName, &info), (info.st_mode & S_IFMT) == S_IFREG { out.base?[position] = Int64(info.st_size) }
+        }
     }
 
     /// Whether `preloadSizes` ran.

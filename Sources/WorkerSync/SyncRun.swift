@@ -32,7 +32,7 @@ struct SyncRun {
     /// Objects the run's rows stopped naming (a URL's previous version). `finish()` deletes the
     /// ones no row names, after the outputs were written (the HTML report shows them as
     /// "before"), so no object is left that the index does not know.
-    private var replaced: Set<String> = []
+    var replaced: Set<String> = []
     var lastCommit = Date()
     /// The fetch engines closing their connections after the downloads (see `download`).
     var stopping: Task<Void, Never>?
@@ -272,33 +272,5 @@ struct SyncRun {
         for url in batch.vanished {
             logger.warning("\(Redact.url(url)): its stored content was removed by another run before this one recorded it; the next sync fetches it")
         }
-    }
-
-    /// A new cache's index of rows by object, built once its first run's rows are in
-    /// (`CacheIndex.init`'s `deferObjectIndex`), holding the cache's lock for that only. Not
-    /// built (no room, a damaged file): the run's rows stand, lookups by object scan, and the
-    /// next run that opens the index builds it.
-    private mutating func buildDeferredObjectIndex() async throws(CacheError) {
-        guard index.objectIndexDeferred else { return }
-        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
-        defer { lock.release() }
-        do throws(CacheError) {
-            try index.buildObjectIndex()
-        } catch {
-            logger.warning("the index of rows by object was not built (\(error)); the next run builds it")
-        }
-    }
-
-    /// Deletes the previous versions no row names any more, then clears this process's mark (a
-    /// crash would have left it). The last step of a run, under the lock.
-    mutating func finish() async throws(CacheError) {
-        guard !replaced.isEmpty || batch.markedUnclean else { return }
-        let lock = try await CacheLock.forCommit(directory: store.root, context: context)
-        defer { lock.release() }
-        for object in replaced where try index.references(object: object) == 0 {
-            store.remove(object)
-        }
-        replaced.removeAll()
-        if batch.markedUnclean { store.markClean() }
     }
 }
