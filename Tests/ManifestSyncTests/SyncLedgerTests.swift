@@ -257,4 +257,11 @@ import Testing
             .plan(ManifestSet(manifests: [manifest], entries: entries), records: IndexRows(urls.map { record($0, hash: nil, object: objectA) })))
             .ranges.isEmpty, "rows not in key order: no ranges")
     }
+
+    @Test func aSmallRunCommitsAQuarterOfItsDownloadsAtATime() {
+        #expect(SyncRun.batchSize(downloads: 300, largest: 1024) == 75)
+        #expect(SyncRun.batchSize(downloads: 100, largest: 1024) == 64, "at least 64")
+        #expect(SyncRun.batchSize(downloads: 10_000, largest: 1024) == 1024, "a large run's batches as before")
+        #expect(SyncRun.batchSize(downloads: 300, largest: 8) == 8, "never more than the largest")
+    }
 }
