@@ -104,12 +104,20 @@ static void on_stop_signal(int signal_number) {
     errno = saved;
 }
 
-int worker_stop_signals_install(void) {
+int worker_stop_signals_pipe(void) {
     if (stop_pipe[0] >= 0) return stop_pipe[0];
     if (pipe2(stop_pipe, O_CLOEXEC) != 0) {
         stop_pipe[0] = stop_pipe[1] = -1;
         return -1;
     }
+    return stop_pipe[0];
+}
+
+int worker_stop_signals_install(void) {
+    static int installed = 0;
+    if (installed) return stop_pipe[0];
+    if (worker_stop_signals_pipe() < 0) return -1;
+    installed = 1;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_stop_signal;

@@ -115,34 +115,42 @@ public struct SyncEngine: Sendable {
         }
     }
 
+    /// Whether a sync into `cacheDirectory` surely downloads over the network: it has no index
+    /// yet (every http(s) entry is a download) and the run is not `--offline`.
+    public static func surelyDownloads(cacheDirectory: String, offline: Bool) -> Bool {
+        !offline && access(CacheLayout.indexPath(cacheDirectory), F_OK) != 0
+    }
+
     // MARK: - Sync
 
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written.
     public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
         // Into a cache without an index every http(s) entry is a download: the transport starts
-        // loading its library now, beside the manifests and the index (later, once the plan is
-        // drawn, the 300-file cold sync took ~15 ms longer; docs/ARCHITECTURE.md). A run that then
-        // downloads nothing over the network never needs it.
-        let ahead = options.offline || access(CacheLayout.indexPath(options.cacheDirectory), F_OK) == 0
-            ? nil : options.fetch.transport
+        // loading its library now, beside the manifests (later, once the plan is drawn, the
+        // 300-file cold sync took ~15 ms longer; docs/ARCHITECTURE.md), and there are no rows to
+        // read ahead (nor a task to make for it: a thread the pool makes during the load waits for
+        // it). A run that then downloads nothing over the network never needs the library.
+        let ahead = Self.surelyDownloads(cacheDirectory: options.cacheDirectory, offline: options.offline)
+            ? options.fetch.transport : nil
         ahead?.prepare()
         defer { ahead?.settle() }
-        let prefetched = prefetch(manifestPaths: manifestPaths)
+        let indexed = access(CacheLayout.indexPath(options.cacheDirectory), F_OK) == 0
+        let prefetched = indexed ? prefetch(manifestPaths: manifestPaths) : nil
         let set: ManifestSet
         do {
             var loader = ManifestLoader()
             loader.collectsTree = options.tree != nil
             set = try loader.load(paths: manifestPaths)
         } catch {
-            _ = await prefetched.value
+            _ = await prefetched?.value
             throw .manifest(error)
         }
         if let tree = options.tree {
             do throws(CacheError) {
                 try TreePublisher(path: tree).check()
             } catch {
-                _ = await prefetched.value
+                _ = await prefetched?.value
                 throw .cache(error)
             }
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import Logging
+import Synchronization
 import WorkerManifest
 import WorkerReport
 import WorkerStore
@@ -10,9 +11,24 @@ import WorkerSupport
 /// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
 /// json` every stderr line is one JSON object (time, level, message, and any fields given).
 enum Console {
-    /// `--log-format json` was given: known before the command is parsed, so that even a usage
-    /// error is a JSON line when asked for.
-    static let jsonLines = Invocation.current?.logFormat == .json
+    /// `--log-format json` was given: said by the command once it is parsed (`decide`), else read
+    /// from the command line as it is (`Invocation`), so that even a usage error is a JSON line
+    /// when asked for.
+    static var jsonLines: Bool {
+        switch decided.load(ordering: .acquiring) {
+        case 1: false
+        case 2: true
+        default: Invocation.current?.logFormat == .json
+        }
+    }
+
+    /// 0 until `decide`, then 1 (text) or 2 (JSON).
+    private static let decided = Atomic<UInt8>(0)
+
+    /// The log format of the command parsed, before it runs.
+    static func decide(json: Bool) {
+        decided.store(json ? 2 : 1, ordering: .releasing)
+    }
 
     /// The JSON style of every command's output: indented, sorted keys, slashes as they are.
     static func json(_ value: some Encodable) throws -> Data {

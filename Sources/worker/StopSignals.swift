@@ -20,8 +20,10 @@ import WorkerSupport
 /// start, and one after they end ends the process once the run is done.
 enum StopSignals {
     private struct State {
-        var descriptor: Int32 = -1
         var request: StopRequest?
+        var notice: (@Sendable (String) -> Void)?
+        /// The watching thread was started.
+        var watching = false
     }
 
     private static let state = Mutex(State())
@@ -30,19 +32,34 @@ enum StopSignals {
     /// request the first one makes; `notice` is told, on a thread of the program's own. Called
     /// once per process (a command's run); a second call returns the same request.
     static func enable(notice: @escaping @Sendable (String) -> Void) -> StopRequest {
-        let (request, descriptor) = state.withLock { state -> (StopRequest, Int32) in
-            if let request = state.request { return (request, -1) }
+        let request = state.withLock { state -> StopRequest in
+            if let request = state.request { return request }
             let request = StopRequest()
             state.request = request
-            state.descriptor = worker_stop_signals_install()
-            return (request, state.descriptor)
+            state.notice = notice
+            _ = worker_stop_signals_install()
+            return request
         }
-        // Without a thread (the system would not start one) a signal is still recorded and the
-        // end of the run sees it (`endProcessIfStopped`); only the run is not stopped early.
-        if descriptor >= 0 {
-            Threads.detach(name: "worker-signals") { waitForSignals(descriptor, request: request, notice: notice) }
-        }
+        startWatching()
         return request
+    }
+
+    /// Starts the thread that waits for a stop signal, if it is not running: by `enable`, or
+    /// before it when a thread made later would wait (one made while libcurl loads waits for the
+    /// load to end, `WorkerCommand.runCommand`). It acts only on signals `enable` handles.
+    /// Without a thread (the system would not start one) a signal is still recorded and the end
+    /// of the run sees it (`endProcessIfStopped`); only the run is not stopped early.
+    static func startWatching() {
+        let descriptor = state.withLock { state -> Int32 in
+            guard !state.watching else { return -1 }
+            let descriptor = worker_stop_signals_pipe()
+            state.watching = descriptor >= 0
+            return descriptor
+        }
+        guard descriptor >= 0 else { return }
+        if !Threads.detach(name: "worker-signals", { waitForSignals(descriptor) }) {
+            state.withLock { $0.watching = false }
+        }
     }
 
     /// The stop signal received, if any.
@@ -63,18 +80,19 @@ enum StopSignals {
         worker_end_by_signal(signal)
     }
 
-    /// The watching thread: one byte a first signal (the second ends the process in its handler).
-    private static func waitForSignals(_ descriptor: Int32, request: StopRequest,
-                                       notice: @Sendable (String) -> Void) {
+    /// The watching thread: one byte a first signal (the second ends the process in its handler),
+    /// written only once `enable` has set the request and the notice.
+    private static func waitForSignals(_ descriptor: Int32) {
         var byte: UInt8 = 0
         while true {
             let count = read(descriptor, &byte, 1)
             if count < 0, errno == EINTR { continue }
             guard count == 1 else { return }
             let signal = Int32(byte)
-            notice("\(name(signal)): stopping — downloads in flight are cancelled, finished ones kept and the "
-                   + "report written; \(name(signal)) again to stop at once")
-            request.request("the run was stopped by \(name(signal))")
+            let (request, notice) = state.withLock { ($0.request, $0.notice) }
+            notice?("\(name(signal)): stopping — downloads in flight are cancelled, finished ones kept and the "
+                    + "report written; \(name(signal)) again to stop at once")
+            request?.request("the run was stopped by \(name(signal))")
         }
     }
 }

@@ -43,6 +43,11 @@ void worker_release_free_memory(void);
 /// with SA_RESTART, so that reads and writes elsewhere are not cut short by them.
 int worker_stop_signals_install(void);
 
+/// The read end of the pipe `worker_stop_signals_install` writes to, made now if it is not yet
+/// (-1 if it cannot be), without handling any signal: a thread can wait on it before the handlers
+/// are installed.
+int worker_stop_signals_pipe(void);
+
 /// The first SIGINT or SIGTERM received since `worker_stop_signals_install`; 0 for none.
 int worker_stop_signal(void);
 

@@ -1,9 +1,12 @@
 import ArgumentParser
+import Glibc
+import WorkerSync
 
-/// What is known of the command line before it is parsed as a command, read by ArgumentParser as
+/// What is known of a command line that does not parse as a command, read by ArgumentParser as
 /// the rest is: the log format (so that even a usage error is a JSON line when `--log-format json`
 /// is given) and the words in their order (a first word that names no subcommand is answered with
-/// a suggestion, `WorkerCommand.unknownCommand`).
+/// a suggestion, `WorkerCommand.unknownCommand`). A command line that parses says its log format
+/// itself (`LogFormatChoosing`).
 struct Invocation: ParsableArguments {
     @Option(name: .customLong("log-format")) var logFormat: LogFormat?
 
@@ -12,4 +15,22 @@ struct Invocation: ParsableArguments {
     /// This process's (nil when not even this much can be read: the command's own parse then says
     /// what is wrong, as text).
     static let current: Invocation? = try? parse()
+}
+
+/// A look at the command line before it is parsed as a command: whether it says a sync that
+/// surely downloads — `worker sync` (not `--offline`, `--dry-run` or `--help`) into a cache
+/// without an index yet, where every http(s) entry is a download. A guess, never a decision
+/// (libcurl starts loading on it, `WorkerCommand.runCommand`): wrong, libcurl loads for nothing or
+/// later, and the run is the same.
+struct DownloadGuess: ParsableArguments {
+    @Option(name: .customLong("cache-dir")) var cacheDirectory: String?
+    @Flag(name: .customLong("offline")) var offline = false
+    @Flag(name: .customLong("dry-run")) var dryRun = false
+    @Argument(parsing: .allUnrecognized) var words: [String] = []
+
+    /// This process's guess.
+    static var surelyDownloads: Bool {
+        guard let guess = try? parse(), guess.words.first == "sync", !guess.dryRun else { return false }
+        return SyncEngine.surelyDownloads(cacheDirectory: CacheOptions.resolve(guess.cacheDirectory), offline: guess.offline)
+    }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CurlTransport
 import FoundationEssentials
 import Glibc
 import Logging
@@ -21,13 +22,10 @@ struct WorkerCommand: AsyncParsableCommand {
         // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
         // rather than kill the run with SIGXFSZ.
         signal(SIGXFSZ, SIG_IGN)
-        // The one logging set-up of the process: the engine's lines as the console writes its own.
-        let json = Console.jsonLines
+        // The one logging set-up of the process: the engine's lines as the console writes its own
+        // (in the format the command says, once it is parsed: a logger is made only by then).
         LoggingSystem.bootstrap { label in
-            json ? JSONLogHandler(label: label) as any LogHandler : TextLogHandler(label: label)
-        }
-        if let first = Invocation.current?.words.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
-            end(CommandFailure.input("worker: \(message)"))
+            Console.jsonLines ? JSONLogHandler(label: label) as any LogHandler : TextLogHandler(label: label)
         }
         await runCommand()
     }
@@ -36,13 +34,34 @@ struct WorkerCommand: AsyncParsableCommand {
     /// would go back to the main actor first: on Linux a new thread for the main queue, made just
     /// to exit.)
     nonisolated private static func runCommand() async -> Never {
+        // libcurl (thirty-odd libraries, ~7 ms to load here) starts loading on a thread of its own
+        // now, beside the argument parsing and the manifests, when the command line says a sync
+        // that surely downloads (BENCHMARKS.md, "Where a 300-file cold sync's time goes"). The
+        // threads such a run needs before its downloads are made first: one made during the load
+        // waits for it to end. Every exit waits for the load (`end`, and a command's success).
+        if DownloadGuess.surelyDownloads {
+            StopSignals.startWatching()
+            CurlTransport().prepare()
+        }
         do {
-            var command = try parseAsRoot()
+            var command: any ParsableCommand
+            do {
+                command = try parseAsRoot()
+            } catch {
+                // A first word that names no subcommand is answered with a suggestion, whatever
+                // else the words say.
+                if let first = Invocation.current?.words.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
+                    end(CommandFailure.input("worker: \(message)"))
+                }
+                throw error
+            }
+            Console.decide(json: (command as? LogFormatChoosing)?.logFormat == .json)
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+            CurlTransport().settle()
             StopSignals.endProcessIfStopped()
             Glibc.exit(ExitStatus.ok)
         } catch {
@@ -54,6 +73,8 @@ struct WorkerCommand: AsyncParsableCommand {
     /// command threw, or ArgumentParser's own errors (usage, help, version). A run stopped by
     /// SIGINT or SIGTERM ends by the signal, once its outputs and this message are written.
     nonisolated private static func end(_ error: any Error) -> Never {
+        // Exiting while libcurl loads can crash in its libraries' constructors and destructors.
+        CurlTransport().settle()
         if let failure = error as? CommandFailure {
             Console.error(failure.message)
             StopSignals.endProcessIfStopped()

@@ -115,6 +115,11 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
     var defaultValueDescription: String { rawValue }
 }
 
+/// A command with `--log-format`: it says the format once parsed (`Console.decide`).
+protocol LogFormatChoosing {
+    var logFormat: LogFormat { get }
+}
+
 extension ProgressPrinter.Mode: ExpressibleByArgument {
     var defaultValueDescription: String { rawValue }
 }

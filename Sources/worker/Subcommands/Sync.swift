@@ -71,6 +71,10 @@ struct Sync: AsyncParsableCommand {
 }
 
 /// The engine's logger (the handler `WorkerCommand.main` set up): warnings unless --verbose.
+extension Sync: LogFormatChoosing {
+    var logFormat: LogFormat { options.output.logFormat }
+}
+
 func makeLogger(_ output: OutputOptions) -> Logger {
     var logger = Logger(label: "worker")
     logger.logLevel = output.verbose ? .debug : .warning
