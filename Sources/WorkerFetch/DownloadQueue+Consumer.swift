@@ -19,7 +19,10 @@ extension DownloadQueue {
                     state.waiter = continuation
                     return .none
                 }
-                if let answer { continuation.resume(returning: answer) }
+                if let answer {
+                    if answer == nil { stopHearingHeads() }
+                    continuation.resume(returning: answer)
+                }
             }
         } onCancel: {
             stop()

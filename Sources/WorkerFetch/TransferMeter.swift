@@ -43,9 +43,9 @@ package final class TransferMeter: Sendable {
         unknown.load(ordering: .relaxed) == 0 ? max(0, outstanding.load(ordering: .relaxed)) : nil
     }
 
-    /// Who is told of each head (the download queue).
-    package func onHead(_ handler: @escaping @Sendable (Head) -> Void) {
-        headHandler.withLock { $0 = Handler(call: handler) }
+    /// Who is told of each head (the download queue), until nil.
+    package func onHead(_ handler: (@Sendable (Head) -> Void)?) {
+        headHandler.withLock { $0 = handler.map(Handler.init(call:)) }
     }
 
     /// A request was sent: its length is unknown until its head.
