@@ -18,7 +18,11 @@ enum CacheOwnership {
         if let problem = folderProblem(root, info, uid: uid) { return problem }
         var folders = ["objects", "objects/sha256", "tmp", "partial", "jobs"].map { root + "/" + $0 }
         let fanOut = CacheLayout.objectsDirectory(root)
-        for byte in 0..<256 { folders.append(fanOut + "/" + Hex.encode([UInt8(byte)])) }
+        // The fan-out folders, when their parent is there to hold them (a new cache's is not: 256
+        // lookups for nothing).
+        if lstat(fanOut, &info) == 0 {
+            for byte in 0..<256 { folders.append(fanOut + "/" + Hex.encode([UInt8(byte)])) }
+        }
         for folder in folders {
             guard lstat(folder, &info) == 0 else { continue }
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
