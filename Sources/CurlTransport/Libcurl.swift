@@ -51,7 +51,6 @@ enum Libcurl {
     private static let aheadStarted = Atomic<Bool>(false)
     /// The end of the load `loadAhead` started.
     private static let ahead = ThreadLatch()
-
 }
 
 extension CurlEngine {

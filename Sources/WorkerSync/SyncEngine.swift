@@ -118,7 +118,16 @@ public struct SyncEngine: Sendable {
     /// Whether a sync into `cacheDirectory` surely downloads over the network: it has no index
     /// yet (every http(s) entry is a download) and the run is not `--offline`.
     public static func surelyDownloads(cacheDirectory: String, offline: Bool) -> Bool {
-        !offline && access(CacheLayout.indexPath(cacheDirectory), F_OK) != 0
+        surelyDownloads(indexed: hasIndex(cacheDirectory), offline: offline)
+    }
+
+    private static func surelyDownloads(indexed: Bool, offline: Bool) -> Bool {
+        !offline && !indexed
+    }
+
+    /// Whether the cache at `cacheDirectory` has an index file (a new one has none).
+    private static func hasIndex(_ cacheDirectory: String) -> Bool {
+        access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0
     }
 
     // MARK: - Sync
@@ -131,11 +140,10 @@ public struct SyncEngine: Sendable {
         // 300-file cold sync took ~15 ms longer; docs/ARCHITECTURE.md), and there are no rows to
         // read ahead (nor a task to make for it: a thread the pool makes during the load waits for
         // it). A run that then downloads nothing over the network never needs the library.
-        let ahead = Self.surelyDownloads(cacheDirectory: options.cacheDirectory, offline: options.offline)
-            ? options.fetch.transport : nil
+        let indexed = Self.hasIndex(options.cacheDirectory)
+        let ahead = Self.surelyDownloads(indexed: indexed, offline: options.offline) ? options.fetch.transport : nil
         ahead?.prepare()
         defer { ahead?.settle() }
-        let indexed = access(CacheLayout.indexPath(options.cacheDirectory), F_OK) == 0
         let prefetched = indexed ? prefetch(manifestPaths: manifestPaths) : nil
         let set: ManifestSet
         do {
