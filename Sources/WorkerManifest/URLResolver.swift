@@ -16,6 +16,12 @@ package struct URLResolver {
     private var baseAppends = false
     /// scheme://authority of `base`, for references that start with one `/`.
     private var baseOrigin: Substring?
+    /// `base` is an `s3://` URL (keys under it are appended as written).
+    private var baseIsS3 = false
+    /// `base` passes `isWellFormedAbsolute`: then a reference `appendingResolution` takes (its
+    /// characters checked there, the authority the base's) gives a well-formed URL without a
+    /// second pass over the whole result.
+    private var baseIsWellFormed = false
 
     package init(manifestPath: String) {
         let absolute = URL(fileURLWithPath: manifestPath).deletingLastPathComponent().standardizedFileURL.path
@@ -44,6 +50,8 @@ package struct URLResolver {
         }
         base = withSlash
         baseURL = url
+        baseIsS3 = scheme == "s3"
+        baseIsWellFormed = Self.isWellFormedAbsolute(withSlash)
         baseAppends = !withSlash.contains("?") && !withSlash.contains("#")
         if let authority = withSlash.firstRange(of: "://") {
             let rest = withSlash[authority.upperBound...]
@@ -138,7 +146,7 @@ package struct URLResolver {
 
     func resolve(_ raw: String) -> Result<String, Problem> {
         if let absolute = Self.absolute(raw) { return absolute }
-        if let base, S3URL.isS3(base) {
+        if let base, baseIsS3 {
             // A key under an s3:// base is appended as written (keys are literal).
             guard !raw.hasPrefix("/") else {
                 return .failure(Problem(message: "'\(Redact.short(raw))' under an s3:// base_url must not start with '/'"))
@@ -147,7 +155,7 @@ package struct URLResolver {
         }
         if let baseURL {
             if let appended = appendingResolution(raw) {
-                guard Self.isWellFormedAbsolute(appended) else {
+                guard baseIsWellFormed else {
                     return .failure(Problem(message: "not a valid relative URL: \(Redact.short(raw, limit: 80))"))
                 }
                 return .success(appended)
@@ -262,12 +270,20 @@ package struct URLResolver {
     /// The lowercased scheme when `text` starts with `scheme:` (RFC 3986: a letter, then letters,
     /// digits, `+`, `-`, `.`), else nil.
     static func scheme(of text: String) -> String? {
-        guard let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-        let candidate = text.utf8[..<colon]
-        guard let first = candidate.first, isLetter(first),
-              candidate.allSatisfy({ isLetter($0) || (48...57).contains($0) || $0 == 43 || $0 == 45 || $0 == 46 })
-        else { return nil }
-        return String(decoding: candidate, as: UTF8.self).lowercased()
+        var text = text
+        return text.withUTF8 { utf8 in
+            // Read up to the colon, or to the first byte a scheme cannot hold (a relative path's
+            // `/` ends it early).
+            guard let first = utf8.first, isLetter(first) else { return nil }
+            for index in 1..<utf8.count {
+                let byte = utf8[index]
+                if byte == UInt8(ascii: ":") {
+                    return String(decoding: UnsafeBufferPointer(rebasing: utf8[..<index]), as: UTF8.self).lowercased()
+                }
+                guard isLetter(byte) || (48...57).contains(byte) || byte == 43 || byte == 45 || byte == 46 else { return nil }
+            }
+            return nil
+        }
     }
 
     private static func isLetter(_ byte: UInt8) -> Bool {

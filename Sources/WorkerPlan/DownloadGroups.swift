@@ -29,7 +29,7 @@ extension SyncPlan {
                 break
             }
             let fingerprint = (!refresh ? entries.hash(at: offset)?.withDigest(Self.fingerprint) : nil)
-                ?? entries.withURL(at: offset, URLPositions.fnv1a)
+                ?? entries.withURL(at: offset, URLPositions.digest64)
             if let group = byFingerprint[fingerprint] {
                 let mine = key(offset)
                 if key(firsts[group]) == mine {

@@ -237,6 +237,32 @@ import Foundation
         #expect(positions.find("http://h/d") { urls[$0] } == nil)
     }
 
+    /// Every byte and the length reach the digest: a change of one byte anywhere in the first 40
+    /// (whole words and the tail alike), or one byte more or less, gives another digest — in the 32
+    /// bits a slot keeps as well as in all 64.
+    @Test func everyByteAndTheLengthReachTheDigest() {
+        func digest(_ bytes: [UInt8]) -> UInt64 { bytes.withUnsafeBytes(URLPositions.digest64) }
+        func kept(_ digest: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: digest ^ digest >> 32) }
+        let base = Array("http://127.0.0.1:18490/scale/0000/0001.png".utf8)
+        var seen: [UInt64: [UInt8]] = [digest(base): base]
+        var keptBits: Set<UInt32> = [kept(digest(base))]
+        var variants: [[UInt8]] = []
+        for offset in 0..<40 {
+            var changed = base
+            changed[offset] ^= 0x01
+            variants.append(changed)
+        }
+        for length in 0..<base.count { variants.append(Array(base.prefix(length))) }
+        variants.append(base + [0])
+        for variant in variants {
+            let value = digest(variant)
+            #expect(seen[value] == nil, "\(variant) shares a digest with \(seen[value] ?? [])")
+            #expect(keptBits.insert(kept(value)).inserted)
+            seen[value] = variant
+        }
+        #expect(digest(base) == digest(Array(base)), "a digest depends on the bytes only")
+    }
+
     /// URLs given as bytes (the index's rows, read in place) are found the same way, colliding
     /// digests included.
     @Test func urlsGivenAsBytesCollideAndAreFoundAsStringsAre() {

@@ -47,6 +47,22 @@ import Testing
     }
 }
 
+/// A scheme is read up to its colon; a byte no scheme holds before it (a relative path's `/`)
+/// means there is none.
+@Suite(.timeLimit(.minutes(1))) struct SchemeTests {
+    @Test func schemesAreReadUpToTheirColonAndLowercased() {
+        #expect(URLResolver.scheme(of: "HTTP://h/x") == "http")
+        #expect(URLResolver.scheme(of: "s3://bucket/key") == "s3")
+        #expect(URLResolver.scheme(of: "a+b.c-9:rest") == "a+b.c-9")
+        #expect(URLResolver.scheme(of: "ftp:") == "ftp")
+    }
+
+    @Test(arguments: ["", ":x", "1a:b", "scale/0000/a:b.png", "a b:c", "abc", "é:x", "/x:y", "a_b:c"])
+    func noScheme(text: String) {
+        #expect(URLResolver.scheme(of: text) == nil)
+    }
+}
+
 /// Relative entries resolve by appending to `base_url` when that is plain RFC 3986 resolution, and
 /// through Foundation otherwise; both must give the same URL (index keys must not depend on the path).
 @Suite(.timeLimit(.minutes(1))) struct RelativeResolutionTests {
@@ -71,6 +87,8 @@ import Testing
                 appended += 1
                 #expect(fast == foundation, "\(reference) against \(base)")
                 #expect(resolved == fast)
+                // Taken without a second check of the whole URL: it must pass that check.
+                #expect(URLResolver.isWellFormedAbsolute(fast), "\(fast)")
             }
         }
         #expect(appended == 16, "the plain references take the appending path")
@@ -78,6 +96,16 @@ import Testing
         #expect(resolver.appendingResolution("//other/x") == nil && resolver.appendingResolution("a:b") == nil)
         #expect(resolver.appendingResolution("a b") == nil && resolver.appendingResolution("é.png") == nil,
                 "what Foundation would encode takes Foundation's path")
+    }
+
+    /// A `base_url` Foundation takes but the entry check does not (a `%` without two hex digits, a
+    /// brace): every entry under it is refused, as when each resolved URL was checked whole.
+    @Test(arguments: ["http://h/a%zz/", "http://h/{x}/", "http://h/a|b/"])
+    func entriesUnderABaseTheCheckRefusesAreRefused(base: String) {
+        var resolver = URLResolver(manifestPath: "/tmp/m.yaml")
+        #expect(resolver.setBase(base) == nil)
+        #expect(!URLResolver.isWellFormedAbsolute(base + "a.png"))
+        #expect((try? resolver.resolve("a.png").get()) == nil)
     }
 
     @Test func baseWithQueryAlwaysUsesFoundation() {
