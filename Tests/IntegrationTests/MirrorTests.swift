@@ -57,7 +57,9 @@ import WorkerTestSupport
         let mirror = try Self.origin(files)
         defer { mirror.stop() }
         let directory = TemporaryDirectory()
-        let primary = "http://127.0.0.1:\(NetworkFailureTests.closedPort())"
+        let refusing = RefusingPort()
+        defer { refusing.release() }
+        let primary = refusing.origin
         let path = manifest(directory, files, base: primary, top: "mirrors:\n  \"\(primary)/\": \"\(Self.base(mirror))/\"\n")
         let reportPath = directory.path + "/r.json"
         let result = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/cache", "--report", reportPath])

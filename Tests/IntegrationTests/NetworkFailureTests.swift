@@ -8,32 +8,15 @@ import WorkerTestSupport
 /// The everyday failures of real networks, through the built binary: refused ports, dead and
 /// sick origins, servers that encode bodies nobody asked for.
 @Suite(.timeLimit(.minutes(5))) struct NetworkFailureTests {
-    /// A loopback port nothing listens on: bound, then closed, so connects are refused.
-    static func closedPort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        close(fd)
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     private func report(_ path: String) throws -> [String: Any] {
         try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     }
 
     @Test func aRefusedConnectionFailsAtOnceAndSaysSo() async throws {
         let directory = TemporaryDirectory()
-        let port = Self.closedPort()
-        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:\(port)/a.png\n")
+        let refusing = RefusingPort()
+        defer { refusing.release() }
+        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(refusing.origin)/a.png\n")
         let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache",
                                            "--connect-timeout", "30", "--report", directory.path + "/r.json"])
         let elapsed = try #require(try report(directory.path + "/r.json")["duration_seconds"] as? Double)
@@ -51,9 +34,11 @@ import WorkerTestSupport
     @Test func aDeadOriginFailsFastAndIsProbedNextTime() async throws {
         let healthy = try await Harness.start()
         defer { Task { await healthy.origin.stop() } }
-        let port = Self.closedPort()
+        let refusing = RefusingPort()
+        defer { refusing.release() }
+        let port = refusing.port
         var text = "version: 1\nentries:\n"
-        for number in 0..<300 { text += "  - url: http://127.0.0.1:\(port)/u/\(number).png\n" }
+        for number in 0..<300 { text += "  - url: \(refusing.origin)/u/\(number).png\n" }
         for number in 0..<5 {
             text += "  - url: \(healthy.origin.url("/gen/h\(number)"))\n    hash: sha256:\(sha256(TestOrigin.generated("h\(number)")))\n"
         }
@@ -78,6 +63,7 @@ import WorkerTestSupport
         #expect(status.stdout.contains("unhealthy  http://127.0.0.1:\(port) since"), "\(status.stdout)")
 
         // The origin comes back: the next run probes it, then syncs everything from it.
+        refusing.release()
         let revived = try await TestOrigin.start(port: port)
         defer { Task { await revived.stop() } }
         for number in 0..<300 { revived.set("/u/\(number).png", "avatar \(number)\n") }

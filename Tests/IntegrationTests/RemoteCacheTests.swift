@@ -53,7 +53,9 @@ import WorkerTestSupport
         let tier = try WebDAVTier()
         defer { tier.stop() }
         let directory = TemporaryDirectory()
-        let dead = "http://127.0.0.1:\(NetworkFailureTests.closedPort())"
+        let refusing = RefusingPort()
+        defer { refusing.release() }
+        let dead = refusing.origin
         var text = "version: 1\nname: down\nentries:\n"
         for number in 0..<40 {
             let bytes = Self.body(number)
