@@ -61,6 +61,12 @@ public struct SyncPlan: Sendable {
     /// One item per distinct URL, in manifest order.
     public var items: Items { Items(plan: self) }
 
+    /// One item, made without copying the plan (`items[position]` copies it, a retain of each
+    /// of its parts, for every item read).
+    public func item(at position: Int) -> PlannedEntry {
+        PlannedEntry(entry: manifests.entries[position], action: actions[position], previous: previous(at: position))
+    }
+
     /// An item's action, read without making the item (its entry's strings).
     public func action(at position: Int) -> PlannedEntry.Action { actions[position] }
 
@@ -74,10 +80,7 @@ public struct SyncPlan: Sendable {
         let plan: SyncPlan
         public var startIndex: Int { 0 }
         public var endIndex: Int { plan.actions.count }
-        public subscript(position: Int) -> PlannedEntry {
-            PlannedEntry(entry: plan.manifests.entries[position], action: plan.actions[position],
-                         previous: plan.previous(at: position))
-        }
+        public subscript(position: Int) -> PlannedEntry { plan.item(at: position) }
     }
 }
 

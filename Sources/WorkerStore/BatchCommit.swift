@@ -80,16 +80,15 @@ package struct BatchCommit {
             installs.removeAll(keepingCapacity: true)
             bytes = 0
         }
-        var installed = Set<String>(minimumCapacity: installs.count)
+        // Every install either lands or ends the commit (thrown): past this block, each row that
+        // brought a body names an object installed here.
         if !installs.isEmpty {
             // Durable before any object is installed: a crash from here on leaves the mark.
             try markUnclean()
             var replacing: [(temporary: String, sha256: String)] = []
             for (number, install) in installs.enumerated() {
                 do throws(CacheError) {
-                    if try store.installNew(temporary: install.temporary, sha256: install.sha256) {
-                        installed.insert(install.sha256)
-                    } else {
+                    if try !store.installNew(temporary: install.temporary, sha256: install.sha256) {
                         replacing.append(install)
                     }
                 } catch {
@@ -102,32 +101,41 @@ package struct BatchCommit {
             if !replacing.isEmpty {
                 for install in replacing {
                     try store.install(temporary: install.temporary, sha256: install.sha256)
-                    installed.insert(install.sha256)
                 }
                 try store.flush()
             }
         }
-        var rows = Array(zip(upserts, items))
-        if rows.contains(where: { !installed.contains($0.0.object) }) {
-            rows = rows.filter { installed.contains($0.0.object) || store.contains($0.0.object) }
-            if rows.count != upserts.count {
-                let kept = Set(rows.map(\.0.url))
-                vanished += upserts.filter { !kept.contains($0.url) }.map(\.url)
+        // The objects this batch installed are made a set only when a row reuses content (or the
+        // disk is full): a run of downloads never hashes its object names.
+        var records = upserts
+        var origins = items
+        if origins.contains(where: \.reused) {
+            let installed = Set(installs.map(\.sha256))
+            // A row for content stored earlier is written only if its object is still there.
+            let gone = Set(origins.indices.filter { row in
+                origins[row].reused && !installed.contains(records[row].object) && !store.contains(records[row].object)
+            })
+            if !gone.isEmpty {
+                vanished += gone.sorted().map { records[$0].url }
+                let kept = records.indices.filter { !gone.contains($0) }
+                records = kept.map { records[$0] }
+                origins = kept.map { origins[$0] }
             }
         }
-        try apply(rows, installed: installed, index: index, touches: touches, removals: removals, at: time)
+        try apply(records, origins, index: index, touches: touches, removals: removals, at: time)
     }
 
     /// The index transaction, made smaller while the disk is too full for it (see the type's
-    /// documentation).
-    private mutating func apply(_ rows: [(IndexRecord, Origin)], installed: Set<String>, index: CacheIndex,
-                                touches: [String], removals: [String], at time: Double) throws(CacheError) {
-        var rows = rows
+    /// documentation). `origins` is parallel to `records`.
+    private mutating func apply(_ records: [IndexRecord], _ origins: [Origin], index: CacheIndex, touches: [String],
+                                removals: [String], at time: Double) throws(CacheError) {
+        var records = records
+        var origins = origins
         var failures = failures
         var touches = touches
         while true {
             do throws(CacheError) {
-                try index.apply(upserts: rows.map(\.0), touches: touches, removals: removals, failures: failures, at: time)
+                try index.apply(upserts: records, touches: touches, removals: removals, failures: failures, at: time)
                 return
             } catch .index(let path, let cause) where cause.isFull {
                 // Bookkeeping first: failures to remember, "last used" times.
@@ -137,16 +145,19 @@ package struct BatchCommit {
                 }
                 // Rows whose objects this batch installed: an eighth of those objects go at a
                 // time, with every row naming them; then the rows of content stored before.
-                let newObjects = Array(Set(rows.map(\.0.object)).intersection(installed)).sorted()
-                let dropped = newObjects.isEmpty ? Set(rows.map(\.0.object)) : Set(newObjects.suffix(max(1, newObjects.count / 8)))
+                let installed = Set(installs.map(\.sha256))
+                let newObjects = Array(Set(records.map(\.object)).intersection(installed)).sorted()
+                let dropped = newObjects.isEmpty ? Set(records.map(\.object)) : Set(newObjects.suffix(max(1, newObjects.count / 8)))
                 guard !dropped.isEmpty else {
                     if removals.isEmpty { return }
                     throw CacheError.index(path: path, cause: cause)
                 }
-                for (record, origin) in rows where dropped.contains(record.object) {
+                for (record, origin) in zip(records, origins) where dropped.contains(record.object) {
                     notStored.append((origin, record.url, record.object))
                 }
-                rows.removeAll { dropped.contains($0.0.object) }
+                let kept = records.indices.filter { !dropped.contains(records[$0].object) }
+                records = kept.map { records[$0] }
+                origins = kept.map { origins[$0] }
                 for object in dropped where installed.contains(object) { store.remove(object) }
             }
         }

@@ -107,20 +107,20 @@ struct SyncLedger {
         case .reused(let item, let object, let size):
             add(item, .reused, object: object, size: size, attempts: nil)
         case .delivered(let item, let object, let size, let attempts, let source, let servedBy):
-            let planned = plan.items[item]
+            let planned = plan.item(at: item)
             if planned.action == .repair { rows.totals.repaired += 1 }
             if planned.action == .refresh { rows.totals.refreshed += 1 }
             let status = deliveredStatus(item, object: object)
             add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
                 servedBy: servedBy)
         case .notStored(let item, let object, let reused, let failure, let stale):
-            let planned = plan.items[item]
+            let planned = plan.item(at: item)
             if !reused, planned.action == .repair { rows.totals.repaired -= 1 }
             if !reused, planned.action == .refresh { rows.totals.refreshed -= 1 }
             rows.retract(reused ? .reused : deliveredStatus(item, object: object), order: item)
             record(.failed(item: item, failure, attempts: 1, stale: stale))
         case .failed(let item, let failure, let attempts, let stale):
-            let planned = plan.items[item]
+            let planned = plan.item(at: item)
             failuresPerManifest[planned.entry.manifest] += 1
             if !LocalFile.isLocal(planned.entry.url) { failuresPerOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
             add(item, .failed, sha256: nil) { [maker] in
@@ -133,7 +133,7 @@ struct SyncLedger {
                 return row
             }
         case .planned(let item):
-            let planned = plan.items[item]
+            let planned = plan.item(at: item)
             let status = planned.plannedStatus
             rows.add(status, order: item) {
                 SyncReport.Entry(url: Redact.url(planned.entry.url), hash: planned.entry.hash?.description, status: status,
@@ -165,7 +165,7 @@ struct SyncLedger {
         report.totals = rows.totals
         report.totals.entries = plan.items.count
         report.entries = rows.entries { [plan, maker] order, status, facts in
-            maker.entry(plan.items[order], status: status, facts: facts)
+            maker.entry(plan.item(at: order), status: status, facts: facts)
         }
         if let budget { report.succeeded = budget.allows(report) }
         return report
@@ -175,7 +175,7 @@ struct SyncLedger {
 
     /// The status a body delivered for `item` gives it, by its planned action.
     private func deliveredStatus(_ item: Int, object: String) -> EntryStatus {
-        let planned = plan.items[item]
+        let planned = plan.item(at: item)
         switch planned.action {
         case .repair: return .updated
         case .refresh, .revalidate: return object == planned.previous?.object ? .unchanged : .updated
@@ -198,7 +198,7 @@ struct SyncLedger {
             return rows.add(status, order: item, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))
         }
         let object = object()
-        let planned = plan.items[item]
+        let planned = plan.item(at: item)
         add(item, status, sha256: object) { [maker] in
             var row = maker.entry(planned, status: status, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))
             row.path = object.flatMap { maker.store?.objectPath($0) }

@@ -30,7 +30,7 @@ extension SyncRun {
     mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
-        let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.items[$0].entry.url) } }
+        let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.item(at: $0).entry.url) } }
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
         let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
@@ -147,7 +147,7 @@ extension SyncRun {
     /// `--offline`: what would need the network fails as `cancelled`; earlier versions stay.
     mutating func failOffline(_ group: DownloadGroup) {
         for item in group.items {
-            let planned = plan.items[item]
+            let planned = plan.item(at: item)
             if planned.action == .revalidate { continue }
             let message = planned.isUpdate ? "offline: the cached version is out of date" : "offline: not in the cache"
             fail(item, FetchFailure(.cancelled, message), attempts: 0)

@@ -145,7 +145,7 @@ struct SyncRun {
         var delivered: FetchedBody?
         for tried in results {
             let (item, result) = (tried.item, tried.result)
-            let planned = plan.items[item]
+            let planned = plan.item(at: item)
             ledger.record(.received(result.bytesReceived))
             switch result.result {
             case .success(.notModified):
@@ -176,7 +176,7 @@ struct SyncRun {
 
     /// Records a verified object as the URL's current version (an index row once committed).
     private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?) {
-        let planned = plan.items[item]
+        let planned = plan.item(at: item)
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
         batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
@@ -186,7 +186,7 @@ struct SyncRun {
     }
 
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
-        let planned = plan.items[item]
+        let planned = plan.item(at: item)
         ledger.record(.failed(item: item, failure, attempts: attempts,
                               stale: planned.previous.map { store.contains($0.object) } ?? false))
         if failure.reason != .cancelled || attempts > 0 {
@@ -261,7 +261,7 @@ struct SyncRun {
         }
         for dropped in batch.notStored {
             guard let item = dropped.origin.item else { continue }
-            let planned = plan.items[item]
+            let planned = plan.item(at: item)
             ledger.record(.notStored(item: item, object: dropped.object, reused: dropped.origin.reused,
                                      FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
                                      stale: planned.previous.map { store.contains($0.object) } ?? false))
