@@ -10,8 +10,8 @@ struct ResponseHeadReader {
     /// The final head has ended (its blank line came).
     private(set) var isDone = false
 
-    /// The headers read from a response (the handler's, and Connection).
-    private static let keptHeaders = ResponseHandler.headerNames + ["connection"]
+    /// The headers read from a response (the handler's, and Connection), with their bytes.
+    private static let keptHeaders = (ResponseHandler.headerNames + ["connection"]).map { (name: $0, bytes: Array($0.utf8)) }
 
     /// Takes one line without its line end; true when it is the blank line that ends the final
     /// head.
@@ -24,10 +24,10 @@ struct ResponseHeadReader {
             isDone = true
             return true
         }
-        if text.starts(with: "HTTP/".utf8) {
+        if Self.isStatusLine(text) {
             parseStatusLine(text)
         } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
-                  let name = Self.keptHeaders.first(where: { Self.sameName($0.utf8, text[..<colon]) }) {
+                  let name = Self.keptHeaders.first(where: { Self.sameName($0.bytes, text[..<colon]) })?.name {
             var start = colon + 1
             var end = text.count
             while start < end, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
@@ -56,11 +56,21 @@ struct ResponseHeadReader {
     }
 
     /// Whether `bytes` spell `name` (lowercase ASCII), in any case.
-    private static func sameName(_ name: String.UTF8View, _ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
+    private static func sameName(_ name: [UInt8], _ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
         guard name.count == bytes.count else { return false }
-        return zip(name, bytes).allSatisfy { expected, byte in
-            expected == (byte >= 65 && byte <= 90 ? byte + 32 : byte)
+        var index = bytes.startIndex
+        for expected in name {
+            let byte = bytes[index]
+            guard expected == (byte >= 65 && byte <= 90 ? byte + 32 : byte) else { return false }
+            index += 1
         }
+        return true
+    }
+
+    /// The line starts with `HTTP/`.
+    private static func isStatusLine(_ text: UnsafeRawBufferPointer) -> Bool {
+        text.count >= 5 && text[0] == UInt8(ascii: "H") && text[1] == UInt8(ascii: "T") && text[2] == UInt8(ascii: "T")
+            && text[3] == UInt8(ascii: "P") && text[4] == UInt8(ascii: "/")
     }
 
     /// `HTTP/1.1 200 OK`, `HTTP/2 200`: the version's digits and the status code, read in place.

@@ -11,26 +11,31 @@ enum ResponseFraming {
         var length: Int64?
         for value in values {
             // One field may also list the same number twice (`5, 5`), which RFC 9110 allows.
-            // Read as bytes: this runs for every response.
-            for part in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-                guard let number = Checked.decimal(digits: Self.trimmingWhitespace(part)) else {
-                    return .failure(Problem("Content-Length '\(Sanitize.terminal(value, limit: 40))' is not a byte count"))
+            // Read in place, as bytes: this runs for every response.
+            var text = value
+            let problem = text.withUTF8 { utf8 -> Problem? in
+                var start = 0
+                while start <= utf8.count {
+                    var end = start
+                    while end < utf8.count, utf8[end] != UInt8(ascii: ",") { end += 1 }
+                    var first = start, last = end
+                    // HTTP's optional whitespace around each number.
+                    while first < last, utf8[first] == 0x20 || utf8[first] == 0x09 { first += 1 }
+                    while last > first, utf8[last - 1] == 0x20 || utf8[last - 1] == 0x09 { last -= 1 }
+                    guard let number = Checked.decimal(digits: UnsafeBufferPointer(rebasing: utf8[first..<last])) else {
+                        return Problem("Content-Length '\(Sanitize.terminal(value, limit: 40))' is not a byte count")
+                    }
+                    if let length, length != number {
+                        return Problem("the response declares two lengths (Content-Length \(length) and \(number))")
+                    }
+                    length = number
+                    start = end + 1
                 }
-                if let length, length != number {
-                    return .failure(Problem("the response declares two lengths (Content-Length \(length) and \(number))"))
-                }
-                length = number
+                return nil
             }
+            if let problem { return .failure(problem) }
         }
         return .success(length)
-    }
-
-    /// `part` without the spaces and tabs around it (HTTP's optional whitespace).
-    private static func trimmingWhitespace(_ part: Substring.UTF8View) -> Substring.UTF8View {
-        var part = part
-        while let first = part.first, first == 0x20 || first == 0x09 { part.removeFirst() }
-        while let last = part.last, last == 0x20 || last == 0x09 { part.removeLast() }
-        return part
     }
 
     /// Why the body as sent is not the content itself, or nil: any content coding other than

@@ -21,6 +21,8 @@ package enum HTTPToken {
     }
 
     /// A byte RFC 9110 does not allow in a field value: controls other than horizontal tab.
+    /// Inlinable: other modules check every byte of every response's validators with it.
+    @inlinable
     package static func isForbiddenInValue(_ byte: UInt8) -> Bool {
         (byte < 0x20 && byte != 0x09) || byte == 0x7f
     }

@@ -8,7 +8,9 @@ package enum Checked {
         decimal(digits: text.utf8)
     }
 
-    /// `decimal` of UTF-8 bytes.
+    /// `decimal` of UTF-8 bytes. Inlinable: called from other modules for every response, it was
+    /// run unspecialized there (a protocol call per byte).
+    @inlinable
     package static func decimal(digits utf8: some Collection<UInt8>) -> Int64? {
         guard !utf8.isEmpty, utf8.count <= 18 else { return nil }
         var value: Int64 = 0

@@ -24,6 +24,18 @@ import Testing
         #expect(head.values("etag").isEmpty)
     }
 
+    /// Names match in any case, whole: one of a kept name's length that differs by a byte is not kept.
+    @Test func namesMatchInAnyCaseAndWhole() {
+        var head = ResponseHeadReader()
+        #expect(Self.read(["HTTP/1.1 200 OK", "Last-MODIFIED: a", "last-modifiex: b", "LAST-MODIFIED:c", "etag2: d",
+                           "Content-Length : 4", ""], into: &head))
+        #expect(head.values("last-modified") == ["a", "c"])
+        #expect(head.values("etag").isEmpty && head.values("content-length").isEmpty)
+        var notStatus = ResponseHeadReader()
+        _ = Self.read(["HTTP 200 OK", "http/1.1 200 OK", ""], into: &notStatus)
+        #expect(notStatus.status == 0, "a status line starts with HTTP/ exactly")
+    }
+
     @Test func theConnectionStaysOpenByVersionAndConnectionHeader() {
         func keepsAlive(_ lines: [String]) -> Bool {
             var head = ResponseHeadReader()
