@@ -22,7 +22,7 @@ enum ResponseFraming {
                     // HTTP's optional whitespace around each number.
                     while first < last, utf8[first] == 0x20 || utf8[first] == 0x09 { first += 1 }
                     while last > first, utf8[last - 1] == 0x20 || utf8[last - 1] == 0x09 { last -= 1 }
-                    guard let number = Checked.decimal(digits: UnsafeBufferPointer(rebasing: utf8[first..<last])) else {
+                    guard let number = Checked.decimal(bytes: UnsafeBufferPointer(rebasing: utf8[first..<last])) else {
                         return Problem("Content-Length '\(Sanitize.terminal(value, limit: 40))' is not a byte count")
                     }
                     if let length, length != number {

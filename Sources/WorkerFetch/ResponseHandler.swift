@@ -284,9 +284,7 @@ package struct ResponseHandler {
     /// request header: nil when it holds a control character (CR, LF, other C0, DEL), a byte
     /// outside ASCII, or is too long to be one.
     static func validator(_ value: String?) -> String? {
-        guard let value, !value.isEmpty, value.utf8.count <= 512,
-              value.utf8.allSatisfy({ $0 < 0x80 && !HTTPToken.isForbiddenInValue($0) })
-        else { return nil }
+        guard let value, !value.isEmpty, value.utf8.count <= 512, HTTPToken.isASCIIFieldValue(value) else { return nil }
         return value
     }
 

@@ -21,10 +21,14 @@ package enum HTTPToken {
     }
 
     /// A byte RFC 9110 does not allow in a field value: controls other than horizontal tab.
-    /// Inlinable: other modules check every byte of every response's validators with it.
-    @inlinable
     package static func isForbiddenInValue(_ byte: UInt8) -> Bool {
         (byte < 0x20 && byte != 0x09) || byte == 0x7f
+    }
+
+    /// Every byte of `value` ASCII and allowed in a field value. One call a value: a caller in
+    /// another module asking `isForbiddenInValue` of each byte made a call per byte.
+    package static func isASCIIFieldValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 < 0x80 && !isForbiddenInValue($0) }
     }
 
     package static func isValidName(_ name: String) -> Bool {

@@ -8,13 +8,17 @@ package enum Checked {
         decimal(digits: text.utf8)
     }
 
-    /// `decimal` of UTF-8 bytes. Inlinable: called from other modules for every response, it was
-    /// run unspecialized there (a protocol call per byte).
-    @inlinable
+    /// `decimal` of UTF-8 bytes.
     package static func decimal(digits utf8: some Collection<UInt8>) -> Int64? {
-        guard !utf8.isEmpty, utf8.count <= 18 else { return nil }
+        utf8.withContiguousStorageIfAvailable(decimal(bytes:)) ?? Array(utf8).withUnsafeBufferPointer(decimal(bytes:))
+    }
+
+    /// `decimal` of bytes in memory. Not generic: a caller in another module calls it directly (a
+    /// generic one ran unspecialized there, a protocol call per byte, for every response).
+    package static func decimal(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
         var value: Int64 = 0
-        for byte in utf8 {
+        for byte in bytes {
             guard byte >= 48, byte <= 57 else { return nil }
             value = value * 10 + Int64(byte - 48)
         }
