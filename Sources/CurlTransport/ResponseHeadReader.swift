@@ -32,6 +32,8 @@ struct ResponseHeadReader {
             var end = text.count
             while start < end, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
             while end > start, text[end - 1] == UInt8(ascii: " ") || text[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            // Room for the few a response has, once (not regrown header by header).
+            if headers.capacity == 0 { headers.reserveCapacity(4) }
             headers.append((name, String(decoding: text[start..<end], as: UTF8.self)))
         }
         return false
@@ -50,9 +52,15 @@ struct ResponseHeadReader {
     /// Whether the connection stays open after this response (HTTP/1.0 only when asked).
     var keepsAlive: Bool {
         if version.major >= 2 { return true }
-        let connection = values("connection").first?.lowercased()
-        if version.major == 1, version.minor == 0 { return connection == "keep-alive" }
-        return connection != "close"
+        // The first Connection header's value, compared without making strings for it.
+        let connection = headers.first { $0.name == "connection" }?.value
+        func says(_ token: String) -> Bool {
+            guard let connection else { return false }
+            return connection.utf8.count == token.utf8.count
+                && zip(connection.utf8, token.utf8).allSatisfy { ($0 >= 65 && $0 <= 90 ? $0 + 32 : $0) == $1 }
+        }
+        if version.major == 1, version.minor == 0 { return says("keep-alive") }
+        return !says("close")
     }
 
     /// Whether `bytes` spell `name` (lowercase ASCII), in any case.
