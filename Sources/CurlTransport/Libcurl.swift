@@ -127,6 +127,9 @@ extension CurlEngine {
             // Proxies from the environment are not used (they never were): a manifest's origins
             // are reached directly.
             check(worker_curl_set_string(handle, CURLOPT_PROXY, ""), "CURLOPT_PROXY")
+            // Said outright, so libcurl does not read no_proxy and NO_PROXY from the environment
+            // for every transfer (it does even with no proxy set).
+            check(worker_curl_set_string(handle, CURLOPT_NOPROXY, "*"), "CURLOPT_NOPROXY")
             // The bytes are stored as they came: never decoded (an encoded body is refused).
             check(worker_curl_set_long(handle, CURLOPT_HTTP_CONTENT_DECODING, 0), "CURLOPT_HTTP_CONTENT_DECODING")
             check(worker_curl_set_string(handle, CURLOPT_USERAGENT, "worker/1"), "CURLOPT_USERAGENT")
