@@ -111,6 +111,11 @@ public final class CacheIndex {
                 ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries ORDER BY url"
                 : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries ORDER BY url")
             var rows = IndexRows.Builder(checksDuplicates: false, inKeyOrder: true)
+            // Sized from the file: a row takes at least ~256 bytes of it (URL, hash, object name,
+            // numbers, its index entries), and its texts kept in memory are a part of those.
+            // (At most what the manifest loader reserves for its entries.)
+            let fileBytes = try databaseBytes()
+            rows.reserve(rows: min(fileBytes / 256, 50_000_000), textBytes: min(fileBytes / 4, 1 << 30))
             while try statement.step() {
                 // A row whose object name is not one, or whose URL is not text, is damaged: never
                 // a path or a request (see `damagedRows`).
@@ -122,6 +127,15 @@ public final class CacheIndex {
             }
             return rows.rows
         }
+    }
+
+    /// The database file's size by SQLite's count (pages × page size).
+    private func databaseBytes() throws(SQLiteError) -> Int {
+        let pages = try database.prepare("PRAGMA page_count")
+        let size = try database.prepare("PRAGMA page_size")
+        guard try pages.step(), try size.step() else { return 0 }
+        let (bytes, overflow) = pages.int(0).multipliedReportingOverflow(by: size.int(0))
+        return overflow ? Int.max : Int(clamping: max(0, bytes))
     }
 
     /// Gives back the connection's page cache (a run that touched a million rows need not keep

@@ -182,6 +182,14 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
                    isPrivate: record.isPrivate)
         }
 
+        /// Makes room for about `rows` rows and `textBytes` of their texts at once: grown by
+        /// doubling, a million rows' buffers were copied on the way (~240 MB moved, ~60k page
+        /// faults). Pages reserved and never written cost nothing.
+        mutating func reserve(rows: Int, textBytes: Int) {
+            storage.fixed.reserveCapacity(rows)
+            storage.text.reserveCapacity(textBytes)
+        }
+
         /// The rows built so far (the builder is not to be used after).
         public var rows: IndexRows { IndexRows(storage: storage) }
 
