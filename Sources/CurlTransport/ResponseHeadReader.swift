@@ -27,7 +27,7 @@ struct ResponseHeadReader {
         if Self.isStatusLine(text) {
             parseStatusLine(text)
         } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
-                  let name = Self.keptHeaders.first(where: { Self.sameName($0.bytes, text[..<colon]) })?.name {
+                  let name = Self.keptHeaders.first(where: { Self.spells($0.bytes, text[..<colon]) })?.name {
             var start = colon + 1
             var end = text.count
             while start < end, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
@@ -55,24 +55,16 @@ struct ResponseHeadReader {
         // The first Connection header's value, compared without making strings for it.
         let connection = headers.first { $0.name == "connection" }?.value
         func says(_ token: String) -> Bool {
-            guard let connection else { return false }
-            return connection.utf8.count == token.utf8.count
-                && zip(connection.utf8, token.utf8).allSatisfy { ($0 >= 65 && $0 <= 90 ? $0 + 32 : $0) == $1 }
+            connection.map { Self.spells(token.utf8, $0.utf8) } ?? false
         }
         if version.major == 1, version.minor == 0 { return says("keep-alive") }
         return !says("close")
     }
 
-    /// Whether `bytes` spell `name` (lowercase ASCII), in any case.
-    private static func sameName(_ name: [UInt8], _ bytes: Slice<UnsafeRawBufferPointer>) -> Bool {
-        guard name.count == bytes.count else { return false }
-        var index = bytes.startIndex
-        for expected in name {
-            let byte = bytes[index]
-            guard expected == (byte >= 65 && byte <= 90 ? byte + 32 : byte) else { return false }
-            index += 1
-        }
-        return true
+    /// Whether `bytes` spell `lowercase` (lowercase ASCII), in any case.
+    private static func spells(_ lowercase: some Collection<UInt8>, _ bytes: some Collection<UInt8>) -> Bool {
+        lowercase.count == bytes.count
+            && zip(lowercase, bytes).allSatisfy { expected, byte in expected == (byte >= 65 && byte <= 90 ? byte + 32 : byte) }
     }
 
     /// The line starts with `HTTP/`.

@@ -1,9 +1,9 @@
 import CWorkerSystem
 
 /// URL → entry index, keyed by a 64-bit digest of the URL (`digest64`), in an open-addressing
-/// table of its own. A `[String: Int]` compares whole keys along every probe (manifest URLs share long
-/// prefixes), and a `[UInt64: Int32]` still runs every key through the standard library's seeded
-/// hasher: at a million entries each was a large share of `worker plan`. Here a lookup is one
+/// table of its own. A `[String: Int]` compares whole keys along every probe (manifest URLs share
+/// long prefixes), and a `[UInt64: Int32]` still runs every key through the standard library's
+/// seeded hasher: at a million entries each was a large share of `worker plan`. Here a lookup is one
 /// multiply and a short linear probe over one flat array. Digest collisions fall back to a map
 /// keyed by the URL itself.
 ///

@@ -117,9 +117,7 @@ package struct BatchCommit {
             })
             if !gone.isEmpty {
                 vanished += gone.sorted().map { records[$0].url }
-                let kept = records.indices.filter { !gone.contains($0) }
-                records = kept.map { records[$0] }
-                origins = kept.map { origins[$0] }
+                Self.keepRows(&records, &origins) { !gone.contains($0) }
             }
         }
         try apply(records, origins, index: index, touches: touches, removals: removals, at: time)
@@ -155,12 +153,17 @@ package struct BatchCommit {
                 for (record, origin) in zip(records, origins) where dropped.contains(record.object) {
                     notStored.append((origin, record.url, record.object))
                 }
-                let kept = records.indices.filter { !dropped.contains(records[$0].object) }
-                records = kept.map { records[$0] }
-                origins = kept.map { origins[$0] }
+                Self.keepRows(&records, &origins) { [records] in !dropped.contains(records[$0].object) }
                 for object in dropped where installed.contains(object) { store.remove(object) }
             }
         }
+    }
+
+    /// Keeps the rows (records and their parallel origins) whose position `keep` accepts.
+    private static func keepRows(_ records: inout [IndexRecord], _ origins: inout [Origin], _ keep: (Int) -> Bool) {
+        let kept = records.indices.filter(keep)
+        records = kept.map { records[$0] }
+        origins = kept.map { origins[$0] }
     }
 
     /// Marks the cache unclean before objects are installed, or rows are removed ahead of their

@@ -11,6 +11,9 @@ import Testing
         for bad in ["", "+5", "-1", " 5", "5 ", "1e3", "0x10", "9223372036854775807", "99999999999999999999", "５"] {
             #expect(Checked.decimal(bad) == nil, "\(bad)")
         }
+        // Bytes not in one piece of memory are read the same way.
+        #expect(Checked.decimal(digits: "4096".utf8.lazy.map { $0 }) == 4096)
+        #expect(Checked.decimal(digits: "40 96".utf8.lazy.map { $0 }) == nil)
     }
 
     @Test func millisecondsNeverTrap() {
