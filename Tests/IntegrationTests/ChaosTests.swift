@@ -12,7 +12,7 @@ import WorkerTestSupport
 ///
 /// `WORKER_CHAOS_OPERATIONS` (default 40) and `WORKER_CHAOS_SEED` (a new one each run unless set;
 /// a failure names it) choose how many and which; `scripts/chaos.sh N SEED` runs long ones.
-@Suite(.timeLimit(.minutes(20))) struct ChaosTests {
+@Suite(.hangLimit) struct ChaosTests {
     static let operations = TestSeed.count("WORKER_CHAOS_OPERATIONS", 40)
     static let seed = TestSeed.from("WORKER_CHAOS_SEED")
 

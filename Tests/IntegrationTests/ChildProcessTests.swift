@@ -4,7 +4,7 @@ import WorkerTestSupport
 
 /// What a program the tests start receives from the suite: its three standard descriptors and
 /// nothing else, whatever the suite holds open, and signals as a shell would leave them.
-@Suite(.timeLimit(.minutes(1))) struct ChildProcessTests {
+@Suite(.hangLimit) struct ChildProcessTests {
     @Test func aChildGetsOnlyItsStandardDescriptorsWhileTheSuiteHoldsThousands() async throws {
         // More than glibc's directory buffer lists at once (about 1,300): where Foundation's
         // `Process` read past it.

@@ -5,7 +5,7 @@ import WorkerSupport
 import WorkerTestSupport
 
 /// The built `worker` binary, end to end: output, exit codes, report file, files on disk.
-@Suite(.timeLimit(.minutes(5))) struct CommandLineTests {
+@Suite(.hangLimit) struct CommandLineTests {
     /// The repository's shipped demo manifest.
     static let demoManifest: String = {
         var folder = URL(fileURLWithPath: #filePath)

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 
 /// Several `worker sync` processes on one cache at once.
-@Suite(.timeLimit(.minutes(5))) struct ConcurrencyTests {
+@Suite(.hangLimit) struct ConcurrencyTests {
     @Test func fourProcessesWithOverlappingManifestsShareOneCache() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 
 /// How many requests an origin gets at once, seen from the origin, through the built binary.
-@Suite(.timeLimit(.minutes(5))) struct ConcurrencyWindowTests {
+@Suite(.hangLimit) struct ConcurrencyWindowTests {
     /// Syncs `count` entries served at `/ROUTE/f/N` and returns how many requests were in flight
     /// at the origin as each one arrived.
     /// Without `jobs`, the binary's default applies.

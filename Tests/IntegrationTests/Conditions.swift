@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import WorkerTestSupport
 
 /// What some tests need from the machine, in one place: every conditional test is
 /// `.enabled(if:)` one of these, with its reason, so a skip is reported as a skip, never a pass.
@@ -22,7 +23,7 @@ enum Conditions {
     }()
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ConditionsTests {
+@Suite(.hangLimit) struct ConditionsTests {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["WORKER_TESTS_REQUIRE_ALL"] == "1",
                    "only where every test must run (CI sets WORKER_TESTS_REQUIRE_ALL=1)"))
     func everyConditionalTestRunsHere() {

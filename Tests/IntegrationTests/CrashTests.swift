@@ -5,7 +5,7 @@ import WorkerTestSupport
 /// `kill -9` at random moments of `worker sync`, then checks what the next runs find. The kill
 /// count comes from `WORKER_CRASH_KILLS` (default 20; `scripts/crash-test.sh` runs 200), the
 /// moments from `WORKER_CRASH_SEED` (a new one each run unless set; a failure names it).
-@Suite(.timeLimit(.minutes(10))) struct CrashTests {
+@Suite(.hangLimit) struct CrashTests {
     struct Tally {
         var kills = 0
         var killedMidRun = 0

@@ -5,7 +5,7 @@ import WorkerTestSupport
 /// The shared tier on WebDAV servers that do not make collections for a PUT (Apache's mod_dav,
 /// `rclone serve webdav`), through the binary: the first refused upload makes them with MKCOL,
 /// once a run, and every upload then lands.
-@Suite(.timeLimit(.minutes(3))) struct DAVServerTierTests {
+@Suite(.hangLimit) struct DAVServerTierTests {
     @Test(arguments: DAVServer.Kind.allCases)
     func aTierOnAnotherWebDAVServerMakesItsCollectionsAndTakesEveryUpload(kind: DAVServer.Kind) async throws {
         let server = try DAVServer(kind)

@@ -7,7 +7,7 @@ import WorkerTestSupport
 /// An index damaged by hand or by the disk, through the binary: rows whose URL is not text are
 /// dropped by `verify --repair`; a file SQLite finds malformed is named as such, with `clear` as
 /// the way out, and `clear` works on it.
-@Suite(.timeLimit(.minutes(5))) struct DamagedIndexTests {
+@Suite(.hangLimit) struct DamagedIndexTests {
     /// On f94e2a0 such rows were reported and never dropped: verify exited 1 after every repair.
     @Test func rowsWhoseURLIsNotTextAreDroppedByRepair() async throws {
         let directory = TemporaryDirectory()

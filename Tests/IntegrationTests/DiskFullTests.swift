@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 
 /// A full disk, simulated with a file-size limit (`ulimit -f`): writes past it fail with EFBIG
 /// just as they would with ENOSPC. (Permission tests would need a non-root user; CI runs as root.)
-@Suite(.timeLimit(.minutes(5))) struct DiskFullTests {
+@Suite(.hangLimit) struct DiskFullTests {
     func runLimited(kilobytes: Int, _ arguments: [String]) async throws -> WorkerBinary.Result {
         try await WorkerBinary.run(["-c", "ulimit -f \(kilobytes); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
                              executable: "/bin/sh")
@@ -41,7 +42,7 @@ import Testing
 /// written, the rest fails as "no space left on the device" (exit 1, not 4), nothing half-written
 /// stays, and the next run asks only for what is missing. (f94e2a0: exit 4 with SQLite's "database
 /// or disk is full", no report, nothing indexed.)
-@Suite(.timeLimit(.minutes(5))) struct FullTmpfsTests {
+@Suite(.hangLimit) struct FullTmpfsTests {
     @Test(.enabled(if: Conditions.canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
     func aDiskThatFillsCommitsWhatFitsAndTheNextRunAsksOnlyForTheRest() async throws {
         let harness = try await Harness.start()

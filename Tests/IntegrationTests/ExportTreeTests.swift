@@ -4,7 +4,7 @@ import WorkerTestSupport
 
 /// `export --layout tree`, `--atomic` for every layout, and an export into a folder that removes
 /// what an earlier one wrote and no longer names, through the binary.
-@Suite(.timeLimit(.minutes(5))) struct ExportTreeTests {
+@Suite(.hangLimit) struct ExportTreeTests {
     private func names(_ folder: String) -> [String] {
         (FileManager.default.subpaths(atPath: folder) ?? []).filter { path in
             var isFolder: ObjCBool = false

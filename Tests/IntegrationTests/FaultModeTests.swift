@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 
 /// One test per origin fault mode, through the built binary: the reason code, the exit code, the
 /// other entry still succeeds, and no bad bytes are stored.
-@Suite(.timeLimit(.minutes(5))) struct FaultModeTests {
+@Suite(.hangLimit) struct FaultModeTests {
     struct Outcome {
         let code: Int32
         let stderr: String

@@ -5,7 +5,7 @@ import WorkerTestSupport
 /// HTTP/2 end to end, as users meet it: nginx with `http2` over TLS (libcurl prefers h2 there),
 /// a test certificate trusted through `--ca-cert`. Streams multiplexed within nginx's stream limit,
 /// a resumed body, a stream reset in the middle of others.
-@Suite(.timeLimit(.minutes(5))) struct HTTP2Tests {
+@Suite(.hangLimit) struct HTTP2Tests {
     static func body(_ number: Int, size: Int = 3000) -> [UInt8] {
         Array("file \(number)\n".utf8) + (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ number) }
     }

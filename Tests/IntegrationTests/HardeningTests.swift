@@ -5,7 +5,7 @@ import Testing
 import WorkerTestSupport
 
 /// What a hostile index, manifest or folder could make the binary do, and what it must not.
-@Suite(.timeLimit(.minutes(5))) struct HardeningTests {
+@Suite(.hangLimit) struct HardeningTests {
     /// A cache synced from the demo manifest (local files, no network), with its report.
     private func demoCache(_ directory: TemporaryDirectory) async throws -> (cache: String, urls: [String]) {
         let cache = directory.path + "/cache"

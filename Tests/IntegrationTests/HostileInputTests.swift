@@ -6,7 +6,7 @@ import WorkerTestSupport
 
 /// Hostile files, index rows and flags, through the built binary: none may crash a command, hang
 /// it, or copy what it must not.
-@Suite(.timeLimit(.minutes(5))) struct HostileInputTests {
+@Suite(.hangLimit) struct HostileInputTests {
     /// A folder with a manifest of one local, hashless file, synced into a cache.
     private func objectFiles(_ directory: TemporaryDirectory) -> [String] {
         directory.files(under: "cache/objects/sha256").map { directory.path + "/cache/objects/sha256/" + $0 }
@@ -139,7 +139,7 @@ import WorkerTestSupport
 }
 
 /// A libcurl that cannot be loaded is an error naming the package, never a trap.
-@Suite(.timeLimit(.minutes(5))) struct MissingLibcurlTests {
+@Suite(.hangLimit) struct MissingLibcurlTests {
     @Test func aSyncWithoutAUsableLibcurlExits4NamingThePackage() async throws {
         let directory = TemporaryDirectory()
         // A libcurl.so.4 found first (LD_LIBRARY_PATH) that has none of libcurl's functions.

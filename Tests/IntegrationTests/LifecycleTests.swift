@@ -1,12 +1,13 @@
 import Crypto
 import Foundation
 import Testing
+import WorkerTestSupport
 import WorkerLifecycle
 import WorkerStore
 
 /// status, path, rm, clear, gc, export, --prune-after, --revalidate and --offline through the
 /// built binary.
-@Suite(.timeLimit(.minutes(5))) struct LifecycleTests {
+@Suite(.hangLimit) struct LifecycleTests {
     func json(_ text: String) throws -> [String: Any] {
         try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }

@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// Messages a newcomer met that said something else than what happened (the third review's
 /// trial), through the binary.
-@Suite(.timeLimit(.minutes(5))) struct MessagesTests {
+@Suite(.hangLimit) struct MessagesTests {
     @Test(.enabled(if: Conditions.canRunAsOtherUsers, "runs a command as nobody (CI runs as root)"))
     func aCacheFolderThisUserCannotReadIsNotCalledMissing() async throws {
         let directory = TemporaryDirectory()

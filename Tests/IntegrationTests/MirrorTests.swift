@@ -6,7 +6,7 @@ import WorkerTestSupport
 /// Mirrors and `--rewrite` through the built binary against nginx: a dead or sick primary, a
 /// mirror with the wrong bytes, an entry every URL fails, the manifest's mistakes; a rewritten
 /// host that is never contacted while the cache keeps the manifest's URLs.
-@Suite(.timeLimit(.minutes(5))) struct MirrorTests {
+@Suite(.hangLimit) struct MirrorTests {
     /// nginx serving `files` (path → bytes) over http, with `extra` in its server block.
     private static func origin(_ files: [String: [UInt8]], extra: String = "") throws -> NginxServer {
         try NginxServer(prepare: { root in

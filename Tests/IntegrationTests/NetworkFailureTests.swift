@@ -7,7 +7,7 @@ import WorkerTestSupport
 
 /// The everyday failures of real networks, through the built binary: refused ports, dead and
 /// sick origins, servers that encode bodies nobody asked for.
-@Suite(.timeLimit(.minutes(5))) struct NetworkFailureTests {
+@Suite(.hangLimit) struct NetworkFailureTests {
     private func report(_ path: String) throws -> [String: Any] {
         try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     }

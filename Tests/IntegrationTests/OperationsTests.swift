@@ -7,7 +7,7 @@ import WorkerTestSupport
 import WorkerSupport
 
 /// Reports for CI and ops, the failure budget, shards, progress and logs, through the binary.
-@Suite(.timeLimit(.minutes(5))) struct OperationsTests {
+@Suite(.hangLimit) struct OperationsTests {
     /// A cache with one unchanged, one updated, one added and one failed entry.
     func scenario() async throws -> (Harness, String, [UInt8], [UInt8]) {
         let harness = try await Harness.start()

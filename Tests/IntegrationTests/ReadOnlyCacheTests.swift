@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// A cache this user may read but not write: another user's (as root the reads run as `nobody`,
 /// so the test holds when tests run as root), a read-only mount, a cache shared with a group.
-@Suite(.timeLimit(.minutes(5))) struct ReadOnlyCacheTests {
+@Suite(.hangLimit) struct ReadOnlyCacheTests {
     /// Runs the binary as `nobody` when the tests run as root (setpriv), else as this user.
     private struct Reader {
         let binary: String

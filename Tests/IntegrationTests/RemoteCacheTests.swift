@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// `--remote-cache` and `worker push` through the built binary: nginx with WebDAV as the shared
 /// tier (docs/REMOTE-CACHE.md), the in-process test origin as the origin and as a faulty tier.
-@Suite(.timeLimit(.minutes(5))) struct RemoteCacheTests {
+@Suite(.hangLimit) struct RemoteCacheTests {
     private static func body(_ number: Int) -> [UInt8] {
         (0..<(1500 + number * 97)).map { UInt8(truncatingIfNeeded: $0 &* (number + 3) &+ 11) }
     }

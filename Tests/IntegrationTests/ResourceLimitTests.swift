@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// A run the system will not give a thread (RLIMIT_NPROC, for an unprivileged user: root is not
 /// held to it) ends with a message and exit 4, never by a trap.
-@Suite(.timeLimit(.minutes(5))) struct ResourceLimitTests {
+@Suite(.hangLimit) struct ResourceLimitTests {
     /// A user id no other test runs as: the limit counts every thread of the user.
     static let user: UInt32 = 65533
 

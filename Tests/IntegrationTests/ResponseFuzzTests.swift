@@ -15,7 +15,7 @@ import WorkerTestSupport
 /// `WORKER_RESPONSE_FUZZ_ITERATIONS` (default 300) and `WORKER_RESPONSE_FUZZ_SEED` (default: a
 /// fixed one) choose how many and which; a failure names the seed, the iteration, the answers and
 /// the model's reading of each attempt.
-@Suite(.timeLimit(.minutes(20))) struct ResponseFuzzTests {
+@Suite(.hangLimit) struct ResponseFuzzTests {
     static let iterations = TestSeed.count("WORKER_RESPONSE_FUZZ_ITERATIONS", 300)
     static let seed = TestSeed.from("WORKER_RESPONSE_FUZZ_SEED", fixed: 0x5EED_2026_1125)
     static let batchSize = 50

@@ -6,7 +6,7 @@ import WorkerTestSupport
 /// 12) kept a pointer to the previous response's last header in a reused handle and freed it twice
 /// when the next response began with a folded header line (curl issues 11101, 11620) — exit 134
 /// from any server. Every transfer now has a handle of its own.
-@Suite(.timeLimit(.minutes(5))) struct ReusedConnectionTests {
+@Suite(.hangLimit) struct ReusedConnectionTests {
     @Test func aFoldedHeaderAfterA404OnAReusedConnectionFailsNoRun() async throws {
         let origin = try RawOrigin()
         defer { origin.stop() }

@@ -5,7 +5,7 @@ import WorkerTestSupport
 
 /// What the libraries and tools `worker` descends from offer: forced refresh, rate limits,
 /// the version, completions. Through the binary.
-@Suite(.timeLimit(.minutes(5))) struct SeedTests {
+@Suite(.hangLimit) struct SeedTests {
     @Test func versionIsPrintedAndReported() async throws {
         let version = try await WorkerBinary.run(["--version"])
         #expect(version.code == 0)
@@ -108,7 +108,7 @@ import WorkerTestSupport
 }
 
 /// `worker get` and `worker manifest`, through the binary.
-@Suite(.timeLimit(.minutes(5))) struct LookupAndManifestTests {
+@Suite(.hangLimit) struct LookupAndManifestTests {
     @Test func getReadsThroughTheCache() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
@@ -219,7 +219,7 @@ import WorkerTestSupport
 
 /// The manual in docs/ is generated from the command definitions (scripts/make-man.sh); it must
 /// name every subcommand and every option `--help` shows, or it has gone stale.
-@Suite(.timeLimit(.minutes(5))) struct ManualTests {
+@Suite(.hangLimit) struct ManualTests {
     static let manual: String = {
         var folder = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { folder.deleteLastPathComponent() }

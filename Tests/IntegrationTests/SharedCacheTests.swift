@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 import WorkerStore
 import WorkerSupport
 
 /// One cache, many users: readers while a writer holds the lock, several writers at once, the
 /// commit cadence, a changed object, outputs checked first, pending failures — through the binary.
-@Suite(.timeLimit(.minutes(5))) struct SharedCacheTests {
+@Suite(.hangLimit) struct SharedCacheTests {
     /// Reads answer while another process holds the cache's lock (a sync committing, a gc): a
     /// reader that waited would hang here, so each runs bounded.
     @Test func readersNeverWaitForTheLock() async throws {

@@ -4,7 +4,7 @@ import WorkerTestSupport
 
 /// Large bodies from a slow server, through the built binary: they download side by side from
 /// the start, and progress shows their bytes while none has finished.
-@Suite(.timeLimit(.minutes(5))) struct SlowServerTests {
+@Suite(.hangLimit) struct SlowServerTests {
     /// `duration_seconds` of a JSON report.
     static func duration(_ path: String) throws -> Double {
         let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]

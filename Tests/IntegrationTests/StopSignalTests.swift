@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 import WorkerStore
 import WorkerSupport
 
 /// SIGINT and SIGTERM stop a sync gracefully, from the binary: what finished is indexed and kept,
 /// the rest fails as `cancelled` in the report, and the process ends by the signal itself.
-@Suite(.serialized, .timeLimit(.minutes(5))) struct StopSignalTests {
+@Suite(.serialized, .hangLimit) struct StopSignalTests {
     /// 50 answers of 600 ms, two at a time: about 15 s of work.
     private func startSlowSync(_ harness: Harness, keys: [String], report: String,
                                through shell: String? = nil) throws -> ChildProcess {

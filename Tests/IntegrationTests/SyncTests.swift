@@ -1,13 +1,14 @@
 import CurlTransport
 import Foundation
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerStore
 @testable import WorkerSync
 
 /// `SyncEngine.sync` against a real HTTP origin on 127.0.0.1 that counts requests.
-@Suite(.timeLimit(.minutes(5))) struct SyncTests {
+@Suite(.hangLimit) struct SyncTests {
     @Test func coldSyncFetchesAllAndWarmSyncFetchesNone() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

@@ -3,7 +3,7 @@ import Testing
 import WorkerTestSupport
 
 /// An https origin with a certificate made for the test (openssl), trusted through `--ca-cert`.
-@Suite(.timeLimit(.minutes(5))) struct TLSTests {
+@Suite(.hangLimit) struct TLSTests {
     /// A self-signed certificate for 127.0.0.1 and its key, as PEM files in `directory`.
     static func makeCertificate(in directory: TemporaryDirectory) throws -> (certificate: String, key: String) {
         let certificate = directory.path + "/origin.pem"

@@ -4,7 +4,7 @@ import WorkerTestSupport
 
 /// Runners that share a tier visit the entries in an order of their own, so that machines started
 /// together rarely miss where another is about to upload; without a tier, manifest order.
-@Suite(.timeLimit(.minutes(5))) struct TierOrderTests {
+@Suite(.hangLimit) struct TierOrderTests {
     @Test func eachRunWithATierVisitsTheEntriesInAnOrderOfItsOwn() async throws {
         let files = Dictionary(uniqueKeysWithValues: (0..<60).map { (String(format: "/o/%02d.bin", $0), Array("body \($0)".utf8)) })
         let origin = try NginxServer(prepare: { root in

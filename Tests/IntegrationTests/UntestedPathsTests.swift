@@ -6,7 +6,7 @@ import WorkerTestSupport
 /// What the suite did not exercise before: maintenance commands while a sync commits, a run past
 /// one batch (by count and by bytes), an index another program holds busy, the connect timeout
 /// end to end, `--prune-max`, and proxy variables (never used).
-@Suite(.timeLimit(.minutes(5))) struct UntestedPathsTests {
+@Suite(.hangLimit) struct UntestedPathsTests {
     @Test func verifyGcRmAndClearWhileASyncCommits() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 
 /// `worker verify [--repair]` through the binary.
-@Suite(.timeLimit(.minutes(5))) struct VerifyTests {
+@Suite(.hangLimit) struct VerifyTests {
     @Test func findsAndRepairsEveryKindOfProblem() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }

@@ -6,7 +6,7 @@ import Testing
 import WorkerTestSupport
 
 /// The lock held for a scope: released when the scope ends, however it ends.
-@Suite(.timeLimit(.minutes(1))) struct CacheLockTests {
+@Suite(.hangLimit) struct CacheLockTests {
     @Test func theLockIsHeldForTheScopeOnly() async throws {
         let directory = TemporaryDirectory()
         let inside = try await CacheLock.withLock(directory: directory.path, wait: 0, context: RunContext()) { () async throws(CacheError) -> Bool in

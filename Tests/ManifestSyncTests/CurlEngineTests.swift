@@ -10,7 +10,7 @@ import WorkerTestSupport
 
 /// The engines' contract without a transfer, for libcurl's and the local one alike: what runs
 /// where, and what a cancel or a shutdown does to a timer.
-@Suite(.timeLimit(.minutes(1))) struct CurlEngineTests {
+@Suite(.hangLimit) struct CurlEngineTests {
     enum Kind: CaseIterable, Sendable {
         case curl, local
     }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 @testable import WorkerSupport
 
-@Suite(.timeLimit(.minutes(1))) struct DescriptorTableTests {
+@Suite(.hangLimit) struct DescriptorTableTests {
     /// Slots in this process's descriptor table (FDSize in /proc/self/status).
     static func tableSize() throws -> Int {
         let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)

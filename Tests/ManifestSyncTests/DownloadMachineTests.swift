@@ -1,4 +1,5 @@
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerStore
@@ -6,7 +7,7 @@ import Testing
 
 /// One download's rules as a value: events in, actions out, answered by a scripted fake
 /// transport and gate. No sockets, no clock: times and jitter are plain numbers.
-@Suite(.timeLimit(.minutes(1))) struct DownloadMachineTests {
+@Suite(.hangLimit) struct DownloadMachineTests {
     typealias Action = DownloadMachine.Action
 
     static let file = VerifiedFile(path: "/cache/tmp/dl-1", sha256: String(repeating: "b", count: 64), size: 5)

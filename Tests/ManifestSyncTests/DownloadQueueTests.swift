@@ -6,7 +6,7 @@ import WorkerTestSupport
 @testable import WorkerStore
 
 /// The queue's life: the transfer meter holds it (its head handler) only until the queue's end.
-@Suite(.timeLimit(.minutes(1))) struct DownloadQueueTests {
+@Suite(.hangLimit) struct DownloadQueueTests {
     @Test func aQueueIsLetGoOnceItsConsumerHasSeenTheEnd() async throws {
         let directory = TemporaryDirectory()
         let files = (0..<3).map { directory.write("f\($0).txt", "body \($0)") }

@@ -1,9 +1,10 @@
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 
 
 /// The download scheduler as a value: groups in, steps out, the time passed in. No I/O.
-@Suite(.timeLimit(.minutes(1))) struct DownloadScheduleTests {
+@Suite(.hangLimit) struct DownloadScheduleTests {
     let a = "http://a.test:80"
     let b = "http://b.test:80"
     let answer = OriginReport(outcome: .healthy)

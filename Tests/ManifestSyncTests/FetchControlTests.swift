@@ -1,12 +1,13 @@
 import Synchronization
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 @testable import WorkerSupport
 
 
 /// What stops a run's downloads (`FetchControl`) and `--max-rps`'s slots (`RateLimits`), with
 /// plain numbers and the local engine's timers: no sockets.
-@Suite(.timeLimit(.minutes(1))) struct FetchControlTests {
+@Suite(.hangLimit) struct FetchControlTests {
     @Test func aStopCancelsWhatWaitsAndWhatRegistersAfterIt() async {
         let engine = LocalEngine()
         let control = FetchControl()

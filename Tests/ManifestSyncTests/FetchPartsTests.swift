@@ -11,7 +11,7 @@ import WorkerTestSupport
 @testable import WorkerSupport
 
 /// The retry policy and the body sink on their own: no network, temporary files.
-@Suite(.timeLimit(.minutes(1))) struct RetryPolicyTests {
+@Suite(.hangLimit) struct RetryPolicyTests {
     let policy = RetryPolicy(retries: 3, baseDelay: 0.25, maxDelay: 30)
 
     @Test func transientFailuresBackOffWithJitterWithinTheCeiling() throws {
@@ -48,7 +48,7 @@ import WorkerTestSupport
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct BodySinkTests {
+@Suite(.hangLimit) struct BodySinkTests {
     private func sink(_ directory: TemporaryDirectory, expected: ContentHash?, maxSize: Int64 = 1 << 20) -> BodySink {
         let path = directory.path + "/body"
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
@@ -117,7 +117,7 @@ private enum Insecure_MD5 {
 }
 
 /// The report writers' shapes, from a report built by hand.
-@Suite(.timeLimit(.minutes(1))) struct ReportWriterTests {
+@Suite(.hangLimit) struct ReportWriterTests {
     static let report: SyncReport = {
         var report = SyncReport(startedAt: Date(timeIntervalSince1970: 0), finishedAt: Date(timeIntervalSince1970: 1.5),
                                 cacheDirectory: "/cache", manifests: [.init(path: "m.yaml", name: "m", entries: 2)])

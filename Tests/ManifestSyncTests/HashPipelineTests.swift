@@ -7,7 +7,7 @@ import WorkerTestSupport
 
 /// A large body hashed beside its download gives the digests an in-line hash gives, whatever the
 /// chunk sizes, and a wrong body is still refused.
-@Suite(.timeLimit(.minutes(1))) struct HashPipelineTests {
+@Suite(.hangLimit) struct HashPipelineTests {
     private func sink(_ directory: TemporaryDirectory, _ name: String, expected: ContentHash?, declared: Int64?) -> BodySink {
         let path = directory.path + "/" + name
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)

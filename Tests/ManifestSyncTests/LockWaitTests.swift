@@ -10,7 +10,7 @@ import WorkerTestSupport
 /// release, or given up at its limit, a stop request or cancellation, always leaving the
 /// descriptor without a lock of its own when it gives up. (Two opens of one file conflict as two
 /// processes do: flock belongs to the open file.)
-@Suite(.timeLimit(.minutes(1))) struct LockWaitTests {
+@Suite(.hangLimit) struct LockWaitTests {
     private func open(_ path: String) throws -> Int32 {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         try #require(fd >= 0)

@@ -8,7 +8,7 @@ import WorkerTestSupport
 /// well-formed entries or located errors, never a crash. Iterations: `WORKER_MANIFEST_FUZZ_ITERATIONS`
 /// (default 3000) and `WORKER_MANIFEST_FUZZ_SEED` (default: a fixed one) choose how many and
 /// which; a failure names the seed.
-@Suite(.timeLimit(.minutes(1))) struct ManifestMutationTests {
+@Suite(.hangLimit) struct ManifestMutationTests {
     static let seeds = [
         """
         version: 1

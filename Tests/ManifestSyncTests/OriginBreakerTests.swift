@@ -2,10 +2,11 @@ import CCurl
 @testable import CurlTransport
 import Foundation
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 
 /// The origin breaker as a plain value: events in, decisions out, time passed as numbers.
-@Suite(.timeLimit(.minutes(1))) struct OriginBreakerTests {
+@Suite(.hangLimit) struct OriginBreakerTests {
     let origin = "http://a.example:80"
     let other = "http://b.example:80"
     let refused = OriginBreaker.Outcome.unhealthy(problem: "connection refused", retryAfter: nil)

@@ -1,10 +1,11 @@
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 @testable import WorkerSupport
 
 /// The checks every number and string from outside goes through: framing headers, decimals,
 /// millisecond conversions, and one sanitizer per kind of output.
-@Suite(.timeLimit(.minutes(1))) struct OutsideInputTests {
+@Suite(.hangLimit) struct OutsideInputTests {
     @Test func decimalsAreDigitsOnlyAndFitInt64() {
         #expect(Checked.decimal("0") == 0)
         #expect(Checked.decimal("123456789012345678") == 123_456_789_012_345_678)

@@ -1,10 +1,11 @@
 @testable import CurlTransport
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 
 /// The read timeout's timer rule and the `--limit-rate` bucket, with numbers and a simulated
 /// clock: no sockets, no sleeps.
-@Suite(.timeLimit(.minutes(1))) struct PacingTests {
+@Suite(.hangLimit) struct PacingTests {
     /// Drives a watch the way the engine does (a check at each time it asks for) and returns when
     /// it called the transfer silent. `activity(t)` is the transfer's callback count at time t.
     private func silentAt(limit: Double, until end: Double = 1000, activity: (Double) -> Int, waiting: (Double) -> Bool = { _ in false }) -> Double? {

@@ -5,7 +5,7 @@ import Testing
 import WorkerTestSupport
 import Foundation
 
-@Suite(.timeLimit(.minutes(1))) struct PlannerTests {
+@Suite(.hangLimit) struct PlannerTests {
     let objectA = String(repeating: "a", count: 64)
     let objectB = String(repeating: "b", count: 64)
 
@@ -170,7 +170,7 @@ import Foundation
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct URLPositionsTests {
+@Suite(.hangLimit) struct URLPositionsTests {
     @Test func findsWhatWasInsertedAndNothingElse() {
         let urls = (0..<1000).map { "http://h/u/\($0)" }
         var positions = URLPositions()

@@ -1,7 +1,8 @@
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 
-@Suite(.timeLimit(.minutes(1))) struct RedirectTests {
+@Suite(.hangLimit) struct RedirectTests {
     func target(_ from: String, _ location: String?, hop: Int = 0, visited: Set<String> = []) -> Result<String, FetchFailure> {
         var seen = visited.union([from])
         return Fetcher.redirectTarget(from: from, location: location, status: 302, hop: hop, maxRedirects: 5, visited: &seen)
@@ -41,7 +42,7 @@ import Testing
 }
 
 /// The byte-level origin reader agrees with Foundation wherever it answers.
-@Suite(.timeLimit(.minutes(1))) struct OriginKeyTests {
+@Suite(.hangLimit) struct OriginKeyTests {
     @Test(arguments: [
         "http://a.example/x", "HTTP://A.Example:80/y", "https://cdn.example.com/u/1.png?x=1#f", "http://127.0.0.1:8080",
         "https://h:443/", "http://h:1/a", "https://Sub.Domain.example:65535/p", "http://h?q", "http://h#f",

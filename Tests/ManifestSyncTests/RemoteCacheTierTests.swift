@@ -1,11 +1,12 @@
 import Logging
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 
 
 /// The shared tier's rules without a server: when it is given up, what each answer means for
 /// the entry and the counts, and which settings are refused.
-@Suite(.timeLimit(.minutes(1))) struct RemoteCacheTierTests {
+@Suite(.hangLimit) struct RemoteCacheTierTests {
     @Test func errorsInARowGiveTheTierUpOnceAndAnAnswerClearsThem() {
         var health = RemoteTierHealth(limit: 3)
         let opened = [health.failed("refused"), health.failed("refused")]

@@ -10,7 +10,7 @@ import WorkerTestSupport
 
 /// The tier's upload queue with a scripted tier in place of the network: how many go at once,
 /// HEAD before PUT for `push`, a stop, a tier that refuses. No sockets.
-@Suite(.timeLimit(.minutes(1))) struct RemoteUploadsTests {
+@Suite(.hangLimit) struct RemoteUploadsTests {
     /// A fetch engine whose transfers are answered by `answer` (method, URL) after `delay`
     /// seconds, on a LocalEngine's queue; it counts what is in flight and what each PUT sent.
     /// An abort ends a started transfer, and one not started yet when it starts (as CurlEngine).

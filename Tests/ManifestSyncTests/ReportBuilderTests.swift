@@ -8,7 +8,7 @@ import WorkerTestSupport
 
 
 /// The one retention rule of report rows, shared by `sync` and `plan`.
-@Suite(.timeLimit(.minutes(1))) struct ReportBuilderTests {
+@Suite(.hangLimit) struct ReportBuilderTests {
     static func row(_ url: String, _ status: EntryStatus) -> SyncReport.Entry {
         SyncReport.Entry(url: url, hash: nil, status: status)
     }

@@ -7,7 +7,7 @@ import Testing
 import WorkerTestSupport
 
 /// The response logic without an HTTP client: heads, bodies and ends fed by hand.
-@Suite(.timeLimit(.minutes(1))) struct ResponseHandlerTests {
+@Suite(.hangLimit) struct ResponseHandlerTests {
     /// sha256("hello world"), by sha256sum.
     private let helloWorld = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
 

@@ -1,8 +1,9 @@
 import Testing
+import WorkerTestSupport
 @testable import WorkerSync
 
 /// The run's one clock, as a plain value: what each tick does, and when the next one falls.
-@Suite(.timeLimit(.minutes(1))) struct RunClockScheduleTests {
+@Suite(.hangLimit) struct RunClockScheduleTests {
     @Test func everyTickWakesTheConsumerAndProgressComesAtItsOwnPace() {
         var clock = RunClockSchedule(start: 100, tick: 0.25, progressEvery: 1, deadline: nil)
         #expect(clock.nextTick(after: 100) == 100.25)

@@ -8,7 +8,7 @@ import WorkerTestSupport
 
 /// A download's walk through its sources, with fake sources: a miss passes on, a delivery or a
 /// failure ends the walk, a source that does not serve the URL is never asked.
-@Suite(.timeLimit(.minutes(1))) struct SourceWalkTests {
+@Suite(.hangLimit) struct SourceWalkTests {
     /// Answers every request it serves with `answer`, counting the requests.
     final class FakeSource: ContentSource {
         let kind: SourceKind
@@ -121,7 +121,7 @@ import WorkerTestSupport
 
 /// The local-file source keeps a file inside its manifest's folder, or (a request without one,
 /// as `verify --repair` makes) inside a folder it was told of.
-@Suite(.timeLimit(.minutes(1))) struct LocalFileSourceTests {
+@Suite(.hangLimit) struct LocalFileSourceTests {
     private func answer(_ request: FetchRequest, knownFolders: [String], in directory: TemporaryDirectory) async throws
         -> SourceOutcome.Answer {
         let store = try ContentStore(root: directory.path + "/cache")

@@ -6,7 +6,7 @@ import Testing
 @testable import WorkerSupport
 import WorkerTestSupport
 
-@Suite(.timeLimit(.minutes(1))) struct StoreTests {
+@Suite(.hangLimit) struct StoreTests {
     @Test func indexRoundTripsRecordsAndRemovals() throws {
         let directory = TemporaryDirectory()
         let index = try CacheIndex(path: directory.path + "/index.sqlite", create: true)
@@ -347,7 +347,7 @@ import WorkerTestSupport
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct PlantedSymlinkTests {
+@Suite(.hangLimit) struct PlantedSymlinkTests {
     @Test(arguments: ["tmp", "objects", "objects/sha256/7f", "index.sqlite"])
     func linkInsideTheCacheIsRefused(name: String) throws {
         let directory = TemporaryDirectory()
@@ -372,7 +372,7 @@ import WorkerTestSupport
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ObjectDirectoryTests {
+@Suite(.hangLimit) struct ObjectDirectoryTests {
     @Test(arguments: [false, true])
     func countsRegularFilesOnly(listed: Bool) throws {
         let directory = TemporaryDirectory()
@@ -421,7 +421,7 @@ import WorkerTestSupport
 }
 
 /// Store errors keep their cause as data.
-@Suite(.timeLimit(.minutes(1))) struct StoreErrorTests {
+@Suite(.hangLimit) struct StoreErrorTests {
     @Test func aLockThatCannotBeOpenedSaysWhichCallFailedAndErrno() async throws {
         let directory = TemporaryDirectory()
         let missing = directory.path + "/missing"

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Testing
+import WorkerTestSupport
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerPlan
@@ -10,7 +11,7 @@ import Testing
 
 /// The run's one account: statuses derived from the planned action, the retention rule, the
 /// report's header from what the ledger was built with, outcomes when asked, the dry run's rows.
-@Suite(.timeLimit(.minutes(1))) struct SyncLedgerTests {
+@Suite(.hangLimit) struct SyncLedgerTests {
     let objectA = String(repeating: "a", count: 64)
     let objectB = String(repeating: "b", count: 64)
     let started = Date(timeIntervalSince1970: 1_700_000_000)

@@ -9,7 +9,7 @@ import WorkerTestSupport
 
 /// worker links FoundationEssentials only; the text helpers that replace Foundation's must give
 /// what Foundation gives (the tests link Foundation, so it is the reference here).
-@Suite(.timeLimit(.minutes(1))) struct TextTests {
+@Suite(.hangLimit) struct TextTests {
     @Test func formatIsPrintf() {
         for value in [0, 0.5, 1, 2.345, 12.5, 1234.5678, 1e-7, 3e21, -7.25, 86400.125] {
             for format in ["%.1f", "%.2f", "%.3f", "%g"] {
@@ -97,7 +97,7 @@ import WorkerTestSupport
 }
 
 /// The one hex codec: what it writes, what it refuses.
-@Suite(.timeLimit(.minutes(1))) struct HexTests {
+@Suite(.hangLimit) struct HexTests {
     @Test func encodesLowercaseAndDecodesEitherCase() {
         #expect(Hex.encode([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
         #expect(Hex.encode([]) == "")
@@ -139,7 +139,7 @@ import WorkerTestSupport
 
 /// The program's own threads: a latch finished on another thread ends every wait for it, and a
 /// wait after the finish returns at once.
-@Suite(.timeLimit(.minutes(1))) struct ThreadLatchTests {
+@Suite(.hangLimit) struct ThreadLatchTests {
     @Test func aLatchFinishedOnAnotherThreadEndsTheWait() {
         let latch = ThreadLatch()
         let written = Mutex(0)

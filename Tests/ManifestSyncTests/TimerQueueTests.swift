@@ -4,7 +4,7 @@ import WorkerTestSupport
 @testable import CurlTransport
 
 /// The fetch engine's timers as a value: work in, due work out, the time passed in. No I/O.
-@Suite(.timeLimit(.minutes(1))) struct TimerQueueTests {
+@Suite(.hangLimit) struct TimerQueueTests {
     @Test func dueWorkComesOutEarliestFirstAndTiesInTheOrderAdded() {
         var timers = TimerQueue<String>()
         timers.add(id: 1, due: 5, "five")

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import WorkerTestSupport
 @testable import WorkerManifest
 @testable import WorkerSupport
 
-@Suite(.timeLimit(.minutes(1))) struct UnitsTests {
+@Suite(.hangLimit) struct UnitsTests {
     @Test func durations() {
         #expect(Units.duration("30") == 30)
         #expect(Units.duration("1.5s") == 1.5)
@@ -34,7 +35,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct URLCheckTests {
+@Suite(.hangLimit) struct URLCheckTests {
     @Test(arguments: ["http://h", "https://cdn.example.com/u/1.png?x=1&y=%20#f", "http://user:pw@h:8080/p", "http://[::1]:80/x"])
     func wellFormed(url: String) {
         #expect(URLResolver.isWellFormedAbsolute(url))
@@ -49,7 +50,7 @@ import Testing
 
 /// A scheme is read up to its colon; a byte no scheme holds before it (a relative path's `/`)
 /// means there is none.
-@Suite(.timeLimit(.minutes(1))) struct SchemeTests {
+@Suite(.hangLimit) struct SchemeTests {
     @Test func schemesAreReadUpToTheirColonAndLowercased() {
         #expect(URLResolver.scheme(of: "HTTP://h/x") == "http")
         #expect(URLResolver.scheme(of: "s3://bucket/key") == "s3")
@@ -65,7 +66,7 @@ import Testing
 
 /// Relative entries resolve by appending to `base_url` when that is plain RFC 3986 resolution, and
 /// through Foundation otherwise; both must give the same URL (index keys must not depend on the path).
-@Suite(.timeLimit(.minutes(1))) struct RelativeResolutionTests {
+@Suite(.hangLimit) struct RelativeResolutionTests {
     static let bases = ["http://h", "http://h/dir", "https://cdn.example.com/assets/v2/", "http://user@h:8080/x/y/"]
     static let references = [
         "a.png", "u/000001/avatar.png", "/abs/x.png", "a/b?x=1&y=2", "a/b#frag", "?q=1", "#f", "a/", "a//b",
