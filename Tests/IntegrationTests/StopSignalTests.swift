@@ -19,25 +19,25 @@ import WorkerSupport
                                       log: log, executable: "/bin/sh")
     }
 
-    /// Waits up to `seconds` for `condition`; whether it came. (No test blocks a thread of the
-    /// pool any more: a task's short sleeps end on time while the suite runs.)
-    private func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while !condition() {
-            guard Date() < end else { return false }
-            try? await Task.sleep(nanoseconds: 10_000 * 1000)
+    /// Sends `signals`, in order, from a thread of its own once `condition` holds (checked every
+    /// 10 ms for up to `seconds`); whether the process was still running when they went. A thread,
+    /// not a task: beside a busy suite on two cores a task woke after the run had ended by itself.
+    private func send(_ signals: [Int32], to process: ChildProcess, seconds: Double = 30,
+                      when condition: @escaping @Sendable () -> Bool) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            Thread {
+                let end = Date().addingTimeInterval(seconds)
+                while !condition(), Date() < end { usleep(10_000) }
+                let sent = condition() && process.isRunning
+                if sent { signals.forEach { kill(process.processIdentifier, $0) } }
+                continuation.resume(returning: sent)
+            }.start()
         }
-        return true
     }
 
     /// Waits up to `seconds` for the process to end (killing it if it does not); whether it did.
     private func waitForExit(_ process: ChildProcess, seconds: Double) async -> Bool {
-        let ended = await waitUntil(seconds: seconds) { !process.isRunning }
-        if !ended {
-            kill(process.processIdentifier, SIGKILL)
-            await process.exited()
-        }
-        return ended
+        !(await process.exited(killingAfter: seconds))
     }
 
     private func entries(_ report: String) throws -> [[String: Any]] {
@@ -53,9 +53,8 @@ import WorkerSupport
         let report = harness.directory.path + "/report.json"
         let process = try startSlowSync(harness, keys: keys, report: report)
         // The fourth request starts once the window has grown past one: the first answer is in.
-        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 4 })
-        #expect(process.isRunning, "the run had work left when the signal came")
-        kill(process.processIdentifier, signal)
+        #expect(await send([signal], to: process) { harness.origin.totalRequests >= 4 },
+                "the run had work left when the signal came")
         #expect(await waitForExit(process, seconds: 6), "the run stops within seconds, not after its remaining downloads")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal,
                 "ends by the signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
@@ -91,12 +90,10 @@ import WorkerSupport
         defer { Task { await harness.origin.stop() } }
         let report = harness.directory.path + "/report.json"
         let process = try startSlowSync(harness, keys: (0..<50).map { "d\($0)" }, report: report)
-        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
         // The graceful stop takes milliseconds; the second signal comes microseconds after the
         // first, so the run is still stopping: it ends by the second, not by the first. (SIGINT
         // first: of two pending signals the kernel delivers the lower number first.)
-        kill(process.processIdentifier, SIGINT)
-        kill(process.processIdentifier, SIGTERM)
+        #expect(await send([SIGINT, SIGTERM], to: process) { harness.origin.totalRequests >= 2 })
         #expect(await waitForExit(process, seconds: 6))
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM,
                 "ends by the second signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
@@ -111,8 +108,7 @@ import WorkerSupport
         let log = harness.directory.path + "/get.log"
         let process = try WorkerBinary.spawn(["get", harness.origin.url("/slow/20000/gen/g"), "--cache-dir", harness.cache],
                                              log: log)
-        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 1 })
-        kill(process.processIdentifier, SIGTERM)
+        #expect(await send([SIGTERM], to: process) { harness.origin.totalRequests >= 1 })
         #expect(await waitForExit(process, seconds: 6), "stops at the signal, not after the 20 s answer")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         let text = try String(contentsOfFile: log, encoding: .utf8)
@@ -128,11 +124,9 @@ import WorkerSupport
         let manifest = harness.manifest([("/f/a", harness.serve("a"))])
         let log = harness.directory.path + "/run.log"
         let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "--wait-lock", "5m"], log: log)
-        #expect(await waitUntil(seconds: 30) {
+        #expect(await send([SIGTERM], to: process) {
             (try? String(contentsOfFile: log, encoding: .utf8))?.contains("waiting for the cache lock") == true
-        })
-        #expect(process.isRunning, "waiting for the lock")
-        kill(process.processIdentifier, SIGTERM)
+        }, "waiting for the lock")
         #expect(await waitForExit(process, seconds: 6), "the wait ends at the signal, not after --wait-lock")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         #expect(harness.origin.totalRequests == 0)
@@ -144,13 +138,12 @@ import WorkerSupport
         let report = harness.directory.path + "/report.json"
         // As `nohup` or a shell's background job leaves SIGINT.
         let process = try startSlowSync(harness, keys: (0..<50).map { "i\($0)" }, report: report, through: "trap '' INT")
-        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= 2 })
+        #expect(await send([SIGINT], to: process) { harness.origin.totalRequests >= 2 })
         let before = harness.origin.totalRequests
-        kill(process.processIdentifier, SIGINT)
-        // Ignored: the run goes on asking for its files after the signal (not a guessed sleep).
-        #expect(await waitUntil(seconds: 30) { harness.origin.totalRequests >= before + 3 }, "requests after SIGINT")
-        #expect(process.isRunning, "SIGINT was ignored")
-        kill(process.processIdentifier, SIGTERM)
+        // Ignored: the run goes on asking for its files after the signal (not a guessed sleep),
+        // and is still running for the next one.
+        #expect(await send([SIGTERM], to: process) { harness.origin.totalRequests >= before + 3 },
+                "SIGINT was ignored: requests after it, and the run still going")
         #expect(await waitForExit(process, seconds: 6))
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         #expect(try entries(report).contains { ($0["error"] as? String)?.contains("stopped by SIGTERM") == true })
