@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import WorkerTestSupport
 import WorkerStore
@@ -20,15 +21,20 @@ import WorkerSupport
     }
 
     /// Sends `signals`, in order, from a thread of its own once `condition` holds (checked every
-    /// 10 ms for up to `seconds`); whether the process was still running when they went. A thread,
-    /// not a task: beside a busy suite on two cores a task woke after the run had ended by itself.
+    /// 10 ms for up to `seconds`; the signals go right after the check that held); whether the
+    /// process was still running when they went. A thread, not a task: beside a busy suite on two
+    /// cores a task woke after the run had ended by itself.
     private func send(_ signals: [Int32], to process: ChildProcess, seconds: Double = 30,
                       when condition: @escaping @Sendable () -> Bool) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             Thread {
                 let end = Date().addingTimeInterval(seconds)
-                while !condition(), Date() < end { usleep(10_000) }
-                let sent = condition() && process.isRunning
+                var held = condition()
+                while !held, Date() < end {
+                    usleep(10_000)
+                    held = condition()
+                }
+                let sent = held && process.isRunning
                 if sent { signals.forEach { kill(process.processIdentifier, $0) } }
                 continuation.resume(returning: sent)
             }.start()
@@ -138,8 +144,15 @@ import WorkerSupport
         let report = harness.directory.path + "/report.json"
         // As `nohup` or a shell's background job leaves SIGINT.
         let process = try startSlowSync(harness, keys: (0..<50).map { "i\($0)" }, report: report, through: "trap '' INT")
-        #expect(await send([SIGINT], to: process) { harness.origin.totalRequests >= 2 })
-        let before = harness.origin.totalRequests
+        // The requests made when SIGINT went, counted on the sending thread (this task may
+        // resume much later).
+        let atSIGINT = Mutex(0)
+        #expect(await send([SIGINT], to: process) {
+            let requests = harness.origin.totalRequests
+            atSIGINT.withLock { $0 = requests }
+            return requests >= 2
+        })
+        let before = atSIGINT.withLock { $0 }
         // Ignored: the run goes on asking for its files after the signal (not a guessed sleep),
         // and is still running for the next one.
         #expect(await send([SIGTERM], to: process) { harness.origin.totalRequests >= before + 3 },
