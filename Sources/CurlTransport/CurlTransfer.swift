@@ -90,7 +90,9 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         if upload >= 0, let failure = add("Expect:") { return failure }
         // Retained until `detach`: libcurl's callbacks find the transfer through this pointer.
         let context = Unmanaged.passRetained(self).toOpaque()
-        if worker_curl_set_string(handle, CURLOPT_URL, url) != CURLE_OK {
+        // libcurl copies the URL; `withCString` lends the string's own bytes (passing the `String`
+        // itself would copy it into a new array first).
+        if url.withCString({ worker_curl_set_string(handle, CURLOPT_URL, $0) }) != CURLE_OK {
             Unmanaged<CurlTransfer>.fromOpaque(context).release()
             return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
         }

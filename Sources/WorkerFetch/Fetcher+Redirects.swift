@@ -74,7 +74,21 @@ extension Fetcher {
             port = number
         }
         guard !host.isEmpty else { return nil }
-        return (secure ? "https://" : "http://") + String(decoding: host, as: UTF8.self).lowercased() + ":" + String(port)
+        // Written in one allocation: an origin is made for every entry a plan groups.
+        let scheme = secure ? "https://" : "http://"
+        let portText = String(port)
+        return String(unsafeUninitializedCapacity: scheme.utf8.count + host.count + 1 + portText.utf8.count) { buffer in
+            var count = 0
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
+            }
+            scheme.utf8.forEach(put)
+            host.forEach { put($0 >= 65 && $0 <= 90 ? $0 + 32 : $0) }
+            put(UInt8(ascii: ":"))
+            portText.utf8.forEach(put)
+            return count
+        }
     }
 
     static func foundationOrigin(_ url: String) -> String {

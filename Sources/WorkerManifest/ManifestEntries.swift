@@ -52,6 +52,11 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
         return text.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[entry.start..<entry.start + Int(entry.urlCount)])) }
     }
 
+    /// The position of the manifest that listed the entry at `position`.
+    public func manifest(at position: Int) -> Int {
+        Int(fixed[position].manifest)
+    }
+
     public func hash(at position: Int) -> ContentHash? {
         let entry = fixed[position]
         guard entry.algorithm > 0 else { return nil }

@@ -81,14 +81,14 @@ extension SyncPlan {
 
     /// Whether a plan item is fetched with credentials (its manifest's headers, URL user info).
     package func carriesCredentials(_ item: Int) -> Bool {
-        let planned = items[item]
-        return !manifests.manifests[planned.entry.manifest].headers.isEmpty || CredentialFreeURL.hasUserInfo(planned.entry.url)
+        !manifests.manifests[manifests.entries.manifest(at: item)].headers.isEmpty
+            || manifests.entries.withURL(at: item) { CredentialFreeURL.hasUserInfo($0) }
     }
 
     /// What to send for a plan item: its manifest's headers, the stored version's validators when
     /// it is revalidated, its mirrors; where `--rewrite` sends it (`origin`: its origin, when known).
     package func request(for item: Int, locator: Locator = Locator(), origin: String? = nil) -> FetchRequest {
-        let planned = items[item]
+        let planned = self.item(at: item)
         let manifest = manifests.manifests[planned.entry.manifest]
         let revalidate = planned.action == .revalidate
         return FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifest.headers,

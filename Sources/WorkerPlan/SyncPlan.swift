@@ -70,6 +70,12 @@ public struct SyncPlan: Sendable {
     /// An item's action, read without making the item (its entry's strings).
     public func action(at position: Int) -> PlannedEntry.Action { actions[position] }
 
+    /// `item(at:).isUpdate`, read without making the item.
+    public func isUpdate(at position: Int) -> Bool {
+        guard let previous = previous(at: position) else { return false }
+        return previous.hash != manifests.entries.hash(at: position)?.description
+    }
+
     /// An item's current row, if it has one, read without making the item.
     public func previous(at position: Int) -> IndexRow? {
         let row = previousRows[position]

@@ -84,9 +84,16 @@ public struct ContentStore: Sendable {
     package func makeTemporaryFile() throws(SystemError) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
             let number = temporaryCounter.add(1, ordering: .relaxed).newValue
-            let name = temporaryPrefix + String(number)
-            let fd = openat(folders.temporary, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444)
-            let path = tmpDirectory + "/" + name
+            let digits = String(number)
+            // The path in one allocation; the file is made by its name, the path's end.
+            var path = String()
+            path.reserveCapacity(tmpDirectory.utf8.count + 1 + temporaryPrefix.utf8.count + digits.utf8.count)
+            path += tmpDirectory
+            path += "/"
+            let nameStart = path.utf8.count
+            path += temporaryPrefix
+            path += digits
+            let fd = path.withCString { openat(folders.temporary, $0 + nameStart, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444) }
             if fd >= 0 { return (fd, path) }
             if errno != EEXIST {
                 throw SystemError("create", path)
@@ -126,27 +133,28 @@ public struct ContentStore: Sendable {
     /// a file of `tmp/` by names relative to the open folders, any other by its full path; the
     /// object's fan-out folder is made first when it is not known to be there.
     private func move(_ path: String, to sha256: String, replacing: Bool) -> Int32 {
-        let attempt: () -> Int32
-        if let name = temporaryName(path) {
-            let target = StoreFolders.relativeObjectPath(sha256)
-            attempt = {
-                replacing ? renameat(folders.temporary, name, folders.objects, target)
-                    : worker_renameat_noreplace(folders.temporary, name, folders.objects, target)
-            }
-        } else {
-            let target = objectPath(sha256)
-            attempt = { replacing ? rename(path, target) : worker_rename_noreplace(path, target) }
-        }
         guard folders.ensureFanOutFolder(for: sha256) else { return -1 }
-        return attempt()
+        if let nameStart = temporaryNameStart(path) {
+            let target = StoreFolders.relativeObjectPath(sha256)
+            return path.withCString { path in
+                target.withCString { target in
+                    let name = path + nameStart
+                    return replacing ? renameat(folders.temporary, name, folders.objects, target)
+                        : worker_renameat_noreplace(folders.temporary, name, folders.objects, target)
+                }
+            }
+        }
+        let target = objectPath(sha256)
+        return replacing ? rename(path, target) : worker_rename_noreplace(path, target)
     }
 
-    /// The name of a file directly in `tmp/` (every temporary file this store makes), else nil.
-    private func temporaryName(_ path: String) -> String? {
+    /// Where the name starts in the path of a file directly in `tmp/` (every temporary file this
+    /// store makes), as a UTF-8 offset; else nil.
+    private func temporaryNameStart(_ path: String) -> Int? {
         guard path.hasPrefix(tmpDirectory) else { return nil }
         let name = path.utf8.dropFirst(tmpDirectory.utf8.count)
         guard name.first == UInt8(ascii: "/"), name.count > 1, !name.dropFirst().contains(UInt8(ascii: "/")) else { return nil }
-        return String(Substring(name.dropFirst()))
+        return tmpDirectory.utf8.count + 1
     }
 
     /// The error of a failed rename (`code`) into the object's name; the temporary file is deleted.

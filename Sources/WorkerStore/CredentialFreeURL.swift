@@ -23,7 +23,13 @@ package enum CredentialFreeURL {
 
     /// Whether `url` carries user info (a credential) in its authority.
     package static func hasUserInfo(_ url: String) -> Bool {
-        userInfoRange(Array(url.utf8)) != nil
+        var url = url
+        return url.withUTF8 { hasUserInfo(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Whether a URL's UTF-8 bytes carry user info in its authority.
+    package static func hasUserInfo(_ url: UnsafeRawBufferPointer) -> Bool {
+        userInfoRange(url) != nil
     }
 
     /// Whether a row's URL is such a key (it cannot be fetched as it is).
@@ -32,14 +38,17 @@ package enum CredentialFreeURL {
         return userInfoRange(bytes).map { isDigest(bytes[$0]) } ?? false
     }
 
-    /// The bytes between `://` and the last `@` of the authority, when there is one.
-    private static func userInfoRange(_ bytes: [UInt8]) -> Range<Int>? {
-        guard let scheme = firstIndex(of: Array("://".utf8), in: bytes) else { return nil }
-        let start = scheme + 3
-        var end = start
+    /// The bytes between the first `://` and the last `@` of the authority after it, when there
+    /// is one. Read in place: no array is made.
+    private static func userInfoRange<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Range<Int>?
+    where Bytes.Index == Int {
+        guard let start = authorityStart(bytes) else { return nil }
         var at: Int?
-        while end < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[end]) {
-            if bytes[end] == UInt8(ascii: "@") { at = end }
+        var end = start
+        while end < bytes.endIndex {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if byte == UInt8(ascii: "@") { at = end }
             end += 1
         }
         return at.map { start..<$0 }
@@ -49,10 +58,15 @@ package enum CredentialFreeURL {
         info.count == 33 && info.first == UInt8(ascii: "~") && Hex.isLowercaseHex(String(decoding: info.dropFirst(), as: UTF8.self), length: 32)
     }
 
-    private static func firstIndex(of needle: [UInt8], in bytes: [UInt8]) -> Int? {
-        guard bytes.count >= needle.count else { return nil }
-        for start in 0...(bytes.count - needle.count) where Array(bytes[start..<start + needle.count]) == needle {
-            return start
+    /// Where the authority starts: just past the first `://`.
+    private static func authorityStart<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Int?
+    where Bytes.Index == Int {
+        var index = bytes.startIndex
+        while index + 2 < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/") {
+                return index + 3
+            }
+            index += 1
         }
         return nil
     }

@@ -152,7 +152,7 @@ final class SQLiteStatement {
             case .null: sqlite3_bind_null(statement, index)
             case .int(let number): sqlite3_bind_int64(statement, index, number)
             case .double(let number): sqlite3_bind_double(statement, index, number)
-            case .text(let text): sqlite3_bind_text(statement, index, text, -1, Self.transient)
+            case .text(let text): bindText(index, text)
             case .blob(let bytes): sqlite3_bind_blob(statement, index, bytes, Int32(bytes.count), Self.transient)
             }
         }
@@ -171,7 +171,13 @@ final class SQLiteStatement {
             sqlite3_bind_null(statement, index)
             return
         }
-        sqlite3_bind_text(statement, index, text, -1, Self.transient)
+        bindText(index, text)
+    }
+
+    /// A text bound from the string's own bytes: passing a `String` to the C function directly
+    /// copies it into a new array first, an allocation per value bound.
+    private func bindText(_ index: Int32, _ text: String) {
+        text.withCString { sqlite3_bind_text(statement, index, $0, -1, Self.transient) }
     }
 
     func bind(_ index: Int32, _ number: Int64) {

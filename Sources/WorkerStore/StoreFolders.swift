@@ -95,6 +95,11 @@ final class StoreFolders: Sendable {
 
     /// `ab/abcdef…`: an object's name relative to `objects`.
     static func relativeObjectPath(_ sha256: String) -> String {
-        sha256.prefix(2) + "/" + sha256
+        var path = String()
+        path.reserveCapacity(3 + sha256.utf8.count)
+        path += sha256.prefix(2)
+        path += "/"
+        path += sha256
+        return path
     }
 }

@@ -107,9 +107,9 @@ struct SyncLedger {
         case .reused(let item, let object, let size):
             add(item, .reused, object: object, size: size, attempts: nil)
         case .delivered(let item, let object, let size, let attempts, let source, let servedBy):
-            let planned = plan.item(at: item)
-            if planned.action == .repair { rows.totals.repaired += 1 }
-            if planned.action == .refresh { rows.totals.refreshed += 1 }
+            let action = plan.action(at: item)
+            if action == .repair { rows.totals.repaired += 1 }
+            if action == .refresh { rows.totals.refreshed += 1 }
             let status = deliveredStatus(item, object: object)
             add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
                 servedBy: servedBy)
@@ -175,11 +175,10 @@ struct SyncLedger {
 
     /// The status a body delivered for `item` gives it, by its planned action.
     private func deliveredStatus(_ item: Int, object: String) -> EntryStatus {
-        let planned = plan.item(at: item)
-        switch planned.action {
+        switch plan.action(at: item) {
         case .repair: return .updated
-        case .refresh, .revalidate: return object == planned.previous?.object ? .unchanged : .updated
-        case .keep, .reuse, .download: return planned.isUpdate ? .updated : .added
+        case .refresh, .revalidate: return object == plan.previous(at: item)?.object ? .unchanged : .updated
+        case .keep, .reuse, .download: return plan.isUpdate(at: item) ? .updated : .added
         }
     }
 

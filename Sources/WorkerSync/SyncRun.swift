@@ -145,16 +145,15 @@ struct SyncRun {
         var delivered: FetchedBody?
         for tried in results {
             let (item, result) = (tried.item, tried.result)
-            let planned = plan.item(at: item)
             ledger.record(.received(result.bytesReceived))
             switch result.result {
             case .success(.notModified):
                 // 304: the stored version is current; only "last used" changes.
-                pendingTouches.append(planned.entry.url)
+                pendingTouches.append(plan.manifests.entries.url(at: item))
                 ledger.record(.unchanged(item: item, attempts: result.attempts))
             case .success(.body(let body)):
                 delivered = body
-                logger.debug("entry fetched", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
+                logger.debug("entry fetched", metadata: ["entry.url": "\(Redact.url(plan.manifests.entries.url(at: item)))",
                                                          "entry.source": "\(result.source?.rawValue ?? "-")",
                                                          "entry.bytes": "\(body.size)"])
                 batch.addBytes(body.size)
@@ -166,7 +165,8 @@ struct SyncRun {
                 fail(item, failure, attempts: result.attempts)
             }
         }
-        guard let delivered else { return }
+        // A group of one (most are) has no other item to link.
+        guard let delivered, group.items.count > 1 else { return }
         let tried = Set(results.map(\.item))
         for item in group.items where !tried.contains(item) {
             link(item, object: delivered.sha256, size: delivered.size, body: nil)

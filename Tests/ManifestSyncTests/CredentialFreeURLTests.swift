@@ -35,6 +35,19 @@ import WorkerTestSupport
         }
     }
 
+    /// User info is looked for only in the authority (between `://` and the path, query or
+    /// fragment), read from a string and from its bytes alike.
+    @Test func userInfoIsFoundInTheAuthorityOnly() {
+        let carrying = ["https://alice:s3cret@cdn.example.com/a.png", "http://u@h", "HTTP://a@b@h:8080/x", "s3://k:s@bucket/key"]
+        let plain = ["https://cdn.example.com/p@th/a.png", "https://cdn.example.com/a?u=b@c", "http://127.0.0.1:8080/x#y@z",
+                     "file:///srv/a@b.png", "no scheme@here", "", "://"]
+        for url in carrying + plain {
+            let expected = carrying.contains(url)
+            #expect(CredentialFreeURL.hasUserInfo(url) == expected, "\(url)")
+            #expect(Array(url.utf8).withUnsafeBytes { CredentialFreeURL.hasUserInfo($0) } == expected, "\(url)")
+        }
+    }
+
     /// The index of a shared cache keys every write and read the same way.
     @Test func aSharedIndexMatchesTheURLItWasGiven() throws {
         let directory = TemporaryDirectory()
