@@ -38,8 +38,13 @@ public struct PlannedEntry: Sendable {
 
     /// True when the URL is stored at another version (its hash changed).
     public var isUpdate: Bool {
+        Self.isUpdate(of: previous, to: entry.hash)
+    }
+
+    /// Whether `hash` is another version than the URL's row `previous` holds (none: not an update).
+    static func isUpdate(of previous: IndexRow?, to hash: ContentHash?) -> Bool {
         guard let previous else { return false }
-        return previous.hash != entry.hash?.description
+        return previous.hash != hash?.description
     }
 }
 
@@ -72,8 +77,9 @@ public struct SyncPlan: Sendable {
 
     /// `item(at:).isUpdate`, read without making the item.
     public func isUpdate(at position: Int) -> Bool {
-        guard let previous = previous(at: position) else { return false }
-        return previous.hash != manifests.entries.hash(at: position)?.description
+        let previous = previous(at: position)
+        // A URL with no row is no update: its hash is not read (a digest made per new entry).
+        return PlannedEntry.isUpdate(of: previous, to: previous == nil ? nil : manifests.entries.hash(at: position))
     }
 
     /// An item's current row, if it has one, read without making the item.
