@@ -139,3 +139,7 @@ const char *worker_curl_default_ca_path(void) {
     curl_version_info_data *info = api.version_info(CURLVERSION_NOW);
     return info ? info->capath : NULL;
 }
+unsigned int worker_curl_version_number(void) {
+    curl_version_info_data *info = api.version_info(CURLVERSION_NOW);
+    return info ? info->version_num : 0;
+}

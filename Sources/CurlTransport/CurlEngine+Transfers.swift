@@ -2,16 +2,10 @@ import CCurl
 import WorkerFetch
 import WorkerSupport
 
-/// A transfer's life on the engine's thread: a new handle of its own, the entry and read timeouts
-/// and `--limit-rate`'s pauses on the engine's timers, and its end.
-///
-/// Every transfer gets a new easy handle and it is cleaned up when the transfer ends: a reused
-/// handle carries state from one response into the next, and libcurl 7.88 (Debian 12) frees a
-/// stale header pointer twice when a response on a reused handle begins with a folded header line
-/// (curl issues 11101, 11620) — a crash any server could cause. Connections and the DNS cache stay
-/// pooled in the multi handle and TLS sessions in the engine's share, so a new handle costs only
-/// its options
-/// (BENCHMARKS.md, "A new handle per transfer").
+/// A transfer's life on the engine's thread: a handle (`HandlePool` says whether a kept one), the
+/// entry and read timeouts and `--limit-rate`'s pauses on the engine's timers, and its end.
+/// Connections and the DNS cache stay pooled in the multi handle and TLS sessions in the engine's
+/// share, whatever the handle.
 extension CurlEngine {
     /// A timer of the engine's own (timeouts, pauses), added directly: this is its thread.
     func addTimer(at due: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
@@ -26,14 +20,19 @@ extension CurlEngine {
             return
         }
         let handle: UnsafeMutableRawPointer
-        switch options.makeHandle(share: share) {
-        case .success(let made): handle = made
-        case .failure(let failure):
-            transfer.complete(with: failure)
-            return
+        if let kept = handles.take(forPlainGet: transfer.isPlainGet) {
+            handle = kept
+        } else {
+            switch options.makeHandle(share: share) {
+            case .success(let made): handle = made
+            case .failure(let failure):
+                transfer.complete(with: failure)
+                return
+            }
         }
         if let failure = transfer.attach(to: handle) {
             transfer.detach()
+            // A request libcurl refused may have left options set: never kept.
             worker_curl_easy_cleanup(handle)
             transfer.complete(with: failure)
             return
@@ -85,7 +84,9 @@ extension CurlEngine {
         if let id = transfer.pauseTimer { _ = timers.remove(id: id) }
         let outcome = transfer.finish(code: code, cutShort: failure)
         transfer.detach()
-        worker_curl_easy_cleanup(handle)
+        // Kept only after a plain GET that libcurl ended itself: one cut short here (a timeout,
+        // a stop) may have been paused or mid-response.
+        handles.giveBack(handle, reusable: transfer.isPlainGet && code != nil && !transfer.paused)
         transfer.done(outcome)
     }
 }

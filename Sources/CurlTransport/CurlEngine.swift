@@ -42,6 +42,7 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
     let share: UnsafeMutableRawPointer
     var timers = TimerQueue<@Sendable (Bool) -> Void>()
     var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+    var handles: HandlePool
     var stopped: (@Sendable () -> Void)?
     /// Timers cancelled before they were added (ids handed out first, for registering).
     private var cancelledEarly = Set<Int>()
@@ -51,6 +52,8 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
     init(options: Options) throws(CacheError) {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         self.options = options
+        handles = HandlePool(enabled: options.reusesHandles
+            ?? HandlePool.reusesHandles(libcurlVersion: UInt32(worker_curl_version_number())))
         multi = try options.makeMulti()
         do {
             share = try Options.makeShare()
@@ -234,6 +237,7 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
             if commands.isEmpty, timers.count == 0 { break }
             for command in commands { apply(command) }
         }
+        handles.drain()
         worker_curl_multi_cleanup(multi)
         worker_curl_share_cleanup(share)
         done()

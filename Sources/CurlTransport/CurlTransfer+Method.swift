@@ -4,9 +4,17 @@ import WorkerFetch
 import WorkerSupport
 
 /// What a request other than a plain GET sets on its handle: a HEAD, a PUT of an open file (the
-/// shared tier's uploads), a request's own timeouts, its signing. (A handle serves one transfer.)
+/// shared tier's uploads), a request's own timeouts, its signing. Such a handle is never reused
+/// (`HandlePool`).
 extension CurlTransfer {
-    /// A HEAD or a PUT (a new handle is a GET), the request's own timeouts and its AWS signing;
+    /// A GET with the engine's timeouts and no signing: it sets no option of its own beyond its
+    /// URL, headers and context, so it may take and leave a kept handle.
+    var isPlainGet: Bool {
+        guard case .get = method else { return false }
+        return timeouts == nil && signing == nil
+    }
+
+    /// A HEAD or a PUT (a new or kept handle is a GET), the request's own timeouts and its AWS signing;
     /// an option libcurl refuses ends the exchange before it starts.
     func setRequestOptions(_ handle: UnsafeMutableRawPointer) -> FetchFailure? {
         var refused: [String] = []

@@ -107,11 +107,16 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         return nil
     }
 
-    /// Lets go of the handle (the engine cleans it up) and of the request's headers and file.
+    /// Lets go of the handle (the engine keeps it or cleans it up) and of the request's headers
+    /// and file.
     func detach() {
-        if let handle, let context = worker_curl_info_private(handle) {
-            worker_curl_set_pointer(handle, CURLOPT_PRIVATE, nil)
-            Unmanaged<CurlTransfer>.fromOpaque(context).release()
+        if let handle {
+            // libcurl keeps the list's pointer, not a copy: a kept handle must not hold it freed.
+            worker_curl_set_pointer(handle, CURLOPT_HTTPHEADER, nil)
+            if let context = worker_curl_info_private(handle) {
+                worker_curl_set_pointer(handle, CURLOPT_PRIVATE, nil)
+                Unmanaged<CurlTransfer>.fromOpaque(context).release()
+            }
         }
         if upload >= 0 {
             Glibc.close(upload)

@@ -65,6 +65,9 @@ extension CurlEngine {
         /// A PEM file of certificate authorities to trust besides libcurl's default folder of
         /// them; nil trusts libcurl's defaults alone.
         var trustedCertificates: String?
+        /// Whether plain GETs reuse handles (`HandlePool`); nil: when the loaded libcurl can do
+        /// so safely (8.1.0 or later).
+        var reusesHandles: Bool? = nil
 
         /// A multi handle with these options; fails when libcurl cannot make one or refuses an
         /// option (every return code is checked).

@@ -4,8 +4,9 @@ import WorkerTestSupport
 
 /// What a server says on one connection must not reach the next response: libcurl 7.88 (Debian
 /// 12) kept a pointer to the previous response's last header in a reused handle and freed it twice
-/// when the next response began with a folded header line (curl issues 11101, 11620) — exit 134
-/// from any server. Every transfer now has a handle of its own.
+/// when the next response began with a folded header line (curl issue 11101, fixed in 8.1.0) —
+/// exit 134 from any server. On such a libcurl every transfer has a handle of its own; from 8.1.0
+/// plain GETs reuse one (`HandlePool`), and this test then runs on reused handles.
 @Suite(.hangLimit) struct ReusedConnectionTests {
     @Test func aFoldedHeaderAfterA404OnAReusedConnectionFailsNoRun() async throws {
         let origin = try RawOrigin()

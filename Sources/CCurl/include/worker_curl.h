@@ -51,4 +51,7 @@ void worker_curl_slist_free_all(struct curl_slist *list);
 const char *worker_curl_default_ca_file(void);
 const char *worker_curl_default_ca_path(void);
 
+/// The loaded libcurl's version as 0xXXYYZZ (8.1.0 is 0x080100).
+unsigned int worker_curl_version_number(void);
+
 #endif
