@@ -43,50 +43,67 @@ extension Fetcher {
     }
 
     static func plainOrigin(_ url: String) -> String? {
-        let bytes = url.utf8
-        let secure: Bool
-        var start = bytes.startIndex
-        func hasPrefix(_ prefix: String) -> Bool {
-            bytes.count >= prefix.utf8.count && zip(bytes, prefix.utf8).allSatisfy { $0 | 0x20 == $1 | 0x20 }
+        var url = url
+        // The string's own bytes (a native string's are contiguous): indexing its UTF-8 view byte
+        // by byte cost ~6,000 instructions an origin, more than the rest of a request's setup.
+        return url.withUTF8(plainOrigin(bytes:))
+    }
+
+    private static func plainOrigin(bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        func lowercased(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
+        func hasPrefix(_ prefix: StaticString) -> Bool {
+            guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
+            for offset in 0..<prefix.utf8CodeUnitCount where lowercased(bytes[offset]) != prefix.utf8Start[offset] { return false }
+            return true
         }
+        let secure: Bool
+        let start: Int
         if hasPrefix("http://") {
-            secure = false
-            start = bytes.index(start, offsetBy: 7)
+            (secure, start) = (false, 7)
         } else if hasPrefix("https://") {
-            secure = true
-            start = bytes.index(start, offsetBy: 8)
+            (secure, start) = (true, 8)
         } else {
             return nil
         }
-        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
-            ?? bytes.endIndex
-        let authority = bytes[start..<end]
-        guard !authority.isEmpty, !authority.contains(where: { byte in
-            byte == UInt8(ascii: "@") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "%") || byte >= 0x80
-        }) else { return nil }
-        var host = authority[...]
-        var port = secure ? 443 : 80
-        if let colon = authority.firstIndex(of: UInt8(ascii: ":")) {
-            host = authority[..<colon]
-            let digits = authority[authority.index(after: colon)...]
-            guard !digits.isEmpty, digits.count <= 5, let number = Int(String(decoding: digits, as: UTF8.self)),
-                  number <= 65535 else { return nil }
-            port = number
+        var end = start
+        var colon: Int?
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if byte == UInt8(ascii: "@") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "%") || byte >= 0x80 { return nil }
+            if byte == UInt8(ascii: ":"), colon == nil { colon = end }
+            end += 1
         }
-        guard !host.isEmpty else { return nil }
-        // Written in one allocation: an origin is made for every entry a plan groups.
-        let scheme = secure ? "https://" : "http://"
-        let portText = String(port)
-        return String(unsafeUninitializedCapacity: scheme.utf8.count + host.count + 1 + portText.utf8.count) { buffer in
-            var count = 0
-            func put(_ byte: UInt8) {
-                buffer[count] = byte
-                count += 1
+        let hostEnd = colon ?? end
+        guard hostEnd > start else { return nil }
+        var port = secure ? 443 : 80
+        if let colon {
+            let digits = colon + 1..<end
+            guard !digits.isEmpty, digits.count <= 5 else { return nil }
+            port = 0
+            for index in digits {
+                let byte = bytes[index]
+                guard byte >= 48, byte <= 57 else { return nil }
+                port = port * 10 + Int(byte - 48)
             }
-            scheme.utf8.forEach(put)
-            host.forEach { put($0 >= 65 && $0 <= 90 ? $0 + 32 : $0) }
-            put(UInt8(ascii: ":"))
-            portText.utf8.forEach(put)
+            guard port <= 65535 else { return nil }
+        }
+        // Written in one allocation: an origin is made for every entry a plan groups.
+        let scheme: StaticString = secure ? "https://" : "http://"
+        var portDigits = 1
+        var rest = port / 10
+        while rest > 0 { (portDigits, rest) = (portDigits + 1, rest / 10) }
+        return String(unsafeUninitializedCapacity: scheme.utf8CodeUnitCount + (hostEnd - start) + 1 + portDigits) { buffer in
+            var count = 0
+            for offset in 0..<scheme.utf8CodeUnitCount { buffer[count] = scheme.utf8Start[offset]; count += 1 }
+            for index in start..<hostEnd { buffer[count] = lowercased(bytes[index]); count += 1 }
+            buffer[count] = UInt8(ascii: ":")
+            count += 1 + portDigits
+            var value = port
+            for index in stride(from: count - 1, through: count - portDigits, by: -1) {
+                buffer[index] = UInt8(48 + value % 10)
+                value /= 10
+            }
             return count
         }
     }

@@ -28,7 +28,9 @@ package enum HTTPToken {
     /// Every byte of `value` ASCII and allowed in a field value. One call a value: a caller in
     /// another module asking `isForbiddenInValue` of each byte made a call per byte.
     package static func isASCIIFieldValue(_ value: String) -> Bool {
-        value.utf8.allSatisfy { $0 < 0x80 && !isForbiddenInValue($0) }
+        var value = value
+        // The contiguous bytes, not the UTF-8 view an index at a time (~25 instructions a byte).
+        return value.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 && !isForbiddenInValue($0) } }
     }
 
     package static func isValidName(_ name: String) -> Bool {

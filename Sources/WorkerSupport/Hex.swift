@@ -11,13 +11,17 @@ package enum Hex {
     /// Writes `bytes` as lowercase hex into `out` from `start`; returns the index after the last digit.
     @discardableResult
     package static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
-        var end = start
+        precondition(start >= 0 && out.count - start >= bytes.count * 2, "no room for the hex digits")
+        guard let base = out.baseAddress else { return start }
+        // Checked once above, then written through the pointer (a digest's 64 digits are written
+        // for every file; a bounds check per digit was most of it).
+        var digit = base + start
         for byte in bytes {
-            out[end] = lowercaseDigit(byte >> 4)
-            out[end + 1] = lowercaseDigit(byte & 0x0f)
-            end += 2
+            digit[0] = lowercaseDigit(byte >> 4)
+            digit[1] = lowercaseDigit(byte & 0x0f)
+            digit += 2
         }
-        return end
+        return start + bytes.count * 2
     }
 
     /// Decodes case-insensitive hex; nil for odd length or any other character.

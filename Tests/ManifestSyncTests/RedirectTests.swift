@@ -45,7 +45,8 @@ import WorkerTestSupport
 @Suite(.hangLimit) struct OriginKeyTests {
     @Test(arguments: [
         "http://a.example/x", "HTTP://A.Example:80/y", "https://cdn.example.com/u/1.png?x=1#f", "http://127.0.0.1:8080",
-        "https://h:443/", "http://h:1/a", "https://Sub.Domain.example:65535/p", "http://h?q", "http://h#f",
+        "https://h:443/", "http://h:1/a", "https://Sub.Domain.example:65535/p", "http://h?q", "http://h#f", "http://h:00080/x",
+        "http://h:0/x", "HtTpS://H.Example:9/",
     ])
     func plainOriginsMatchFoundation(url: String) {
         let fast = Fetcher.plainOrigin(url)
@@ -53,7 +54,8 @@ import WorkerTestSupport
         #expect(fast == Fetcher.foundationOrigin(url), "\(url)")
     }
 
-    @Test(arguments: ["http://user:pw@h/x", "http://[::1]:8080/x", "ftp://h/x", "http://h:99999/x", "http://h:/x", "http:///x"])
+    @Test(arguments: ["http://user:pw@h/x", "http://[::1]:8080/x", "ftp://h/x", "http://h:99999/x", "http://h:/x", "http:///x",
+                       "http://h:+80/x", "http://h:80:90/x", "http://:80/x", "http://h%41/x"])
     func unusualOnesGoThroughFoundation(url: String) {
         #expect(Fetcher.plainOrigin(url) == nil, "\(url)")
         #expect(Fetcher.origin(of: url) == Fetcher.foundationOrigin(url))
