@@ -90,20 +90,17 @@ extension Fetcher {
         }
         // Written in one allocation: an origin is made for every entry a plan groups.
         let scheme: StaticString = secure ? "https://" : "http://"
-        var portDigits = 1
-        var rest = port / 10
-        while rest > 0 { (portDigits, rest) = (portDigits + 1, rest / 10) }
-        return String(unsafeUninitializedCapacity: scheme.utf8CodeUnitCount + (hostEnd - start) + 1 + portDigits) { buffer in
+        let portText = String(port)  // at most five digits: a small string, no allocation
+        return String(unsafeUninitializedCapacity: scheme.utf8CodeUnitCount + (hostEnd - start) + 1 + portText.utf8.count) { buffer in
             var count = 0
-            for offset in 0..<scheme.utf8CodeUnitCount { buffer[count] = scheme.utf8Start[offset]; count += 1 }
-            for index in start..<hostEnd { buffer[count] = lowercased(bytes[index]); count += 1 }
-            buffer[count] = UInt8(ascii: ":")
-            count += 1 + portDigits
-            var value = port
-            for index in stride(from: count - 1, through: count - portDigits, by: -1) {
-                buffer[index] = UInt8(48 + value % 10)
-                value /= 10
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
             }
+            for offset in 0..<scheme.utf8CodeUnitCount { put(scheme.utf8Start[offset]) }
+            for index in start..<hostEnd { put(lowercased(bytes[index])) }
+            put(UInt8(ascii: ":"))
+            for byte in portText.utf8 { put(byte) }
             return count
         }
     }

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import WorkerTestSupport
 
+import CCurl
 @testable import CurlTransport
 @testable import WorkerFetch
 @testable import WorkerStore
@@ -100,6 +101,55 @@ import WorkerTestSupport
             #expect(request.hasPrefix("GET \(path) ") && !request.contains("X-Only-A"), "\(request)")
         }
         #expect(origin.requestCount == 5)
+    }
+
+    @Test func aTransferCutShortLeavesNoHandle() async throws {
+        let origin = try RawOrigin()
+        defer { origin.stop() }
+        // Half the body, then silence: the entry's deadline ends it, not libcurl.
+        let full = Array(repeating: UInt8(ascii: "x"), count: 4096)
+        origin.script("/slow", [RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(full.count)\r\n\r\n", body: full,
+                                                 stallAfter: 2048)])
+        let directory = TemporaryDirectory()
+        let store = try ContentStore(root: directory.path + "/cache")
+        let engine = try engine(reusesHandles: true)
+        let deadline = Monotonic.now() + 0.5
+        let request = TransferRequest(url: origin.url("/slow"), headers: [], deadline: deadline)
+        let handler = ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
+                                      entryTimeout: 0.5, url: request.url, resume: nil, resumeThreshold: 1 << 20)
+        let reply = await exchange(engine, request, handler: handler)
+        guard case .failure(let failure) = reply.result else {
+            Issue.record("the stalled transfer ended as \(reply.result)")
+            return
+        }
+        #expect(failure.reason == .timeout)
+        // Its handle may be mid-response: cleaned up, not kept.
+        #expect(await keptHandles(engine) == 0)
+        await engine.shutdown()
+    }
+
+    @Test func thePoolKeepsAtMostItsCapacityAndDrainsEveryHandle() throws {
+        #expect(Libcurl.loadProblem() == nil)
+        var pool = HandlePool(enabled: true)
+        for _ in 0..<HandlePool.capacity + 3 {
+            let handle = try #require(worker_curl_easy_init())
+            pool.giveBack(handle, reusable: true)
+        }
+        #expect(pool.idleCount == HandlePool.capacity)
+        pool.giveBack(try #require(worker_curl_easy_init()), reusable: false)
+        #expect(pool.idleCount == HandlePool.capacity)
+        #expect(pool.take(forPlainGet: false) == nil)
+        let kept = pool.take(forPlainGet: true)
+        let taken = try #require(kept)
+        #expect(pool.idleCount == HandlePool.capacity - 1)
+        pool.giveBack(taken, reusable: true)
+        pool.drain()
+        #expect(pool.idleCount == 0)
+        #expect(pool.take(forPlainGet: true) == nil)
+
+        var off = HandlePool(enabled: false)
+        off.giveBack(try #require(worker_curl_easy_init()), reusable: true)
+        #expect(off.idleCount == 0)
     }
 
     @Test func withoutReuseEveryHandleIsCleanedUp() async throws {
