@@ -162,7 +162,7 @@ def main():
             empty = os.path.join(scratch, "empty-cache")
             sync = lambda binary, m: [binary, "sync", m, "--cache-dir", cache, "-q", "--progress", "never"]
             builds = [("", worker)] + ([("base ", os.path.abspath(args.baseline))] if args.baseline else [])
-            curl = ["curl", "--parallel", "--parallel-max", "16", "--create-dirs", "-sS", "-K", curl_config]
+            curl_command = ["curl", "--parallel", "--parallel-max", "16", "--create-dirs", "-sS", "-K", curl_config]
             # Each round runs every build's rows and then curl, so that the ratios of one round
             # compare runs made minutes apart, not a whole size's worth of runs apart.
             for _ in range(args.rounds):
@@ -192,7 +192,7 @@ def main():
                     shutil.rmtree(cache, ignore_errors=True)
                     shutil.rmtree(empty, ignore_errors=True)
                 shutil.rmtree(os.path.join(scratch, "curl"), ignore_errors=True)
-                runs.setdefault((n, "curl"), []).append(measure(curl))
+                runs.setdefault((n, "curl"), []).append(measure(curl_command))
                 print(f"{n}: curl {runs[(n, 'curl')][-1][0]:.2f} s", file=sys.stderr, flush=True)
             shutil.rmtree(os.path.join(scratch, "curl"), ignore_errors=True)
             if os.path.exists(report):
