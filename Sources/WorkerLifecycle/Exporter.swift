@@ -52,7 +52,11 @@ public enum ExportLayout: String, Sendable, CaseIterable {
 ///
 /// Into a real folder, an export keeps the list of what it wrote there (`.worker-export`) and
 /// removes what an earlier export wrote that this one does not (an entry that left the
-/// manifests), never another file. `atomic` publishes the folder as `TreePublisher` does instead.
+/// manifests), and only while it is still what the export made (`ExportList`). Every folder and
+/// file under the folder is made, replaced and removed through folder descriptors, never
+/// following a link: a link where a folder goes is refused (exit 2, naming it), and a link where
+/// a file goes is replaced (the link itself). `atomic` publishes the folder as `TreePublisher`
+/// does instead.
 public struct Exporter: Sendable {
     public let cacheDirectory: String
 
@@ -73,6 +77,8 @@ public struct Exporter: Sendable {
         public var tree: TreeOutcome?
         /// Rows whose object was gone when it was linked (a writer's race), looked up again.
         var vanished = Set<String>()
+        /// What the folder holds now, for the list.
+        var written: [ExportList.Item] = []
     }
 
     /// The list of what an export wrote into its folder, in that folder.
@@ -90,28 +96,31 @@ public struct Exporter: Sendable {
     /// `tree` names each file (a path and its entry's URL). A writer may replace a version while
     /// the rows are read: into a real folder, an object gone by the time it is linked is looked up
     /// again once the commit in progress is done (twice at most), so a race is never reported
-    /// as a missing entry; an atomic export holds the cache's lock while it links.
+    /// as a missing entry; an atomic export holds the cache's lock while it links (after the
+    /// tree's lock, waited for up to `wait` seconds).
     public func export(layout: ExportLayout, to folder: String, urls: Set<String>?,
-                       tree: [(path: String, url: String)]? = nil, atomic: Bool = false,
+                       tree: [(path: String, url: String)]? = nil, atomic: Bool = false, wait: Double? = nil,
                        context: RunContext = RunContext()) async throws(CacheError) -> Result {
         if atomic {
             let publisher = TreePublisher(path: folder)
-            try publisher.check()
-            let lock = try await CacheLock(directory: cacheDirectory, wait: nil, context: context)
-            defer { lock.release() }
-            var result = try plan(layout: layout, urls: urls, tree: tree)
             let objects = CacheLayout.objectsDirectory(cacheDirectory)
-            let outcome = try publisher.publish(result.files.map { TreeFile(path: $0.name, object: $0.object, objectsDirectory: objects) })
-            result.summary.linked = outcome.linked
-            result.summary.copied = outcome.copied
-            result.summary.unchanged = outcome.switched ? 0 : outcome.files
-            result.summary.tree = outcome
-            return result.summary
+            var result = Result()
+            let outcome = try await publisher.publish(cacheDirectory: cacheDirectory, wait: wait, context: context) { () throws(CacheError) in
+                let planned = try plan(layout: layout, urls: urls, tree: tree)
+                result = planned.summary
+                return planned.files.map { TreeFile(path: $0.name, object: $0.object, objectsDirectory: objects) }
+            }
+            result.linked = outcome.linked
+            result.copied = outcome.copied
+            result.unchanged = outcome.switched ? 0 : outcome.files
+            result.tree = outcome
+            return result
         }
-        let list = ExportList(folder: folder)
+        let root = try FolderHandle.make(folder, noun: "the export folder")
+        let list = ExportList(folder: root)
         let previous = list.read()
         var planned = try plan(layout: layout, urls: urls, tree: tree)
-        var result = try write(planned.files, layout: layout, to: folder, into: planned.summary)
+        var result = try write(planned.files, to: root, into: planned.summary)
         for _ in 0..<2 where !result.vanished.isEmpty {
             CacheLock.waitForCommit(directory: cacheDirectory, upTo: 2)
             let retried = result.vanished
@@ -120,15 +129,16 @@ public struct Exporter: Sendable {
             result.entries -= retried.count
             result.entries += again.summary.entries
             result.missing += again.summary.missing
-            result = try write(again.files, layout: layout, to: folder, into: result)
+            result = try write(again.files, to: root, into: result)
             planned.files += again.files
         }
         result.missing += result.vanished.map(Redact.url)
         result.missing.sort()
         result.vanished = []
-        let names = Set(planned.files.map(\.name))
-        result.removed = list.removeFiles(previous.filter { !names.contains($0) })
-        try list.write(names.sorted())
+        let names = Set(planned.files.map { FileName.Key($0.name) })
+        result.removed = list.removeFiles(previous.filter { !names.contains(FileName.Key($0.name)) },
+                                          objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
+        try list.write(result.written)
         return result
     }
 
@@ -160,12 +170,12 @@ public struct Exporter: Sendable {
         let wanted = urls.map { Set($0.map(index.key)) }
         var found = Set<String>()
         // Entries that share a file name (one content, in a layout named by content) make one file.
-        var named = Set<String>()
+        var named = Set<FileName.Key>()
         for record in try index.allRecords() where wanted?.contains(record.url) ?? true {
             found.insert(record.url)
             summary.entries += 1
             let name = layout.fileName(url: record.url, object: record.object)
-            guard named.insert(name).inserted else { continue }
+            guard named.insert(FileName.Key(name)).inserted else { continue }
             files.append(File(name: name, object: record.object, url: record.url))
         }
         if let urls {
@@ -174,46 +184,42 @@ public struct Exporter: Sendable {
         return (files, summary)
     }
 
-    /// Links (or copies) `files` into the real folder `folder`, replacing what is there under
-    /// their names unless it is already the same object.
-    private func write(_ files: [File], layout: ExportLayout, to folder: String,
-                       into summary: Result) throws(CacheError) -> Result {
+    /// Links (or copies) `files` into the folder `root`, each folder and file reached from its
+    /// descriptor without following a link, replacing what is there under their names (a file,
+    /// or a link itself) unless it is already the same object.
+    private func write(_ files: [File], to root: FolderHandle, into summary: Result) throws(CacheError) -> Result {
         var result = summary
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        } catch {
-            throw CacheError.output(path: folder, reason: "cannot create the export folder: \(ErrorText.describe(error))")
-        }
-        var folders = Set<String>()
         let objects = CacheLayout.objectsDirectory(cacheDirectory)
-        for file in files {
+        var walk = FolderWalk(root: root)
+        for file in files.sorted(by: { FileName.precedes($0.name, $1.name) }) {
             let source = CacheLayout.objectPath(inObjectsDirectory: objects, file.object)
-            let target = folder + "/" + file.name
-            if let slash = file.name.lastIndex(of: "/"), folders.insert(String(file.name[..<slash])).inserted {
-                do {
-                    try FileManager.default.createDirectory(atPath: folder + "/" + file.name[..<slash],
-                                                            withIntermediateDirectories: true)
-                } catch {
-                    throw CacheError.output(path: target, reason: "cannot create its folder: \(ErrorText.describe(error))")
-                }
-            }
             var sourceInfo = stat()
-            var targetInfo = stat()
             guard lstat(source, &sourceInfo) == 0 else {
                 result.vanished.insert(file.url)
                 continue
             }
-            if lstat(target, &targetInfo) == 0 {
-                if targetInfo.st_ino == sourceInfo.st_ino && targetInfo.st_dev == sourceInfo.st_dev {
+            let (folder, name) = try walk.parent(of: file.name)
+            if let existing = folder.info(name) {
+                if existing.st_ino == sourceInfo.st_ino && existing.st_dev == sourceInfo.st_dev {
                     result.unchanged += 1
+                    result.written.append(ExportList.Item(name: file.name, object: file.object, existing))
                     continue
                 }
-                unlink(target)
+                guard existing.st_mode & S_IFMT != S_IFDIR else {
+                    throw .treeRefused(path: folder.shown(name), reason: "it is a folder where the export writes a file; "
+                        + "move it away or choose another folder")
+                }
+                folder.unlink(name)
             }
-            switch try LinkOrCopy.place(source, in: AT_FDCWD, target, shownAs: target) {
+            switch try LinkOrCopy.place(source, in: folder.fd, name, shownAs: folder.shown(name)) {
             case .linked?: result.linked += 1
             case .copied?: result.copied += 1
-            case nil: result.vanished.insert(file.url)
+            case nil:
+                result.vanished.insert(file.url)
+                continue
+            }
+            if let placed = folder.info(name) {
+                result.written.append(ExportList.Item(name: file.name, object: file.object, placed))
             }
         }
         return result

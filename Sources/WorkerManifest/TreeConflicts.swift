@@ -5,10 +5,11 @@ import WorkerSupport
 /// names both entries. Works on the tree sorted by path (`sorted`), which the manifest set keeps:
 /// one path's entries are side by side, and a folder is found by a binary search.
 enum TreeConflicts {
-    /// The tree in path order (String's `<`), entries of one path in the manifests' order.
+    /// The tree in path order (by bytes, as the file system tells names apart: two spellings of
+    /// `café` are two paths), entries of one path in the manifests' order.
     static func sorted(_ tree: [TreeEntry]) -> [TreeEntry] {
         tree.enumerated().sorted { a, b in
-            a.element.path != b.element.path ? a.element.path < b.element.path : a.offset < b.offset
+            FileName.same(a.element.path, b.element.path) ? a.offset < b.offset : FileName.precedes(a.element.path, b.element.path)
         }.map(\.element)
     }
 
@@ -18,7 +19,7 @@ enum TreeConflicts {
         var firstOfPath = 0
         for offset in tree.indices {
             let entry = tree[offset]
-            if offset > 0, tree[offset - 1].path == entry.path {
+            if offset > 0, FileName.same(tree[offset - 1].path, entry.path) {
                 let earlier = tree[firstOfPath]
                 if earlier.entry != entry.entry {
                     diagnostics.append(diagnostic(entry, manifests, "tree path '\(Redact.short(entry.path))' is also the path of "
@@ -30,12 +31,12 @@ enum TreeConflicts {
         }
         // Folders found to be no file's path; most entries share their folder with the one before.
         var lastFolder: Substring = ""
-        for offset in tree.indices where offset == 0 || tree[offset - 1].path != tree[offset].path {
+        for offset in tree.indices where offset == 0 || !FileName.same(tree[offset - 1].path, tree[offset].path) {
             let path = tree[offset].path
             // By byte: a Character search checks grapheme boundaries all the way.
             guard let deepest = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { continue }
             var folder = path[..<deepest]
-            if folder == lastFolder { continue }
+            if FileName.same(folder, lastFolder) { continue }
             lastFolder = folder
             while true {
                 if let file = firstEntry(at: folder, in: tree) {
@@ -57,9 +58,9 @@ enum TreeConflicts {
         var high = tree.count
         while low < high {
             let middle = (low + high) / 2
-            if tree[middle].path < path { low = middle + 1 } else { high = middle }
+            if FileName.precedes(tree[middle].path, path) { low = middle + 1 } else { high = middle }
         }
-        return low < tree.count && tree[low].path == path ? tree[low] : nil
+        return low < tree.count && FileName.same(tree[low].path, path) ? tree[low] : nil
     }
 
     private static func diagnostic(_ entry: TreeEntry, _ manifests: [Manifest], _ message: String) -> ManifestDiagnostic {

@@ -174,6 +174,9 @@ public struct SyncReport: Sendable {
     public var remoteCache: RemoteCache?
     /// The tree `--tree` published (or, on a dry run, would publish).
     public var tree: TreeOutcome?
+    /// Why publishing the tree failed (its `error` says it in the outputs): the run ends with
+    /// this error's exit code once every output is written.
+    public var treeFailure: CacheError?
 
     /// The report's `remote_cache` object: the tier's own counts.
     public typealias RemoteCache = RemoteTierCounts

@@ -18,6 +18,7 @@ public struct TextReportWriter {
     /// The tree `--tree` published, or would publish.
     static func treeLine(_ tree: TreeOutcome, dryRun: Bool) -> String {
         let counts = "\(tree.files) files" + (tree.missing > 0 ? ", \(tree.missing) not in the cache" : "")
+        if let error = tree.error { return "  tree \(tree.path): not published (\(Sanitize.terminal(error)))" }
         if dryRun {
             return "  tree \(tree.path): " + (tree.switched ? "would switch to a new version" : "unchanged") + " (\(counts))"
         }

@@ -26,6 +26,10 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case notReadable(String)
     /// The system would not give the run what it needs (a thread): exit 4.
     case resources(String)
+    /// A folder a tree or an export is published through (`.NAME.worker/`, a version, DIR's
+    /// parent when run as root) that another user could write into, or a link planted in its
+    /// place: exit 4, which and why (owner, mode), and the fix.
+    case unsafeFolder(String)
     /// A tree's folder (`--tree`, `export --atomic`) exists and is not a link this program made:
     /// left as it is (exit 2).
     case treeRefused(path: String, reason: String)
@@ -64,6 +68,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "refusing to write the cache: \(problem)"
         case .resources(let problem):
             problem
+        case .unsafeFolder(let problem):
+            "refusing to publish: \(problem)"
         case .treeRefused(let path, let reason):
             "refusing to publish a tree at \(path): \(reason)"
         case .awsSettings(let problem):

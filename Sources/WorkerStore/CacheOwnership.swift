@@ -46,12 +46,15 @@ enum CacheOwnership {
         return nil
     }
 
-    private static func folderProblem(_ path: String, _ info: stat, uid: uid_t) -> String? {
-        let fix = "; fix: chmod -R go-w \(Sanitize.terminal(path)) (as its owner), or use a cache of your own (--cache-dir)"
+    /// Why another user could write into the folder `path` (its `info`), with the fix, or nil;
+    /// `instead` is the way out besides fixing the folder.
+    static func folderProblem(_ path: String, _ info: stat, uid: uid_t,
+                              instead: String = "use a cache of your own (--cache-dir)") -> String? {
+        let fix = "; fix: chmod -R go-w \(Sanitize.terminal(path)) (as its owner), or \(instead)"
         guard info.st_uid == uid else {
             return "\(path) belongs to another user (\(CacheAccess.owner(info))), who could plant links in it that this "
-                + "command, as \(CacheAccess.currentUser()), would write through: run it as the cache's owner, or use a "
-                + "cache of your own (--cache-dir)"
+                + "command, as \(CacheAccess.currentUser()), would write through: run it as the folder's owner, or "
+                + instead
         }
         if info.st_mode & 0o002 != 0 {
             return "\(path) can be written by every user (\(CacheAccess.owner(info))): another user could plant links "

@@ -7,20 +7,21 @@ import WorkerStore
 extension SyncEngine {
     /// Publishes the manifests' tree after the run's last commit: each entry at its tree path,
     /// holding the object the index names for its URL (an entry that failed keeps the version
-    /// the cache still serves; one never fetched is absent). Under the cache's lock, so that no
-    /// gc or other run removes an object between its lookup and its link.
+    /// the cache still serves; one never fetched is absent). The tree's lock first, then the
+    /// cache's (`TreePublisher.publish`), each waited for up to `--wait-lock`.
     ///
     /// Whether the tree changed is decided from the run's own plan and outcomes (a warm run with
     /// an unchanged tree reads nothing more); a tree to build is read from the index.
     func publishTree(at path: String, manifests: ManifestSet, index: CacheIndex, run: SyncRun) async throws(CacheError) -> TreeOutcome {
-        let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock, context: context)
-        defer { lock.release() }
         let directory = options.cacheDirectory
         let exact = { () throws(CacheError) -> [TreeFile] in try Self.treeFiles(manifests, index: index, cacheDirectory: directory) }
-        guard let believed = Self.treeFiles(manifests, run: run, cacheDirectory: directory) else {
-            return try TreePublisher(path: path).publish(try exact())
-        }
-        return try TreePublisher(path: path).publish(believed, exact: exact)
+        let believed = Self.treeFiles(manifests, run: run, cacheDirectory: directory)
+        return try await TreePublisher(path: path).publish(cacheDirectory: directory, wait: options.waitLock, context: context,
+                                                           files: { () throws(CacheError) -> [TreeFile] in
+                                                               if let believed { return believed }
+                                                               return try exact()
+                                                           },
+                                                           exact: believed == nil ? nil : exact)
     }
 
     /// The tree as the run left it: each entry's object from its outcome, or the row it planned

@@ -256,9 +256,17 @@ public struct SyncEngine: Sendable {
         }
         var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
         if let tree = options.tree {
-            report.tree = try await publishTree(at: tree, manifests: manifests, index: run.index, run: run)
+            // A publish that fails still leaves every output written, with its failure in them.
+            do throws(CacheError) {
+                report.tree = try await publishTree(at: tree, manifests: manifests, index: run.index, run: run)
+            } catch {
+                let publisher = TreePublisher(path: tree)
+                report.tree = TreeOutcome(path: publisher.path, version: (try? publisher.currentVersion()) ?? "",
+                                          error: error.description)
+                report.treeFailure = error
+            }
         }
-        try options.outputs.write(report, success: report.succeeded)
+        try options.outputs.write(report, success: report.succeeded && report.treeFailure == nil)
         try await run.finish()
         return SyncResult(report: report, ledger: run.ledger)
     }

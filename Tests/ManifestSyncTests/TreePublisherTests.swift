@@ -1,19 +1,21 @@
 import Foundation
 import Testing
 @testable import WorkerStore
+import WorkerSupport
 import WorkerTestSupport
 
 
 /// The publisher without a sync: what it does when what its caller believed is out of date.
 @Suite struct TreePublisherTests {
-    @Test func anObjectGoneWhileTheTreeIsBuiltIsReadAgainFromTheTruth() throws {
+    @Test func anObjectGoneWhileTheTreeIsBuiltIsReadAgainFromTheTruth() async throws {
         let directory = TemporaryDirectory()
         let kept = directory.write("objects/kept", "kept\n")
         let replacement = directory.write("objects/new", "new\n")
         let believed = [TreeFile(path: "a.txt", source: kept), TreeFile(path: "b.txt", source: directory.path + "/objects/gone")]
         var reads = 0
         let publisher = TreePublisher(path: directory.path + "/site")
-        let outcome = try publisher.publish(believed) { () throws(CacheError) -> [TreeFile] in
+        let outcome = try await publisher.publish(cacheDirectory: nil, wait: nil, context: RunContext(),
+                                                  files: { () throws(CacheError) in believed }) { () throws(CacheError) -> [TreeFile] in
             reads += 1
             return [TreeFile(path: "a.txt", source: kept), TreeFile(path: "b.txt", source: replacement)]
         }
@@ -24,11 +26,12 @@ import WorkerTestSupport
         #expect(left == ["lock", outcome.version], "the half-built version is gone")
     }
 
-    @Test func withoutTheTruthAGoneObjectFailsThePublishAndLeavesTheLinkAlone() throws {
+    @Test func withoutTheTruthAGoneObjectFailsThePublishAndLeavesTheLinkAlone() async throws {
         let directory = TemporaryDirectory()
         let publisher = TreePublisher(path: directory.path + "/site")
-        #expect(throws: CacheError.self) {
-            try publisher.publish([TreeFile(path: "a.txt", source: directory.path + "/gone")])
+        await #expect(throws: CacheError.self) {
+            try await publisher.publish(cacheDirectory: nil, wait: nil, context: RunContext(),
+                                        files: { () throws(CacheError) in [TreeFile(path: "a.txt", source: directory.path + "/gone")] })
         }
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/site"))
     }

@@ -50,6 +50,8 @@ public struct TreeOutcome: Sendable, Codable, Equatable {
     public var missing = 0
     /// Whether the link now names another version than before the run.
     public var switched = false
+    /// Why the publish failed (the link still names the version before), when it did.
+    public var error: String?
 
     package init(
         path: String,
@@ -58,7 +60,8 @@ public struct TreeOutcome: Sendable, Codable, Equatable {
         linked: Int = 0,
         copied: Int = 0,
         missing: Int = 0,
-        switched: Bool = false
+        switched: Bool = false,
+        error: String? = nil
     ) {
         self.path = path
         self.version = version
@@ -67,6 +70,7 @@ public struct TreeOutcome: Sendable, Codable, Equatable {
         self.copied = copied
         self.missing = missing
         self.switched = switched
+        self.error = error
     }
 }
 
@@ -77,9 +81,14 @@ public struct TreeOutcome: Sendable, Codable, Equatable {
 /// the middle of it keep working) and older ones are deleted. The version is named by its
 /// content, so a tree that did not change switches nothing.
 ///
-/// Only the link and the folder `.NAME.worker/` are ever written; a path that exists and is not
-/// such a link is refused. Publishers of one path take turns (a lock in that folder); a
-/// half-built version a killed run left is deleted by the next publish.
+/// Only the link and the folder `.NAME.worker/` are ever written, both reached through the
+/// parent folder's descriptor without following a link (the parent may be shared: nothing in
+/// it is trusted). `.NAME.worker/` must be this user's own and writable by no one else (the
+/// cache's rule); run as root, a parent other users can write without the sticky bit is refused.
+/// A path that exists and is not such a link is refused. Publishers of one path take turns (a
+/// lock in that folder, waited for as the cache's lock is, and never while holding it); a
+/// half-built version a killed run left is deleted by the next publish, and one a failed
+/// publish was building is deleted before it returns.
 public struct TreePublisher: Sendable {
     /// The tree's path, absolute.
     public let path: String
@@ -96,21 +105,71 @@ public struct TreePublisher: Sendable {
 
     /// The folder of versions, beside the link, and the link's text for `version`.
     var versionsName: String { "." + name + ".worker" }
-    var versions: String { parent + "/" + versionsName }
+    var versions: String { parent == "/" ? "/" + versionsName : parent + "/" + versionsName }
     func linkText(_ version: String) -> String { versionsName + "/" + version }
 
-    /// Refuses a path that exists and is not this program's link (nothing is touched).
+    /// What the user may do instead of fixing a folder (in refusals).
+    static let instead = "choose another tree path"
+
+    /// Every check that can be made before a run's first request: the path's name, the parent
+    /// (run as root), the link, and `.NAME.worker/` (a real folder, this user's own, writable by
+    /// no one else). Nothing is touched.
     public func check() throws(CacheError) {
         guard !name.isEmpty, name != ".", name != ".." else {
             throw .treeRefused(path: path, reason: "give a folder's path to publish the tree at")
         }
-        _ = try currentVersion()
+        guard let parent = try FolderHandle.open(parent) else { return }
+        try checkParent(parent)
+        _ = try currentVersion(in: parent)
+        _ = try versionsFolder(in: parent, create: false)
+    }
+
+    /// Run as root, a parent that another user could write (owned by them, or open to others
+    /// without the sticky bit) is refused: they could swap the link or `.NAME.worker/` between
+    /// two of root's steps.
+    private func checkParent(_ parent: FolderHandle) throws(CacheError) {
+        guard geteuid() == 0, let info = parent.info() else { return }
+        let sticky = info.st_mode & S_ISVTX != 0
+        let owned = info.st_uid == 0
+        let open = info.st_mode & 0o002 != 0
+            || info.st_mode & 0o020 != 0 && CacheOwnership.otherMembers(of: info.st_gid, besides: info.st_uid) != nil
+        guard !owned || open && !sticky else { return }
+        throw .unsafeFolder("\(Sanitize.terminal(parent.path)), the folder the tree \(Sanitize.terminal(path)) is published "
+            + "in, can be written by other users (\(CacheAccess.owner(info))), who could swap its link or "
+            + "\(versionsName) while this command, as root, writes there: publish into a folder only root can write "
+            + "(or one with the sticky bit), or run as the user who owns it")
+    }
+
+    /// `.NAME.worker/`, this user's own and writable by no one else: made when `create` and
+    /// missing; nil when missing and not `create`. A link or a file in its place, or a folder
+    /// another user owns or can write, is refused (exit 4) and left as it is.
+    private func versionsFolder(in parent: FolderHandle, create: Bool) throws(CacheError) -> FolderHandle? {
+        let shown = Sanitize.terminal(parent.shown(versionsName))
+        if let info = parent.info(versionsName), info.st_mode & S_IFMT != S_IFDIR {
+            let kind = info.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a folder"
+            throw .unsafeFolder("\(shown) is \(kind) (\(CacheAccess.owner(info))): another user may have planted it; "
+                + "remove it, or \(Self.instead)")
+        }
+        let folder: FolderHandle?
+        do {
+            folder = try parent.child(versionsName, create: create)
+        } catch {
+            if case .treeRefused = error { throw .unsafeFolder("\(shown) is not a real folder: remove it, or \(Self.instead)") }
+            throw error
+        }
+        guard let folder else { return nil }
+        if let problem = folder.ownershipProblem(instead: Self.instead) { throw .unsafeFolder(problem) }
+        return folder
     }
 
     /// The version the link names now; nil when there is no link yet.
     package func currentVersion() throws(CacheError) -> String? {
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
+        guard let parent = try FolderHandle.open(parent) else { return nil }
+        return try currentVersion(in: parent)
+    }
+
+    private func currentVersion(in parent: FolderHandle) throws(CacheError) -> String? {
+        guard let info = parent.info(name) else {
             if errno == ENOENT { return nil }
             throw .system(SystemError("inspect", path))
         }
@@ -120,7 +179,7 @@ public struct TreePublisher: Sendable {
                 + "move it away or choose another path")
         }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(path, &buffer, buffer.count - 1)
+        let count = readlinkat(parent.fd, name, &buffer, buffer.count - 1)
         guard count > 0 else { throw .system(SystemError("read the link", path)) }
         let text = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let prefix = versionsName + "/"
@@ -150,47 +209,60 @@ public struct TreePublisher: Sendable {
         return "v-" + Hex.encode(hasher.finalize().prefix(8))
     }
 
-    /// The files with something to show, in one order whatever the manifests' (String's `<`:
-    /// byte order for ASCII names, and a stable order for any).
+    /// The files with something to show, in one order whatever the manifests': by bytes, as the
+    /// file system tells names apart (for ASCII names String's `<`).
     package static func ordered(_ files: [TreeFile]) -> [TreeFile] {
-        files.filter { $0.object != nil }.sorted { $0.path < $1.path }
+        files.filter { $0.object != nil }.sorted { FileName.precedes($0.path, $1.path) }
     }
 
-    /// Publishes `files` (sorted here): builds the version unless it exists, switches the link
-    /// to it unless it already names it, and deletes every version but it and the one before.
-    /// With `exact`, `files` is what the caller believes (a sync's own plan and outcomes), and
-    /// `exact` reads the truth (the index, under the cache's lock) if an object it names is gone
+    /// Publishes the files `files()` names: builds the version unless it exists, switches the
+    /// link to it unless it already names it, and deletes every version but it and the one
+    /// before. The tree's lock is taken first (up to `wait` seconds, ended by a stop request:
+    /// exit 3), then the cache's (`cacheDirectory`; none without one), under which `files()` is
+    /// read and the version built, so that no gc or other run removes an object between its
+    /// lookup and its link. With `exact`, `files()` is what the caller believes (a sync's own
+    /// plan and outcomes), and `exact` reads the truth (the index) if an object it names is gone
     /// by the time it is linked (another run replaced that version): the build starts again from it.
-    public func publish(_ files: [TreeFile], exact: (() throws(CacheError) -> [TreeFile])? = nil) throws(CacheError) -> TreeOutcome {
-        var exact = exact
+    public func publish(cacheDirectory: String?, wait: Double?, context: RunContext,
+                        files: () throws(CacheError) -> [TreeFile],
+                        exact: (() throws(CacheError) -> [TreeFile])? = nil) async throws(CacheError) -> TreeOutcome {
         try check()
-        do {
-            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        } catch {
-            throw .output(path: parent, reason: "cannot create the tree's folder: \(ErrorText.describe(error))")
+        let parent = try FolderHandle.make(parent, noun: "the tree's folder")
+        try checkParent(parent)
+        guard let versions = try versionsFolder(in: parent, create: true) else { throw .system(SystemError("open", self.versions)) }
+        let folder = TreeFolder(versions)
+        let treeLock = try await folder.lock(wait: wait, context: context)
+        defer { treeLock.release() }
+        let cacheLock = try await cacheDirectory.asyncMap { directory throws(CacheError) in
+            try await CacheLock(directory: directory, wait: wait, context: context)
         }
-        if mkdir(versions, 0o755) != 0, errno != EEXIST { throw .system(SystemError("create", versions)) }
-        var folder = try TreeFolder(path: versions)
-        defer { folder.close() }
-        try folder.lock()
-        // Checked again under the lock: another publisher may have switched it meanwhile.
-        let previous = try currentVersion()
+        defer { cacheLock?.release() }
+        // Read again under the lock: another publisher may have switched it meanwhile.
+        let previous = try currentVersion(in: parent)
         folder.removeHalfBuilt()
-        var files = files
-        var present = Self.ordered(files)
+        var exact = exact
+        var all = try files()
+        var present = Self.ordered(all)
         var version = Self.version(of: present)
-        var outcome = TreeOutcome(path: path, version: version, files: present.count, missing: files.count - present.count)
+        var outcome = TreeOutcome(path: path, version: version, files: present.count, missing: all.count - present.count)
         if previous == version, folder.has(version) { return outcome }
         while !folder.has(version) {
             let building = ".building-\(version)-\(getpid())"
-            guard let counts = try folder.build(building, files: present) else {
+            let counts: (linked: Int, copied: Int)?
+            do {
+                counts = try folder.build(building, files: present)
+            } catch {
+                folder.removeHalfBuilt()
+                throw error
+            }
+            guard let counts else {
                 // An object vanished: built again from the index, once.
                 folder.removeHalfBuilt()
-                guard let reread = exact else { throw .unusable(path: versions, reason: "an object vanished while the tree was built") }
-                files = try reread()
-                present = Self.ordered(files)
+                guard let reread = exact else { throw .unusable(path: versions.path, reason: "an object vanished while the tree was built") }
+                all = try reread()
+                present = Self.ordered(all)
                 version = Self.version(of: present)
-                outcome = TreeOutcome(path: path, version: version, files: present.count, missing: files.count - present.count)
+                outcome = TreeOutcome(path: path, version: version, files: present.count, missing: all.count - present.count)
                 exact = nil
                 if previous == version, folder.has(version) { return outcome }
                 continue
@@ -199,9 +271,17 @@ public struct TreePublisher: Sendable {
             outcome.copied = counts.copied
             try folder.install(building, as: version)
         }
-        try folder.switchLink(at: parent, name: name, to: linkText(version))
+        try folder.switchLink(in: parent, name: name, to: linkText(version))
         outcome.switched = true
-        try folder.removeAll(except: [version] + (previous.map { [$0] } ?? []))
+        folder.removeAll(except: [version] + (previous.map { [$0] } ?? []))
         return outcome
+    }
+}
+
+extension Optional {
+    /// `map` for an async transform.
+    fileprivate func asyncMap<T>(_ transform: (Wrapped) async throws(CacheError) -> T) async throws(CacheError) -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
     }
 }

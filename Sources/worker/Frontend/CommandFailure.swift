@@ -43,7 +43,7 @@ enum CommandFailure: Error {
             switch error {
             case .locked: ExitStatus.locked
             case .treeRefused, .awsSettings: ExitStatus.usage
-            case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .resources:
+            case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources:
                 ExitStatus.cacheUnusable
             }
         }

@@ -20,8 +20,10 @@ struct Export: AsyncParsableCommand {
             are exported. From the cache alone: nothing is downloaded.
 
             Into a folder, an export removes the files an earlier export wrote there that this one \
-            no longer names (it lists what it wrote in DIR/.worker-export), and no other file. With \
-            --atomic, DIR is a link switched at once to a complete new version beside it.
+            no longer names (it lists what it wrote in DIR/.worker-export), only while each is still \
+            what it made, and no other file; it never writes or deletes through a link under DIR (a \
+            link where a folder goes is refused, exit 2). With --atomic, DIR is a link switched at \
+            once to a complete new version beside it.
 
             Examples:
               worker export --layout tree --atomic /srv/www/avatars manifests/avatars.yaml
@@ -44,6 +46,8 @@ struct Export: AsyncParsableCommand {
 
     @OptionGroup(title: "Cache") var cache: CacheOptions
 
+    @OptionGroup var lock: LockOptions
+
     func validate() throws {
         if layout == .tree, manifests.isEmpty {
             throw ValidationError("the tree layout needs the manifests that name each file's path")
@@ -58,8 +62,9 @@ struct Export: AsyncParsableCommand {
         let exporter = Exporter(cacheDirectory: cacheDirectory)
         let result: Exporter.Result
         do {
+            let stop = StopSignals.enable { Console.notice("worker: " + $0) }
             result = try await exporter.export(layout: layout, to: directory, urls: urls, tree: tree, atomic: atomic,
-                                               context: .command())
+                                               wait: lock.seconds(), context: .command(stop: stop))
         } catch {
             throw CommandFailure.cache(error)
         }

@@ -65,6 +65,10 @@ struct Sync: AsyncParsableCommand {
         let text = TextReportWriter()
         if !output.quiet { Console.out(text.summary(report)) }
         let failureLines = text.failureLines(report, reportPath: output.reportPath)
+        if let failure = report.treeFailure {
+            for line in failureLines { Console.error(line) }
+            throw CommandFailure.cache(failure)
+        }
         guard report.succeeded else { throw CommandFailure.failed(failureLines) }
         for line in failureLines { Console.error(line) }
     }
