@@ -80,9 +80,16 @@ package final class FetchRequest: Sendable {
 
     var isConditional: Bool { etag != nil || lastModified != nil }
 
-    /// Sent with credentials (the manifest's headers, URL user info): what it fetches is as
-    /// private as the origin.
-    var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) || signing != nil }
+    /// Sent with credentials (the manifest's headers, URL user info, a signed bucket request):
+    /// what it fetches is as private as the origin.
+    package var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) || signing != nil }
+
+    /// Whether what `location` delivers was fetched with credentials: signed, with user info in
+    /// its URL (as listed or as requested), or with the manifest's headers (sent only to the
+    /// manifest URL's own origin). Privacy follows the bytes' location, not the entry's URL.
+    func carriesCredentials(at location: FetchLocation) -> Bool {
+        at(location).carriesCredentials || CredentialFreeURL.hasUserInfo(location.listed)
+    }
 }
 
 /// One place a request may be fetched from.
@@ -130,6 +137,9 @@ package struct FetchResult: Sendable {
     package let source: SourceKind?
     /// A mirror that delivered the body (as the manifest lists it); nil for the entry's URL.
     package var servedBy: String? = nil
+    /// The body was fetched with credentials (`FetchRequest.carriesCredentials(at:)` of the
+    /// location that delivered it): private, kept off the shared tier.
+    package var isPrivate = false
     /// The shared tier missed this body and takes it once the commit has installed it
     /// (`RemoteUploads.offer(installed:size:)`).
     package var uploadsToTier = false

@@ -150,7 +150,8 @@ package final class Fetcher: Sendable {
         sources.fetch(request, lane: lane) { result in
             var result = result
             if case .success(.body(let body)) = result.result, let source = result.source {
-                result.uploadsToTier = tier.takes(request, deliveredBy: source, body, seconds: Monotonic.now() - started)
+                result.uploadsToTier = tier.takes(request, deliveredBy: source, body, isPrivate: result.isPrivate,
+                                                  seconds: Monotonic.now() - started)
             }
             done(result)
         }

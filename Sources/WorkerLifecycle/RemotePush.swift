@@ -108,6 +108,7 @@ public struct RemotePush: Sendable {
         }
         started.cleanup()
         result.counts = tier.summary
+        result.counts.privateNotUploaded = kept.count
         result.stopped = context.stop.reason != nil
         return result
     }

@@ -79,12 +79,6 @@ extension SyncPlan {
         case url(String)
     }
 
-    /// Whether a plan item is fetched with credentials (its manifest's headers, URL user info).
-    package func carriesCredentials(_ item: Int) -> Bool {
-        !manifests.manifests[manifests.entries.manifest(at: item)].headers.isEmpty
-            || manifests.entries.withURL(at: item) { CredentialFreeURL.hasUserInfo($0) }
-    }
-
     /// What to send for a plan item: its manifest's headers, the stored version's validators when
     /// it is revalidated, its mirrors; where `--rewrite` sends it (`origin`: its origin, when known).
     package func request(for item: Int, locator: Locator = Locator(), origin: String? = nil) -> FetchRequest {

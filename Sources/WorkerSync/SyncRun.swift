@@ -70,7 +70,8 @@ struct SyncRun {
                     touched.append(Int32(offset))
                 }
             case .reuse(let object, let size):
-                link(offset, object: object, size: size, body: nil)
+                link(offset, object: object, size: size, body: nil,
+                     isPrivate: plan.request(for: offset, locator: options.fetch.locator).carriesCredentials)
                 ledger.record(.reused(item: offset, object: object, size: size))
             case .repair:
                 let url = plan.manifests.entries.url(at: offset)
@@ -142,7 +143,7 @@ struct SyncRun {
             }
             options.onProgress?(progress)
         }
-        var delivered: FetchedBody?
+        var delivered: (body: FetchedBody, isPrivate: Bool)?
         for tried in results {
             let (item, result) = (tried.item, tried.result)
             ledger.record(.received(result.bytesReceived))
@@ -152,13 +153,13 @@ struct SyncRun {
                 pendingTouches.append(plan.manifests.entries.url(at: item))
                 ledger.record(.unchanged(item: item, attempts: result.attempts))
             case .success(.body(let body)):
-                delivered = body
+                delivered = (body, result.isPrivate)
                 logger.debug("entry fetched", metadata: ["entry.url": "\(Redact.url(plan.manifests.entries.url(at: item)))",
                                                          "entry.source": "\(result.source?.rawValue ?? "-")",
                                                          "entry.bytes": "\(body.size)"])
                 batch.addBytes(body.size)
                 if result.uploadsToTier { uploadsDue.append((body.sha256, body.size)) }
-                link(item, object: body.sha256, size: body.size, body: body)
+                link(item, object: body.sha256, size: body.size, body: body, isPrivate: result.isPrivate)
                 ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
                                          source: result.source, servedBy: result.servedBy))
             case .failure(let failure):
@@ -169,19 +170,20 @@ struct SyncRun {
         guard let delivered, group.items.count > 1 else { return }
         let tried = Set(results.map(\.item))
         for item in group.items where !tried.contains(item) {
-            link(item, object: delivered.sha256, size: delivered.size, body: nil)
-            ledger.record(.reused(item: item, object: delivered.sha256, size: delivered.size))
+            link(item, object: delivered.body.sha256, size: delivered.body.size, body: nil, isPrivate: delivered.isPrivate)
+            ledger.record(.reused(item: item, object: delivered.body.sha256, size: delivered.body.size))
         }
     }
 
-    /// Records a verified object as the URL's current version (an index row once committed).
-    private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?) {
+    /// Records a verified object as the URL's current version (an index row once committed),
+    /// private when it was fetched with credentials.
+    private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?, isPrivate: Bool) {
         let planned = plan.item(at: item)
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
         batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
                               size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
-                              isPrivate: plan.carriesCredentials(item)),
+                              isPrivate: isPrivate),
                   item: item, installing: body?.temporaryPath)
     }
 

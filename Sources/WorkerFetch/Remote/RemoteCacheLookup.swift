@@ -101,14 +101,16 @@ final class RemoteCacheLookup: Sendable {
     /// Whether the tier takes `body`, which source `kind` delivered for `request` in `seconds`,
     /// once the commit has installed it: what the origin delivered of an entry the tier is asked
     /// for (or of one without a hash, with `uploadsUnpinned`: `manifest --urls`), unless the tier
-    /// is read-only or was given up, or the body was fetched with credentials and the tier is not
-    /// declared as private as the origins. The origin's pace is noted against the tier's.
-    func takes(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody, seconds: Double) -> Bool {
+    /// is read-only or was given up, or the body is private (fetched with credentials from the
+    /// location that delivered it) and the tier is not declared as private as the origins. The
+    /// origin's pace is noted against the tier's.
+    func takes(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody, isPrivate: Bool,
+               seconds: Double) -> Bool {
         guard kind == .origin else { return false }
         if asks(request) { tier.paced(.origin, bytes: body.size, seconds: seconds) }
         guard asks(request) || (request.origin != nil && request.expected == nil && tier.settings.uploadsUnpinned) else { return false }
         guard uploads != nil, tier.isUsable else { return false }
-        guard !request.carriesCredentials || tier.settings.uploadsPrivate else {
+        guard !isPrivate || tier.settings.uploadsPrivate else {
             tier.count { $0.privateNotUploaded += 1 }
             return false
         }

@@ -52,6 +52,13 @@ package final class RemoteTier: Sendable {
         }
     }
 
+    /// An upload of `object` that failed (after its retry): said as a warning with its reason,
+    /// and counted as an error.
+    func uploadFailed(_ object: String, _ why: String) {
+        logger.warning("remote cache \(settings.shownURL): the upload of sha256:\(object) failed: \(why)")
+        failed("upload: \(why)") { $0.uploadErrors += 1 }
+    }
+
     /// Counts an error; the one that gives the tier up is told once, as a warning.
     func failed(_ why: String, _ count: (inout RemoteTierCounts) -> Void) {
         let opened = state.withLock { state in

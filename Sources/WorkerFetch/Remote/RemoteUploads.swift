@@ -18,6 +18,8 @@ package final class RemoteUploads: Sendable {
         var checksFirst = false
         /// Sent again after the tier's collections were made: a 404 or 409 now is an error.
         var afterCollections = false
+        /// Sent again after a transient failure (once).
+        var retried = false
 
         package init(sha256: String, size: Int64, checksFirst: Bool = false, afterCollections: Bool = false) {
             self.sha256 = sha256
@@ -170,7 +172,8 @@ package final class RemoteUploads: Sendable {
                     rest.checksFirst = false
                     put(rest, on: engine, number: number)
                 default:
-                    record(reply, size: pending.size)
+                    if retry(pending, after: reply, on: engine, number: number) { return }
+                    record(reply, pending)
                     ended()
                 }
             }
@@ -184,8 +187,39 @@ package final class RemoteUploads: Sendable {
             if case .success(.status(let status, _)) = reply.result, status == 404 || status == 409, !pending.afterCollections {
                 return collectionsMissing(for: pending, number: number)
             }
-            record(reply, size: pending.size)
+            if retry(pending, after: reply, on: engine, number: number) { return }
+            record(reply, pending)
             ended()
+        }
+    }
+
+    /// How long an upload waits before its one retry.
+    static let retryPause = 0.5
+
+    /// Sends `pending` once more after a pause when `reply` is a transient failure (refused,
+    /// reset, timed out, 5xx, 408, 429, or 423 Locked: another client is storing that very
+    /// object) and it has not been retried yet; whether it will be.
+    private func retry(_ pending: Pending, after reply: ExchangeReply, on engine: any FetchEngine, number: Int) -> Bool {
+        guard !pending.retried, Self.isTransient(reply) else { return false }
+        var next = pending
+        next.retried = true
+        let again = next
+        engine.schedule(in: Self.retryPause) { [self] fired in
+            guard fired, tier.isUsable else {
+                // The engine stopped (or the tier was given up) meanwhile.
+                tier.count { $0.uploadsNotDone += 1 }
+                return ended()
+            }
+            put(again, on: engine, number: number)
+        }
+        return true
+    }
+
+    static func isTransient(_ reply: ExchangeReply) -> Bool {
+        switch reply.result {
+        case .success(.status(let status, _)): status >= 500 || status == 408 || status == 423 || status == 429
+        case .success: false
+        case .failure(let failure): failure.reason != .cancelled && failure.isTransient
         }
     }
 
@@ -270,24 +304,28 @@ package final class RemoteUploads: Sendable {
         control.send(request, handler: .statusOnly(url: url, deadline: deadline), on: engine, done: then)
     }
 
-    private func record(_ reply: ExchangeReply, size: Int64) {
+    private func record(_ reply: ExchangeReply, _ pending: Pending) {
         switch reply.result {
         case .success(.status(let status, _)) where (200..<300).contains(status):
             // Counted, not taken as health: an upload that succeeds says nothing of how the
             // tier answers lookups (a tier that drips its bodies still takes PUTs).
             tier.count {
                 $0.uploads += 1
-                $0.bytesUp += size
+                $0.bytesUp += pending.size
             }
+        case .success(.status(423, _)):
+            // Locked again after the retry: on a content-addressed PUT, another client is
+            // storing these very bytes.
+            tier.count { $0.present += 1 }
         case .success(.status(let status, _)):
-            tier.failed("upload: HTTP \(status)") { $0.uploadErrors += 1 }
             // (A HEAD's error status comes here too: nothing was sent.)
+            tier.uploadFailed(pending.sha256, "HTTP \(status)")
         case .success:
-            tier.failed("upload: an unexpected answer") { $0.uploadErrors += 1 }
+            tier.uploadFailed(pending.sha256, "an unexpected answer")
         case .failure(let failure) where failure.reason == .cancelled:
             tier.count { $0.uploadsNotDone += 1 }
         case .failure(let failure):
-            tier.failed("upload: \(failure.message)") { $0.uploadErrors += 1 }
+            tier.uploadFailed(pending.sha256, failure.message)
         }
     }
 }

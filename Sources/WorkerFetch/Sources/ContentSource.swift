@@ -42,6 +42,8 @@ struct SourceOutcome: Sendable {
     let bytes: Int64
     /// A mirror that delivered it, as the manifest lists it.
     var servedBy: String?
+    /// What it delivered was fetched with credentials.
+    var isPrivate = false
 
     init(answer: Answer, attempts: Int, bytes: Int64) {
         self.answer = answer
@@ -50,8 +52,9 @@ struct SourceOutcome: Sendable {
     }
 
     /// A delivery or a failure.
-    init(_ result: Result<Delivery, FetchFailure>, attempts: Int, bytes: Int64, servedBy: String? = nil) {
+    init(_ result: Result<Delivery, FetchFailure>, attempts: Int, bytes: Int64, servedBy: String? = nil, isPrivate: Bool = false) {
         self.servedBy = servedBy
+        self.isPrivate = isPrivate
         switch result {
         case .success(let delivery): answer = .delivered(delivery)
         case .failure(let failure): answer = .failed(failure)

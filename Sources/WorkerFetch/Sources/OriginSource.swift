@@ -33,8 +33,10 @@ final class OriginSource: ContentSource {
         if request.mirrors.isEmpty {
             let location = FetchLocation(listed: request.url, url: request.fetchURL, origin: request.origin,
                                          signing: request.signing)
+            let isPrivate = request.carriesCredentials(at: location)
             download(request.at(location), retries: true, lane: lane) { finished in
-                done(SourceOutcome(Self.named(finished.result, at: location), attempts: finished.attempts, bytes: finished.bytes))
+                done(SourceOutcome(Self.named(finished.result, at: location), attempts: finished.attempts, bytes: finished.bytes,
+                                   isPrivate: isPrivate))
             }
             return
         }
@@ -68,7 +70,8 @@ final class OriginSource: ContentSource {
             switch finished.result {
             case .success(let delivery):
                 done(SourceOutcome(.success(delivery), attempts: tried.attempts, bytes: tried.bytes,
-                                   servedBy: index == 0 ? nil : location.listed))
+                                   servedBy: index == 0 ? nil : location.listed,
+                                   isPrivate: request.carriesCredentials(at: location)))
             case .failure(let failure):
                 tried.failures.append((location, Self.named(failure, at: location)))
                 if last || failure.reason == .cancelled || lane.control.isStopped {
