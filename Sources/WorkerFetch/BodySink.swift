@@ -66,7 +66,9 @@ struct BodySink {
     /// A write that failed: a full disk in the words the report uses, anything else with its
     /// error.
     static func writeFailure(_ path: String, _ code: Int32) -> FetchFailure {
-        if code == ENOSPC || code == EDQUOT { return FetchFailure(.io, "no space left on the device (writing \(path))") }
+        if code == ENOSPC || code == EDQUOT {
+            return FetchFailure(.io, "no space left on the device (writing \(path))", detail: .noSpace)
+        }
         return FetchFailure(.io, "cannot write \(path): \(String(cString: strerror(code)))")
     }
 

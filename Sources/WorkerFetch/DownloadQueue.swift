@@ -240,6 +240,10 @@ package final class DownloadQueue: Sendable, OriginGate {
         let group = groups[number]
         let item = group.items[index]
         fetcher.fetch(request(item, index == 0 ? group.origin : nil), control: control, gate: self, on: engine) { result in
+            // A body that found the disk full stops the queue at once: every later one would too.
+            if case .failure(let failure) = result.result, failure.detail == .noSpace, !self.control.isStopped {
+                self.stop(because: "no space left on the device")
+            }
             var results = results
             results.append(ItemResult(item: item, result: result))
             let members = group.items

@@ -19,6 +19,8 @@ public enum FailureDetail: Sendable, Equatable {
     case tls(TLSProblem)
     /// The origin sent an encoded body (`Content-Encoding`) nobody asked for.
     case unrequestedEncoding(String)
+    /// The cache's disk is full (ENOSPC, EDQUOT): no other download can be stored either.
+    case noSpace
 }
 
 public enum TLSProblem: Sendable, Equatable {

@@ -92,6 +92,26 @@ package final class FetchRequest: Sendable {
     }
 }
 
+/// A mirror served because the entry's own URL failed: that URL's origin as people name it (the
+/// bucket for an `s3://` URL, else scheme, host and port) and its failure.
+package struct Failover: Sendable {
+    package let origin: String
+    package let failure: FetchFailure
+
+    /// The failover from `location` (the entry's own), which failed with `failure`.
+    init(from location: FetchLocation, _ failure: FetchFailure) {
+        origin = Self.origin(ofListed: location.listed)
+        self.failure = failure
+    }
+
+    /// A listed URL's origin as people name it: `s3://BUCKET`, else scheme, host and port
+    /// (never user info).
+    package static func origin(ofListed url: String) -> String {
+        if case .success(let object) = S3URL.parse(url) { return "s3://" + object.bucket }
+        return Fetcher.origin(of: url)
+    }
+}
+
 /// One place a request may be fetched from.
 struct FetchLocation: Sendable, Equatable {
     /// As the manifest lists it (what a report names).
@@ -137,6 +157,8 @@ package struct FetchResult: Sendable {
     package let source: SourceKind?
     /// A mirror that delivered the body (as the manifest lists it); nil for the entry's URL.
     package var servedBy: String? = nil
+    /// The entry's own URL failed and a mirror served instead: what failed there.
+    package var failover: Failover?
     /// The body was fetched with credentials (`FetchRequest.carriesCredentials(at:)` of the
     /// location that delivered it): private, kept off the shared tier.
     package var isPrivate = false

@@ -34,6 +34,9 @@ package enum ExchangeOutcome: Sendable {
     case redirect(status: Int, location: String?)
     case status(Int, retryAfter: Double?)
     case notModified
+    /// A HEAD in S3's checksum mode: its status, and the SHA-256 the bucket stores for the object
+    /// (`x-amz-checksum-sha256`, base64) when it has one.
+    case storedChecksum(Int, sha256: String?)
 }
 
 /// What one response's head, body and end decide, whatever carries them: redirects, 304 to a
@@ -57,6 +60,8 @@ package struct ResponseHandler {
     private let resumeThreshold: Int64
     /// Reads only the status (a HEAD, a PUT's answer): any status is `.status`, no body is kept.
     private let readsStatusOnly: Bool
+    /// A HEAD in S3's checksum mode: the status and the stored SHA-256 (`.storedChecksum`).
+    private var readsStoredChecksum = false
     private var resumed = false
     /// ETag, else Last-Modified: what makes a cut body resumable.
     private var validator: String?
@@ -93,9 +98,16 @@ package struct ResponseHandler {
                         url: url, resume: nil, resumeThreshold: .max, readsStatusOnly: true)
     }
 
+    /// A handler for a HEAD in S3's checksum mode (`x-amz-checksum-mode: ENABLED`).
+    static func storedChecksum(url: String, deadline: Double) -> ResponseHandler {
+        var handler = statusOnly(url: url, deadline: deadline)
+        handler.readsStoredChecksum = true
+        return handler
+    }
+
     /// The response headers `head` reads (lowercase): a transport may keep only these.
     package static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
-                              "location", "retry-after", "transfer-encoding"]
+                              "location", "retry-after", "transfer-encoding", "x-amz-checksum-sha256"]
 
     /// The status line and headers (`headers` gives every instance of one, by its lowercase name,
     /// one of `headerNames`, in the order received). A failure ends the exchange; nil reads on.
@@ -104,7 +116,7 @@ package struct ResponseHandler {
         multiplexed = httpMajorVersion >= 2
         closesConnection = !multiplexed && !keepAlive
         if readsStatusOnly {
-            outcome = .status(status, retryAfter: nil)
+            outcome = readsStoredChecksum ? .storedChecksum(status, sha256: header("x-amz-checksum-sha256")) : .status(status, retryAfter: nil)
             return nil
         }
         if status == 301 || status == 302 || status == 303 || status == 307 || status == 308 {

@@ -18,12 +18,23 @@ public struct ManifestMirrors: Sendable, Equatable {
 
     public var isEmpty: Bool { prefixes.isEmpty }
 
-    /// The mirror URLs the map gives `url`, in the map's order.
+    /// The mirror URLs the map gives `url`, in the map's order. S3 keys are literal and URL
+    /// paths are percent-encoded: the rest of an `s3://` URL is encoded for an http(s) mirror,
+    /// and the rest of an http(s) URL decoded for an `s3://` one.
     public func mirrors(for url: String) -> [String] {
         var found: [String] = []
+        let fromS3 = S3URL.isS3(url)
         for entry in prefixes where url.hasPrefix(entry.prefix) {
             let rest = url.dropFirst(entry.prefix.count)
-            found += entry.mirrors.map { $0 + rest }
+            for mirror in entry.mirrors {
+                switch (fromS3, S3URL.isS3(mirror)) {
+                case (true, false): found.append(mirror + S3URL.pathEncoded(rest))
+                case (false, true):
+                    guard let key = URLResolver.percentDecoded(rest) else { continue }
+                    found.append(mirror + key)
+                default: found.append(mirror + rest)
+                }
+            }
         }
         return found
     }

@@ -25,8 +25,9 @@ public enum ManifestWriter {
     }
 
     /// Every regular file under `folders` (hidden ones and symlinks skipped), hashed as a stream,
-    /// sorted by relative path. The same relative path under two folders is an error.
-    public static func scan(_ folders: [String]) throws(Failure) -> [Item] {
+    /// sorted by relative path. The same relative path under two folders is an error. Each URL is
+    /// the path percent-encoded, or with `literal` (keys under an s3:// base) the path as it is.
+    public static func scan(_ folders: [String], literal: Bool = false) throws(Failure) -> [Item] {
         var byPath: [String: (folder: String, sha256: String)] = [:]
         for folder in folders {
             var isDirectory = false
@@ -46,7 +47,7 @@ public enum ManifestWriter {
             }
         }
         return byPath.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.map { relative in
-            Item(url: encode(relative), sha256: byPath[relative]!.sha256)
+            Item(url: literal ? relative : encode(relative), sha256: byPath[relative]!.sha256)
         }
     }
 

@@ -6,6 +6,12 @@ public struct S3URL: Sendable, Equatable {
     public let bucket: String
     public let key: String
 
+    /// A bucket and a key already checked (an empty key: the bucket itself).
+    package init(bucket: String, key: String) {
+        self.bucket = bucket
+        self.key = key
+    }
+
     /// Whether `text` starts with `s3://` (any case).
     public static func isS3(_ text: String) -> Bool {
         isS3(utf8: text.utf8)
@@ -66,7 +72,11 @@ public struct S3URL: Sendable, Equatable {
 
     /// The key as a URL path: every byte but unreserved ones and `/` percent-encoded (what S3's
     /// canonical request expects once).
-    package var encodedKey: String {
+    package var encodedKey: String { Self.pathEncoded(key) }
+
+    /// Part of a key as part of a URL path (`encodedKey`'s rule): an s3:// prefix mirrored by an
+    /// http(s) one names the same object at the path that spells its key.
+    package static func pathEncoded(_ key: some StringProtocol) -> String {
         var out = ""
         out.reserveCapacity(key.utf8.count)
         for byte in key.utf8 {

@@ -20,6 +20,7 @@ public enum JSONReportWriter {
         let totals: SyncReport.Totals
         var entries: [SyncReport.Entry]
         let unreachableOrigins: [SyncReport.OriginProblem]?
+        let failover: [SyncReport.Failover]?
         let limits: SyncReport.Limits?
         let remoteCache: SyncReport.RemoteCache?
         let tree: TreeOutcome?
@@ -34,6 +35,7 @@ public enum JSONReportWriter {
             case cacheDir = "cache_dir"
             case manifests, totals, entries
             case unreachableOrigins = "unreachable_origins"
+            case failover
             case limits
             case remoteCache = "remote_cache"
             case tree
@@ -51,6 +53,7 @@ public enum JSONReportWriter {
             totals = report.totals
             self.entries = entries
             unreachableOrigins = report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins
+            failover = report.failover.isEmpty ? nil : report.failover
             limits = report.limits
             remoteCache = report.remoteCache
             tree = report.tree

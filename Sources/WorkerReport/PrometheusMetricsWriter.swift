@@ -37,6 +37,12 @@ public enum PrometheusMetricsWriter {
             (#"status="updated""#, "\(totals.updated)"), (#"status="reused""#, "\(totals.reused)"),
             (#"status="failed""#, "\(totals.failed)"), (#"status="removed""#, "\(totals.removed)"),
         ])
+        if !report.failover.isEmpty {
+            var byReason: [String: Int] = [:]
+            for failover in report.failover { byReason[failover.reason.rawValue, default: 0] += failover.entries }
+            metric("worker_sync_failover_entries", "Entries a mirror served because their own URL failed, by reason (last sync).",
+                   "gauge", byReason.sorted { $0.key < $1.key }.map { (#"reason="\#($0.key)""#, "\($0.value)") })
+        }
         metric("worker_sync_bytes_downloaded", "Body bytes received by the last sync.", "gauge", [("", "\(totals.bytesDownloaded)")])
         if let remote = report.remoteCache {
             let tier = #"remote_cache="\#(escape(remote.url))""#

@@ -61,6 +61,9 @@ public struct FailureBudget: Sendable, Equatable {
     public var count: Int?
     /// A share of the entries (0...1).
     public var share: Double?
+    /// `--fail-on-failover`: a run in which mirrors served because an entry's own URL failed
+    /// does not succeed.
+    public var failsOnFailover = false
 
     public static let none = FailureBudget(count: 0, share: nil)
 
@@ -80,9 +83,9 @@ public struct FailureBudget: Sendable, Equatable {
         self.share = share
     }
 
-    /// The success rule: failures within the budget, and no refused prune.
+    /// The success rule: failures within the budget, no refused prune, and (when asked) no failover.
     public func allows(_ report: SyncReport) -> Bool {
         let allowed = count ?? Int((Double(report.totals.entries) * (share ?? 0)).rounded(.down))
-        return report.totals.failed <= allowed && report.pruneRefused == nil
+        return report.totals.failed <= allowed && report.pruneRefused == nil && !(failsOnFailover && !report.failover.isEmpty)
     }
 }

@@ -185,6 +185,34 @@ public struct SyncReport: Sendable {
     public var succeeded = true
     /// Origins the run gave up on: their remaining entries failed without a request.
     public var unreachableOrigins: [OriginProblem] = []
+    /// Entries' own origins that failed while a mirror served them, one per origin.
+    public var failover: [Failover] = []
+
+    /// Mirrors served `entries` entries because their own URLs on `origin` failed: the first
+    /// failure's reason and words, and which mirrors served.
+    public struct Failover: Sendable, Codable, Equatable {
+        public var origin: String
+        public var entries: Int
+        public var reason: FailureReason
+        public var httpStatus: Int?
+        public var error: String
+        public var servedBy: [String]
+
+        enum CodingKeys: String, CodingKey {
+            case origin, entries, reason, error
+            case httpStatus = "http_status"
+            case servedBy = "served_by"
+        }
+
+        package init(origin: String, entries: Int, reason: FailureReason, httpStatus: Int?, error: String, servedBy: [String]) {
+            self.origin = origin
+            self.entries = entries
+            self.reason = reason
+            self.httpStatus = httpStatus
+            self.error = error
+            self.servedBy = servedBy
+        }
+    }
 
     /// An origin given up in a run, and what that cost.
     public struct OriginProblem: Sendable, Codable, Equatable {

@@ -19,12 +19,17 @@ public struct TextReportWriter {
     static func treeLine(_ tree: TreeOutcome, dryRun: Bool) -> String {
         let counts = "\(tree.files) files" + (tree.missing > 0 ? ", \(tree.missing) not in the cache" : "")
         if let error = tree.error { return "  tree \(tree.path): not published (\(Sanitize.terminal(error)))" }
+        if tree.withheld {
+            return "  tree \(tree.path): not switched: \(tree.missing) of \(tree.files + tree.missing) entries are not in the cache "
+                + "(--tree-complete)" + (tree.version.isEmpty ? "; nothing is published yet" : "; \(tree.version) stays")
+        }
         if dryRun {
             return "  tree \(tree.path): " + (tree.switched ? "would switch to a new version" : "unchanged") + " (\(counts))"
         }
         guard tree.switched else { return "  tree \(tree.path): unchanged, nothing switched (\(counts))" }
         let made = tree.copied > 0 ? "\(tree.linked) linked, \(tree.copied) copied" : "\(tree.linked) linked"
-        return "  tree \(tree.path): switched to \(tree.version) (\(counts); \(made))"
+        let partial = tree.missing > 0 ? "; a partial tree: \(tree.missing) entries missing (--tree-complete waits for all)" : ""
+        return "  tree \(tree.path): switched to \(tree.version) (\(counts); \(made))\(partial)"
     }
 
     public func summary(_ report: SyncReport) -> String {
@@ -94,8 +99,8 @@ public struct TextReportWriter {
     /// The lines of `failures`, one message each (for `--log-format json`).
     public func failureLines(_ report: SyncReport, reportPath: String? = nil) -> [String] {
         let failed = report.failedEntries
-        guard !failed.isEmpty || report.pruneRefused != nil else { return [] }
-        var lines: [String] = []
+        var lines = report.failover.map(Self.failoverLine)
+        guard !failed.isEmpty || report.pruneRefused != nil else { return lines }
         for origin in report.unreachableOrigins {
             lines.append("origin unreachable: \(origin.origin): \(origin.problem); \(origin.failed) entr\(origin.failed == 1 ? "y" : "ies") "
                          + "failed, \(origin.notTried) not tried (since \(origin.since))")
@@ -109,6 +114,14 @@ public struct TextReportWriter {
         }
         if let refused = report.pruneRefused { lines.append("prune: \(refused)") }
         return lines
+    }
+
+    /// "warning: 412 entries from https://cdn…: s3://assets answered HTTP 403 (signed with …)".
+    static func failoverLine(_ failover: SyncReport.Failover) -> String {
+        let mirrors = failover.servedBy.prefix(2).joined(separator: ", ") + (failover.servedBy.count > 2 ? ", …" : "")
+        let entries = "\(failover.entries) entr\(failover.entries == 1 ? "y" : "ies")"
+        let what = failover.httpStatus == nil ? "failed: " : "answered "
+        return "warning: failover: \(entries) from \(mirrors): \(failover.origin) \(what)\(Sanitize.terminal(failover.error))"
     }
 
     public static func failureLine(_ entry: SyncReport.Entry) -> String {

@@ -36,7 +36,9 @@ extension SyncEngine {
 }
 
 /// `worker manifest --urls`: each URL downloaded once through the cache (which it warms), and
-/// pinned to the SHA-256 of what was stored.
+/// pinned to the SHA-256 of what was stored. A version the cache holds is never pinned without
+/// asking the origin first (a conditional request; a 200 replaces it): a pin is what runners will
+/// fetch for good. `--offline` pins what the cache has, and the caller says so.
 extension SyncEngine {
     /// The pinned URLs in the order given (duplicates once), and the entries that failed.
     /// `source` names the list in errors (`urls.txt:3: …`).
@@ -54,7 +56,10 @@ extension SyncEngine {
             }
         }
         guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
-        let result = try await syncWithoutManifest(entries, name: source, count: urls.count)
+        var revalidating = options
+        revalidating.revalidate = !options.offline
+        let result = try await SyncEngine(options: revalidating, context: context)
+            .syncWithoutManifest(entries, name: source, count: urls.count)
         var items: [ManifestWriter.Item] = []
         var failed: [SyncReport.Entry] = []
         // Plan items are the list's URLs, in order: each one's outcome names what it stored (the

@@ -17,6 +17,7 @@ extension SyncEngine {
         let exact = { () throws(CacheError) -> [TreeFile] in try Self.treeFiles(manifests, index: index, cacheDirectory: directory) }
         let believed = Self.treeFiles(manifests, run: run, cacheDirectory: directory)
         return try await TreePublisher(path: path).publish(cacheDirectory: directory, wait: options.waitLock, context: context,
+                                                           onlyComplete: options.treeComplete,
                                                            files: { () throws(CacheError) -> [TreeFile] in
                                                                if let believed { return believed }
                                                                return try exact()

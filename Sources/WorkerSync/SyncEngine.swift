@@ -51,6 +51,8 @@ public struct SyncOptions: Sendable {
     /// Publish the manifests' entries as a tree of files at their names here after the run
     /// (`--tree`): `TreePublisher`.
     public var tree: String?
+    /// Switch the tree only to a version that holds every entry (`--tree-complete`).
+    public var treeComplete = false
     /// Keep each item's outcome (status and SHA-256) for the caller (`get`, `manifest --urls`).
     var keepsOutcomes = false
 

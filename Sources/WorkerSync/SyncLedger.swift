@@ -36,6 +36,8 @@ struct SyncLedger {
         case originGivenUp(SyncReport.OriginProblem)
         /// What the shared tier did in the run.
         case remoteCache(SyncReport.RemoteCache)
+        /// A mirror (`servedBy`) served an item because its own URL failed.
+        case failedOver(Failover, servedBy: String)
     }
 
     /// An item's outcome, kept when asked for (`get`, `manifest --urls`): its status, the
@@ -56,6 +58,9 @@ struct SyncLedger {
     /// Failed entries per manifest (its run's record) and per origin (a given-up origin's count).
     private(set) var failuresPerManifest: [Int]
     private var failuresPerOrigin: [String: Int] = [:]
+    /// Failovers by the failed origin, in the order first seen.
+    private var failovers: [String: SyncReport.Failover] = [:]
+    private var failoverOrder: [String] = []
 
     /// `outputs` and `shownRows` decide the rows kept (`rowsKept`); `store` gives the rows their
     /// object paths (none in a dry run's rows); `keepsOutcomes` keeps one `Outcome` per item.
@@ -150,6 +155,18 @@ struct SyncLedger {
             report.pruneRefused = reason
         case .received(let bytes):
             rows.totals.bytesDownloaded += bytes
+        case .failedOver(let failover, let servedBy):
+            let mirror = Failover.origin(ofListed: servedBy)
+            if var known = failovers[failover.origin] {
+                known.entries += 1
+                if !known.servedBy.contains(mirror) { known.servedBy.append(mirror) }
+                failovers[failover.origin] = known
+            } else {
+                failoverOrder.append(failover.origin)
+                failovers[failover.origin] = SyncReport.Failover(origin: failover.origin, entries: 1, reason: failover.failure.reason,
+                                                                 httpStatus: failover.failure.httpStatus,
+                                                                 error: failover.failure.message, servedBy: [mirror])
+            }
         case .originGivenUp(let problem):
             report.unreachableOrigins.append(problem)
         case .remoteCache(let summary):
@@ -167,6 +184,7 @@ struct SyncLedger {
         report.entries = rows.entries { [plan, maker] order, status, facts in
             maker.entry(plan.item(at: order), status: status, facts: facts)
         }
+        report.failover = failoverOrder.compactMap { failovers[$0] }
         if let budget { report.succeeded = budget.allows(report) }
         return report
     }

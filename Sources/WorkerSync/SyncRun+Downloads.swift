@@ -84,7 +84,16 @@ extension SyncRun {
         clock.start(now: now)
         let batchSize = Self.batchSize(downloads: groups.count, largest: options.batchSize)
         queue.start()
+        var stoppedForSpace = false
         while let finished = await queue.next() {
+            // A full disk (a body that could not be written, or rows the index had no room for)
+            // stops the run asking: every later body would meet it too.
+            if finished.contains(where: { $0.results.contains { Self.isNoSpace($0.result) } }) { diskFull = true }
+            if diskFull, !stoppedForSpace {
+                stoppedForSpace = true
+                logger.warning("the disk is full: no new downloads start; what was verified and fits is kept")
+                stop.request("no space left on the device")
+            }
             for group in finished {
                 record(groups[group.group], group.results, progress: snapshot)
             }
@@ -94,6 +103,11 @@ extension SyncRun {
                 do throws(CacheError) { try await commit(touches: [], at: Date().timeIntervalSince1970) } catch {
                     failure = error
                     stop.request("the run was cancelled")
+                }
+                if diskFull, !stoppedForSpace {
+                    stoppedForSpace = true
+                    logger.warning("the disk is full: no new downloads start; what was verified and fits is kept")
+                    stop.request("no space left on the device")
                 }
             }
         }
@@ -110,7 +124,9 @@ extension SyncRun {
             clock.stop()
             await fetcher.shutdown()
         }
-        let unstarted = FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")
+        let unstarted = diskFull
+            ? FetchFailure(.io, "no space left on the device: not tried (the disk filled during the run)", detail: .noSpace)
+            : FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")
         for number in queue.unstarted {
             for item in groups[number].items {
                 fail(item, unstarted, attempts: 0)
@@ -118,6 +134,12 @@ extension SyncRun {
         }
         if let failure { throw failure }
         try recordOrigins(queue.originSummaries, remembered: remembered)
+    }
+
+    /// Whether a download failed on a full disk.
+    static func isNoSpace(_ result: FetchResult) -> Bool {
+        if case .failure(let failure) = result.result { return failure.detail == .noSpace }
+        return false
     }
 
     /// Puts the origins given up in the report and the index; forgets those that answered.

@@ -42,6 +42,9 @@ struct SyncRun {
     var tierUploads: RemoteUploads?
     /// Objects delivered since the last commit that the tier takes once the commit installs them.
     private var uploadsDue: [(sha256: String, size: Int64)] = []
+    /// A download found the disk full: no new download starts, and those cut short by it fail
+    /// as "no space left on the device" (what they would have met), not as cancelled.
+    var diskFull = false
     var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
     init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext,
@@ -160,8 +163,14 @@ struct SyncRun {
                 batch.addBytes(body.size)
                 if result.uploadsToTier { uploadsDue.append((body.sha256, body.size)) }
                 link(item, object: body.sha256, size: body.size, body: body, isPrivate: result.isPrivate)
+                if let failover = result.failover, let servedBy = result.servedBy {
+                    ledger.record(.failedOver(failover, servedBy: servedBy))
+                }
                 ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
                                          source: result.source, servedBy: result.servedBy))
+            case .failure(let failure) where diskFull && failure.reason == .cancelled:
+                fail(item, FetchFailure(.io, "no space left on the device: cut short when the disk filled", detail: .noSpace),
+                     attempts: result.attempts)
             case .failure(let failure):
                 fail(item, failure, attempts: result.attempts)
             }
@@ -269,6 +278,7 @@ struct SyncRun {
                                      stale: planned.previous.map { store.contains($0.object) } ?? false))
         }
         if !batch.notStored.isEmpty {
+            diskFull = true
             logger.warning("the disk is full: \(batch.notStored.count) entries verified but not stored (no room for their rows); the next sync fetches them")
         }
         for url in batch.vanished {

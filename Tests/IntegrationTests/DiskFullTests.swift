@@ -87,4 +87,48 @@ import WorkerTestSupport
         #expect(harness.origin.totalRequests - requestsBefore <= first["failed"]!, "it asked again for what it had")
         #expect(try code("code3") == "0", "the cache stays consistent")
     }
+
+    /// After the first "no space" the run starts no new downloads (3038a51 downloaded all 1,500
+    /// bodies it could not store): what it asked for is what fit, the bodies in flight when the
+    /// disk filled, and no more.
+    @Test(.enabled(if: Conditions.canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
+    func aFullDiskStopsTheRunAsking() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        var entries: [(path: String, bytes: [UInt8]?)] = []
+        for number in 0..<1500 {
+            let bytes = (0..<(900 + number % 2000)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ number) }
+            harness.origin.set("/a/\(number)", bytes)
+            entries.append(("/a/\(number)", bytes))
+        }
+        let manifest = harness.manifest(entries)
+        let out = harness.directory.path
+        let mount = out + "/disk"
+        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let script = """
+            mount -t tmpfs -o size=3m tmpfs '\(mount)' || exit 97
+            '\(WorkerBinary.path)' sync '\(manifest)' --cache-dir '\(mount)/cache' --report '\(out)/r.json' --jobs 8 -q; echo $? > '\(out)/code'
+            """
+        let run = try await WorkerBinary.run(["-m", "/bin/sh", "-c", script], executable: "/usr/bin/unshare")
+        try #require(run.code == 0, "unshare: \(run.code) \(run.stderr)")
+        #expect((try? String(contentsOfFile: out + "/code", encoding: .utf8)) == "1\n")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/r.json"))) as? [String: Any])
+        let totals = try #require(report["totals"] as? [String: Int])
+        let added = try #require(totals["added"])
+        #expect(added > 100 && totals["failed"]! > 100, "\(totals)")
+        let rows = try #require(report["entries"] as? [[String: Any]])
+        let failed = rows.filter { $0["status"] as? String == "failed" }
+        #expect(failed.allSatisfy { $0["reason"] as? String == "io" && ($0["error"] as? String ?? "").contains("no space left on the device") },
+                "\(failed.prefix(3))")
+        // Eight at a time: the bodies after the first "no space" are those in flight then.
+        func count(_ words: String) -> Int { failed.filter { ($0["error"] as? String ?? "").contains(words) }.count }
+        let notTried = count("not tried"), afterFull = count("(writing ") + count("cut short")
+        let noRoom = count("the index had no room")
+        // The entries not tried made no request; the bodies that met the full disk are at most
+        // those in flight then (eight a fetch thread); rows the index had no room for were
+        // downloaded before it filled (their batch's commit found it full).
+        #expect(notTried > 500 && harness.origin.totalRequests <= 1500 - notTried,
+                "requests \(harness.origin.totalRequests), not tried \(notTried)")
+        #expect(afterFull <= 2 * 8, "bodies that met the full disk: \(afterFull) (stored \(added), no room for the row \(noRoom))")
+    }
 }

@@ -17,6 +17,7 @@ final class MotoS3 {
 
     let directory = TemporaryDirectory()
     let port: Int
+    private let python: String
     /// The IAM user's access key, and the assumed role's temporary credentials.
     let user: Keys
     let session: Keys
@@ -24,8 +25,9 @@ final class MotoS3 {
     var endpoint: String { "http://127.0.0.1:\(port)" }
     var log: String { directory.path + "/moto.log" }
 
-    /// Starts moto and puts `objects` (bucket → key → bytes) in it.
-    init(objects: [String: [String: [UInt8]]]) throws {
+    /// Starts moto and puts `objects` (bucket → key → bytes) in it; those whose key is in
+    /// `sha256Keys` are put with `ChecksumAlgorithm=SHA256` (the bucket then stores their SHA-256).
+    init(objects: [String: [String: [UInt8]]], sha256Keys: Set<String> = []) throws {
         let server = ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root") + "/.cache")
             + "/worker-test-venv/bin/moto_server"
@@ -33,10 +35,11 @@ final class MotoS3 {
             throw TierProblem("moto_server is not installed at \(server) (scripts/test.sh installs it)")
         }
         let python = (server as NSString).deletingLastPathComponent + "/python"
+        self.python = python
         var listing: [[String]] = []
         for (bucket, files) in objects.sorted(by: { $0.key < $1.key }) {
             for (key, bytes) in files.sorted(by: { $0.key < $1.key }) {
-                listing.append([bucket, key, directory.write("object-\(listing.count)", bytes)])
+                listing.append([bucket, key, directory.write("object-\(listing.count)", bytes), sha256Keys.contains(key) ? "SHA256" : ""])
             }
         }
         let listingPath = directory.write("objects.json", String(decoding: try JSONSerialization.data(withJSONObject: listing), as: UTF8.self))
@@ -83,6 +86,31 @@ final class MotoS3 {
         process.waitUntilExit()
     }
 
+    /// Runs `code` (Python) with `s3`, a boto3 client signed with the user's keys.
+    func boto(_ code: String) throws {
+        let script = directory.write("boto-\(UUID().uuidString).py", """
+            import boto3
+            s3 = boto3.client("s3", endpoint_url="\(endpoint)", region_name="us-east-1",
+                              aws_access_key_id="\(user.id)", aws_secret_access_key="\(user.secret)")
+            """ + "\n" + code + "\n")
+        let run = try ChildProcess(python, [script], stdout: .file(directory.path + "/boto.log"), stderr: .file(directory.path + "/boto.log"))
+        run.waitUntilExit()
+        guard run.terminationStatus == 0 else {
+            throw TierProblem("boto3 failed: " + ((try? String(contentsOfFile: directory.path + "/boto.log", encoding: .utf8)) ?? ""))
+        }
+    }
+
+    /// Puts `bytes` at `key` (with the bucket storing its SHA-256 when `sha256`).
+    func put(_ bucket: String, _ key: String, _ bytes: [UInt8], sha256: Bool) throws {
+        let file = directory.write("put-\(UUID().uuidString)", bytes)
+        try boto("s3.put_object(Bucket=\"\(bucket)\", Key=\"\(key)\", Body=open(\"\(file)\", \"rb\").read()"
+                 + (sha256 ? ", ChecksumAlgorithm=\"SHA256\")" : ")"))
+    }
+
+    func delete(_ bucket: String, _ key: String) throws {
+        try boto("s3.delete_object(Bucket=\"\(bucket)\", Key=\"\(key)\")")
+    }
+
     /// Requests moto logged, as "METHOD PATH STATUS".
     var requests: [String] {
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -125,10 +153,11 @@ final class MotoS3 {
         session = boto3.client("sts", **settings).assume_role(RoleArn=role["Arn"], RoleSessionName="ci")["Credentials"]
         s3 = boto3.client("s3", **settings)
         objects = json.load(open(listing))
-        for bucket in sorted({bucket for bucket, _, _ in objects}):
+        for bucket in sorted({row[0] for row in objects}):
             s3.create_bucket(Bucket=bucket)
-        for bucket, key_name, path in objects:
-            s3.put_object(Bucket=bucket, Key=key_name, Body=open(path, "rb").read())
+        for bucket, key_name, path, checksum in objects:
+            extra = {"ChecksumAlgorithm": checksum} if checksum else {}
+            s3.put_object(Bucket=bucket, Key=key_name, Body=open(path, "rb").read(), **extra)
         json.dump({"id": key["AccessKeyId"], "secret": key["SecretAccessKey"], "session_id": session["AccessKeyId"],
                    "session_secret": session["SecretAccessKey"], "session_token": session["SessionToken"]}, open(output, "w"))
         """

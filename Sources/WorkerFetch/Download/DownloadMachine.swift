@@ -166,6 +166,10 @@ struct DownloadMachine: Sendable {
         case .success(.status(let status, let retryAfter)):
             return attemptEnded(.failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter)),
                                 jitter: jitter)
+        case .success(.storedChecksum(let status, _)):
+            // A download never asks in checksum mode: a body was due.
+            return attemptEnded(.failure(FetchFailure(.httpStatus, "HTTP \(status) without a body", httpStatus: status)),
+                                jitter: jitter)
         case .success(.redirect(let status, let location)):
             // The first hop's URL joins the visited set only when there is a redirect.
             if exchange.hop == 0 { visited = [exchange.url] }
@@ -226,11 +230,7 @@ struct DownloadMachine: Sendable {
         if let lastModified = request.lastModified { lines.append("If-Modified-Since: " + lastModified) }
         // Signed like the manifest's headers are sent: to the request's own origin only.
         let signing = sendHeaders ? request.signing : nil
-        if let signing {
-            // S3 wants the payload's hash; a GET has none to send.
-            lines.append("x-amz-content-sha256: UNSIGNED-PAYLOAD")
-            if let token = signing.sessionToken { lines.append("x-amz-security-token: " + token) }
-        }
+        if let signing { lines += signing.headers }
         let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing)
         if rules.pacesRequests {
             state = .takingSlot(exchange)

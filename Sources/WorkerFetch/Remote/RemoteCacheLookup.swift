@@ -81,8 +81,8 @@ final class RemoteCacheLookup: Sendable {
         case .success(.status(let status, _)):
             tier.failed("HTTP \(status)") { $0.errors += 1 }
             return miss
-        case .success(.notModified):
-            tier.failed("an unasked 304") { $0.errors += 1 }
+        case .success(.notModified), .success(.storedChecksum):
+            tier.failed("an answer it was not asked for") { $0.errors += 1 }
             return miss
         case .failure(let failure) where failure.reason == .cancelled:
             return SourceOutcome(answer: .failed(failure), attempts: 0, bytes: reply.bytes)

@@ -65,6 +65,12 @@ package struct AWSSigning: Sendable, Equatable, CustomStringConvertible {
     package var userPassword: String { credentials.accessKeyID + ":" + credentials.secret }
     package var sessionToken: String? { credentials.sessionToken }
 
+    /// The headers a signed request without a body carries: S3 wants the payload's hash (a GET or
+    /// a HEAD has none to send), and temporary credentials their session token.
+    package var headers: [String] {
+        ["x-amz-content-sha256: UNSIGNED-PAYLOAD"] + (sessionToken.map { ["x-amz-security-token: " + $0] } ?? [])
+    }
+
     /// What a refusal names: the key id and the region, never the secret.
     package var description: String { "access key \(credentials.accessKeyID), region \(region)" }
 }

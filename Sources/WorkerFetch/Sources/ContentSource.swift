@@ -44,6 +44,8 @@ struct SourceOutcome: Sendable {
     var servedBy: String?
     /// What it delivered was fetched with credentials.
     var isPrivate = false
+    /// A mirror delivered because the entry's own URL failed.
+    var failover: Failover?
 
     init(answer: Answer, attempts: Int, bytes: Int64) {
         self.answer = answer

@@ -69,9 +69,14 @@ final class OriginSource: ContentSource {
             tried.bytes += finished.bytes
             switch finished.result {
             case .success(let delivery):
-                done(SourceOutcome(.success(delivery), attempts: tried.attempts, bytes: tried.bytes,
-                                   servedBy: index == 0 ? nil : location.listed,
-                                   isPrivate: request.carriesCredentials(at: location)))
+                var outcome = SourceOutcome(.success(delivery), attempts: tried.attempts, bytes: tried.bytes,
+                                            servedBy: index == 0 ? nil : location.listed,
+                                            isPrivate: request.carriesCredentials(at: location))
+                // Said aloud by the run: the entry's own URL failed (or was given up) and a mirror served.
+                if index > 0, let primary = tried.failures.first, primary.location.listed == request.url {
+                    outcome.failover = Failover(from: primary.location, primary.failure)
+                }
+                done(outcome)
             case .failure(let failure):
                 tried.failures.append((location, Self.named(failure, at: location)))
                 if last || failure.reason == .cancelled || lane.control.isStopped {

@@ -37,7 +37,7 @@ struct SourceWalk: Sendable {
                 ask(from: next + 1, for: request, lane: lane, attempts: attempts, bytes: bytes, done: done)
             case .delivered(let delivery):
                 done(FetchResult(result: .success(delivery), attempts: attempts, bytesReceived: bytes, source: source.kind,
-                                 servedBy: outcome.servedBy, isPrivate: outcome.isPrivate))
+                                 servedBy: outcome.servedBy, failover: outcome.failover, isPrivate: outcome.isPrivate))
             case .failed(let failure):
                 done(FetchResult(result: .failure(failure), attempts: attempts, bytesReceived: bytes, source: source.kind))
             }

@@ -52,6 +52,9 @@ public struct TreeOutcome: Sendable, Codable, Equatable {
     public var switched = false
     /// Why the publish failed (the link still names the version before), when it did.
     public var error: String?
+    /// Not switched because entries are missing and only a complete tree may be published
+    /// (`--tree-complete`): the link still names the version before.
+    public var withheld = false
 
     package init(
         path: String,
@@ -223,7 +226,7 @@ public struct TreePublisher: Sendable {
     /// lookup and its link. With `exact`, `files()` is what the caller believes (a sync's own
     /// plan and outcomes), and `exact` reads the truth (the index) if an object it names is gone
     /// by the time it is linked (another run replaced that version): the build starts again from it.
-    public func publish(cacheDirectory: String?, wait: Double?, context: RunContext,
+    public func publish(cacheDirectory: String?, wait: Double?, context: RunContext, onlyComplete: Bool = false,
                         files: () throws(CacheError) -> [TreeFile],
                         exact: (() throws(CacheError) -> [TreeFile])? = nil) async throws(CacheError) -> TreeOutcome {
         try check()
@@ -246,6 +249,11 @@ public struct TreePublisher: Sendable {
         var version = Self.version(of: present)
         var outcome = TreeOutcome(path: path, version: version, files: present.count, missing: all.count - present.count)
         if previous == version, folder.has(version) { return outcome }
+        if onlyComplete, outcome.missing > 0 {
+            outcome.withheld = true
+            outcome.version = previous ?? ""
+            return outcome
+        }
         while !folder.has(version) {
             let building = ".building-\(version)-\(getpid())"
             let counts: (linked: Int, copied: Int)?

@@ -14,6 +14,9 @@ struct SchedulingOptions: ParsableArguments {
     @Option(name: .customLong("max-failures"), help: "Exit 0 while failures stay within N or N% of the entries (e.g. 10 or 2%).")
     var maxFailures = FailureBudget.none
 
+    @Flag(name: .customLong("fail-on-failover"), help: "Exit 1 when mirrors served because an entry's own URL failed (said aloud either way).")
+    var failOnFailover = false
+
     @Option(help: "Handle only shard I of N, 0 ≤ I < N (default from JOB_COMPLETION_INDEX / JOB_COMPLETION_COUNT).")
     var shard: Shard?
 

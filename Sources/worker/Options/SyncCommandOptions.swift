@@ -21,6 +21,7 @@ struct SyncCommandOptions: ParsableArguments {
         options.waitLock = scheduling.lock.seconds()
         options.deadline = scheduling.deadline?.value
         options.failureBudget = scheduling.maxFailures
+        options.failureBudget.failsOnFailover = scheduling.failOnFailover
         options.shard = try optionChecked(for: command) { try scheduling.resolvedShard() }
         options.shownRows = TextReportWriter().listLimit
         options.outputs = try output.outputs(manifests: manifests)

@@ -8,30 +8,49 @@ import WorkerStore
 import WorkerSupport
 import WorkerSync
 
-/// `worker manifest DIR… --base-url URL` or `worker manifest --urls FILE|-`: write a manifest.
+/// `worker manifest DIR… --base-url URL`, `worker manifest s3://BUCKET/PREFIX/` or
+/// `worker manifest --urls FILE|-`: write a manifest.
 struct ManifestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "manifest",
-        abstract: "Write a manifest: for the files under folders, or for URLs downloaded once through the cache.",
+        abstract: "Write a manifest: for the files under folders, for a bucket's objects, or for URLs downloaded once through the cache.",
         discussion: """
             With folders, every file below them (hidden ones and symlinks skipped) is hashed (SHA-256) \
-            and listed with its path relative to its folder, in a stable order, under --base-url: the \
-            manifest of a folder you publish at that URL. With --urls (one URL a line; blank lines and \
-            # comments skipped; - for standard input), each URL is downloaded once through the cache, \
-            which it warms, and pinned to the hash of what arrived. The manifest goes to standard \
-            output, or to FILE with -o.
+            and listed with its path relative to its folder, in a stable order, under --base-url (http, \
+            https or s3): the manifest of a folder you publish at that URL. With s3://BUCKET/PREFIX/, \
+            the bucket is listed and the manifest's base_url is that prefix, each key relative to it \
+            (so tree paths are the keys below the prefix); each object is pinned by the SHA-256 the \
+            bucket stores for it when it has one (a HEAD, no download), else by hashing one download \
+            through the cache. Run again, it asks only about objects whose ETag, size or date changed \
+            (what it saw is kept in the cache's index; --update FILE, or -o FILE when that is a \
+            manifest it wrote, names the earlier manifest whose pins must agree). With --urls (one URL \
+            a line; blank lines and # comments skipped; - for standard input), each URL is downloaded \
+            once through the cache, which it warms, and pinned to the hash of what arrived; a version \
+            the cache holds is asked for again first (a conditional request), never pinned stale \
+            (--offline pins what the cache has, and says so). The manifest goes to standard output, \
+            or to FILE with -o.
 
             Examples:
               worker manifest public/avatars --base-url https://cdn.example.com/avatars/ -o manifests/avatars.yaml
+              worker manifest s3://assets/avatars/ -o manifests/avatars.yaml
               worker manifest --urls urls.txt -o manifests/pinned.yaml
               printf 'https://cdn.example.com/a.png\\n' | worker manifest --urls -
             """)
 
-    @Argument(help: "Folders whose files the manifest lists.")
+    @Argument(help: "Folders whose files the manifest lists, or one s3://BUCKET/PREFIX/ to list.")
     var folders: [String] = []
 
     @Option(name: .customLong("base-url"), help: "The URL the folders are published at (each file's URL is relative to it).")
     var baseURL: String?
+
+    @Option(name: .customLong("update"), help: "The earlier manifest of the same bucket prefix (default: -o FILE when worker wrote it).")
+    var update: String?
+
+    @Flag(help: "No network: pin what the cache holds (with --urls) without asking the origin again.")
+    var offline = false
+
+    @Option(name: .customLong("progress"), help: "auto (on a terminal, or a line every 5 s elsewhere), always or never.")
+    var progress = ProgressPrinter.Mode.auto
 
     @Option(name: .customLong("urls"), help: "A file of URLs (or - for standard input) to download once and pin.")
     var urls: String?
@@ -48,19 +67,53 @@ struct ManifestCommand: AsyncParsableCommand {
 
     @OptionGroup var lock: LockOptions
 
-    func validate() throws {
-        if urls == nil {
-            guard !folders.isEmpty else { throw ValidationError("give folders (with --base-url) or --urls FILE") }
-            guard let baseURL else { throw ValidationError("--base-url: the URL the folders are published at") }
-            guard let parsed = URL(string: baseURL), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
-                  parsed.host?.isEmpty == false, parsed.query == nil, parsed.fragment == nil
-            else { throw ValidationError("--base-url: '\(baseURL)' is not an absolute http or https URL without query") }
-        } else {
-            guard folders.isEmpty, baseURL == nil else { throw ValidationError("--urls takes no folders and no --base-url") }
+    /// What the command line asks for.
+    private enum Source {
+        case folders(baseURL: String)
+        case bucket(S3URL)
+        case urls(String)
+    }
+
+    /// The source, checked. In `run`, not `validate`: ArgumentParser reports an unknown option
+    /// only after `validate` passed, and a misplaced value (`--progresss never`) would otherwise be
+    /// reported as a folder that does not belong.
+    private func source() throws -> Source {
+        if let urls {
+            guard folders.isEmpty, baseURL == nil, update == nil else {
+                throw ValidationError("--urls takes no folders, no --base-url and no --update")
+            }
+            return .urls(urls)
         }
+        if let first = folders.first, S3URL.isS3(first) {
+            guard folders.count == 1, baseURL == nil else {
+                throw ValidationError("s3://BUCKET/PREFIX/ is listed alone, without folders or --base-url (the prefix is the base URL)")
+            }
+            guard case .success(let location) = S3URL.parse(first.hasSuffix("/") || !first.dropFirst(5).contains("/") ? first + "x" : first),
+                  first.dropFirst(5).contains("/")
+            else { throw ValidationError("'\(first)' is not s3://BUCKET/PREFIX/ (a bucket S3 accepts, then the prefix)") }
+            let prefix = String(location.key.dropLast())
+            guard prefix.isEmpty || first.hasSuffix("/") else {
+                throw ValidationError("'\(first)': end the prefix with '/' (s3://BUCKET/PREFIX/): keys are relative to it")
+            }
+            return .bucket(S3URL(bucket: location.bucket, key: prefix))
+        }
+        guard update == nil else { throw ValidationError("--update goes with s3://BUCKET/PREFIX/") }
+        guard !folders.isEmpty else { throw ValidationError("give folders (with --base-url), s3://BUCKET/PREFIX/ or --urls FILE") }
+        guard let baseURL else { throw ValidationError("--base-url: the URL the folders are published at") }
+        if S3URL.isS3(baseURL) {
+            guard case .success = S3URL.parse(baseURL + "x") else {
+                throw ValidationError("--base-url: '\(baseURL)' is not s3://BUCKET/PREFIX/")
+            }
+            return .folders(baseURL: baseURL)
+        }
+        guard let parsed = URL(string: baseURL), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+              parsed.host?.isEmpty == false, parsed.query == nil, parsed.fragment == nil
+        else { throw ValidationError("--base-url: '\(baseURL)' is not an absolute http, https or s3 URL without query") }
+        return .folders(baseURL: baseURL)
     }
 
     func run() async throws {
+        let source = try optionChecked(for: Self.self) { () throws -> Source in try self.source() }
         let fetch = try network.settings(for: Self.self)
         if let output, let problem = Self.outputProblem(output) {
             // Never over a file that is not a manifest worker wrote (a typo must not eat a source file).
@@ -71,11 +124,15 @@ struct ManifestCommand: AsyncParsableCommand {
         }
         let yaml: String
         var failed = 0
-        if let urls {
+        switch source {
+        case .urls(let urls):
             (yaml, failed) = try await pinned(urls, fetch: fetch)
-        } else {
+        case .bucket(let location):
+            (yaml, failed) = try await listed(location, fetch: fetch)
+        case .folders(let baseURL):
             do {
-                let items = try ManifestWriter.scan(folders)
+                // Keys under an s3:// base are literal: the paths are written as they are.
+                let items = try ManifestWriter.scan(folders, literal: S3URL.isS3(baseURL))
                 yaml = ManifestWriter.yaml(name: name, baseURL: baseURL, items: items)
             } catch {
                 throw CommandFailure.input("worker: \(error)")
@@ -132,14 +189,9 @@ struct ManifestCommand: AsyncParsableCommand {
             urls.append(line)
             lineOf.append(offset + 1)
         }
-        var options = SyncOptions(cacheDirectory: cache.resolved)
-        options.fetch = fetch
-        // What it pins seeds the tier: runners of the manifest it writes ask the tier by these hashes.
-        options.fetch.remoteCache?.uploadsUnpinned = true
-        options.waitLock = lock.seconds()
         let result: (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
         do {
-            result = try await SyncEngine(options: options, context: .command()).pin(urls: urls, source: source == "-" ? "stdin" : source)
+            result = try await engine(fetch).pin(urls: urls, source: source == "-" ? "stdin" : source)
         } catch .manifest(let errors) {
             throw CommandFailure.input(errors.diagnostics.map { diagnostic in
                 let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line
@@ -151,7 +203,74 @@ struct ManifestCommand: AsyncParsableCommand {
         for entry in result.failed {
             Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")
         }
-        let name = name ?? output.map { PathName.deletingExtension(PathName.lastComponent($0)) }
-        return (ManifestWriter.yaml(name: name, baseURL: nil, items: result.items), result.failed.count)
+        if offline {
+            Console.notice("worker: --offline: pinned what the cache holds, without asking the origins whether it is current")
+        }
+        return (ManifestWriter.yaml(name: manifestName, baseURL: nil, items: result.items), result.failed.count)
+    }
+
+    /// The manifest's name: --name, else the output file's name.
+    private var manifestName: String? {
+        name ?? output.map { PathName.deletingExtension(PathName.lastComponent($0)) }
+    }
+
+    /// The engine the network sources run with: the cache, the lock, progress, the stop signals.
+    private func engine(_ fetch: FetchSettings) -> SyncEngine {
+        var options = SyncOptions(cacheDirectory: cache.resolved)
+        options.fetch = fetch
+        // What it pins seeds the tier: runners of the manifest it writes ask the tier by these hashes.
+        options.fetch.remoteCache?.uploadsUnpinned = true
+        options.waitLock = lock.seconds()
+        options.offline = offline
+        let printer = ProgressPrinter(mode: progress, quiet: false)
+        if let printer { options.onProgress = { printer.update($0) } }
+        let stop = StopSignals.enable { message in
+            printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)
+        }
+        return SyncEngine(options: options, context: .command(stop: stop))
+    }
+
+    /// The manifest of a bucket's objects under a prefix, and how many could not be pinned.
+    private func listed(_ location: S3URL, fetch: FetchSettings) async throws -> (String, Int) {
+        let base = "s3://\(location.bucket)/\(location.key)"
+        let earlier = try earlierPins(base: base)
+        let result: SyncEngine.BucketManifest
+        do {
+            result = try await engine(fetch).bucketManifest(bucket: location.bucket, prefix: location.key, earlier: earlier)
+        } catch .manifest(let errors) {
+            throw CommandFailure.input(errors.description)
+        } catch .cache(let error) {
+            throw CommandFailure.cache(error)
+        }
+        for entry in result.failed {
+            Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")
+        }
+        for key in result.skipped.prefix(20) {
+            Console.error("worker: s3://\(location.bucket)/\(key): left out: the key cannot be a file's path in a tree")
+        }
+        Console.notice("worker manifest: \(result.listed) objects under \(base): \(result.unchanged) unchanged since the last run, "
+            + "\(result.byChecksum) pinned by the bucket's SHA-256, \(result.byDownload) downloaded and hashed"
+            + (result.failed.isEmpty ? "" : ", \(result.failed.count) failed"))
+        return (ManifestWriter.yaml(name: manifestName, baseURL: base, items: result.items), result.failed.count)
+    }
+
+    /// The pins of the earlier manifest (--update FILE, else -o FILE when worker wrote it), by
+    /// absolute URL; nil when there is none.
+    private func earlierPins(base: String) throws -> [String: String]? {
+        let path: String
+        if let update {
+            path = update
+        } else if let output, access(output, F_OK) == 0, Self.outputProblem(output) == nil {
+            path = output
+        } else {
+            return nil
+        }
+        let set = try loadManifests([path])
+        var pins: [String: String] = [:]
+        for index in set.entries.indices {
+            let entry = set.entries[index]
+            if let hash = entry.hash, hash.algorithm == .sha256 { pins[entry.url] = hash.hex }
+        }
+        return pins
     }
 }

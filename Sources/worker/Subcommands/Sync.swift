@@ -31,10 +31,14 @@ struct Sync: AsyncParsableCommand {
             + "switched at once to a complete folder of hard links into the cache.", valueName: "DIR"))
     var tree: String?
 
+    @Flag(name: .customLong("tree-complete"), help: "Switch the --tree only to a version with every entry in it (else the version before stays).")
+    var treeComplete = false
+
     @OptionGroup var options: SyncCommandOptions
 
     func validate() throws {
         guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
+        if treeComplete, tree == nil { throw ValidationError("--tree-complete goes with --tree DIR") }
     }
 
     func run() async throws {
@@ -46,6 +50,7 @@ struct Sync: AsyncParsableCommand {
         }
         var settings = try options.syncOptions(manifests: manifests, command: Self.self)
         settings.tree = tree
+        settings.treeComplete = treeComplete
         let printer = ProgressPrinter(mode: output.progress, quiet: output.quiet)
         let stop = StopSignals.enable { message in
             printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)

@@ -1,0 +1,165 @@
+import FoundationEssentials
+import Glibc
+import WorkerManifest
+import WorkerStore
+import WorkerSupport
+
+/// What `worker manifest s3://BUCKET/PREFIX/` asks a bucket besides downloads, through the same
+/// engine, endpoint and signing as the downloads: the listing (ListObjectsV2, page by page with
+/// continuation tokens) and an object's stored SHA-256 (a HEAD in checksum mode). Each exchange is
+/// retried as a download is (connection failures, timeouts, 5xx, 408, 429; `--retries`).
+package final class BucketReader: Sendable {
+    private let access: S3Access
+    private let store: ContentStore
+    private let settings: FetchSettings
+    private let engines: EngineSet
+    private let control = FetchControl()
+
+    /// Starts one engine of `settings`' transport with `width` connections.
+    package init(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) {
+        guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
+        access = settings.locator.s3 ?? S3Access()
+        self.store = store
+        self.settings = settings
+        engines = try transport.startEngines(shares: [max(1, width)], settings: settings)
+    }
+
+    /// Stops the engine; call once, when done.
+    package func close() async {
+        for engine in engines.engines { await engine.shutdown() }
+        engines.cleanup()
+    }
+
+    /// Every object whose key starts with `prefix`, in the bucket's (key) order.
+    package func list(bucket: String, prefix: String) async -> Result<[S3ListingPage.Object], FetchFailure> {
+        var objects: [S3ListingPage.Object] = []
+        var token: String?
+        repeat {
+            // Query parameters in their canonical (sorted) order, each value encoded once.
+            var query = token.map { "continuation-token=" + Self.encoded($0) + "&" } ?? ""
+            query += "list-type=2&prefix=" + Self.encoded(prefix)
+            let url = bucketURL(bucket) + "?" + query
+            switch await body(url) {
+            case .failure(let failure):
+                return .failure(failure)
+            case .success(let xml):
+                guard let page = S3ListingPage.parse(xml) else {
+                    return .failure(FetchFailure(.httpStatus, "the bucket's listing could not be read (not a ListBucketResult)"))
+                }
+                objects += page.objects
+                token = page.nextToken
+            }
+        } while token != nil
+        return .success(objects)
+    }
+
+    /// The SHA-256 the bucket stores for `key` (lowercase hex), or nil when it stores none.
+    package func storedSHA256(bucket: String, key: String) async -> Result<String?, FetchFailure> {
+        let (url, signing) = access.location(of: S3URL(bucket: bucket, key: key))
+        var request = TransferRequest(url: url, headers: ["x-amz-checksum-mode: ENABLED"], deadline: 0)
+        request.method = .head
+        request.signing = signing
+        let reply = await exchange(request) { deadline in .storedChecksum(url: url, deadline: deadline) }
+        switch reply.result {
+        case .success(.storedChecksum(200, let base64)):
+            guard let base64 else { return .success(nil) }
+            guard let digest = Data(base64Encoded: base64), digest.count == 32 else {
+                return .failure(FetchFailure(.httpStatus, "x-amz-checksum-sha256 is not a SHA-256 (\(Redact.short(base64)))"))
+            }
+            return .success(Hex.encode(digest))
+        case .success(.storedChecksum(let status, _)):
+            return .failure(Self.refusal(status, signing: signing))
+        case .success:
+            return .failure(FetchFailure(.httpStatus, "an unexpected answer to a HEAD"))
+        case .failure(let failure):
+            return .failure(failure)
+        }
+    }
+
+    // MARK: - Exchanges
+
+    /// The bucket's own URL (`ENDPOINT/BUCKET/` path-style, or the virtual host).
+    private func bucketURL(_ bucket: String) -> String {
+        access.location(of: S3URL(bucket: bucket, key: "")).url
+    }
+
+    /// A GET's body as text (a small XML document, through a temporary file in the cache's `tmp/`).
+    private func body(_ url: String) async -> Result<String, FetchFailure> {
+        var request = TransferRequest(url: url, headers: [], deadline: 0)
+        request.signing = access.credentials.map { AWSSigning(credentials: $0, region: access.region) }
+        let signing = request.signing
+        let reply = await exchange(request) { [store, settings] deadline in
+            ResponseHandler(store: store, expected: nil, maxSize: min(settings.maxSize, 64 << 20), conditional: false,
+                            deadline: deadline, entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
+        }
+        switch reply.result {
+        case .success(.body(let file, _, _)):
+            defer { unlink(file.path) }
+            guard let data = FileManager.default.contents(atPath: file.path) else {
+                return .failure(FetchFailure(.io, "cannot read the listing's temporary file"))
+            }
+            return .success(String(decoding: data, as: UTF8.self))
+        case .success(.status(let status, _)), .success(.storedChecksum(let status, _)):
+            return .failure(Self.refusal(status, signing: signing))
+        case .success(.redirect(let status, _)):
+            return .failure(FetchFailure(.redirect, "HTTP \(status): the bucket is in another region or behind a redirect",
+                                         httpStatus: status))
+        case .success(.notModified):
+            return .failure(FetchFailure(.httpStatus, "an unasked 304", httpStatus: 304))
+        case .failure(let failure):
+            return .failure(failure)
+        }
+    }
+
+    /// One exchange, tried again after a transient failure up to `--retries` times.
+    private func exchange(_ request: TransferRequest, handler: @escaping @Sendable (Double) -> ResponseHandler) async -> ExchangeReply {
+        var attempt = 0
+        while true {
+            attempt += 1
+            var next = TransferRequest(url: request.url, headers: request.headers + (request.signing?.headers ?? []),
+                                       deadline: Monotonic.now() + settings.entryTimeout)
+            next.method = request.method
+            next.signing = request.signing
+            let sent = next
+            let deadline = sent.deadline
+            let engine = engines.engines[0]
+            let reply: ExchangeReply = await withCheckedContinuation { continuation in
+                engine.execute { [control] in
+                    control.send(sent, handler: handler(deadline), on: engine) { continuation.resume(returning: $0) }
+                }
+            }
+            guard attempt <= settings.retry.retries, Self.isTransient(reply) else { return reply }
+            try? await Task.sleep(nanoseconds: UInt64(min(2.0, 0.2 * Double(attempt)) * 1e9))
+        }
+    }
+
+    private static func isTransient(_ reply: ExchangeReply) -> Bool {
+        switch reply.result {
+        case .success(.status(let status, _)), .success(.storedChecksum(let status, _)):
+            status >= 500 || status == 408 || status == 429
+        case .success: false
+        case .failure(let failure): failure.reason != .cancelled && failure.isTransient
+        }
+    }
+
+    /// A refusal names what the request was signed with (the key id and region, never the secret).
+    private static func refusal(_ status: Int, signing: AWSSigning?) -> FetchFailure {
+        let signed = (status == 401 || status == 403) ? " (" + (signing.map { "signed with \($0)" } ?? "unsigned: no AWS credentials were found") + ")" : ""
+        return FetchFailure(.httpStatus, "HTTP \(status)\(signed)", httpStatus: status)
+    }
+
+    /// A query value with every byte but S3's unreserved ones percent-encoded.
+    static func encoded(_ value: String) -> String {
+        var out = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + Hex.encode([byte]).uppercased()
+            }
+        }
+        return out
+    }
+}
