@@ -49,6 +49,9 @@ struct ManifestCommand: AsyncParsableCommand {
     @Flag(help: "No network: pin what the cache holds (with --urls) without asking the origin again.")
     var offline = false
 
+    @Flag(help: "Ask about every object (s3://) or download every URL (--urls) again, whatever was seen before.")
+    var refresh = false
+
     @Option(name: .customLong("progress"), help: "auto (on a terminal, or a line every 5 s elsewhere), always or never.")
     var progress = ProgressPrinter.Mode.auto
 
@@ -222,6 +225,7 @@ struct ManifestCommand: AsyncParsableCommand {
         options.fetch.remoteCache?.uploadsUnpinned = true
         options.waitLock = lock.seconds()
         options.offline = offline
+        options.refresh = refresh
         let printer = ProgressPrinter(mode: progress, quiet: false)
         if let printer { options.onProgress = { printer.update($0) } }
         let stop = StopSignals.enable { message in
