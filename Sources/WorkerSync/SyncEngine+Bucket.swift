@@ -60,9 +60,11 @@ extension SyncEngine {
                 return result
             }
             objects = all.filter { object in
-                let relative = String(object.key.dropFirst(prefix.count))
-                guard !relative.isEmpty, !relative.hasSuffix("/") || object.size > 0, TreePath.problem(relative) == nil else {
-                    if !relative.isEmpty, !(relative.hasSuffix("/") && object.size == 0) { result.skipped.append(object.key) }
+                let relative = object.key.dropFirst(prefix.count)
+                // The prefix itself, and folder markers (a key ending in `/`, no bytes): no file.
+                if relative.isEmpty || relative.hasSuffix("/") && object.size == 0 { return false }
+                guard TreePath.problem(String(relative)) == nil else {
+                    result.skipped.append(object.key)
                     return false
                 }
                 return true

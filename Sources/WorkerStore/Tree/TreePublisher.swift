@@ -132,11 +132,13 @@ public struct TreePublisher: Sendable {
     /// two of root's steps.
     private func checkParent(_ parent: FolderHandle) throws(CacheError) {
         guard geteuid() == 0, let info = parent.info() else { return }
+        // The sticky bit keeps others from renaming what root made there; nothing keeps the
+        // folder's owner from it.
         let sticky = info.st_mode & S_ISVTX != 0
-        let owned = info.st_uid == 0
         let open = info.st_mode & 0o002 != 0
             || info.st_mode & 0o020 != 0 && CacheOwnership.otherMembers(of: info.st_gid, besides: info.st_uid) != nil
-        guard !owned || open && !sticky else { return }
+        let othersCanWrite = info.st_uid != 0 || open && !sticky
+        guard othersCanWrite else { return }
         throw .unsafeFolder("\(Sanitize.terminal(parent.path)), the folder the tree \(Sanitize.terminal(path)) is published "
             + "in, can be written by other users (\(CacheAccess.owner(info))), who could swap its link or "
             + "\(versionsName) while this command, as root, writes there: publish into a folder only root can write "

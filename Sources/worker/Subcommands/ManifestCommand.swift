@@ -91,14 +91,14 @@ struct ManifestCommand: AsyncParsableCommand {
             guard folders.count == 1, baseURL == nil else {
                 throw ValidationError("s3://BUCKET/PREFIX/ is listed alone, without folders or --base-url (the prefix is the base URL)")
             }
-            guard case .success(let location) = S3URL.parse(first.hasSuffix("/") || !first.dropFirst(5).contains("/") ? first + "x" : first),
-                  first.dropFirst(5).contains("/")
-            else { throw ValidationError("'\(first)' is not s3://BUCKET/PREFIX/ (a bucket S3 accepts, then the prefix)") }
-            let prefix = String(location.key.dropLast())
-            guard prefix.isEmpty || first.hasSuffix("/") else {
-                throw ValidationError("'\(first)': end the prefix with '/' (s3://BUCKET/PREFIX/): keys are relative to it")
+            guard first.dropFirst(5).contains("/"), first.hasSuffix("/") else {
+                throw ValidationError("'\(first)': give s3://BUCKET/ or s3://BUCKET/PREFIX/, ending with '/' (keys are relative to it)")
             }
-            return .bucket(S3URL(bucket: location.bucket, key: prefix))
+            // Parsed with a key below it: the bucket checked as S3 checks it, the prefix as written.
+            guard case .success(let location) = S3URL.parse(first + "x") else {
+                throw ValidationError("'\(first)' is not s3://BUCKET/PREFIX/ (a bucket S3 accepts, then the prefix)")
+            }
+            return .bucket(S3URL(bucket: location.bucket, key: String(location.key.dropLast())))
         }
         guard update == nil else { throw ValidationError("--update goes with s3://BUCKET/PREFIX/") }
         guard !folders.isEmpty else { throw ValidationError("give folders (with --base-url), s3://BUCKET/PREFIX/ or --urls FILE") }
