@@ -18,6 +18,8 @@ extension SyncEngine {
     /// it took.
     public struct BucketManifest: Sendable {
         public var items: [ManifestWriter.Item] = []
+        /// Why the bucket could not be listed (then nothing else was asked, and no manifest is due).
+        public var listingFailure: String?
         /// Objects that could not be pinned (each a report row), left out.
         public var failed: [SyncReport.Entry] = []
         /// Keys left out because they cannot be a file's path in a tree (`a//b`, `a/./b`, a folder marker).
@@ -54,9 +56,7 @@ extension SyncEngine {
             let listing = await reader.list(bucket: bucket, prefix: prefix)
             guard case .success(let all) = listing else {
                 await reader.close()
-                if case .failure(let failure) = listing {
-                    throw CacheError.unusable(path: prefixURL, reason: "the bucket could not be listed: \(failure.message)")
-                }
+                if case .failure(let failure) = listing { result.listingFailure = failure.message }
                 return result
             }
             objects = all.filter { object in

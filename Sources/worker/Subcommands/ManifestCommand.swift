@@ -91,11 +91,10 @@ struct ManifestCommand: AsyncParsableCommand {
             guard folders.count == 1, baseURL == nil else {
                 throw ValidationError("s3://BUCKET/PREFIX/ is listed alone, without folders or --base-url (the prefix is the base URL)")
             }
-            guard first.dropFirst(5).contains("/"), first.hasSuffix("/") else {
-                throw ValidationError("'\(first)': give s3://BUCKET/ or s3://BUCKET/PREFIX/, ending with '/' (keys are relative to it)")
-            }
+            // A prefix is a folder of keys, as `aws s3 ls` and rclone take one: `s3://b/p` is `s3://b/p/`.
+            let folder = first.hasSuffix("/") ? first : first + "/"
             // Parsed with a key below it: the bucket checked as S3 checks it, the prefix as written.
-            guard case .success(let location) = S3URL.parse(first + "x") else {
+            guard case .success(let location) = S3URL.parse(folder + "x") else {
                 throw ValidationError("'\(first)' is not s3://BUCKET/PREFIX/ (a bucket S3 accepts, then the prefix)")
             }
             return .bucket(S3URL(bucket: location.bucket, key: String(location.key.dropLast())))
@@ -245,6 +244,10 @@ struct ManifestCommand: AsyncParsableCommand {
             throw CommandFailure.input(errors.description)
         } catch .cache(let error) {
             throw CommandFailure.cache(error)
+        }
+        if let problem = result.listingFailure {
+            // Nothing is written: an earlier manifest at -o stays as it is.
+            throw CommandFailure.failed(["worker: cannot list \(base): \(problem)"])
         }
         for entry in result.failed {
             Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")
