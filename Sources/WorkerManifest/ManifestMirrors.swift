@@ -24,7 +24,7 @@ public struct ManifestMirrors: Sendable, Equatable {
     public func mirrors(for url: String) -> [String] {
         var found: [String] = []
         let fromS3 = S3URL.isS3(url)
-        for entry in prefixes where url.hasPrefix(entry.prefix) {
+        for entry in prefixes where Self.isUnder(url, entry.prefix) {
             let rest = url.dropFirst(entry.prefix.count)
             for mirror in entry.mirrors {
                 switch (fromS3, S3URL.isS3(mirror)) {
@@ -37,6 +37,16 @@ public struct ManifestMirrors: Sendable, Equatable {
             }
         }
         return found
+    }
+
+    /// Whether `url` starts with `prefix` at a path-segment boundary: the prefix ends with `/`, or
+    /// the URL goes on with `/`, `?`, `#` or not at all (`http://cdn.test` is no prefix of
+    /// `http://cdn.test.elsewhere.test/…`, nor `…/a` of `…/ab`).
+    static func isUnder(_ url: String, _ prefix: String) -> Bool {
+        guard url.hasPrefix(prefix) else { return false }
+        if prefix.hasSuffix("/") { return true }
+        guard let next = url.utf8.dropFirst(prefix.utf8.count).first else { return true }
+        return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
     }
 
     mutating func append(_ prefix: String, _ mirrors: [String]) {

@@ -77,6 +77,14 @@ public struct S3URL: Sendable, Equatable {
     /// Part of a key as part of a URL path (`encodedKey`'s rule): an s3:// prefix mirrored by an
     /// http(s) one names the same object at the path that spells its key.
     package static func pathEncoded(_ key: some StringProtocol) -> String {
+        // S3 keys are literal: a `.` or `..` segment is a name, which libcurl (and every URL
+        // parser) would otherwise remove with the segment before it — `a/../b` would fetch `b`,
+        // and a path-style `BUCKET/../other/k` another bucket's key.
+        if key.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == "." || $0 == ".." }) {
+            return key.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+                segment == "." || segment == ".." ? String(repeating: "%2E", count: segment.count) : pathEncoded(segment)
+            }.joined(separator: "/")
+        }
         var out = ""
         out.reserveCapacity(key.utf8.count)
         for byte in key.utf8 {

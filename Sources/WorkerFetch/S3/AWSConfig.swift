@@ -61,6 +61,14 @@ enum AWSConfig {
             }
         }
         let region = value("AWS_REGION") ?? value("AWS_DEFAULT_REGION") ?? sections.last.flatMap { $0?["region"] } ?? "us-east-1"
+        // A region names a host (`BUCKET.s3.REGION.amazonaws.com`) and the signing scope: AWS's
+        // are lowercase letters, digits and dashes, and nothing else may steer the request.
+        guard !region.isEmpty, region.utf8.count <= 64,
+              region.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == UInt8(ascii: "-") })
+        else {
+            return .failure(S3ConfigError("the AWS region '\(Sanitize.terminal(Redact.short(region)))' is not a region "
+                + "(lowercase letters, digits and '-', such as eu-west-3)"))
+        }
         let endpoint = value("AWS_ENDPOINT_URL_S3") ?? value("AWS_ENDPOINT_URL")
         if let endpoint, let problem = ManifestMirrors.problem(endpoint, what: "the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL)") {
             return .failure(S3ConfigError(problem))

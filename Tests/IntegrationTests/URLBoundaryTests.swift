@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+import WorkerTestSupport
+
+/// Three of the reproductions of the review "URLs as values" (issue 61), fixed where they
+/// happen: S3 keys are literal (dot segments included), an AWS region cannot steer a request,
+/// and the mirrors map matches a prefix only at a path-segment boundary. Each failed on 3038a51.
+@Suite(.hangLimit) struct URLBoundaryTests {
+    /// `s3://assets/dots/a/../b.txt` is that key: 3038a51 fetched `dots/b.txt` (libcurl removed the
+    /// dot segments) and failed on its hash.
+    @Test func anS3KeyWithDotSegmentsIsThatKey() async throws {
+        let dotted = Array("the dotted key\n".utf8)
+        let moto = try MotoS3(objects: ["assets": ["dots/a/../b.txt": dotted, "dots/b.txt": Array("the other key\n".utf8)]])
+        defer { moto.stop() }
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: s3://assets/dots/a/../b.txt\n    hash: sha256:\(sha256(dotted))\n")
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
+                                                environment: moto.environment(moto.user, home: directory.path))
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(moto.requests.contains { $0.hasPrefix("GET /assets/dots/a/") }, "\(moto.requests.suffix(3))")
+    }
+
+    /// `AWS_REGION='x@127.0.0.1:PORT/#'` sent a signed request (and the session token) to that
+    /// port on 3038a51. A region is `[a-z0-9-]+`: anything else is refused before any request.
+    @Test func aRegionThatIsNotARegionIsRefusedBeforeAnyRequest() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: s3://assets/a.png\n")
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
+                                                environment: ["AWS_REGION": "x@127.0.0.1:\(origin.port)/#", "AWS_ACCESS_KEY_ID": "AKIATEST",
+                                                              "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token",
+                                                              "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": "", "AWS_PROFILE": "",
+                                                              "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": ""])
+        #expect(result.code == 2, "\(result.code) \(result.stderr)")
+        #expect(result.stderr.contains("is not a region"), "\(result.stderr)")
+        #expect(origin.totalRequests == 0)
+    }
+
+    /// A mirrors map prefix `http://127.0.0.1:4` is no prefix of `http://127.0.0.1:41234/…` (nor
+    /// `http://cdn.test` of `http://cdn.test.elsewhere.test/…`): 3038a51 sent such entries, with
+    /// the map's mirror credentials, to the mirror.
+    @Test func aMirrorsMapPrefixMatchesOnlyAtASegmentBoundary() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let mirror = try await TestOrigin.start()
+        defer { Task { await mirror.stop() } }
+        let bytes = Array("mirrored\n".utf8)
+        mirror.set("/m/f/a.png", bytes)
+        let directory = TemporaryDirectory()
+        let port = String(origin.port)
+        let shortPrefix = "http://127.0.0.1:" + port.dropLast()
+        let withUser = mirror.url("/m").replacingOccurrences(of: "http://", with: "http://reader:secret@")
+        let manifest = directory.write("m.yaml", """
+            version: 1
+            mirrors:
+              "\(shortPrefix)": ["\(withUser)"]
+            entries:
+              - url: \(origin.url("/f/a.png"))
+                hash: sha256:\(sha256(bytes))
+            """)
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"])
+        #expect(result.code == 1, "the origin answers 404 and no mirror applies: \(result.code) \(result.stderr)")
+        #expect(mirror.totalRequests == 0, "the mirror got no request (and no credentials)")
+        // A prefix that ends at a boundary applies.
+        let whole = directory.write("whole.yaml", """
+            version: 1
+            mirrors:
+              "\(origin.url(""))": ["\(mirror.url("/m"))"]
+            entries:
+              - url: \(origin.url("/f/a.png"))
+                hash: sha256:\(sha256(bytes))
+            """)
+        let served = try await WorkerBinary.run(["sync", whole, "--cache-dir", directory.path + "/c", "--retries", "0"])
+        #expect(served.code == 0, "\(served.stderr)")
+    }
+}
