@@ -43,20 +43,25 @@ import WorkerTestSupport
 /// stays, and the next run asks only for what is missing. (f94e2a0: exit 4 with SQLite's "database
 /// or disk is full", no report, nothing indexed.)
 @Suite(.hangLimit) struct FullTmpfsTests {
-    @Test(.enabled(if: Conditions.canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
-    func aDiskThatFillsCommitsWhatFitsAndTheNextRunAsksOnlyForTheRest() async throws {
-        let harness = try await Harness.start()
-        defer { Task { await harness.origin.stop() } }
+    /// 1,500 entries of 0.9–2.9 KB (about 2.8 MB) on the harness's origin, more than a 3 MB tmpfs
+    /// holds with its cache; the manifest, the folder for outputs and the mount point.
+    private static func fixture(_ harness: Harness) throws -> (manifest: String, out: String, mount: String) {
         var entries: [(path: String, bytes: [UInt8]?)] = []
         for number in 0..<1500 {
             let bytes = (0..<(900 + number % 2000)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ number) }
             harness.origin.set("/a/\(number)", bytes)
             entries.append(("/a/\(number)", bytes))
         }
-        let manifest = harness.manifest(entries)
         let out = harness.directory.path
-        let mount = out + "/disk"
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: out + "/disk", withIntermediateDirectories: true)
+        return (harness.manifest(entries), out, out + "/disk")
+    }
+
+    @Test(.enabled(if: Conditions.canMount, "needs root for a tmpfs in a mount namespace (CI runs as root)"))
+    func aDiskThatFillsCommitsWhatFitsAndTheNextRunAsksOnlyForTheRest() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let (manifest, out, mount) = try Self.fixture(harness)
         // Both runs and a verify in one namespace: the tmpfs goes with it.
         let script = """
             mount -t tmpfs -o size=3m tmpfs '\(mount)' || exit 97
@@ -95,16 +100,7 @@ import WorkerTestSupport
     func aFullDiskStopsTheRunAsking() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        var entries: [(path: String, bytes: [UInt8]?)] = []
-        for number in 0..<1500 {
-            let bytes = (0..<(900 + number % 2000)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ number) }
-            harness.origin.set("/a/\(number)", bytes)
-            entries.append(("/a/\(number)", bytes))
-        }
-        let manifest = harness.manifest(entries)
-        let out = harness.directory.path
-        let mount = out + "/disk"
-        try FileManager.default.createDirectory(atPath: mount, withIntermediateDirectories: true)
+        let (manifest, out, mount) = try Self.fixture(harness)
         let script = """
             mount -t tmpfs -o size=3m tmpfs '\(mount)' || exit 97
             '\(WorkerBinary.path)' sync '\(manifest)' --cache-dir '\(mount)/cache' --report '\(out)/r.json' --jobs 8 -q; echo $? > '\(out)/code'
