@@ -2,15 +2,17 @@ import WorkerManifest
 import WorkerSupport
 
 /// `--rewrite FROM=TO`: the operator's redirection of URLs (an internal mirror for air-gapped CI,
-/// a proxy). A URL that starts with FROM is fetched from TO + the rest; FROM's host is never
-/// contacted (redirects are rewritten too). What the cache records (the index, `path`, `get`,
-/// reports) keeps the manifest's URL: only the request changes. The first matching rule wins.
+/// a proxy). A URL under FROM is fetched from TO + the rest; FROM's host is never contacted
+/// (redirects are rewritten too). "Under" compares where the URL connects (`ConnectOrigin`: every
+/// spelling of FROM's scheme, host and port, user info apart) and FROM's path at a path-segment
+/// boundary. What the cache records (the index, `path`, `get`, reports) keeps the manifest's URL:
+/// only the request changes. The first matching rule wins.
 public struct URLRewrite: Sendable, Equatable {
     public struct Rule: Sendable, Equatable {
         public let from: String
         public let to: String
-        /// FROM's `scheme://authority`, lowercased (compared without case), and the rest.
-        let authority: String
+        /// Where FROM connects, and its path.
+        let origin: ConnectOrigin
         let path: Substring
     }
 
@@ -35,34 +37,30 @@ public struct URLRewrite: Sendable, Equatable {
                     return .failure(RewriteError("'\(Redact.refusedURL(text))': \(problem)"))
                 }
             }
-            guard let authority = Self.authority(of: from) else {
+            guard let (origin, path) = ConnectOrigin.parse(from) else {
                 return .failure(RewriteError("'\(Redact.refusedURL(text))': FROM is not a valid URL"))
             }
-            rewrite.rules.append(Rule(from: from, to: to, authority: authority.lowercased(),
-                                      path: from.dropFirst(authority.count)))
+            rewrite.rules.append(Rule(from: from, to: to, origin: origin, path: path))
         }
         return .success(rewrite)
     }
 
-    /// The URL to request for `url`: TO + the rest under the first rule whose FROM it starts
-    /// with (scheme and host without case; a host is matched whole), else `url` itself.
+    /// The URL to request for `url`: TO + the rest under the first rule FROM it is under, else
+    /// `url` itself.
     public func apply(_ url: String) -> String {
-        guard !rules.isEmpty, let authority = Self.authority(of: url) else { return url }
-        let lowered = authority.lowercased()
-        let rest = url.dropFirst(authority.count)
-        for rule in rules where rule.authority == lowered && rest.hasPrefix(rule.path) {
+        guard !rules.isEmpty, let (origin, rest) = ConnectOrigin.parse(url) else { return url }
+        for rule in rules where rule.origin == origin && Self.isUnder(rest, rule.path) {
             return rule.to + rest.dropFirst(rule.path.count)
         }
         return url
     }
 
-    /// `scheme://authority` of an absolute URL (up to the first `/`, `?` or `#` after `://`).
-    static func authority(of url: String) -> Substring? {
-        guard let schemeEnd = url.firstRange(of: "://") else { return nil }
-        let after = url[schemeEnd.upperBound...]
-        let end = after.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? after.endIndex
-        guard end > after.startIndex else { return nil }
-        return url[..<end]
+    /// Whether the path (and what follows) `rest` starts with `prefix` at a segment boundary.
+    static func isUnder(_ rest: Substring, _ prefix: Substring) -> Bool {
+        guard rest.hasPrefix(prefix) else { return false }
+        if prefix.isEmpty || prefix.hasSuffix("/") { return true }
+        guard let next = rest.utf8.dropFirst(prefix.utf8.count).first else { return true }
+        return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
     }
 }
 

@@ -74,4 +74,31 @@ import WorkerTestSupport
         let served = try await WorkerBinary.run(["sync", whole, "--cache-dir", directory.path + "/c", "--retries", "0"])
         #expect(served.code == 0, "\(served.stderr)")
     }
+
+    /// `--rewrite http://localhost:PORT/=…` covers every spelling of that origin: 3038a51 sent the
+    /// requests of `user@localhost`, a port with a leading zero and the IPv4-mapped loopback to
+    /// FROM's host itself.
+    @Test func aRewriteCannotBeBypassedByAnotherSpellingOfItsOrigin() async throws {
+        let from = try await TestOrigin.start()
+        defer { Task { await from.stop() } }
+        let to = try await TestOrigin.start()
+        defer { Task { await to.stop() } }
+        let directory = TemporaryDirectory()
+        let port = from.port
+        var text = "version: 1\nentries:\n"
+        let spellings = ["http://user@localhost:\(port)", "http://localhost:0\(port)", "http://[::ffff:127.0.0.1]:\(port)",
+                         "http://LOCALHOST.:\(port)", "http://127.1:\(port)"]
+        for (number, spelling) in spellings.enumerated() {
+            let bytes = Array("file \(number)\n".utf8)
+            to.set("/inside/f/\(number).png", bytes)
+            from.set("/f/\(number).png", bytes)
+            text += "  - url: \(spelling)/f/\(number).png\n    hash: sha256:\(sha256(bytes))\n"
+        }
+        let manifest = directory.write("m.yaml", text)
+        let rule = "http://localhost:\(port)/=\(to.url("/inside/"))"
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--retries", "0"])
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(from.totalRequests == 0, "FROM's host was contacted \(from.totalRequests) times")
+        #expect(to.totalRequests == spellings.count)
+    }
 }

@@ -3,6 +3,7 @@ import Testing
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerStore
+import WorkerSupport
 import WorkerTestSupport
 
 /// The parts of `worker manifest s3://` that need no server: a listing page read, the listing
@@ -61,5 +62,43 @@ import WorkerTestSupport
                 == ["https://cdn.test/a/two%20words%2Bplus%25.png", "s3://backup/a/two words+plus%.png"])
         #expect(mirrors.mirrors(for: "https://origin.test/a/two%20words+plus.png")
                 == ["s3://assets/a/two words+plus.png", "https://cdn.test/a/two%20words+plus.png"])
+    }
+}
+
+/// Where an http(s) URL connects, in one spelling (what `--rewrite` compares).
+@Suite struct ConnectOriginTests {
+    private func origin(_ url: String) -> String? {
+        ConnectOrigin.parse(url).map { "\($0.origin.scheme)://\($0.origin.host):\($0.origin.port)" }
+    }
+
+    @Test func spellingsLibcurlConnectsAlikeAreOneOrigin() {
+        let localhost = "http://localhost:21001"
+        for url in ["http://localhost:21001/a", "http://user@localhost:21001/a", "http://user:pw@LOCALHOST.:21001",
+                    "http://localhost:021001/a", "http://%6cocalhost:21001/a", "http://[::ffff:127.0.0.1]:21001/",
+                    "http://127.0.0.1:21001/a", "http://127.1:21001", "http://0x7f.0.0.1:21001/a", "http://2130706433:21001/a",
+                    "http://[::1]:21001/a", "http://cdn.localhost:21001/a", "HTTP://localhost:21001?q", "http://localhost:21001#f"] {
+            #expect(origin(url) == localhost, "\(url) → \(origin(url) ?? "nil")")
+        }
+        #expect(origin("https://Example.COM/x") == "https://example.com:443")
+        #expect(origin("https://example.com:443/x") == "https://example.com:443")
+        #expect(origin("http://example.com/x") == "http://example.com:80")
+        #expect(origin("http://[2001:DB8:0:0::1]:8080/") == "http://[2001:db8::1]:8080")
+        #expect(origin("http://10.0.0.1/") == "http://10.0.0.1:80")
+        #expect(origin("http://127.0.0.2/") == "http://127.0.0.2:80", "another loopback address is another host")
+        for bad in ["http://h:99999/", "http://h:-1/", "http://h:8a/", "s3://bucket/k", "http://%zz/", "http://[::1/", "nothing"] {
+            #expect(origin(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func aRewriteCoversEverySpellingOfItsOriginAndMatchesPathsAtABoundary() throws {
+        let rewrite = try URLRewrite.parse(["http://localhost:21001/=http://mirror.test/m/", "https://cdn.test/a=https://m2.test/b"]).get()
+        #expect(rewrite.apply("http://user@localhost:21001/f/a.png") == "http://mirror.test/m/f/a.png")
+        #expect(rewrite.apply("http://localhost:021001/f/a.png") == "http://mirror.test/m/f/a.png")
+        #expect(rewrite.apply("http://[::ffff:127.0.0.1]:21001/f/a.png") == "http://mirror.test/m/f/a.png")
+        #expect(rewrite.apply("http://%6cocalhost:21001/f") == "http://mirror.test/m/f")
+        #expect(rewrite.apply("http://localhost:21002/f") == "http://localhost:21002/f")
+        #expect(rewrite.apply("https://cdn.test/a/x.png") == "https://m2.test/b/x.png")
+        #expect(rewrite.apply("https://cdn.test/ab/x.png") == "https://cdn.test/ab/x.png", "a path prefix ends at a segment")
+        #expect(rewrite.apply("https://cdn.test.evil.test/a/x.png") == "https://cdn.test.evil.test/a/x.png")
     }
 }
