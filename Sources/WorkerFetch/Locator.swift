@@ -3,8 +3,8 @@ import WorkerManifest
 import WorkerStore
 
 /// Where a URL the cache knows is fetched from: the one place the fetch stage tells a URL's kind.
-/// An `s3://` URL becomes its endpoint's https URL with the run's AWS signing; an http(s) URL goes
-/// where `--rewrite` sends it. A `FetchRequest` holds the resulting locations; everything after
+/// An `s3://` URL becomes its endpoint's URL with the run's AWS signing; that URL, like an http(s)
+/// one, goes where `--rewrite` sends it (a bucket's endpoint behind an internal proxy). A `FetchRequest` holds the resulting locations; everything after
 /// (the breaker, the window, retries, resume, rate limits) works on them alike.
 public struct Locator: Sendable, Equatable {
     public var rewrite = URLRewrite()
@@ -34,7 +34,7 @@ public struct Locator: Sendable, Equatable {
     func location(_ listed: String, origin: String? = nil) -> FetchLocation {
         if S3URL.isS3(listed), case .success(let object) = S3URL.parse(listed) {
             let (url, signing) = (s3 ?? S3Access()).location(of: object)
-            return FetchLocation(listed: listed, url: url, origin: origin, signing: signing)
+            return FetchLocation(listed: listed, url: rewrite.apply(url), origin: origin, signing: signing)
         }
         return FetchLocation(listed: listed, url: rewrite.apply(listed), origin: origin)
     }

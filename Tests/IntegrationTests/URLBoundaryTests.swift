@@ -101,4 +101,26 @@ import WorkerTestSupport
         #expect(from.totalRequests == 0, "FROM's host was contacted \(from.totalRequests) times")
         #expect(to.totalRequests == spellings.count)
     }
+
+    /// `--rewrite` covers a bucket's endpoint too (3038a51 accepted such a rule and it did
+    /// nothing): the endpoint here refuses every connection, and the rule sends the signed requests
+    /// to moto instead — the sync and `manifest s3://` alike.
+    @Test func aRewriteSendsABucketsEndpointElsewhere() async throws {
+        let bytes = Array("through the proxy\n".utf8)
+        let moto = try MotoS3(objects: ["assets": ["a/x.png": bytes]])
+        defer { moto.stop() }
+        let refusing = RefusingPort()
+        defer { refusing.release() }
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: s3://assets/a/x.png\n    hash: sha256:\(sha256(bytes))\n")
+        var environment = moto.environment(moto.user, home: directory.path)
+        environment["AWS_ENDPOINT_URL"] = refusing.origin
+        let rule = "\(refusing.origin)/=\(moto.endpoint)/"
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--retries", "0"],
+                                                environment: environment)
+        #expect(result.code == 0, "\(result.stderr)")
+        let listed = try await WorkerBinary.run(["manifest", "s3://assets/a/", "--cache-dir", directory.path + "/c", "--rewrite", rule,
+                                                 "--retries", "0"], environment: environment)
+        #expect(listed.code == 0 && listed.stdout.contains(sha256(bytes)), "\(listed.stdout) \(listed.stderr)")
+    }
 }

@@ -10,6 +10,8 @@ import WorkerSupport
 /// retried as a download is (connection failures, timeouts, 5xx, 408, 429; `--retries`).
 package final class BucketReader: Sendable {
     private let access: S3Access
+    /// `--rewrite`: the bucket's endpoint may be reached through a proxy, as downloads are.
+    private let rewrite: URLRewrite
     private let store: ContentStore
     private let settings: FetchSettings
     private let engines: EngineSet
@@ -19,6 +21,7 @@ package final class BucketReader: Sendable {
     package init(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) {
         guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
         access = settings.locator.s3 ?? S3Access()
+        rewrite = settings.locator.rewrite
         self.store = store
         self.settings = settings
         engines = try transport.startEngines(shares: [max(1, width)], settings: settings)
@@ -55,7 +58,8 @@ package final class BucketReader: Sendable {
 
     /// The SHA-256 the bucket stores for `key` (lowercase hex), or nil when it stores none.
     package func storedSHA256(bucket: String, key: String) async -> Result<String?, FetchFailure> {
-        let (url, signing) = access.location(of: S3URL(bucket: bucket, key: key))
+        let (located, signing) = access.location(of: S3URL(bucket: bucket, key: key))
+        let url = rewrite.apply(located)
         var request = TransferRequest(url: url, headers: ["x-amz-checksum-mode: ENABLED"], deadline: 0)
         request.method = .head
         request.signing = signing
@@ -80,7 +84,7 @@ package final class BucketReader: Sendable {
 
     /// The bucket's own URL (`ENDPOINT/BUCKET/` path-style, or the virtual host).
     private func bucketURL(_ bucket: String) -> String {
-        access.location(of: S3URL(bucket: bucket, key: "")).url
+        rewrite.apply(access.location(of: S3URL(bucket: bucket, key: "")).url)
     }
 
     /// A GET's body as text (a small XML document, through a temporary file in the cache's `tmp/`).
