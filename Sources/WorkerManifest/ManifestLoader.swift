@@ -202,14 +202,18 @@ private struct EntryCollector {
         record(waiting, manifests: manifests, path: path, into: &diagnostics)
     }
 
-    /// The entry's tree path: its own, or its URL's.
-    private mutating func addToTree(_ item: RawEntry, entry: Int, manifest: Int, path: String,
+    /// The entry's tree path: its own, or its URL's (for an `s3://` URL its key, literal: below
+    /// an `s3://` base_url the key as written, else the key after the bucket).
+    private mutating func addToTree(_ item: RawEntry, resolved: String, entry: Int, manifest: Int, path: String,
                                     into diagnostics: inout [ManifestDiagnostic]) {
         if let explicit = item.path {
             tree.append(TreeEntry(path: explicit, entry: entry, manifest: manifest, line: item.pathLine, column: item.pathColumn))
             return
         }
-        switch TreePath.derived(fromURL: item.url) {
+        let derived = S3URL.isS3(resolved)
+            ? TreePath.derived(fromS3Key: S3URL.isS3(item.url) ? ((try? S3URL.parse(item.url).get())?.key ?? item.url) : item.url)
+            : TreePath.derived(fromURL: item.url)
+        switch derived {
         case .success(let derived):
             tree.append(TreeEntry(path: derived, entry: entry, manifest: manifest, line: item.line, column: item.column))
         case .failure(let problem):
@@ -222,12 +226,16 @@ private struct EntryCollector {
         let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
         // The stored URL is read (a string made) only when the digests match: a URL listed again.
         guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries.url(at: $0) }) else {
-            if collectsTree || item.path != nil { addToTree(item, entry: entries.count, manifest: index, path: path, into: &diagnostics) }
+            if collectsTree || item.path != nil {
+                addToTree(item, resolved: url, entry: entries.count, manifest: index, path: path, into: &diagnostics)
+            }
             entries.append(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column,
                            mirrors: item.mirrors)
             return
         }
-        if collectsTree || item.path != nil { addToTree(item, entry: existing, manifest: index, path: path, into: &diagnostics) }
+        if collectsTree || item.path != nil {
+            addToTree(item, resolved: url, entry: existing, manifest: index, path: path, into: &diagnostics)
+        }
         let first = entries[existing]
         if let a = first.hash, let b = item.hash, a != b {
             let place = first.manifest == index ? "line \(first.line)" : "\(manifests[first.manifest].path):\(first.line)"

@@ -62,6 +62,16 @@ public enum TreePath {
         return .success(decoded)
     }
 
+    /// An S3 key's tree path: the key itself (keys are literal: `a%20b.png` and `x?y` are names),
+    /// checked as any tree path.
+    public static func derived(fromS3Key key: String) -> Result<String, TreePathProblem> {
+        guard !key.isEmpty, !key.hasSuffix("/") else {
+            return .failure(TreePathProblem(message: "the S3 key is empty or ends in '/': give the entry a 'path' for the tree"))
+        }
+        if let problem = problem(key) { return .failure(TreePathProblem(message: problem + " (from the S3 key; give the entry a 'path')")) }
+        return .success(key)
+    }
+
     /// `%XX` decoded; nil when a `%` is not followed by two hex digits or the bytes are not UTF-8.
     static func percentDecoded(_ text: ArraySlice<UInt8>) -> String? {
         guard text.contains(UInt8(ascii: "%")) else { return String(decoding: text, as: UTF8.self) }

@@ -123,4 +123,28 @@ import WorkerTestSupport
                                                  "--retries", "0"], environment: environment)
         #expect(listed.code == 0 && listed.stdout.contains(sha256(bytes)), "\(listed.stdout) \(listed.stderr)")
     }
+
+    /// The tree path of an `s3://` entry is its key, literal: 3038a51 published `a%20b.png` as
+    /// `a b.png` and `x?y.png` as `x` (decoded and cut as if it were an http URL's path).
+    @Test func anS3KeyIsItsTreePathAsWritten() async throws {
+        let first = Array("percent\n".utf8), second = Array("question\n".utf8)
+        let moto = try MotoS3(objects: ["assets": ["p/a%20b.png": first, "p/x?y.png": second]])
+        defer { moto.stop() }
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("m.yaml", """
+            version: 1
+            base_url: s3://assets/p/
+            entries:
+              - url: "a%20b.png"
+                hash: sha256:\(sha256(first))
+              - url: s3://assets/p/x?y.png
+                hash: sha256:\(sha256(second))
+            """)
+        let tree = directory.path + "/tree"
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--tree", tree, "--retries", "0"],
+                                                environment: moto.environment(moto.user, home: directory.path))
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect((try? String(contentsOfFile: tree + "/a%20b.png", encoding: .utf8)) == "percent\n")
+        #expect((try? String(contentsOfFile: tree + "/p/x?y.png", encoding: .utf8)) == "question\n")
+    }
 }
