@@ -39,6 +39,15 @@ public struct Locator: Sendable, Equatable {
         return FetchLocation(listed: listed, url: rewrite.apply(listed), origin: origin)
     }
 
+    /// Where `listed` would be requested without `--rewrite`: an `s3://` URL's endpoint URL, else
+    /// `listed` itself.
+    package func beforeRewrite(_ listed: String) -> String {
+        if S3URL.isS3(listed), case .success(let object) = S3URL.parse(listed) {
+            return (s3 ?? S3Access()).location(of: object).url
+        }
+        return listed
+    }
+
     /// The origin `listed` is requested from; nil for a local file.
     package func origin(of listed: String) -> String? {
         LocalFile.isLocal(listed) ? nil : location(listed).origin

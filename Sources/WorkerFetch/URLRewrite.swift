@@ -17,8 +17,43 @@ public struct URLRewrite: Sendable, Equatable {
     }
 
     public private(set) var rules: [Rule] = []
+    /// `--rewrite-strict`: every location a run requests must be under a rule or on an allowed
+    /// origin (the air-gapped CI's guarantee); checked before any request, and at each redirect.
+    public var strict = false
+    /// `--allow-origin`: origins a strict run may reach without a rule (where TO points is one).
+    package private(set) var allowed: Set<ConnectOrigin> = []
 
     public init() {}
+
+    /// Allows `origins` (absolute http(s) URLs; only their scheme, host and port count) in a strict
+    /// run; the error names the one that is not a URL.
+    public mutating func allow(_ origins: [String]) -> RewriteError? {
+        for text in origins {
+            guard let (origin, _) = ConnectOrigin.parse(text) else {
+                return RewriteError("--allow-origin '\(Redact.refusedURL(text))' is not an absolute http or https URL")
+            }
+            allowed.insert(origin)
+        }
+        return nil
+    }
+
+    /// The number of the first rule `url` is under, or nil.
+    package func rule(for url: String) -> Int? {
+        guard !rules.isEmpty, let (origin, rest) = ConnectOrigin.parse(url) else { return nil }
+        return rules.firstIndex { $0.origin == origin && Self.isUnder(rest, $0.path) }
+    }
+
+    /// Whether a strict run may request `url` as it is (after the rules): it is where a rule's TO
+    /// points, or on an allowed origin. (Not strict: always.)
+    package func mayRequest(_ url: String) -> Bool {
+        guard strict else { return true }
+        guard let (origin, rest) = ConnectOrigin.parse(url) else { return false }
+        if allowed.contains(origin) { return true }
+        return rules.contains { rule in
+            guard let (target, path) = ConnectOrigin.parse(rule.to) else { return false }
+            return target == origin && Self.isUnder(rest, path)
+        }
+    }
 
     public var isEmpty: Bool { rules.isEmpty }
 
@@ -48,11 +83,9 @@ public struct URLRewrite: Sendable, Equatable {
     /// The URL to request for `url`: TO + the rest under the first rule FROM it is under, else
     /// `url` itself.
     public func apply(_ url: String) -> String {
-        guard !rules.isEmpty, let (origin, rest) = ConnectOrigin.parse(url) else { return url }
-        for rule in rules where rule.origin == origin && Self.isUnder(rest, rule.path) {
-            return rule.to + rest.dropFirst(rule.path.count)
-        }
-        return url
+        guard let number = rule(for: url), let (_, rest) = ConnectOrigin.parse(url) else { return url }
+        let rule = rules[number]
+        return rule.to + rest.dropFirst(rule.path.count)
     }
 
     /// Whether the path (and what follows) `rest` starts with `prefix` at a segment boundary.

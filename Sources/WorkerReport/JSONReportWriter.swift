@@ -21,6 +21,7 @@ public enum JSONReportWriter {
         var entries: [SyncReport.Entry]
         let unreachableOrigins: [SyncReport.OriginProblem]?
         let failover: [SyncReport.Failover]?
+        let rewrite: SyncReport.Rewrite?
         let limits: SyncReport.Limits?
         let remoteCache: SyncReport.RemoteCache?
         let tree: TreeOutcome?
@@ -35,7 +36,7 @@ public enum JSONReportWriter {
             case cacheDir = "cache_dir"
             case manifests, totals, entries
             case unreachableOrigins = "unreachable_origins"
-            case failover
+            case failover, rewrite
             case limits
             case remoteCache = "remote_cache"
             case tree
@@ -54,6 +55,7 @@ public enum JSONReportWriter {
             self.entries = entries
             unreachableOrigins = report.unreachableOrigins.isEmpty ? nil : report.unreachableOrigins
             failover = report.failover.isEmpty ? nil : report.failover
+            rewrite = report.rewrite
             limits = report.limits
             remoteCache = report.remoteCache
             tree = report.tree

@@ -187,6 +187,22 @@ public struct SyncReport: Sendable {
     public var unreachableOrigins: [OriginProblem] = []
     /// Entries' own origins that failed while a mirror served them, one per origin.
     public var failover: [Failover] = []
+    /// What `--rewrite` did: whether the run was strict, and the rules no location was under.
+    public var rewrite: Rewrite?
+
+    /// The report's `rewrite` object.
+    public struct Rewrite: Sendable, Codable, Equatable {
+        public var strict: Bool
+        public var rules: Int
+        /// Each rule no location of the run was under (its FROM, without user info).
+        public var unmatched: [String]
+
+        package init(strict: Bool, rules: Int, unmatched: [String]) {
+            self.strict = strict
+            self.rules = rules
+            self.unmatched = unmatched
+        }
+    }
 
     /// Mirrors served `entries` entries because their own URLs on `origin` failed: the first
     /// failure's reason and words, and which mirrors served.

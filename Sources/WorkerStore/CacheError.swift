@@ -33,6 +33,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// A tree's folder (`--tree`, `export --atomic`) exists and is not a link this program made:
     /// left as it is (exit 2).
     case treeRefused(path: String, reason: String)
+    /// `--rewrite-strict`: locations no rule covers and no `--allow-origin` allows (exit 2,
+    /// before any request), in words.
+    case rewriteRefused(String)
     /// The AWS settings of a run with `s3://` URLs cannot be used (an unreadable credentials
     /// file, a profile that is nowhere): exit 2, which and why (never a secret).
     case awsSettings(String)
@@ -72,6 +75,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "refusing to publish: \(problem)"
         case .treeRefused(let path, let reason):
             "refusing to publish a tree at \(path): \(reason)"
+        case .rewriteRefused(let problem):
+            "refusing to run (--rewrite-strict): \(problem)"
         case .awsSettings(let problem):
             "cannot reach s3:// URLs: \(problem)"
         }

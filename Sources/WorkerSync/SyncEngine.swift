@@ -186,6 +186,17 @@ public struct SyncEngine: Sendable {
         // AWS settings a run with s3:// URLs cannot use stop it before the cache is touched (the
         // run's requests are made with this locator).
         let locator = try options.fetch.locator.resolvingS3(if: Self.namesS3(manifests))
+        // --rewrite's rules against the run's locations, before any request (strict: refused whole).
+        let rewrite: SyncReport.Rewrite?
+        switch Self.checkRewrite(manifests, locator: locator) {
+        case .success(let checked): rewrite = checked
+        case .failure(let error):
+            _ = await prefetched?.value
+            throw error
+        }
+        for from in rewrite?.unmatched ?? [] {
+            logger.warning("--rewrite \(from)=…: no URL of this run is under FROM (a typo would send every request to the origin itself)")
+        }
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) {
             _ = await prefetched?.value
             throw .notWritable(problem)
@@ -202,7 +213,8 @@ public struct SyncEngine: Sendable {
             slot.release()
         }
         let (plan, index) = try await start(manifests, store: store, slot: slot, prefetched: prefetched)
-        return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator)
+        return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator,
+                             rewrite: rewrite)
     }
 
     /// Entries from which a new cache's first sync builds its index of rows by object at its end.
@@ -247,7 +259,7 @@ public struct SyncEngine: Sendable {
 
     /// Downloads and commits (`SyncRun`), then records the run, writes the outputs and finishes.
     private func run(_ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
-                     startedAt: Date, locator: Locator) async throws(CacheError) -> SyncResult {
+                     startedAt: Date, locator: Locator, rewrite: SyncReport.Rewrite?) async throws(CacheError) -> SyncResult {
         var options = options
         options.fetch.locator = locator
         var run = SyncRun(plan: plan, store: store, index: index, options: options, context: context,
@@ -257,6 +269,7 @@ public struct SyncEngine: Sendable {
             try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
         }
         var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
+        report.rewrite = rewrite
         if let tree = options.tree {
             // A publish that fails still leaves every output written, with its failure in them.
             do throws(CacheError) {

@@ -147,4 +147,74 @@ import WorkerTestSupport
         #expect((try? String(contentsOfFile: tree + "/a%20b.png", encoding: .utf8)) == "percent\n")
         #expect((try? String(contentsOfFile: tree + "/p/x?y.png", encoding: .utf8)) == "question\n")
     }
+
+    /// A rule no URL of the run is under is said (a typo in FROM sent 2,000 requests to the public
+    /// host with exit 0 on 3038a51), and is in the report.
+    @Test func aRuleThatMatchesNothingIsAWarningAndAReportField() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let manifest = harness.manifest([("/f/a.png", harness.serve("a.png"))])
+        let report = harness.directory.path + "/r.json"
+        let typo = "http://127.0.0.1:\(harness.origin.port)/ff/=http://127.0.0.1:1/"
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--rewrite", typo, "--report", report])
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("--rewrite http://127.0.0.1:\(harness.origin.port)/ff/=…: no URL of this run is under FROM"),
+                "\(result.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let rewrite = try #require(document["rewrite"] as? [String: Any])
+        #expect(rewrite["strict"] as? Bool == false && rewrite["unmatched"] as? [String] == ["http://127.0.0.1:\(harness.origin.port)/ff/"],
+                "\(rewrite)")
+    }
+
+    /// `--rewrite-strict`: a location no rule covers stops the run before any request (exit 2,
+    /// naming it); `--allow-origin` lets that origin through; a redirect to an origin no rule
+    /// covers fails its entry; the report says the run was strict.
+    @Test func aStrictRewriteRefusesWhatNoRuleCovers() async throws {
+        let from = try await TestOrigin.start()
+        defer { Task { await from.stop() } }
+        let to = try await TestOrigin.start()
+        defer { Task { await to.stop() } }
+        let other = try await TestOrigin.start()
+        defer { Task { await other.stop() } }
+        let directory = TemporaryDirectory()
+        let a = Array("a\n".utf8), b = Array("b\n".utf8), c = Array("c\n".utf8)
+        to.set("/in/f/a.png", a)
+        other.set("/f/b.png", b)
+        other.set("/f/c.png", c)
+        let manifest = directory.write("m.yaml", """
+            version: 1
+            entries:
+              - url: \(from.url("/f/a.png"))
+                hash: sha256:\(sha256(a))
+              - url: \(other.url("/f/b.png"))
+                hash: sha256:\(sha256(b))
+            """)
+        let rule = "\(from.url("/"))=\(to.url("/in/"))"
+        let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--rewrite-strict"])
+        #expect(refused.code == 2, "\(refused.code) \(refused.stderr)")
+        #expect(refused.stderr.contains("no rule covers \(other.url("/f/b.png"))"), "\(refused.stderr)")
+        #expect(from.totalRequests + to.totalRequests + other.totalRequests == 0, "nothing was requested")
+
+        let report = directory.path + "/r.json"
+        let allowed = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule,
+                                                  "--allow-origin", other.url(""), "--report", report],
+                                                 environment: ["WORKER_REWRITE_STRICT": "1"])
+        #expect(allowed.code == 0, "\(allowed.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        #expect((document["rewrite"] as? [String: Any])?["strict"] as? Bool == true)
+        #expect(from.totalRequests == 0)
+
+        // TO redirects to an origin no rule covers: that entry fails, nothing is asked of it.
+        let redirected = directory.write("redirect.yaml", """
+            version: 1
+            entries:
+              - url: \(from.url("/goto?to=") + other.url("/f/c.png"))
+                hash: sha256:\(sha256(c))
+            """)
+        let before = other.totalRequests
+        let cut = try await WorkerBinary.run(["sync", redirected, "--cache-dir", directory.path + "/c",
+                                              "--rewrite", "\(from.url("/"))=\(to.url("/"))", "--rewrite-strict", "--retries", "0"])
+        #expect(cut.code == 1 && cut.stderr.contains("(--rewrite-strict)"), "\(cut.code) \(cut.stderr)")
+        #expect(other.totalRequests == before)
+    }
 }

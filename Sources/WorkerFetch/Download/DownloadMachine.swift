@@ -1,5 +1,6 @@
 import WorkerManifest
 import WorkerStore
+import WorkerSupport
 
 /// One download from its origin as a plain value: the attempts with their retries, the hops of
 /// each attempt (redirects we follow ourselves), the resume of a kept part, and the `--max-rps`
@@ -179,6 +180,10 @@ struct DownloadMachine: Sendable {
                 return attemptEnded(.failure(failure), jitter: jitter)
             case .success(let target):
                 let next = rules.rewrite.apply(target)
+                guard rules.rewrite.mayRequest(next) else {
+                    return attemptEnded(.failure(FetchFailure(.redirect, "a redirect to \(Redact.url(next)), which no --rewrite rule "
+                        + "covers and no --allow-origin allows (--rewrite-strict)")), jitter: jitter)
+                }
                 // Manifest headers (credentials) never follow a redirect to another origin.
                 sendHeaders = sendHeaders && Fetcher.origin(of: next) == request.origin
                 return prepare(url: next, hop: exchange.hop + 1)

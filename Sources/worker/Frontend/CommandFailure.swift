@@ -42,7 +42,7 @@ enum CommandFailure: Error {
         case .cache(let error):
             switch error {
             case .locked: ExitStatus.locked
-            case .treeRefused, .awsSettings: ExitStatus.usage
+            case .treeRefused, .awsSettings, .rewriteRefused: ExitStatus.usage
             case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources:
                 ExitStatus.cacheUnusable
             }

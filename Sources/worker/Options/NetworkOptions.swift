@@ -41,6 +41,12 @@ struct NetworkOptions: ParsableArguments {
         valueName: "FROM=TO"))
     var rewrite: [String] = []
 
+    @Flag(name: .customLong("rewrite-strict"), help: "Refuse, before any request, every URL no --rewrite rule covers (except --allow-origin ones); redirects too. Also WORKER_REWRITE_STRICT=1.")
+    var rewriteStrict = false
+
+    @Option(name: .customLong("allow-origin"), help: ArgumentHelp("An origin a --rewrite-strict run may reach without a rule (repeatable).", valueName: "URL"))
+    var allowOrigin: [String] = []
+
     @OptionGroup(title: "Remote cache") var remote: RemoteCacheOptions
 
     /// The fetch settings, made once as the command starts, or a usage error naming the option.
@@ -66,6 +72,8 @@ struct NetworkOptions: ParsableArguments {
         fetch.caCertificates = caCertificates
         fetch.remoteCache = try remote.settings()
         fetch.locator.rewrite = try Self.rewrite(rewrite)
+        fetch.locator.rewrite.strict = rewriteStrict || ProcessInfo.processInfo.environment["WORKER_REWRITE_STRICT"] == "1"
+        if let problem = fetch.locator.rewrite.allow(allowOrigin) { throw ValidationError(problem.description) }
         guard maxSize.value > 0 else { throw ValidationError("--max-size must be above 0") }
         fetch.maxSize = maxSize.value
         fetch.limitRate = limitRate?.value
