@@ -58,6 +58,9 @@ struct SyncLedger {
     /// Failed entries per manifest (its run's record) and per origin (a given-up origin's count).
     private(set) var failuresPerManifest: [Int]
     private var failuresPerOrigin: [String: Int] = [:]
+    /// Where each URL is requested (its bucket's endpoint, where `--rewrite` sends it): failures
+    /// are counted by the origin the breaker counts.
+    private let locator: Locator
     /// Failovers by the failed origin, in the order first seen.
     private var failovers: [String: SyncReport.Failover] = [:]
     private var failoverOrder: [String] = []
@@ -65,8 +68,10 @@ struct SyncLedger {
     /// `outputs` and `shownRows` decide the rows kept (`rowsKept`); `store` gives the rows their
     /// object paths (none in a dry run's rows); `keepsOutcomes` keeps one `Outcome` per item.
     init(plan: SyncPlan, cacheDirectory: String, startedAt: Date, outputs: SyncOutputs, shownRows: Int?,
-         limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false) {
+         limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false,
+         locator: Locator = Locator()) {
         self.plan = plan
+        self.locator = locator
         report = SyncReport(dryRun: dryRun, startedAt: startedAt, finishedAt: startedAt, cacheDirectory: cacheDirectory,
                             manifests: plan.manifests.manifests.map {
                                 SyncReport.ManifestSummary(path: $0.path, name: $0.name, entries: $0.entryCount)
@@ -127,7 +132,7 @@ struct SyncLedger {
         case .failed(let item, let failure, let attempts, let stale):
             let planned = plan.item(at: item)
             failuresPerManifest[planned.entry.manifest] += 1
-            if !LocalFile.isLocal(planned.entry.url) { failuresPerOrigin[Fetcher.origin(of: planned.entry.url), default: 0] += 1 }
+            if let origin = locator.origin(of: planned.entry.url) { failuresPerOrigin[origin, default: 0] += 1 }
             add(item, .failed, sha256: nil) { [maker] in
                 var row = maker.entry(planned, status: .failed, object: nil, size: nil, attempts: attempts)
                 row.reason = failure.reason

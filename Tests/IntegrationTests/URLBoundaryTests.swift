@@ -217,4 +217,26 @@ import WorkerTestSupport
         #expect(cut.code == 1 && cut.stderr.contains("(--rewrite-strict)"), "\(cut.code) \(cut.stderr)")
         #expect(other.totalRequests == before)
     }
+
+    /// An origin given up counts the entries that failed on it whatever their URL's spelling: a
+    /// bucket's entries against its endpoint, rewritten entries against TO (3038a51 counted them
+    /// under the listed URL's origin, which the breaker never saw: 0).
+    @Test func aDeadOriginCountsTheEntriesRequestedFromIt() async throws {
+        let refusing = RefusingPort()
+        defer { refusing.release() }
+        let directory = TemporaryDirectory()
+        var text = "version: 1\nentries:\n"
+        for number in 0..<12 { text += "  - url: s3://assets/k\(number).png\n" }
+        for number in 0..<12 { text += "  - url: http://listed.test/f\(number).png\n" }
+        let manifest = directory.write("m.yaml", text)
+        let report = directory.path + "/r.json"
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0", "--report", report,
+                                                 "--rewrite", "http://listed.test/=\(refusing.origin)/"],
+                                                environment: ["AWS_ENDPOINT_URL": refusing.origin, "AWS_ACCESS_KEY_ID": "", "AWS_PROFILE": "",
+                                                              "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": ""])
+        #expect(result.code == 1)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let origins = try #require(document["unreachable_origins"] as? [[String: Any]])
+        #expect(origins.count == 1 && origins[0]["failed"] as? Int == 24, "\(origins)")
+    }
 }
