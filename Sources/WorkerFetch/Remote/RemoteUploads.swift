@@ -11,6 +11,8 @@ import WorkerSupport
 /// (`finished`); a stop (deadline, signal) drops what is queued and cuts what is in flight, and
 /// both are counted as not done.
 package final class RemoteUploads: Sendable {
+    typealias Collections = RemoteUploadQueue.Collections
+
     package struct Pending: Sendable {
         let sha256: String
         let size: Int64
@@ -29,53 +31,13 @@ package final class RemoteUploads: Sendable {
         }
     }
 
-    /// The tier's collections (`RemoteCacheSettings.collectionURLs`), made with MKCOL once a run
-    /// when a PUT is refused with 404 or 409 (Apache's mod_dav, rclone: nginx makes them itself).
-    /// The uploads refused meanwhile wait, and go again once they are made.
-    enum Collections {
-        case unknown
-        case making(waiting: [(Pending, Int)])
-        case made
-        case failed(String)
-    }
-
-    private struct State {
-        var queue: [Pending] = []
-        var next = 0
-        var inFlight = 0
-        var turn = 0
-        var stopped = false
-        /// Offers may still come (until `closeOffers`).
-        var open = true
-        var idle: [CheckedContinuation<Void, Never>] = []
-        var collections = Collections.unknown
-
-        var waiting: Int { queue.count - next }
-
-        /// Takes what may start now, each with the engine (by number) it goes to.
-        mutating func startable(limit: Int, engines: Int) -> [(Pending, Int)] {
-            var started: [(Pending, Int)] = []
-            while !stopped, inFlight < limit, next < queue.count {
-                started.append((queue[next], turn % engines))
-                next += 1
-                inFlight += 1
-                turn &+= 1
-            }
-            if next > 1024, next * 2 > queue.count {
-                queue.removeFirst(next)
-                next = 0
-            }
-            return started
-        }
-    }
-
     private let tier: RemoteTier
     /// The cache whose objects are sent.
     private let cacheDirectory: String
     private let engines: [any FetchEngine]
     private let entryTimeout: Double
     private let control = FetchControl()
-    private let state = Mutex(State())
+    private let state = Mutex(RemoteUploadQueue())
 
     package init(tier: RemoteTier, cacheDirectory: String, engines: [any FetchEngine], entryTimeout: Double) {
         self.tier = tier
