@@ -75,7 +75,7 @@ let package = Package(
         ),
         .target(
             name: "WorkerReport",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan"],
+            dependencies: ["WorkerSupport", "WorkerStore", "WorkerFetch", "WorkerPlan"],
             swiftSettings: essentialsOnly
         ),
         .target(
@@ -87,7 +87,7 @@ let package = Package(
         // The commands beside a sync: verify, status, path, rm, clear, gc, export, push.
         .target(
             name: "WorkerLifecycle",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport",
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch",
                            "WorkerSync", .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: essentialsOnly
@@ -95,13 +95,13 @@ let package = Package(
         // The transport: libcurl's engines behind the fetch layer's `Transport` protocol.
         .target(
             name: "CurlTransport",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem"],
+            dependencies: ["WorkerSupport", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem"],
             swiftSettings: essentialsOnly
         ),
         .executableTarget(
             name: "worker",
             dependencies: [
-                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle",
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerReport", "WorkerSync", "WorkerLifecycle",
                 "CurlTransport",
                 "CWorkerSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
