@@ -33,6 +33,15 @@ public struct Locator: Sendable, Equatable {
     /// The location `listed` is requested at (its `origin`, when the caller knows it already).
     func location(_ listed: String, origin: String? = nil) -> FetchLocation {
         if S3URL.isS3(listed), case .success(let object) = S3URL.parse(listed) {
+            // An `s3://` FROM sends the key to another bucket (signed) or to an http(s) URL (unsigned).
+            let target = rewrite.apply(listed)
+            if target != listed {
+                guard S3URL.isS3(target), case .success(let other) = S3URL.parse(target) else {
+                    return FetchLocation(listed: listed, url: target, origin: origin)
+                }
+                let (url, signing) = (s3 ?? S3Access()).location(of: other)
+                return FetchLocation(listed: listed, url: rewrite.apply(url), origin: origin, signing: signing)
+            }
             let (url, signing) = (s3 ?? S3Access()).location(of: object)
             return FetchLocation(listed: listed, url: rewrite.apply(url), origin: origin, signing: signing)
         }

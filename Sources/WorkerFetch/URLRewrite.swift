@@ -5,15 +5,22 @@ import WorkerSupport
 /// a proxy). A URL under FROM is fetched from TO + the rest; FROM's host is never contacted
 /// (redirects are rewritten too). "Under" compares where the URL connects (`ConnectOrigin`: every
 /// spelling of FROM's scheme, host and port, user info apart) and FROM's path at a path-segment
-/// boundary. What the cache records (the index, `path`, `get`, reports) keeps the manifest's URL:
-/// only the request changes. The first matching rule wins.
+/// boundary. FROM may be an `s3://BUCKET/PREFIX/` (its keys under it go to TO: another bucket,
+/// signed as any, or an http(s) URL, unsigned, with the rest of the key percent-encoded). What
+/// the cache records (the index, `path`, `get`, reports) keeps the manifest's URL: only the
+/// request changes. The first matching rule wins.
 public struct URLRewrite: Sendable, Equatable {
     public struct Rule: Sendable, Equatable {
         public let from: String
         public let to: String
-        /// Where FROM connects, and its path.
-        let origin: ConnectOrigin
-        let path: Substring
+        /// What FROM covers.
+        let match: Match
+    }
+
+    /// An http(s) FROM: where it connects, and its path; an `s3://` FROM: its prefix (keys literal).
+    enum Match: Sendable, Equatable {
+        case origin(ConnectOrigin, path: Substring)
+        case bucket(String)
     }
 
     public private(set) var rules: [Rule] = []
@@ -39,8 +46,19 @@ public struct URLRewrite: Sendable, Equatable {
 
     /// The number of the first rule `url` is under, or nil.
     package func rule(for url: String) -> Int? {
-        guard !rules.isEmpty, let (origin, rest) = ConnectOrigin.parse(url) else { return nil }
-        return rules.firstIndex { $0.origin == origin && Self.isUnder(rest, $0.path) }
+        guard !rules.isEmpty else { return nil }
+        if S3URL.isS3(url) {
+            let spelled = "s3://" + url.dropFirst(5)
+            return rules.firstIndex { rule in
+                if case .bucket(let prefix) = rule.match { return ManifestMirrors.isUnder(spelled, prefix) }
+                return false
+            }
+        }
+        guard let (origin, rest) = ConnectOrigin.parse(url) else { return nil }
+        return rules.firstIndex { rule in
+            if case .origin(let from, let path) = rule.match { return from == origin && Self.isUnder(rest, path) }
+            return false
+        }
     }
 
     /// Whether a strict run may request `url` as it is (after the rules): it is where a rule's TO
@@ -68,14 +86,21 @@ public struct URLRewrite: Sendable, Equatable {
             let from = String(text[..<equals])
             let to = String(text[text.index(after: equals)...])
             for (side, value) in [("FROM", from), ("TO", to)] {
-                if let problem = ManifestMirrors.problem(value, what: side) {
+                if let problem = ManifestMirrors.problem(value, what: side, s3: true) {
                     return .failure(RewriteError("'\(Redact.refusedURL(text))': \(problem)"))
                 }
+            }
+            if S3URL.isS3(from) {
+                rewrite.rules.append(Rule(from: from, to: to, match: .bucket("s3://" + from.dropFirst(5))))
+                continue
+            }
+            guard !S3URL.isS3(to) else {
+                return .failure(RewriteError("'\(Redact.refusedURL(text))': an http(s) FROM needs an http(s) TO"))
             }
             guard let (origin, path) = ConnectOrigin.parse(from) else {
                 return .failure(RewriteError("'\(Redact.refusedURL(text))': FROM is not a valid URL"))
             }
-            rewrite.rules.append(Rule(from: from, to: to, origin: origin, path: path))
+            rewrite.rules.append(Rule(from: from, to: to, match: .origin(origin, path: path)))
         }
         return .success(rewrite)
     }
@@ -83,9 +108,16 @@ public struct URLRewrite: Sendable, Equatable {
     /// The URL to request for `url`: TO + the rest under the first rule FROM it is under, else
     /// `url` itself.
     public func apply(_ url: String) -> String {
-        guard let number = rule(for: url), let (_, rest) = ConnectOrigin.parse(url) else { return url }
+        guard let number = rule(for: url) else { return url }
         let rule = rules[number]
-        return rule.to + rest.dropFirst(rule.path.count)
+        switch rule.match {
+        case .bucket(let prefix):
+            let rest = url.dropFirst(prefix.count)
+            return S3URL.isS3(rule.to) ? rule.to + rest : rule.to + S3URL.pathEncoded(rest)
+        case .origin(_, let path):
+            guard let (_, rest) = ConnectOrigin.parse(url) else { return url }
+            return rule.to + rest.dropFirst(path.count)
+        }
     }
 
     /// Whether the path (and what follows) `rest` starts with `prefix` at a segment boundary.

@@ -17,6 +17,11 @@ extension SyncEngine {
         var seen = Set<String>()
         func look(_ listed: String) {
             guard !LocalFile.isLocal(listed) else { return }
+            // An `s3://` FROM covers the URL itself; else its endpoint or its own URL is looked at.
+            if let number = rewrite.rule(for: listed) {
+                matched.insert(number)
+                return
+            }
             let location = locator.beforeRewrite(listed)
             if let number = rewrite.rule(for: location) {
                 matched.insert(number)

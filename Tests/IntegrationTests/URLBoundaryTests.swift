@@ -239,4 +239,34 @@ import WorkerTestSupport
         let origins = try #require(document["unreachable_origins"] as? [[String: Any]])
         #expect(origins.count == 1 && origins[0]["failed"] as? Int == 24, "\(origins)")
     }
+
+    /// `--rewrite s3://BUCKET/=…` (3038a51 refused an s3:// FROM): the bucket's keys come from
+    /// another bucket (signed) or from an http(s) proxy (unsigned); the cache keeps the listed URLs.
+    @Test func anS3RewriteSendsABucketsKeysElsewhere() async throws {
+        let bytes = Array("in the backup bucket\n".utf8)
+        let moto = try MotoS3(objects: ["backup": ["a/x.png": bytes]])
+        defer { moto.stop() }
+        let proxy = try await TestOrigin.start()
+        defer { Task { await proxy.stop() } }
+        let other = Array("behind the proxy\n".utf8)
+        proxy.set("/prod/b%20c.png", other)
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("m.yaml", """
+            version: 1
+            entries:
+              - url: s3://prod/avatars/x.png
+                hash: sha256:\(sha256(bytes))
+              - url: s3://prod/b c.png
+                hash: sha256:\(sha256(other))
+            """)
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0",
+                                                 "--rewrite", "s3://prod/avatars/=s3://backup/a/", "--rewrite", "s3://prod/=\(proxy.url("/prod/"))",
+                                                 "--rewrite-strict", "--allow-origin", moto.endpoint],
+                                                environment: moto.environment(moto.user, home: directory.path))
+        #expect(result.code == 0, "\(result.stderr)")
+        let asked = try #require(proxy.lastHeaders("/prod/b%20c.png"), "the proxy was asked for the key, percent-encoded")
+        #expect(asked["authorization"] == nil && asked["x-amz-content-sha256"] == nil, "the proxy gets no signature")
+        let located = try await WorkerBinary.run(["path", "s3://prod/avatars/x.png", "--cache-dir", directory.path + "/c"])
+        #expect(located.code == 0, "the cache keeps the listed URL: \(located.stderr)")
+    }
 }

@@ -101,4 +101,16 @@ import WorkerTestSupport
         #expect(rewrite.apply("https://cdn.test/ab/x.png") == "https://cdn.test/ab/x.png", "a path prefix ends at a segment")
         #expect(rewrite.apply("https://cdn.test.evil.test/a/x.png") == "https://cdn.test.evil.test/a/x.png")
     }
+
+    @Test func anS3FromSendsKeysToAnotherBucketOrAnHTTPURL() throws {
+        let rewrite = try URLRewrite.parse(["s3://prod/avatars/=s3://backup/a/", "s3://prod/=https://proxy.test/prod/"]).get()
+        #expect(rewrite.apply("s3://prod/avatars/two words.png") == "s3://backup/a/two words.png")
+        #expect(rewrite.apply("S3://prod/other/x+y.png") == "https://proxy.test/prod/other/x%2By.png")
+        #expect(rewrite.apply("s3://production/x.png") == "s3://production/x.png", "a bucket is matched whole")
+        #expect(rewrite.apply("https://prod/x.png") == "https://prod/x.png")
+        guard case .failure = URLRewrite.parse(["https://cdn.test/=s3://b/"]) else {
+            Issue.record("an http(s) FROM with an s3:// TO parsed")
+            return
+        }
+    }
 }
