@@ -37,7 +37,7 @@ struct NetworkOptions: ParsableArguments {
     var caCertificates: [String] = []
 
     @Option(name: .customLong("rewrite"), help: ArgumentHelp(
-        "Fetch URLs starting with FROM from TO + the rest instead; FROM's host is never contacted, and the cache and reports keep the manifest's URLs (repeatable; the first matching rule wins). Also $WORKER_REWRITE (rules separated by spaces, after these).",
+        "Fetch URLs under FROM (any spelling of its scheme, host and port; an s3://BUCKET/PREFIX/ too) from TO + the rest instead; FROM's host is never contacted, and the cache and reports keep the manifest's URLs (repeatable; the first matching rule wins). Also $WORKER_REWRITE (rules separated by spaces, after these).",
         valueName: "FROM=TO"))
     var rewrite: [String] = []
 
