@@ -56,7 +56,7 @@ public struct URLRewrite: Sendable, Equatable {
         }
         guard let (origin, rest) = ConnectOrigin.parse(url) else { return nil }
         return rules.firstIndex { rule in
-            if case .origin(let from, let path) = rule.match { return from == origin && Self.isUnder(rest, path) }
+            if case .origin(let from, let path) = rule.match { return from == origin && ManifestMirrors.isUnder(rest, path) }
             return false
         }
     }
@@ -69,7 +69,7 @@ public struct URLRewrite: Sendable, Equatable {
         if allowed.contains(origin) { return true }
         return rules.contains { rule in
             guard let (target, path) = ConnectOrigin.parse(rule.to) else { return false }
-            return target == origin && Self.isUnder(rest, path)
+            return target == origin && ManifestMirrors.isUnder(rest, path)
         }
     }
 
@@ -120,13 +120,6 @@ public struct URLRewrite: Sendable, Equatable {
         }
     }
 
-    /// Whether the path (and what follows) `rest` starts with `prefix` at a segment boundary.
-    static func isUnder(_ rest: Substring, _ prefix: Substring) -> Bool {
-        guard rest.hasPrefix(prefix) else { return false }
-        if prefix.isEmpty || prefix.hasSuffix("/") { return true }
-        guard let next = rest.utf8.dropFirst(prefix.utf8.count).first else { return true }
-        return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
-    }
 }
 
 /// A `--rewrite` rule that cannot be used.

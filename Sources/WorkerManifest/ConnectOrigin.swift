@@ -61,7 +61,7 @@ package struct ConnectOrigin: Hashable, Sendable {
 
     /// A registered name or an IPv4 address, in one spelling.
     private static func host(_ text: Substring) -> String? {
-        guard var name = percentDecoded(text)?.lowercased(), !name.isEmpty else { return nil }
+        guard var name = URLResolver.percentDecoded(text)?.lowercased(), !name.isEmpty else { return nil }
         if name.hasSuffix(".") { name.removeLast() }
         guard !name.isEmpty else { return nil }
         if name == "localhost" || name.hasSuffix(".localhost") { return "localhost" }
@@ -91,30 +91,5 @@ package struct ConnectOrigin: Hashable, Sendable {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         guard inet_ntop(AF_INET6, &bytes, &buffer, socklen_t(buffer.count)) != nil else { return nil }
         return "[" + String(cString: buffer) + zone + "]"
-    }
-
-    /// `%XX` sequences decoded (UTF-8); nil for a malformed one or bytes that are not UTF-8.
-    private static func percentDecoded(_ text: Substring) -> String? {
-        guard text.contains("%") else { return String(text) }
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

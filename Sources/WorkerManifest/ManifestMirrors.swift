@@ -42,7 +42,7 @@ public struct ManifestMirrors: Sendable, Equatable {
     /// Whether `url` starts with `prefix` at a path-segment boundary: the prefix ends with `/`, or
     /// the URL goes on with `/`, `?`, `#` or not at all (`http://cdn.test` is no prefix of
     /// `http://cdn.test.elsewhere.test/…`, nor `…/a` of `…/ab`).
-    package static func isUnder(_ url: String, _ prefix: String) -> Bool {
+    package static func isUnder(_ url: some StringProtocol, _ prefix: some StringProtocol) -> Bool {
         guard url.hasPrefix(prefix) else { return false }
         if prefix.hasSuffix("/") { return true }
         guard let next = url.utf8.dropFirst(prefix.utf8.count).first else { return true }

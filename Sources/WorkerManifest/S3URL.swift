@@ -85,13 +85,21 @@ public struct S3URL: Sendable, Equatable {
                 segment == "." || segment == ".." ? String(repeating: "%2E", count: segment.count) : pathEncoded(segment)
             }.joined(separator: "/")
         }
+        return percentEncoded(key, keepingSlashes: true)
+    }
+
+    /// Every byte but S3's unreserved ones (and `/`, when `keepingSlashes`) as `%XX`: a key in a
+    /// path, or any value in a query.
+    package static func percentEncoded(_ text: some StringProtocol, keepingSlashes: Bool) -> String {
         var out = ""
-        out.reserveCapacity(key.utf8.count)
-        for byte in key.utf8 {
+        out.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: "/") where keepingSlashes:
+                out.unicodeScalars.append("/")
             default:
                 out += "%" + Hex.encode([byte]).uppercased()
             }

@@ -74,8 +74,9 @@ extension SyncEngine {
             var pins: [String: String] = [:]
             var toHead: [S3ListingPage.Object] = []
             var toDownload: [String] = []
+            let objectURL = { (object: S3ListingPage.Object) in "s3://\(bucket)/\(object.key)" }
             for object in objects {
-                let url = "s3://\(bucket)/\(object.key)"
+                let url = objectURL(object)
                 let seen = ListedObject(url: url, etag: object.etag, size: object.size, lastModified: object.lastModified, sha256: "")
                 if !options.refresh, let kept = known[url], kept.isSameListing(as: seen), earlier.map({ $0[url] == kept.sha256 }) ?? true {
                     pins[url] = kept.sha256
@@ -89,7 +90,7 @@ extension SyncEngine {
             let asked = await Self.storedChecksums(toHead, bucket: bucket, reader: reader, width: width)
             await reader.close()
             for object in toHead {
-                let url = "s3://\(bucket)/\(object.key)"
+                let url = objectURL(object)
                 switch asked[object.key] {
                 case .success(let sha256?)?:
                     pins[url] = sha256
@@ -118,7 +119,7 @@ extension SyncEngine {
             }
             var recorded: [ListedObject] = []
             for object in objects {
-                let url = "s3://\(bucket)/\(object.key)"
+                let url = objectURL(object)
                 guard let sha256 = pins[url] else { continue }
                 recorded.append(ListedObject(url: url, etag: object.etag, size: object.size, lastModified: object.lastModified,
                                              sha256: sha256))

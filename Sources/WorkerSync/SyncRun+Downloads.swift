@@ -84,16 +84,18 @@ extension SyncRun {
         clock.start(now: now)
         let batchSize = Self.batchSize(downloads: groups.count, largest: options.batchSize)
         queue.start()
+        // A full disk (a body that could not be written — the queue stopped itself then — or rows
+        // the index had no room for) stops the run asking: every later body would meet it too.
         var stoppedForSpace = false
+        let stopIfFull = { [logger] (full: Bool) in
+            guard full, !stoppedForSpace else { return }
+            stoppedForSpace = true
+            logger.warning("the disk is full: no new downloads start; what was verified and fits is kept")
+            stop.request("no space left on the device")
+        }
         while let finished = await queue.next() {
-            // A full disk (a body that could not be written, or rows the index had no room for)
-            // stops the run asking: every later body would meet it too.
             if finished.contains(where: { $0.results.contains { Self.isNoSpace($0.result) } }) { diskFull = true }
-            if diskFull, !stoppedForSpace {
-                stoppedForSpace = true
-                logger.warning("the disk is full: no new downloads start; what was verified and fits is kept")
-                stop.request("no space left on the device")
-            }
+            stopIfFull(diskFull)
             for group in finished {
                 record(groups[group.group], group.results, progress: snapshot)
             }
@@ -104,11 +106,7 @@ extension SyncRun {
                     failure = error
                     stop.request("the run was cancelled")
                 }
-                if diskFull, !stoppedForSpace {
-                    stoppedForSpace = true
-                    logger.warning("the disk is full: no new downloads start; what was verified and fits is kept")
-                    stop.request("no space left on the device")
-                }
+                stopIfFull(diskFull)
             }
         }
         clock.downloadsEnded()

@@ -39,8 +39,8 @@ package final class BucketReader: Sendable {
         var token: String?
         repeat {
             // Query parameters in their canonical (sorted) order, each value encoded once.
-            var query = token.map { "continuation-token=" + Self.encoded($0) + "&" } ?? ""
-            query += "list-type=2&prefix=" + Self.encoded(prefix)
+            var query = token.map { "continuation-token=" + S3URL.percentEncoded($0, keepingSlashes: false) + "&" } ?? ""
+            query += "list-type=2&prefix=" + S3URL.percentEncoded(prefix, keepingSlashes: false)
             let url = bucketURL(bucket) + "?" + query
             switch await body(url) {
             case .failure(let failure):
@@ -150,20 +150,5 @@ package final class BucketReader: Sendable {
     private static func refusal(_ status: Int, signing: AWSSigning?) -> FetchFailure {
         let signed = (status == 401 || status == 403) ? " (" + (signing.map { "signed with \($0)" } ?? "unsigned: no AWS credentials were found") + ")" : ""
         return FetchFailure(.httpStatus, "HTTP \(status)\(signed)", httpStatus: status)
-    }
-
-    /// A query value with every byte but S3's unreserved ones percent-encoded.
-    static func encoded(_ value: String) -> String {
-        var out = ""
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + Hex.encode([byte]).uppercased()
-            }
-        }
-        return out
     }
 }
