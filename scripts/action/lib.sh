@@ -1,0 +1,61 @@
+# shellcheck shell=bash
+# Shared by the action's steps (action.yml): errors as workflow commands, outputs, the runtime
+# libraries, and the manifests input expanded.
+
+# An ::error:: annotation and exit 1.
+die() {
+  echo "::error::$*"
+  exit 1
+}
+
+# Sets a step output (one line values only).
+output() {
+  echo "$1=$2" >>"${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set: run inside GitHub Actions}"
+}
+
+# As root, or through sudo when it needs no password.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo "$@"
+  else
+    die "needs root to run: $*"
+  fi
+}
+
+# The libraries worker loads at run time (libcurl is opened with dlopen, so ldd does not list it),
+# installed with apt when a simulation says something is missing.
+# shellcheck disable=SC2034 # used by the scripts that source this one
+runtime_depends="libcurl4 (>= 7.80.0), libyaml-0-2, libsqlite3-0"
+ensure_runtime() {
+  local depends=$1
+  command -v apt-get >/dev/null 2>&1 || return 0
+  if apt-get satisfy -s "$depends" 2>/dev/null | grep -q '^Inst '; then
+    echo "installing what worker needs: $depends"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get satisfy -y -qq --no-install-recommends "$depends"
+  fi
+}
+
+# manifests=(…): each word of ACTION_MANIFESTS, a glob pattern expanded in the workspace (a URL as
+# it is). A pattern that matches nothing is an error naming it.
+expand_manifests() {
+  local pattern matched
+  local -a words
+  manifests=()
+  read -r -d '' -a words <<<"${ACTION_MANIFESTS:-}" || true
+  shopt -s nullglob
+  for pattern in "${words[@]}"; do
+    if [[ $pattern == *://* ]]; then
+      manifests+=("$pattern")
+      continue
+    fi
+    # shellcheck disable=SC2206 # the pattern is meant to be expanded
+    matched=($pattern)
+    ((${#matched[@]})) || die "the manifests input: nothing matches '$pattern' (in $PWD)"
+    manifests+=("${matched[@]}")
+  done
+  shopt -u nullglob
+  ((${#manifests[@]})) || die "the manifests input is empty"
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The sync: a restored cache is verified first (one verify --repair cannot fix is dropped), then
+# `worker sync` with the inputs; its Markdown summary goes to $GITHUB_STEP_SUMMARY (worker does
+# that inside GitHub Actions), its counts to the step's outputs (read from the --metrics file).
+# The step itself succeeds: the action's last step exits with worker's code, after the cache is
+# saved.
+set -euo pipefail
+# shellcheck source=scripts/action/lib.sh
+source "$GITHUB_ACTION_PATH/scripts/action/lib.sh"
+expand_manifests
+cache="${ACTION_CACHE_DIR:-.worker-cache}"
+report="${ACTION_REPORT:-$RUNNER_TEMP/worker-report.json}"
+metrics="$RUNNER_TEMP/worker-metrics.prom"
+
+if [ -d "$cache" ]; then
+  worker verify --cache-dir "$cache" --quiet \
+    || worker verify --repair --cache-dir "$cache" --quiet \
+    || { echo "::warning::the restored cache could not be repaired; starting afresh"; rm -rf "$cache"; }
+fi
+
+args=(sync "${manifests[@]}" --cache-dir "$cache" --report "$report" --metrics "$metrics" --progress never)
+[ -z "${ACTION_REMOTE_CACHE:-}" ] || args+=(--remote-cache "$ACTION_REMOTE_CACHE")
+[ -z "${ACTION_TREE:-}" ] || args+=(--tree "$ACTION_TREE")
+if [ -n "${ACTION_ARGS:-}" ]; then
+  read -r -d '' -a extra <<<"$ACTION_ARGS" || true
+  args+=("${extra[@]}")
+fi
+code=0
+worker "${args[@]}" || code=$?
+output code "$code"
+
+# Counts from the metrics file: worker_sync_entries{manifests="avatars",status="added"} 5
+count() {
+  awk -v label="status=\"$1\"}" 'index($1, "worker_sync_entries{") == 1 && index($1, label) { sum += $2 } END { print sum + 0 }' "$metrics"
+}
+if [ -f "$metrics" ]; then
+  output added "$(count added)"
+  output updated "$(count updated)"
+  output failed "$(count failed)"
+fi
+[ ! -f "$report" ] || output report "$(realpath "$report")"
+case "$code" in
+  0) ;;
+  1) echo "::warning::some entries failed; the cache keeps what was downloaded (see the report)" ;;
+  3) echo "::error::another run holds the cache lock" ;;
+  4) echo "::error::the cache could not be used; it is not saved, so the next run starts afresh" ;;
+  *) echo "::error::worker sync exited $code" ;;
+esac
