@@ -194,7 +194,7 @@ import WorkerTestSupport
              for ActionTests
 
             """)
-        let built = try await WorkerBinary.run(["--build", "--root-owner-group", stage, directory.path + "/" + name],
+        let built = try await WorkerBinary.run(["-Znone", "--build", "--root-owner-group", stage, directory.path + "/" + name],
                                                executable: "/usr/bin/dpkg-deb")
         #expect(built.code == 0, "\(built.stderr)")
         let deb = Array(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/" + name)))
