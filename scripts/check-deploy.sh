@@ -202,6 +202,19 @@ try:
 except Exception as error:
     print(f"FAIL: deploy/kubernetes/s3-cronjob.yaml: {error}")
     bad = 1
+# The signed remote manifest: a URL, the publisher's key from the ConfigMap mounted where
+# --trusted-keys reads it.
+signed = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/signed-manifest-cronjob.yaml"))}
+try:
+    pod = signed["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert args[0] == "sync" and args[1].startswith("https://") and "--trusted-keys=/etc/worker/keys/publisher.pub" in args, args
+    assert {"name": "keys", "mountPath": "/etc/worker/keys", "readOnly": True} in pod["containers"][0]["volumeMounts"]
+    assert "minisign public key" in signed["ConfigMap"]["data"]["publisher.pub"]
+    print("ok: deploy/kubernetes/signed-manifest-cronjob.yaml")
+except Exception as error:
+    print(f"FAIL: deploy/kubernetes/signed-manifest-cronjob.yaml: {error}")
+    bad = 1
 # The tier itself: a Deployment, its Service and volume, bazel-remote's S3 proxy flags.
 tier = {d["kind"]: d for d in yaml.safe_load_all(open("deploy/kubernetes/remote-cache.yaml"))}
 try:

@@ -38,6 +38,11 @@ public struct Manifest: Sendable {
     public let entryCount: Int
     /// The top-level `mirrors`: for its entries pinned by a hash, after their own.
     public var mirrors = ManifestMirrors()
+    /// The header's `serial` and `expires` (Unix seconds), when written.
+    public var serial: Int64?
+    public var expires: Double?
+    public var serialPosition: (line: Int, column: Int) = (0, 0)
+    public var expiresPosition: (line: Int, column: Int) = (0, 0)
 
     /// Where an entry of this manifest may be fetched from besides its URL, in order: its own
     /// `mirrors`, then the manifest's map. None without a hash (the bytes could not be checked).

@@ -13,6 +13,9 @@ public struct ManifestLoader {
     /// without a usable path, two entries at one path, a file where another needs a folder.
     /// (An explicit `path:` is checked whatever this says, and against the other explicit ones.)
     public var collectsTree = false
+    /// Manifests read from a copy of a remote one: the copy's path → the URL it came from. Errors
+    /// and the report name the URL; relative entries resolve against it (unless `base_url` is set).
+    public var remoteSources: [String: String] = [:]
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
@@ -44,9 +47,11 @@ public struct ManifestLoader {
             /// Relative entries read before `base_url` (if any) was: resolved once the header is known.
             var deferred: [RawEntry] = []
             var listed = 0
+            let shown = remoteSources[path] ?? path
             let report = { (line: Int, column: Int, message: String) in
-                ManifestDiagnostic(path: path, line: line, column: column, message: message)
+                ManifestDiagnostic(path: shown, line: line, column: column, message: message)
             }
+            if let source = remoteSources[path] { _ = resolver.setBase(Self.folder(of: source)) }
             let header = reader.read(diagnostics: &fileDiagnostics) { item, headerSoFar in
                 listed += 1
                 if resolver.base == nil, baseProblem == nil, let base = headerSoFar.baseURL {
@@ -81,15 +86,20 @@ public struct ManifestLoader {
                 ? expand(header.headers, path: path, into: &fileDiagnostics)
                 : header.headers.map { RequestHeader(name: $0.name, value: $0.value) }
             diagnostics += (fileDiagnostics + entryDiagnostics).sorted { ($0.line, $0.column) < ($1.line, $1.column) }
-            manifests.append(Manifest(
-                path: path,
-                name: header.name ?? Self.defaultName(path),
+            var manifest = Manifest(
+                path: shown,
+                name: header.name ?? Self.defaultName(shown),
                 baseURL: resolver.base,
                 headers: headers,
                 localRoot: resolver.folder,
                 entryCount: listed,
                 mirrors: header.mirrors
-            ))
+            )
+            manifest.serial = header.serial
+            manifest.expires = header.expires
+            manifest.serialPosition = header.serialPosition
+            manifest.expiresPosition = header.expiresPosition
+            manifests.append(manifest)
         }
         // Without a tree, the entries that name a `path` are still checked against each other.
         let tree = collectsTree || !collector.tree.isEmpty ? TreeConflicts.sorted(collector.tree) : []
@@ -97,6 +107,14 @@ public struct ManifestLoader {
             diagnostics += TreeConflicts.find(tree, manifests: manifests)
         }
         if !diagnostics.isEmpty {
+            if !remoteSources.isEmpty {
+                diagnostics = diagnostics.map { diagnostic in
+                    remoteSources[diagnostic.path].map {
+                        ManifestDiagnostic(path: $0, line: diagnostic.line, column: diagnostic.column, message: diagnostic.message,
+                                           kind: diagnostic.kind)
+                    } ?? diagnostic
+                }
+            }
             throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
                                  truncated: diagnostics.count >= maxDiagnostics)
         }
@@ -110,6 +128,13 @@ public struct ManifestLoader {
             var info = stat()
             return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
         }
+    }
+
+    /// A remote manifest's folder: its URL up to the last `/` of the path (no query or fragment).
+    static func folder(of url: String) -> String {
+        let path = url.prefix { $0 != "?" && $0 != "#" }
+        guard let slash = path.lastIndex(of: "/") else { return String(path) + "/" }
+        return String(path[...slash])
     }
 
     static func defaultName(_ path: String) -> String {

@@ -180,6 +180,24 @@ struct ManifestWalker {
                     header.baseURL = text
                     header.baseURLPosition = (value.line, value.column)
                 }
+            case "serial":
+                if value.kind == .scalar, value.isPlain, let number = Int64(value.value), number >= 0 {
+                    header.serial = number
+                    header.serialPosition = (value.line, value.column)
+                } else {
+                    report(value, "'serial' must be a non-negative integer, found "
+                           + (value.kind == .scalar ? "'\(Redact.short(value.value))'" : Self.describe(value)))
+                    skip(after: value)
+                }
+            case "expires":
+                if let text = string(value, key: "expires") {
+                    if let time = RFC3339.parse(text) {
+                        header.expires = time
+                        header.expiresPosition = (value.line, value.column)
+                    } else {
+                        report(value, "'expires' must be an RFC 3339 time such as 2026-12-31T23:59:59Z, found '\(Redact.short(text))'")
+                    }
+                }
             case "headers":
                 readHeaders(value, into: &header)
             case "mirrors":
@@ -189,7 +207,7 @@ struct ManifestWalker {
                 let current = header
                 readEntries(value) { onEntry($0, current) }
             default:
-                report(key, "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, headers, mirrors, entries)")
+                report(key, "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, serial, expires, headers, mirrors, entries)")
                 skip(after: value)
             }
         }

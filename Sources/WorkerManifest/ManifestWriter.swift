@@ -114,6 +114,18 @@ public enum ManifestWriter {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// `yaml` (as `yaml(…)` wrote it) with the signed header fields after `version`: `serial`, the
+    /// publisher's number that only grows, and `expires`, after which readers refuse it.
+    public static func stamped(_ yaml: String, serial: Int64?, expires: Double?) -> String {
+        var fields = ""
+        if let serial { fields += "serial: \(serial)\n" }
+        if let expires { fields += "expires: \(quote(RFC3339.format(expires)))\n" }
+        let marker = "\nversion: 1\n"
+        guard !fields.isEmpty, let split = yaml.split(separator: marker, maxSplits: 1, omittingEmptySubsequences: false) as [Substring]?,
+              split.count == 2 else { return yaml }
+        return split[0] + marker + fields + split[1]
+    }
+
     /// A YAML double-quoted scalar.
     static func quote(_ text: String) -> String {
         var out = "\""

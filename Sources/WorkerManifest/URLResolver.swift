@@ -255,7 +255,7 @@ package struct URLResolver {
     }
 
     /// True when `text` starts with `http://` or `https://` (any case).
-    static func hasHTTPScheme(_ text: String) -> Bool {
+    package static func hasHTTPScheme(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { utf8 in
             guard utf8.count >= 7, utf8[0] | 0x20 == UInt8(ascii: "h"), utf8[1] | 0x20 == UInt8(ascii: "t"),

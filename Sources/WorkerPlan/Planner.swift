@@ -16,6 +16,8 @@ public struct Planner {
     public var refresh = false
     /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
     public var shard = Shard.all
+    /// URLs that are never orphans (remote manifests and their signatures, kept for their ETags).
+    public var kept: Set<String> = []
     /// The size of an object file (nil: absent), checked once per object: with it, a row whose
     /// object is there but of another size (changed on disk) is fetched again (`.repair`).
     package var objectSize: ((String) -> Int64?)?
@@ -114,7 +116,7 @@ public struct Planner {
         var orphans: [IndexRecord] = []
         for position in records.indices where !named[position] {
             let record = records[position]
-            if shard.contains(record.url) { orphans.append(record) }
+            if shard.contains(record.url), !kept.contains(record.url) { orphans.append(record) }
         }
         return SyncPlan(manifests: manifests, records: records, actions: actions, previousRows: previousRows, orphans: orphans)
     }

@@ -39,6 +39,9 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// The AWS settings of a run with `s3://` URLs cannot be used (an unreadable credentials
     /// file, a profile that is nowhere): exit 2, which and why (never a secret).
     case awsSettings(String)
+    /// A remote manifest could not be fetched and no accepted copy of it is young enough
+    /// (`--manifest-max-age`): exit 3, nothing fetched — the next run may succeed.
+    case manifestUnavailable(String)
 
     /// The disk had no room for an index write.
     public var isDiskFull: Bool {
@@ -79,6 +82,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "refusing to run (--rewrite-strict): \(problem)"
         case .awsSettings(let problem):
             "cannot reach s3:// URLs: \(problem)"
+        case .manifestUnavailable(let problem):
+            "cannot get the manifest: \(problem)"
         }
     }
 }

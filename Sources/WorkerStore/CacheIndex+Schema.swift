@@ -6,8 +6,9 @@ extension CacheIndex {
     /// 2 added `origins` (origins found down, probed first by the next run); 3 made the hash
     /// index hold only rows of algorithms other than SHA-256 (those are found by object name); 4
     /// marks failures of URLs only `get` or `manifest --urls` asked for (they age out); 5 added
-    /// `entries.private`; 6 added `listed_objects` (what `manifest s3://` last saw of each object).
-    static let schemaVersion = 6
+    /// `entries.private`; 6 added `listed_objects` (what `manifest s3://` last saw of each object);
+    /// 7 added `accepted_manifests` (each manifest's last accepted serial, and when it was checked).
+    static let schemaVersion = 7
 
     /// Refuses an index of a newer schema; with `create`, makes the tables or brings an older
     /// index up to this schema, in one transaction, and builds the index of rows by object if it
@@ -73,6 +74,13 @@ extension CacheIndex {
                 size INTEGER NOT NULL,
                 last_modified TEXT NOT NULL,
                 sha256 TEXT NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS accepted_manifests(
+                source TEXT PRIMARY KEY NOT NULL,
+                serial INTEGER,
+                object TEXT NOT NULL,
+                accepted_at REAL NOT NULL,
+                checked_at REAL NOT NULL
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS manifest_runs(
                 path TEXT PRIMARY KEY NOT NULL,

@@ -9,16 +9,18 @@ import WorkerStore
 extension SyncEngine {
     /// `worker plan` and `sync --dry-run`: reads the manifests, plans them against the cache as
     /// it is, and returns (and writes, if asked) the report of what a sync would do.
-    public func dryRun(manifestPaths: [String]) throws(SyncFailure) -> SyncReport {
+    public func dryRun(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
         let startedAt = Date()
-        let manifests: ManifestSet
-        do {
-            var loader = ManifestLoader()
-            loader.collectsTree = options.tree != nil
-            manifests = try loader.load(paths: manifestPaths)
-        } catch {
-            throw .manifest(error)
+        let (manifests, opened) = try await openAndLoad(arguments, collectsTree: options.tree != nil)
+        guard opened.fetchedURLs.isEmpty else {
+            var options = options
+            options.keptURLs.formUnion(opened.fetchedURLs)
+            return try SyncEngine(options: options, context: context).dryRun(manifests, startedAt: startedAt)
         }
+        return try dryRun(manifests, startedAt: startedAt)
+    }
+
+    private func dryRun(_ manifests: ManifestSet, startedAt: Date) throws(SyncFailure) -> SyncReport {
         do {
             let plan = try plan(manifests)
             var report = report(of: plan, startedAt: startedAt)
@@ -62,6 +64,7 @@ extension SyncEngine {
         planner.revalidate = options.revalidate && !options.offline
         planner.refresh = options.refresh && !options.offline
         planner.shard = options.shard
+        planner.kept = options.keptURLs
         if index.credentialFree { planner.urlKey = index.key }
         // A stat per object named: a file changed on disk (its size) is fetched again.
         planner.objectSize = objects.size

@@ -83,7 +83,20 @@ public struct SyncEngine: Sendable {
 
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written.
-    public func sync(manifestPaths: [String]) async throws(SyncFailure) -> SyncReport {
+    public func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
+        // Manifests by URL are fetched, signatures verified, before anything else (an arbitrary
+        // manifest makes no request to its entries' origins).
+        let opened = try await openManifests(arguments)
+        guard opened.fetchedURLs.isEmpty else {
+            var options = options
+            options.keptURLs.formUnion(opened.fetchedURLs)
+            return try await SyncEngine(options: options, context: context).sync(opened: opened)
+        }
+        return try await sync(opened: opened)
+    }
+
+    private func sync(opened: OpenedManifests) async throws(SyncFailure) -> SyncReport {
+        let manifestPaths = opened.paths
         // Into a cache without an index every http(s) entry is a download: the transport starts
         // loading its library now, beside the manifests (later, once the plan is drawn, the
         // 300-file cold sync took ~15 ms longer; docs/ARCHITECTURE.md), and there are no rows to
@@ -98,10 +111,17 @@ public struct SyncEngine: Sendable {
         do {
             var loader = ManifestLoader()
             loader.collectsTree = options.tree != nil
+            loader.remoteSources = opened.remoteSources
             set = try loader.load(paths: manifestPaths)
         } catch {
             _ = await prefetched?.value
             throw .manifest(error)
+        }
+        do {
+            try acceptManifests(set, opened)
+        } catch {
+            _ = await prefetched?.value
+            throw error
         }
         if let tree = options.tree {
             do throws(CacheError) {

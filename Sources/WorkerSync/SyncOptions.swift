@@ -22,6 +22,12 @@ public struct SyncOptions: Sendable {
     public var offline = false
     /// Handle only the entries of this shard (orphans too are only this shard's).
     public var shard = Shard.all
+    /// The publishers' keys and the remote manifests' rules (`--trusted-keys`, `--signature`,
+    /// `--manifest-max-age`).
+    public var trust = ManifestTrust()
+    /// URLs the index keeps whatever the manifests list (remote manifests and their signatures):
+    /// never pruned as orphans.
+    public var keptURLs: Set<String> = []
     /// Called after each finished download (from one task at a time).
     public var onProgress: (@Sendable (SyncProgress) -> Void)?
     /// The largest share of the index `--prune` may remove in one run (0...1).

@@ -1,12 +1,15 @@
 import ArgumentParser
+import CurlTransport
 import FoundationEssentials
 import Glibc
 import Logging
 import Synchronization
+import WorkerFetch
 import WorkerManifest
 import WorkerReport
 import WorkerStore
 import WorkerSupport
+import WorkerSync
 
 /// Prints to stdout/stderr without buffering surprises between the two. With `--log-format
 /// json` every stderr line is one JSON object (time, level, message, and any fields given).
@@ -147,6 +150,26 @@ func loadManifests(_ paths: [String], tree: Bool = false) throws(CommandFailure)
         return try loader.load(paths: paths)
     } catch {
         throw .input(error.description)
+    }
+}
+
+/// Manifests by path or URL for a command that reads them (`export`, `verify --repair`): remote
+/// ones fetched through the cache, signatures checked, serial and expiry checked; exit 2 (or 3
+/// when a remote one cannot be had) as a sync would.
+func openManifests(_ arguments: [String], cacheDirectory: String, trust: ManifestTrust, tree: Bool = false,
+                   expandsHeaders: Bool = true) async throws(CommandFailure) -> (set: ManifestSet, opened: OpenedManifests) {
+    var options = SyncOptions(cacheDirectory: cacheDirectory)
+    options.trust = trust
+    options.fetch.transport = CurlTransport()
+    do {
+        return try await SyncEngine(options: options, context: .command()).openAndLoad(arguments, collectsTree: tree,
+                                                                                     expandsHeaders: expandsHeaders)
+    } catch .manifest(let errors) {
+        throw .input(errors.description)
+    } catch .cache(let error) {
+        throw .cache(error)
+    } catch {
+        throw .input("worker: \(error)")
     }
 }
 

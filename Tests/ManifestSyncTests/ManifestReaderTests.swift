@@ -74,7 +74,7 @@ import WorkerTestSupport
 
     @Test func unknownKeys() {
         #expect(problems("version: 1\nentries: []\ncolour: red\n") ==
-                ["3:1: unknown key 'colour' (expected version, name, base_url, headers, mirrors, entries)"])
+                ["3:1: unknown key 'colour' (expected version, name, base_url, serial, expires, headers, mirrors, entries)"])
         #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    sha: x\n") ==
                 ["4:5: unknown key 'sha' in entry (expected url, hash, path, mirrors)"])
     }

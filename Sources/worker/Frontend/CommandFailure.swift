@@ -41,7 +41,7 @@ enum CommandFailure: Error {
         case .unusable: ExitStatus.cacheUnusable
         case .cache(let error):
             switch error {
-            case .locked: ExitStatus.locked
+            case .locked, .manifestUnavailable: ExitStatus.locked
             case .treeRefused, .awsSettings, .rewriteRefused: ExitStatus.usage
             case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources:
                 ExitStatus.cacheUnusable

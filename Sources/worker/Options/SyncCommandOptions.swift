@@ -11,6 +11,7 @@ struct SyncCommandOptions: ParsableArguments {
     @OptionGroup(title: "Network") var network: NetworkOptions
     @OptionGroup(title: "Reports and output") var output: OutputOptions
     @OptionGroup(title: "Scheduling") var scheduling: SchedulingOptions
+    @OptionGroup(title: "Signed and remote manifests") var trust: ManifestTrustOptions
 
     /// The engine's settings, made once as the command starts; an option's value that cannot be
     /// used is `command`'s usage error.
@@ -25,6 +26,7 @@ struct SyncCommandOptions: ParsableArguments {
         options.shard = try optionChecked(for: command) { try scheduling.resolvedShard() }
         options.shownRows = TextReportWriter().listLimit
         options.outputs = try output.outputs(manifests: manifests)
+        options.trust = try trust.trust()
         return options
     }
 }

@@ -61,6 +61,13 @@ struct ManifestCommand: AsyncParsableCommand {
     @Option(help: "The manifest's name (default: the output file's name).")
     var name: String?
 
+    @Option(help: "Write `serial: N`: the manifest's number, which each publication must raise (a signed manifest's readers refuse a lower one).")
+    var serial: Int64?
+
+    @Option(name: .customLong("expires-in"), help: ArgumentHelp(
+        "Write `expires:` this long from now (readers refuse the manifest after it).", valueName: "DURATION"))
+    var expiresIn: PositiveSeconds?
+
     @Option(name: .shortAndLong, help: "Write the manifest to FILE instead of standard output.")
     var output: String?
 
@@ -124,7 +131,7 @@ struct ManifestCommand: AsyncParsableCommand {
         if let output, access(output, F_OK) != 0, let problem = OutputGuard.folderProblem(output) {
             throw CommandFailure.input("worker: -o '\(output)': \(problem)")
         }
-        let yaml: String
+        var yaml: String
         var failed = 0
         switch source {
         case .urls(let urls):
@@ -140,6 +147,7 @@ struct ManifestCommand: AsyncParsableCommand {
                 throw CommandFailure.input("worker: \(error)")
             }
         }
+        yaml = ManifestWriter.stamped(yaml, serial: serial, expires: expiresIn.map { Date().timeIntervalSince1970 + $0.value })
         if let output {
             do {
                 try AtomicFile.write(Data(yaml.utf8), to: output)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
+import WorkerFetch
 import WorkerManifest
 import WorkerReport
 import WorkerStore
@@ -10,7 +11,7 @@ import WorkerSync
 struct Plan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plan",
-        abstract: "Show what a sync would do, with no network access and no change to the cache.",
+        abstract: "Show what a sync would do, with no network access (but to a remote manifest) and no change to the cache.",
         discussion: """
             Examples:
               worker plan manifests/avatars.yaml
@@ -21,6 +22,10 @@ struct Plan: AsyncParsableCommand {
     var manifests: [String]
 
     @OptionGroup(title: "Cache") var cache: CacheOptions
+
+    @OptionGroup(title: "Network (for a remote manifest)") var network: NetworkOptions
+
+    @OptionGroup(title: "Signed and remote manifests") var trust: ManifestTrustOptions
 
     @Flag(help: "Count cache entries no given manifest names as to be removed.")
     var prune = false
@@ -43,14 +48,15 @@ struct Plan: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try runPlan(manifests: manifests, cacheDirectory: cache.resolved, reportPath: reportPath, reportAll: reportAll,
-                    quiet: quiet, prune: prune, tree: tree)
+        try await runPlan(manifests: manifests, cacheDirectory: cache.resolved, reportPath: reportPath, reportAll: reportAll,
+                          quiet: quiet, prune: prune, tree: tree, fetch: try network.settings(for: Self.self),
+                          trust: try trust.trust())
     }
 }
 
 /// Shared by `worker plan` and `worker sync --dry-run`.
 func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
-             prune: Bool, tree: String? = nil) throws {
+             prune: Bool, tree: String? = nil, fetch: FetchSettings, trust: ManifestTrust) async throws {
     try checkOutputs([(.report, reportPath)], manifests: paths)
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.prune = prune
@@ -58,9 +64,11 @@ func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: Stri
     options.shownRows = TextReportWriter().listLimit
     options.outputs.report = reportPath
     options.outputs.reportAll = reportAll
+    options.fetch = fetch
+    options.trust = trust
     let report: SyncReport
     do {
-        report = try SyncEngine(options: options, context: .command()).dryRun(manifestPaths: paths)
+        report = try await SyncEngine(options: options, context: .command()).dryRun(manifestPaths: paths)
     } catch .manifest(let diagnostics) {
         throw CommandFailure.input(diagnostics.description)
     } catch .cache(let error) {

@@ -20,7 +20,7 @@ struct Sync: AsyncParsableCommand {
               worker sync manifests/avatars.yaml --tree /srv/www/avatars
             """)
 
-    @Argument(help: "Manifest files (YAML).")
+    @Argument(help: "Manifest files (YAML), or their http(s):// or s3:// URLs.")
     var manifests: [String]
 
     @Flag(name: .customLong("dry-run"), help: "Only show the plan (same as `worker plan`).")
@@ -44,8 +44,9 @@ struct Sync: AsyncParsableCommand {
     func run() async throws {
         let output = options.output
         if dryRun {
-            try runPlan(manifests: manifests, cacheDirectory: options.cache.resolved, reportPath: output.reportPath,
-                        reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune, tree: tree)
+            try await runPlan(manifests: manifests, cacheDirectory: options.cache.resolved, reportPath: output.reportPath,
+                              reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune, tree: tree,
+                              fetch: try options.network.settings(for: Self.self), trust: try options.trust.trust())
             return
         }
         var settings = try options.syncOptions(manifests: manifests, command: Self.self)

@@ -7,6 +7,7 @@ import WorkerLifecycle
 import WorkerManifest
 import WorkerReport
 import WorkerSupport
+import WorkerSync
 
 /// `worker verify [--repair]`: re-hash every object and cross-check the index both ways.
 struct Verify: AsyncParsableCommand {
@@ -57,6 +58,8 @@ struct Verify: AsyncParsableCommand {
         valueName: "FROM=TO"))
     var rewrite: [String] = []
 
+    @OptionGroup(title: "Signed and remote manifests") var trust: ManifestTrustOptions
+
     @OptionGroup var lock: LockOptions
 
     func validate() throws {
@@ -65,16 +68,10 @@ struct Verify: AsyncParsableCommand {
 
     func run() async throws {
         let rewrite = try optionChecked(for: Self.self) { try NetworkOptions.rewrite(self.rewrite) }
-        if !manifests.isEmpty {
-            // Checked like any manifest (exit 2 with file:line:column) before the cache is touched.
-            var loader = ManifestLoader()
-            loader.expandsHeaders = false
-            do {
-                _ = try loader.load(paths: manifests)
-            } catch {
-                throw CommandFailure.input(error.description)
-            }
-        }
+        // Checked like any manifest (exit 2 with file:line:column; signed ones verified, remote
+        // ones fetched) before the cache is used.
+        let manifestPaths = manifests.isEmpty ? []
+            : try await openManifests(manifests, cacheDirectory: cache.resolved, trust: try trust.trust(), expandsHeaders: false).opened.paths
         let directory = try cache.existing()
         try checkOutputs([(.verifyReport, reportPath)], manifests: manifests)
         var verifier = CacheVerifier(cacheDirectory: directory, context: .command())
@@ -84,7 +81,7 @@ struct Verify: AsyncParsableCommand {
         verifier.fetch.caCertificates = caCertificates
         verifier.fetch.locator.rewrite = rewrite
         verifier.waitLock = lock.seconds()
-        verifier.manifestPaths = manifests
+        verifier.manifestPaths = manifestPaths
         let report: VerifyReport
         do {
             report = try await verifier.verify(repair: repair)

@@ -1,0 +1,90 @@
+import FoundationEssentials
+import WorkerSupport
+
+/// Why a manifest's signature was not accepted.
+package enum SignatureProblem: Error, Equatable, Sendable {
+    /// The file is not a signature of a known form.
+    case malformed(String)
+    /// Made by a key that is not trusted (named).
+    case untrustedKey(String)
+    /// Made by a trusted key (named), but not over these bytes.
+    case invalid(String)
+
+    package var message: String {
+        switch self {
+        case .malformed(let text): text
+        case .untrustedKey(let key): "signed by \(key), which is not a trusted key"
+        case .invalid(let key): "the signature by \(key) does not match the manifest's bytes (changed after it was signed?)"
+        }
+    }
+}
+
+/// The publishers a run trusts (`--trusted-keys FILE`, `WORKER_TRUSTED_KEYS`): minisign public
+/// keys (the `.pub` file minisign writes, or its `RW…` line) and SSH allowed-signers lines, in any
+/// number of files. With keys, every manifest must carry a signature one of them made.
+public struct TrustedKeys: Sendable {
+    package private(set) var minisign: [Minisign.PublicKey] = []
+    package private(set) var sshSigners: [SSHSignature.AllowedSigner] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { minisign.isEmpty && sshSigners.isEmpty }
+
+    /// Reads a keys file; a line that is neither a minisign key nor an allowed signer is an
+    /// error naming `path:line`.
+    public mutating func load(_ path: String) throws(ManifestErrors) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ManifestErrors(diagnostics: [ManifestDiagnostic(path: path, line: 0, column: 0,
+                                                                  message: "cannot read the trusted keys file", kind: .unreadable)],
+                                 truncated: false)
+        }
+        var diagnostics: [ManifestDiagnostic] = []
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        for (offset, raw) in lines.enumerated() {
+            let line = Text.trimmingWhitespace(raw)
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix("untrusted comment:") { continue }
+            if let key = Minisign.PublicKey(base64: line) {
+                minisign.append(key)
+                continue
+            }
+            switch SSHSignature.AllowedSigner.parse(line) {
+            case .success(let signer): sshSigners.append(signer)
+            case .failure(let problem):
+                diagnostics.append(ManifestDiagnostic(path: path, line: offset + 1, column: 1,
+                                                      message: "neither a minisign public key nor an allowed-signers line: \(problem.message)"))
+            }
+        }
+        if isEmpty, diagnostics.isEmpty {
+            diagnostics.append(ManifestDiagnostic(path: path, line: 0, column: 0, message: "the trusted keys file holds no key"))
+        }
+        guard diagnostics.isEmpty else { throw ManifestErrors(diagnostics: diagnostics, truncated: false) }
+    }
+
+    /// The signature files to look for beside a manifest, in order: `NAME.minisig` when minisign
+    /// keys are trusted, `NAME.sig` (ssh-keygen's name) when SSH keys are.
+    package var signatureSuffixes: [String] {
+        (minisign.isEmpty ? [] : [".minisig"]) + (sshSigners.isEmpty ? [] : [".sig"])
+    }
+
+    /// What an error names as the keys it expected.
+    public var expected: String {
+        let names = minisign.map { "minisign key \($0.id)" } + sshSigners.map { "SSH key \($0.fingerprint) (\($0.principals))" }
+        let shown = names.prefix(4).joined(separator: ", ")
+        return names.count > 4 ? shown + " or \(names.count - 4) more" : shown
+    }
+
+    /// Checks `signature` (a .minisig or an armored SSH signature) over `message`.
+    package func verify(_ message: [UInt8], signature: [UInt8], now: Double = Date().timeIntervalSince1970) -> Result<String, SignatureProblem> {
+        let text = String(decoding: signature, as: UTF8.self)
+        if text.contains("-----BEGIN SSH SIGNATURE-----") {
+            guard !sshSigners.isEmpty else { return .failure(.untrustedKey("an SSH key (no SSH key is trusted)")) }
+            return SSHSignature.verify(message, signature: text, signers: sshSigners, now: now)
+        }
+        guard !minisign.isEmpty else {
+            return text.hasPrefix("untrusted comment:")
+                ? .failure(.untrustedKey("a minisign key (no minisign key is trusted)"))
+                : .failure(.malformed("not a minisign or SSH signature"))
+        }
+        return Minisign.verify(message, signature: text, keys: minisign)
+    }
+}
