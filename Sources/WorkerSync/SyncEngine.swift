@@ -85,17 +85,36 @@ public struct SyncEngine: Sendable {
     /// whole run from manifest paths to report, outputs written.
     public func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
         // Manifests by URL are fetched, signatures verified, before anything else (an arbitrary
-        // manifest makes no request to its entries' origins).
-        let opened = try await openManifests(arguments)
-        guard opened.fetchedURLs.isEmpty else {
-            var options = options
-            options.keptURLs.formUnion(opened.fetchedURLs)
-            return try await SyncEngine(options: options, context: context).sync(opened: opened)
+        // manifest makes no request to its entries' origins). Remote manifests accepted before
+        // are read from their accepted copies while a conditional request asks whether they
+        // changed; nothing is planned before it says they did not (else they are fetched anew).
+        var confirmation: Task<Bool, Never>?
+        let opened: OpenedManifests
+        if let copies = acceptedCopies(arguments) {
+            opened = copies.opened
+            confirmation = Task { await self.unchanged(copies.checks) }
+        } else {
+            opened = try await openManifests(arguments)
         }
-        return try await sync(opened: opened)
+        if let report = try await keeping(opened).sync(opened: opened, confirmation: confirmation) { return report }
+        let fetched = try await openManifests(arguments)
+        guard let report = try await keeping(fetched).sync(opened: fetched, confirmation: nil) else {
+            throw .cache(.manifestUnavailable("the manifests changed while they were read"))
+        }
+        return report
     }
 
-    private func sync(opened: OpenedManifests) async throws(SyncFailure) -> SyncReport {
+    /// This engine, keeping the rows of the URLs fetched for the manifests (never orphans).
+    private func keeping(_ opened: OpenedManifests) -> SyncEngine {
+        guard !opened.fetchedURLs.isEmpty else { return self }
+        var options = options
+        options.keptURLs.formUnion(opened.fetchedURLs)
+        return SyncEngine(options: options, context: context)
+    }
+
+    /// The run of `opened`; nil when `confirmation` says a remote manifest changed (nothing was
+    /// done: the caller fetches it and runs again).
+    private func sync(opened: OpenedManifests, confirmation: Task<Bool, Never>?) async throws(SyncFailure) -> SyncReport? {
         let manifestPaths = opened.paths
         // Into a cache without an index every http(s) entry is a download: the transport starts
         // loading its library now, beside the manifests (later, once the plan is drawn, the
@@ -117,8 +136,9 @@ public struct SyncEngine: Sendable {
             _ = await prefetched?.value
             throw .manifest(error)
         }
+        let accepted: AcceptedManifests
         do {
-            try acceptManifests(set, opened)
+            accepted = try acceptManifests(set, opened)
         } catch {
             _ = await prefetched?.value
             throw error
@@ -131,8 +151,14 @@ public struct SyncEngine: Sendable {
                 throw .cache(error)
             }
         }
+        if let confirmation, await !confirmation.value {
+            _ = await prefetched?.value
+            return nil
+        }
         do {
-            return try await sync(set, prefetched: prefetched).report
+            let report = try await sync(set, prefetched: prefetched).report
+            record(accepted)
+            return report
         } catch {
             throw .cache(error)
         }

@@ -133,6 +133,7 @@ import WorkerTestSupport
         try await publisher.publish(["a.txt": "a, version 5 again\n"], header: "serial: 5\n")
         let same = try await publisher.sync()
         #expect(same.code == 0, "\(same.stderr)")
+        #expect(same.stdout.contains("updated 1"), "the changed manifest was read anew: \(same.stdout)")
     }
 
     /// A freeze: a manifest past its `expires` is refused; and when the manifest cannot be
@@ -218,5 +219,32 @@ import WorkerTestSupport
                                                   "--trusted-keys", directory.write("keys", "not a key\n")])
         #expect(badKeys.code == 2)
         #expect(badKeys.stderr.contains("keys:1:1: neither a minisign public key nor an allowed-signers line"), "\(badKeys.stderr)")
+    }
+
+    /// A manifest in a bucket: `s3://BUCKET/KEY` fetched with the run's AWS settings (moto checks
+    /// every signature), its signature beside it in the bucket, its relative keys resolved in
+    /// the same bucket folder.
+    @Test func aSignedManifestInABucket() async throws {
+        let directory = TemporaryDirectory()
+        let yaml = "version: 1\nname: bucket\nserial: 3\nentries:\n  - url: files/a.txt\n    hash: sha256:\(sha256("bucket a\n"))\n"
+        let manifest = directory.write("m.yaml", yaml)
+        _ = try await Publisher.tool("/usr/bin/minisign", ["-G", "-W", "-p", directory.path + "/k.pub", "-s", directory.path + "/k.sec"])
+        _ = try await Publisher.tool("/usr/bin/minisign", ["-S", "-s", directory.path + "/k.sec", "-m", manifest])
+        let signature = try [UInt8](Data(contentsOf: URL(fileURLWithPath: manifest + ".minisig")))
+        let moto = try MotoS3(objects: ["fleet": ["manifests/m.yaml": Array(yaml.utf8), "manifests/m.yaml.minisig": signature,
+                                                  "manifests/files/a.txt": Array("bucket a\n".utf8)]])
+        defer { moto.stop() }
+        let synced = try await WorkerBinary.run(["sync", "s3://fleet/manifests/m.yaml", "--cache-dir", directory.path + "/cache",
+                                                 "--trusted-keys", directory.path + "/k.pub", "--progress", "never"],
+                                                environment: moto.environment(moto.user, home: directory.path))
+        #expect(synced.code == 0, "\(synced.stderr)")
+        #expect(synced.stdout.contains("added 1"), "\(synced.stdout)")
+        #expect(moto.requests.contains { $0.hasPrefix("GET /fleet/manifests/files/a.txt 200") }, "\(moto.requests)")
+        try moto.put("fleet", "manifests/m.yaml", Array((yaml + "# changed\n").utf8), sha256: false)
+        let tampered = try await WorkerBinary.run(["sync", "s3://fleet/manifests/m.yaml", "--cache-dir", directory.path + "/cache",
+                                                   "--trusted-keys", directory.path + "/k.pub", "--progress", "never"],
+                                                  environment: moto.environment(moto.user, home: directory.path))
+        #expect(tampered.code == 2, "\(tampered.stderr)")
+        #expect(tampered.stderr.contains("s3://fleet/manifests/m.yaml: the signature by minisign key"), "\(tampered.stderr)")
     }
 }

@@ -14,23 +14,20 @@ package final class BucketReader: Sendable {
     private let rewrite: URLRewrite
     private let store: ContentStore
     private let settings: FetchSettings
-    private let engines: EngineSet
-    private let control = FetchControl()
+    private let engine: SingleEngine
 
     /// Starts one engine of `settings`' transport with `width` connections.
     package init(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) {
-        guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
         access = settings.locator.s3 ?? S3Access()
         rewrite = settings.locator.rewrite
         self.store = store
         self.settings = settings
-        engines = try transport.startEngines(shares: [max(1, width)], settings: settings)
+        engine = try SingleEngine(settings: settings, width: width)
     }
 
     /// Stops the engine; call once, when done.
     package func close() async {
-        for engine in engines.engines { await engine.shutdown() }
-        engines.cleanup()
+        await engine.close()
     }
 
     /// Every object whose key starts with `prefix`, in the bucket's (key) order.
@@ -115,35 +112,8 @@ package final class BucketReader: Sendable {
         }
     }
 
-    /// One exchange, tried again after a transient failure up to `--retries` times.
     private func exchange(_ request: TransferRequest, handler: @escaping @Sendable (Double) -> ResponseHandler) async -> ExchangeReply {
-        var attempt = 0
-        while true {
-            attempt += 1
-            var next = TransferRequest(url: request.url, headers: request.headers + (request.signing?.headers ?? []),
-                                       deadline: Monotonic.now() + settings.entryTimeout)
-            next.method = request.method
-            next.signing = request.signing
-            let sent = next
-            let deadline = sent.deadline
-            let engine = engines.engines[0]
-            let reply: ExchangeReply = await withCheckedContinuation { continuation in
-                engine.execute { [control] in
-                    control.send(sent, handler: handler(deadline), on: engine) { continuation.resume(returning: $0) }
-                }
-            }
-            guard attempt <= settings.retry.retries, Self.isTransient(reply) else { return reply }
-            try? await Task.sleep(nanoseconds: UInt64(min(2.0, 0.2 * Double(attempt)) * 1e9))
-        }
-    }
-
-    private static func isTransient(_ reply: ExchangeReply) -> Bool {
-        switch reply.result {
-        case .success(.status(let status, _)), .success(.storedChecksum(let status, _)):
-            status >= 500 || status == 408 || status == 429
-        case .success: false
-        case .failure(let failure): failure.reason != .cancelled && failure.isTransient
-        }
+        await engine.exchange(request, handler: handler)
     }
 
     /// A refusal names what the request was signed with (the key id and region, never the secret).

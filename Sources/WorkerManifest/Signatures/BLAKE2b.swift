@@ -21,64 +21,78 @@ struct BLAKE2b {
 
     /// The 64-byte digest of `message`.
     static func hash512(_ message: [UInt8]) -> [UInt8] {
-        var state = iv
-        state[0] ^= 0x0101_0000 ^ 64
-        var offset = 0
-        var counter: UInt64 = 0
-        // Every block but the last is compressed as it comes; the last (possibly empty or short,
-        // zero-padded) is compressed with the final flag.
-        while message.count - offset > 128 {
-            counter += 128
-            compress(&state, message[offset..<offset + 128], counter: counter, last: false)
-            offset += 128
+        // Unsafe buffers throughout: with arrays, each block's copies and bounds checks made an
+        // 850 KB manifest's hash cost several milliseconds.
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 8 + 16 + 16) { words in
+            let state = words.baseAddress!
+            let v = state + 8
+            let m = state + 24
+            for index in 0..<8 { state[index] = iv[index] }
+            state[0] ^= 0x0101_0000 ^ 64
+            message.withUnsafeBytes { bytes in
+                var offset = 0
+                var counter: UInt64 = 0
+                // Every block but the last is compressed as it comes; the last (possibly empty or
+                // short, zero-padded) is compressed with the final flag.
+                while bytes.count - offset > 128 {
+                    counter += 128
+                    for word in 0..<16 {
+                        m[word] = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + word * 8, as: UInt64.self))
+                    }
+                    compress(state, v, m, counter: counter, last: false)
+                    offset += 128
+                }
+                let rest = bytes.count - offset
+                counter += UInt64(rest)
+                for word in 0..<16 { m[word] = 0 }
+                UnsafeMutableRawPointer(m).copyMemory(from: bytes.baseAddress.map { $0 + offset } ?? UnsafeRawPointer(m), byteCount: rest)
+                for word in 0..<16 { m[word] = UInt64(littleEndian: m[word]) }
+                compress(state, v, m, counter: counter, last: true)
+            }
+            var digest: [UInt8] = []
+            digest.reserveCapacity(64)
+            for index in 0..<8 {
+                for byte in 0..<8 { digest.append(UInt8(truncatingIfNeeded: state[index] >> (8 * UInt64(byte)))) }
+            }
+            return digest
         }
-        counter += UInt64(message.count - offset)
-        var block = [UInt8](repeating: 0, count: 128)
-        block.replaceSubrange(0..<(message.count - offset), with: message[offset...])
-        compress(&state, block[...], counter: counter, last: true)
-        var digest: [UInt8] = []
-        digest.reserveCapacity(64)
-        for word in state {
-            for byte in 0..<8 { digest.append(UInt8(truncatingIfNeeded: word >> (8 * UInt64(byte)))) }
-        }
-        return digest
     }
 
-    private static func compress(_ state: inout [UInt64], _ block: ArraySlice<UInt8>, counter: UInt64, last: Bool) {
-        var m = [UInt64](repeating: 0, count: 16)
-        let start = block.startIndex
-        for word in 0..<16 {
-            var value: UInt64 = 0
-            for byte in 0..<8 { value |= UInt64(block[start + word * 8 + byte]) << (8 * UInt64(byte)) }
-            m[word] = value
+    private static func compress(_ state: UnsafeMutablePointer<UInt64>, _ v: UnsafeMutablePointer<UInt64>,
+                                 _ m: UnsafeMutablePointer<UInt64>, counter: UInt64, last: Bool) {
+        for index in 0..<8 {
+            v[index] = state[index]
+            v[index + 8] = iv[index]
         }
-        var v = state + iv
         v[12] ^= counter
         if last { v[14] = ~v[14] }
-        func mix(_ a: Int, _ b: Int, _ c: Int, _ d: Int, _ x: UInt64, _ y: UInt64) {
-            v[a] = v[a] &+ v[b] &+ x
-            v[d] = rotate(v[d] ^ v[a], 32)
-            v[c] = v[c] &+ v[d]
-            v[b] = rotate(v[b] ^ v[c], 24)
-            v[a] = v[a] &+ v[b] &+ y
-            v[d] = rotate(v[d] ^ v[a], 16)
-            v[c] = v[c] &+ v[d]
-            v[b] = rotate(v[b] ^ v[c], 63)
-        }
         for round in 0..<12 {
             let s = sigma[round % 10]
-            mix(0, 4, 8, 12, m[s[0]], m[s[1]])
-            mix(1, 5, 9, 13, m[s[2]], m[s[3]])
-            mix(2, 6, 10, 14, m[s[4]], m[s[5]])
-            mix(3, 7, 11, 15, m[s[6]], m[s[7]])
-            mix(0, 5, 10, 15, m[s[8]], m[s[9]])
-            mix(1, 6, 11, 12, m[s[10]], m[s[11]])
-            mix(2, 7, 8, 13, m[s[12]], m[s[13]])
-            mix(3, 4, 9, 14, m[s[14]], m[s[15]])
+            mix(v, 0, 4, 8, 12, m[s[0]], m[s[1]])
+            mix(v, 1, 5, 9, 13, m[s[2]], m[s[3]])
+            mix(v, 2, 6, 10, 14, m[s[4]], m[s[5]])
+            mix(v, 3, 7, 11, 15, m[s[6]], m[s[7]])
+            mix(v, 0, 5, 10, 15, m[s[8]], m[s[9]])
+            mix(v, 1, 6, 11, 12, m[s[10]], m[s[11]])
+            mix(v, 2, 7, 8, 13, m[s[12]], m[s[13]])
+            mix(v, 3, 4, 9, 14, m[s[14]], m[s[15]])
         }
         for index in 0..<8 { state[index] ^= v[index] ^ v[index + 8] }
     }
 
+    @inline(__always)
+    private static func mix(_ v: UnsafeMutablePointer<UInt64>, _ a: Int, _ b: Int, _ c: Int, _ d: Int, _ x: UInt64, _ y: UInt64) {
+        v[a] = v[a] &+ v[b] &+ x
+        v[d] = rotate(v[d] ^ v[a], 32)
+        v[c] = v[c] &+ v[d]
+        v[b] = rotate(v[b] ^ v[c], 24)
+        v[a] = v[a] &+ v[b] &+ y
+        v[d] = rotate(v[d] ^ v[a], 16)
+        v[c] = v[c] &+ v[d]
+        v[b] = rotate(v[b] ^ v[c], 63)
+    }
+
+    @inline(__always)
     private static func rotate(_ value: UInt64, _ count: UInt64) -> UInt64 {
         (value >> count) | (value << (64 - count))
     }

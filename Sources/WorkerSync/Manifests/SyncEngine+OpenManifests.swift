@@ -78,6 +78,55 @@ extension SyncEngine {
         return opened
     }
 
+    /// What a remote manifest accepted before is checked by: its URL and the validators and
+    /// object of the cached response.
+    struct UnchangedCheck: Sendable {
+        let url: String
+        let etag: String?
+        let lastModified: String?
+        let object: String
+    }
+
+    /// When every argument is an http(s) manifest accepted before whose accepted copy is the
+    /// cached response (same object, validators kept) and whose kept signature still verifies
+    /// with today's keys: the copies, opened, and what confirms them. nil otherwise.
+    func acceptedCopies(_ arguments: [String]) -> (opened: OpenedManifests, checks: [UnchangedCheck])? {
+        guard !arguments.isEmpty, !options.offline, !options.refresh, options.trust.signature == nil,
+              arguments.allSatisfy({ URLResolver.hasHTTPScheme($0) }), let index = try? acceptedIndex() else { return nil }
+        var opened = OpenedManifests()
+        var checks: [UnchangedCheck] = []
+        for argument in arguments {
+            guard let accepted = try? index.acceptedManifest(argument), let row = try? index.record(url: argument),
+                  row.object == accepted.object, row.etag != nil || row.lastModified != nil else { return nil }
+            let copy = Self.acceptedCopyPath(options.cacheDirectory, source: argument)
+            guard let bytes = FileManager.default.contents(atPath: copy).map({ [UInt8]($0) }),
+                  Hex.encode(SHA256.hash(data: bytes)) == accepted.object else { return nil }
+            var signature: [UInt8]?
+            if !options.trust.keys.isEmpty {
+                guard let kept = FileManager.default.contents(atPath: copy + ".sig").map({ [UInt8]($0) }),
+                      case .success = options.trust.keys.verify(bytes, signature: kept) else { return nil }
+                signature = kept
+            }
+            opened.manifests.append(.init(argument: argument, path: copy, source: argument, isRemote: true,
+                                          object: accepted.object, signature: signature, fromCopy: false))
+            opened.fetchedURLs.append(argument)
+            checks.append(UnchangedCheck(url: argument, etag: row.etag, lastModified: row.lastModified, object: row.object))
+        }
+        return (opened, checks)
+    }
+
+    /// Whether every manifest is unchanged at its URL (a 304 to its conditional request).
+    func unchanged(_ checks: [UnchangedCheck]) async -> Bool {
+        guard let store = try? ContentStore(root: options.cacheDirectory),
+              let engine = try? SingleEngine(settings: options.fetch) else { return false }
+        var all = true
+        for check in checks where all {
+            all = await engine.isUnchanged(url: check.url, etag: check.etag, lastModified: check.lastModified, store: store)
+        }
+        await engine.close()
+        return all
+    }
+
     /// The three phases for commands that only read manifests (`plan`, `export`, `verify
     /// --repair`): opened, loaded, accepted.
     public func openAndLoad(_ arguments: [String], collectsTree: Bool = false,
@@ -93,7 +142,7 @@ extension SyncEngine {
         } catch {
             throw .manifest(error)
         }
-        try acceptManifests(set, opened)
+        record(try acceptManifests(set, opened))
         return (set, opened)
     }
 
@@ -138,13 +187,13 @@ extension SyncEngine {
         throw Self.refusal(argument, "not signed: no signature at \(tried.joined(separator: ", ")); expected one by \(keys.expected)")
     }
 
-    /// Phase two, after the load: `expires` and `serial` checked, then what was accepted recorded
-    /// (the serial, and the copy and its signature beside the index). Nothing is recorded when the
-    /// cache cannot be written (a reader's `plan`).
-    public func acceptManifests(_ set: ManifestSet, _ opened: OpenedManifests) throws(SyncFailure) {
+    /// Phase two, after the load: `expires` and `serial` checked (reads only). What is accepted
+    /// is recorded by `record` — after the sync's plan, so that no write lands between the index
+    /// read ahead and its use.
+    public func acceptManifests(_ set: ManifestSet, _ opened: OpenedManifests) throws(SyncFailure) -> AcceptedManifests {
         let now = Date().timeIntervalSince1970
         var diagnostics: [ManifestDiagnostic] = []
-        var accepted: [(OpenedManifests.Opened, Int64?)] = []
+        var accepted = AcceptedManifests()
         // Only remote and signed manifests have a record (local ones without keys are not read twice).
         let index = opened.manifests.contains { !$0.object.isEmpty } ? try? acceptedIndex() : nil
         for (manifest, opening) in zip(set.manifests, opened.manifests) {
@@ -153,7 +202,7 @@ extension SyncEngine {
                                                       column: manifest.expiresPosition.column, message: "expired at \(RFC3339.format(expires)): the publisher has not signed a newer one (a stale manifest is refused)"))
                 continue
             }
-            guard opening.object != "" else { continue }
+            guard !opening.object.isEmpty else { continue }
             let previous = try? index?.acceptedManifest(opening.source)
             if let last = previous?.serial {
                 guard let serial = manifest.serial else {
@@ -167,17 +216,26 @@ extension SyncEngine {
                     continue
                 }
             }
-            if !opening.fromCopy { accepted.append((opening, manifest.serial ?? previous?.serial)) }
+            guard !opening.fromCopy else { continue }
+            accepted.records.append((opening, AcceptedManifest(
+                source: opening.source, serial: manifest.serial ?? previous?.serial, object: opening.object,
+                acceptedAt: previous?.object == opening.object ? previous?.acceptedAt ?? now : now, checkedAt: now)))
+            accepted.copyKept.append(previous?.object == opening.object)
         }
         guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
-        guard let index, !accepted.isEmpty else { return }
-        for (opening, serial) in accepted {
+        return accepted
+    }
+
+    /// Records what was accepted: the copy and its signature beside the index (unless the same
+    /// copy is there), and the row. Nothing when the cache cannot be written (a reader's `plan`).
+    public func record(_ accepted: AcceptedManifests) {
+        guard !accepted.records.isEmpty, let index = try? acceptedIndex() else { return }
+        for ((opening, row), kept) in zip(accepted.records, accepted.copyKept) {
             let copy = Self.acceptedCopyPath(options.cacheDirectory, source: opening.source)
-            guard (try? keepCopy(of: opening, at: copy)) != nil else { continue }
-            let previous = try? index.acceptedManifest(opening.source)
-            let acceptedAt = previous?.object == opening.object ? previous?.acceptedAt ?? now : now
-            try? index.recordAccepted(AcceptedManifest(source: opening.source, serial: serial, object: opening.object,
-                                                       acceptedAt: acceptedAt, checkedAt: now))
+            if !(kept && access(copy, R_OK) == 0) {
+                guard (try? keepCopy(of: opening, at: copy)) != nil else { continue }
+            }
+            try? index.recordAccepted(row)
         }
     }
 
@@ -212,6 +270,7 @@ extension SyncEngine {
     /// conditional request when cached: its object file, or why not.
     private func fetchDocument(_ url: String) async throws(SyncFailure) -> Result<String, DocumentFailure> {
         if let problem = Self.urlProblem(url) { return .failure(DocumentFailure(reason: problem)) }
+        if let unchanged = await unchangedDocument(url) { return .success(unchanged) }
         let pinned: (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
         do {
             pinned = try await pin(urls: [url], source: "manifest")
@@ -224,6 +283,21 @@ extension SyncEngine {
         if let item = pinned.items.first { return .success(CacheLayout.objectPath(options.cacheDirectory, item.sha256)) }
         let row = pinned.failed.first
         return .failure(DocumentFailure(reason: [row?.reason?.rawValue, row?.error].compactMap { $0 }.joined(separator: ": ")))
+    }
+
+    /// The object of an http(s) document the cache holds, when a conditional request says it is
+    /// unchanged (304): one exchange on one engine, and no write (the usual way, `get`'s one-entry
+    /// sync, commits even a 304). nil when it changed, failed or is not cached: fetch it as usual.
+    private func unchangedDocument(_ url: String) async -> String? {
+        guard URLResolver.hasHTTPScheme(url), !options.offline, !options.refresh,
+              let index = try? acceptedIndex(), let row = try? index.record(url: url), row.etag != nil || row.lastModified != nil
+        else { return nil }
+        let path = CacheLayout.objectPath(options.cacheDirectory, row.object)
+        var info = stat()
+        guard stat(path, &info) == 0, Int64(info.st_size) == row.size,
+              await unchanged([UnchangedCheck(url: url, etag: row.etag, lastModified: row.lastModified, object: row.object)])
+        else { return nil }
+        return path
     }
 
     /// A signature's usual place: the manifest's name with `suffix` (before a URL's query).
@@ -246,4 +320,11 @@ extension SyncEngine {
 /// Why a manifest or its signature could not be fetched (or its copy kept), in words.
 struct DocumentFailure: Error {
     let reason: String
+}
+
+/// What phase two accepted, to record once the run is past its plan.
+public struct AcceptedManifests: Sendable {
+    var records: [(OpenedManifests.Opened, AcceptedManifest)] = []
+    /// The same bytes were accepted before (their copy is kept already).
+    var copyKept: [Bool] = []
 }
