@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.." || exit 2
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
-worker="$(swift build --show-bin-path 2>/dev/null)/worker"
+# The built binary: CI names its release build (WORKER_BIN); else the debug build.
+worker="${WORKER_BIN:-$(swift build --show-bin-path 2>/dev/null)/worker}"
 if command -v systemd-analyze >/dev/null; then
   units="$(mktemp -d)"
   for unit in worker-sync worker-verify worker-tree; do
