@@ -11,8 +11,8 @@ runs --runs times (alternating, so drift hits all alike):
   local signed     worker sync M.yaml --cache-dir C1 --trusted-keys key.pub   (M.yaml.minisig beside it)
   remote           worker sync http://127.0.0.1:PORT/M.yaml --cache-dir C2
   remote signed    worker sync http://127.0.0.1:PORT/M.yaml --cache-dir C2 --trusted-keys key.pub
-Prints the median wall and CPU (user+sys) seconds of each, the ratios to `local` and to `local
-signed` (the same signed sync, of the local file), and the
+Prints the median and fastest wall and the median CPU (user+sys) seconds of each, their ratios to
+`local` and to `local signed` (the same signed sync, of the local file), and the
 requests nginx logged during the remote runs (the target: one conditional request, a 304).
 
   python3 Benchmarks/signed_manifest.py [--worker .build-release/release/worker] [--entries 10000] [--runs 7]
@@ -118,18 +118,16 @@ http {{
                 results[name].append(timed(command))
                 if name == "remote signed":
                     remote_requests.append(open(log).read().splitlines()[seen:])
-        base_wall = statistics.median(wall for wall, _ in results["local"])
-        base_cpu = statistics.median(cpu for _, cpu in results["local"])
-        print(f"{arguments.entries} entries, warm, {arguments.runs} runs each (medians), worker {worker}")
-        signed_wall = statistics.median(wall for wall, _ in results["local signed"])
-        signed_cpu = statistics.median(cpu for _, cpu in results["local signed"])
-        print(f"{'variant':<15}{'wall s':>9}{'cpu s':>9}{'wall x':>9}{'cpu x':>9}{'wall xS':>9}{'cpu xS':>9}")
-        for name, runs in results.items():
-            wall = statistics.median(w for w, _ in runs)
-            cpu = statistics.median(c for _, c in runs)
-            print(f"{name:<15}{wall:>9.3f}{cpu:>9.3f}{wall / base_wall:>9.2f}{cpu / base_cpu:>9.2f}"
-                  f"{wall / signed_wall:>9.2f}{cpu / signed_cpu:>9.2f}")
-        print("x: against `local`; xS: against `local signed` (the same signed sync of the local file)")
+        def figures(name):
+            runs = results[name]
+            return (statistics.median(w for w, _ in runs), min(w for w, _ in runs), statistics.median(c for _, c in runs))
+        base, signed = figures("local"), figures("local signed")
+        print(f"{arguments.entries} entries, warm, {arguments.runs} runs each, worker {worker}")
+        print(f"{'variant':<15}{'wall med':>9}{'wall min':>9}{'cpu med':>9}   ratios to local (med, min, cpu) | to local signed")
+        for name in results:
+            wall, fastest, cpu = figures(name)
+            print(f"{name:<15}{wall:>9.3f}{fastest:>9.3f}{cpu:>9.3f}   {wall / base[0]:.2f} {fastest / base[1]:.2f} {cpu / base[2]:.2f}"
+                  f" | {wall / signed[0]:.2f} {fastest / signed[1]:.2f} {cpu / signed[2]:.2f}")
         shapes = sorted({" | ".join(requests) for requests in remote_requests})
         print(f"requests per remote warm run: {shapes}")
     finally:

@@ -68,7 +68,8 @@ CONTROL
 (cd "$root" && find usr lib -type f -exec md5sum {} + | sort -k2) >"$root/DEBIAN/md5sums"
 
 mkdir -p dist
-dpkg-deb --root-owner-group -Zxz --build "$root" "dist/$name.deb" >/dev/null
+# xz at level 3: 3.6 s and 6.4 MB here, against 13 s and 5.8 MB at dpkg's default level 6.
+dpkg-deb --root-owner-group -Zxz -z3 --build "$root" "dist/$name.deb" >/dev/null
 echo "built dist/$name.deb"
 if command -v lintian >/dev/null; then
   # Errors and warnings fail the build.

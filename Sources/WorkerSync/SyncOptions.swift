@@ -28,6 +28,9 @@ public struct SyncOptions: Sendable {
     /// URLs the index keeps whatever the manifests list (remote manifests and their signatures):
     /// never pruned as orphans.
     public var keptURLs: Set<String> = []
+    /// Whether the command may create the cache (`sync`, `get`, `manifest --urls`); a remote
+    /// manifest of one that may not (`plan`, `verify`) is read through a scratch cache instead.
+    public var mayCreateCache = true
     /// Called after each finished download (from one task at a time).
     public var onProgress: (@Sendable (SyncProgress) -> Void)?
     /// The largest share of the index `--prune` may remove in one run (0...1).

@@ -160,6 +160,7 @@ func openManifests(_ arguments: [String], cacheDirectory: String, trust: Manifes
                    expandsHeaders: Bool = true) async throws(CommandFailure) -> (set: ManifestSet, opened: OpenedManifests) {
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.trust = trust
+    options.mayCreateCache = false
     options.fetch.transport = CurlTransport()
     do {
         return try await SyncEngine(options: options, context: .command()).openAndLoad(arguments, collectsTree: tree,

@@ -65,6 +65,12 @@ import WorkerTestSupport
     @Test func aSignedRemoteManifestSyncsAndAnUnchangedOneCostsOneConditionalRequest() async throws {
         let publisher = try await Publisher()
         try await publisher.publish(["a.txt": "a\n", "b.txt": "b\n"], header: "serial: 1\n")
+        // plan never creates a cache, also for a manifest it reads from a URL.
+        let nowhere = publisher.directory.path + "/no-cache"
+        let plan = try await WorkerBinary.run(["plan", publisher.url, "--cache-dir", nowhere, "--trusted-keys", publisher.publicKey])
+        #expect(plan.code == 0, "\(plan.stderr)")
+        #expect(plan.stdout.contains("to add 2"), "\(plan.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: nowhere))
         let first = try await publisher.sync(["--report", publisher.directory.path + "/report.json"])
         #expect(first.code == 0, "\(first.stderr)")
         #expect(first.stdout.contains("added 2"), "\(first.stdout)")
@@ -72,6 +78,10 @@ import WorkerTestSupport
             with: Data(contentsOf: URL(fileURLWithPath: publisher.directory.path + "/report.json"))) as? [String: Any])
         #expect(((report["manifests"] as? [[String: Any]])?.first?["path"] as? String) == publisher.url)
         #expect(publisher.fileRequests(after: 0).count == 2)
+        let exported = try await WorkerBinary.run(["export", "--layout", "tree", publisher.directory.path + "/tree", publisher.url,
+                                                   "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey])
+        #expect(exported.code == 0, "\(exported.stderr)")
+        #expect((try? String(contentsOfFile: publisher.directory.path + "/tree/files/a.txt", encoding: .utf8)) == "a\n")
 
         let seen = publisher.server.requests.count
         let warm = try await publisher.sync()

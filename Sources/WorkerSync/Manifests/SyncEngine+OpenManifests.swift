@@ -271,6 +271,14 @@ extension SyncEngine {
     private func fetchDocument(_ url: String) async throws(SyncFailure) -> Result<String, DocumentFailure> {
         if let problem = Self.urlProblem(url) { return .failure(DocumentFailure(reason: problem)) }
         if let unchanged = await unchangedDocument(url) { return .success(unchanged) }
+        // A command that never creates a cache (`plan`, `verify`) reads a manifest a missing
+        // cache does not hold through a cache of its own, in a temporary folder kept until exit.
+        guard options.mayCreateCache || access(CacheLayout.indexPath(options.cacheDirectory), F_OK) == 0 else {
+            var scratch = options
+            scratch.cacheDirectory = Self.scratchCache
+            scratch.mayCreateCache = true
+            return try await SyncEngine(options: scratch, context: context).fetchDocument(url)
+        }
         let pinned: (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
         do {
             pinned = try await pin(urls: [url], source: "manifest")
@@ -299,6 +307,15 @@ extension SyncEngine {
         else { return nil }
         return path
     }
+
+    /// The process's scratch cache for manifests read by commands that never create one: made
+    /// once, removed at exit.
+    static let scratchCache: String = {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/worker-manifests-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }.map { String(cString: $0) }
+        atexit { try? FileManager.default.removeItem(atPath: SyncEngine.scratchCache) }
+        return made ?? FileManager.default.temporaryDirectory.path + "/worker-manifests-\(getpid())"
+    }()
 
     /// A signature's usual place: the manifest's name with `suffix` (before a URL's query).
     static func beside(_ argument: String, suffix: String) -> String {

@@ -66,6 +66,7 @@ func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: Stri
     options.outputs.reportAll = reportAll
     options.fetch = fetch
     options.trust = trust
+    options.mayCreateCache = false
     let report: SyncReport
     do {
         report = try await SyncEngine(options: options, context: .command()).dryRun(manifestPaths: paths)
