@@ -71,6 +71,10 @@ import WorkerTestSupport
         #expect(plan.code == 0, "\(plan.stderr)")
         #expect(plan.stdout.contains("to add 2"), "\(plan.stdout)")
         #expect(!FileManager.default.fileExists(atPath: nowhere))
+        // A CI cache key of a remote manifest: its digest as it is now.
+        let fingerprint = try await WorkerBinary.run(["fingerprint", publisher.url])
+        #expect(fingerprint.code == 0, "\(fingerprint.stderr)")
+        #expect(fingerprint.stdout.trimmingCharacters(in: .whitespacesAndNewlines).count == 64, "\(fingerprint.stdout)")
         let first = try await publisher.sync(["--report", publisher.directory.path + "/report.json"])
         #expect(first.code == 0, "\(first.stderr)")
         #expect(first.stdout.contains("added 2"), "\(first.stdout)")

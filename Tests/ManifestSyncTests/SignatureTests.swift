@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 @testable import WorkerManifest
@@ -51,6 +52,16 @@ import WorkerTestSupport
             Issue.record("a cert-authority line was taken as a signer")
         }
         #expect(SSHSignature.AllowedSigner.time("20241301") == nil)
+    }
+
+    /// Key ids read as minisign prints them: the little-endian key number, upper-case, no leading zeros.
+    @Test func minisignKeyIdsAreShownAsMinisignShowsThem() throws {
+        let key = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation
+        let line = Data(Array("Ed".utf8) + [0x15, 0x02, 0x51, 0xE6, 0x16, 0x78, 0xBE, 0x00] + key).base64EncodedString()
+        let parsed = try #require(Minisign.PublicKey(base64: line))
+        #expect(parsed.id == "BE7816E6510215")
+        let wrongAlgorithm = Data(Array("EX".utf8) + [0x15, 0x02, 0x51, 0xE6, 0x16, 0x78, 0xBE, 0x00] + key).base64EncodedString()
+        #expect(Minisign.PublicKey(base64: wrongAlgorithm) == nil)
     }
 
     @Test func aKeysFileWithABadLineNamesIt() {

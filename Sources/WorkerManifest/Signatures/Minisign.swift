@@ -7,7 +7,7 @@ import WorkerSupport
 /// default (their BLAKE2b-512 signed). The trusted comment is signed too (the global signature).
 package enum Minisign {
     package struct PublicKey: Sendable, Equatable {
-        /// minisign's key number: 8 bytes, shown as it shows them (little-endian, upper-case hex).
+        /// minisign's key number: 8 bytes.
         let keyNumber: [UInt8]
         /// The Ed25519 key's 32 bytes.
         let keyBytes: [UInt8]
@@ -16,8 +16,9 @@ package enum Minisign {
 
         var key: Curve25519.Signing.PublicKey? { try? Curve25519.Signing.PublicKey(rawRepresentation: keyBytes) }
 
+        /// As minisign prints it (`%PRIX64` of the little-endian number: no leading zeros).
         static func id(_ number: [UInt8]) -> String {
-            number.reversed().map { String($0, radix: 16, uppercase: true).leftPadded(2) }.joined()
+            String(number.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, radix: 16, uppercase: true)
         }
 
         /// The base64 line of a public key file (`RW…`): "Ed", the key number, the key.
@@ -75,11 +76,5 @@ package enum Minisign {
             return .failure(.invalid("minisign key \(key.id) (its trusted comment)"))
         }
         return .success("minisign key \(key.id)")
-    }
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -310,6 +310,8 @@ extension SyncEngine {
 
     /// The process's scratch cache for manifests read by commands that never create one: made
     /// once, removed at exit.
+    public static var scratchCacheDirectory: String { scratchCache }
+
     static let scratchCache: String = {
         var template = Array((FileManager.default.temporaryDirectory.path + "/worker-manifests-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!) }.map { String(cString: $0) }

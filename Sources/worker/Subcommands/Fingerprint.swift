@@ -1,5 +1,6 @@
 import ArgumentParser
 import WorkerManifest
+import WorkerSync
 
 /// `worker fingerprint MANIFEST…`: a stable digest of what the manifests ask for (CI cache keys).
 struct Fingerprint: AsyncParsableCommand {
@@ -16,7 +17,7 @@ struct Fingerprint: AsyncParsableCommand {
               echo "key=worker-$(worker fingerprint manifests/*.yaml)" >> "$GITHUB_OUTPUT"
             """)
 
-    @Argument(help: "Manifest files (YAML).")
+    @Argument(help: "Manifest files (YAML), or their http(s):// or s3:// URLs.")
     var manifests: [String]
 
     func validate() throws {
@@ -24,13 +25,19 @@ struct Fingerprint: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var loader = ManifestLoader()
-        loader.expandsHeaders = false
         let set: ManifestSet
-        do {
-            set = try loader.load(paths: manifests)
-        } catch {
-            throw CommandFailure.input(error.description)
+        if manifests.contains(where: SyncEngine.isRemoteManifest) {
+            // A manifest by URL is read as it is now (no cache: through a scratch one, removed at
+            // exit); signatures are not checked — the digest decides nothing.
+            set = try await openManifests(manifests, cacheDirectory: SyncEngine.scratchCacheDirectory, trust: ManifestTrust(), expandsHeaders: false).set
+        } else {
+            var loader = ManifestLoader()
+            loader.expandsHeaders = false
+            do {
+                set = try loader.load(paths: manifests)
+            } catch {
+                throw CommandFailure.input(error.description)
+            }
         }
         Console.out(ManifestFingerprint.digest(set) + "\n")
     }
