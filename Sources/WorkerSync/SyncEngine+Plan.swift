@@ -64,7 +64,7 @@ extension SyncEngine {
         planner.revalidate = options.revalidate && !options.offline
         planner.refresh = options.refresh && !options.offline
         planner.shard = options.shard
-        planner.kept = options.keptURLs
+        planner.kept = index.credentialFree ? Set(options.keptURLs.map(index.key)) : options.keptURLs
         if index.credentialFree { planner.urlKey = index.key }
         // A stat per object named: a file changed on disk (its size) is fetched again.
         planner.objectSize = objects.size

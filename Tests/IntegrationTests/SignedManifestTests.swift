@@ -61,7 +61,8 @@ import WorkerTestSupport
     }
 
     /// A signed remote manifest: verified, synced with its relative URLs against its own URL; the
-    /// next run asks for the manifest once, conditionally (304), and for nothing else.
+    /// next run (after one with --prune) asks for the manifest once, conditionally (304), and for
+    /// nothing else.
     @Test func aSignedRemoteManifestSyncsAndAnUnchangedOneCostsOneConditionalRequest() async throws {
         let publisher = try await Publisher()
         try await publisher.publish(["a.txt": "a\n", "b.txt": "b\n"], header: "serial: 1\n")
@@ -87,6 +88,9 @@ import WorkerTestSupport
         #expect(exported.code == 0, "\(exported.stderr)")
         #expect((try? String(contentsOfFile: publisher.directory.path + "/tree/files/a.txt", encoding: .utf8)) == "a\n")
 
+        // --prune keeps the manifest's own row (its ETag): the next run still asks conditionally.
+        let pruned = try await publisher.sync(["--prune"])
+        #expect(pruned.code == 0, "\(pruned.stderr)")
         let seen = publisher.server.requests.count
         let warm = try await publisher.sync()
         #expect(warm.code == 0, "\(warm.stderr)")
