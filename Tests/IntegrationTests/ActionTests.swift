@@ -156,6 +156,24 @@ import WorkerTestSupport
         #expect(run.log.contains("::warning::some entries failed"))
     }
 
+    /// `remote-cache`: the shared tier gets what the origin served (handed to worker in its
+    /// environment, not on its command line, since the URL may carry a credential).
+    @Test func theRemoteCacheInputFillsTheTier() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let directory = TemporaryDirectory()
+        let runner = try Runner(directory: directory)
+        let body = Array("for the tier\n".utf8)
+        origin.set("/f/tier.txt", body)
+        _ = directory.write("workspace/manifests/a.yaml", manifest(origin, [("tier.txt", body)]))
+        let run = try await runner.run(1, inputs: ["remote-cache": tier.url])
+        #expect(!run.failed, "\(run.log)")
+        #expect(run.outputs["added"] == "1")
+        #expect(tier.objects == [sha256(body)], "\(tier.requests)")
+    }
+
     /// A manifests input that matches nothing stops before worker runs, naming the pattern.
     @Test func aManifestsPatternThatMatchesNothingIsAnError() async throws {
         let directory = TemporaryDirectory()

@@ -19,7 +19,9 @@ if [ -d "$cache" ]; then
 fi
 
 args=(sync "${manifests[@]}" --cache-dir "$cache" --report "$report" --metrics "$metrics" --progress never)
-[ -z "${ACTION_REMOTE_CACHE:-}" ] || args+=(--remote-cache "$ACTION_REMOTE_CACHE")
+# The tier's URL may carry a credential: handed over in worker's environment, never on its
+# command line (which other users of the runner can read in /proc).
+[ -z "${ACTION_REMOTE_CACHE:-}" ] || export WORKER_REMOTE_CACHE="$ACTION_REMOTE_CACHE"
 [ -z "${ACTION_TREE:-}" ] || args+=(--tree "$ACTION_TREE")
 if [ -n "${ACTION_ARGS:-}" ]; then
   read -r -d '' -a extra <<<"$ACTION_ARGS" || true
