@@ -59,8 +59,10 @@ package final class SingleEngine: Sendable {
     /// is unchanged: a conditional GET with its validators answered 304. Anything else — a new
     /// body, a redirect, a failure — is `false`: the caller fetches it the usual way.
     package func isUnchanged(url: String, etag: String?, lastModified: String?, store: ContentStore) async -> Bool {
-        guard etag != nil || lastModified != nil else { return false }
-        let located = settings.locator.rewrite.apply(url)
+        let rewrite = settings.locator.rewrite
+        // Under --rewrite-strict a location no rule covers is never asked (the usual fetch refuses it).
+        guard etag != nil || lastModified != nil, rewrite.rule(for: url) != nil || rewrite.mayRequest(url) else { return false }
+        let located = rewrite.apply(url)
         var headers: [String] = []
         if let etag { headers.append("If-None-Match: " + etag) }
         if let lastModified { headers.append("If-Modified-Since: " + lastModified) }

@@ -265,4 +265,23 @@ import WorkerTestSupport
         #expect(tampered.code == 2, "\(tampered.stderr)")
         #expect(tampered.stderr.contains("s3://fleet/manifests/m.yaml: the signature by minisign key"), "\(tampered.stderr)")
     }
+
+    /// `--rewrite` routes the manifest's own URL (and its relative entries) to a proxy; under
+    /// `--rewrite-strict` a manifest URL no rule covers is refused (exit 2), warm or cold.
+    @Test func aRemoteManifestFollowsRewriteRules() async throws {
+        let publisher = try await Publisher()
+        try await publisher.publish(["a.txt": "a\n"])
+        let elsewhere = "http://127.0.0.1:1/avatars.yaml"   // never contacted: the rule sends it to nginx
+        let rule = "http://127.0.0.1:1/=http://127.0.0.1:\(publisher.server.port)/"
+        let routed = try await WorkerBinary.run(["sync", elsewhere, "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
+                                                 "--rewrite", rule, "--rewrite-strict", "--progress", "never"])
+        #expect(routed.code == 0, "\(routed.stderr)")
+        #expect(routed.stdout.contains("added 1"), "\(routed.stdout)")
+        for attempt in ["cold", "warm"] {
+            let refused = try await WorkerBinary.run(["sync", elsewhere, "--cache-dir", publisher.cache + (attempt == "cold" ? "-2" : ""),
+                                                      "--trusted-keys", publisher.publicKey, "--rewrite-strict"])
+            #expect(refused.code == 2, "\(attempt): \(refused.stderr)")
+            #expect(refused.stderr.contains("refusing to run (--rewrite-strict): no rule covers \(elsewhere)"), "\(refused.stderr)")
+        }
+    }
 }

@@ -283,8 +283,10 @@ extension SyncEngine {
         do {
             pinned = try await pin(urls: [url], source: "manifest")
         } catch .cache(let error) {
-            if case .locked = error { throw .cache(error) }
-            return .failure(DocumentFailure(reason: "\(error)"))
+            switch error {
+            case .locked, .rewriteRefused, .awsSettings: throw .cache(error)
+            default: return .failure(DocumentFailure(reason: "\(error)"))
+            }
         } catch {
             throw error
         }
