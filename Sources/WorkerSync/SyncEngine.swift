@@ -84,10 +84,9 @@ public struct SyncEngine: Sendable {
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written.
     public func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
-        // Manifests by URL are fetched, signatures verified, before anything else (an arbitrary
-        // manifest makes no request to its entries' origins). Remote manifests accepted before
-        // are read from their accepted copies while a conditional request asks whether they
-        // changed; nothing is planned before it says they did not (else they are fetched anew).
+        // Manifests by URL are fetched, signatures verified, before anything else. Remote ones
+        // accepted before are read from their copies while a conditional request asks whether
+        // they changed; nothing is planned before it says no (else they are fetched anew).
         var confirmation: Task<Bool, Never>?
         let opened: OpenedManifests
         if let copies = acceptedCopies(arguments) {
@@ -102,14 +101,6 @@ public struct SyncEngine: Sendable {
             throw .cache(.manifestUnavailable("the manifests changed while they were read"))
         }
         return report
-    }
-
-    /// This engine, keeping the rows of the URLs fetched for the manifests (never orphans).
-    private func keeping(_ opened: OpenedManifests) -> SyncEngine {
-        guard !opened.fetchedURLs.isEmpty else { return self }
-        var options = options
-        options.keptURLs.formUnion(opened.fetchedURLs)
-        return SyncEngine(options: options, context: context)
     }
 
     /// The run of `opened`; nil when `confirmation` says a remote manifest changed (nothing was

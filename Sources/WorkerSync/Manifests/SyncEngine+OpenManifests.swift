@@ -78,53 +78,12 @@ extension SyncEngine {
         return opened
     }
 
-    /// What a remote manifest accepted before is checked by: its URL and the validators and
-    /// object of the cached response.
-    struct UnchangedCheck: Sendable {
-        let url: String
-        let etag: String?
-        let lastModified: String?
-        let object: String
-    }
-
-    /// When every argument is an http(s) manifest accepted before whose accepted copy is the
-    /// cached response (same object, validators kept) and whose kept signature still verifies
-    /// with today's keys: the copies, opened, and what confirms them. nil otherwise.
-    func acceptedCopies(_ arguments: [String]) -> (opened: OpenedManifests, checks: [UnchangedCheck])? {
-        guard !arguments.isEmpty, !options.offline, !options.refresh, options.trust.signature == nil,
-              arguments.allSatisfy({ URLResolver.hasHTTPScheme($0) }), let index = try? acceptedIndex() else { return nil }
-        var opened = OpenedManifests()
-        var checks: [UnchangedCheck] = []
-        for argument in arguments {
-            guard let accepted = try? index.acceptedManifest(argument), let row = try? index.record(url: argument),
-                  row.object == accepted.object, row.etag != nil || row.lastModified != nil else { return nil }
-            let copy = Self.acceptedCopyPath(options.cacheDirectory, source: argument)
-            guard let bytes = FileManager.default.contents(atPath: copy).map({ [UInt8]($0) }),
-                  Hex.encode(SHA256.hash(data: bytes)) == accepted.object else { return nil }
-            var signature: [UInt8]?
-            if !options.trust.keys.isEmpty {
-                guard let kept = FileManager.default.contents(atPath: copy + ".sig").map({ [UInt8]($0) }),
-                      case .success = options.trust.keys.verify(bytes, signature: kept) else { return nil }
-                signature = kept
-            }
-            opened.manifests.append(.init(argument: argument, path: copy, source: argument, isRemote: true,
-                                          object: accepted.object, signature: signature, fromCopy: false))
-            opened.fetchedURLs.append(argument)
-            checks.append(UnchangedCheck(url: argument, etag: row.etag, lastModified: row.lastModified, object: row.object))
-        }
-        return (opened, checks)
-    }
-
-    /// Whether every manifest is unchanged at its URL (a 304 to its conditional request).
-    func unchanged(_ checks: [UnchangedCheck]) async -> Bool {
-        guard let store = try? ContentStore(root: options.cacheDirectory),
-              let engine = try? SingleEngine(settings: options.fetch) else { return false }
-        var all = true
-        for check in checks where all {
-            all = await engine.isUnchanged(url: check.url, etag: check.etag, lastModified: check.lastModified, store: store)
-        }
-        await engine.close()
-        return all
+    /// This engine, keeping the rows of the URLs fetched for the manifests (never orphans).
+    func keeping(_ opened: OpenedManifests) -> SyncEngine {
+        guard !opened.fetchedURLs.isEmpty else { return self }
+        var options = options
+        options.keptURLs.formUnion(opened.fetchedURLs)
+        return SyncEngine(options: options, context: context)
     }
 
     /// The three phases for commands that only read manifests (`plan`, `export`, `verify
@@ -187,80 +146,8 @@ extension SyncEngine {
         throw Self.refusal(argument, "not signed: no signature at \(tried.joined(separator: ", ")); expected one by \(keys.expected)")
     }
 
-    /// Phase two, after the load: `expires` and `serial` checked (reads only). What is accepted
-    /// is recorded by `record` — after the sync's plan, so that no write lands between the index
-    /// read ahead and its use.
-    public func acceptManifests(_ set: ManifestSet, _ opened: OpenedManifests) throws(SyncFailure) -> AcceptedManifests {
-        let now = Date().timeIntervalSince1970
-        var diagnostics: [ManifestDiagnostic] = []
-        var accepted = AcceptedManifests()
-        // Only remote and signed manifests have a record (local ones without keys are not read twice).
-        let index = opened.manifests.contains { !$0.object.isEmpty } ? try? acceptedIndex() : nil
-        for (manifest, opening) in zip(set.manifests, opened.manifests) {
-            if let expires = manifest.expires, expires <= now {
-                diagnostics.append(ManifestDiagnostic(path: manifest.path, line: manifest.expiresPosition.line,
-                                                      column: manifest.expiresPosition.column, message: "expired at \(RFC3339.format(expires)): the publisher has not signed a newer one (a stale manifest is refused)"))
-                continue
-            }
-            guard !opening.object.isEmpty else { continue }
-            let previous = try? index?.acceptedManifest(opening.source)
-            if let last = previous?.serial {
-                guard let serial = manifest.serial else {
-                    diagnostics.append(ManifestDiagnostic(path: manifest.path, line: 0, column: 0,
-                                                          message: "has no serial, but serial \(last) was accepted before (a rollback is refused)"))
-                    continue
-                }
-                if serial < last {
-                    diagnostics.append(ManifestDiagnostic(path: manifest.path, line: manifest.serialPosition.line,
-                                                          column: manifest.serialPosition.column, message: "serial \(serial) is lower than \(last), accepted before (a rollback is refused)"))
-                    continue
-                }
-            }
-            guard !opening.fromCopy else { continue }
-            accepted.records.append((opening, AcceptedManifest(
-                source: opening.source, serial: manifest.serial ?? previous?.serial, object: opening.object,
-                acceptedAt: previous?.object == opening.object ? previous?.acceptedAt ?? now : now, checkedAt: now)))
-            accepted.copyKept.append(previous?.object == opening.object)
-        }
-        guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
-        return accepted
-    }
-
-    /// Records what was accepted: the copy and its signature beside the index (unless the same
-    /// copy is there), and the row. Nothing when the cache cannot be written (a reader's `plan`).
-    public func record(_ accepted: AcceptedManifests) {
-        guard !accepted.records.isEmpty, let index = try? acceptedIndex() else { return }
-        for ((opening, row), kept) in zip(accepted.records, accepted.copyKept) {
-            let copy = Self.acceptedCopyPath(options.cacheDirectory, source: opening.source)
-            if !(kept && access(copy, R_OK) == 0) {
-                guard (try? keepCopy(of: opening, at: copy)) != nil else { continue }
-            }
-            try? index.recordAccepted(row)
-        }
-    }
-
-    /// The accepted copy of `source`'s manifest (its signature beside it, `.sig`).
-    static func acceptedCopyPath(_ cacheDirectory: String, source: String) -> String {
-        cacheDirectory + "/manifests/" + Hex.encode(SHA256.hash(data: Array(source.utf8))).prefix(32) + ".yaml"
-    }
-
-    private func keepCopy(of opening: OpenedManifests.Opened, at copy: String) throws {
-        guard opening.path != copy else { return }
-        try FileManager.default.createDirectory(atPath: options.cacheDirectory + "/manifests", withIntermediateDirectories: true)
-        for (bytes, target) in [(FileManager.default.contents(atPath: opening.path).map { [UInt8]($0) }, copy),
-                                (opening.signature, copy + ".sig")] {
-            guard let bytes else { continue }
-            let temporary = target + ".\(getpid()).tmp"
-            try Data(bytes).write(to: URL(fileURLWithPath: temporary))
-            guard rename(temporary, target) == 0 else {
-                unlink(temporary)
-                throw DocumentFailure(reason: "cannot rename \(temporary)")
-            }
-        }
-    }
-
     /// The index, when the cache has one (opened to read; writes are tried and may fail).
-    private func acceptedIndex() throws -> CacheIndex? {
+    func acceptedIndex() throws -> CacheIndex? {
         let path = CacheLayout.indexPath(options.cacheDirectory)
         guard access(path, F_OK) == 0 else { return nil }
         return try CacheIndex(path: path, create: false)
@@ -295,21 +182,6 @@ extension SyncEngine {
         return .failure(DocumentFailure(reason: [row?.reason?.rawValue, row?.error].compactMap { $0 }.joined(separator: ": ")))
     }
 
-    /// The object of an http(s) document the cache holds, when a conditional request says it is
-    /// unchanged (304): one exchange on one engine, and no write (the usual way, `get`'s one-entry
-    /// sync, commits even a 304). nil when it changed, failed or is not cached: fetch it as usual.
-    private func unchangedDocument(_ url: String) async -> String? {
-        guard URLResolver.hasHTTPScheme(url), !options.offline, !options.refresh,
-              let index = try? acceptedIndex(), let row = try? index.record(url: url), row.etag != nil || row.lastModified != nil
-        else { return nil }
-        let path = CacheLayout.objectPath(options.cacheDirectory, row.object)
-        var info = stat()
-        guard stat(path, &info) == 0, Int64(info.st_size) == row.size,
-              await unchanged([UnchangedCheck(url: url, etag: row.etag, lastModified: row.lastModified, object: row.object)])
-        else { return nil }
-        return path
-    }
-
     /// The process's scratch cache for manifests read by commands that never create one: made
     /// once, removed at exit.
     public static var scratchCacheDirectory: String { scratchCache }
@@ -341,11 +213,4 @@ extension SyncEngine {
 /// Why a manifest or its signature could not be fetched (or its copy kept), in words.
 struct DocumentFailure: Error {
     let reason: String
-}
-
-/// What phase two accepted, to record once the run is past its plan.
-public struct AcceptedManifests: Sendable {
-    var records: [(OpenedManifests.Opened, AcceptedManifest)] = []
-    /// The same bytes were accepted before (their copy is kept already).
-    var copyKept: [Bool] = []
 }
