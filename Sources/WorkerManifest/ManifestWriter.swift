@@ -121,9 +121,9 @@ public enum ManifestWriter {
         if let serial { fields += "serial: \(serial)\n" }
         if let expires { fields += "expires: \(quote(RFC3339.format(expires)))\n" }
         let marker = "\nversion: 1\n"
-        guard !fields.isEmpty, let split = yaml.split(separator: marker, maxSplits: 1, omittingEmptySubsequences: false) as [Substring]?,
-              split.count == 2 else { return yaml }
-        return split[0] + marker + fields + split[1]
+        let parts = yaml.split(separator: marker, maxSplits: 1, omittingEmptySubsequences: false)
+        guard !fields.isEmpty, parts.count == 2 else { return yaml }
+        return parts[0] + marker + fields + parts[1]
     }
 
     /// A YAML double-quoted scalar.

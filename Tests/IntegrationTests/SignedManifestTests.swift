@@ -284,4 +284,35 @@ import WorkerTestSupport
             #expect(refused.stderr.contains("refusing to run (--rewrite-strict): no rule covers \(elsewhere)"), "\(refused.stderr)")
         }
     }
+
+    /// `--signature URL` names a signature kept elsewhere than beside the manifest; `verify
+    /// --repair` reads a remote manifest the same way (signed, through the cache).
+    @Test func aSignatureNamedByURLAndVerifyRepairOfARemoteManifest() async throws {
+        let publisher = try await Publisher()
+        try await publisher.publish(["a.txt": "a\n"], sign: false)
+        let elsewhere = publisher.www + "/signatures/avatars.minisig"
+        try FileManager.default.createDirectory(atPath: publisher.www + "/signatures", withIntermediateDirectories: true)
+        let signed = try await Publisher.tool("/usr/bin/minisign", ["-S", "-s", publisher.directory.path + "/key.sec",
+                                                                    "-m", publisher.www + "/avatars.yaml", "-x", elsewhere])
+        #expect(signed.code == 0, "\(signed.stderr)")
+        let signature = "http://127.0.0.1:\(publisher.server.port)/signatures/avatars.minisig"
+        let beside = try await publisher.sync()
+        #expect(beside.code == 2, "no signature beside it: \(beside.stderr)")
+        let named = try await publisher.sync(["--signature", signature])
+        #expect(named.code == 0, "\(named.stderr)")
+        #expect(named.stdout.contains("added 1"), "\(named.stdout)")
+        let verified = try await WorkerBinary.run(["verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
+                                                   "--trusted-keys", publisher.publicKey, "--signature", signature])
+        #expect(verified.code == 0, "\(verified.stderr)")
+        // Unchanged since it was accepted: the signature kept with the accepted copy serves.
+        let kept = try await WorkerBinary.run(["verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
+                                               "--trusted-keys", publisher.publicKey])
+        #expect(kept.code == 0, "\(kept.stderr)")
+        // Changed and signed elsewhere again, without --signature: refused.
+        try await publisher.publish(["a.txt": "a, changed\n"], sign: false)
+        let changed = try await WorkerBinary.run(["verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
+                                                  "--trusted-keys", publisher.publicKey])
+        #expect(changed.code == 2, "\(changed.stderr)")
+        #expect(changed.stderr.contains("not signed"), "\(changed.stderr)")
+    }
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import WorkerFetch
 import WorkerManifest
+import WorkerReport
 import WorkerStore
 import WorkerSupport
 
@@ -40,10 +41,10 @@ extension SyncEngine {
                 }
             }
             guard !opening.fromCopy else { continue }
+            let same = previous?.object == opening.object
             accepted.records.append((opening, AcceptedManifest(
                 source: opening.source, serial: manifest.serial ?? previous?.serial, object: opening.object,
-                acceptedAt: previous?.object == opening.object ? previous?.acceptedAt ?? now : now, checkedAt: now)))
-            accepted.copyKept.append(previous?.object == opening.object)
+                acceptedAt: same ? previous?.acceptedAt ?? now : now, checkedAt: now), same))
         }
         guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
         return accepted
@@ -53,7 +54,7 @@ extension SyncEngine {
     /// copy is there), and the row. Nothing when the cache cannot be written (a reader's `plan`).
     public func record(_ accepted: AcceptedManifests) {
         guard !accepted.records.isEmpty, let index = try? acceptedIndex() else { return }
-        for ((opening, row), kept) in zip(accepted.records, accepted.copyKept) {
+        for (opening, row, kept) in accepted.records {
             let copy = Self.acceptedCopyPath(options.cacheDirectory, source: opening.source)
             if !(kept && access(copy, R_OK) == 0) {
                 guard (try? keepCopy(of: opening, at: copy)) != nil else { continue }
@@ -70,22 +71,13 @@ extension SyncEngine {
     private func keepCopy(of opening: OpenedManifests.Opened, at copy: String) throws {
         guard opening.path != copy else { return }
         try FileManager.default.createDirectory(atPath: options.cacheDirectory + "/manifests", withIntermediateDirectories: true)
-        for (bytes, target) in [(FileManager.default.contents(atPath: opening.path).map { [UInt8]($0) }, copy),
-                                (opening.signature, copy + ".sig")] {
-            guard let bytes else { continue }
-            let temporary = target + ".\(getpid()).tmp"
-            try Data(bytes).write(to: URL(fileURLWithPath: temporary))
-            guard rename(temporary, target) == 0 else {
-                unlink(temporary)
-                throw DocumentFailure(reason: "cannot rename \(temporary)")
-            }
-        }
+        if let bytes = FileManager.default.contents(atPath: opening.path) { try AtomicFile.write(bytes, to: copy) }
+        if let signature = opening.signature { try AtomicFile.write(Data(signature), to: copy + ".sig") }
     }
 }
 
 /// What phase two accepted, to record once the run is past its plan.
 public struct AcceptedManifests: Sendable {
-    var records: [(OpenedManifests.Opened, AcceptedManifest)] = []
-    /// The same bytes were accepted before (their copy is kept already).
-    var copyKept: [Bool] = []
+    /// Each manifest, its row, and whether the same bytes were accepted before (their copy is kept).
+    var records: [(OpenedManifests.Opened, AcceptedManifest, copyKept: Bool)] = []
 }
