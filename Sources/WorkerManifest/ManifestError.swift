@@ -1,3 +1,5 @@
+import WorkerSupport
+
 /// A manifest problem with the place it was found, printed as `path:line:column: message`.
 public struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, as far as the rest of the load cares.
@@ -44,4 +46,10 @@ public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
         self.diagnostics = diagnostics
         self.truncated = truncated
     }
+}
+
+/// Manifests that cannot be used end the run as input that cannot be used, every problem located.
+extension ManifestErrors: ExitClassified {
+    public var exitClass: ExitClass { .usage }
+    public var exitMessage: String { description }
 }

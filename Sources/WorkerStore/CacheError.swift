@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import WorkerManifest
+import WorkerSupport
 
 /// Problems that stop a whole run: the cache itself cannot be used, or another run holds it.
 public enum CacheError: Error, Sendable, CustomStringConvertible {
@@ -95,6 +96,22 @@ public enum SyncFailure: Error, Sendable {
     case cache(CacheError)
 }
 
+extension SyncFailure: ExitClassified {
+    public var exitClass: ExitClass {
+        switch self {
+        case .manifest(let errors): errors.exitClass
+        case .cache(let error): error.exitClass
+        }
+    }
+
+    public var exitMessage: String {
+        switch self {
+        case .manifest(let errors): errors.exitMessage
+        case .cache(let error): error.exitMessage
+        }
+    }
+}
+
 /// A system call on a file failed: what was tried, on which path, and `errno`.
 public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     public let operation: String
@@ -109,4 +126,17 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+}
+
+/// Which way a run stopped by a cache error ends.
+extension CacheError: ExitClassified {
+    public var exitClass: ExitClass {
+        switch self {
+        case .locked, .manifestUnavailable: .busy
+        case .treeRefused, .awsSettings, .rewriteRefused: .usage
+        case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources: .unusable
+        }
+    }
+
+    public var exitMessage: String { "worker: \(self)" }
 }

@@ -143,35 +143,23 @@ func checkOutputs(_ outputs: [(OutputKind, String?)], manifests: [String]) throw
 }
 
 /// Loads manifests or ends the run with exit 2 and every located problem on stderr.
-func loadManifests(_ paths: [String], tree: Bool = false) throws(CommandFailure) -> ManifestSet {
-    do {
-        var loader = ManifestLoader()
-        loader.collectsTree = tree
-        return try loader.load(paths: paths)
-    } catch {
-        throw .input(error.description)
-    }
+func loadManifests(_ paths: [String], tree: Bool = false) throws(ManifestErrors) -> ManifestSet {
+    var loader = ManifestLoader()
+    loader.collectsTree = tree
+    return try loader.load(paths: paths)
 }
 
 /// Manifests by path or URL for a command that reads them (`export`, `verify --repair`): remote
 /// ones fetched through the cache, signatures checked, serial and expiry checked; exit 2 (or 3
 /// when a remote one cannot be had) as a sync would.
 func openManifests(_ arguments: [String], cacheDirectory: String, trust: ManifestTrust, tree: Bool = false,
-                   expandsHeaders: Bool = true) async throws(CommandFailure) -> (set: ManifestSet, opened: OpenedManifests) {
+                   expandsHeaders: Bool = true) async throws(SyncFailure) -> (set: ManifestSet, opened: OpenedManifests) {
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.trust = trust
     options.mayCreateCache = false
     options.fetch.transport = CurlTransport()
-    do {
-        return try await SyncEngine(options: options, context: .command()).openAndLoad(arguments, collectsTree: tree,
-                                                                                     expandsHeaders: expandsHeaders)
-    } catch .manifest(let errors) {
-        throw .input(errors.description)
-    } catch .cache(let error) {
-        throw .cache(error)
-    } catch {
-        throw .input("worker: \(error)")
-    }
+    return try await SyncEngine(options: options, context: .command()).openAndLoad(arguments, collectsTree: tree,
+                                                                                 expandsHeaders: expandsHeaders)
 }
 
 extension RunContext {

@@ -1,30 +1,21 @@
 import ArgumentParser
 import WorkerStore
+import WorkerSupport
 
-/// The exit codes of docs/EXIT-CODES.md.
-enum ExitStatus {
-    static let ok: Int32 = 0
-    static let failures: Int32 = 1
-    static let usage: Int32 = 2
-    static let locked: Int32 = 3
-    static let cacheUnusable: Int32 = 4
-}
-
-/// How a command ends when it does not succeed: the lines for stderr and the exit code. Commands
-/// throw these values and never print their own end or exit; `WorkerCommand` alone does both
-/// (`ending(for:)`).
-enum CommandFailure: Error {
-    /// Some entries, URLs or objects failed (exit 1); the lines name them.
+/// The command line's own ways of not succeeding: the lines for stderr, and (declared here, as
+/// each layer's errors declare theirs: `CacheError`, `ManifestErrors`) the class of the exit.
+/// Commands throw these or a layer's error and never print their own end or exit; `WorkerCommand`
+/// alone does both, mapping the class to its code.
+enum CommandFailure: ExitClassified {
+    /// Some entries, URLs or objects failed; the lines name them.
     case failed([String])
-    /// An option's value that cannot be used, found as the command's settings are made (exit 2):
-    /// said as ArgumentParser says a usage error, with the command's usage.
+    /// An option's value that cannot be used, found as the command's settings are made: said as
+    /// ArgumentParser says a usage error, with the command's usage.
     case option(String, command: any ParsableCommand.Type)
-    /// Input that cannot be used: manifest problems with their positions, an output that would
-    /// overwrite a manifest (exit 2).
+    /// Input that cannot be used: an output that would overwrite a manifest, a list that cannot
+    /// be read.
     case input([String])
-    /// A run-stopping cache error (exit 3 when another run holds the lock, 2 or 4 by kind).
-    case cache(CacheError)
-    /// The cache or an output cannot be read or written (exit 4).
+    /// The cache or an output cannot be read or written.
     case unusable([String])
 
     /// One line of input that cannot be used.
@@ -33,29 +24,19 @@ enum CommandFailure: Error {
     /// One line about a cache or output that cannot be used.
     static func unusable(_ line: String) -> CommandFailure { .unusable([line]) }
 
-    /// The code the process ends with.
-    var exitStatus: Int32 {
+    var exitClass: ExitClass {
         switch self {
-        case .failed: ExitStatus.failures
-        case .option, .input: ExitStatus.usage
-        case .unusable: ExitStatus.cacheUnusable
-        case .cache(let error):
-            switch error {
-            case .locked, .manifestUnavailable: ExitStatus.locked
-            case .treeRefused, .awsSettings, .rewriteRefused: ExitStatus.usage
-            case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources:
-                ExitStatus.cacheUnusable
-            }
+        case .failed: .failures
+        case .option, .input: .usage
+        case .unusable: .unusable
         }
     }
 
     /// What stderr says.
-    var message: String {
+    var exitMessage: String {
         switch self {
         case .failed(let lines), .input(let lines), .unusable(let lines):
             return lines.joined(separator: "\n")
-        case .cache(let error):
-            return "worker: \(error)"
         case .option(let message, let command):
             // ArgumentParser's words for a usage error found while parsing (`validate`).
             let name = ["worker", command.configuration.commandName].compactMap { $0 }.joined(separator: " ")

@@ -63,22 +63,23 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             CurlTransport().settle()
             StopSignals.endProcessIfStopped()
-            Glibc.exit(ExitStatus.ok)
+            Glibc.exit(0)
         } catch {
             end(error)
         }
     }
 
-    /// The one place a command's end is said and its exit code decided: a `CommandFailure` a
-    /// command threw, or ArgumentParser's own errors (usage, help, version). A run stopped by
+    /// The one place a command's end is said and its exit code decided: an error of a class a
+    /// command threw (`CommandFailure`, a layer's), or ArgumentParser's own errors (usage, help,
+    /// version). A run stopped by
     /// SIGINT or SIGTERM ends by the signal, once its outputs and this message are written.
     nonisolated private static func end(_ error: any Error) -> Never {
         // Exiting while libcurl loads can crash in its libraries' constructors and destructors.
         CurlTransport().settle()
-        if let failure = error as? CommandFailure {
-            Console.error(failure.message)
+        if let failure = error as? any ExitClassified {
+            Console.error(failure.exitMessage)
             StopSignals.endProcessIfStopped()
-            Glibc.exit(failure.exitStatus)
+            Glibc.exit(failure.exitClass.rawValue)
         }
         if StopSignals.received != nil {
             Console.error(fullMessage(for: error))
@@ -87,7 +88,7 @@ struct WorkerCommand: AsyncParsableCommand {
         // A usage error is exit 2 (docs/EXIT-CODES.md), not ArgumentParser's EX_USAGE (64).
         if exitCode(for: error).rawValue == 64 {
             Console.error(fullMessage(for: error))
-            Glibc.exit(ExitStatus.usage)
+            Glibc.exit(ExitClass.usage.rawValue)
         }
         exit(withError: error)
     }

@@ -25,7 +25,7 @@ struct Clear: AsyncParsableCommand {
             let cleared = try await maintenance.clear()
             Console.out("cleared \(cleared.entries) entries and \(cleared.objects) objects\n")
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
     }
 }

@@ -69,7 +69,7 @@ struct Export: AsyncParsableCommand {
             result = try await exporter.export(layout: layout, to: directory, urls: urls, tree: tree, atomic: atomic,
                                                wait: lock.seconds(), context: .command(stop: stop))
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
         if let outcome = result.tree {
             Console.out("exported \(outcome.files) file\(outcome.files == 1 ? "" : "s") to \(directory) "

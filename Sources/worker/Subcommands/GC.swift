@@ -50,7 +50,7 @@ struct GC: AsyncParsableCommand {
         do {
             result = try await collector.collect()
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
         if json {
             Console.out(String(decoding: try Console.json(result), as: UTF8.self) + "\n")

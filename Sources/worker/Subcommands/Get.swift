@@ -62,7 +62,7 @@ struct Get: AsyncParsableCommand {
         } catch .manifest(let errors) {
             throw CommandFailure.input("worker: \(errors.diagnostics.map(\.message).joined(separator: "; "))")
         } catch .cache(let error) {
-            throw CommandFailure.cache(error)
+            throw error
         }
         guard let path = lookup.path else {
             let entry = lookup.entry

@@ -27,7 +27,7 @@ struct PathCommand: AsyncParsableCommand {
         do {
             path = try await maintenance.path(for: url)
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
         guard let path else {
             throw CommandFailure.failed(["not cached: \(Redact.url(url))"])

@@ -67,13 +67,6 @@ func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: Stri
     options.fetch = fetch
     options.trust = trust
     options.mayCreateCache = false
-    let report: SyncReport
-    do {
-        report = try await SyncEngine(options: options, context: .command()).dryRun(manifestPaths: paths)
-    } catch .manifest(let diagnostics) {
-        throw CommandFailure.input(diagnostics.description)
-    } catch .cache(let error) {
-        throw CommandFailure.cache(error)
-    }
+    let report: SyncReport = try await SyncEngine(options: options, context: .command()).dryRun(manifestPaths: paths)
     if !quiet { Console.out(TextReportWriter().summary(report)) }
 }

@@ -64,7 +64,7 @@ struct Push: AsyncParsableCommand {
         do throws(CacheError) {
             result = try await push.run(onProgress: onProgress)
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
         printer?.stop()
         let counts = result.counts

@@ -31,7 +31,7 @@ struct Remove: AsyncParsableCommand {
         do {
             result = try await maintenance.remove(urls: urls)
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
         Console.out("removed \(result.removed.count) entr\(result.removed.count == 1 ? "y" : "ies"), "
                     + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))"

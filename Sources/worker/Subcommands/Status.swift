@@ -31,7 +31,7 @@ struct Status: AsyncParsableCommand {
         do {
             report = try StatusReport.read(cacheDirectory: cacheDirectory)
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
         if json {
             Console.out(String(decoding: try Console.json(report), as: UTF8.self) + "\n")

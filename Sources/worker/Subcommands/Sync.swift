@@ -59,21 +59,14 @@ struct Sync: AsyncParsableCommand {
         if let printer { settings.onProgress = { printer.update($0) } }
         defer { printer?.stop() }
         let engine = SyncEngine(options: settings, context: .command(logger: makeLogger(output), stop: stop))
-        let report: SyncReport
-        do {
-            report = try await engine.sync(manifestPaths: manifests)
-        } catch .manifest(let diagnostics) {
-            throw CommandFailure.input(diagnostics.description)
-        } catch .cache(let error) {
-            throw CommandFailure.cache(error)
-        }
+        let report: SyncReport = try await engine.sync(manifestPaths: manifests)
         printer?.stop()
         let text = TextReportWriter()
         if !output.quiet { Console.out(text.summary(report)) }
         let failureLines = text.failureLines(report, reportPath: output.reportPath)
         if let failure = report.treeFailure {
             for line in failureLines { Console.error(line) }
-            throw CommandFailure.cache(failure)
+            throw failure
         }
         guard report.succeeded else { throw CommandFailure.failed(failureLines) }
         for line in failureLines { Console.error(line) }

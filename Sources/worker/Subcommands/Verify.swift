@@ -86,7 +86,7 @@ struct Verify: AsyncParsableCommand {
         do {
             report = try await verifier.verify(repair: repair)
         } catch {
-            throw CommandFailure.cache(error)
+            throw error
         }
         if !quiet { Console.out(Self.describe(report)) }
         if let path = reportPath {
