@@ -95,7 +95,7 @@ let package = Package(
         // The transport: libcurl's engines behind the fetch layer's `Transport` protocol.
         .target(
             name: "CurlTransport",
-            dependencies: ["WorkerSupport", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem"],
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem"],
             swiftSettings: essentialsOnly
         ),
         .executableTarget(

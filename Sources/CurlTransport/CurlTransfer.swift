@@ -2,6 +2,7 @@ import CCurl
 import FoundationEssentials
 import Glibc
 import WorkerFetch
+import WorkerManifest
 import WorkerSupport
 
 /// One HTTP exchange on the `CurlEngine`: its request, and libcurl's callbacks for the response
@@ -21,7 +22,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     private let limits: RateLimits?
     private let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
-    private let origin: String?
+    private let origin: Origin?
     let method: TransferMethod
     /// The request's own timeouts (nil: the engine's).
     let timeouts: TransferTimeouts?
@@ -231,7 +232,7 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         if let meter {
             metered.head = true
             metered.declared = handler.bytesToCome
-            meter.headArrived(TransferMeter.Head(origin: origin ?? "", status: head.status, multiplexed: handler.multiplexed,
+            meter.headArrived(TransferMeter.Head(origin: origin, status: head.status, multiplexed: handler.multiplexed,
                                                  closesConnection: handler.closesConnection),
                               declared: metered.declared)
         }

@@ -1,3 +1,5 @@
+import WorkerManifest
+
 /// Plan items that want the same content: the first URL that delivers it is downloaded, the
 /// others reuse the object. Hashless entries, and every entry under `--refresh`, are groups of one.
 /// A group holds what the queue schedules it by, not its requests: those are made as its members
@@ -6,9 +8,9 @@ package struct DownloadGroup: Sendable {
     /// The items after the first (most groups have none: no allocation).
     private let others: [Int]
     /// The first item's origin (one string per origin, shared by its groups); nil for a local file.
-    package let origin: String?
+    package let origin: Origin?
     /// The origins of the first item's mirrors, in order (a pinned entry's).
-    package let mirrorOrigins: [String]
+    package let mirrorOrigins: [Origin]
     /// The first item (beside the flag: a group is 40 bytes, and a million-entry run holds a
     /// million groups).
     private let first: Int32
@@ -18,11 +20,11 @@ package struct DownloadGroup: Sendable {
     /// Plan item numbers, in manifest order: tried in that order until one delivers.
     package var items: GroupItems { GroupItems(first: Int(first), others: others) }
 
-    package init(items: [Int], origin: String?, mirrorOrigins: [String] = [], pinnedBySHA256: Bool = false) {
+    package init(items: [Int], origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
         self.init(items: GroupItems(items), origin: origin, mirrorOrigins: mirrorOrigins, pinnedBySHA256: pinnedBySHA256)
     }
 
-    package init(items: GroupItems, origin: String?, mirrorOrigins: [String] = [], pinnedBySHA256: Bool = false) {
+    package init(items: GroupItems, origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
         first = Int32(items[0])
         others = items.others
         self.origin = origin

@@ -1,3 +1,4 @@
+import WorkerManifest
 import Synchronization
 import WorkerSupport
 
@@ -43,7 +44,7 @@ package final class DownloadQueue: Sendable, OriginGate {
     private let fetcher: Fetcher
     private let groups: [DownloadGroup]
     /// The request of a plan item (its origin given when known), made as the item starts.
-    private let request: @Sendable (_ item: Int, _ origin: String?) -> FetchRequest
+    private let request: @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest
     private let control = FetchControl()
     let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
@@ -51,13 +52,13 @@ package final class DownloadQueue: Sendable, OriginGate {
     static let flushDelay = 0.010
 
     package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
-                 request: @escaping @Sendable (_ item: Int, _ origin: String?) -> FetchRequest) {
+                 request: @escaping @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest) {
         self.fetcher = fetcher
         self.groups = groups
         self.request = request
         wakeCount = max(1, min(64, groups.count / 8))
         let origins = groups.map(\.origin)
-        var alternates: [Int: [String]] = [:]
+        var alternates: [Int: [Origin]] = [:]
         for (number, group) in groups.enumerated() where !group.mirrorOrigins.isEmpty {
             alternates[number] = group.mirrorOrigins
         }
@@ -74,10 +75,11 @@ package final class DownloadQueue: Sendable, OriginGate {
     /// A response began: its origin's window grows as the answer starts, not when it ends.
     /// (Most heads find the window at its cap: then nothing but the lock is paid.)
     private func headArrived(_ head: TransferMeter.Head) {
+        guard let origin = head.origin else { return }
         let now = Self.now()
         var handOver = HandOver()
         let starts = state.withLock { state -> [Launch] in
-            let steps = state.schedule.headArrived(head.origin, status: head.status, multiplexed: head.multiplexed,
+            let steps = state.schedule.headArrived(origin, status: head.status, multiplexed: head.multiplexed,
                                                    closesConnections: head.closesConnection, now: now)
             guard !steps.isEmpty else { return [] }
             let starts = apply(steps, to: &state)
@@ -133,21 +135,21 @@ package final class DownloadQueue: Sendable, OriginGate {
 
     // MARK: - Origin gate
 
-    func admitRetry(_ origin: String) -> RetryDecision {
+    func admitRetry(_ origin: Origin) -> RetryDecision {
         let now = Self.now()
         return state.withLock { $0.schedule.admitRetry(origin, now: now) }
     }
 
-    func record(_ origin: String, _ report: OriginReport) {
+    func record(_ origin: Origin, _ report: OriginReport) {
         let now = Self.now()
         changed { $0.record(origin, report, now: now) }
     }
 
-    func givenUp(_ origin: String) -> String? {
+    func givenUp(_ origin: Origin) -> String? {
         state.withLock { $0.schedule.breaker.givenUp(origin) }
     }
 
-    func entryGaveUp(_ origin: String) {
+    func entryGaveUp(_ origin: Origin) {
         let now = Self.now()
         changed { $0.entryGaveUp(origin, now: now) }
     }

@@ -1,3 +1,5 @@
+import WorkerManifest
+
 /// Which download groups run when, as a plain value: in list order, each origin with as many
 /// requests in flight as its `OriginWindow` allows (local files: `localJobs`), and each origin's
 /// health (the breaker) deciding whether a group starts, waits out a pause, is parked behind a
@@ -26,13 +28,13 @@ struct DownloadSchedule: Sendable {
     /// Requests in flight on one HTTP/2 origin.
     let streams: Int
     /// Each group's origin; nil for local files, which no origin rule concerns.
-    private let origins: [String?]
+    private let origins: [Origin?]
     /// The origins of the mirrors of groups that have some, in order: a group whose origin was
     /// given up starts on the first mirror origin that was not, in that origin's window.
-    private let alternates: [Int: [String]]
+    private let alternates: [Int: [Origin]]
     /// Groups running in a mirror origin's window, and which.
-    private var heldAt: [Int: String] = [:]
-    private(set) var windows: [String: OriginWindow] = [:]
+    private var heldAt: [Int: Origin] = [:]
+    private(set) var windows: [Origin: OriginWindow] = [:]
     /// Local files being read.
     private var localRunning = 0
     private(set) var breaker: OriginBreaker
@@ -42,7 +44,7 @@ struct DownloadSchedule: Sendable {
     /// The next group of the list never taken.
     private var next = 0
     /// Groups waiting for a probe of their origin, by origin.
-    private var parked: [String: [Int]] = [:]
+    private var parked: [Origin: [Int]] = [:]
     /// Groups released from `parked`, or that the tier missed, taken before new ones (for their
     /// origin); `releasedStart` is the first not taken.
     private var released: [Int] = []
@@ -53,7 +55,7 @@ struct DownloadSchedule: Sendable {
     private var tierWindow: TierWindow
     private var tierRunning = 0
 
-    init(origins: [String?], alternates: [Int: [String]] = [:], jobs: Int, streams: Int = 100,
+    init(origins: [Origin?], alternates: [Int: [Origin]] = [:], jobs: Int, streams: Int = 100,
          breaker: OriginBreaker = OriginBreaker(), inTier: [Bool] = [], tierLookups: Int = 32) {
         self.origins = origins
         self.alternates = alternates
@@ -107,7 +109,7 @@ struct DownloadSchedule: Sendable {
         return steps
     }
 
-    private mutating func hold(_ group: Int, _ origin: String, _ primary: String) {
+    private mutating func hold(_ group: Int, _ origin: Origin, _ primary: Origin) {
         running += 1
         windows[origin, default: OriginWindow()].started()
         if origin != primary { heldAt[group] = origin }
@@ -115,7 +117,7 @@ struct DownloadSchedule: Sendable {
 
     /// The origin a group is admitted by: its own, unless that was given up and one of its
     /// mirrors' was not (then the first such). With every one given up, its own (refused).
-    private func admittingOrigin(_ group: Int, _ primary: String) -> String {
+    private func admittingOrigin(_ group: Int, _ primary: Origin) -> Origin {
         guard let others = alternates[group], breaker.isOpen(primary) else { return primary }
         return others.first { !breaker.isOpen($0) } ?? primary
     }
@@ -153,7 +155,7 @@ struct DownloadSchedule: Sendable {
 
     /// A response's head arrived: its origin's window grows (not for 429 and 503, which halve it
     /// when the attempt ends), and a wider window may have room for the next groups.
-    mutating func headArrived(_ origin: String, status: Int, multiplexed: Bool, closesConnections: Bool,
+    mutating func headArrived(_ origin: Origin, status: Int, multiplexed: Bool, closesConnections: Bool,
                               now: Double) -> [Step] {
         guard status != 429, status != 503, var window = windows[origin] else { return [] }
         let before = window.limit(jobs: jobs, streams: streams)
@@ -170,7 +172,7 @@ struct DownloadSchedule: Sendable {
     /// An attempt's outcome: its origin's window halves on 429 or 503 (it grew with the head);
     /// the breaker hears of its health, and a probe that ended releases the groups parked
     /// behind it.
-    mutating func record(_ origin: String, _ report: OriginReport, now: Double) -> [Step] {
+    mutating func record(_ origin: Origin, _ report: OriginReport, now: Double) -> [Step] {
         if report.overloaded {
             windows[origin, default: OriginWindow()].overloaded()
         } else if report.outcome == .healthy {
@@ -184,12 +186,12 @@ struct DownloadSchedule: Sendable {
     }
 
     /// An entry of `origin` gave up after its retries.
-    mutating func entryGaveUp(_ origin: String, now: Double) -> [Step] {
+    mutating func entryGaveUp(_ origin: Origin, now: Double) -> [Step] {
         release(breaker.entryGaveUp(origin), now: now)
     }
 
     /// Whether a failed attempt of `origin` may be tried again, and when.
-    mutating func admitRetry(_ origin: String, now: Double) -> RetryDecision {
+    mutating func admitRetry(_ origin: Origin, now: Double) -> RetryDecision {
         switch breaker.admitRetry(origin, now: now) {
         case .refuse: .giveUp
         case .wait(let until): .wait(seconds: max(0, until - now))

@@ -23,12 +23,12 @@ package final class FetchRequest: Sendable {
     let etag: String?
     let lastModified: String?
     /// The origin (scheme, host, port) of `fetchURL` for the per-origin rules; nil for `file://`.
-    package let origin: String?
+    package let origin: Origin?
 
     /// `origin`: `url`'s, when the caller worked it out already (`Locator.origin(of:)`).
     package init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
          etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator(),
-         origin knownOrigin: String? = nil) {
+         origin knownOrigin: Origin? = nil) {
         self.url = url
         self.expected = expected
         self.headers = headers
@@ -62,7 +62,7 @@ package final class FetchRequest: Sendable {
         mirrors = []
         expected = request.expected
         origin = location.origin
-        headers = request.headers.isEmpty || location.origin == Fetcher.origin(of: request.url) ? request.headers : []
+        headers = request.headers.isEmpty || location.origin == Origin.of(request.url) ? request.headers : []
         localRoot = nil
         etag = request.etag
         lastModified = request.lastModified
@@ -70,7 +70,7 @@ package final class FetchRequest: Sendable {
 
     /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
     var locations: [FetchLocation] {
-        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Fetcher.origin(of: fetchURL), signing: signing)] + mirrors
+        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing)] + mirrors
     }
 
     /// The request to send to one of `locations`: this one itself when it is `url`.
@@ -92,23 +92,16 @@ package final class FetchRequest: Sendable {
     }
 }
 
-/// A mirror served because the entry's own URL failed: that URL's origin as people name it (the
-/// bucket for an `s3://` URL, else scheme, host and port) and its failure.
+/// A mirror served because the entry's own URL failed: that URL's origin (the bucket for an
+/// `s3://` URL, else scheme, host and port) and its failure.
 package struct Failover: Sendable {
-    package let origin: String
+    package let origin: Origin
     package let failure: FetchFailure
 
     /// The failover from `location` (the entry's own), which failed with `failure`.
     init(from location: FetchLocation, _ failure: FetchFailure) {
-        origin = Self.origin(ofListed: location.listed)
+        origin = Origin.of(location.listed)
         self.failure = failure
-    }
-
-    /// A listed URL's origin as people name it: `s3://BUCKET`, else scheme, host and port
-    /// (never user info).
-    package static func origin(ofListed url: String) -> String {
-        if case .success(let object) = S3URL.parse(url) { return "s3://" + object.bucket }
-        return Fetcher.origin(of: url)
     }
 }
 
@@ -118,14 +111,14 @@ struct FetchLocation: Sendable, Equatable {
     let listed: String
     /// As requested (after `--rewrite`).
     let url: String
-    let origin: String
+    let origin: Origin
     /// How requests to it are signed (an `s3://` URL with credentials).
     let signing: AWSSigning?
 
-    init(listed: String, url: String, origin: String? = nil, signing: AWSSigning? = nil) {
+    init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil) {
         self.listed = listed
         self.url = url
-        self.origin = origin ?? Fetcher.origin(of: url)
+        self.origin = origin ?? Origin.of(url)
         self.signing = signing
     }
 }

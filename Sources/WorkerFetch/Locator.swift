@@ -30,35 +30,37 @@ public struct Locator: Sendable, Equatable {
         }
     }
 
-    /// The location `listed` is requested at (its `origin`, when the caller knows it already).
-    func location(_ listed: String, origin: String? = nil) -> FetchLocation {
-        if S3URL.isS3(listed), case .success(let object) = S3URL.parse(listed) {
+    /// The location `listed` is requested at (its `origin`, when the caller knows it already):
+    /// the one place this stage gives each kind of URL its way of being reached.
+    func location(_ listed: String, origin: Origin? = nil) -> FetchLocation {
+        switch URLKinds.kind(of: listed)?.id {
+        case .s3?:
             // An `s3://` FROM sends the key to another bucket (signed) or to an http(s) URL (unsigned).
             let target = rewrite.apply(listed)
-            if target != listed {
-                guard S3URL.isS3(target), case .success(let other) = S3URL.parse(target) else {
-                    return FetchLocation(listed: listed, url: target, origin: origin)
-                }
-                let (url, signing) = (s3 ?? S3Access()).location(of: other)
-                return FetchLocation(listed: listed, url: rewrite.apply(url), origin: origin, signing: signing)
+            guard case .success(let object) = S3URL.parse(target) else {
+                return FetchLocation(listed: listed, url: target, origin: origin)
             }
             let (url, signing) = (s3 ?? S3Access()).location(of: object)
             return FetchLocation(listed: listed, url: rewrite.apply(url), origin: origin, signing: signing)
+        case .http?, .file?, nil:
+            return FetchLocation(listed: listed, url: rewrite.apply(listed), origin: origin)
         }
-        return FetchLocation(listed: listed, url: rewrite.apply(listed), origin: origin)
     }
 
     /// Where `listed` would be requested without `--rewrite`: an `s3://` URL's endpoint URL, else
     /// `listed` itself.
     package func beforeRewrite(_ listed: String) -> String {
-        if S3URL.isS3(listed), case .success(let object) = S3URL.parse(listed) {
+        switch URLKinds.kind(of: listed)?.id {
+        case .s3?:
+            guard case .success(let object) = S3URL.parse(listed) else { return listed }
             return (s3 ?? S3Access()).location(of: object).url
+        case .http?, .file?, nil:
+            return listed
         }
-        return listed
     }
 
     /// The origin `listed` is requested from; nil for a local file.
-    package func origin(of listed: String) -> String? {
+    package func origin(of listed: String) -> Origin? {
         LocalFile.isLocal(listed) ? nil : location(listed).origin
     }
 }

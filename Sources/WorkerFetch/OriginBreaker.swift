@@ -1,3 +1,5 @@
+import WorkerManifest
+
 /// The health of each origin (scheme, host, port) during a run, as a plain value: events go in
 /// (an attempt's outcome, an entry that gave up), decisions come out (start, wait, probe, park,
 /// refuse). No clock and no I/O: the caller passes the time, so tests drive it with numbers.
@@ -39,9 +41,9 @@ package struct OriginBreaker: Sendable {
 
     /// Something the run reports or acts on.
     enum Event: Sendable, Equatable {
-        case opened(origin: String, problem: String)
+        case opened(origin: Origin, problem: String)
         /// A probe ended: entries parked for this origin may ask again.
-        case released(origin: String)
+        case released(origin: Origin)
     }
 
     private enum Mode: Sendable, Equatable {
@@ -62,7 +64,7 @@ package struct OriginBreaker: Sendable {
 
     /// How one origin ended the run.
     package struct Summary: Sendable, Equatable {
-        package let origin: String
+        package let origin: Origin
         /// It answered at least once.
         package let answered: Bool
         /// The problem that opened the breaker, if it opened.
@@ -72,16 +74,16 @@ package struct OriginBreaker: Sendable {
     }
 
     let settings: Settings
-    private var origins: [String: State] = [:]
+    private var origins: [Origin: State] = [:]
 
     /// `down`: origins an earlier run left open; they start by probing.
-    package init(settings: Settings = Settings(), down: Set<String> = []) {
+    package init(settings: Settings = Settings(), down: Set<Origin> = []) {
         self.settings = settings
         for origin in down { origins[origin] = State(mode: .probing(inFlight: false)) }
     }
 
     /// Whether an entry of `origin` may start (its first attempt).
-    mutating func admitEntry(_ origin: String, now: Double) -> Admission {
+    mutating func admitEntry(_ origin: Origin, now: Double) -> Admission {
         var state = origins[origin] ?? State(mode: .closed)
         defer { origins[origin] = state }
         switch state.mode {
@@ -99,18 +101,18 @@ package struct OriginBreaker: Sendable {
     }
 
     /// Whether `origin` was given up (its entries fail at once), without counting anything.
-    func isOpen(_ origin: String) -> Bool {
+    func isOpen(_ origin: Origin) -> Bool {
         givenUp(origin) != nil
     }
 
     /// Why `origin` was given up, as a refused entry's message; nil while it was not.
-    func givenUp(_ origin: String) -> String? {
+    func givenUp(_ origin: Origin) -> String? {
         if case .open(let problem) = origins[origin]?.mode { return Self.message(origin, problem) }
         return nil
     }
 
     /// Whether an entry already started may make another attempt at `origin`.
-    mutating func admitRetry(_ origin: String, now: Double) -> Admission {
+    mutating func admitRetry(_ origin: Origin, now: Double) -> Admission {
         let state = origins[origin] ?? State(mode: .closed)
         switch state.mode {
         case .open(let problem):
@@ -121,7 +123,7 @@ package struct OriginBreaker: Sendable {
     }
 
     /// Records an attempt's outcome.
-    mutating func record(_ origin: String, _ outcome: Outcome, now: Double) -> [Event] {
+    mutating func record(_ origin: Origin, _ outcome: Outcome, now: Double) -> [Event] {
         var state = origins[origin] ?? State(mode: .closed)
         defer { origins[origin] = state }
         switch outcome {
@@ -156,7 +158,7 @@ package struct OriginBreaker: Sendable {
     }
 
     /// Records an entry that gave up after its attempts failed on the origin's side.
-    mutating func entryGaveUp(_ origin: String) -> [Event] {
+    mutating func entryGaveUp(_ origin: Origin) -> [Event] {
         var state = origins[origin] ?? State(mode: .closed)
         defer { origins[origin] = state }
         state.failedEntries += 1
@@ -168,7 +170,7 @@ package struct OriginBreaker: Sendable {
 
     /// Every origin the run touched, sorted.
     var summaries: [Summary] {
-        origins.keys.sorted().map { origin in
+        origins.keys.sorted { $0.name < $1.name }.map { origin in
             let state = origins[origin]!
             var openedFor: String?
             if case .open(let problem) = state.mode { openedFor = problem }
@@ -176,7 +178,7 @@ package struct OriginBreaker: Sendable {
         }
     }
 
-    static func message(_ origin: String, _ problem: String) -> String {
+    static func message(_ origin: Origin, _ problem: String) -> String {
         "origin unreachable: \(origin) (\(problem)); not tried"
     }
 }
@@ -184,12 +186,12 @@ package struct OriginBreaker: Sendable {
 /// What a download asks of the run's origin breaker, and tells it.
 protocol OriginGate: Sendable {
     /// Before another attempt: go, wait this many seconds at least, or give up.
-    func admitRetry(_ origin: String) -> RetryDecision
-    func record(_ origin: String, _ report: OriginReport)
+    func admitRetry(_ origin: Origin) -> RetryDecision
+    func record(_ origin: Origin, _ report: OriginReport)
     /// The entry failed for good on an origin problem.
-    func entryGaveUp(_ origin: String)
+    func entryGaveUp(_ origin: Origin)
     /// Why the run gave `origin` up (a mirror of it is then passed over); nil while it has not.
-    func givenUp(_ origin: String) -> String?
+    func givenUp(_ origin: Origin) -> String?
 }
 
 /// What one attempt told about its origin: its health, its protocol, whether it asked for less.

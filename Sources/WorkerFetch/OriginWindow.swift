@@ -1,3 +1,5 @@
+import WorkerManifest
+
 /// How many requests one origin gets at once, as a plain value.
 ///
 /// Until the origin's protocol is known, and on HTTP/1.1 (one request per connection), the window

@@ -1,3 +1,4 @@
+import WorkerManifest
 import Synchronization
 import WorkerSupport
 
@@ -10,7 +11,7 @@ package final class RateLimits: Sendable {
         /// When the bytes received so far are paid for.
         var bytesPaidAt = 0.0
         /// The next free request slot of each origin.
-        var nextRequest: [String: Double] = [:]
+        var nextRequest: [Origin: Double] = [:]
     }
 
     let bytesPerSecond: Double?
@@ -51,7 +52,7 @@ package final class RateLimits: Sendable {
     }
 
     /// Seconds to wait before the next request to `origin` may start (it takes that slot).
-    func requestDelay(_ origin: String, now: Double = RateLimits.now()) -> Double {
+    func requestDelay(_ origin: Origin, now: Double = RateLimits.now()) -> Double {
         guard let rate = requestsPerSecond else { return 0 }
         return state.withLock { state in
             let slot = max(now, state.nextRequest[origin] ?? 0)

@@ -1,3 +1,4 @@
+import WorkerManifest
 import Synchronization
 
 /// What a run's transfers report while they go, before any of them ends: each response's head
@@ -7,12 +8,12 @@ import Synchronization
 package final class TransferMeter: Sendable {
     /// A response's status line and headers arrived.
     package struct Head: Sendable, Equatable {
-        package let origin: String
+        package let origin: Origin?
         package let status: Int
         package let multiplexed: Bool
         package let closesConnection: Bool
 
-        package init(origin: String, status: Int, multiplexed: Bool, closesConnection: Bool) {
+        package init(origin: Origin?, status: Int, multiplexed: Bool, closesConnection: Bool) {
             self.origin = origin
             self.status = status
             self.multiplexed = multiplexed

@@ -1,3 +1,4 @@
+import WorkerManifest
 import Synchronization
 import WorkerStore
 
@@ -89,7 +90,7 @@ package struct TransferRequest: Sendable {
     package let limits: RateLimits?
     package let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
-    package let origin: String?
+    package let origin: Origin?
     package var method = TransferMethod.get
     /// Timeouts of this request instead of the engine's (a near server that must answer fast:
     /// the shared tier); nil keeps the engine's.
@@ -98,7 +99,7 @@ package struct TransferRequest: Sendable {
     package var signing: AWSSigning?
 
     package init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
-                 meter: TransferMeter? = nil, origin: String? = nil) {
+                 meter: TransferMeter? = nil, origin: Origin? = nil) {
         self.url = url
         self.headers = headers
         self.deadline = deadline

@@ -3,7 +3,7 @@ import WorkerSupport
 
 /// `--rewrite FROM=TO`: the operator's redirection of URLs (an internal mirror for air-gapped CI,
 /// a proxy). A URL under FROM is fetched from TO + the rest; FROM's host is never contacted
-/// (redirects are rewritten too). "Under" compares where the URL connects (`ConnectOrigin`: every
+/// (redirects are rewritten too). "Under" compares where the URL connects (`Origin`: every
 /// spelling of FROM's scheme, host and port, user info apart) and FROM's path at a path-segment
 /// boundary. FROM may be an `s3://BUCKET/PREFIX/` (its keys under it go to TO: another bucket,
 /// signed as any, or an http(s) URL, unsigned, with the rest of the key percent-encoded). What
@@ -13,14 +13,13 @@ public struct URLRewrite: Sendable, Equatable {
     public struct Rule: Sendable, Equatable {
         public let from: String
         public let to: String
-        /// What FROM covers.
-        let match: Match
-    }
+        /// FROM and TO parsed: what "under" compares.
+        let fromURL: ParsedURL
+        let toURL: ParsedURL
 
-    /// An http(s) FROM: where it connects, and its path; an `s3://` FROM: its prefix (keys literal).
-    enum Match: Sendable, Equatable {
-        case origin(ConnectOrigin, path: Substring)
-        case bucket(String)
+        public static func == (left: Rule, right: Rule) -> Bool {
+            left.from == right.from && left.to == right.to
+        }
     }
 
     public private(set) var rules: [Rule] = []
@@ -28,7 +27,7 @@ public struct URLRewrite: Sendable, Equatable {
     /// origin (the air-gapped CI's guarantee); checked before any request, and at each redirect.
     public var strict = false
     /// `--allow-origin`: origins a strict run may reach without a rule (where TO points is one).
-    package private(set) var allowed: Set<ConnectOrigin> = []
+    package private(set) var allowed: Set<Origin> = []
 
     public init() {}
 
@@ -36,47 +35,36 @@ public struct URLRewrite: Sendable, Equatable {
     /// run; the error names the one that is not a URL.
     public mutating func allow(_ origins: [String]) -> RewriteError? {
         for text in origins {
-            guard let (origin, _) = ConnectOrigin.parse(text) else {
+            guard let parsed = URLKinds.parse(text), parsed.kind.id == .http else {
                 return RewriteError("--allow-origin '\(Redact.refusedURL(text))' is not an absolute http or https URL")
             }
-            allowed.insert(origin)
+            allowed.insert(parsed.origin)
         }
         return nil
     }
 
     /// The number of the first rule `url` is under, or nil.
     package func rule(for url: String) -> Int? {
-        guard !rules.isEmpty else { return nil }
-        if S3URL.isS3(url) {
-            let spelled = "s3://" + url.dropFirst(5)
-            return rules.firstIndex { rule in
-                if case .bucket(let prefix) = rule.match { return ManifestMirrors.isUnder(spelled, prefix) }
-                return false
-            }
-        }
-        guard let (origin, rest) = ConnectOrigin.parse(url) else { return nil }
-        return rules.firstIndex { rule in
-            if case .origin(let from, let path) = rule.match { return from == origin && ManifestMirrors.isUnder(rest, path) }
-            return false
-        }
+        guard !rules.isEmpty, let parsed = URLKinds.parse(url) else { return nil }
+        return rule(for: parsed)
+    }
+
+    private func rule(for url: ParsedURL) -> Int? {
+        rules.firstIndex { url.isUnder($0.fromURL) }
     }
 
     /// Whether a strict run may request `url` as it is (after the rules): it is where a rule's TO
     /// points, or on an allowed origin. (Not strict: always.)
     package func mayRequest(_ url: String) -> Bool {
         guard strict else { return true }
-        guard let (origin, rest) = ConnectOrigin.parse(url) else { return false }
-        if allowed.contains(origin) { return true }
-        return rules.contains { rule in
-            guard let (target, path) = ConnectOrigin.parse(rule.to) else { return false }
-            return target == origin && ManifestMirrors.isUnder(rest, path)
-        }
+        guard let parsed = URLKinds.parse(url) else { return false }
+        return allowed.contains(parsed.origin) || rules.contains { parsed.isUnder($0.toURL) }
     }
 
     public var isEmpty: Bool { rules.isEmpty }
 
-    /// Parses `FROM=TO` rules (both absolute http or https URLs with a host); the error names the
-    /// rule and what is wrong.
+    /// Parses `FROM=TO` rules (absolute URLs of kinds a manifest may list: http, https, or an
+    /// `s3://BUCKET/PREFIX/`); the error names the rule and what is wrong.
     public static func parse(_ texts: [String]) -> Result<URLRewrite, RewriteError> {
         var rewrite = URLRewrite()
         for text in texts {
@@ -86,40 +74,33 @@ public struct URLRewrite: Sendable, Equatable {
             let from = String(text[..<equals])
             let to = String(text[text.index(after: equals)...])
             for (side, value) in [("FROM", from), ("TO", to)] {
-                if let problem = ManifestMirrors.problem(value, what: side, s3: true) {
+                if let problem = URLKinds.problem(prefix: value, what: side) {
                     return .failure(RewriteError("'\(Redact.refusedURL(text))': \(problem)"))
                 }
             }
-            if S3URL.isS3(from) {
-                rewrite.rules.append(Rule(from: from, to: to, match: .bucket("s3://" + from.dropFirst(5))))
-                continue
-            }
-            guard !S3URL.isS3(to) else {
-                return .failure(RewriteError("'\(Redact.refusedURL(text))': an http(s) FROM needs an http(s) TO"))
-            }
-            guard let (origin, path) = ConnectOrigin.parse(from) else {
+            guard let fromURL = URLKinds.parse(from) else {
                 return .failure(RewriteError("'\(Redact.refusedURL(text))': FROM is not a valid URL"))
             }
-            rewrite.rules.append(Rule(from: from, to: to, match: .origin(origin, path: path)))
+            guard let toURL = URLKinds.parse(to) else {
+                return .failure(RewriteError("'\(Redact.refusedURL(text))': TO is not a valid URL"))
+            }
+            // An endpoint's URL is rewritten after its bucket's: a bucket as TO of an http(s) FROM
+            // would loop.
+            guard fromURL.kind.literalPaths || !toURL.kind.literalPaths else {
+                return .failure(RewriteError("'\(Redact.refusedURL(text))': an http(s) FROM needs an http(s) TO"))
+            }
+            rewrite.rules.append(Rule(from: from, to: to, fromURL: fromURL, toURL: toURL))
         }
         return .success(rewrite)
     }
 
-    /// The URL to request for `url`: TO + the rest under the first rule FROM it is under, else
-    /// `url` itself.
+    /// The URL to request for `url`: TO + the rest under the first rule FROM it is under (an S3
+    /// key percent-encoded for an http(s) TO), else `url` itself.
     public func apply(_ url: String) -> String {
-        guard let number = rule(for: url) else { return url }
+        guard !rules.isEmpty, let parsed = URLKinds.parse(url), let number = rule(for: parsed) else { return url }
         let rule = rules[number]
-        switch rule.match {
-        case .bucket(let prefix):
-            let rest = url.dropFirst(prefix.count)
-            return S3URL.isS3(rule.to) ? rule.to + rest : rule.to + S3URL.pathEncoded(rest)
-        case .origin(_, let path):
-            guard let (_, rest) = ConnectOrigin.parse(url) else { return url }
-            return rule.to + rest.dropFirst(path.count)
-        }
+        return ParsedURL.joining(rule.to, of: rule.toURL.kind, parsed.rest(after: rule.fromURL), from: parsed.kind) ?? url
     }
-
 }
 
 /// A `--rewrite` rule that cannot be used.

@@ -34,7 +34,7 @@ public enum ExportLayout: String, Sendable, CaseIterable {
             return ext.isEmpty || ext.contains("/") ? object : object + "." + ext
         case .tree:
             // Named by the manifests, not by the URL alone (`Exporter.export(tree:)`).
-            return (try? TreePath.derived(fromURL: url).get()) ?? object
+            return (try? URLKinds.treePath(written: url, resolved: url).get()) ?? object
         }
     }
 

@@ -1,6 +1,28 @@
 import FoundationEssentials
 import Glibc
 
+/// `file://` URLs: what a relative entry of a manifest without `base_url` resolves to. Never
+/// written in a manifest (no role), never fetched over a network (no origin).
+public struct FileKind: URLKind {
+    public var id: URLKindID { .file }
+    public var schemes: [String] { Self.schemes }
+    private static let schemes = ["file"]
+    public var roles: URLRoles { [] }
+    public var literalPaths: Bool { false }
+
+    public func origin(of url: String) -> (origin: Origin, rest: Substring)? { nil }
+
+    public func problem(entry url: String) -> String? {
+        "URL scheme 'file' is not allowed (only \(URLKinds.schemes(with: .remote)))"
+    }
+
+    public func problem(prefix: String) -> String? { " may not be a file:// URL" }
+
+    public func treePath(written: String) -> Result<String, TreePathProblem> {
+        TreePath.derived(fromURL: written)
+    }
+}
+
 /// Local entries (`file://`, a relative URL without `base_url`): the one place the scheme is told,
 /// and the rule that a file stays inside its manifest's folder. (`LocalFile.open`, in the fetch
 /// stage, opens one.)

@@ -57,8 +57,9 @@ public struct ManifestLoader {
                 if resolver.base == nil, baseProblem == nil, let base = headerSoFar.baseURL {
                     baseProblem = resolver.setBase(base)
                 }
-                // Most entries are absolute http(s) URLs: recognized before the general scheme check.
-                if resolver.base == nil, !URLResolver.hasHTTPScheme(item.url), URLResolver.scheme(of: item.url) == nil {
+                // A relative entry waits for the header's base_url (most entries are absolute URLs
+                // of a kind, told from their first bytes).
+                if resolver.base == nil, URLKinds.kind(of: item.url) == nil, URLResolver.scheme(of: item.url) == nil {
                     deferred.append(item)
                     return
                 }
@@ -227,18 +228,15 @@ private struct EntryCollector {
         record(waiting, manifests: manifests, path: path, into: &diagnostics)
     }
 
-    /// The entry's tree path: its own, or its URL's (for an `s3://` URL its key, literal: below
-    /// an `s3://` base_url the key as written, else the key after the bucket).
+    /// The entry's tree path: its own, or its URL's as its kind says (an `s3://` URL's key,
+    /// literal: below an `s3://` base_url the key as written, else the key after the bucket).
     private mutating func addToTree(_ item: RawEntry, resolved: String, entry: Int, manifest: Int, path: String,
                                     into diagnostics: inout [ManifestDiagnostic]) {
         if let explicit = item.path {
             tree.append(TreeEntry(path: explicit, entry: entry, manifest: manifest, line: item.pathLine, column: item.pathColumn))
             return
         }
-        let derived = S3URL.isS3(resolved)
-            ? TreePath.derived(fromS3Key: S3URL.isS3(item.url) ? ((try? S3URL.parse(item.url).get())?.key ?? item.url) : item.url)
-            : TreePath.derived(fromURL: item.url)
-        switch derived {
+        switch URLKinds.treePath(written: item.url, resolved: resolved) {
         case .success(let derived):
             tree.append(TreeEntry(path: derived, entry: entry, manifest: manifest, line: item.line, column: item.column))
         case .failure(let problem):

@@ -8,6 +8,21 @@ public struct ManifestMirrors: Sendable, Equatable {
     public struct Prefix: Sendable, Equatable {
         public let prefix: String
         public let mirrors: [String]
+        /// `prefix` parsed (a map is read only when it parses).
+        let parsed: ParsedURL?
+        /// Each mirror's kind, in `mirrors`' order.
+        let kinds: [(any URLKind)?]
+
+        init(prefix: String, mirrors: [String]) {
+            self.prefix = prefix
+            self.mirrors = mirrors
+            parsed = URLKinds.parse(prefix)
+            kinds = mirrors.map(URLKinds.kind(of:))
+        }
+
+        public static func == (left: Prefix, right: Prefix) -> Bool {
+            left.prefix == right.prefix && left.mirrors == right.mirrors
+        }
     }
 
     public private(set) var prefixes: [Prefix] = []
@@ -18,58 +33,26 @@ public struct ManifestMirrors: Sendable, Equatable {
 
     public var isEmpty: Bool { prefixes.isEmpty }
 
-    /// The mirror URLs the map gives `url`, in the map's order. S3 keys are literal and URL
-    /// paths are percent-encoded: the rest of an `s3://` URL is encoded for an http(s) mirror,
-    /// and the rest of an http(s) URL decoded for an `s3://` one.
+    /// The mirror URLs the map gives `url`, in the map's order: a prefix covers the URLs of its
+    /// origin (any spelling of it; user info apart) whose path goes on from its own at a segment
+    /// boundary. S3 keys are literal and URL paths percent-encoded: the rest of an `s3://` URL is
+    /// encoded for an http(s) mirror, and the rest of an http(s) URL decoded for an `s3://` one.
     public func mirrors(for url: String) -> [String] {
+        guard !prefixes.isEmpty, let parsed = URLKinds.parse(url) else { return [] }
         var found: [String] = []
-        let fromS3 = S3URL.isS3(url)
-        for entry in prefixes where Self.isUnder(url, entry.prefix) {
-            let rest = url.dropFirst(entry.prefix.count)
-            for mirror in entry.mirrors {
-                switch (fromS3, S3URL.isS3(mirror)) {
-                case (true, false): found.append(mirror + S3URL.pathEncoded(rest))
-                case (false, true):
-                    guard let key = URLResolver.percentDecoded(rest) else { continue }
-                    found.append(mirror + key)
-                default: found.append(mirror + rest)
-                }
+        for entry in prefixes {
+            guard let prefix = entry.parsed, parsed.isUnder(prefix) else { continue }
+            let tail = parsed.rest(after: prefix)
+            for (mirror, kind) in zip(entry.mirrors, entry.kinds) {
+                guard let kind, let joined = ParsedURL.joining(mirror, of: kind, tail, from: parsed.kind) else { continue }
+                found.append(joined)
             }
         }
         return found
     }
 
-    /// Whether `url` starts with `prefix` at a path-segment boundary: the prefix ends with `/`, or
-    /// the URL goes on with `/`, `?`, `#` or not at all (`http://cdn.test` is no prefix of
-    /// `http://cdn.test.elsewhere.test/…`, nor `…/a` of `…/ab`).
-    package static func isUnder(_ url: some StringProtocol, _ prefix: some StringProtocol) -> Bool {
-        guard url.hasPrefix(prefix) else { return false }
-        if prefix.hasSuffix("/") { return true }
-        guard let next = url.utf8.dropFirst(prefix.utf8.count).first else { return true }
-        return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
-    }
-
     mutating func append(_ prefix: String, _ mirrors: [String]) {
         prefixes.append(Prefix(prefix: prefix, mirrors: mirrors))
-    }
-
-    /// Why `text` cannot be a mirror (or a prefix of one), or nil: an absolute http or https URL
-    /// with a host, or (`s3` true) an `s3://` URL of a bucket S3 accepts.
-    package static func problem(_ text: String, what: String, s3: Bool = false) -> String? {
-        if s3, S3URL.isS3(text) {
-            let bucket = text.dropFirst("s3://".count).prefix { $0 != "/" }
-            return S3URL.bucketProblem(String(bucket)).map { "\(what): \($0)" }
-        }
-        guard URLResolver.hasHTTPScheme(text) else {
-            let scheme = URLResolver.scheme(of: text)
-            let allowed = s3 ? "http, https and s3" : "http and https"
-            return scheme.map { "\(what) has scheme '\(Redact.short($0))'; only \(allowed) are allowed" }
-                ?? "\(what) must be an absolute \(s3 ? "http, https or s3" : "http or https") URL"
-        }
-        guard let parsed = URL(string: text), let host = parsed.host, !host.isEmpty else {
-            return "\(what) is not a valid URL"
-        }
-        return nil
     }
 }
 
@@ -112,8 +95,8 @@ extension ManifestWalker {
     /// Why `text` cannot be a mirror: an absolute http(s) URL, or an `s3://` one (with its key,
     /// unless it is a prefix).
     static func mirrorProblem(_ text: String, prefixes: Bool) -> String? {
-        if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) { return problem }
-        if !prefixes, S3URL.isS3(text), case .failure(let problem) = S3URL.parse(text) { return "a mirror: \(problem)" }
+        if let problem = URLKinds.problem(prefix: text, what: "a mirror") { return problem }
+        if !prefixes, let problem = URLKinds.kind(of: text)?.problem(entry: text) { return "a mirror: \(problem)" }
         return nil
     }
 
@@ -136,7 +119,7 @@ extension ManifestWalker {
             if let first = seen[key.value] { report(key, "duplicate mirror prefix (first at line \(first))") }
             seen[key.value] = key.line
             var valid = true
-            if let problem = ManifestMirrors.problem(key.value, what: "a mirrored prefix", s3: true) {
+            if let problem = URLKinds.problem(prefix: key.value, what: "a mirrored prefix") {
                 report(key, problem)
                 valid = false
             }
@@ -145,7 +128,7 @@ extension ManifestWalker {
                 guard let list = readMirrorList(value, prefixes: true) else { continue }
                 mirrors = list
             } else if let text = string(value, key: "mirrors") {
-                if let problem = ManifestMirrors.problem(text, what: "a mirror", s3: true) {
+                if let problem = URLKinds.problem(prefix: text, what: "a mirror") {
                     report(value, problem)
                     valid = false
                 }

@@ -16,8 +16,9 @@ package struct URLResolver {
     private var baseAppends = false
     /// scheme://authority of `base`, for references that start with one `/`.
     private var baseOrigin: Substring?
-    /// `base` is an `s3://` URL (keys under it are appended as written).
-    private var baseIsS3 = false
+    /// `base`'s kind takes paths literally (S3 keys under it are appended as written).
+    private var baseIsLiteral = false
+    private var baseKind: (any URLKind)?
     /// `base` passes `isWellFormedAbsolute`: then a reference `appendingResolution` takes (its
     /// characters checked there, the authority the base's) gives a well-formed URL without a
     /// second pass over the whole result.
@@ -32,25 +33,19 @@ package struct URLResolver {
         }
     }
 
-    /// Sets `base_url`; returns a problem message when it is not an absolute http(s) URL.
+    /// Sets `base_url`; returns a problem message when it is not an absolute URL of a kind that
+    /// may be one (http, https, s3).
     mutating func setBase(_ text: String) -> String? {
-        guard let scheme = Self.scheme(of: text) else {
-            return "'base_url' must be an absolute http, https or s3 URL"
-        }
-        guard scheme == "http" || scheme == "https" || scheme == "s3" else {
-            return "'base_url' has scheme '\(Redact.short(scheme))'; only http, https and s3 are allowed"
-        }
+        if let problem = URLKinds.problem(prefix: text, what: "'base_url'", role: .base) { return problem }
+        let kind = URLKinds.kind(of: text)
         let withSlash = text.hasSuffix("/") ? text : text + "/"
-        if scheme == "s3" {
-            let bucket = withSlash.dropFirst("s3://".count).prefix { $0 != "/" }
-            if let problem = S3URL.bucketProblem(String(bucket)) { return "'base_url': \(problem)" }
-        }
         guard let url = URL(string: withSlash), let host = url.host, !host.isEmpty else {
             return "'base_url' is not a valid URL"
         }
         base = withSlash
         baseURL = url
-        baseIsS3 = scheme == "s3"
+        baseIsLiteral = kind?.literalPaths == true
+        baseKind = kind
         baseIsWellFormed = Self.isWellFormedAbsolute(withSlash)
         baseAppends = !withSlash.contains("?") && !withSlash.contains("#")
         if let authority = withSlash.firstRange(of: "://") {
@@ -120,38 +115,26 @@ package struct URLResolver {
     }
 
     /// An absolute URL checked as every command checks one (a manifest entry, `get`, `manifest
-    /// --urls`): http or https and well formed. Nil when `raw` has no scheme (a relative reference).
+    /// --urls`): of a kind an entry may be, and as its kind checks it. Nil when `raw` has no scheme
+    /// (a relative reference).
     package static func absolute(_ raw: String) -> Result<String, Problem>? {
-        // Most entries are absolute http(s) URLs: recognized without building the scheme string.
-        if !hasHTTPScheme(raw) {
+        guard let kind = URLKinds.kind(of: raw) else {
             guard let scheme = scheme(of: raw) else { return nil }
-            if scheme == "s3" { return s3(raw) }
-            guard scheme == "http" || scheme == "https" else {
-                return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only http, https and s3)"))
-            }
+            return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only \(URLKinds.schemes(with: .remote)))"))
         }
-        guard isWellFormedAbsolute(raw) else {
-            return .failure(Problem(message: "not a valid URL: \(Redact.short(Redact.url(raw), limit: 80))"))
-        }
+        if let problem = kind.problem(entry: raw) { return .failure(Problem(message: problem)) }
         return .success(raw)
-    }
-
-    /// An `s3://` URL as S3 takes it: a bucket it accepts and a key.
-    static func s3(_ raw: String) -> Result<String, Problem> {
-        switch S3URL.parse(raw) {
-        case .success: .success(raw)
-        case .failure(let problem): .failure(Problem(message: problem.description))
-        }
     }
 
     func resolve(_ raw: String) -> Result<String, Problem> {
         if let absolute = Self.absolute(raw) { return absolute }
-        if let base, baseIsS3 {
+        if let base, baseIsLiteral, let baseKind {
             // A key under an s3:// base is appended as written (keys are literal).
             guard !raw.hasPrefix("/") else {
-                return .failure(Problem(message: "'\(Redact.short(raw))' under an s3:// base_url must not start with '/'"))
+                return .failure(Problem(message: "'\(Redact.short(raw))' under an \(baseKind.schemes[0]):// base_url must not start with '/'"))
             }
-            return Self.s3(base + raw)
+            if let problem = baseKind.problem(entry: base + raw) { return .failure(Problem(message: problem)) }
+            return .success(base + raw)
         }
         if let baseURL {
             if let appended = appendingResolution(raw) {
@@ -163,8 +146,7 @@ package struct URLResolver {
             // Check what resolution produced, not only its input: Foundation hands some malformed
             // references (`:x/y`) back unresolved.
             guard let resolved = URL(string: raw, relativeTo: baseURL)?.absoluteString,
-                  let scheme = Self.scheme(of: resolved), scheme == "http" || scheme == "https",
-                  Self.isWellFormedAbsolute(resolved)
+                  URLKinds.kind(of: resolved)?.id == .http, Self.isWellFormedAbsolute(resolved)
             else {
                 return .failure(Problem(message: "not a valid relative URL: \(Redact.short(raw, limit: 80))"))
             }
@@ -202,7 +184,7 @@ package struct URLResolver {
 
     /// `%XX` sequences decoded; nil when a `%` is not followed by two hex digits or the bytes
     /// are not UTF-8 (as Foundation's `removingPercentEncoding`).
-    static func percentDecoded(_ text: Substring) -> String? {
+    package static func percentDecoded(_ text: Substring) -> String? {
         var bytes: [UInt8] = []
         var utf8 = text.utf8[...]
         while let byte = utf8.popFirst() {
@@ -219,7 +201,7 @@ package struct URLResolver {
     /// A cheap check of an absolute http(s) URL, made once per entry instead of a full parse: a
     /// non-empty host after `://`, printable ASCII only (no space, quote, angle bracket or
     /// backslash), and every `%` followed by two hex digits.
-    static func isWellFormedAbsolute(_ text: String) -> Bool {
+    package static func isWellFormedAbsolute(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { utf8 in
             guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
@@ -254,22 +236,9 @@ package struct URLResolver {
         }
     }
 
-    /// True when `text` starts with `http://` or `https://` (any case).
-    package static func hasHTTPScheme(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { utf8 in
-            guard utf8.count >= 7, utf8[0] | 0x20 == UInt8(ascii: "h"), utf8[1] | 0x20 == UInt8(ascii: "t"),
-                  utf8[2] | 0x20 == UInt8(ascii: "t"), utf8[3] | 0x20 == UInt8(ascii: "p")
-            else { return false }
-            let rest = utf8[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4
-            return utf8.count >= rest + 3 && utf8[rest] == UInt8(ascii: ":") && utf8[rest + 1] == UInt8(ascii: "/")
-                && utf8[rest + 2] == UInt8(ascii: "/")
-        }
-    }
-
     /// The lowercased scheme when `text` starts with `scheme:` (RFC 3986: a letter, then letters,
     /// digits, `+`, `-`, `.`), else nil.
-    static func scheme(of text: String) -> String? {
+    package static func scheme(of text: String) -> String? {
         var text = text
         return text.withUTF8 { utf8 in
             // Read up to the colon, or to the first byte a scheme cannot hold (a relative path's

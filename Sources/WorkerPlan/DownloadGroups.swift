@@ -47,8 +47,8 @@ extension SyncPlan {
             firsts.append(offset)
         }
         // One string per origin, shared by every group of it.
-        var origins: [String: String] = [:]
-        func shared(_ origin: String?) -> String? {
+        var origins: [Origin: Origin] = [:]
+        func shared(_ origin: Origin?) -> Origin? {
             guard let origin else { return nil }
             if let known = origins[origin] { return known }
             origins[origin] = origin
@@ -81,7 +81,7 @@ extension SyncPlan {
 
     /// What to send for a plan item: its manifest's headers, the stored version's validators when
     /// it is revalidated, its mirrors; where `--rewrite` sends it (`origin`: its origin, when known).
-    package func request(for item: Int, locator: Locator = Locator(), origin: String? = nil) -> FetchRequest {
+    package func request(for item: Int, locator: Locator = Locator(), origin: Origin? = nil) -> FetchRequest {
         let planned = self.item(at: item)
         let manifest = manifests.manifests[planned.entry.manifest]
         let revalidate = planned.action == .revalidate

@@ -14,7 +14,7 @@ extension SyncEngine {
         guard !rewrite.rules.isEmpty || rewrite.strict else { return .success(nil) }
         var matched = Set<Int>()
         var refused: [String] = []
-        var seen = Set<String>()
+        var seen = Set<Origin>()
         func look(_ listed: String) {
             guard !LocalFile.isLocal(listed) else { return }
             // An `s3://` FROM covers the URL itself; else its endpoint or its own URL is looked at.
@@ -25,7 +25,7 @@ extension SyncEngine {
             let location = locator.beforeRewrite(listed)
             if let number = rewrite.rule(for: location) {
                 matched.insert(number)
-            } else if !rewrite.mayRequest(location), refused.count < 20, seen.insert(Fetcher.origin(of: location)).inserted {
+            } else if !rewrite.mayRequest(location), refused.count < 20, seen.insert(Origin.of(location)).inserted {
                 refused.append(Redact.url(listed))
             }
         }

@@ -204,11 +204,13 @@ public struct SyncEngine: Sendable {
     /// Entries from which a new cache's first sync builds its index of rows by object at its end.
     static let objectIndexDeferredFrom = 1_000
 
-    /// Whether an entry, or a mirror of one, is an `s3://` URL.
+    /// Whether an entry, or a mirror of one, is of a kind signed with the run's settings (`s3://`).
     private static func namesS3(_ manifests: ManifestSet) -> Bool {
         let entries = manifests.entries
-        return entries.indices.contains { entries.withURL(at: $0, S3URL.isS3(utf8:)) || entries.mirrors(at: $0).contains(where: S3URL.isS3) }
-            || manifests.manifests.contains { $0.mirrors.prefixes.contains { $0.mirrors.contains(where: S3URL.isS3) } }
+        let signed = { (url: String) in URLKinds.has(.signed, url) }
+        return entries.indices.contains { entries.withURL(at: $0, { URLKinds.kind(utf8: $0)?.roles.contains(.signed) == true })
+            || entries.mirrors(at: $0).contains(where: signed) }
+            || manifests.manifests.contains { $0.mirrors.prefixes.contains { $0.mirrors.contains(where: signed) } }
     }
 
     /// The start of a run, under the lock: a writer alone deletes what dead runs left in `tmp/`;

@@ -57,13 +57,13 @@ struct SyncLedger {
     private var outcomes: [Outcome?]
     /// Failed entries per manifest (its run's record) and per origin (a given-up origin's count).
     private(set) var failuresPerManifest: [Int]
-    private var failuresPerOrigin: [String: Int] = [:]
+    private var failuresPerOrigin: [Origin: Int] = [:]
     /// Where each URL is requested (its bucket's endpoint, where `--rewrite` sends it): failures
     /// are counted by the origin the breaker counts.
     private let locator: Locator
     /// Failovers by the failed origin, in the order first seen.
-    private var failovers: [String: SyncReport.Failover] = [:]
-    private var failoverOrder: [String] = []
+    private var failovers: [Origin: SyncReport.Failover] = [:]
+    private var failoverOrder: [Origin] = []
 
     /// `outputs` and `shownRows` decide the rows kept (`rowsKept`); `store` gives the rows their
     /// object paths (none in a dry run's rows); `keepsOutcomes` keeps one `Outcome` per item.
@@ -97,7 +97,7 @@ struct SyncLedger {
     }
 
     /// Entries of `origin` that failed so far.
-    func failures(of origin: String) -> Int {
+    func failures(of origin: Origin) -> Int {
         failuresPerOrigin[origin] ?? 0
     }
 
@@ -161,14 +161,14 @@ struct SyncLedger {
         case .received(let bytes):
             rows.totals.bytesDownloaded += bytes
         case .failedOver(let failover, let servedBy):
-            let mirror = Failover.origin(ofListed: servedBy)
+            let mirror = Origin.of(servedBy).name
             if var known = failovers[failover.origin] {
                 known.entries += 1
                 if !known.servedBy.contains(mirror) { known.servedBy.append(mirror) }
                 failovers[failover.origin] = known
             } else {
                 failoverOrder.append(failover.origin)
-                failovers[failover.origin] = SyncReport.Failover(origin: failover.origin, entries: 1, reason: failover.failure.reason,
+                failovers[failover.origin] = SyncReport.Failover(origin: failover.origin.name, entries: 1, reason: failover.failure.reason,
                                                                  httpStatus: failover.failure.httpStatus,
                                                                  error: failover.failure.message, servedBy: [mirror])
             }

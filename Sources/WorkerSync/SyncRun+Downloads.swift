@@ -32,7 +32,7 @@ extension SyncRun {
         let remembered = try index.unhealthyOrigins()
         let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.item(at: $0).entry.url) } }
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
-        let breaker = OriginBreaker(down: Set(remembered.map(\.origin)))
+        let breaker = OriginBreaker(down: Set(remembered.map { Origin.of($0.origin) }))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         // Each request is made as its item starts.
         let (planned, locator) = (plan, options.fetch.locator)
@@ -144,19 +144,20 @@ extension SyncRun {
     private mutating func recordOrigins(_ summaries: [OriginBreaker.Summary],
                                         remembered: [UnhealthyOrigin]) throws(CacheError) {
         let now = Date().timeIntervalSince1970
-        let since = Dictionary(remembered.map { ($0.origin, $0.since) }, uniquingKeysWith: { first, _ in first })
+        // The index names origins as an earlier run spelled them.
+        let known = Dictionary(remembered.map { (Origin.of($0.origin), $0) }, uniquingKeysWith: { first, _ in first })
         var down: [(origin: String, problem: String)] = []
         for summary in summaries {
             guard let problem = summary.openedFor else { continue }
-            down.append((summary.origin, problem))
+            down.append((known[summary.origin]?.origin ?? summary.origin.name, problem))
             ledger.record(.originGivenUp(SyncReport.OriginProblem(
-                origin: summary.origin, problem: problem, since: Timestamp.iso(since[summary.origin] ?? now),
+                origin: summary.origin.name, problem: problem, since: Timestamp.iso(known[summary.origin]?.since ?? now),
                 failed: ledger.failures(of: summary.origin), notTried: summary.notTried)))
             logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
         }
         // Only an origin remembered as down has a row to forget (the run holds the lock: no
         // other writer adds one meanwhile), so a run whose origins were all well writes nothing.
-        let reached = summaries.filter { $0.answered && $0.openedFor == nil && since[$0.origin] != nil }.map(\.origin)
+        let reached = summaries.filter { $0.answered && $0.openedFor == nil }.compactMap { known[$0.origin]?.origin }
         do throws(CacheError) {
             try index.recordOrigins(down: down, reached: reached, at: now)
         } catch where error.isDiskFull {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import WorkerFetch
+import WorkerManifest
 @testable import WorkerStore
 @testable import WorkerSupport
 import WorkerTestSupport
@@ -89,7 +90,7 @@ import WorkerTestSupport
         // Each of 300 entries retried with backoff one after another would take minutes.
         #expect(elapsed < 20, "\(elapsed) s")
         #expect(first.stdout.contains("added 5"), "\(first.stdout)")
-        #expect(first.stderr.contains("origin unreachable: \(Fetcher.origin(of: sick.origin.url("/")))"))
+        #expect(first.stderr.contains("origin unreachable: \(Origin.of(sick.origin.url("/")).name)"))
 
         // Remembered: the next run sends one probe, not its whole share.
         let before = sick.origin.totalRequests

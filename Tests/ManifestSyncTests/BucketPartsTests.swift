@@ -65,10 +65,10 @@ import WorkerTestSupport
     }
 }
 
-/// Where an http(s) URL connects, in one spelling (what `--rewrite` compares).
+/// Where an http(s) URL connects, in one spelling (what every per-origin rule compares).
 @Suite struct ConnectOriginTests {
     private func origin(_ url: String) -> String? {
-        ConnectOrigin.parse(url).map { "\($0.origin.scheme)://\($0.origin.host):\($0.origin.port)" }
+        Origin.http(url).map { "\($0.origin.scheme)://\($0.origin.host):\($0.origin.port)" }
     }
 
     @Test func spellingsLibcurlConnectsAlikeAreOneOrigin() {

@@ -1,17 +1,18 @@
 import Testing
+import WorkerManifest
 import WorkerTestSupport
 @testable import WorkerFetch
 
 
 /// The download scheduler as a value: groups in, steps out, the time passed in. No I/O.
 @Suite(.hangLimit) struct DownloadScheduleTests {
-    let a = "http://a.test:80"
-    let b = "http://b.test:80"
+    let a: Origin = "http://a.test:80"
+    let b: Origin = "http://b.test:80"
     let answer = OriginReport(outcome: .healthy)
     let answerOverHTTP2 = OriginReport(outcome: .healthy, multiplexed: true)
 
     /// A response's head from `origin` (status 200 unless said).
-    static func head(_ schedule: inout DownloadSchedule, _ origin: String, status: Int = 200, http2: Bool = false,
+    static func head(_ schedule: inout DownloadSchedule, _ origin: Origin, status: Int = 200, http2: Bool = false,
                      now: Double = 0) -> [Int] {
         started(schedule.headArrived(origin, status: status, multiplexed: http2, closesConnections: false, now: now))
     }

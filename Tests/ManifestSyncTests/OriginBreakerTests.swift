@@ -2,13 +2,14 @@ import CCurl
 @testable import CurlTransport
 import Foundation
 import Testing
+import WorkerManifest
 import WorkerTestSupport
 @testable import WorkerFetch
 
 /// The origin breaker as a plain value: events in, decisions out, time passed as numbers.
 @Suite(.hangLimit) struct OriginBreakerTests {
-    let origin = "http://a.example:80"
-    let other = "http://b.example:80"
+    let origin: Origin = "http://a.example:80"
+    let other: Origin = "http://b.example:80"
     let refused = OriginBreaker.Outcome.unhealthy(problem: "connection refused", retryAfter: nil)
 
     @Test func opensAfterConsecutiveFailedAttemptsAndRefusesTheRest() {

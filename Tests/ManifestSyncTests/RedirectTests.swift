@@ -1,4 +1,5 @@
 import Testing
+import WorkerManifest
 import WorkerTestSupport
 @testable import WorkerFetch
 
@@ -35,29 +36,41 @@ import WorkerTestSupport
     }
 
     @Test func originComparesSchemeHostAndPort() {
-        #expect(Fetcher.origin(of: "http://A.example/x") == Fetcher.origin(of: "http://a.example:80/y"))
-        #expect(Fetcher.origin(of: "https://a.example/x") != Fetcher.origin(of: "http://a.example/x"))
-        #expect(Fetcher.origin(of: "http://a.example:8080/") != Fetcher.origin(of: "http://a.example/"))
+        #expect(Origin.of("http://A.example/x") == Origin.of("http://a.example:80/y"))
+        #expect(Origin.of("https://a.example/x") != Origin.of("http://a.example/x"))
+        #expect(Origin.of("http://a.example:8080/") != Origin.of("http://a.example/"))
     }
 }
 
-/// The byte-level origin reader agrees with Foundation wherever it answers.
+/// The byte-level origin reader (plain `http(s)://host[:port]`) agrees with the general one: the
+/// same URL with user info (which the byte-level one leaves to the general one) is the same
+/// origin, named alike.
 @Suite(.hangLimit) struct OriginKeyTests {
     @Test(arguments: [
         "http://a.example/x", "HTTP://A.Example:80/y", "https://cdn.example.com/u/1.png?x=1#f", "http://127.0.0.1:8080",
         "https://h:443/", "http://h:1/a", "https://Sub.Domain.example:65535/p", "http://h?q", "http://h#f", "http://h:00080/x",
-        "http://h:0/x", "HtTpS://H.Example:9/",
+        "http://h:0/x", "HtTpS://H.Example:9/", "http://10.1.2.3/", "http://cafe.be/", "http://0x7f.0.0.1:9/", "http://127.1:9/",
     ])
-    func plainOriginsMatchFoundation(url: String) {
-        let fast = Fetcher.plainOrigin(url)
-        #expect(fast != nil)
-        #expect(fast == Fetcher.foundationOrigin(url), "\(url)")
+    func plainOriginsMatchTheGeneralReading(url: String) throws {
+        let separator = try #require(url.range(of: "://"))
+        let withUser = url.replacingCharacters(in: separator, with: "://user:pw@")
+        let plain = try #require(Origin.http(url)?.origin)
+        let general = try #require(Origin.http(withUser)?.origin)
+        #expect(plain == general, "\(url)")
+        #expect(plain.name == general.name, "\(url)")
+        #expect(!plain.name.contains("user"))
     }
 
-    @Test(arguments: ["http://user:pw@h/x", "http://[::1]:8080/x", "ftp://h/x", "http://h:99999/x", "http://h:/x", "http:///x",
-                       "http://h:+80/x", "http://h:80:90/x", "http://:80/x", "http://h%41/x"])
-    func unusualOnesGoThroughFoundation(url: String) {
-        #expect(Fetcher.plainOrigin(url) == nil, "\(url)")
-        #expect(Fetcher.origin(of: url) == Fetcher.foundationOrigin(url))
+    @Test(arguments: ["ftp://h/x", "http://h:99999/x", "http:///x", "http://h:+80/x", "http://h:80:90/x", "http://:80/x"])
+    func malformedOnesHaveNone(url: String) {
+        #expect(Origin.http(url) == nil, "\(url)")
+    }
+
+    @Test func namesKeepTheSpellingAndComparisonsTheOrigin() {
+        #expect(Origin.of("http://127.0.0.1:8080/a").name == "http://127.0.0.1:8080")
+        #expect(Origin.of("http://127.0.0.1:8080/a") == Origin.of("http://LOCALHOST:8080/b"))
+        #expect(Origin.of("s3://bucket/a/b").name == "s3://bucket")
+        #expect(Origin.of("s3://bucket/a") != Origin.of("s3://other/a"))
+        #expect(Origin.of("http://u:secret@h/").name == "http://h:80")
     }
 }

@@ -209,9 +209,9 @@ import WorkerTestSupport
         account.record(.failed(item: 2, FetchFailure(.httpStatus, "HTTP 500"), attempts: 1, stale: false))
         account.record(.failed(item: 3, FetchFailure(.io, "missing"), attempts: 1, stale: false))
         #expect(account.failuresPerManifest == [4])
-        #expect(account.failures(of: Fetcher.origin(of: "http://h/")) == 2)
-        #expect(account.failures(of: Fetcher.origin(of: "https://other:8443/")) == 1)
-        #expect(account.failures(of: Fetcher.origin(of: "http://elsewhere/")) == 0)
+        #expect(account.failures(of: Origin.of("http://h/")) == 2)
+        #expect(account.failures(of: Origin.of("https://other:8443/")) == 1)
+        #expect(account.failures(of: Origin.of("http://elsewhere/")) == 0)
     }
 
     @Test func aDryRunListsPlannedStatusesAndOrphansWithoutBytes() {

@@ -45,7 +45,7 @@ struct DownloadMachine: Sendable {
         /// Look up a kept part of this URL's body; answer `resumeFound`.
         case findResume
         /// Take the origin's next `--max-rps` slot; answer `slotTaken`.
-        case takeSlot(origin: String)
+        case takeSlot(origin: Origin)
         /// Wait for the slot; answer `waited`.
         case wait(seconds: Double)
         /// Wait before the next attempt; answer `waited`.
@@ -185,7 +185,7 @@ struct DownloadMachine: Sendable {
                         + "covers and no --allow-origin allows (--rewrite-strict)")), jitter: jitter)
                 }
                 // Manifest headers (credentials) never follow a redirect to another origin.
-                sendHeaders = sendHeaders && Fetcher.origin(of: next) == request.origin
+                sendHeaders = sendHeaders && Origin.of(next) == request.origin
                 return prepare(url: next, hop: exchange.hop + 1)
             }
         }
@@ -239,7 +239,7 @@ struct DownloadMachine: Sendable {
         let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing)
         if rules.pacesRequests {
             state = .takingSlot(exchange)
-            let origin = url == request.url ? request.origin ?? Fetcher.origin(of: url) : Fetcher.origin(of: url)
+            let origin = url == request.url ? request.origin ?? Origin.of(url) : Origin.of(url)
             return [.takeSlot(origin: origin)]
         }
         state = .exchanging(exchange)

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WorkerManifest
 import WorkerSupport
 
 /// The shared tier's base URL (`--remote-cache`, `WORKER_REMOTE_CACHE`): http or https, a host,
@@ -13,8 +14,7 @@ public struct RemoteCacheURL: Sendable, Equatable {
         var trimmed = url
         while trimmed.hasSuffix("/"), !trimmed.hasSuffix("://") { trimmed.removeLast() }
         guard !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }),
-              let parsed = URL(string: trimmed), let scheme = parsed.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = parsed.host, !host.isEmpty
+              URLKinds.kind(of: trimmed)?.id == .http, let parsed = URL(string: trimmed), let host = parsed.host, !host.isEmpty
         else {
             return .failure(RemoteCacheProblem("--remote-cache: '\(Redact.short(Redact.refusedURL(url)))' is not an http(s) URL (e.g. http://cache.internal:8080)"))
         }

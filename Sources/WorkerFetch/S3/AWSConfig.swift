@@ -70,8 +70,12 @@ enum AWSConfig {
                 + "(lowercase letters, digits and '-', such as eu-west-3)"))
         }
         let endpoint = value("AWS_ENDPOINT_URL_S3") ?? value("AWS_ENDPOINT_URL")
-        if let endpoint, let problem = ManifestMirrors.problem(endpoint, what: "the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL)") {
-            return .failure(S3ConfigError(problem))
+        if let endpoint {
+            let what = "the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL)"
+            if let problem = URLKinds.kind(of: endpoint)?.id == .http ? URLKinds.problem(prefix: endpoint, what: what)
+                : "\(what) must be an absolute http or https URL" {
+                return .failure(S3ConfigError(problem))
+            }
         }
         return .success(S3Access(region: region, endpoint: endpoint, credentials: credentials, credentialSource: source))
     }

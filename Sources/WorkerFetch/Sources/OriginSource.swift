@@ -98,7 +98,8 @@ final class OriginSource: ContentSource {
     }
 
     private static func named(_ failure: FetchFailure, at location: FetchLocation) -> FetchFailure {
-        guard let status = failure.httpStatus, status == 400 || status == 401 || status == 403, S3URL.isS3(location.listed)
+        guard let status = failure.httpStatus, status == 400 || status == 401 || status == 403,
+              URLKinds.has(.signed, location.listed)
         else { return failure }
         let signed = location.signing.map { "signed with \($0)" } ?? "unsigned: no AWS credentials were found"
         return FetchFailure(failure.reason, "\(failure.message) (\(signed))", httpStatus: status, retryAfter: failure.retryAfter,

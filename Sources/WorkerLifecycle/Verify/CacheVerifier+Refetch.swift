@@ -15,7 +15,7 @@ extension CacheVerifier {
         // command (the same confinement as `sync`); any other local row is dropped.
         let folders = manifestPaths.map { URLResolver(manifestPath: $0).folder }
         let network = broken.contains { !LocalFile.isLocal($0.url) }
-        let locator = try fetch.locator.resolvingS3(if: broken.contains { S3URL.isS3($0.url) })
+        let locator = try fetch.locator.resolvingS3(if: broken.contains { URLKinds.has(.signed, $0.url) })
         let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []

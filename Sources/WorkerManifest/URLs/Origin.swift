@@ -1,21 +1,52 @@
 import Glibc
 
-/// Where an http(s) URL connects, as libcurl connects: the scheme, the host and the port, each in
-/// one spelling. User info is apart (it is not where a request goes); the host is percent-decoded,
-/// lowercased and without a trailing dot; IPv4 in any form `inet_aton` takes (`127.1`, `0x7f.0.0.1`,
-/// `2130706433`) is written dotted; IPv6 is written as `inet_ntop` writes it, an IPv4-mapped one as
+/// Where a URL connects: its kind's scheme, the host and the port, each in one spelling, so two
+/// spellings libcurl connects to alike are one origin. Every per-origin rule compares these: the
+/// breaker, the window, `--max-rps`, failure counts, `--rewrite` and the mirrors map, and which
+/// headers go where. Made once per URL (`ParsedURL`) and carried with its request.
+///
+/// For http(s): user info is apart (it is not where a request goes); the host is percent-decoded,
+/// lowercased and without a trailing dot; IPv4 in any form `inet_aton` takes (`127.1`,
+/// `0x7f.0.0.1`, `2130706433`) is dotted; IPv6 is as `inet_ntop` writes it, an IPv4-mapped one as
 /// its IPv4; `localhost`, its subdomains and the loopback addresses libcurl gives it (127.0.0.1,
-/// ::1) are one host; the port is a number, a scheme's default when absent. Two URLs whose
-/// `ConnectOrigin`s are equal reach the same server (`--rewrite` compares these).
-package struct ConnectOrigin: Hashable, Sendable {
-    package let scheme: String
-    package let host: String
-    package let port: Int
+/// ::1) are one host; the port is a number, the scheme's default when absent. A kind without
+/// hosts (`s3://BUCKET`) names its origin its own way (`S3URL`).
+public struct Origin: Hashable, Sendable, CustomStringConvertible {
+    /// The scheme as the kind names it (`https`, `s3`): `http` and `https` differ.
+    public let scheme: String
+    /// The host in its one spelling (a bucket for `s3`).
+    public let host: String
+    /// The port (0 for a kind without ports).
+    public let port: Int
+    /// The origin as reports and logs name it: `scheme://host:port` with the host as written
+    /// (lowercased, without user info), or `s3://BUCKET`.
+    public let name: String
 
-    /// The origin of an absolute http or https URL and where its authority ends; nil for another
-    /// scheme, a port that is not a port, or a host that cannot be decoded.
-    package static func parse(_ url: some StringProtocol) -> (origin: ConnectOrigin, rest: Substring)? {
+    public var description: String { name }
+
+    package init(scheme: String, host: String, port: Int, name: String) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.name = name
+    }
+
+    public static func == (left: Origin, right: Origin) -> Bool {
+        left.port == right.port && left.host == right.host && left.scheme == right.scheme
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(scheme)
+    }
+
+    /// The origin of an absolute http or https URL and where its authority ends (the rest: path,
+    /// query, fragment); nil for another scheme, a port that is not a port, or a host that cannot
+    /// be decoded.
+    package static func http(_ url: some StringProtocol) -> (origin: Origin, rest: Substring)? {
         let text = Substring(url)
+        if let plain = plain(text) { return plain }
         guard let separator = text.firstRange(of: "://") else { return nil }
         let scheme = text[..<separator.lowerBound].lowercased()
         let defaultPort: Int
@@ -30,6 +61,7 @@ package struct ConnectOrigin: Hashable, Sendable {
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         var hostText: Substring
         var portText: Substring?
+        let host: String
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { return nil }
             hostText = authority[authority.index(after: authority.startIndex)..<close]
@@ -38,17 +70,98 @@ package struct ConnectOrigin: Hashable, Sendable {
                 guard tail.hasPrefix(":") else { return nil }
                 portText = tail.dropFirst()
             }
-            guard let host = Self.ipv6(hostText) else { return nil }
-            return port(portText, default: defaultPort).map { (ConnectOrigin(scheme: scheme, host: host, port: $0), text[end...]) }
-        }
-        if let colon = authority.lastIndex(of: ":") {
-            hostText = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
+            guard let address = Self.ipv6(hostText) else { return nil }
+            host = address
+            hostText = authority[..<authority.index(after: close)]
         } else {
-            hostText = authority
+            if let colon = authority.lastIndex(of: ":") {
+                hostText = authority[..<colon]
+                portText = authority[authority.index(after: colon)...]
+            } else {
+                hostText = authority
+            }
+            guard !hostText.contains(":"), let name = Self.host(hostText) else { return nil }
+            host = name
         }
-        guard let host = Self.host(hostText), let port = port(portText, default: defaultPort) else { return nil }
-        return (ConnectOrigin(scheme: scheme, host: host, port: port), text[end...])
+        guard let port = port(portText, default: defaultPort) else { return nil }
+        let name = scheme + "://" + hostText.lowercased() + ":" + String(port)
+        return (Origin(scheme: scheme, host: host, port: port, name: name), text[end...])
+    }
+
+    /// The common spelling read from the bytes: `http(s)://host[:port]` with a host of letters,
+    /// digits, `-` and `.` (a name, or an IPv4 address in dotted decimal). Nil for anything else.
+    private static func plain(_ text: Substring) -> (origin: Origin, rest: Substring)? {
+        let utf8 = text.utf8
+        var index = utf8.startIndex
+        func take(_ expected: String) -> Bool {
+            var probe = index
+            for byte in expected.utf8 {
+                guard probe != utf8.endIndex, utf8[probe] | 0x20 == byte else { return false }
+                probe = utf8.index(after: probe)
+            }
+            index = probe
+            return true
+        }
+        guard take("http") else { return nil }
+        let secure = take("s")
+        guard take(":"), take("/"), take("/") else { return nil }
+        let hostStart = index
+        // A letter inet_aton never reads (not a hex digit nor `x`), or `-`: a name, never an address.
+        var named = false
+        var letters = false
+        var upper = false
+        var hostEnd: String.Index?
+        var port = secure ? 443 : 80
+        var digits = 0
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if hostEnd == nil {
+                switch byte {
+                case UInt8(ascii: "-"): named = true
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                    letters = true
+                    if byte < UInt8(ascii: "a") { upper = true }
+                    let lower = byte | 0x20
+                    if lower > UInt8(ascii: "f"), lower != UInt8(ascii: "x") { named = true }
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."): break
+                case UInt8(ascii: ":"):
+                    hostEnd = index
+                    port = 0
+                default: return nil
+                }
+            } else {
+                guard byte >= 48, byte <= 57, digits < 5 else { return nil }
+                port = port * 10 + Int(byte - 48)
+                digits += 1
+            }
+            index = utf8.index(after: index)
+        }
+        let end = hostEnd ?? index
+        guard end > hostStart, hostEnd == nil || digits > 0, port <= 65535 else { return nil }
+        var host = String(text[hostStart..<end])
+        if upper { host = host.lowercased() }
+        guard !host.hasSuffix("."), !host.hasPrefix(".") else { return nil }
+        let written = host
+        if !named {
+            // Dotted decimal only when it is already inet_ntop's spelling (four parts, no
+            // leading zeros); `127.1`, `0x7f.1` and names of hex letters take the general path.
+            guard !letters, isDottedQuad(host) else { return nil }
+            if host == "127.0.0.1" { host = "localhost" }
+        } else if host == "localhost" || host.hasSuffix(".localhost") {
+            host = "localhost"
+        }
+        let scheme = secure ? "https" : "http"
+        let name = scheme + "://" + written + ":" + String(port)
+        return (Origin(scheme: scheme, host: host, port: port, name: name), text[index...])
+    }
+
+    private static func isDottedQuad(_ host: String) -> Bool {
+        let parts = host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { part in
+            !part.isEmpty && part.count <= 3 && (part.count == 1 || part.first != UInt8(ascii: "0"))
+                && part.reduce(0) { $0 * 10 + Int($1 - 48) } <= 255
+        }
     }
 
     /// A port: digits (leading zeros allowed), at most 65535; empty or absent is the default.
@@ -69,7 +182,7 @@ package struct ConnectOrigin: Hashable, Sendable {
         if inet_aton(name, &address) != 0 {
             var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
             guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-            let dotted = String(cString: buffer)
+            let dotted = Self.text(buffer)
             return dotted == "127.0.0.1" ? "localhost" : dotted
         }
         return name
@@ -90,6 +203,11 @@ package struct ConnectOrigin: Hashable, Sendable {
         if raw[0..<15].allSatisfy({ $0 == 0 }), raw[15] == 1, zone.isEmpty { return "localhost" }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         guard inet_ntop(AF_INET6, &bytes, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-        return "[" + String(cString: buffer) + zone + "]"
+        return "[" + Self.text(buffer) + zone + "]"
+    }
+
+    /// A C string `inet_ntop` wrote, up to its NUL.
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

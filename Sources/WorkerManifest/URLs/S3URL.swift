@@ -1,5 +1,40 @@
 import WorkerSupport
 
+/// `s3://BUCKET/KEY` URLs: keys literal, the bucket its origin, requests signed with the run's
+/// AWS settings (the fetch stage's `S3Access`), a prefix listable into a manifest.
+public struct S3Kind: URLKind {
+    public var id: URLKindID { .s3 }
+    public var schemes: [String] { Self.schemes }
+    private static let schemes = ["s3"]
+    public var roles: URLRoles { [.remote, .base, .manifest, .signed, .listable] }
+    public var literalPaths: Bool { true }
+
+    /// `s3://BUCKET` (a bucket S3 accepts), and the key with its leading `/`.
+    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+        guard S3URL.isS3(url) else { return nil }
+        let after = url.dropFirst(5)
+        let bucket = after.prefix { $0 != "/" }
+        guard S3URL.bucketProblem(String(bucket)) == nil else { return nil }
+        return (Origin(scheme: "s3", host: String(bucket), port: 0, name: "s3://" + bucket), after[bucket.endIndex...])
+    }
+
+    public func problem(entry url: String) -> String? {
+        if case .failure(let problem) = S3URL.parse(url) { return problem.description }
+        return nil
+    }
+
+    public func problem(prefix: String) -> String? {
+        S3URL.bucketProblem(String(prefix.dropFirst(5).prefix { $0 != "/" })).map { ": " + $0 }
+    }
+
+    /// The key, literal (`a%20b.png` and `x?y` are names): after the bucket of an absolute URL,
+    /// else as written below an `s3://` base.
+    public func treePath(written: String) -> Result<String, TreePathProblem> {
+        guard S3URL.isS3(written) else { return TreePath.derived(fromS3Key: written) }
+        return TreePath.derived(fromS3Key: String(written.dropFirst(5).drop { $0 != "/" }.dropFirst()))
+    }
+}
+
 /// An `s3://BUCKET/KEY` URL: the bucket, checked against S3's naming rules, and the key as
 /// written (S3 keys are taken literally, as the AWS CLI takes them: `%20` is three characters).
 public struct S3URL: Sendable, Equatable {
@@ -12,13 +47,14 @@ public struct S3URL: Sendable, Equatable {
         self.key = key
     }
 
-    /// Whether `text` starts with `s3://` (any case).
-    public static func isS3(_ text: String) -> Bool {
+    /// Whether `text` starts with `s3://` (any case). (The kind's own test: elsewhere,
+    /// `URLKinds.kind(of:)`.)
+    static func isS3(_ text: String) -> Bool {
         isS3(utf8: text.utf8)
     }
 
     /// Whether the URL whose UTF-8 bytes are `utf8` starts with `s3://` (any case).
-    public static func isS3(utf8: some Sequence<UInt8>) -> Bool {
+    static func isS3(utf8: some Sequence<UInt8>) -> Bool {
         // Asked of every URL a run fetches: no allocation. (Each byte of "s3://" has 0x20 set,
         // so OR-ing it in folds the case of the letter and leaves the rest.)
         var bytes = utf8.makeIterator()

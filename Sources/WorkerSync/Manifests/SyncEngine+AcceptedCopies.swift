@@ -24,7 +24,7 @@ extension SyncEngine {
     /// with today's keys: the copies, opened, and what confirms them. nil otherwise.
     func acceptedCopies(_ arguments: [String]) -> (opened: OpenedManifests, checks: [UnchangedCheck])? {
         guard !arguments.isEmpty, !options.offline, !options.refresh, options.trust.signature == nil,
-              arguments.allSatisfy({ URLResolver.hasHTTPScheme($0) }), let index = try? acceptedIndex() else { return nil }
+              arguments.allSatisfy({ URLKinds.kind(of: $0)?.id == .http }), let index = try? acceptedIndex() else { return nil }
         var opened = OpenedManifests()
         var checks: [UnchangedCheck] = []
         for argument in arguments {
@@ -63,7 +63,7 @@ extension SyncEngine {
     /// unchanged (304): one exchange on one engine, and no write (the usual way, `get`'s one-entry
     /// sync, commits even a 304). nil when it changed, failed or is not cached: fetch it as usual.
     func unchangedDocument(_ url: String) async -> String? {
-        guard URLResolver.hasHTTPScheme(url), !options.offline, !options.refresh,
+        guard URLKinds.kind(of: url)?.id == .http, !options.offline, !options.refresh,
               let index = try? acceptedIndex(), let row = try? index.record(url: url), row.etag != nil || row.lastModified != nil
         else { return nil }
         let path = CacheLayout.objectPath(options.cacheDirectory, row.object)

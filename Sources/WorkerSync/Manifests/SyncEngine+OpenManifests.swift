@@ -18,7 +18,7 @@ import WorkerSupport
 extension SyncEngine {
     /// Whether an argument names a remote manifest.
     public static func isRemoteManifest(_ argument: String) -> Bool {
-        URLResolver.hasHTTPScheme(argument) || S3URL.isS3(argument)
+        URLKinds.has(.manifest, argument)
     }
 
     /// Phase one, before the load: remote manifests fetched (or their accepted copies, when they

@@ -94,7 +94,7 @@ struct ManifestCommand: AsyncParsableCommand {
             }
             return .urls(urls)
         }
-        if let first = folders.first, S3URL.isS3(first) {
+        if let first = folders.first, URLKinds.has(.listable, first) {
             guard folders.count == 1, baseURL == nil else {
                 throw ValidationError("s3://BUCKET/PREFIX/ is listed alone, without folders or --base-url (the prefix is the base URL)")
             }
@@ -109,15 +109,12 @@ struct ManifestCommand: AsyncParsableCommand {
         guard update == nil else { throw ValidationError("--update goes with s3://BUCKET/PREFIX/") }
         guard !folders.isEmpty else { throw ValidationError("give folders (with --base-url), s3://BUCKET/PREFIX/ or --urls FILE") }
         guard let baseURL else { throw ValidationError("--base-url: the URL the folders are published at") }
-        if S3URL.isS3(baseURL) {
-            guard case .success = S3URL.parse(baseURL + "x") else {
-                throw ValidationError("--base-url: '\(baseURL)' is not s3://BUCKET/PREFIX/")
-            }
-            return .folders(baseURL: baseURL)
-        }
-        guard let parsed = URL(string: baseURL), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
-              parsed.host?.isEmpty == false, parsed.query == nil, parsed.fragment == nil
-        else { throw ValidationError("--base-url: '\(baseURL)' is not an absolute http, https or s3 URL without query") }
+        // A base of a kind a base_url may be, whose URLs below it are valid (a bucket S3 accepts),
+        // without query or fragment.
+        guard let kind = URLKinds.kind(of: baseURL), kind.roles.contains(.base),
+              URLKinds.problem(prefix: baseURL, what: "--base-url", role: .base) == nil, kind.problem(entry: baseURL + "x") == nil,
+              !baseURL.contains("?"), !baseURL.contains("#")
+        else { throw ValidationError("--base-url: '\(baseURL)' is not an absolute \(URLKinds.schemes(with: .base, joiner: "or")) URL without query") }
         return .folders(baseURL: baseURL)
     }
 
@@ -141,7 +138,7 @@ struct ManifestCommand: AsyncParsableCommand {
         case .folders(let baseURL):
             do {
                 // Keys under an s3:// base are literal: the paths are written as they are.
-                let items = try ManifestWriter.scan(folders, literal: S3URL.isS3(baseURL))
+                let items = try ManifestWriter.scan(folders, literal: URLKinds.kind(of: baseURL)?.literalPaths == true)
                 yaml = ManifestWriter.yaml(name: name, baseURL: baseURL, items: items)
             } catch {
                 throw CommandFailure.input("worker: \(error)")
@@ -208,7 +205,7 @@ struct ManifestCommand: AsyncParsableCommand {
                 return "\(diagnostic.path):\(line): \(diagnostic.message)"
             })
         } catch .cache(let error) {
-            throw CommandFailure.cache(error)
+            throw error
         }
         for entry in result.failed {
             Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")
@@ -245,14 +242,7 @@ struct ManifestCommand: AsyncParsableCommand {
     private func listed(_ location: S3URL, fetch: FetchSettings) async throws -> (String, Int) {
         let base = "s3://\(location.bucket)/\(location.key)"
         let earlier = try earlierPins(base: base)
-        let result: SyncEngine.BucketManifest
-        do {
-            result = try await engine(fetch).bucketManifest(bucket: location.bucket, prefix: location.key, earlier: earlier)
-        } catch .manifest(let errors) {
-            throw CommandFailure.input(errors.description)
-        } catch .cache(let error) {
-            throw CommandFailure.cache(error)
-        }
+        let result: SyncEngine.BucketManifest = try await engine(fetch).bucketManifest(bucket: location.bucket, prefix: location.key, earlier: earlier)
         if let problem = result.listingFailure {
             // Nothing is written: an earlier manifest at -o stays as it is.
             throw CommandFailure.failed(["worker: cannot list \(base): \(problem)"])

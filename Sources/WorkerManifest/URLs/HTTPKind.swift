@@ -1,0 +1,46 @@
+import FoundationEssentials
+
+/// `http://` and `https://` URLs: entries, mirrors, base URLs and remote manifests; their paths
+/// percent-encoded, their origin where libcurl connects (`Origin.http`).
+public struct HTTPKind: URLKind {
+    public var id: URLKindID { .http }
+    public var schemes: [String] { Self.schemes }
+    private static let schemes = ["http", "https"]
+    public var roles: URLRoles { [.remote, .base, .manifest] }
+    public var literalPaths: Bool { false }
+
+    /// True when `text` starts with `http://` or `https://` (any case).
+    static func matches(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { utf8 in
+            guard utf8.count >= 7, utf8[0] | 0x20 == UInt8(ascii: "h"), utf8[1] | 0x20 == UInt8(ascii: "t"),
+                  utf8[2] | 0x20 == UInt8(ascii: "t"), utf8[3] | 0x20 == UInt8(ascii: "p")
+            else { return false }
+            let rest = utf8[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4
+            return utf8.count >= rest + 3 && utf8[rest] == UInt8(ascii: ":") && utf8[rest + 1] == UInt8(ascii: "/")
+                && utf8[rest + 2] == UInt8(ascii: "/")
+        }
+    }
+
+    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+        Origin.http(url)
+    }
+
+    public func problem(entry url: String) -> String? {
+        URLResolver.isWellFormedAbsolute(url) ? nil : "not a valid URL: \(Redact.short(Redact.url(url), limit: 80))"
+    }
+
+    public func problem(prefix: String) -> String? {
+        guard let parsed = URL(string: prefix), let host = parsed.host, !host.isEmpty, Origin.http(prefix) != nil else {
+            return " is not a valid URL"
+        }
+        return nil
+    }
+
+    /// The URL's path, percent-decoded, without scheme, authority, query or fragment.
+    public func treePath(written: String) -> Result<String, TreePathProblem> {
+        TreePath.derived(fromURL: written)
+    }
+}
+
+import WorkerSupport
