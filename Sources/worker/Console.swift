@@ -127,10 +127,10 @@ func requireCache(_ directory: String) throws(CommandFailure) {
         var info = stat()
         if code != ENOENT && code != ENOTDIR, stat(directory, &info) == 0 {
             // There is a folder, but this user may not look into it: say so, not "no cache".
-            throw .unusable("worker: cannot read the cache at \(directory): \(String(cString: strerror(code))) "
+            throw .noCache(directory: directory, reason: "\(String(cString: strerror(code))) "
                             + "(\(CacheAccess.owner(info)); this is \(CacheAccess.currentUser()))")
         }
-        throw .unusable("worker: no cache at \(directory) (nothing has been synced there; check --cache-dir or WORKER_CACHE_DIR)")
+        throw .noCache(directory: directory, reason: nil)
     }
 }
 
@@ -138,7 +138,7 @@ func requireCache(_ directory: String) throws(CommandFailure) {
 func checkOutputs(_ outputs: [(OutputKind, String?)], manifests: [String]) throws(CommandFailure) {
     let given = outputs.compactMap { kind, path in path.map { (kind: kind, path: $0) } }
     if let problem = OutputGuard.problem(outputs: given, manifests: manifests) {
-        throw .input("worker: \(problem)")
+        throw .outputRefused(problem)
     }
 }
 

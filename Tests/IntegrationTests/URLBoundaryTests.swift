@@ -75,6 +75,31 @@ import WorkerTestSupport
         #expect(served.code == 0, "\(served.stderr)")
     }
 
+    /// The mirrors map compares where URLs connect, not their text: a prefix written
+    /// `http://localhost:PORT/f/` covers the entry `http://user@127.0.0.1:PORT/f/a.png`, and the
+    /// mirror is asked for the path below the prefix only (the entry's user info stays behind).
+    @Test func aMirrorsMapPrefixCoversEverySpellingOfItsOrigin() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let mirror = try await TestOrigin.start()
+        defer { Task { await mirror.stop() } }
+        let bytes = Array("mirrored by origin\n".utf8)
+        mirror.set("/m/a.png", bytes)
+        let directory = TemporaryDirectory()
+        let manifest = directory.write("m.yaml", """
+            version: 1
+            mirrors:
+              "http://LOCALHOST:\(origin.port)/f/": ["\(mirror.url("/m/"))"]
+            entries:
+              - url: http://user@127.0.0.1:\(origin.port)/f/a.png
+                hash: sha256:\(sha256(bytes))
+            """)
+        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"])
+        #expect(result.code == 0, "the origin answers 404, the map's mirror serves: \(result.code) \(result.stderr)")
+        #expect(origin.hits("/f/a.png") == 1)
+        #expect(mirror.hits("/m/a.png") == 1)
+    }
+
     /// `--rewrite http://localhost:PORT/=…` covers every spelling of that origin: 3038a51 sent the
     /// requests of `user@localhost`, a port with a leading zero and the IPv4-mapped loopback to
     /// FROM's host itself.

@@ -68,7 +68,7 @@ import WorkerTestSupport
 /// Where an http(s) URL connects, in one spelling (what every per-origin rule compares).
 @Suite struct ConnectOriginTests {
     private func origin(_ url: String) -> String? {
-        Origin.http(url).map { "\($0.origin.scheme)://\($0.origin.host):\($0.origin.port)" }
+        Origin.http(url).map { "\($0.origin.scheme)://\($0.origin.host):\($0.origin.port ?? -1)" }
     }
 
     @Test func spellingsLibcurlConnectsAlikeAreOneOrigin() {

@@ -6,8 +6,8 @@ import WorkerTestSupport
 
 /// The download scheduler as a value: groups in, steps out, the time passed in. No I/O.
 @Suite(.hangLimit) struct DownloadScheduleTests {
-    let a: Origin = "http://a.test:80"
-    let b: Origin = "http://b.test:80"
+    let a = Origin.of("http://a.test:80")
+    let b = Origin.of("http://b.test:80")
     let answer = OriginReport(outcome: .healthy)
     let answerOverHTTP2 = OriginReport(outcome: .healthy, multiplexed: true)
 

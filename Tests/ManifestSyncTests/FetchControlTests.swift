@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import WorkerManifest
 import WorkerTestSupport
 @testable import WorkerFetch
 @testable import WorkerSupport
@@ -71,13 +72,13 @@ import WorkerTestSupport
     @Test func maxRPSGivesEachOriginItsOwnSlotsOneIntervalApart() throws {
         let limits = try #require(RateLimits(bytesPerSecond: nil, requestsPerSecond: 4))
         // Three requests at once to one origin: 0, 0.25 and 0.5 s from now.
-        #expect(limits.requestDelay("http://a", now: 10) == 0)
-        #expect(limits.requestDelay("http://a", now: 10) == 0.25)
-        #expect(limits.requestDelay("http://a", now: 10) == 0.5)
+        #expect(limits.requestDelay(Origin.of("http://a"), now: 10) == 0)
+        #expect(limits.requestDelay(Origin.of("http://a"), now: 10) == 0.25)
+        #expect(limits.requestDelay(Origin.of("http://a"), now: 10) == 0.5)
         // Another origin has slots of its own.
-        #expect(limits.requestDelay("http://b", now: 10) == 0)
+        #expect(limits.requestDelay(Origin.of("http://b"), now: 10) == 0)
         // Once the slots are past, a request goes at once again.
-        #expect(limits.requestDelay("http://a", now: 20) == 0)
+        #expect(limits.requestDelay(Origin.of("http://a"), now: 20) == 0)
         #expect(RateLimits(bytesPerSecond: nil, requestsPerSecond: nil) == nil, "no limits, no pacing")
     }
 }

@@ -7,9 +7,9 @@ import WorkerTestSupport
 /// The pieces of mirrors and `--rewrite` as values: which origin admits a group, what a rule
 /// rewrites, which mirrors a manifest map gives. No I/O.
 @Suite(.hangLimit) struct MirrorPartsTests {
-    let a: Origin = "http://a.test:80"
-    let b: Origin = "http://b.test:80"
-    let c: Origin = "http://c.test:80"
+    let a = Origin.of("http://a.test:80")
+    let b = Origin.of("http://b.test:80")
+    let c = Origin.of("http://c.test:80")
     let refused = OriginReport(outcome: .unhealthy(problem: "connection refused", retryAfter: nil))
 
     @Test func aGroupWhoseOriginWasGivenUpStartsInItsFirstLiveMirrorsWindow() {

@@ -8,8 +8,8 @@ import WorkerTestSupport
 
 /// The origin breaker as a plain value: events in, decisions out, time passed as numbers.
 @Suite(.hangLimit) struct OriginBreakerTests {
-    let origin: Origin = "http://a.example:80"
-    let other: Origin = "http://b.example:80"
+    let origin = Origin.of("http://a.example:80")
+    let other = Origin.of("http://b.example:80")
     let refused = OriginBreaker.Outcome.unhealthy(problem: "connection refused", retryAfter: nil)
 
     @Test func opensAfterConsecutiveFailedAttemptsAndRefusesTheRest() {

@@ -22,11 +22,3 @@ func problems(_ text: String, environment: [String: String] = [:]) -> [String] {
 }
 
 let sha256OfTest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
-
-/// An origin written as its URL in a test (`"http://h"`): the per-origin rules' tables read as
-/// the URLs they are about.
-extension Origin: ExpressibleByStringLiteral {
-    public init(stringLiteral url: String) {
-        self = Origin.of(url)
-    }
-}

@@ -11,34 +11,44 @@ import Glibc
 /// its IPv4; `localhost`, its subdomains and the loopback addresses libcurl gives it (127.0.0.1,
 /// ::1) are one host; the port is a number, the scheme's default when absent. A kind without
 /// hosts (`s3://BUCKET`) names its origin its own way (`S3URL`).
-public struct Origin: Hashable, Sendable, CustomStringConvertible {
+///
+/// A class: made once per URL and shared by every request and table that carries it (a copy is
+/// one reference, and two requests of one group compare by identity first).
+public final class Origin: Hashable, Sendable, CustomStringConvertible {
     /// The scheme as the kind names it (`https`, `s3`): `http` and `https` differ.
     public let scheme: String
     /// The host in its one spelling (a bucket for `s3`).
     public let host: String
-    /// The port (0 for a kind without ports).
-    public let port: Int
-    /// The origin as reports and logs name it: `scheme://host:port` with the host as written
-    /// (lowercased, without user info), or `s3://BUCKET`.
-    public let name: String
+    /// The port; nil for a kind without ports (`s3`).
+    public let port: Int?
+    /// The host as written (lowercased, without user info), for `name`.
+    private let written: String
+
+    /// The origin as reports and logs name it: `scheme://host:port` with the host as written, or
+    /// `s3://BUCKET`.
+    public var name: String {
+        scheme.isEmpty ? written : scheme + "://" + written + (port.map { ":" + String($0) } ?? "")
+    }
 
     public var description: String { name }
 
-    package init(scheme: String, host: String, port: Int, name: String) {
+    /// `written`: the host as the URL spells it (its name shows it); with an empty scheme, the
+    /// whole name of a URL no kind reads.
+    package init(scheme: String, host: String, port: Int?, written: String) {
         self.scheme = scheme
         self.host = host
         self.port = port
-        self.name = name
+        self.written = written
     }
 
     public static func == (left: Origin, right: Origin) -> Bool {
-        left.port == right.port && left.host == right.host && left.scheme == right.scheme
+        left === right || (left.port == right.port && left.host == right.host && left.scheme == right.scheme)
     }
 
     public func hash(into hasher: inout Hasher) {
+        // The scheme seldom tells two origins apart (`==` still compares it).
         hasher.combine(host)
         hasher.combine(port)
-        hasher.combine(scheme)
     }
 
     /// The origin of an absolute http or https URL and where its authority ends (the rest: path,
@@ -84,37 +94,54 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
             host = name
         }
         guard let port = port(portText, default: defaultPort) else { return nil }
-        let name = scheme + "://" + hostText.lowercased() + ":" + String(port)
-        return (Origin(scheme: scheme, host: host, port: port, name: name), text[end...])
+        return (Origin(scheme: scheme, host: host, port: port, written: hostText.lowercased()), text[end...])
     }
 
     /// The common spelling read from the bytes: `http(s)://host[:port]` with a host of letters,
     /// digits, `-` and `.` (a name, or an IPv4 address in dotted decimal). Nil for anything else.
     private static func plain(_ text: Substring) -> (origin: Origin, rest: Substring)? {
+        var text = text
+        // The bytes themselves (a native string's are contiguous): asked for every URL a plan
+        // groups, where walking a substring's UTF-8 view index by index costs more than the rest.
+        guard let (secure, hostRange, port, restOffset, upper, named, letters) = text.withUTF8(plainParts) else { return nil }
         let utf8 = text.utf8
-        var index = utf8.startIndex
-        func take(_ expected: String) -> Bool {
-            var probe = index
-            for byte in expected.utf8 {
-                guard probe != utf8.endIndex, utf8[probe] | 0x20 == byte else { return false }
-                probe = utf8.index(after: probe)
-            }
-            index = probe
-            return true
+        let hostStart = utf8.index(utf8.startIndex, offsetBy: hostRange.lowerBound)
+        let hostEnd = utf8.index(utf8.startIndex, offsetBy: hostRange.upperBound)
+        var host = String(text[hostStart..<hostEnd])
+        if upper { host = host.lowercased() }
+        let written = host
+        if !named {
+            // Dotted decimal only when it is already inet_ntop's spelling (four parts, no
+            // leading zeros); `127.1`, `0x7f.1` and names of hex letters take the general path.
+            guard !letters, isDottedQuad(host) else { return nil }
+            if host == "127.0.0.1" { host = "localhost" }
+        } else if host == "localhost" || host.hasSuffix(".localhost") {
+            host = "localhost"
         }
-        guard take("http") else { return nil }
-        let secure = take("s")
-        guard take(":"), take("/"), take("/") else { return nil }
+        return (Origin(scheme: secure ? "https" : "http", host: host, port: port, written: written),
+                text[utf8.index(utf8.startIndex, offsetBy: restOffset)...])
+    }
+
+    /// `plain`'s reading of the bytes: the scheme, where the host is, the port, where the rest
+    /// begins, and what the host holds (upper case; a letter inet_aton never reads, or `-`: a
+    /// name; any letter).
+    private static func plainParts(_ bytes: UnsafeBufferPointer<UInt8>)
+        -> (secure: Bool, host: Range<Int>, port: Int, rest: Int, upper: Bool, named: Bool, letters: Bool)? {
+        func lower(_ offset: Int) -> UInt8 { bytes[offset] | 0x20 }
+        guard bytes.count > 7, lower(0) == UInt8(ascii: "h"), lower(1) == UInt8(ascii: "t"), lower(2) == UInt8(ascii: "t"),
+              lower(3) == UInt8(ascii: "p") else { return nil }
+        let secure = lower(4) == UInt8(ascii: "s")
+        var index = secure ? 5 : 4
+        guard bytes.count > index + 3, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"),
+              bytes[index + 2] == UInt8(ascii: "/") else { return nil }
+        index += 3
         let hostStart = index
-        // A letter inet_aton never reads (not a hex digit nor `x`), or `-`: a name, never an address.
-        var named = false
-        var letters = false
-        var upper = false
-        var hostEnd: String.Index?
+        var (named, letters, upper) = (false, false, false)
+        var hostEnd: Int?
         var port = secure ? 443 : 80
         var digits = 0
-        while index != utf8.endIndex {
-            let byte = utf8[index]
+        while index < bytes.count {
+            let byte = bytes[index]
             if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
             if hostEnd == nil {
                 switch byte {
@@ -135,33 +162,32 @@ public struct Origin: Hashable, Sendable, CustomStringConvertible {
                 port = port * 10 + Int(byte - 48)
                 digits += 1
             }
-            index = utf8.index(after: index)
+            index += 1
         }
         let end = hostEnd ?? index
-        guard end > hostStart, hostEnd == nil || digits > 0, port <= 65535 else { return nil }
-        var host = String(text[hostStart..<end])
-        if upper { host = host.lowercased() }
-        guard !host.hasSuffix("."), !host.hasPrefix(".") else { return nil }
-        let written = host
-        if !named {
-            // Dotted decimal only when it is already inet_ntop's spelling (four parts, no
-            // leading zeros); `127.1`, `0x7f.1` and names of hex letters take the general path.
-            guard !letters, isDottedQuad(host) else { return nil }
-            if host == "127.0.0.1" { host = "localhost" }
-        } else if host == "localhost" || host.hasSuffix(".localhost") {
-            host = "localhost"
-        }
-        let scheme = secure ? "https" : "http"
-        let name = scheme + "://" + written + ":" + String(port)
-        return (Origin(scheme: scheme, host: host, port: port, name: name), text[index...])
+        guard end > hostStart, hostEnd == nil || digits > 0, port <= 65535,
+              bytes[hostStart] != UInt8(ascii: "."), bytes[end - 1] != UInt8(ascii: ".") else { return nil }
+        return (secure, hostStart..<end, port, index, upper, named, letters)
     }
 
+    /// Four decimal parts of at most 255, without leading zeros.
     private static func isDottedQuad(_ host: String) -> Bool {
-        let parts = host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { part in
-            !part.isEmpty && part.count <= 3 && (part.count == 1 || part.first != UInt8(ascii: "0"))
-                && part.reduce(0) { $0 * 10 + Int($1 - 48) } <= 255
+        var parts = 0
+        var value = 0
+        var length = 0
+        var first: UInt8 = 0
+        for byte in host.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard length > 0, length == 1 || first != UInt8(ascii: "0"), value <= 255 else { return false }
+                (parts, value, length) = (parts + 1, 0, 0)
+                continue
+            }
+            if length == 0 { first = byte }
+            value = value * 10 + Int(byte &- 48)
+            length += 1
+            guard length <= 3 else { return false }
         }
+        return parts == 3 && length > 0 && (length == 1 || first != UInt8(ascii: "0")) && value <= 255
     }
 
     /// A port: digits (leading zeros allowed), at most 65535; empty or absent is the default.

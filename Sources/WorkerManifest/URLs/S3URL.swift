@@ -15,7 +15,7 @@ public struct S3Kind: URLKind {
         let after = url.dropFirst(5)
         let bucket = after.prefix { $0 != "/" }
         guard S3URL.bucketProblem(String(bucket)) == nil else { return nil }
-        return (Origin(scheme: "s3", host: String(bucket), port: 0, name: "s3://" + bucket), after[bucket.endIndex...])
+        return (Origin(scheme: "s3", host: String(bucket), port: nil, written: String(bucket)), after[bucket.endIndex...])
     }
 
     public func problem(entry url: String) -> String? {

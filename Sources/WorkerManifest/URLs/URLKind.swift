@@ -63,16 +63,12 @@ public enum URLKinds {
     }
 
     /// The kind of the URL whose UTF-8 bytes are `utf8` (asked of every entry without making a
-    /// string of it).
-    public static func kind(utf8: some Sequence<UInt8>) -> (any URLKind)? {
-        var scheme = ""
-        for byte in utf8 {
-            if byte == UInt8(ascii: ":") { return kind(scheme: scheme) }
-            let lower = byte | 0x20
-            let letter = (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(lower)
-            guard scheme.utf8.count < 15, letter || (!scheme.isEmpty && ((48...57).contains(byte) || byte == 43 || byte == 45 || byte == 46))
-            else { return nil }
-            scheme.unicodeScalars.append(Unicode.Scalar(letter ? lower : byte))
+    /// string of it): each registered scheme compared with the bytes before the colon.
+    public static func kind(utf8: UnsafeRawBufferPointer) -> (any URLKind)? {
+        for kind in all {
+            for scheme in kind.schemes where scheme.utf8.count < utf8.count && utf8[scheme.utf8.count] == UInt8(ascii: ":") {
+                if zip(scheme.utf8, utf8).allSatisfy({ $0 == $1 | 0x20 }) { return kind }
+            }
         }
         return nil
     }
@@ -123,6 +119,6 @@ extension Origin {
     /// The origin of `url` as its kind says; for a URL no kind parses, an origin of its own
     /// (credentials hidden) that no other URL shares: its request fails anyway.
     public static func of(_ url: String) -> Origin {
-        URLKinds.parse(url)?.origin ?? Origin(scheme: "", host: url, port: 0, name: Redact.url(url))
+        URLKinds.parse(url)?.origin ?? Origin(scheme: "", host: url, port: nil, written: Redact.url(url))
     }
 }

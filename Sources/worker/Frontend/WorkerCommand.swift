@@ -39,7 +39,7 @@ struct WorkerCommand: AsyncParsableCommand {
         // that surely downloads (BENCHMARKS.md, "Where a 300-file cold sync's time goes"). The
         // threads such a run needs before its downloads are made first: one made during the load
         // waits for it to end. Every exit waits for the load (`end`, and a command's success).
-        if DownloadGuess.surelyDownloads {
+        if Invocation.surelyDownloads {
             StopSignals.startWatching()
             CurlTransport().prepare()
         }
@@ -51,7 +51,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 // A first word that names no subcommand is answered with a suggestion, whatever
                 // else the words say.
                 if let first = Invocation.current?.words.first, !first.hasPrefix("-"), let message = unknownCommand(first) {
-                    end(CommandFailure.input("worker: \(message)"))
+                    end(CommandFailure.unknownCommand(message))
                 }
                 throw error
             }

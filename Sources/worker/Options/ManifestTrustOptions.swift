@@ -24,22 +24,14 @@ struct ManifestTrustOptions: ParsableArguments {
     var manifestMaxAge: PositiveSeconds?
 
     /// The trust of the run; a keys file that cannot be used is exit 2 naming its line.
-    func trust(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CommandFailure) -> ManifestTrust {
+    func trust(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ManifestTrust {
         var trust = ManifestTrust()
         trust.signature = signature
         if let manifestMaxAge { trust.maxAge = manifestMaxAge.value }
         let files = !trustedKeys.isEmpty ? trustedKeys
             : (environment["WORKER_TRUSTED_KEYS"] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
-        for file in files {
-            do {
-                try trust.keys.load(file)
-            } catch {
-                throw .input(error.description)
-            }
-        }
-        if signature != nil, trust.keys.isEmpty {
-            throw .input("worker: --signature needs trusted keys to check it against (--trusted-keys or WORKER_TRUSTED_KEYS)")
-        }
+        for file in files { try trust.keys.load(file) }
+        if signature != nil, trust.keys.isEmpty { throw CommandFailure.signatureWithoutKeys }
         return trust
     }
 }

@@ -15,7 +15,7 @@ struct SyncCommandOptions: ParsableArguments {
 
     /// The engine's settings, made once as the command starts; an option's value that cannot be
     /// used is `command`'s usage error.
-    func syncOptions(manifests: [String], command: any ParsableCommand.Type) throws(CommandFailure) -> SyncOptions {
+    func syncOptions(manifests: [String], command: any ParsableCommand.Type) throws -> SyncOptions {
         var options = SyncOptions(cacheDirectory: cache.resolved)
         selection.apply(to: &options)
         options.fetch = try network.settings(for: command)

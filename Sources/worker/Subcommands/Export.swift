@@ -82,6 +82,6 @@ struct Export: AsyncParsableCommand {
             Console.out("exported \(shared)\(files) file\(files == 1 ? "" : "s") to \(directory) "
                         + "(\(result.linked) linked, \(result.copied) copied, \(result.unchanged) already there\(removed))\n")
         }
-        if !result.missing.isEmpty { throw CommandFailure.failed(result.missing.prefix(20).map { "not cached: \($0)" }) }
+        if !result.missing.isEmpty { throw CommandFailure.unfinished(result.missing.prefix(20).map { "not cached: \($0)" }) }
     }
 }

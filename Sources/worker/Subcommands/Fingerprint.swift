@@ -36,7 +36,7 @@ struct Fingerprint: AsyncParsableCommand {
             do {
                 set = try loader.load(paths: manifests)
             } catch {
-                throw CommandFailure.input(error.description)
+                throw error
             }
         }
         Console.out(ManifestFingerprint.digest(set) + "\n")

@@ -52,7 +52,7 @@ struct Get: AsyncParsableCommand {
         options.waitLock = lock.seconds()
         // Checked before the lookup: a fetch whose bytes cannot be written is work for nothing.
         if let output, output != "-", access(output, F_OK) != 0, let problem = OutputGuard.folderProblem(output) {
-            throw CommandFailure.input("worker: -o '\(output)': \(problem)")
+            throw CommandFailure.outputRefused("-o '\(output)': \(problem)")
         }
         let expected = try hash?.parsed.get()
         let stop = StopSignals.enable { Console.notice("worker: \($0)") }
@@ -60,13 +60,13 @@ struct Get: AsyncParsableCommand {
         do {
             lookup = try await SyncEngine(options: options, context: .command(stop: stop)).get(url: url, hash: expected)
         } catch .manifest(let errors) {
-            throw CommandFailure.input("worker: \(errors.diagnostics.map(\.message).joined(separator: "; "))")
+            throw CommandFailure.badInput(errors.diagnostics.map(\.message).joined(separator: "; "))
         } catch .cache(let error) {
             throw error
         }
         guard let path = lookup.path else {
             let entry = lookup.entry
-            throw CommandFailure.failed(["failed: \(Redact.url(url)): \(entry?.reason?.rawValue ?? "failed"): \(entry?.error ?? "not fetched")"])
+            throw CommandFailure.unfinished(["failed: \(Redact.url(url)): \(entry?.reason?.rawValue ?? "failed"): \(entry?.error ?? "not fetched")"])
         }
         switch output {
         case nil:
@@ -109,6 +109,6 @@ struct Get: AsyncParsableCommand {
     }
 
     private func failure(_ message: String) -> CommandFailure {
-        .unusable("worker: \(message)")
+        .outputFailed(message)
     }
 }

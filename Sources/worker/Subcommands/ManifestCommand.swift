@@ -123,10 +123,10 @@ struct ManifestCommand: AsyncParsableCommand {
         let fetch = try network.settings(for: Self.self)
         if let output, let problem = Self.outputProblem(output) {
             // Never over a file that is not a manifest worker wrote (a typo must not eat a source file).
-            throw CommandFailure.input("worker: -o '\(output)' \(problem); refusing to overwrite it")
+            throw CommandFailure.outputRefused("-o '\(output)' \(problem); refusing to overwrite it")
         }
         if let output, access(output, F_OK) != 0, let problem = OutputGuard.folderProblem(output) {
-            throw CommandFailure.input("worker: -o '\(output)': \(problem)")
+            throw CommandFailure.outputRefused("-o '\(output)': \(problem)")
         }
         var yaml: String
         var failed = 0
@@ -141,7 +141,7 @@ struct ManifestCommand: AsyncParsableCommand {
                 let items = try ManifestWriter.scan(folders, literal: URLKinds.kind(of: baseURL)?.literalPaths == true)
                 yaml = ManifestWriter.yaml(name: name, baseURL: baseURL, items: items)
             } catch {
-                throw CommandFailure.input("worker: \(error)")
+                throw CommandFailure.badInput("\(error)")
             }
         }
         yaml = ManifestWriter.stamped(yaml, serial: serial, expires: expiresIn.map { Date().timeIntervalSince1970 + $0.value })
@@ -149,13 +149,13 @@ struct ManifestCommand: AsyncParsableCommand {
             do {
                 try AtomicFile.write(Data(yaml.utf8), to: output)
             } catch {
-                throw CommandFailure.unusable("worker: \(ErrorText.describe(error))")
+                throw CommandFailure.outputFailed(ErrorText.describe(error))
             }
         } else {
             Console.out(yaml)
         }
         // Each URL that failed was said as the manifest was made, before the manifest itself.
-        if failed > 0 { throw CommandFailure.failed([]) }
+        if failed > 0 { throw CommandFailure.unfinished([]) }
     }
 
     /// Why `path` may not be replaced, or nil: it is missing, empty, or a manifest this command
@@ -181,7 +181,7 @@ struct ManifestCommand: AsyncParsableCommand {
             text = String(decoding: Console.readStandardInput(), as: UTF8.self)
         } else {
             guard let read = try? String(contentsOfFile: source, encoding: .utf8) else {
-                throw CommandFailure.input("worker: cannot read --urls '\(source)'")
+                throw CommandFailure.badInput("cannot read --urls '\(source)'")
             }
             text = read
         }
@@ -200,7 +200,7 @@ struct ManifestCommand: AsyncParsableCommand {
         do {
             result = try await engine(fetch).pin(urls: urls, source: source == "-" ? "stdin" : source)
         } catch .manifest(let errors) {
-            throw CommandFailure.input(errors.diagnostics.map { diagnostic in
+            throw CommandFailure.badList(errors.diagnostics.map { diagnostic in
                 let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line
                 return "\(diagnostic.path):\(line): \(diagnostic.message)"
             })
@@ -245,7 +245,7 @@ struct ManifestCommand: AsyncParsableCommand {
         let result: SyncEngine.BucketManifest = try await engine(fetch).bucketManifest(bucket: location.bucket, prefix: location.key, earlier: earlier)
         if let problem = result.listingFailure {
             // Nothing is written: an earlier manifest at -o stays as it is.
-            throw CommandFailure.failed(["worker: cannot list \(base): \(problem)"])
+            throw CommandFailure.unfinished(["worker: cannot list \(base): \(problem)"])
         }
         for entry in result.failed {
             Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")

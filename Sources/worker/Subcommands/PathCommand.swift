@@ -30,7 +30,7 @@ struct PathCommand: AsyncParsableCommand {
             throw error
         }
         guard let path else {
-            throw CommandFailure.failed(["not cached: \(Redact.url(url))"])
+            throw CommandFailure.unfinished(["not cached: \(Redact.url(url))"])
         }
         Console.out(path + "\n")
     }

@@ -82,7 +82,7 @@ struct Push: AsyncParsableCommand {
             Console.out(line + "\n")
         }
         let givenUp = counts.givenUp.map { "worker push: stopped after errors in a row from \(shown): \(Sanitize.terminal($0, limit: 200))" }
-        if !result.complete { throw CommandFailure.failed(givenUp.map { [$0] } ?? []) }
+        if !result.complete { throw CommandFailure.unfinished(givenUp.map { [$0] } ?? []) }
         if let givenUp { Console.error(givenUp) }
     }
 }

@@ -37,6 +37,6 @@ struct Remove: AsyncParsableCommand {
                     + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))"
                     + (result.failuresCleared.isEmpty ? "" : "; cleared \(result.failuresCleared.count) pending failure"
                         + (result.failuresCleared.count == 1 ? "" : "s")) + "\n")
-        if !result.notCached.isEmpty { throw CommandFailure.failed(result.notCached.map { "not cached: \(Redact.url($0))" }) }
+        if !result.notCached.isEmpty { throw CommandFailure.unfinished(result.notCached.map { "not cached: \(Redact.url($0))" }) }
     }
 }

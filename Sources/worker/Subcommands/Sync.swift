@@ -68,7 +68,7 @@ struct Sync: AsyncParsableCommand {
             for line in failureLines { Console.error(line) }
             throw failure
         }
-        guard report.succeeded else { throw CommandFailure.failed(failureLines) }
+        guard report.succeeded else { throw CommandFailure.unfinished(failureLines) }
         for line in failureLines { Console.error(line) }
     }
 }

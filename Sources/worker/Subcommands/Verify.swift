@@ -93,10 +93,10 @@ struct Verify: AsyncParsableCommand {
             do {
                 try AtomicFile.write(Console.json(report), to: path)
             } catch {
-                throw CommandFailure.unusable("cannot write the report: \(ErrorText.describe(error))")
+                throw CommandFailure.outputFailed("cannot write the report: \(ErrorText.describe(error))")
             }
         }
-        if !report.isClean && !report.repaired { throw CommandFailure.failed([]) }
+        if !report.isClean && !report.repaired { throw CommandFailure.unfinished([]) }
     }
 
     static func describe(_ report: VerifyReport) -> String {
