@@ -111,7 +111,6 @@ let package = Package(
         ),
         .target(
             name: "WorkerTestSupport",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle", "CurlTransport"],
             path: "Tests/WorkerTestSupport"
         ),
         .testTarget(

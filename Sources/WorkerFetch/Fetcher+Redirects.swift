@@ -25,7 +25,7 @@ extension Fetcher {
         guard URLKinds.kind(scheme: scheme)?.id == .http else {
             return .failure(FetchFailure(.scheme, "redirect to a '\(Redact.short(scheme))' URL refused (only http and https)"))
         }
-        if base.scheme?.lowercased() == "https" && scheme == "http" {
+        if HTTPKind.isDowngrade(from: base.scheme?.lowercased() ?? "", to: scheme) {
             return .failure(FetchFailure(.redirect, "redirect from https to http refused"))
         }
         let next = target.absoluteString

@@ -22,6 +22,12 @@ public struct HTTPKind: URLKind {
         }
     }
 
+    /// Whether going from a URL of scheme `from` to one of `to` (lowercase) leaves TLS: a redirect
+    /// the fetch stage refuses.
+    public static func isDowngrade(from: String, to: String) -> Bool {
+        from == "https" && to == "http"
+    }
+
     public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
         Origin.http(url)
     }
