@@ -11,15 +11,20 @@ public struct HTTPKind: URLKind {
 
     /// True when `text` starts with `http://` or `https://` (any case).
     static func matches(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { utf8 in
-            guard utf8.count >= 7, utf8[0] | 0x20 == UInt8(ascii: "h"), utf8[1] | 0x20 == UInt8(ascii: "t"),
-                  utf8[2] | 0x20 == UInt8(ascii: "t"), utf8[3] | 0x20 == UInt8(ascii: "p")
-            else { return false }
-            let rest = utf8[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4
-            return utf8.count >= rest + 3 && utf8[rest] == UInt8(ascii: ":") && utf8[rest + 1] == UInt8(ascii: "/")
-                && utf8[rest + 2] == UInt8(ascii: "/")
+        // A native string's own bytes; a bridged one's through a copy.
+        if let answer = text.utf8.withContiguousStorageIfAvailable({ matches(bytes: UnsafeRawBufferPointer($0)) }) {
+            return answer
         }
+        return Array(text.utf8.prefix(8)).withUnsafeBytes(matches(bytes:))
+    }
+
+    /// `matches` on a URL's bytes.
+    static func matches(bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= 7, bytes[0] | 0x20 == UInt8(ascii: "h"), bytes[1] | 0x20 == UInt8(ascii: "t"),
+              bytes[2] | 0x20 == UInt8(ascii: "t"), bytes[3] | 0x20 == UInt8(ascii: "p") else { return false }
+        let colon = bytes[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4
+        return bytes.count >= colon + 3 && bytes[colon] == UInt8(ascii: ":") && bytes[colon + 1] == UInt8(ascii: "/")
+            && bytes[colon + 2] == UInt8(ascii: "/")
     }
 
     /// Whether going from a URL of scheme `from` to one of `to` (lowercase) leaves TLS: a redirect

@@ -23,6 +23,8 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
     public let port: Int?
     /// The host as written (lowercased, without user info), for `name`.
     private let written: String
+    /// Host and port hashed once: the per-origin tables look an origin up for every request.
+    private let hashed: Int
 
     /// The origin as reports and logs name it: `scheme://host:port` with the host as written, or
     /// `s3://BUCKET`.
@@ -39,16 +41,20 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
         self.host = host
         self.port = port
         self.written = written
+        var hasher = Hasher()
+        // The scheme seldom tells two origins apart (`==` still compares it).
+        hasher.combine(host)
+        hasher.combine(port ?? -1)
+        hashed = hasher.finalize()
     }
 
     public static func == (left: Origin, right: Origin) -> Bool {
-        left === right || (left.port == right.port && left.host == right.host && left.scheme == right.scheme)
+        left === right
+            || (left.hashed == right.hashed && left.port == right.port && left.host == right.host && left.scheme == right.scheme)
     }
 
     public func hash(into hasher: inout Hasher) {
-        // The scheme seldom tells two origins apart (`==` still compares it).
-        hasher.combine(host)
-        hasher.combine(port)
+        hasher.combine(hashed)
     }
 
     /// The origin of an absolute http or https URL and where its authority ends (the rest: path,
@@ -98,35 +104,17 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The common spelling read from the bytes: `http(s)://host[:port]` with a host of letters,
-    /// digits, `-` and `.` (a name, or an IPv4 address in dotted decimal). Nil for anything else.
+    /// digits, `-` and `.` (a name, or an IPv4 address already in dotted decimal). Nil for
+    /// anything else, which the general reading takes.
     private static func plain(_ text: Substring) -> (origin: Origin, rest: Substring)? {
         var text = text
         // The bytes themselves (a native string's are contiguous): asked for every URL a plan
         // groups, where walking a substring's UTF-8 view index by index costs more than the rest.
-        guard let (secure, hostRange, port, restOffset, upper, named, letters) = text.withUTF8(plainParts) else { return nil }
-        let utf8 = text.utf8
-        let hostStart = utf8.index(utf8.startIndex, offsetBy: hostRange.lowerBound)
-        let hostEnd = utf8.index(utf8.startIndex, offsetBy: hostRange.upperBound)
-        var host = String(text[hostStart..<hostEnd])
-        if upper { host = host.lowercased() }
-        let written = host
-        if !named {
-            // Dotted decimal only when it is already inet_ntop's spelling (four parts, no
-            // leading zeros); `127.1`, `0x7f.1` and names of hex letters take the general path.
-            guard !letters, isDottedQuad(host) else { return nil }
-            if host == "127.0.0.1" { host = "localhost" }
-        } else if host == "localhost" || host.hasSuffix(".localhost") {
-            host = "localhost"
-        }
-        return (Origin(scheme: secure ? "https" : "http", host: host, port: port, written: written),
-                text[utf8.index(utf8.startIndex, offsetBy: restOffset)...])
+        guard let (origin, restOffset) = text.withUTF8(plainOrigin) else { return nil }
+        return (origin, text[text.utf8.index(text.utf8.startIndex, offsetBy: restOffset)...])
     }
 
-    /// `plain`'s reading of the bytes: the scheme, where the host is, the port, where the rest
-    /// begins, and what the host holds (upper case; a letter inet_aton never reads, or `-`: a
-    /// name; any letter).
-    private static func plainParts(_ bytes: UnsafeBufferPointer<UInt8>)
-        -> (secure: Bool, host: Range<Int>, port: Int, rest: Int, upper: Bool, named: Bool, letters: Bool)? {
+    private static func plainOrigin(_ bytes: UnsafeBufferPointer<UInt8>) -> (Origin, rest: Int)? {
         func lower(_ offset: Int) -> UInt8 { bytes[offset] | 0x20 }
         guard bytes.count > 7, lower(0) == UInt8(ascii: "h"), lower(1) == UInt8(ascii: "t"), lower(2) == UInt8(ascii: "t"),
               lower(3) == UInt8(ascii: "p") else { return nil }
@@ -136,7 +124,12 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
               bytes[index + 2] == UInt8(ascii: "/") else { return nil }
         index += 3
         let hostStart = index
+        // A letter inet_aton never reads (not a hex digit nor `x`), or `-`: a name, never an
+        // address. Without one, the host must already be dotted decimal as inet_ntop writes it
+        // (four parts, no leading zeros, each at most 255): `127.1`, `0x7f.1` and names of hex
+        // letters take the general reading.
         var (named, letters, upper) = (false, false, false)
+        var (dots, part, partLength, leadingZero, quad) = (0, 0, 0, false, true)
         var hostEnd: Int?
         var port = secure ? 443 : 80
         var digits = 0
@@ -151,7 +144,14 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
                     if byte < UInt8(ascii: "a") { upper = true }
                     let lower = byte | 0x20
                     if lower > UInt8(ascii: "f"), lower != UInt8(ascii: "x") { named = true }
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."): break
+                case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    if partLength == 0 { leadingZero = byte == UInt8(ascii: "0") } else if leadingZero { quad = false }
+                    part = part * 10 + Int(byte - 48)
+                    partLength += 1
+                    if partLength > 3 || part > 255 { quad = false }
+                case UInt8(ascii: "."):
+                    if partLength == 0 { quad = false }
+                    (dots, part, partLength) = (dots + 1, 0, 0)
                 case UInt8(ascii: ":"):
                     hostEnd = index
                     port = 0
@@ -167,27 +167,17 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
         let end = hostEnd ?? index
         guard end > hostStart, hostEnd == nil || digits > 0, port <= 65535,
               bytes[hostStart] != UInt8(ascii: "."), bytes[end - 1] != UInt8(ascii: ".") else { return nil }
-        return (secure, hostStart..<end, port, index, upper, named, letters)
-    }
-
-    /// Four decimal parts of at most 255, without leading zeros.
-    private static func isDottedQuad(_ host: String) -> Bool {
-        var parts = 0
-        var value = 0
-        var length = 0
-        var first: UInt8 = 0
-        for byte in host.utf8 {
-            if byte == UInt8(ascii: ".") {
-                guard length > 0, length == 1 || first != UInt8(ascii: "0"), value <= 255 else { return false }
-                (parts, value, length) = (parts + 1, 0, 0)
-                continue
-            }
-            if length == 0 { first = byte }
-            value = value * 10 + Int(byte &- 48)
-            length += 1
-            guard length <= 3 else { return false }
+        let hostBytes = UnsafeBufferPointer(rebasing: bytes[hostStart..<end])
+        let written = upper ? String(decoding: hostBytes.map { $0 | ($0 >= 65 && $0 <= 90 ? 0x20 : 0) }, as: UTF8.self)
+                            : String(decoding: hostBytes, as: UTF8.self)
+        var host = written
+        if !named {
+            guard !letters, quad, dots == 3, partLength > 0 else { return nil }
+            if written == "127.0.0.1" { host = "localhost" }
+        } else if written == "localhost" || written.hasSuffix(".localhost") {
+            host = "localhost"
         }
-        return parts == 3 && length > 0 && (length == 1 || first != UInt8(ascii: "0")) && value <= 255
+        return (Origin(scheme: secure ? "https" : "http", host: host, port: port, written: written), index)
     }
 
     /// A port: digits (leading zeros allowed), at most 65535; empty or absent is the default.

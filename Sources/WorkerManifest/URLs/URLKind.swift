@@ -65,6 +65,7 @@ public enum URLKinds {
     /// The kind of the URL whose UTF-8 bytes are `utf8` (asked of every entry without making a
     /// string of it): each registered scheme compared with the bytes before the colon.
     public static func kind(utf8: UnsafeRawBufferPointer) -> (any URLKind)? {
+        if HTTPKind.matches(bytes: utf8) { return http }
         for kind in all {
             for scheme in kind.schemes where scheme.utf8.count < utf8.count && utf8[scheme.utf8.count] == UInt8(ascii: ":") {
                 if zip(scheme.utf8, utf8).allSatisfy({ $0 == $1 | 0x20 }) { return kind }
