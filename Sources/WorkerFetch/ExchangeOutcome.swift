@@ -30,7 +30,8 @@ package enum ExchangeOutcome: Sendable {
     case redirect(status: Int, location: String?)
     case status(Int, retryAfter: Double?)
     case notModified
-    /// A HEAD in S3's checksum mode: its status, and the SHA-256 the bucket stores for the object
-    /// (`x-amz-checksum-sha256`, base64) when it has one.
-    case storedChecksum(Int, sha256: String?)
+    /// A status and one header the request asked about (`ResponseHandler.statusAndHeader`): the
+    /// SHA-256 a bucket stores (`x-amz-checksum-sha256`, base64) for a HEAD in S3's checksum mode,
+    /// the challenge (`www-authenticate`) of a registry that wants a token.
+    case statusAndHeader(Int, value: String?)
 }

@@ -11,6 +11,9 @@ package final class FetchRequest: Sendable {
     let fetchURL: String
     /// How requests for `fetchURL` are signed (an `s3://` URL with credentials).
     let signing: AWSSigning?
+    /// The `Authorization` value requests for `fetchURL` carry (a registry's token), sent only to
+    /// its origin.
+    let authorization: String?
     /// Other places serving the same bytes, tried in order after `fetchURL` fails (pinned
     /// entries' `mirrors`, after `--rewrite`).
     let mirrors: [FetchLocation]
@@ -36,10 +39,10 @@ package final class FetchRequest: Sendable {
         self.etag = etag
         self.lastModified = lastModified
         if LocalFile.isLocal(url) {
-            (fetchURL, origin, signing, self.mirrors) = (url, nil, nil, [])
+            (fetchURL, origin, signing, authorization, self.mirrors) = (url, nil, nil, nil, [])
         } else {
             let primary = locator.location(url, origin: knownOrigin)
-            (fetchURL, origin, signing) = (primary.url, primary.origin, primary.signing)
+            (fetchURL, origin, signing, authorization) = (primary.url, primary.origin, primary.signing, primary.authorization)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             var locations: [FetchLocation] = []
             if expected != nil, !mirrors.isEmpty {
@@ -59,6 +62,7 @@ package final class FetchRequest: Sendable {
         url = location.url
         fetchURL = location.url
         signing = location.signing
+        authorization = location.authorization
         mirrors = []
         expected = request.expected
         origin = location.origin
@@ -70,19 +74,23 @@ package final class FetchRequest: Sendable {
 
     /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
     var locations: [FetchLocation] {
-        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing)] + mirrors
+        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing,
+                       authorization: authorization)] + mirrors
     }
 
     /// The request to send to one of `locations`: this one itself when it is `url`.
     func at(_ location: FetchLocation) -> FetchRequest {
-        location.url == url && location.origin == origin && location.signing == signing ? self : FetchRequest(self, at: location)
+        location.url == url && location.origin == origin && location.signing == signing && location.authorization == authorization
+            ? self : FetchRequest(self, at: location)
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
 
     /// Sent with credentials (the manifest's headers, URL user info, a signed bucket request):
     /// what it fetches is as private as the origin.
-    package var carriesCredentials: Bool { !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) || signing != nil }
+    package var carriesCredentials: Bool {
+        !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) || signing != nil || authorization != nil
+    }
 
     /// Whether what `location` delivers was fetched with credentials: signed, with user info in
     /// its URL (as listed or as requested), or with the manifest's headers (sent only to the
@@ -114,12 +122,15 @@ struct FetchLocation: Sendable, Equatable {
     let origin: Origin
     /// How requests to it are signed (an `s3://` URL with credentials).
     let signing: AWSSigning?
+    /// The `Authorization` value its requests carry (a registry's token).
+    let authorization: String?
 
-    init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil) {
+    init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil) {
         self.listed = listed
         self.url = url
         self.origin = origin ?? Origin.of(url)
         self.signing = signing
+        self.authorization = authorization
     }
 }
 

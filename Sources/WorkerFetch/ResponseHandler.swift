@@ -25,8 +25,8 @@ package struct ResponseHandler {
     private let resumeThreshold: Int64
     /// Reads only the status (a HEAD, a PUT's answer): any status is `.status`, no body is kept.
     private let readsStatusOnly: Bool
-    /// A HEAD in S3's checksum mode: the status and the stored SHA-256 (`.storedChecksum`).
-    private var readsStoredChecksum = false
+    /// The one header a status-only exchange reads (`.statusAndHeader`).
+    private var readsHeader: String?
     private var resumed = false
     /// ETag, else Last-Modified: what makes a cut body resumable.
     private var validator: String?
@@ -63,16 +63,17 @@ package struct ResponseHandler {
                         url: url, resume: nil, resumeThreshold: .max, readsStatusOnly: true)
     }
 
-    /// A handler for a HEAD in S3's checksum mode (`x-amz-checksum-mode: ENABLED`).
-    static func storedChecksum(url: String, deadline: Double) -> ResponseHandler {
+    /// A handler that reads a response's status and one header (one of `headerNames`): a HEAD
+    /// in S3's checksum mode (`x-amz-checksum-sha256`), a registry's challenge (`www-authenticate`).
+    static func statusAndHeader(_ name: String, url: String, deadline: Double) -> ResponseHandler {
         var handler = statusOnly(url: url, deadline: deadline)
-        handler.readsStoredChecksum = true
+        handler.readsHeader = name
         return handler
     }
 
     /// The response headers `head` reads (lowercase): a transport may keep only these.
     package static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
-                              "location", "retry-after", "transfer-encoding", "x-amz-checksum-sha256"]
+                              "location", "retry-after", "transfer-encoding", "www-authenticate", "x-amz-checksum-sha256"]
 
     /// The status line and headers (`headers` gives every instance of one, by its lowercase name,
     /// one of `headerNames`, in the order received). A failure ends the exchange; nil reads on.
@@ -81,7 +82,7 @@ package struct ResponseHandler {
         multiplexed = httpMajorVersion >= 2
         closesConnection = !multiplexed && !keepAlive
         if readsStatusOnly {
-            outcome = readsStoredChecksum ? .storedChecksum(status, sha256: header("x-amz-checksum-sha256")) : .status(status, retryAfter: nil)
+            outcome = readsHeader.map { .statusAndHeader(status, value: header($0)) } ?? .status(status, retryAfter: nil)
             return nil
         }
         if status == 301 || status == 302 || status == 303 || status == 307 || status == 308 {

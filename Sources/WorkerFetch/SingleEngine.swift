@@ -48,7 +48,7 @@ package final class SingleEngine: Sendable {
 
     private static func isTransient(_ reply: ExchangeReply) -> Bool {
         switch reply.result {
-        case .success(.status(let status, _)), .success(.storedChecksum(let status, _)):
+        case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
             status >= 500 || status == 408 || status == 429
         case .success: false
         case .failure(let failure): failure.reason != .cancelled && failure.isTransient

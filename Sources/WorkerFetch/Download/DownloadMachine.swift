@@ -167,8 +167,8 @@ struct DownloadMachine: Sendable {
         case .success(.status(let status, let retryAfter)):
             return attemptEnded(.failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter)),
                                 jitter: jitter)
-        case .success(.storedChecksum(let status, _)):
-            // A download never asks in checksum mode: a body was due.
+        case .success(.statusAndHeader(let status, _)):
+            // A download never asks for a status and a header: a body was due.
             return attemptEnded(.failure(FetchFailure(.httpStatus, "HTTP \(status) without a body", httpStatus: status)),
                                 jitter: jitter)
         case .success(.redirect(let status, let location)):
@@ -236,6 +236,8 @@ struct DownloadMachine: Sendable {
         // Signed like the manifest's headers are sent: to the request's own origin only.
         let signing = sendHeaders ? request.signing : nil
         if let signing { lines += signing.headers }
+        // A location's own authorization (a registry's token), like signing: its origin only.
+        if sendHeaders, let authorization = request.authorization { lines.append("Authorization: " + authorization) }
         let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing)
         if rules.pacesRequests {
             state = .takingSlot(exchange)

@@ -81,7 +81,7 @@ final class RemoteCacheLookup: Sendable {
         case .success(.status(let status, _)):
             tier.failed("HTTP \(status)") { $0.errors += 1 }
             return miss
-        case .success(.notModified), .success(.storedChecksum):
+        case .success(.notModified), .success(.statusAndHeader):
             tier.failed("an answer it was not asked for") { $0.errors += 1 }
             return miss
         case .failure(let failure) where failure.reason == .cancelled:

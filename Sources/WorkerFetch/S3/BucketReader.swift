@@ -60,15 +60,15 @@ package final class BucketReader: Sendable {
         var request = TransferRequest(url: url, headers: ["x-amz-checksum-mode: ENABLED"], deadline: 0)
         request.method = .head
         request.signing = signing
-        let reply = await exchange(request) { deadline in .storedChecksum(url: url, deadline: deadline) }
+        let reply = await exchange(request) { deadline in .statusAndHeader("x-amz-checksum-sha256", url: url, deadline: deadline) }
         switch reply.result {
-        case .success(.storedChecksum(200, let base64)):
+        case .success(.statusAndHeader(200, let base64)):
             guard let base64 else { return .success(nil) }
             guard let digest = Data(base64Encoded: base64), digest.count == 32 else {
                 return .failure(FetchFailure(.httpStatus, "x-amz-checksum-sha256 is not a SHA-256 (\(Redact.short(base64)))"))
             }
             return .success(Hex.encode(digest))
-        case .success(.storedChecksum(let status, _)):
+        case .success(.statusAndHeader(let status, _)):
             return .failure(Self.refusal(status, signing: signing))
         case .success:
             return .failure(FetchFailure(.httpStatus, "an unexpected answer to a HEAD"))
@@ -100,7 +100,7 @@ package final class BucketReader: Sendable {
                 return .failure(FetchFailure(.io, "cannot read the listing's temporary file"))
             }
             return .success(String(decoding: data, as: UTF8.self))
-        case .success(.status(let status, _)), .success(.storedChecksum(let status, _)):
+        case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
             return .failure(Self.refusal(status, signing: signing))
         case .success(.redirect(let status, _)):
             return .failure(FetchFailure(.redirect, "HTTP \(status): the bucket is in another region or behind a redirect",

@@ -31,8 +31,7 @@ final class OriginSource: ContentSource {
 
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
         if request.mirrors.isEmpty {
-            let location = FetchLocation(listed: request.url, url: request.fetchURL, origin: request.origin,
-                                         signing: request.signing)
+            let location = request.locations[0]
             let isPrivate = request.carriesCredentials(at: location)
             download(request.at(location), retries: true, lane: lane) { finished in
                 done(SourceOutcome(Self.named(finished.result, at: location), attempts: finished.attempts, bytes: finished.bytes,
@@ -99,9 +98,10 @@ final class OriginSource: ContentSource {
 
     private static func named(_ failure: FetchFailure, at location: FetchLocation) -> FetchFailure {
         guard let status = failure.httpStatus, status == 400 || status == 401 || status == 403,
-              URLKinds.has(.signed, location.listed)
+              let unauthorized = URLKinds.kind(of: location.listed)?.sentWithoutCredentials
         else { return failure }
-        let signed = location.signing.map { "signed with \($0)" } ?? "unsigned: no AWS credentials were found"
+        let signed = location.signing.map { "signed with \($0)" }
+            ?? (location.authorization != nil ? "sent with the credentials it asked for" : unauthorized)
         return FetchFailure(failure.reason, "\(failure.message) (\(signed))", httpStatus: status, retryAfter: failure.retryAfter,
                             detail: failure.detail)
     }
