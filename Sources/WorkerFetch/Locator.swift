@@ -11,6 +11,8 @@ public struct Locator: Sendable, Equatable {
     /// How `s3://` URLs are reached: resolved from the AWS environment when a run has some
     /// (`resolvingS3`); nil before (unsigned, AWS's endpoint).
     public var s3: S3Access?
+    /// How `oci://` blobs are authorized: what each registry asked for (`authorizing`).
+    public var registries = RegistryAccess()
 
     public init() {}
 
@@ -42,9 +44,33 @@ public struct Locator: Sendable, Equatable {
             }
             let (url, signing) = (s3 ?? S3Access()).location(of: object)
             return FetchLocation(listed: listed, url: rewrite.apply(url), origin: origin, signing: signing)
+        case .oci?:
+            // An `oci://` FROM sends the blob to another registry (a pull-through cache), and
+            // the registry's API URL goes where an http(s) rule sends it.
+            let target = rewrite.apply(listed)
+            guard let reference = OCIReference(target), let digest = reference.digest else {
+                return FetchLocation(listed: listed, url: target, origin: origin)
+            }
+            return FetchLocation(listed: listed, url: rewrite.apply(reference.apiBase + "/blobs/sha256:" + digest), origin: origin,
+                                 authorization: registries.authorization(for: reference))
         case .http?, .file?, nil:
             return FetchLocation(listed: listed, url: rewrite.apply(listed), origin: origin)
         }
+    }
+
+    /// This locator with what the kinds of `urls` must ask before their requests (a registry's
+    /// token); what could not be had is said in `problems`.
+    package func authorizing(_ urls: some Sequence<String>, store: ContentStore, settings: FetchSettings,
+                             environment: [String: String] = ProcessInfo.processInfo.environment) async -> (Locator, problems: [String]) {
+        var references: [OCIReference] = []
+        for url in urls where URLKinds.kind(of: url)?.id == .oci {
+            if let reference = OCIReference(rewrite.apply(url)) { references.append(reference) }
+        }
+        guard !references.isEmpty else { return (self, []) }
+        var locator = self
+        let problems: [String]
+        (locator.registries, problems) = await registries.resolving(references, store: store, settings: settings, environment: environment)
+        return (locator, problems)
     }
 
     /// Where `listed` would be requested without `--rewrite`: an `s3://` URL's endpoint URL, else
@@ -54,6 +80,9 @@ public struct Locator: Sendable, Equatable {
         case .s3?:
             guard case .success(let object) = S3URL.parse(listed) else { return listed }
             return (s3 ?? S3Access()).location(of: object).url
+        case .oci?:
+            guard let reference = OCIReference(listed), let digest = reference.digest else { return listed }
+            return reference.apiBase + "/blobs/sha256:" + digest
         case .http?, .file?, nil:
             return listed
         }

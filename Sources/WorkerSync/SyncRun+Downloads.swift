@@ -33,6 +33,13 @@ extension SyncRun {
         let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.item(at: $0).entry.url) } }
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
         let breaker = OriginBreaker(down: Set(remembered.map { Origin.of($0.origin) }))
+        // What the kinds of the URLs to fetch ask before their requests (a registry's token).
+        if network {
+            let (authorized, problems) = await options.fetch.locator.authorizing(
+                groups.lazy.flatMap { $0.items }.map { [plan] in plan.item(at: $0).entry.url }, store: store, settings: options.fetch)
+            options.fetch.locator = authorized
+            for problem in problems { logger.warning("\(problem)") }
+        }
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         // Each request is made as its item starts.
         let (planned, locator) = (plan, options.fetch.locator)

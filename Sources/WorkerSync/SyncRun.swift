@@ -15,7 +15,7 @@ struct SyncRun {
     let plan: SyncPlan
     let store: ContentStore
     let index: CacheIndex
-    let options: SyncOptions
+    var options: SyncOptions
     let context: RunContext
     var logger: Logger { context.logger }
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Logging
 import WorkerFetch
 import WorkerManifest
 import WorkerStore
@@ -15,7 +16,13 @@ extension CacheVerifier {
         // command (the same confinement as `sync`); any other local row is dropped.
         let folders = manifestPaths.map { URLResolver(manifestPath: $0).folder }
         let network = broken.contains { !LocalFile.isLocal($0.url) }
-        let locator = try fetch.locator.resolvingS3(if: broken.contains { URLKinds.has(.signed, $0.url) })
+        var locator = try fetch.locator.resolvingS3(if: broken.contains { URLKinds.has(.signed, $0.url) })
+        // What the kinds of these URLs ask before their requests (a registry's token).
+        if network {
+            let problems: [String]
+            (locator, problems) = await locator.authorizing(broken.map(\.url), store: store, settings: fetch)
+            for problem in problems { logger.warning("\(problem)") }
+        }
         let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
         var batch = BatchCommit(store: store)
         var dropped: [String] = []

@@ -8,6 +8,7 @@ public struct S3Kind: URLKind {
     private static let schemes = ["s3"]
     public var roles: URLRoles { [.remote, .base, .manifest, .signed, .listable] }
     public var literalPaths: Bool { true }
+    public var sentWithoutCredentials: String? { "unsigned: no AWS credentials were found" }
 
     /// `s3://BUCKET` (a bucket S3 accepts), and the key with its leading `/`.
     public func origin(of url: String) -> (origin: Origin, rest: Substring)? {

@@ -23,11 +23,23 @@ public protocol URLKind: Sendable {
     /// The tree path of an entry written as `written`: absolute, or relative to a `base_url` of
     /// this kind.
     func treePath(written: String) -> Result<String, TreePathProblem>
+    /// What a refusal (400, 401, 403) of a request sent without credentials adds, for a kind
+    /// whose requests carry the run's (`s3`: "unsigned: no AWS credentials were found"); nil for
+    /// the rest.
+    var sentWithoutCredentials: String? { get }
+    /// The hash a URL of this kind names itself (an OCI blob's digest): it pins an entry without
+    /// `hash:`, and one with `hash:` must agree. Nil for most kinds.
+    func impliedHash(of url: String) -> ContentHash?
+}
+
+extension URLKind {
+    public func impliedHash(of url: String) -> ContentHash? { nil }
+    public var sentWithoutCredentials: String? { nil }
 }
 
 /// The kinds by name.
 public enum URLKindID: Sendable, Hashable {
-    case http, s3, file
+    case http, s3, file, oci
 }
 
 /// Where a kind of URL may be written.
@@ -52,7 +64,8 @@ public enum URLKinds {
     public static let http = HTTPKind()
     public static let s3 = S3Kind()
     public static let file = FileKind()
-    public static let all: [any URLKind] = [http, s3, file]
+    public static let oci = OCIKind()
+    public static let all: [any URLKind] = [http, s3, file, oci]
 
     /// The kind of `url` by its scheme; nil for a scheme no kind reads (or none).
     public static func kind(of url: String) -> (any URLKind)? {
@@ -106,6 +119,13 @@ public enum URLKinds {
             } ?? "\(what) must be an absolute \(schemes(with: role, joiner: "or")) URL"
         }
         return kind.problem(prefix: text).map { "\(what)\($0.hasPrefix(":") ? "" : " ")\($0)" }
+    }
+
+    /// The hash `url` names itself, when its kind says one (an OCI blob's digest). An http(s) URL
+    /// is told apart first: asked of every entry a manifest lists.
+    public static func impliedHash(of url: String) -> ContentHash? {
+        guard !HTTPKind.matches(url) else { return nil }
+        return kind(of: url)?.impliedHash(of: url)
     }
 
     /// The tree path of an entry without `path`, written `written`, whose resolved URL is `resolved`.

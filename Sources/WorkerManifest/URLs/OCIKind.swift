@@ -1,0 +1,162 @@
+import WorkerSupport
+
+/// `oci://REGISTRY/REPOSITORY@sha256:DIGEST`: one blob of a registry that speaks the OCI
+/// distribution API (Docker Hub, GHCR, ECR, Harbor, Artifactory, GitLab, distribution). The digest
+/// is the blob's SHA-256 — worker's own name for objects — so it pins the entry (a `hash:` is
+/// optional and must agree). The registry is the origin; requests go to
+/// `https://REGISTRY/v2/REPOSITORY/blobs/sha256:DIGEST` (http for a loopback registry, as Docker
+/// and ORAS treat `localhost`), authorized as the registry asks (the fetch stage's `RegistryAccess`).
+public struct OCIKind: URLKind {
+    public var id: URLKindID { .oci }
+    public var schemes: [String] { Self.schemes }
+    private static let schemes = ["oci"]
+    public var roles: URLRoles { [.remote, .signed] }
+    public var literalPaths: Bool { false }
+    public var sentWithoutCredentials: String? { "sent without credentials: none for this registry (docker login, or REGISTRY_AUTH_FILE)" }
+
+    /// The registry (any spelling of its host and port, as http(s) compares them), and
+    /// `/REPOSITORY@sha256:DIGEST`.
+    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+        guard let reference = OCIReference(url) else { return nil }
+        return (reference.origin, url[reference.restStart...])
+    }
+
+    public func problem(entry url: String) -> String? {
+        switch OCIReference.parse(url) {
+        case .success(let reference) where reference.digest == nil:
+            "'\(Redact.short(url))' names a tag: an entry is one blob, oci://REGISTRY/REPOSITORY@sha256:DIGEST"
+        case .success: nil
+        case .failure(let problem): problem.description
+        }
+    }
+
+    public func problem(prefix: String) -> String? {
+        let registry = prefix.dropFirst("oci://".count).prefix { $0 != "/" }
+        return Origin.http("https://" + registry) == nil ? ": '\(Redact.short(String(registry)))' is not a registry (HOST[:PORT])" : nil
+    }
+
+    /// `REPOSITORY@sha256:DIGEST`, as Docker writes a reference without its registry.
+    public func treePath(written: String) -> Result<String, TreePathProblem> {
+        guard let reference = OCIReference(written), let digest = reference.digest else {
+            return .failure(TreePathProblem(message: "an oci:// entry without a digest has no tree path: give it a 'path'"))
+        }
+        return .success(reference.repository + "@sha256:" + digest)
+    }
+
+    public func impliedHash(of url: String) -> ContentHash? {
+        OCIReference(url)?.digest.flatMap { try? ContentHash.parse("sha256:" + $0).get() }
+    }
+}
+
+/// A parsed `oci://` reference: the registry, the repository (the distribution spec's grammar:
+/// lowercase path components joined by `.`, `_`, `__` or dashes), and a digest or a tag.
+public struct OCIReference: Sendable, Equatable {
+    /// HOST[:PORT] as written.
+    public let registry: String
+    public let repository: String
+    /// The SHA-256 in hex, for `@sha256:`.
+    public let digest: String?
+    /// The tag, for `:TAG`.
+    public let tag: String?
+    let origin: Origin
+    let restStart: String.Index
+
+    public static func == (left: OCIReference, right: OCIReference) -> Bool {
+        left.registry == right.registry && left.repository == right.repository && left.digest == right.digest && left.tag == right.tag
+    }
+
+    /// Where the registry's API is: https, or http for a loopback registry.
+    public var apiBase: String {
+        (origin.host == "localhost" ? "http://" : "https://") + registry + "/v2/" + repository
+    }
+
+    public init?(_ url: String) {
+        guard case .success(let reference) = Self.parse(url) else { return nil }
+        self = reference
+    }
+
+    private init(registry: String, repository: String, digest: String?, tag: String?, origin: Origin, restStart: String.Index) {
+        (self.registry, self.repository, self.digest, self.tag, self.origin, self.restStart) =
+            (registry, repository, digest, tag, origin, restStart)
+    }
+
+    /// The reference in `url`, or what is wrong with it.
+    public static func parse(_ url: String) -> Result<OCIReference, OCIReferenceProblem> {
+        guard url.utf8.count > 6, url.prefix(6).lowercased() == "oci://" else { return .failure(OCIReferenceProblem("not an oci:// URL")) }
+        let after = url.dropFirst(6)
+        guard let slash = after.firstIndex(of: "/") else {
+            return .failure(OCIReferenceProblem("'\(Redact.short(url))' has no repository (oci://REGISTRY/REPOSITORY@sha256:DIGEST)"))
+        }
+        let registry = String(after[..<slash])
+        guard let (connect, rest) = Origin.http("https://" + registry), rest.isEmpty, !registry.contains("@") else {
+            return .failure(OCIReferenceProblem("'\(Redact.short(registry))' is not a registry (HOST[:PORT])"))
+        }
+        let origin = Origin(scheme: "oci", host: connect.host, port: connect.port, written: registry.lowercased())
+        var name = after[after.index(after: slash)...]
+        var digest: String?
+        var tag: String?
+        if let at = name.firstIndex(of: "@") {
+            let value = name[name.index(after: at)...]
+            guard value.hasPrefix("sha256:"), value.utf8.count == 71,
+                  value.dropFirst(7).utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+            else { return .failure(OCIReferenceProblem("'\(Redact.short(url))': a digest is sha256: and 64 lowercase hex digits")) }
+            digest = String(value.dropFirst(7))
+            name = name[..<at]
+        } else if let colon = name.lastIndex(of: ":"), !name[colon...].contains("/") {
+            let value = name[name.index(after: colon)...]
+            guard isTag(value) else { return .failure(OCIReferenceProblem("'\(Redact.short(url))': a tag is 1 to 128 of A-Z a-z 0-9 _ . - (not first . or -)")) }
+            tag = String(value)
+            name = name[..<colon]
+        } else {
+            return .failure(OCIReferenceProblem("'\(Redact.short(url))' names no digest (@sha256:…) nor tag (:TAG)"))
+        }
+        guard isRepository(name) else {
+            return .failure(OCIReferenceProblem("'\(Redact.short(String(name)))' is not a repository name (lowercase letters and digits, "
+                            + "components joined by '.', '_', '__' or '-', separated by '/')"))
+        }
+        return .success(OCIReference(registry: registry, repository: String(name), digest: digest, tag: tag, origin: origin,
+                                     restStart: slash))
+    }
+
+    private static func isTag(_ text: Substring) -> Bool {
+        guard let first = text.utf8.first, (1...128).contains(text.utf8.count), first != UInt8(ascii: "."), first != UInt8(ascii: "-")
+        else { return false }
+        return text.utf8.allSatisfy { isAlphanumeric($0) || (65...90).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+            || $0 == UInt8(ascii: "-") }
+    }
+
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (97...122).contains(byte) || (48...57).contains(byte)
+    }
+
+    /// `[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*`
+    private static func isRepository(_ name: Substring) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 255 else { return false }
+        for component in name.split(separator: "/", omittingEmptySubsequences: false) {
+            let bytes = Array(component.utf8)
+            guard let first = bytes.first, let last = bytes.last, isAlphanumeric(first), isAlphanumeric(last) else { return false }
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                if isAlphanumeric(byte) { index += 1; continue }
+                // A separator: `.`, `_`, `__` or a run of `-`, then an alphanumeric.
+                var end = index + 1
+                if byte == UInt8(ascii: "_"), end < bytes.count, bytes[end] == UInt8(ascii: "_") { end += 1 }
+                if byte == UInt8(ascii: "-") { while end < bytes.count, bytes[end] == UInt8(ascii: "-") { end += 1 } }
+                guard byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-"),
+                      end < bytes.count, isAlphanumeric(bytes[end]) else { return false }
+                index = end
+            }
+        }
+        return true
+    }
+}
+
+/// What is wrong with an `oci://` reference.
+public struct OCIReferenceProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

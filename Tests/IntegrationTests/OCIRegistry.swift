@@ -1,0 +1,150 @@
+import Foundation
+import Glibc
+import WorkerTestSupport
+
+/// Debian's `docker-registry` (distribution 2.8) on a free port of 127.0.0.1: anonymous, behind
+/// htpasswd (Basic), or behind a token service (`RegistryTokenService`); registries made with one
+/// `storage` folder serve the same blobs. Blobs are pushed through an anonymous one with the
+/// distribution API (a monolithic upload, as `oras` and `skopeo` make for small blobs).
+/// scripts/test.sh installs docker-registry.
+final class OCIRegistry {
+    enum Auth {
+        case none
+        case htpasswd(user: String, password: String)
+        case token(RegistryTokenService)
+    }
+
+    let directory = TemporaryDirectory()
+    let port: Int
+    private let process: ChildProcess
+    var address: String { "127.0.0.1:\(port)" }
+
+    init(storage: String, auth: Auth = .none) throws {
+        let binary = ["/usr/bin/docker-registry", "/usr/local/bin/docker-registry"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let binary else { throw TierProblem("docker-registry is not installed (scripts/test.sh installs it)") }
+        var authBlock = ""
+        switch auth {
+        case .none: break
+        case .htpasswd(let user, let password):
+            let htpasswd = try ChildProcess("/usr/bin/env", ["htpasswd", "-Bbc", directory.path + "/htpasswd", user, password])
+            htpasswd.waitUntilExit()
+            guard htpasswd.terminationStatus == 0 else { throw TierProblem("htpasswd failed") }
+            authBlock = "auth:\n  htpasswd:\n    realm: worker-test\n    path: \(directory.path)/htpasswd\n"
+        case .token(let service):
+            authBlock = "auth:\n  token:\n    realm: \(service.url)/token\n    service: worker-test-registry\n"
+                + "    issuer: worker-test-issuer\n    rootcertbundle: \(service.certificate)\n"
+        }
+        var lastError = "docker-registry did not start"
+        for _ in 0..<3 {
+            let port = try NginxServer.freePort()
+            let config = directory.write("config.yml", """
+                version: 0.1
+                log:
+                  level: warn
+                storage:
+                  filesystem:
+                    rootdirectory: \(storage)
+                http:
+                  addr: 127.0.0.1:\(port)
+                \(authBlock)
+                """)
+            let process = try ChildProcess(binary, ["serve", config], stdout: .file(directory.path + "/registry.log"),
+                                           stderr: .file(directory.path + "/registry.log"))
+            if NginxServer.waitForListener(port: port, while: process) {
+                self.port = port
+                self.process = process
+                return
+            }
+            process.terminate()
+            process.waitUntilExit()
+            lastError = (try? String(contentsOfFile: directory.path + "/registry.log", encoding: .utf8)) ?? lastError
+        }
+        throw TierProblem(lastError)
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// Pushes `bytes` as a blob of `repository` (this registry must take anonymous pushes); its
+    /// digest's hex.
+    @discardableResult
+    func push(_ repository: String, _ bytes: [UInt8]) async throws -> String {
+        let digest = sha256(bytes)
+        let file = directory.write("blob-\(digest)", bytes)
+        let start = try await WorkerBinary.run(["-s", "-i", "-X", "POST", "http://\(address)/v2/\(repository)/blobs/uploads/"],
+                                               executable: "/usr/bin/curl")
+        guard let line = start.stdout.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("location:") }) else {
+            throw TierProblem("the registry started no upload: \(start.stdout)")
+        }
+        var location = String(line.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces)
+        if location.hasPrefix("/") { location = "http://\(address)" + location }
+        let put = try await WorkerBinary.run(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data-binary", "@" + file,
+                                              "-H", "Content-Type: application/octet-stream",
+                                              location + (location.contains("?") ? "&" : "?") + "digest=sha256:" + digest],
+                                             executable: "/usr/bin/curl")
+        guard put.stdout == "201" else { throw TierProblem("the blob upload answered \(put.stdout)") }
+        return digest
+    }
+}
+
+/// `Tests/tools/registry-token.py` on a free port: a token service for `OCIRegistry`'s token
+/// authentication, with a key and a self-signed certificate made for the test; `users` may pull
+/// every repository, anonymous callers those under `public/`. `requests` lists what it answered.
+final class RegistryTokenService {
+    let directory = TemporaryDirectory()
+    let port: Int
+    let certificate: String
+    private let process: ChildProcess
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Each answered request: the user (nil: anonymous) and the scope asked.
+    var requests: [(user: String?, scope: String)] {
+        let text = (try? String(contentsOfFile: directory.path + "/tokens.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return (object["user"] as? String, object["scope"] as? String ?? "")
+        }
+    }
+
+    init(users: [String: String]) throws {
+        let server = ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root") + "/.cache")
+            + "/worker-test-venv/bin/moto_server"
+        // moto's virtual environment has the `cryptography` package the service signs with.
+        let python = (server as NSString).deletingLastPathComponent + "/python"
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw TierProblem("the test virtual environment is not installed at \(python) (scripts/test.sh installs it)")
+        }
+        certificate = directory.path + "/token.pem"
+        let key = directory.path + "/token.key"
+        let openssl = try ChildProcess("/usr/bin/env", ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                                                        "-subj", "/CN=worker-test-issuer", "-keyout", key, "-out", certificate])
+        openssl.waitUntilExit()
+        guard openssl.terminationStatus == 0 else { throw TierProblem("openssl could not make the token service's key") }
+        let usersFile = directory.write("users.json", String(decoding: try JSONSerialization.data(withJSONObject: users), as: UTF8.self))
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("tools/registry-token.py").path
+        var lastError = "the token service did not start"
+        for _ in 0..<3 {
+            let port = try NginxServer.freePort()
+            let process = try ChildProcess(python, [script, key, certificate, String(port), usersFile, directory.path + "/tokens.log"],
+                                           stdout: .file(directory.path + "/service.log"), stderr: .file(directory.path + "/service.log"))
+            if NginxServer.waitForListener(port: port, while: process) {
+                self.port = port
+                self.process = process
+                return
+            }
+            process.terminate()
+            process.waitUntilExit()
+            lastError = (try? String(contentsOfFile: directory.path + "/service.log", encoding: .utf8)) ?? lastError
+        }
+        throw TierProblem(lastError)
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}

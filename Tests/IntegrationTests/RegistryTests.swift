@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+import WorkerTestSupport
+
+/// `oci://REGISTRY/REPOSITORY@sha256:DIGEST` entries against Debian's docker-registry
+/// (distribution 2.8): anonymous, behind htpasswd, and behind a token service — blobs fetched,
+/// pinned by their digest, authorized as the registry asks, and a registry's redirect to its
+/// storage followed without its token.
+@Suite(.hangLimit) struct RegistryTests {
+    private static func manifest(_ directory: TemporaryDirectory, _ urls: [String], name: String = "m.yaml") -> String {
+        directory.write(name, "version: 1\nentries:\n" + urls.map { "  - url: \($0)\n" }.joined())
+    }
+
+    /// A Docker config folder whose `auths` give `user:password` for `registry`.
+    private static func dockerConfig(_ directory: TemporaryDirectory, registry: String, user: String, password: String) -> String {
+        let auth = Data("\(user):\(password)".utf8).base64EncodedString()
+        _ = directory.write("docker/config.json", #"{"auths": {"\#(registry)": {"auth": "\#(auth)"}}}"#)
+        return directory.path + "/docker"
+    }
+
+    /// The digest pins the entry (no `hash:`); `get`, `path` and `verify --repair` work on the
+    /// blob; a `hash:` that is not the digest, and a tag, are located manifest errors.
+    @Test func aBlobOfAnAnonymousRegistryIsAnEntryPinnedByItsDigest() async throws {
+        let storage = TemporaryDirectory()
+        let registry = try OCIRegistry(storage: storage.path)
+        defer { registry.stop() }
+        let bytes = Array("a blob pushed to the registry\n".utf8)
+        let digest = try await registry.push("team/files", bytes)
+        let directory = TemporaryDirectory()
+        let url = "oci://\(registry.address)/team/files@sha256:\(digest)"
+        let manifest = Self.manifest(directory, [url])
+        let cache = directory.path + "/c"
+        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--report", directory.path + "/r.json"])
+        #expect(synced.code == 0, "\(synced.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.path + "/r.json"))) as? [String: Any]
+        let entries = report?["entries"] as? [[String: Any]] ?? []
+        #expect(entries.first?["status"] as? String == "added" && entries.first?["hash"] as? String == "sha256:\(digest)", "\(entries)")
+        let got = try await WorkerBinary.run(["get", url, "--cache-dir", cache, "-o", "-"])
+        #expect(got.code == 0 && got.stdout == String(decoding: bytes, as: UTF8.self), "\(got.stderr)")
+        let path = try await WorkerBinary.run(["path", url, "--cache-dir", cache])
+        #expect(path.code == 0 && path.stdout.hasSuffix("/\(digest)\n"), "\(path.stdout)")
+        try FileManager.default.removeItem(atPath: String(path.stdout.dropLast()))
+        let repaired = try await WorkerBinary.run(["verify", manifest, "--repair", "--cache-dir", cache])
+        #expect(repaired.code == 0, "\(repaired.stdout)\(repaired.stderr)")
+        #expect(FileManager.default.contents(atPath: String(path.stdout.dropLast())) == Data(bytes))
+        let wrong = directory.write("wrong.yaml", "version: 1\nentries:\n  - url: \(url)\n    hash: sha256:\(String(repeating: "0", count: 64))\n"
+                                    + "  - url: oci://\(registry.address)/team/files:latest\n")
+        let refused = try await WorkerBinary.run(["sync", wrong, "--cache-dir", cache])
+        #expect(refused.code == 2)
+        #expect(refused.stderr.contains("wrong.yaml:3:10: the hash is not the digest the URL names"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("wrong.yaml:5:10: ") && refused.stderr.contains("names a tag"), "\(refused.stderr)")
+    }
+
+    /// A registry behind htpasswd: without credentials the blob fails, the refusal saying none
+    /// were sent; with Docker's config or REGISTRY_AUTH_FILE it is fetched; the password is never
+    /// printed.
+    @Test func aRegistryBehindBasicAuthGetsTheCredentialsOfDockersConfig() async throws {
+        let storage = TemporaryDirectory()
+        let open = try OCIRegistry(storage: storage.path)
+        defer { open.stop() }
+        let closed = try OCIRegistry(storage: storage.path, auth: .htpasswd(user: "reader", password: "s3cret-pass"))
+        defer { closed.stop() }
+        let bytes = Array("behind basic auth\n".utf8)
+        let digest = try await open.push("team/files", bytes)
+        let directory = TemporaryDirectory()
+        let manifest = Self.manifest(directory, ["oci://\(closed.address)/team/files@sha256:\(digest)"])
+        let none = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c1", "--retries", "0"],
+                                              environment: ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": ""])
+        #expect(none.code == 1)
+        #expect(none.stderr.contains("HTTP 401 (sent without credentials: none for this registry"), "\(none.stderr)")
+        let config = Self.dockerConfig(directory, registry: closed.address, user: "reader", password: "s3cret-pass")
+        let docker = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c2", "--retries", "0", "--report",
+                                                 directory.path + "/r.json"], environment: ["DOCKER_CONFIG": config, "REGISTRY_AUTH_FILE": ""])
+        #expect(docker.code == 0, "\(docker.stderr)")
+        let podman = directory.write("auth.json", try String(contentsOfFile: config + "/config.json", encoding: .utf8))
+        let withFile = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c3", "--retries", "0"],
+                                                  environment: ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": podman])
+        #expect(withFile.code == 0, "\(withFile.stderr)")
+        let secret = Data("reader:s3cret-pass".utf8).base64EncodedString()
+        let said = none.stdout + none.stderr + docker.stdout + docker.stderr + withFile.stdout + withFile.stderr
+            + ((try? String(contentsOfFile: directory.path + "/r.json", encoding: .utf8)) ?? "")
+        #expect(!said.contains("s3cret-pass") && !said.contains(secret))
+    }
+
+    /// A registry behind a token service: the challenge is answered with a token for each
+    /// repository's pull scope — anonymously for a public repository, with the Docker config's
+    /// credentials for a private one — which distribution checks; a registry that redirects a blob
+    /// to its storage (another origin) has it fetched there without the token.
+    @Test func aTokenIsAskedPerScopeAndNeverFollowsARedirectToStorage() async throws {
+        let storage = TemporaryDirectory()
+        let open = try OCIRegistry(storage: storage.path)
+        defer { open.stop() }
+        let tokens = try RegistryTokenService(users: ["reader": "t0ken-pass"])
+        defer { tokens.stop() }
+        let registry = try OCIRegistry(storage: storage.path, auth: .token(tokens))
+        defer { registry.stop() }
+        let (one, two, three) = (Array("public one\n".utf8), Array("private two\n".utf8), Array("private three\n".utf8))
+        let publicDigest = try await open.push("public/tools", one)
+        let privateDigests = [try await open.push("team/files", two), try await open.push("team/files", three)]
+        let directory = TemporaryDirectory()
+        let publicOnly = Self.manifest(directory, ["oci://\(registry.address)/public/tools@sha256:\(publicDigest)"], name: "public.yaml")
+        let anonymous = try await WorkerBinary.run(["sync", publicOnly, "--cache-dir", directory.path + "/c1", "--retries", "0"],
+                                                   environment: ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": ""])
+        #expect(anonymous.code == 0, "\(anonymous.stderr)")
+        #expect(tokens.requests.map(\.scope) == ["repository:public/tools:pull"] && tokens.requests.allSatisfy { $0.user == nil })
+        // The private repository's blobs: one token for both, asked with the user's credentials.
+        let config = Self.dockerConfig(directory, registry: registry.address, user: "reader", password: "t0ken-pass")
+        let both = Self.manifest(directory, privateDigests.map { "oci://\(registry.address)/team/files@sha256:\($0)" }, name: "team.yaml")
+        let denied = try await WorkerBinary.run(["sync", both, "--cache-dir", directory.path + "/c2", "--retries", "0"],
+                                                environment: ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": ""])
+        #expect(denied.code == 1, "an anonymous token has no access to team/files: \(denied.stderr)")
+        let allowed = try await WorkerBinary.run(["sync", both, "--cache-dir", directory.path + "/c2", "--retries", "0"],
+                                                 environment: ["DOCKER_CONFIG": config, "REGISTRY_AUTH_FILE": ""])
+        #expect(allowed.code == 0, "\(allowed.stderr)")
+        #expect(tokens.requests.filter { $0.scope == "repository:team/files:pull" && $0.user == "reader" }.count == 1)
+        // Behind a front that sends blob reads to storage on another origin, as most registries do.
+        let store = try NginxServer(http: "log_format seen '$request_uri $http_authorization';") { port, root in
+            """
+            listen 127.0.0.1:\(port);
+            access_log \(root)/logs/seen.log seen;
+            location /storage/ { rewrite ^/storage/(.*)$ /v2/$1 break; proxy_pass http://\(open.address); }
+            """
+        }
+        defer { store.stop() }
+        let front = try NginxServer(http: "log_format seen '$request_uri $http_authorization';") { port, root in
+            """
+            listen 127.0.0.1:\(port);
+            access_log \(root)/logs/seen.log seen;
+            location ~ ^/v2/(.+)/blobs/(sha256:[0-9a-f]+)$ { return 307 http://127.0.0.1:\(store.port)/storage/$1/blobs/$2; }
+            location / { proxy_pass http://\(registry.address); proxy_set_header Host $http_host; }
+            """
+        }
+        defer { front.stop() }
+        let redirected = Self.manifest(directory, ["oci://127.0.0.1:\(front.port)/team/files@sha256:\(privateDigests[0])"], name: "front.yaml")
+        let viaStorage = try await WorkerBinary.run(["sync", redirected, "--cache-dir", directory.path + "/c3", "--retries", "0"],
+                                                    environment: ["DOCKER_CONFIG": Self.dockerConfig(directory, registry: "127.0.0.1:\(front.port)",
+                                                                                                   user: "reader", password: "t0ken-pass"),
+                                                                  "REGISTRY_AUTH_FILE": ""])
+        #expect(viaStorage.code == 0, "\(viaStorage.stderr)")
+        let frontSeen = (try? String(contentsOfFile: front.directory.path + "/logs/seen.log", encoding: .utf8)) ?? ""
+        let storeSeen = (try? String(contentsOfFile: store.directory.path + "/logs/seen.log", encoding: .utf8)) ?? ""
+        #expect(frontSeen.contains("/blobs/sha256:\(privateDigests[0]) Bearer "), "the registry got its token: \(frontSeen)")
+        #expect(storeSeen.contains("/storage/team/files/blobs/sha256:\(privateDigests[0]) -"), "the storage got none: \(storeSeen)")
+        #expect(!storeSeen.contains("Bearer"))
+        let said = anonymous.stderr + denied.stderr + allowed.stdout + allowed.stderr + viaStorage.stdout + viaStorage.stderr
+        #expect(!said.contains("t0ken-pass") && !said.contains("Bearer ey"))
+    }
+}
