@@ -41,14 +41,14 @@ package final class FetchRequest: Sendable {
         if LocalFile.isLocal(url) {
             (fetchURL, origin, signing, authorization, self.mirrors) = (url, nil, nil, nil, [])
         } else {
-            let primary = locator.location(url, origin: knownOrigin)
+            let primary = locator.location(url, origin: knownOrigin, expected: expected)
             (fetchURL, origin, signing, authorization) = (primary.url, primary.origin, primary.signing, primary.authorization)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             var locations: [FetchLocation] = []
             if expected != nil, !mirrors.isEmpty {
                 var seen: Set<String> = [fetchURL]
                 for mirror in mirrors {
-                    let location = locator.location(mirror)
+                    let location = locator.location(mirror, expected: expected)
                     if seen.insert(location.url).inserted { locations.append(location) }
                 }
             }

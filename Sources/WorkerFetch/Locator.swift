@@ -32,9 +32,10 @@ public struct Locator: Sendable, Equatable {
         }
     }
 
-    /// The location `listed` is requested at (its `origin`, when the caller knows it already):
-    /// the one place this stage gives each kind of URL its way of being reached.
-    func location(_ listed: String, origin: Origin? = nil) -> FetchLocation {
+    /// The location `listed` is requested at (its `origin`, when the caller knows it already;
+    /// `expected`, the hash its bytes must have: a tag's layer is the blob of that digest): the
+    /// one place this stage gives each kind of URL its way of being reached.
+    func location(_ listed: String, origin: Origin? = nil, expected: ContentHash? = nil) -> FetchLocation {
         switch URLKinds.kind(of: listed)?.id {
         case .s3?:
             // An `s3://` FROM sends the key to another bucket (signed) or to an http(s) URL (unsigned).
@@ -48,9 +49,9 @@ public struct Locator: Sendable, Equatable {
             // An `oci://` FROM sends the blob to another registry (a pull-through cache), and
             // the registry's API URL goes where an http(s) rule sends it.
             let target = rewrite.apply(listed)
-            guard let reference = OCIReference(target), let digest = reference.digest else {
-                return FetchLocation(listed: listed, url: target, origin: origin)
-            }
+            guard let reference = OCIReference(target),
+                  let digest = reference.digest ?? (expected?.algorithm == .sha256 ? expected?.hex : nil)
+            else { return FetchLocation(listed: listed, url: target, origin: origin) }
             return FetchLocation(listed: listed, url: rewrite.apply(reference.apiBase + "/blobs/sha256:" + digest), origin: origin,
                                  authorization: registries.authorization(for: reference))
         case .http?, .file?, nil:
@@ -81,8 +82,8 @@ public struct Locator: Sendable, Equatable {
             guard case .success(let object) = S3URL.parse(listed) else { return listed }
             return (s3 ?? S3Access()).location(of: object).url
         case .oci?:
-            guard let reference = OCIReference(listed), let digest = reference.digest else { return listed }
-            return reference.apiBase + "/blobs/sha256:" + digest
+            guard let reference = OCIReference(listed) else { return listed }
+            return reference.apiBase + (reference.digest.map { "/blobs/sha256:" + $0 } ?? "/manifests/" + (reference.tag ?? ""))
         case .http?, .file?, nil:
             return listed
         }

@@ -117,7 +117,7 @@ public struct SyncEngine: Sendable {
         ahead?.prepare()
         defer { ahead?.settle() }
         let prefetched = indexed ? prefetch(manifestPaths: manifestPaths) : nil
-        let set: ManifestSet
+        var set: ManifestSet
         do {
             var loader = ManifestLoader()
             loader.collectsTree = options.tree != nil
@@ -126,6 +126,12 @@ public struct SyncEngine: Sendable {
         } catch {
             _ = await prefetched?.value
             throw .manifest(error)
+        }
+        do {
+            set = try await resolvingArtifacts(set)
+        } catch {
+            _ = await prefetched?.value
+            throw error
         }
         let accepted: AcceptedManifests
         do {

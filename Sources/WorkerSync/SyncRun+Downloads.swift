@@ -35,8 +35,11 @@ extension SyncRun {
         let breaker = OriginBreaker(down: Set(remembered.map { Origin.of($0.origin) }))
         // What the kinds of the URLs to fetch ask before their requests (a registry's token).
         if network {
-            let (authorized, problems) = await options.fetch.locator.authorizing(
-                groups.lazy.flatMap { $0.items }.map { [plan] in plan.item(at: $0).entry.url }, store: store, settings: options.fetch)
+            let urls = groups.lazy.flatMap { $0.items }.flatMap { [plan] item -> [String] in
+                let entry = plan.item(at: item).entry
+                return [entry.url] + (entry.hash == nil ? [] : plan.manifests.manifests[entry.manifest].mirrors(of: entry))
+            }
+            let (authorized, problems) = await options.fetch.locator.authorizing(urls, store: store, settings: options.fetch)
             options.fetch.locator = authorized
             for problem in problems { logger.warning("\(problem)") }
         }

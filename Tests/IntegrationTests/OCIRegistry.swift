@@ -89,6 +89,30 @@ final class OCIRegistry {
     }
 }
 
+extension OCIRegistry {
+    /// Pushes `files` (name → bytes) as an artifact `repository:tag` with ORAS's Python client,
+    /// as `oras push` does: a layer per file titled with its name (this registry must take
+    /// anonymous pushes).
+    func pushArtifact(_ repository: String, tag: String, files: [String: [UInt8]]) throws {
+        let folder = TemporaryDirectory()
+        for (name, bytes) in files { _ = folder.write(name, bytes) }
+        let script = folder.write("push.py", """
+            import sys
+            import oras.client
+            client = oras.client.OrasClient(hostname=sys.argv[1], insecure=True)
+            answer = client.push(target=sys.argv[2], files=sys.argv[3:])
+            sys.exit(0 if answer.status_code in (200, 201) else 1)
+            """)
+        let process = try ChildProcess(RegistryTokenService.python(), [script, address, "\(address)/\(repository):\(tag)"]
+                                       + files.keys.sorted(), directory: folder.path,
+                                       stdout: .file(folder.path + "/push.log"), stderr: .file(folder.path + "/push.log"))
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TierProblem("oras push failed: " + ((try? String(contentsOfFile: folder.path + "/push.log", encoding: .utf8)) ?? ""))
+        }
+    }
+}
+
 /// `Tests/tools/registry-token.py` on a free port: a token service for `OCIRegistry`'s token
 /// authentication, with a key and a self-signed certificate made for the test; `users` may pull
 /// every repository, anonymous callers those under `public/`. `requests` lists what it answered.
@@ -108,15 +132,20 @@ final class RegistryTokenService {
         }
     }
 
-    init(users: [String: String]) throws {
+    /// The test virtual environment's Python (moto's, with `cryptography` and ORAS's client).
+    static func python() throws -> String {
         let server = ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root") + "/.cache")
             + "/worker-test-venv/bin/moto_server"
-        // moto's virtual environment has the `cryptography` package the service signs with.
         let python = (server as NSString).deletingLastPathComponent + "/python"
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw TierProblem("the test virtual environment is not installed at \(python) (scripts/test.sh installs it)")
         }
+        return python
+    }
+
+    init(users: [String: String]) throws {
+        let python = try Self.python()
         certificate = directory.path + "/token.pem"
         let key = directory.path + "/token.key"
         let openssl = try ChildProcess("/usr/bin/env", ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",

@@ -44,11 +44,11 @@ import WorkerTestSupport
         #expect(repaired.code == 0, "\(repaired.stdout)\(repaired.stderr)")
         #expect(FileManager.default.contents(atPath: String(path.stdout.dropLast())) == Data(bytes))
         let wrong = directory.write("wrong.yaml", "version: 1\nentries:\n  - url: \(url)\n    hash: sha256:\(String(repeating: "0", count: 64))\n"
-                                    + "  - url: oci://\(registry.address)/team/files:latest\n")
+                                    + "  - url: oci://\(registry.address)/Team/files@sha256:\(digest)\n")
         let refused = try await WorkerBinary.run(["sync", wrong, "--cache-dir", cache])
         #expect(refused.code == 2)
         #expect(refused.stderr.contains("wrong.yaml:3:10: the hash is not the digest the URL names"), "\(refused.stderr)")
-        #expect(refused.stderr.contains("wrong.yaml:5:10: ") && refused.stderr.contains("names a tag"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("wrong.yaml:5:10: 'Team/files' is not a repository name"), "\(refused.stderr)")
     }
 
     /// A registry behind htpasswd: without credentials the blob fails, the refusal saying none
@@ -144,5 +144,74 @@ import WorkerTestSupport
         #expect(!storeSeen.contains("Bearer"))
         let said = anonymous.stderr + denied.stderr + allowed.stdout + allowed.stderr + viaStorage.stdout + viaStorage.stderr
         #expect(!said.contains("t0ken-pass") && !said.contains("Bearer ey"))
+    }
+
+    /// A tag is resolved as the run starts to its titled layers (pushed with ORAS): each an entry
+    /// `…:TAG#TITLE` pinned by its digest (the report says it), in the tree under the entry's
+    /// folder by title; a tag that moves updates the changed layer only; `worker manifest` writes
+    /// the layers pinned; a tag the registry does not have stops the run (exit 3).
+    @Test func anArtifactsTagIsItsLayersAndATagThatMovesIsAnUpdate() async throws {
+        let storage = TemporaryDirectory()
+        let registry = try OCIRegistry(storage: storage.path)
+        defer { registry.stop() }
+        let (alpha, beta, changed) = (Array("alpha\n".utf8), Array("beta bytes\n".utf8), Array("beta, changed\n".utf8))
+        try registry.pushArtifact("team/art", tag: "v1", files: ["a.txt": alpha, "b.bin": beta])
+        let directory = TemporaryDirectory()
+        let tag = "oci://\(registry.address)/team/art:v1"
+        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(tag)\n    path: tools\n")
+        let (cache, tree) = (directory.path + "/c", directory.path + "/tree")
+        let first = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree, "--report", directory.path + "/r1.json"])
+        #expect(first.code == 0, "\(first.stderr)")
+        #expect(FileManager.default.contents(atPath: tree + "/tools/a.txt") == Data(alpha))
+        #expect(FileManager.default.contents(atPath: tree + "/tools/b.bin") == Data(beta))
+        let rows = try Self.rows(directory.path + "/r1.json")
+        #expect(rows["\(tag)#a.txt"]?["hash"] as? String == "sha256:" + sha256(alpha) && rows["\(tag)#a.txt"]?["status"] as? String == "added",
+                "\(rows)")
+        try registry.pushArtifact("team/art", tag: "v1", files: ["a.txt": alpha, "b.bin": changed])
+        let second = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree, "--report", directory.path + "/r2.json"])
+        #expect(second.code == 0, "\(second.stderr)")
+        let moved = try Self.rows(directory.path + "/r2.json")
+        #expect(moved["\(tag)#b.bin"]?["status"] as? String == "updated" && moved["\(tag)#b.bin"]?["hash"] as? String == "sha256:" + sha256(changed),
+                "\(moved)")
+        #expect(FileManager.default.contents(atPath: tree + "/tools/b.bin") == Data(changed))
+        #expect(second.stdout.contains("added 0, updated 1, reused 0, unchanged 1"), "\(second.stdout)")
+        // The layers pinned, as a manifest; synced into another cache without asking for the tag.
+        let written = try await WorkerBinary.run(["manifest", tag, "-o", directory.path + "/pinned.yaml"])
+        #expect(written.code == 0, "\(written.stderr)")
+        let text = try String(contentsOfFile: directory.path + "/pinned.yaml", encoding: .utf8)
+        #expect(text.contains("\(tag)#b.bin\"\n    hash: sha256:\(sha256(changed))"), "\(text)")
+        let pinned = try await WorkerBinary.run(["sync", directory.path + "/pinned.yaml", "--cache-dir", directory.path + "/c2"])
+        #expect(pinned.code == 0 && pinned.stdout.contains("added 2,"), "\(pinned.stdout)\(pinned.stderr)")
+        let missing = directory.write("missing.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/team/art:v9\n")
+        let stopped = try await WorkerBinary.run(["sync", missing, "--cache-dir", cache, "--retries", "0"])
+        #expect(stopped.code == 3 && stopped.stderr.contains("team/art:v9: the registry answered HTTP 404 (no such tag)"), "\(stopped.stderr)")
+    }
+
+    /// Everything else applies: `--rewrite oci://REGISTRY/=oci://MIRROR/` is a pull-through cache
+    /// (the registry itself is never asked), and the mirrors map serves a registry that is down.
+    @Test func aPullThroughMirrorAndTheMirrorsMapServeARegistryThatIsDown() async throws {
+        let storage = TemporaryDirectory()
+        let mirror = try OCIRegistry(storage: storage.path)
+        defer { mirror.stop() }
+        let bytes = Array("served by the mirror\n".utf8)
+        let digest = try await mirror.push("team/files", bytes)
+        let gone = try NginxServer.freePort()
+        let directory = TemporaryDirectory()
+        let url = "oci://127.0.0.1:\(gone)/team/files@sha256:\(digest)"
+        let manifest = Self.manifest(directory, [url])
+        let rewritten = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c1", "--retries", "0",
+                                                    "--rewrite", "oci://127.0.0.1:\(gone)/=oci://\(mirror.address)/", "--rewrite-strict"])
+        #expect(rewritten.code == 0, "\(rewritten.stderr)")
+        let mapped = directory.write("mapped.yaml", "version: 1\nmirrors:\n  \"oci://127.0.0.1:\(gone)/\": \"oci://\(mirror.address)/\"\n"
+                                     + "entries:\n  - url: \(url)\n")
+        let failedOver = try await WorkerBinary.run(["sync", mapped, "--cache-dir", directory.path + "/c2", "--retries", "0"])
+        #expect(failedOver.code == 0, "\(failedOver.stderr)")
+        #expect(failedOver.stderr.contains("failover: 1 entry from oci://\(mirror.address)"), "\(failedOver.stderr)")
+    }
+
+    private static func rows(_ report: String) throws -> [String: [String: Any]] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
+        let entries = object?["entries"] as? [[String: Any]] ?? []
+        return Dictionary(entries.compactMap { row in (row["url"] as? String).map { ($0, row) } }, uniquingKeysWith: { first, _ in first })
     }
 }

@@ -120,9 +120,9 @@ import WorkerTestSupport
 
     @Test func badScheme() {
         #expect(problems("version: 1\nentries:\n  - url: ftp://h/a\n") ==
-                ["3:10: URL scheme 'ftp' is not allowed (only http, https and s3)"])
+                ["3:10: URL scheme 'ftp' is not allowed (only http, https, s3 and oci)"])
         #expect(problems("version: 1\nentries:\n  - url: file:///etc/passwd\n") ==
-                ["3:10: URL scheme 'file' is not allowed (only http, https and s3)"])
+                ["3:10: URL scheme 'file' is not allowed (only http, https, s3 and oci)"])
         #expect(problems("version: 1\nbase_url: ftp://h/\nentries: []\n") ==
                 ["2:11: 'base_url' has scheme 'ftp'; only http, https and s3 are allowed"])
     }

@@ -124,8 +124,8 @@ public struct RegistryAccess: Sendable, Equatable {
 }
 
 /// Why a registry's token could not be had.
-struct RegistryProblem: Error, CustomStringConvertible {
-    let description: String
+package struct RegistryProblem: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
     init(_ description: String) {
         self.description = description

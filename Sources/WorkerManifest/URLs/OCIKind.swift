@@ -1,5 +1,8 @@
 import WorkerSupport
 
+/// `oci://REGISTRY/REPOSITORY:TAG` (an artifact: resolved as a run starts to its layers, each an
+/// entry `oci://REGISTRY/REPOSITORY:TAG#TITLE` pinned by its digest — a tag that moves is an
+/// updated entry — at the path of its `org.opencontainers.image.title`), and
 /// `oci://REGISTRY/REPOSITORY@sha256:DIGEST`: one blob of a registry that speaks the OCI
 /// distribution API (Docker Hub, GHCR, ECR, Harbor, Artifactory, GitLab, distribution). The digest
 /// is the blob's SHA-256 — worker's own name for objects — so it pins the entry (a `hash:` is
@@ -16,15 +19,14 @@ public struct OCIKind: URLKind {
 
     /// The registry (any spelling of its host and port, as http(s) compares them), and
     /// `/REPOSITORY@sha256:DIGEST`.
+    /// (A prefix — `oci://REGISTRY/`, `oci://REGISTRY/team/` — has one too: the rest need not be
+    /// a whole reference.)
     public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
-        guard let reference = OCIReference(url) else { return nil }
-        return (reference.origin, url[reference.restStart...])
+        OCIReference.registry(of: url).map { ($0.origin, url[$0.restStart...]) }
     }
 
     public func problem(entry url: String) -> String? {
         switch OCIReference.parse(url) {
-        case .success(let reference) where reference.digest == nil:
-            "'\(Redact.short(url))' names a tag: an entry is one blob, oci://REGISTRY/REPOSITORY@sha256:DIGEST"
         case .success: nil
         case .failure(let problem): problem.description
         }
@@ -35,12 +37,14 @@ public struct OCIKind: URLKind {
         return Origin.http("https://" + registry) == nil ? ": '\(Redact.short(String(registry)))' is not a registry (HOST[:PORT])" : nil
     }
 
-    /// `REPOSITORY@sha256:DIGEST`, as Docker writes a reference without its registry.
+    /// A blob's: `REPOSITORY@sha256:DIGEST`, as Docker writes a reference without its registry.
+    /// A tag's: the folder its layers are put in, by title (`REPOSITORY`); one layer's: its title.
     public func treePath(written: String) -> Result<String, TreePathProblem> {
-        guard let reference = OCIReference(written), let digest = reference.digest else {
-            return .failure(TreePathProblem(message: "an oci:// entry without a digest has no tree path: give it a 'path'"))
+        guard let reference = OCIReference(written) else {
+            return .failure(TreePathProblem(message: "not an oci:// reference: give the entry a 'path'"))
         }
-        return .success(reference.repository + "@sha256:" + digest)
+        if let digest = reference.digest { return .success(reference.repository + "@sha256:" + digest) }
+        return .success(reference.title ?? reference.repository)
     }
 
     public func impliedHash(of url: String) -> ContentHash? {
@@ -58,11 +62,14 @@ public struct OCIReference: Sendable, Equatable {
     public let digest: String?
     /// The tag, for `:TAG`.
     public let tag: String?
+    /// The layer of a tag's artifact, for `:TAG#TITLE` (its title annotation).
+    public let title: String?
     let origin: Origin
     let restStart: String.Index
 
     public static func == (left: OCIReference, right: OCIReference) -> Bool {
         left.registry == right.registry && left.repository == right.repository && left.digest == right.digest && left.tag == right.tag
+            && left.title == right.title
     }
 
     /// Where the registry's API is: https, or http for a loopback registry.
@@ -75,9 +82,15 @@ public struct OCIReference: Sendable, Equatable {
         self = reference
     }
 
-    private init(registry: String, repository: String, digest: String?, tag: String?, origin: Origin, restStart: String.Index) {
-        (self.registry, self.repository, self.digest, self.tag, self.origin, self.restStart) =
-            (registry, repository, digest, tag, origin, restStart)
+    private init(registry: String, repository: String, digest: String?, tag: String?, title: String?, origin: Origin,
+                 restStart: String.Index) {
+        (self.registry, self.repository, self.digest, self.tag, self.title, self.origin, self.restStart) =
+            (registry, repository, digest, tag, title, origin, restStart)
+    }
+
+    /// `oci://REGISTRY/REPOSITORY:TAG` without a layer's title.
+    public var tagURL: String? {
+        tag.map { "oci://\(registry)/\(repository):\($0)" }
     }
 
     /// The reference in `url`, or what is wrong with it.
@@ -88,11 +101,18 @@ public struct OCIReference: Sendable, Equatable {
             return .failure(OCIReferenceProblem("'\(Redact.short(url))' has no repository (oci://REGISTRY/REPOSITORY@sha256:DIGEST)"))
         }
         let registry = String(after[..<slash])
-        guard let (connect, rest) = Origin.http("https://" + registry), rest.isEmpty, !registry.contains("@") else {
+        guard let (origin, _) = Self.registry(of: url) else {
             return .failure(OCIReferenceProblem("'\(Redact.short(registry))' is not a registry (HOST[:PORT])"))
         }
-        let origin = Origin(scheme: "oci", host: connect.host, port: connect.port, written: registry.lowercased())
         var name = after[after.index(after: slash)...]
+        var title: String?
+        if let hash = name.firstIndex(of: "#") {
+            title = String(name[name.index(after: hash)...])
+            name = name[..<hash]
+            guard let title, !title.isEmpty, TreePath.problem(title) == nil else {
+                return .failure(OCIReferenceProblem("'\(Redact.short(url))': a layer's title after '#' is a relative path"))
+            }
+        }
         var digest: String?
         var tag: String?
         if let at = name.firstIndex(of: "@") {
@@ -114,8 +134,24 @@ public struct OCIReference: Sendable, Equatable {
             return .failure(OCIReferenceProblem("'\(Redact.short(String(name)))' is not a repository name (lowercase letters and digits, "
                             + "components joined by '.', '_', '__' or '-', separated by '/')"))
         }
-        return .success(OCIReference(registry: registry, repository: String(name), digest: digest, tag: tag, origin: origin,
-                                     restStart: slash))
+        guard title == nil || tag != nil else {
+            return .failure(OCIReferenceProblem("'\(Redact.short(url))': a layer's title (#TITLE) follows a tag (:TAG)"))
+        }
+        return .success(OCIReference(registry: registry, repository: String(name), digest: digest, tag: tag, title: title,
+                                     origin: origin, restStart: slash))
+    }
+
+    /// The registry of an `oci://` URL or prefix as an origin (its host and port as http(s)
+    /// compares them), and where the rest begins (its `/`, or the end).
+    static func registry(of url: String) -> (origin: Origin, restStart: String.Index)? {
+        guard url.utf8.count > 6, url.prefix(6).lowercased() == "oci://" else { return nil }
+        let after = url.dropFirst(6)
+        let end = after.firstIndex(of: "/") ?? after.endIndex
+        let registry = after[..<end]
+        guard !registry.isEmpty, !registry.contains("@"), let (connect, rest) = Origin.http("https://" + registry), rest.isEmpty else {
+            return nil
+        }
+        return (Origin(scheme: "oci", host: connect.host, port: connect.port, written: registry.lowercased()), end)
     }
 
     private static func isTag(_ text: Substring) -> Bool {

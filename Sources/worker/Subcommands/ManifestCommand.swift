@@ -81,6 +81,7 @@ struct ManifestCommand: AsyncParsableCommand {
     private enum Source {
         case folders(baseURL: String)
         case bucket(S3URL)
+        case artifact(OCIReference)
         case urls(String)
     }
 
@@ -93,6 +94,12 @@ struct ManifestCommand: AsyncParsableCommand {
                 throw ValidationError("--urls takes no folders, no --base-url and no --update")
             }
             return .urls(urls)
+        }
+        if let first = folders.first, URLKinds.kind(of: first)?.id == .oci {
+            guard folders.count == 1, baseURL == nil, case .success(let reference) = OCIReference.parse(first),
+                  reference.tag != nil, reference.title == nil
+            else { throw ValidationError("an artifact is listed alone, as oci://REGISTRY/REPOSITORY:TAG") }
+            return .artifact(reference)
         }
         if let first = folders.first, URLKinds.has(.listable, first) {
             guard folders.count == 1, baseURL == nil else {
@@ -135,6 +142,9 @@ struct ManifestCommand: AsyncParsableCommand {
             (yaml, failed) = try await pinned(urls, fetch: fetch)
         case .bucket(let location):
             (yaml, failed) = try await listed(location, fetch: fetch)
+        case .artifact(let reference):
+            // Its layers, each pinned by its digest at its title.
+            yaml = ManifestWriter.yaml(name: name, baseURL: nil, items: try await engine(fetch).artifactManifest(reference))
         case .folders(let baseURL):
             do {
                 // Keys under an s3:// base are literal: the paths are written as they are.

@@ -1,0 +1,108 @@
+import FoundationEssentials
+import Glibc
+import WorkerManifest
+import WorkerStore
+import WorkerSupport
+
+/// One layer of an artifact: its digest (SHA-256 hex), its size, and its title
+/// (`org.opencontainers.image.title`, which ORAS writes: the file's name).
+package struct ArtifactLayer: Sendable, Equatable {
+    package let digest: String
+    package let size: Int64?
+    package let title: String?
+}
+
+/// What a tag names, read from the registry as its clients read it: the manifest, asked for in
+/// every media type worker reads (OCI image manifest and index, Docker's v2 schema 2 manifest and
+/// manifest list); an index's manifests read in turn, their layers together.
+extension RegistryAccess {
+    static let manifestTypes = [
+        "application/vnd.oci.image.manifest.v1+json", "application/vnd.oci.image.index.v1+json",
+        "application/vnd.docker.distribution.manifest.v2+json", "application/vnd.docker.distribution.manifest.list.v2+json",
+    ]
+
+    /// The layers of each of `references` (tags), by its `tagURL`; a failure names what the
+    /// registry said. Registries are authorized as for downloads.
+    package static func layers(of references: [OCIReference], store: ContentStore, settings: FetchSettings,
+                               environment: [String: String] = ProcessInfo.processInfo.environment) async
+        -> [String: Result<[ArtifactLayer], RegistryProblem>] {
+        let (access, problems) = await RegistryAccess().resolving(references, store: store, settings: settings, environment: environment)
+        guard let engine = try? SingleEngine(settings: settings) else {
+            return Dictionary(references.compactMap { $0.tagURL }.map { ($0, .failure(RegistryProblem("no network transport"))) },
+                              uniquingKeysWith: { first, _ in first })
+        }
+        defer { Task { await engine.close() } }
+        var results: [String: Result<[ArtifactLayer], RegistryProblem>] = [:]
+        for reference in references {
+            guard let key = reference.tagURL, let tag = reference.tag, results[key] == nil else { continue }
+            let authorization = access.authorization(for: reference)
+            var layers: [ArtifactLayer] = []
+            var failure: RegistryProblem?
+            var queue = [tag]
+            var seen: Set<String> = []
+            while let name = queue.first, failure == nil {
+                queue.removeFirst()
+                guard seen.insert(name).inserted, seen.count <= 64 else { continue }
+                switch await document(reference.apiBase + "/manifests/" + name, authorization: authorization, engine: engine, store: store,
+                                      settings: settings) {
+                case .success(let document):
+                    layers += (document.layers ?? []).compactMap { layer in
+                        guard layer.digest.hasPrefix("sha256:") else { return nil }
+                        return ArtifactLayer(digest: String(layer.digest.dropFirst(7)), size: layer.size,
+                                             title: layer.annotations?["org.opencontainers.image.title"])
+                    }
+                    queue += (document.manifests ?? []).map(\.digest)
+                case .failure(let problem):
+                    failure = problem
+                }
+            }
+            if failure == nil, layers.isEmpty { failure = RegistryProblem("its manifest lists no layers") }
+            if let failure {
+                let said = problems.first { $0.hasPrefix("registry \(reference.registry.lowercased())") }
+                results[key] = .failure(RegistryProblem(failure.description + (said.map { " (\($0))" } ?? "")))
+            } else {
+                results[key] = .success(layers)
+            }
+        }
+        return results
+    }
+
+    private static func document(_ url: String, authorization: String?, engine: SingleEngine, store: ContentStore,
+                                 settings: FetchSettings) async -> Result<ManifestDocument, RegistryProblem> {
+        var headers = ["Accept: " + manifestTypes.joined(separator: ", ")]
+        if let authorization { headers.append("Authorization: " + authorization) }
+        let request = TransferRequest(url: settings.locator.rewrite.apply(url), headers: headers, deadline: 0)
+        let reply = await engine.exchange(request) { deadline in
+            ResponseHandler(store: store, expected: nil, maxSize: 4 << 20, conditional: false, deadline: deadline,
+                            entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
+        }
+        switch reply.result {
+        case .success(.body(let file, _, _)):
+            defer { unlink(file.path) }
+            guard let data = FileManager.default.contents(atPath: file.path),
+                  let document = try? JSONDecoder().decode(ManifestDocument.self, from: data)
+            else { return .failure(RegistryProblem("its manifest is not a manifest worker reads")) }
+            return .success(document)
+        case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
+            return .failure(RegistryProblem("the registry answered HTTP \(status)" + (status == 404 ? " (no such tag)" : "")))
+        case .success(.redirect(let status, _)):
+            return .failure(RegistryProblem("the registry answered HTTP \(status) (a redirect for a manifest)"))
+        case .success(.notModified):
+            return .failure(RegistryProblem("the registry answered 304"))
+        case .failure(let failure):
+            return .failure(RegistryProblem(failure.message))
+        }
+    }
+
+    /// An image manifest (`layers`) or an index (`manifests`), as far as worker reads them.
+    private struct ManifestDocument: Decodable {
+        struct Descriptor: Decodable {
+            let digest: String
+            let size: Int64?
+            let annotations: [String: String]?
+        }
+
+        let layers: [Descriptor]?
+        let manifests: [Descriptor]?
+    }
+}
