@@ -209,6 +209,33 @@ import WorkerTestSupport
         #expect(failedOver.stderr.contains("failover: 1 entry from oci://\(mirror.address)"), "\(failedOver.stderr)")
     }
 
+    /// A blob fetched with a registry's credentials is as private as the registry: `push` keeps it
+    /// local; one from an anonymous registry goes to the tier.
+    @Test func aBlobFetchedWithCredentialsStaysOffTheTier() async throws {
+        let storage = TemporaryDirectory()
+        let open = try OCIRegistry(storage: storage.path)
+        defer { open.stop() }
+        let closed = try OCIRegistry(storage: storage.path, auth: .htpasswd(user: "reader", password: "s3cret-pass"))
+        defer { closed.stop() }
+        let tier = try WebDAVTier()
+        defer { tier.stop() }
+        let (privateBytes, publicBytes) = (Array("private layer\n".utf8), Array("public layer\n".utf8))
+        let privateDigest = try await open.push("team/files", privateBytes)
+        let publicDigest = try await open.push("public/files", publicBytes)
+        let directory = TemporaryDirectory()
+        let manifest = Self.manifest(directory, ["oci://\(closed.address)/team/files@sha256:\(privateDigest)",
+                                                 "oci://\(open.address)/public/files@sha256:\(publicDigest)"])
+        let config = Self.dockerConfig(directory, registry: closed.address, user: "reader", password: "s3cret-pass")
+        let cache = directory.path + "/c"
+        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--retries", "0"],
+                                                environment: ["DOCKER_CONFIG": config, "REGISTRY_AUTH_FILE": ""])
+        #expect(synced.code == 0, "\(synced.stderr)")
+        let push = try await WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url, "--progress", "never"])
+        #expect(push.code == 0, "\(push.stdout) \(push.stderr)")
+        #expect(push.stdout.contains("1 private (fetched with credentials) kept local"), "\(push.stdout)")
+        #expect(tier.objects == [publicDigest], "\(tier.objects)")
+    }
+
     private static func rows(_ report: String) throws -> [String: [String: Any]] {
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
         let entries = object?["entries"] as? [[String: Any]] ?? []
