@@ -50,7 +50,7 @@ public struct Locator: Sendable, Equatable {
             // the registry's API URL goes where an http(s) rule sends it.
             let target = rewrite.apply(listed)
             guard let reference = OCIReference(target),
-                  let digest = reference.digest ?? (expected?.algorithm == .sha256 ? expected?.hex : nil)
+                  let digest = reference.isBlob ? reference.digest : (expected?.algorithm == .sha256 ? expected?.hex : nil)
             else { return FetchLocation(listed: listed, url: target, origin: origin) }
             return FetchLocation(listed: listed, url: rewrite.apply(reference.apiBase + "/blobs/sha256:" + digest), origin: origin,
                                  authorization: registries.authorization(for: reference))
@@ -83,7 +83,7 @@ public struct Locator: Sendable, Equatable {
             return (s3 ?? S3Access()).location(of: object).url
         case .oci?:
             guard let reference = OCIReference(listed) else { return listed }
-            return reference.apiBase + (reference.digest.map { "/blobs/sha256:" + $0 } ?? "/manifests/" + (reference.tag ?? ""))
+            return reference.apiBase + (reference.isBlob ? "/blobs/sha256:" + (reference.digest ?? "") : "/manifests/" + (reference.tag ?? ""))
         case .http?, .file?, nil:
             return listed
         }

@@ -167,6 +167,13 @@ import WorkerTestSupport
         let rows = try Self.rows(directory.path + "/r1.json")
         #expect(rows["\(tag)#a.txt"]?["hash"] as? String == "sha256:" + sha256(alpha) && rows["\(tag)#a.txt"]?["status"] as? String == "added",
                 "\(rows)")
+        // The tag pinned to this manifest (`:TAG@sha256:`, as Docker pins a reference) keeps these
+        // layers whatever the tag names later.
+        let head = try await WorkerBinary.run(["-s", "-I", "-H", "Accept: application/vnd.oci.image.manifest.v1+json",
+                                               "http://\(registry.address)/v2/team/art/manifests/v1"], executable: "/usr/bin/curl")
+        let manifestDigest = try #require(head.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("docker-content-digest:") }?
+            .split(separator: " ").last.map(String.init))
+        let pinnedTag = directory.write("pinned-tag.yaml", "version: 1\nentries:\n  - url: \(tag)@\(manifestDigest)\n")
         try registry.pushArtifact("team/art", tag: "v1", files: ["a.txt": alpha, "b.bin": changed])
         let second = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree, "--report", directory.path + "/r2.json"])
         #expect(second.code == 0, "\(second.stderr)")
@@ -182,6 +189,12 @@ import WorkerTestSupport
         #expect(text.contains("\(tag)#b.bin\"\n    hash: sha256:\(sha256(changed))"), "\(text)")
         let pinned = try await WorkerBinary.run(["sync", directory.path + "/pinned.yaml", "--cache-dir", directory.path + "/c2"])
         #expect(pinned.code == 0 && pinned.stdout.contains("added 2,"), "\(pinned.stdout)\(pinned.stderr)")
+        let keptPin = try await WorkerBinary.run(["sync", pinnedTag, "--cache-dir", directory.path + "/c3", "--tree", directory.path + "/t3"])
+        #expect(keptPin.code == 0, "\(keptPin.stderr)")
+        #expect(FileManager.default.contents(atPath: directory.path + "/t3/team/art/b.bin") == Data(beta), "the pinned manifest's layer")
+        let wrongPin = directory.write("wrong-pin.yaml", "version: 1\nentries:\n  - url: \(tag)@sha256:\(String(repeating: "1", count: 64))\n")
+        let refusedPin = try await WorkerBinary.run(["sync", wrongPin, "--cache-dir", directory.path + "/c3", "--retries", "0"])
+        #expect(refusedPin.code == 3, "\(refusedPin.stderr)")
         let missing = directory.write("missing.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/team/art:v9\n")
         let stopped = try await WorkerBinary.run(["sync", missing, "--cache-dir", cache, "--retries", "0"])
         #expect(stopped.code == 3 && stopped.stderr.contains("team/art:v9: the registry answered HTTP 404 (no such tag)"), "\(stopped.stderr)")

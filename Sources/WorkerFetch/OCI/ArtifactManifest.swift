@@ -38,13 +38,14 @@ extension RegistryAccess {
             let authorization = access.authorization(for: reference)
             var layers: [ArtifactLayer] = []
             var failure: RegistryProblem?
-            var queue = [tag]
+            // A pinned tag's manifest is asked by its digest, which its bytes must have.
+            var queue = [reference.digest.map { "sha256:" + $0 } ?? tag]
             var seen: Set<String> = []
             while let name = queue.first, failure == nil {
                 queue.removeFirst()
                 guard seen.insert(name).inserted, seen.count <= 64 else { continue }
-                switch await document(reference.apiBase + "/manifests/" + name, authorization: authorization, engine: engine, store: store,
-                                      settings: settings) {
+                switch await document(reference.apiBase + "/manifests/" + name, expected: name.hasPrefix("sha256:") ? String(name.dropFirst(7)) : nil,
+                                      authorization: authorization, engine: engine, store: store, settings: settings) {
                 case .success(let document):
                     layers += (document.layers ?? []).compactMap { layer in
                         guard layer.digest.hasPrefix("sha256:") else { return nil }
@@ -67,7 +68,7 @@ extension RegistryAccess {
         return results
     }
 
-    private static func document(_ url: String, authorization: String?, engine: SingleEngine, store: ContentStore,
+    private static func document(_ url: String, expected: String?, authorization: String?, engine: SingleEngine, store: ContentStore,
                                  settings: FetchSettings) async -> Result<ManifestDocument, RegistryProblem> {
         var headers = ["Accept: " + manifestTypes.joined(separator: ", ")]
         if let authorization { headers.append("Authorization: " + authorization) }
@@ -79,6 +80,9 @@ extension RegistryAccess {
         switch reply.result {
         case .success(.body(let file, _, _)):
             defer { unlink(file.path) }
+            if let expected, file.sha256 != expected {
+                return .failure(RegistryProblem("the manifest asked by its digest sha256:\(expected.prefix(12))… has another (sha256:\(file.sha256.prefix(12))…)"))
+            }
             guard let data = FileManager.default.contents(atPath: file.path),
                   let document = try? JSONDecoder().decode(ManifestDocument.self, from: data)
             else { return .failure(RegistryProblem("its manifest is not a manifest worker reads")) }

@@ -1,6 +1,6 @@
 import WorkerSupport
 
-/// `oci://REGISTRY/REPOSITORY:TAG` (an artifact: resolved as a run starts to its layers, each an
+/// `oci://REGISTRY/REPOSITORY:TAG` (an artifact — pinned to one manifest with `:TAG@sha256:`: resolved as a run starts to its layers, each an
 /// entry `oci://REGISTRY/REPOSITORY:TAG#TITLE` pinned by its digest — a tag that moves is an
 /// updated entry — at the path of its `org.opencontainers.image.title`), and
 /// `oci://REGISTRY/REPOSITORY@sha256:DIGEST`: one blob of a registry that speaks the OCI
@@ -43,12 +43,13 @@ public struct OCIKind: URLKind {
         guard let reference = OCIReference(written) else {
             return .failure(TreePathProblem(message: "not an oci:// reference: give the entry a 'path'"))
         }
-        if let digest = reference.digest { return .success(reference.repository + "@sha256:" + digest) }
+        if reference.isBlob, let digest = reference.digest { return .success(reference.repository + "@sha256:" + digest) }
         return .success(reference.title ?? reference.repository)
     }
 
     public func impliedHash(of url: String) -> ContentHash? {
-        OCIReference(url)?.digest.flatMap { try? ContentHash.parse("sha256:" + $0).get() }
+        guard let reference = OCIReference(url), reference.isBlob else { return nil }
+        return reference.digest.flatMap { try? ContentHash.parse("sha256:" + $0).get() }
     }
 }
 
@@ -58,7 +59,8 @@ public struct OCIReference: Sendable, Equatable {
     /// HOST[:PORT] as written.
     public let registry: String
     public let repository: String
-    /// The SHA-256 in hex, for `@sha256:`.
+    /// The SHA-256 in hex, for `@sha256:`: a blob's, or with a tag (`:TAG@sha256:`, as Docker
+    /// pins a reference) the artifact's manifest's.
     public let digest: String?
     /// The tag, for `:TAG`.
     public let tag: String?
@@ -88,9 +90,13 @@ public struct OCIReference: Sendable, Equatable {
             (registry, repository, digest, tag, title, origin, restStart)
     }
 
-    /// `oci://REGISTRY/REPOSITORY:TAG` without a layer's title.
+    /// A blob (a digest without a tag).
+    public var isBlob: Bool { tag == nil && digest != nil }
+
+    /// `oci://REGISTRY/REPOSITORY:TAG` (`@sha256:` of its manifest, when pinned) without a
+    /// layer's title.
     public var tagURL: String? {
-        tag.map { "oci://\(registry)/\(repository):\($0)" }
+        tag.map { "oci://\(registry)/\(repository):\($0)" + (digest.map { "@sha256:" + $0 } ?? "") }
     }
 
     /// The reference in `url`, or what is wrong with it.
@@ -122,12 +128,13 @@ public struct OCIReference: Sendable, Equatable {
             else { return .failure(OCIReferenceProblem("'\(Redact.short(url))': a digest is sha256: and 64 lowercase hex digits")) }
             digest = String(value.dropFirst(7))
             name = name[..<at]
-        } else if let colon = name.lastIndex(of: ":"), !name[colon...].contains("/") {
+        }
+        if let colon = name.lastIndex(of: ":"), !name[colon...].contains("/") {
             let value = name[name.index(after: colon)...]
             guard isTag(value) else { return .failure(OCIReferenceProblem("'\(Redact.short(url))': a tag is 1 to 128 of A-Z a-z 0-9 _ . - (not first . or -)")) }
             tag = String(value)
             name = name[..<colon]
-        } else {
+        } else if digest == nil {
             return .failure(OCIReferenceProblem("'\(Redact.short(url))' names no digest (@sha256:…) nor tag (:TAG)"))
         }
         guard isRepository(name) else {
