@@ -217,9 +217,15 @@ import WorkerTestSupport
         #expect(rewritten.code == 0, "\(rewritten.stderr)")
         let mapped = directory.write("mapped.yaml", "version: 1\nmirrors:\n  \"oci://127.0.0.1:\(gone)/\": \"oci://\(mirror.address)/\"\n"
                                      + "entries:\n  - url: \(url)\n")
-        let failedOver = try await WorkerBinary.run(["sync", mapped, "--cache-dir", directory.path + "/c2", "--retries", "0"])
+        let failedOver = try await WorkerBinary.run(["sync", mapped, "--cache-dir", directory.path + "/c2", "--retries", "0",
+                                                     "--report", directory.path + "/r.json"])
         #expect(failedOver.code == 0, "\(failedOver.stderr)")
-        #expect(failedOver.stderr.contains("failover: 1 entry from oci://\(mirror.address)"), "\(failedOver.stderr)")
+        #expect(failedOver.stderr.contains("failover: 1 entry from oci://\(mirror.address): oci://127.0.0.1:\(gone) "),
+                "\(failedOver.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.path + "/r.json"))) as? [String: Any]
+        let failover = (report?["failover"] as? [[String: Any]])?.first
+        #expect(failover?["origin"] as? String == "oci://127.0.0.1:\(gone)" && failover?["reason"] as? String == "connection",
+                "\(report?["failover"] ?? "none")")
     }
 
     /// A blob fetched with a registry's credentials is as private as the registry: `push` keeps it

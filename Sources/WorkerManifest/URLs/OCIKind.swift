@@ -158,7 +158,10 @@ public struct OCIReference: Sendable, Equatable {
         guard !registry.isEmpty, !registry.contains("@"), let (connect, rest) = Origin.http("https://" + registry), rest.isEmpty else {
             return nil
         }
-        return (Origin(scheme: "oci", host: connect.host, port: connect.port, written: registry.lowercased()), end)
+        // Named as written, its port once (`oci://127.0.0.1:5000`, `oci://ghcr.io:443`).
+        var host = registry.lowercased()[...]
+        if let colon = host.lastIndex(of: ":"), !host[colon...].contains("]") { host = host[..<colon] }
+        return (Origin(scheme: "oci", host: connect.host, port: connect.port, written: String(host)), end)
     }
 
     private static func isTag(_ text: Substring) -> Bool {
