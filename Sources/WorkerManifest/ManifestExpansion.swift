@@ -2,8 +2,8 @@ import WorkerSupport
 
 /// Entries that stand for several (an artifact's tag for its layers): the set with each such
 /// entry replaced by its parts, in its place — each part an entry of the same manifest, line and
-/// column, pinned by its hash, in the tree at the entry's path (a folder) followed by the part's
-/// name. The tree is checked again: two parts, or a part and another entry, at one path are
+/// column, pinned by its hash, in the tree at its name: below the entry's `path` when it has one
+/// (a folder), else at the top. The tree is checked again: two parts, or a part and another entry, at one path are
 /// located manifest errors. A part whose URL the set lists already is that entry.
 extension ManifestSet {
     /// One part of an entry.
@@ -59,8 +59,13 @@ extension ManifestSet {
                                          column: place.column))
                 continue
             }
+            // A tree place at the entry's own position is derived from its URL; one elsewhere is
+            // its `path:`, a folder for its parts.
+            let entry = entries[place.entry]
+            let folder = place.line == entry.line && place.column == entry.column ? nil : place.path
             for (part, position) in zip(list, positions) {
-                newTree.append(TreeEntry(path: part.name.isEmpty ? place.path : place.path + "/" + part.name, entry: resolved(position),
+                let path = part.name.isEmpty ? place.path : folder.map { $0 + "/" + part.name } ?? part.name
+                newTree.append(TreeEntry(path: path, entry: resolved(position),
                                          manifest: place.manifest,
                                          line: place.line, column: place.column))
             }

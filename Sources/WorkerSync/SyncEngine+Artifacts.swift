@@ -6,7 +6,7 @@ import WorkerStore
 /// Artifacts named by a tag (`oci://REGISTRY/REPOSITORY:TAG`), resolved as a run starts, before
 /// its plan: the tag's manifest read from the registry (`RegistryAccess.layers`), the entry
 /// replaced by one entry per titled layer, `oci://REGISTRY/REPOSITORY:TAG#TITLE` pinned by the
-/// layer's digest, in the tree at the entry's path (a folder) + the title. A tag that moves is
+/// layer's digest, in the tree at its title (below the entry's `path`, when it has one). A tag that moves is
 /// then an updated entry, and the report pins each layer's digest. A `:TAG#TITLE` entry without a
 /// hash is pinned the same way. A tag that cannot be read stops the run (exit 3), as a remote
 /// manifest that cannot be had does; `--offline` cannot read one.

@@ -33,22 +33,28 @@ extension SyncRun {
         let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.item(at: $0).entry.url) } }
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
         let breaker = OriginBreaker(down: Set(remembered.map { Origin.of($0.origin) }))
-        // What the kinds of the URLs to fetch ask before their requests (a registry's token).
+        // What the kinds of the URLs to fetch ask before their requests (a registry's token), kept
+        // current while the downloads last.
+        let locators: LiveLocator
         if network {
+            // Only URLs of kinds whose requests carry the run's credentials are kept.
             let urls = groups.lazy.flatMap { $0.items }.flatMap { [plan] item -> [String] in
                 let entry = plan.item(at: item).entry
                 return [entry.url] + (entry.hash == nil ? [] : plan.manifests.manifests[entry.manifest].mirrors(of: entry))
-            }
-            let (authorized, problems) = await options.fetch.locator.authorizing(urls, store: store, settings: options.fetch)
-            options.fetch.locator = authorized
-            for problem in problems { logger.warning("\(problem)") }
+            }.filter { URLKinds.has(.signed, $0) }
+            let logger = logger
+            locators = await LiveLocator(options.fetch.locator, for: urls, store: store, settings: options.fetch) { logger.warning("\($0)") }
+            options.fetch.locator = locators.current
+        } else {
+            locators = LiveLocator(fixed: options.fetch.locator)
         }
+        defer { locators.stop() }
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         // Each request is made as its item starts.
-        let (planned, locator) = (plan, options.fetch.locator)
+        let planned = plan
         let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
                                   streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker) { item, origin in
-            planned.request(for: item, locator: locator, origin: origin)
+            planned.request(for: item, locator: locators.current, origin: origin)
         }
         var failure: CacheError?
         let timerEngine = fetcher.engines[0]

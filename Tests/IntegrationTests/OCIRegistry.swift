@@ -90,6 +90,16 @@ final class OCIRegistry {
 }
 
 extension OCIRegistry {
+    /// Puts `json` as the manifest `repository:reference` of `mediaType` (this registry must take
+    /// anonymous pushes).
+    func putManifest(_ repository: String, _ reference: String, _ json: String, mediaType: String) async throws {
+        let file = directory.write("manifest-\(reference).json", json)
+        let put = try await WorkerBinary.run(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data-binary", "@" + file,
+                                              "-H", "Content-Type: " + mediaType, "http://\(address)/v2/\(repository)/manifests/\(reference)"],
+                                             executable: "/usr/bin/curl")
+        guard put.stdout == "201" else { throw TierProblem("the manifest upload answered \(put.stdout)") }
+    }
+
     /// Pushes `files` (name → bytes) as an artifact `repository:tag` with ORAS's Python client,
     /// as `oras push` does: a layer per file titled with its name (this registry must take
     /// anonymous pushes).
@@ -144,7 +154,7 @@ final class RegistryTokenService {
         return python
     }
 
-    init(users: [String: String]) throws {
+    init(users: [String: String], lifetime: Int = 300) throws {
         let python = try Self.python()
         certificate = directory.path + "/token.pem"
         let key = directory.path + "/token.key"
@@ -158,7 +168,8 @@ final class RegistryTokenService {
         var lastError = "the token service did not start"
         for _ in 0..<3 {
             let port = try NginxServer.freePort()
-            let process = try ChildProcess(python, [script, key, certificate, String(port), usersFile, directory.path + "/tokens.log"],
+            let process = try ChildProcess(python, [script, key, certificate, String(port), usersFile, directory.path + "/tokens.log",
+                                                    String(lifetime)],
                                            stdout: .file(directory.path + "/service.log"), stderr: .file(directory.path + "/service.log"))
             if NginxServer.waitForListener(port: port, while: process) {
                 self.port = port

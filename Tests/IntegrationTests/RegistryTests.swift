@@ -174,6 +174,17 @@ import WorkerTestSupport
         let manifestDigest = try #require(head.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("docker-content-digest:") }?
             .split(separator: " ").last.map(String.init))
         let pinnedTag = directory.write("pinned-tag.yaml", "version: 1\nentries:\n  - url: \(tag)@\(manifestDigest)\n")
+        // An index (as multi-platform artifacts are pushed) is its manifests' layers.
+        let size = try #require(head.stdout.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }?
+            .split(separator: " ").last.flatMap { Int($0) })
+        try await registry.putManifest("team/art", "all", """
+            {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
+              {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": "\(manifestDigest)", "size": \(size)}]}
+            """, mediaType: "application/vnd.oci.image.index.v1+json")
+        let index = directory.write("index.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/team/art:all\n")
+        let fromIndex = try await WorkerBinary.run(["sync", index, "--cache-dir", directory.path + "/c4", "--tree", directory.path + "/t4"])
+        #expect(fromIndex.code == 0, "\(fromIndex.stderr)")
+        #expect(FileManager.default.contents(atPath: directory.path + "/t4/a.txt") == Data(alpha))
         try registry.pushArtifact("team/art", tag: "v1", files: ["a.txt": alpha, "b.bin": changed])
         let second = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree, "--report", directory.path + "/r2.json"])
         #expect(second.code == 0, "\(second.stderr)")
@@ -191,7 +202,7 @@ import WorkerTestSupport
         #expect(pinned.code == 0 && pinned.stdout.contains("added 2,"), "\(pinned.stdout)\(pinned.stderr)")
         let keptPin = try await WorkerBinary.run(["sync", pinnedTag, "--cache-dir", directory.path + "/c3", "--tree", directory.path + "/t3"])
         #expect(keptPin.code == 0, "\(keptPin.stderr)")
-        #expect(FileManager.default.contents(atPath: directory.path + "/t3/team/art/b.bin") == Data(beta), "the pinned manifest's layer")
+        #expect(FileManager.default.contents(atPath: directory.path + "/t3/b.bin") == Data(beta), "the pinned manifest's layer, at its title")
         let wrongPin = directory.write("wrong-pin.yaml", "version: 1\nentries:\n  - url: \(tag)@sha256:\(String(repeating: "1", count: 64))\n")
         let refusedPin = try await WorkerBinary.run(["sync", wrongPin, "--cache-dir", directory.path + "/c3", "--retries", "0"])
         #expect(refusedPin.code == 3, "\(refusedPin.stderr)")
@@ -226,6 +237,29 @@ import WorkerTestSupport
         let failover = (report?["failover"] as? [[String: Any]])?.first
         #expect(failover?["origin"] as? String == "oci://127.0.0.1:\(gone)" && failover?["reason"] as? String == "connection",
                 "\(report?["failover"] ?? "none")")
+    }
+
+    /// A token is asked for again before it expires while the downloads last: with 31-second
+    /// tokens (renewed 30 s before they end), a run of a few seconds asks the scope twice or more.
+    @Test func aTokenIsAskedForAgainBeforeItExpires() async throws {
+        let storage = TemporaryDirectory()
+        let open = try OCIRegistry(storage: storage.path)
+        defer { open.stop() }
+        let tokens = try RegistryTokenService(users: [:], lifetime: 31)
+        defer { tokens.stop() }
+        let registry = try OCIRegistry(storage: storage.path, auth: .token(tokens))
+        defer { registry.stop() }
+        var urls: [String] = []
+        for number in 0..<8 {
+            let digest = try await open.push("public/many", Array("blob \(number)\n".utf8))
+            urls.append("oci://\(registry.address)/public/many@sha256:\(digest)")
+        }
+        let directory = TemporaryDirectory()
+        let synced = try await WorkerBinary.run(["sync", Self.manifest(directory, urls), "--cache-dir", directory.path + "/c",
+                                                 "--jobs", "1", "--max-rps", "2", "--retries", "0"],
+                                                environment: ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": ""])
+        #expect(synced.code == 0, "\(synced.stderr)")
+        #expect(tokens.requests.filter { $0.scope == "repository:public/many:pull" }.count >= 2, "\(tokens.requests)")
     }
 
     /// A blob fetched with a registry's credentials is as private as the registry: `push` keeps it

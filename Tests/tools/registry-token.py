@@ -7,7 +7,9 @@ rides in the token's x5c header). Basic credentials, when sent, must be a user o
 object user -> password); anonymous callers get pull access to repositories under `public/`
 only, users to every repository. Each answered request is a line of LOG: {"user", "scope"}.
 
-Usage: registry-token.py KEY.pem CERT.pem PORT USERS.json LOG
+Tokens are good for LIFETIME seconds (default 300; the answer's `expires_in`).
+
+Usage: registry-token.py KEY.pem CERT.pem PORT USERS.json LOG [LIFETIME]
 """
 import base64
 import http.server
@@ -22,6 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
 
 key_path, cert_path, port, users_path, log_path = sys.argv[1:6]
+LIFETIME = int(sys.argv[6]) if len(sys.argv) > 6 else 300
 with open(key_path, "rb") as handle:
     KEY = serialization.load_pem_private_key(handle.read(), None)
 with open(cert_path, "rb") as handle:
@@ -54,14 +57,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 access.append({"type": "repository", "name": name, "actions": ["pull"]})
         now = int(time.time())
         header = {"typ": "JWT", "alg": "RS256", "x5c": [base64.b64encode(CERT).decode()]}
-        claims = {"iss": "worker-test-issuer", "sub": user or "", "aud": service, "exp": now + 300, "nbf": now - 10,
+        claims = {"iss": "worker-test-issuer", "sub": user or "", "aud": service, "exp": now + LIFETIME, "nbf": now - 10,
                   "iat": now, "jti": str(uuid.uuid4()), "access": access}
         signing_input = b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())
         signature = KEY.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
         token = signing_input + "." + b64url(signature)
         with open(log_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"user": user, "scope": scope}) + "\n")
-        self.reply(200, {"token": token, "access_token": token, "expires_in": 300})
+        self.reply(200, {"token": token, "access_token": token, "expires_in": LIFETIME})
 
     def reply(self, status, document):
         body = json.dumps(document).encode()

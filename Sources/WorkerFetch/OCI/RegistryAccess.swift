@@ -18,6 +18,16 @@ public struct RegistryAccess: Sendable, Equatable {
     private var authorizations: [String: String] = [:]
     /// Registries asked already (whatever they answered).
     private var asked: Set<String> = []
+    /// When each token stops being good (monotonic seconds), by `REGISTRY/REPOSITORY`.
+    private var expiries: [String: Double] = [:]
+
+    /// When the first token must be asked for again: 30 s before it expires (nil: no token).
+    package var refreshBy: Double? {
+        expiries.values.min().map { $0 - 30 }
+    }
+
+    /// This access asked anew of every registry (tokens that expire are replaced).
+    func renewed() -> RegistryAccess { RegistryAccess() }
 
     public init() {}
 
@@ -65,11 +75,13 @@ public struct RegistryAccess: Sendable, Equatable {
             guard challenge.scheme == "bearer", let realm = challenge.parameters["realm"] else { continue }
             var scopes: Set<String> = []
             for reference in references where scopes.insert(reference.repository).inserted {
+                let asked = Monotonic.now()
                 switch await token(realm: realm, service: challenge.parameters["service"], repository: reference.repository,
                                    basic: basic, engine: engine, store: store, settings: settings) {
-                case .success(let token):
+                case .success(let (token, lifetime)):
                     for each in references where each.repository == reference.repository {
                         access.authorizations[Self.key(each)] = "Bearer " + token
+                        access.expiries[Self.key(each)] = asked + lifetime
                     }
                 case .failure(let problem):
                     problems.append("registry \(registry), repository \(reference.repository): \(problem.description)")
@@ -81,7 +93,7 @@ public struct RegistryAccess: Sendable, Equatable {
 
     /// A token for `repository:REPOSITORY:pull` from `realm`.
     private func token(realm: String, service: String?, repository: String, basic: String?, engine: SingleEngine,
-                       store: ContentStore, settings: FetchSettings) async -> Result<String, RegistryProblem> {
+                       store: ContentStore, settings: FetchSettings) async -> Result<(token: String, lifetime: Double), RegistryProblem> {
         var query = "scope=" + Self.encoded("repository:\(repository):pull")
         if let service { query += "&service=" + Self.encoded(service) }
         let url = realm + (realm.contains("?") ? "&" : "?") + query
@@ -98,7 +110,8 @@ public struct RegistryAccess: Sendable, Equatable {
                   let answer = try? JSONDecoder().decode(TokenAnswer.self, from: data),
                   let token = answer.token ?? answer.access_token, !token.isEmpty
             else { return .failure(RegistryProblem("the token service's answer holds no token")) }
-            return .success(token)
+            // Without `expires_in`, a token is good for 60 seconds (the distribution spec).
+            return .success((token, Double(max(answer.expires_in ?? 60, 1))))
         case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
             return .failure(RegistryProblem("the token service answered HTTP \(status)"
                                             + (basic == nil ? " (no credentials for this registry)" : "")))
@@ -118,8 +131,10 @@ public struct RegistryAccess: Sendable, Equatable {
     /// A token service's answer (Docker's `token`, OAuth's `access_token`).
     private struct TokenAnswer: Decodable {
         let token: String?
-        // swiftlint:disable:next identifier_name
+        // swiftlint:disable identifier_name
         let access_token: String?
+        let expires_in: Int?
+        // swiftlint:enable identifier_name
     }
 }
 

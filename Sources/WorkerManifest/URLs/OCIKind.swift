@@ -2,7 +2,8 @@ import WorkerSupport
 
 /// `oci://REGISTRY/REPOSITORY:TAG` (an artifact — pinned to one manifest with `:TAG@sha256:`: resolved as a run starts to its layers, each an
 /// entry `oci://REGISTRY/REPOSITORY:TAG#TITLE` pinned by its digest — a tag that moves is an
-/// updated entry — at the path of its `org.opencontainers.image.title`), and
+/// updated entry — at the path of its `org.opencontainers.image.title`, below the entry's `path`
+/// when it has one), and
 /// `oci://REGISTRY/REPOSITORY@sha256:DIGEST`: one blob of a registry that speaks the OCI
 /// distribution API (Docker Hub, GHCR, ECR, Harbor, Artifactory, GitLab, distribution). The digest
 /// is the blob's SHA-256 — worker's own name for objects — so it pins the entry (a `hash:` is

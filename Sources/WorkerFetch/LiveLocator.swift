@@ -1,0 +1,48 @@
+import Synchronization
+import WorkerManifest
+import WorkerStore
+import WorkerSupport
+
+/// The run's locator while its downloads last, with what the kinds of its URLs ask before their
+/// requests (`Locator.authorizing`: a registry's token) kept current: a token is asked for again
+/// 30 seconds before it expires, and each request made after that carries the new one.
+package final class LiveLocator: Sendable {
+    private let locator: Mutex<Locator>
+    private let renewal: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+    /// The locator to make a request with now.
+    package var current: Locator { locator.withLock { $0 } }
+
+    /// `base` authorized for `urls`; what could not be had is said through `warn`.
+    package init(_ base: Locator, for urls: some Sequence<String>, store: ContentStore, settings: FetchSettings,
+                 warn: @escaping @Sendable (String) -> Void) async {
+        let urls = Array(urls)
+        let (authorized, problems) = await base.authorizing(urls, store: store, settings: settings)
+        for problem in problems { warn(problem) }
+        locator = Mutex(authorized)
+        guard authorized.registries.refreshBy != nil else { return }
+        let task = Task { [weak self] in
+            while !Task.isCancelled, let self, let due = self.current.registries.refreshBy {
+                let wait = max(1, due - Monotonic.now())
+                try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
+                guard !Task.isCancelled else { return }
+                var fresh = self.current
+                fresh.registries = fresh.registries.renewed()
+                let (renewed, problems) = await fresh.authorizing(urls, store: store, settings: settings)
+                for problem in problems { warn(problem) }
+                self.locator.withLock { $0 = renewed }
+            }
+        }
+        renewal.withLock { $0 = task }
+    }
+
+    /// A locator that needs nothing kept current.
+    package init(fixed: Locator) {
+        locator = Mutex(fixed)
+    }
+
+    /// Ends the renewals; call once the downloads are done.
+    package func stop() {
+        renewal.withLock { $0?.cancel() }
+    }
+}
