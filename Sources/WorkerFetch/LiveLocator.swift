@@ -13,10 +13,12 @@ package final class LiveLocator: Sendable {
     /// The locator to make a request with now.
     package var current: Locator { locator.withLock { $0 } }
 
+    /// Whether its authorizations are renewed while the downloads last (else `current` stays).
+    package var renews: Bool { renewal.withLock { $0 != nil } }
+
     /// `base` authorized for `urls`; what could not be had is said through `warn`.
-    package init(_ base: Locator, for urls: some Sequence<String>, store: ContentStore, settings: FetchSettings,
+    package init(_ base: Locator, for urls: [String], store: ContentStore, settings: FetchSettings,
                  warn: @escaping @Sendable (String) -> Void) async {
-        let urls = Array(urls)
         let (authorized, problems) = await base.authorizing(urls, store: store, settings: settings)
         for problem in problems { warn(problem) }
         locator = Mutex(authorized)

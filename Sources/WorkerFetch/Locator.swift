@@ -61,7 +61,7 @@ public struct Locator: Sendable, Equatable {
 
     /// This locator with what the kinds of `urls` must ask before their requests (a registry's
     /// token); what could not be had is said in `problems`.
-    package func authorizing(_ urls: some Sequence<String>, store: ContentStore, settings: FetchSettings,
+    package func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
                              environment: [String: String] = ProcessInfo.processInfo.environment) async -> (Locator, problems: [String]) {
         var references: [OCIReference] = []
         for url in urls where URLKinds.kind(of: url)?.id == .oci {

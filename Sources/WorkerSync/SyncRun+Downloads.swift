@@ -37,11 +37,21 @@ extension SyncRun {
         // current while the downloads last.
         let locators: LiveLocator
         if network {
-            // Only URLs of kinds whose requests carry the run's credentials are kept.
-            let urls = groups.lazy.flatMap { $0.items }.flatMap { [plan] item -> [String] in
-                let entry = plan.item(at: item).entry
-                return [entry.url] + (entry.hash == nil ? [] : plan.manifests.manifests[entry.manifest].mirrors(of: entry))
-            }.filter { URLKinds.has(.signed, $0) }
+            // Only URLs of kinds whose requests carry the run's credentials are kept (told from
+            // the entries' bytes: no string is made for the rest).
+            var urls: [String] = []
+            let entries = plan.manifests.entries
+            let mapped = plan.manifests.manifests.map { !$0.mirrors.isEmpty }
+            for group in groups {
+                for position in group.items {
+                    if entries.withURL(at: position, { URLKinds.kind(utf8: $0)?.roles.contains(.signed) == true }) {
+                        urls.append(entries.url(at: position))
+                    }
+                    let manifest = entries.manifest(at: position)
+                    guard mapped[manifest] || !entries.mirrors(at: position).isEmpty, entries.hash(at: position) != nil else { continue }
+                    urls += plan.manifests.manifests[manifest].mirrors(of: entries[position]).filter { URLKinds.has(.signed, $0) }
+                }
+            }
             let logger = logger
             locators = await LiveLocator(options.fetch.locator, for: urls, store: store, settings: options.fetch) { logger.warning("\($0)") }
             options.fetch.locator = locators.current
@@ -51,11 +61,17 @@ extension SyncRun {
         defer { locators.stop() }
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         // Each request is made as its item starts.
+        // (A locator whose tokens are not renewed is read once, not per request.)
         let planned = plan
-        let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
-                                  streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker) { item, origin in
-            planned.request(for: item, locator: locators.current, origin: origin)
+        let request: @Sendable (Int, Origin?) -> FetchRequest
+        if locators.renews {
+            request = { item, origin in planned.request(for: item, locator: locators.current, origin: origin) }
+        } else {
+            let locator = locators.current
+            request = { item, origin in planned.request(for: item, locator: locator, origin: origin) }
         }
+        let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
+                                  streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker, request: request)
         var failure: CacheError?
         let timerEngine = fetcher.engines[0]
         let uploads = fetcher.uploads

@@ -31,7 +31,8 @@ final class OriginSource: ContentSource {
 
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
         if request.mirrors.isEmpty {
-            let location = request.locations[0]
+            let location = FetchLocation(listed: request.url, url: request.fetchURL, origin: request.origin, signing: request.signing,
+                                         authorization: request.authorization)
             let isPrivate = request.carriesCredentials(at: location)
             download(request.at(location), retries: true, lane: lane) { finished in
                 done(SourceOutcome(Self.named(finished.result, at: location), attempts: finished.attempts, bytes: finished.bytes,
