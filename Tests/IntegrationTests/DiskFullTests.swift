@@ -114,8 +114,8 @@ import WorkerTestSupport
         #expect(added > 100 && totals["failed"]! > 100, "\(totals)")
         let rows = try #require(report["entries"] as? [[String: Any]])
         let failed = rows.filter { $0["status"] as? String == "failed" }
-        #expect(failed.allSatisfy { $0["reason"] as? String == "io" && ($0["error"] as? String ?? "").contains("no space left on the device") },
-                "\(failed.prefix(3))")
+        let otherwise = failed.filter { !($0["reason"] as? String == "io" && ($0["error"] as? String ?? "").contains("no space left on the device")) }
+        #expect(otherwise.isEmpty, "\(otherwise.count) of \(failed.count) failed otherwise: \(otherwise.prefix(3))")
         // Eight at a time: the bodies after the first "no space" are those in flight then.
         func count(_ words: String) -> Int { failed.filter { ($0["error"] as? String ?? "").contains(words) }.count }
         let notTried = count("not tried"), afterFull = count("(writing ") + count("cut short")
