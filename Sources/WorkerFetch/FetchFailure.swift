@@ -1,3 +1,4 @@
+import Glibc
 import WorkerManifest
 import WorkerStore
 
@@ -57,8 +58,15 @@ public struct FetchFailure: Error, Sendable, Equatable {
     }
 
     /// The store could not take the body (a full disk, permissions): reported as `io`.
+    /// A file of the store that could not be made or written: a full disk (ENOSPC, EDQUOT) in the
+    /// words and with the detail every full disk has (the run stops asking), anything else with
+    /// its error.
     init(storing error: SystemError) {
-        self.init(.io, error.description)
+        if error.code == ENOSPC || error.code == EDQUOT {
+            self.init(.io, "no space left on the device (\(error.operation) \(error.path))", detail: .noSpace)
+        } else {
+            self.init(.io, error.description)
+        }
     }
 
     /// The hash the body had, for a hash mismatch.
