@@ -29,7 +29,8 @@ package final class LiveLocator: Sendable {
                 try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
                 guard !Task.isCancelled else { return }
                 var fresh = self.current
-                fresh.registries = fresh.registries.renewed()
+                // Every registry asked anew: tokens that expire are replaced.
+                fresh.registries = RegistryAccess()
                 let (renewed, problems) = await fresh.authorizing(urls, store: store, settings: settings)
                 for problem in problems { warn(problem) }
                 self.locator.withLock { $0 = renewed }

@@ -215,18 +215,16 @@ private struct EntryCollector {
             diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column, message: problem.message))
             return
         }
-        var item = item
         // A URL that names its own hash (an OCI blob's digest) pins the entry; a `hash:` agrees.
-        if let implied = URLKinds.impliedHash(of: url) {
-            if let given = item.hash, given != implied {
-                diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column,
-                                                      message: "the hash is not the digest the URL names (\(ManifestLoader.abbreviate(implied)))"))
-                return
-            }
-            item.hash = implied
+        let implied = URLKinds.impliedHash(of: url)
+        if let implied, let given = item.hash, given != implied {
+            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column,
+                                                  message: "the hash is not the digest the URL names (\(ManifestLoader.abbreviate(implied)))"))
+            return
         }
         let previous = pending
         pending = Pending(item: item, url: url, digest: positions.digest(url), manifest: index)
+        if let implied, item.hash == nil { pending?.item.hash = implied }
         if let previous { record(previous, manifests: manifests, path: path, into: &diagnostics) }
     }
 

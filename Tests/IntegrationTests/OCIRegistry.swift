@@ -34,10 +34,9 @@ final class OCIRegistry {
             authBlock = "auth:\n  token:\n    realm: \(service.url)/token\n    service: worker-test-registry\n"
                 + "    issuer: worker-test-issuer\n    rootcertbundle: \(service.certificate)\n"
         }
-        var lastError = "docker-registry did not start"
-        for _ in 0..<3 {
-            let port = try NginxServer.freePort()
-            let config = directory.write("config.yml", """
+        let (folder, log) = (directory, directory.path + "/registry.log")
+        (port, process) = try startOnFreePort(log: log, what: "docker-registry") { port in
+            let config = folder.write("config.yml", """
                 version: 0.1
                 log:
                   level: warn
@@ -48,18 +47,8 @@ final class OCIRegistry {
                   addr: 127.0.0.1:\(port)
                 \(authBlock)
                 """)
-            let process = try ChildProcess(binary, ["serve", config], stdout: .file(directory.path + "/registry.log"),
-                                           stderr: .file(directory.path + "/registry.log"))
-            if NginxServer.waitForListener(port: port, while: process) {
-                self.port = port
-                self.process = process
-                return
-            }
-            process.terminate()
-            process.waitUntilExit()
-            lastError = (try? String(contentsOfFile: directory.path + "/registry.log", encoding: .utf8)) ?? lastError
+            return try ChildProcess(binary, ["serve", config], stdout: .file(log), stderr: .file(log))
         }
-        throw TierProblem(lastError)
     }
 
     func stop() {
@@ -165,26 +154,30 @@ final class RegistryTokenService {
         let usersFile = directory.write("users.json", String(decoding: try JSONSerialization.data(withJSONObject: users), as: UTF8.self))
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("tools/registry-token.py").path
-        var lastError = "the token service did not start"
-        for _ in 0..<3 {
-            let port = try NginxServer.freePort()
-            let process = try ChildProcess(python, [script, key, certificate, String(port), usersFile, directory.path + "/tokens.log",
-                                                    String(lifetime)],
-                                           stdout: .file(directory.path + "/service.log"), stderr: .file(directory.path + "/service.log"))
-            if NginxServer.waitForListener(port: port, while: process) {
-                self.port = port
-                self.process = process
-                return
-            }
-            process.terminate()
-            process.waitUntilExit()
-            lastError = (try? String(contentsOfFile: directory.path + "/service.log", encoding: .utf8)) ?? lastError
+        let (log, tokensLog, certificate) = (directory.path + "/service.log", directory.path + "/tokens.log", certificate)
+        (port, process) = try startOnFreePort(log: log, what: "the token service") { port in
+            try ChildProcess(python, [script, key, certificate, String(port), usersFile, tokensLog, String(lifetime)],
+                             stdout: .file(log), stderr: .file(log))
         }
-        throw TierProblem(lastError)
     }
 
     func stop() {
         process.terminate()
         process.waitUntilExit()
     }
+}
+
+/// A server `start` starts on a free port of 127.0.0.1 and its process, once it listens (three
+/// tries: another test may take the port first); else what its `log` says.
+private func startOnFreePort(log: String, what: String, _ start: (Int) throws -> ChildProcess) throws -> (Int, ChildProcess) {
+    var lastError = "\(what) did not start"
+    for _ in 0..<3 {
+        let port = try NginxServer.freePort()
+        let process = try start(port)
+        if NginxServer.waitForListener(port: port, while: process) { return (port, process) }
+        process.terminate()
+        process.waitUntilExit()
+        lastError = (try? String(contentsOfFile: log, encoding: .utf8)) ?? lastError
+    }
+    throw TierProblem(lastError)
 }

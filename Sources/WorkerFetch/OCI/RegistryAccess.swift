@@ -26,8 +26,6 @@ public struct RegistryAccess: Sendable, Equatable {
         expiries.values.min().map { $0 - 30 }
     }
 
-    /// This access asked anew of every registry (tokens that expire are replaced).
-    func renewed() -> RegistryAccess { RegistryAccess() }
 
     public init() {}
 
@@ -54,7 +52,7 @@ public struct RegistryAccess: Sendable, Equatable {
         for reference in pending { byRegistry[reference.registry.lowercased(), default: []].append(reference) }
         for (registry, references) in byRegistry.sorted(by: { $0.key < $1.key }) {
             access.asked.insert(registry)
-            let root = references[0].apiBase.prefix { $0 != "/" } + "//" + registry + "/v2/"
+            let root = references[0].registryBase + "/v2/"
             let ping = await engine.exchange(TransferRequest(url: settings.locator.rewrite.apply(root), headers: [], deadline: 0)) { deadline in
                 .statusAndHeader("www-authenticate", url: root, deadline: deadline)
             }

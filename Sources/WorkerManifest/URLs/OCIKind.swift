@@ -75,9 +75,15 @@ public struct OCIReference: Sendable, Equatable {
             && left.title == right.title
     }
 
-    /// Where the registry's API is: https, or http for a loopback registry.
+    /// Where the registry is: https, or http for a loopback registry (as Docker and ORAS treat
+    /// `localhost`).
+    public var registryBase: String {
+        (origin.host == "localhost" ? "http://" : "https://") + registry
+    }
+
+    /// Where the repository's API is.
     public var apiBase: String {
-        (origin.host == "localhost" ? "http://" : "https://") + registry + "/v2/" + repository
+        registryBase + "/v2/" + repository
     }
 
     public init?(_ url: String) {
