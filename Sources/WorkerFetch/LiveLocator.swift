@@ -22,15 +22,14 @@ package final class LiveLocator: Sendable {
         let (authorized, problems) = await base.authorizing(urls, store: store, settings: settings)
         for problem in problems { warn(problem) }
         locator = Mutex(authorized)
-        guard authorized.registries.refreshBy != nil else { return }
+        guard authorized.renewBy != nil else { return }
         let task = Task { [weak self] in
-            while !Task.isCancelled, let self, let due = self.current.registries.refreshBy {
+            while !Task.isCancelled, let self, let due = self.current.renewBy {
                 let wait = max(1, due - Monotonic.now())
                 try? await Task.sleep(nanoseconds: UInt64(wait * 1e9))
                 guard !Task.isCancelled else { return }
-                var fresh = self.current
                 // Every registry asked anew: tokens that expire are replaced.
-                fresh.registries = RegistryAccess()
+                let fresh = self.current.unauthorized
                 let (renewed, problems) = await fresh.authorizing(urls, store: store, settings: settings)
                 for problem in problems { warn(problem) }
                 self.locator.withLock { $0 = renewed }

@@ -74,6 +74,36 @@ public struct Locator: Sendable, Equatable {
         return (locator, problems)
     }
 
+    /// The parts each of `urls` stands for (`URLKind.expands`: a tag's layers), by URL; what
+    /// could not be had is said, after the URL, as the failure.
+    package func parts(of urls: [String], store: ContentStore, settings: FetchSettings) async
+        -> [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] {
+        var byKind: [URLKindID: [String]] = [:]
+        for url in urls { if let kind = URLKinds.kind(of: url) { byKind[kind.id, default: []].append(url) } }
+        var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
+        for (kind, listed) in byKind {
+            switch kind {
+            case .oci:
+                results.merge(await RegistryAccess.parts(of: listed, store: store, settings: settings)) { first, _ in first }
+            case .http, .s3, .file:
+                for url in listed { results[url] = .failure(ManifestSet.PartsProblem("\(url): stands for no other files")) }
+            }
+        }
+        return results
+    }
+
+    /// When what its kinds asked must be asked again (monotonic seconds: 30 s before a
+    /// registry's first token expires); nil when nothing expires.
+    package var renewBy: Double? { registries.refreshBy }
+
+    /// This locator without what its kinds asked before their requests (to ask again: a
+    /// registry's tokens that expire).
+    package var unauthorized: Locator {
+        var locator = self
+        locator.registries = RegistryAccess()
+        return locator
+    }
+
     /// Where `listed` would be requested without `--rewrite`: an `s3://` URL's endpoint URL, else
     /// `listed` itself.
     package func beforeRewrite(_ listed: String) -> String {

@@ -20,6 +20,12 @@ extension ManifestSet {
         }
     }
 
+    /// Why the parts of an entry could not be had (the URL, then what its origin said).
+    public struct PartsProblem: Error, Sendable, CustomStringConvertible {
+        public let description: String
+        public init(_ description: String) { self.description = description }
+    }
+
     /// This set with the entry at each key of `parts` replaced by its parts.
     public func expanding(_ parts: [Int: [Part]]) -> Result<ManifestSet, ManifestErrors> {
         guard !parts.isEmpty else { return .success(self) }

@@ -105,7 +105,7 @@ public struct SyncEngine: Sendable {
             throw .manifest(error)
         }
         do {
-            set = try await resolvingArtifacts(set)
+            set = try await resolvingExpansions(set)
         } catch {
             _ = await prefetched?.value
             throw error

@@ -149,7 +149,8 @@ import WorkerTestSupport
     /// A tag is resolved as the run starts to its titled layers (pushed with ORAS): each an entry
     /// `…:TAG#TITLE` pinned by its digest (the report says it), in the tree under the entry's
     /// folder by title; a tag that moves updates the changed layer only; `worker manifest` writes
-    /// the layers pinned; a tag the registry does not have stops the run (exit 3).
+    /// the layers pinned; a tag the registry does not have stops the run (exit 3), as does
+    /// `--offline`, which cannot read one.
     @Test func anArtifactsTagIsItsLayersAndATagThatMovesIsAnUpdate() async throws {
         let storage = TemporaryDirectory()
         let registry = try OCIRegistry(storage: storage.path)
@@ -209,6 +210,13 @@ import WorkerTestSupport
         let missing = directory.write("missing.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/team/art:v9\n")
         let stopped = try await WorkerBinary.run(["sync", missing, "--cache-dir", cache, "--retries", "0"])
         #expect(stopped.code == 3 && stopped.stderr.contains("team/art:v9: the registry answered HTTP 404 (no such tag)"), "\(stopped.stderr)")
+        // --offline asks no registry, so it cannot read a tag; `worker manifest` lists a tag, not a blob.
+        let offline = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--offline"])
+        #expect(offline.code == 3 && offline.stderr.contains("\(tag): the files it stands for are read from its origin, which --offline does not ask"),
+                "\(offline.stderr)")
+        let blob = "oci://\(registry.address)/team/art@sha256:" + sha256(alpha)
+        let notATag = try await WorkerBinary.run(["manifest", blob])
+        #expect(notATag.code == 2 && notATag.stderr.contains("is listed alone, as oci://REGISTRY/REPOSITORY:TAG"), "\(notATag.stderr)")
     }
 
     /// Everything else applies: `--rewrite oci://REGISTRY/=oci://MIRROR/` is a pull-through cache

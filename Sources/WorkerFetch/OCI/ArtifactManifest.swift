@@ -6,10 +6,10 @@ import WorkerSupport
 
 /// One layer of an artifact: its digest (SHA-256 hex), its size, and its title
 /// (`org.opencontainers.image.title`, which ORAS writes: the file's name).
-package struct ArtifactLayer: Sendable, Equatable {
-    package let digest: String
-    package let size: Int64?
-    package let title: String?
+struct ArtifactLayer: Sendable, Equatable {
+    let digest: String
+    let size: Int64?
+    let title: String?
 }
 
 /// What a tag names, read from the registry as its clients read it: the manifest, asked for in
@@ -21,9 +21,41 @@ extension RegistryAccess {
         "application/vnd.docker.distribution.manifest.v2+json", "application/vnd.docker.distribution.manifest.list.v2+json",
     ]
 
+    /// The parts of each of `urls` (`OCIKind.expands`): a tag's titled layers as entries
+    /// `oci://…:TAG#TITLE` pinned by their digests, at their titles; a `:TAG#TITLE` the one layer
+    /// of that title, at the entry's own path. Layers without a title (an image's) are not files
+    /// of the artifact. A failure says what the registry said, after the URL.
+    static func parts(of urls: [String], store: ContentStore, settings: FetchSettings) async
+        -> [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] {
+        let references = urls.compactMap { OCIReference($0) }.filter { $0.tag != nil }
+        let layers = await layers(of: references, store: store, settings: settings)
+        var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
+        for (url, reference) in zip(urls, urls.map { OCIReference($0) }) {
+            guard let reference, let tagURL = reference.tagURL else {
+                results[url] = .failure(ManifestSet.PartsProblem("\(url): not an artifact's tag"))
+                continue
+            }
+            switch layers[tagURL] {
+            case .success(let read)?:
+                let parts = read.compactMap { layer -> ManifestSet.Part? in
+                    guard let title = layer.title, reference.title == nil || title == reference.title, TreePath.problem(title) == nil,
+                          case .success(let hash) = ContentHash.parse("sha256:" + layer.digest) else { return nil }
+                    return ManifestSet.Part(url: tagURL + "#" + title, hash: hash, name: reference.title == nil ? title : "")
+                }
+                results[url] = parts.isEmpty
+                    ? .failure(ManifestSet.PartsProblem("\(tagURL): " + (reference.title.map { "no layer is titled '\($0)'" }
+                        ?? "no layer has a title (org.opencontainers.image.title) to be a file")))
+                    : .success(parts)
+            case .failure(let problem)?: results[url] = .failure(ManifestSet.PartsProblem("\(tagURL): \(problem.description)"))
+            case nil: results[url] = .failure(ManifestSet.PartsProblem("\(tagURL): not read"))
+            }
+        }
+        return results
+    }
+
     /// The layers of each of `references` (tags), by its `tagURL`; a failure names what the
     /// registry said. Registries are authorized as for downloads.
-    package static func layers(of references: [OCIReference], store: ContentStore, settings: FetchSettings,
+    static func layers(of references: [OCIReference], store: ContentStore, settings: FetchSettings,
                                environment: [String: String] = ProcessInfo.processInfo.environment) async
         -> [String: Result<[ArtifactLayer], RegistryProblem>] {
         let (access, problems) = await RegistryAccess().resolving(references, store: store, settings: settings, environment: environment)

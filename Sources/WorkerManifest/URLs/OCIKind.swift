@@ -52,6 +52,15 @@ public struct OCIKind: URLKind {
         guard let reference = OCIReference(url), reference.isBlob else { return nil }
         return reference.digest.flatMap { try? ContentHash.parse("sha256:" + $0).get() }
     }
+
+    /// A tag stands for its titled layers; a layer's title (`:TAG#TITLE`) for that layer until
+    /// it is pinned by its digest.
+    public func expands(_ url: String, pinned: Bool) -> Bool {
+        guard let reference = OCIReference(url), reference.tag != nil else { return false }
+        return reference.title == nil || !pinned
+    }
+
+    public var expandedForm: String? { "oci://REGISTRY/REPOSITORY:TAG" }
 }
 
 /// A parsed `oci://` reference: the registry, the repository (the distribution spec's grammar:

@@ -30,10 +30,19 @@ public protocol URLKind: Sendable {
     /// The hash a URL of this kind names itself (an OCI blob's digest): it pins an entry without
     /// `hash:`, and one with `hash:` must agree. Nil for most kinds.
     func impliedHash(of url: String) -> ContentHash?
+    /// Whether an entry written as `url` (`pinned`: with a `hash:`) stands for several files its
+    /// origin names as a run starts (an OCI tag for its titled layers): the run asks the fetch
+    /// stage for its parts (`Locator.parts`) before it plans. False for most kinds.
+    func expands(_ url: String, pinned: Bool) -> Bool
+    /// How a URL that stands for several files is written (`worker manifest URL` lists its
+    /// parts); nil for a kind whose URLs never do.
+    var expandedForm: String? { get }
 }
 
 extension URLKind {
     public func impliedHash(of url: String) -> ContentHash? { nil }
+    public func expands(_ url: String, pinned: Bool) -> Bool { false }
+    public var expandedForm: String? { nil }
     public var sentWithoutCredentials: String? { nil }
 }
 

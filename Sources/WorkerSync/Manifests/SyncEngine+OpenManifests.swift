@@ -102,7 +102,7 @@ extension SyncEngine {
             throw .manifest(error)
         }
         record(try acceptManifests(set, opened))
-        return (try await resolvingArtifacts(set), opened)
+        return (try await resolvingExpansions(set), opened)
     }
 
     /// The signature that verifies `bytes`: for a remote manifest that did not change, the one

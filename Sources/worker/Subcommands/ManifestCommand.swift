@@ -81,7 +81,8 @@ struct ManifestCommand: AsyncParsableCommand {
     private enum Source {
         case folders(baseURL: String)
         case bucket(S3URL)
-        case artifact(OCIReference)
+        /// A URL that stands for several files (an artifact's tag).
+        case expanded(String)
         case urls(String)
     }
 
@@ -95,11 +96,11 @@ struct ManifestCommand: AsyncParsableCommand {
             }
             return .urls(urls)
         }
-        if let first = folders.first, URLKinds.kind(of: first)?.id == .oci {
-            guard folders.count == 1, baseURL == nil, case .success(let reference) = OCIReference.parse(first),
-                  reference.tag != nil, reference.title == nil
-            else { throw ValidationError("an artifact is listed alone, as oci://REGISTRY/REPOSITORY:TAG") }
-            return .artifact(reference)
+        if let first = folders.first, let form = URLKinds.kind(of: first)?.expandedForm {
+            guard folders.count == 1, baseURL == nil, URLKinds.kind(of: first)?.problem(entry: first) == nil,
+                  URLKinds.kind(of: first)?.expands(first, pinned: false) == true
+            else { throw ValidationError("'\(first)' is listed alone, as \(form)") }
+            return .expanded(first)
         }
         if let first = folders.first, URLKinds.has(.listable, first) {
             guard folders.count == 1, baseURL == nil else {
@@ -142,9 +143,9 @@ struct ManifestCommand: AsyncParsableCommand {
             (yaml, failed) = try await pinned(urls, fetch: fetch)
         case .bucket(let location):
             (yaml, failed) = try await listed(location, fetch: fetch)
-        case .artifact(let reference):
-            // Its layers, each pinned by its digest at its title.
-            yaml = ManifestWriter.yaml(name: name, baseURL: nil, items: try await engine(fetch).artifactManifest(reference))
+        case .expanded(let url):
+            // Its parts (a tag's layers), each pinned by its hash.
+            yaml = ManifestWriter.yaml(name: name, baseURL: nil, items: try await engine(fetch).expandedManifest(url))
         case .folders(let baseURL):
             do {
                 // Keys under an s3:// base are literal: the paths are written as they are.
