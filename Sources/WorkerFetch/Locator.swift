@@ -36,26 +36,35 @@ public struct Locator: Sendable, Equatable {
     /// `expected`, the hash its bytes must have: a tag's layer is the blob of that digest): the
     /// one place this stage gives each kind of URL its way of being reached.
     func location(_ listed: String, origin: Origin? = nil, expected: ContentHash? = nil) -> FetchLocation {
+        var memo = OriginMemo()
+        return location(listed, origin: origin, expected: expected, memo: &memo)
+    }
+
+    /// `memo`: the origin of the URL located before, given again for one on the same authority.
+    private func location(_ listed: String, origin: Origin?, expected: ContentHash?, memo: inout OriginMemo) -> FetchLocation {
         switch URLKinds.kind(of: listed)?.id {
         case .s3?:
             // An `s3://` FROM sends the key to another bucket (signed) or to an http(s) URL (unsigned).
             let target = rewrite.apply(listed)
             guard case .success(let object) = S3URL.parse(target) else {
-                return FetchLocation(listed: listed, url: target, origin: origin)
+                return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target))
             }
-            let (url, signing) = (s3 ?? S3Access()).location(of: object)
-            return FetchLocation(listed: listed, url: rewrite.apply(url), origin: origin, signing: signing)
+            let (endpoint, signing) = (s3 ?? S3Access()).location(of: object)
+            let url = rewrite.apply(endpoint)
+            return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url), signing: signing)
         case .oci?:
             // An `oci://` FROM sends the blob to another registry (a pull-through cache), and
             // the registry's API URL goes where an http(s) rule sends it.
             let target = rewrite.apply(listed)
             guard let reference = OCIReference(target),
                   let digest = reference.isBlob ? reference.digest : (expected?.algorithm == .sha256 ? expected?.hex : nil)
-            else { return FetchLocation(listed: listed, url: target, origin: origin) }
-            return FetchLocation(listed: listed, url: rewrite.apply(reference.apiBase + "/blobs/sha256:" + digest), origin: origin,
+            else { return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target)) }
+            let url = rewrite.apply(reference.apiBase + "/blobs/sha256:" + digest)
+            return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url),
                                  authorization: registries.authorization(for: reference))
         case .http?, .file?, nil:
-            return FetchLocation(listed: listed, url: rewrite.apply(listed), origin: origin)
+            let url = rewrite.apply(listed)
+            return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url))
         }
     }
 
@@ -122,5 +131,11 @@ public struct Locator: Sendable, Equatable {
     /// The origin `listed` is requested from; nil for a local file.
     package func origin(of listed: String) -> Origin? {
         LocalFile.isLocal(listed) ? nil : location(listed).origin
+    }
+
+    /// The origin `listed` is requested from, for a loop over many URLs: `memo` keeps the last
+    /// one's, given again (the same object) for a URL on the same authority.
+    package func origin(of listed: String, memo: inout OriginMemo) -> Origin? {
+        LocalFile.isLocal(listed) ? nil : location(listed, origin: nil, expected: nil, memo: &memo).origin
     }
 }

@@ -56,9 +56,10 @@ extension SyncPlan {
         }
         var groups: [DownloadGroup] = []
         groups.reserveCapacity(firsts.count)
+        var memo = OriginMemo()
         for (number, first) in firsts.enumerated() {
             let entry = entries[first]
-            let origin = shared(locator.origin(of: entry.url))
+            let origin = shared(locator.origin(of: entry.url, memo: &memo))
             let mirrors = origin == nil || entry.hash == nil ? [] : manifests.manifests[entry.manifest].mirrors(of: entry)
             groups.append(DownloadGroup(items: GroupItems(first: first, others: others[number] ?? []), origin: origin,
                                         mirrorOrigins: mirrors.compactMap { shared(locator.origin(of: $0)) },

@@ -74,3 +74,28 @@ import WorkerTestSupport
         #expect(Origin.of("http://u:secret@h/").name == "http://h:80")
     }
 }
+
+@Suite(.hangLimit) struct OriginMemoTests {
+    /// A run of URLs as a plan meets them: each gets `Origin.of`'s origin, the one object again
+    /// for the same authority, a fresh reading for a longer host or port, another scheme or user
+    /// info, or a URL of another kind in between.
+    @Test func theMemoGivesOriginOfsAnswerAndSharesItPerAuthority() {
+        let urls = [
+            "http://cdn.test:8080/a", "http://cdn.test:8080/b?x", "http://cdn.test:8080#f", "http://cdn.test:8080",
+            "http://cdn.test:8080\\i", "http://cdn.test:80801/c", "http://cdn.test:8080.evil.test/d", "http://cdn.test.evil.test:8080/e",
+            "https://cdn.test:8080/f", "http://u@cdn.test:8080/g", "http://u@cdn.test:8080/h",
+            "s3://bucket/k", "s3://bucket/l", "http://CDN.test:8080/m", "ftp://h/n", "http://cdn.test:8080/o",
+        ]
+        var memo = OriginMemo()
+        var previous: Origin?
+        var shared: [String] = []
+        for url in urls {
+            let origin = memo.origin(of: url)
+            #expect(origin == Origin.of(url) && origin.name == Origin.of(url).name, "\(url)")
+            if let previous, origin === previous { shared.append(url) }
+            previous = origin
+        }
+        #expect(shared == ["http://cdn.test:8080/b?x", "http://cdn.test:8080#f", "http://cdn.test:8080", "http://u@cdn.test:8080/h"],
+                "\(shared)")
+    }
+}
