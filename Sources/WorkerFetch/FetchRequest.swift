@@ -27,6 +27,9 @@ package final class FetchRequest: Sendable {
     let lastModified: String?
     /// The origin (scheme, host, port) of `fetchURL` for the per-origin rules; nil for `file://`.
     package let origin: Origin?
+    /// Sent with credentials (the manifest's headers, URL user info, a signed bucket request, a
+    /// registry's token): what it fetches is as private as the origin.
+    package let carriesCredentials: Bool
 
     /// `origin`: `url`'s, when the caller worked it out already (`Locator.origin(of:)`).
     package init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
@@ -54,6 +57,7 @@ package final class FetchRequest: Sendable {
             }
             self.mirrors = locations
         }
+        carriesCredentials = !headers.isEmpty || signing != nil || authorization != nil || CredentialFreeURL.hasUserInfo(url)
     }
 
     /// The request as sent to `location`: named by the URL requested, with the manifest's headers
@@ -70,6 +74,7 @@ package final class FetchRequest: Sendable {
         localRoot = nil
         etag = request.etag
         lastModified = request.lastModified
+        carriesCredentials = !headers.isEmpty || signing != nil || authorization != nil || CredentialFreeURL.hasUserInfo(url)
     }
 
     /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
@@ -86,17 +91,13 @@ package final class FetchRequest: Sendable {
 
     var isConditional: Bool { etag != nil || lastModified != nil }
 
-    /// Sent with credentials (the manifest's headers, URL user info, a signed bucket request):
-    /// what it fetches is as private as the origin.
-    package var carriesCredentials: Bool {
-        !headers.isEmpty || CredentialFreeURL.hasUserInfo(url) || signing != nil || authorization != nil
-    }
-
-    /// Whether what `location` delivers was fetched with credentials: signed, with user info in
-    /// its URL (as listed or as requested), or with the manifest's headers (sent only to the
-    /// manifest URL's own origin). Privacy follows the bytes' location, not the entry's URL.
-    func carriesCredentials(at location: FetchLocation) -> Bool {
-        at(location).carriesCredentials || CredentialFreeURL.hasUserInfo(location.listed)
+    /// The request as sent to `location` (`at`), and whether what it delivers was fetched with
+    /// credentials: signed, with user info in its URL (as listed or as requested), or with the
+    /// manifest's headers (sent only to the manifest URL's own origin). Privacy follows the
+    /// bytes' location, not the entry's URL.
+    func sent(to location: FetchLocation) -> (request: FetchRequest, isPrivate: Bool) {
+        let sent = at(location)
+        return (sent, sent.carriesCredentials || (location.listed != sent.url && CredentialFreeURL.hasUserInfo(location.listed)))
     }
 }
 
@@ -163,7 +164,7 @@ package struct FetchResult: Sendable {
     package var servedBy: String? = nil
     /// The entry's own URL failed and a mirror served instead: what failed there.
     package var failover: Failover?
-    /// The body was fetched with credentials (`FetchRequest.carriesCredentials(at:)` of the
+    /// The body was fetched with credentials (`FetchRequest.sent(to:)`'s `isPrivate` of the
     /// location that delivered it): private, kept off the shared tier.
     package var isPrivate = false
     /// The shared tier missed this body and takes it once the commit has installed it

@@ -33,8 +33,8 @@ final class OriginSource: ContentSource {
         if request.mirrors.isEmpty {
             let location = FetchLocation(listed: request.url, url: request.fetchURL, origin: request.origin, signing: request.signing,
                                          authorization: request.authorization)
-            let isPrivate = request.carriesCredentials(at: location)
-            download(request.at(location), retries: true, lane: lane) { finished in
+            let (sent, isPrivate) = request.sent(to: location)
+            download(sent, retries: true, lane: lane) { finished in
                 done(SourceOutcome(Self.named(finished.result, at: location), attempts: finished.attempts, bytes: finished.bytes,
                                    isPrivate: isPrivate))
             }
@@ -63,7 +63,8 @@ final class OriginSource: ContentSource {
             if last { return done(Self.failed(tried)) }
             return walk(locations, from: index + 1, of: request, lane: lane, tried: tried, done: done)
         }
-        download(request.at(location), retries: last, lane: lane) { [self] finished in
+        let (sent, isPrivate) = request.sent(to: location)
+        download(sent, retries: last, lane: lane) { [self] finished in
             var tried = tried
             tried.attempts += finished.attempts
             tried.bytes += finished.bytes
@@ -71,7 +72,7 @@ final class OriginSource: ContentSource {
             case .success(let delivery):
                 var outcome = SourceOutcome(.success(delivery), attempts: tried.attempts, bytes: tried.bytes,
                                             servedBy: index == 0 ? nil : location.listed,
-                                            isPrivate: request.carriesCredentials(at: location))
+                                            isPrivate: isPrivate)
                 // Said aloud by the run: the entry's own URL failed (or was given up) and a mirror served.
                 if index > 0, let primary = tried.failures.first, primary.location.listed == request.url {
                     outcome.failover = Failover(from: primary.location, primary.failure)
