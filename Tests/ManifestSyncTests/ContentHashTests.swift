@@ -51,4 +51,17 @@ import WorkerTestSupport
     func refused(text: String) {
         #expect(throws: HashParseError.self) { try ContentHash.parse(text).get() }
     }
+
+    /// Equality is the whole digest's: a SHA-512 that differs in any one byte is another hash.
+    @Test func hashesDifferingInAnyByteAreUnequal() {
+        let base = [UInt8](repeating: 0xA5, count: 64)
+        let hash = ContentHash(algorithm: .sha512, digest: base)
+        #expect(hash == ContentHash(algorithm: .sha512, digest: base))
+        for offset in 0..<64 {
+            var other = base
+            other[offset] ^= 1
+            #expect(hash != ContentHash(algorithm: .sha512, digest: other), "byte \(offset)")
+        }
+        #expect(hash != ContentHash(algorithm: .sha256, digest: base.prefix(32)))
+    }
 }
