@@ -8,7 +8,21 @@ import WorkerSupport
 /// updated (old and new side by side) or failed (with the version still served), as thumbnails
 /// embedded from the cache. No external resource, no script. Written as well-formed XHTML (void
 /// elements closed), so XML tools can read it too.
-public enum HTMLReportWriter {
+public struct HTMLReportWriter: ReportFormat {
+    public init() {}
+
+    public var option: String { "--report-html" }
+
+    public func recognizes(_ head: String) -> Bool {
+        head.hasPrefix("<!DOCTYPE html>") && head.contains("<title>worker sync")
+    }
+
+    public var rows: ReportRowNeeds { .changed }
+
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
+        Data(Self.html(report).utf8)
+    }
+
     /// Images larger than this are not embedded (a box with the size instead).
     static let embedLimit = 512 << 10
     /// Cards per section at most; the rest is counted.

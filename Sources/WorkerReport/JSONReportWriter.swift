@@ -1,13 +1,39 @@
 import FoundationEssentials
 import Glibc
+import WorkerPlan
 import WorkerStore
 import WorkerSupport
 
 /// Writes the JSON report (schema 1) atomically: a temporary file renamed over the target. The
 /// rows are encoded one at a time as the file is written, so a report of a million rows never
 /// exists as one encoded tree or one block of bytes (JSONEncoder's output for the whole document,
-/// byte for byte: `JSONReportWriterTests`).
-public enum JSONReportWriter {
+/// byte for byte: `JSONReportWriterTests`). As a format (`--report`): the entries that are not
+/// unchanged, or every entry (`all`, `--report-all`).
+public struct JSONReportWriter: ReportFormat {
+    public var all: Bool
+
+    public init(all: Bool = false) {
+        self.all = all
+    }
+
+    public var option: String { "--report" }
+
+    /// Keys are sorted: `cache_dir` leads.
+    public func recognizes(_ head: String) -> Bool {
+        head.hasPrefix("{") && head.contains("\"cache_dir\"")
+    }
+
+    public var rows: ReportRowNeeds { all ? [.changed, .unchanged] : .changed }
+
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
+        try Self.data(report) { all || $0.status != .unchanged }
+    }
+
+    /// Streamed to the file, row by row (never appended: a JSON document).
+    public func write(_ report: SyncReport, success: Bool, to path: String, appending: Bool) throws {
+        try Self.write(report, to: path) { all || $0.status != .unchanged }
+    }
+
     struct Document: Encodable {
         var schema = 1
         var workerVersion = WorkerVersion.current

@@ -4,7 +4,21 @@ import WorkerFetch
 import WorkerSupport
 
 /// A Markdown summary for CI pages (`$GITHUB_STEP_SUMMARY`): totals, then the failed entries.
-public enum MarkdownSummaryWriter {
+public struct MarkdownSummaryWriter: ReportFormat {
+    public init() {}
+
+    public var option: String { "--summary-md" }
+
+    public func recognizes(_ head: String) -> Bool {
+        head.hasPrefix("### ") && head.contains("worker sync")
+    }
+
+    public var rows: ReportRowNeeds { .changed }
+
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
+        Data(Self.markdown(report).utf8)
+    }
+
     public static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
         let totals = report.totals
         let names = report.manifests.map { Sanitize.markdown($0.name) }.joined(separator: ", ")

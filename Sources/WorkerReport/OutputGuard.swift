@@ -3,69 +3,47 @@ import Glibc
 import WorkerStore
 import WorkerSupport
 
-/// The files a run writes besides the cache (`--report`, `--junit`, …), and the rule that keeps
-/// them from destroying anything: an output never replaces a manifest of the run, nor an existing
-/// file that is not an earlier output of the same kind. `worker sync --report manifests/*.yaml`
-/// (the shell hands the first manifest to `--report`) must fail, not overwrite it with JSON.
-public enum OutputKind: String, Sendable, CaseIterable {
-    case report = "--report"
-    case verifyReport = "--report (verify)"
-    case junit = "--junit"
-    case summary = "--summary-md"
-    case metrics = "--metrics"
-    case html = "--report-html"
+/// `worker verify --report`'s JSON, as the guard knows it.
+public struct VerifyReportFormat: OutputFormat {
+    public init() {}
 
-    /// The option that names it.
-    public var option: String {
-        self == .verifyReport ? "--report" : rawValue
-    }
+    public var option: String { "--report" }
 
-    /// Whether `head` (the first bytes of an existing file) is what this kind writes.
-    func recognizes(_ head: String) -> Bool {
-        switch self {
-        case .report:
-            // Keys are sorted: `cache_dir` leads.
-            head.hasPrefix("{") && head.contains("\"cache_dir\"")
-        case .verifyReport:
-            head.hasPrefix("{") && head.contains("\"bytes_checked\"")
-        case .junit:
-            head.hasPrefix("<?xml") && head.contains("<testsuites")
-        case .summary:
-            head.hasPrefix("### ") && head.contains("worker sync")
-        case .metrics:
-            head.hasPrefix("# HELP worker_")
-        case .html:
-            head.hasPrefix("<!DOCTYPE html>") && head.contains("<title>worker sync")
-        }
+    public func recognizes(_ head: String) -> Bool {
+        head.hasPrefix("{") && head.contains("\"bytes_checked\"")
     }
 }
 
-/// Checks every output before the run does anything.
+/// The files a run writes besides the cache (`--report`, `--junit`, …), checked before it does
+/// anything: an output never replaces a manifest of the run, nor an existing file that is not an
+/// earlier output of the same format (`OutputFormat.recognizes`). `worker sync --report
+/// manifests/*.yaml` (the shell hands the first manifest to `--report`) must fail, not overwrite
+/// it with JSON.
 public enum OutputGuard {
     /// A message naming the option and the file when an output may not be written, else nil.
-    public static func problem(outputs: [(kind: OutputKind, path: String)], manifests: [String]) -> String? {
+    public static func problem(outputs: [(format: any OutputFormat, path: String)], manifests: [String]) -> String? {
         let inputs = manifests.compactMap(identity)
-        var seen: [String: OutputKind] = [:]
-        for (kind, path) in outputs {
+        var seen: [String: any OutputFormat] = [:]
+        for (format, path) in outputs {
             let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
             if let other = seen[absolute] {
-                return "\(kind.option) and \(other.option) both name '\(path)'"
+                return "\(format.option) and \(other.option) both name '\(path)'"
             }
-            seen[absolute] = kind
+            seen[absolute] = format
             var info = stat()
             guard stat(path, &info) == 0 else {
-                if let problem = folderProblem(path) { return "\(kind.option) '\(path)': \(problem)" }
+                if let problem = folderProblem(path) { return "\(format.option) '\(path)': \(problem)" }
                 continue
             }
             if inputs.contains(where: { $0 == (info.st_dev, info.st_ino) }) {
-                return "\(kind.option) '\(path)' is a manifest of this run; refusing to overwrite it"
+                return "\(format.option) '\(path)' is a manifest of this run; refusing to overwrite it"
             }
             guard (info.st_mode & S_IFMT) == S_IFREG else {
-                return "\(kind.option) '\(path)' exists and is not a regular file"
+                return "\(format.option) '\(path)' exists and is not a regular file"
             }
             guard info.st_size > 0 else { continue }
-            guard let head = firstBytes(path), kind.recognizes(head) else {
-                return "\(kind.option) '\(path)' exists and is not an earlier \(kind.option) output; "
+            guard let head = firstBytes(path), format.recognizes(head) else {
+                return "\(format.option) '\(path)' exists and is not an earlier \(format.option) output; "
                     + "refusing to overwrite it (remove it or choose another path)"
             }
         }

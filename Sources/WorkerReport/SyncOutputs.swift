@@ -4,54 +4,43 @@ import WorkerPlan
 import WorkerStore
 import WorkerSupport
 
-/// The files a sync writes besides the cache, and the rule that decides its exit code. Written
-/// by the engine at the end of the run, under its lock, before the previous versions of updated
+/// The files a sync writes besides the cache, each in its format (`ReportFormat`). Written by
+/// the engine at the end of the run, under its lock, before the previous versions of updated
 /// entries are deleted (the HTML report shows them as "before").
 public struct SyncOutputs: Sendable {
-    /// The JSON report; it lists every entry that is not unchanged, or all with `reportAll`.
-    public var report: String?
-    public var reportAll = false
-    public var junit: String?
-    public var summary: String?
-    /// A Markdown summary to append to (GitHub's `$GITHUB_STEP_SUMMARY`), when `summary` is nil.
-    public var appendedSummary: String?
-    public var metrics: String?
-    public var html: String?
+    /// One file: its format, its path, and whether it is appended to (a file others write too).
+    public struct File: Sendable {
+        public let format: any ReportFormat
+        public let path: String
+        public let appends: Bool
 
-    public init() {}
-
-    /// Whether the report must keep every row (a writer lists them all).
-    package var needsAllRows: Bool { junit != nil || html != nil || summary != nil || appendedSummary != nil }
-
-    /// Writes each file asked for, atomically (the appended summary is appended).
-    package func write(_ report: SyncReport, success: Bool) throws(CacheError) {
-        if let path = self.report {
-            let reportAll = reportAll
-            do {
-                try JSONReportWriter.write(report, to: path) { reportAll || $0.status != .unchanged }
-            } catch {
-                throw CacheError.output(path: path, reason: ErrorText.describe(error))
-            }
-        }
-        if let junit { try write(junit) { Data(JUnitReportWriter.xml(report).utf8) } }
-        if let metrics { try write(metrics) { Data(PrometheusMetricsWriter.text(report, success: success).utf8) } }
-        if let html { try write(html) { Data(HTMLReportWriter.html(report).utf8) } }
-        if let summary {
-            try write(summary) { Data(MarkdownSummaryWriter.markdown(report).utf8) }
-        } else if let appendedSummary {
-            do {
-                try AtomicFile.append(Data(MarkdownSummaryWriter.markdown(report).utf8), to: appendedSummary)
-            } catch {
-                throw CacheError.output(path: appendedSummary, reason: ErrorText.describe(error))
-            }
+        public init(_ format: any ReportFormat, _ path: String, appends: Bool = false) {
+            self.format = format
+            self.path = path
+            self.appends = appends
         }
     }
 
-    private func write(_ path: String, _ contents: () throws -> Data) throws(CacheError) {
-        do {
-            try AtomicFile.write(contents(), to: path)
-        } catch {
-            throw CacheError.output(path: path, reason: ErrorText.describe(error))
+    /// In the order they are written.
+    public var files: [File] = []
+
+    public init(_ files: [File] = []) {
+        self.files = files
+    }
+
+    /// The rows the files list together.
+    package var rows: ReportRowNeeds {
+        files.reduce(into: []) { $0.formUnion($1.format.rows) }
+    }
+
+    /// Writes each file (atomically, or appended).
+    package func write(_ report: SyncReport, success: Bool) throws(CacheError) {
+        for file in files {
+            do {
+                try file.format.write(report, success: success, to: file.path, appending: file.appends)
+            } catch {
+                throw CacheError.output(path: file.path, reason: ErrorText.describe(error))
+            }
         }
     }
 }

@@ -91,9 +91,8 @@ struct SyncLedger {
     /// summary's list; 0 when it reads outcomes instead, nil for all) — a million-entry run need
     /// not hold a million rows for a summary of twenty.
     static func rowsKept(outputs: SyncOutputs, shownRows: Int?, factsDirectory: String? = nil) -> ReportBuilder {
-        let listsFile = outputs.report != nil || outputs.needsAllRows
-        return ReportBuilder(listLimit: listsFile ? nil : shownRows, reportAll: outputs.reportAll || outputs.junit != nil,
-                             factsDirectory: factsDirectory)
+        let rows = outputs.rows
+        return ReportBuilder(listLimit: rows.isEmpty ? shownRows : nil, reportAll: rows.contains(.unchanged), factsDirectory: factsDirectory)
     }
 
     /// Entries of `origin` that failed so far.

@@ -135,9 +135,8 @@ func requireCache(_ directory: String) throws(CommandFailure) {
 }
 
 /// Ends the run with exit 2 when an output would overwrite a manifest or a file it did not write.
-func checkOutputs(_ outputs: [(OutputKind, String?)], manifests: [String]) throws(CommandFailure) {
-    let given = outputs.compactMap { kind, path in path.map { (kind: kind, path: $0) } }
-    if let problem = OutputGuard.problem(outputs: given, manifests: manifests) {
+func checkOutputs(_ outputs: [(format: any OutputFormat, path: String)], manifests: [String]) throws(CommandFailure) {
+    if let problem = OutputGuard.problem(outputs: outputs, manifests: manifests) {
         throw .outputRefused(problem)
     }
 }

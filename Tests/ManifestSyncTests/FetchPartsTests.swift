@@ -145,7 +145,7 @@ private enum Insecure_MD5 {
         #expect(XMLParser(data: Data(xml.utf8)).parse(), "well-formed")
     }
 
-    @Test func markdownAndMetricsCarryTheTotals() {
+    @Test func markdownAndMetricsCarryTheTotals() throws {
         let markdown = MarkdownSummaryWriter.markdown(Self.report)
         #expect(markdown.hasPrefix("### ❌ worker sync: m\n"))
         // The server's words are text: `<&>` would be read as HTML.
@@ -153,8 +153,15 @@ private enum Insecure_MD5 {
         let metrics = PrometheusMetricsWriter.text(Self.report, success: false)
         #expect(metrics.contains(#"worker_sync_success{manifests="m"} 0"#))
         #expect(metrics.contains(#"worker_sync_entries{manifests="m",status="failed"} 1"#), "\(metrics)")
-        #expect(OutputKind.metrics.recognizes(metrics) && OutputKind.summary.recognizes(markdown)
-                && OutputKind.junit.recognizes(JUnitReportWriter.xml(Self.report)), "each output recognizes its own kind")
-        #expect(!OutputKind.report.recognizes(metrics) && !OutputKind.html.recognizes(markdown))
+        #expect(PrometheusMetricsWriter().recognizes(metrics) && MarkdownSummaryWriter().recognizes(markdown)
+                && JUnitReportWriter().recognizes(JUnitReportWriter.xml(Self.report)), "each output recognizes its own format")
+        #expect(!JSONReportWriter().recognizes(metrics) && !HTMLReportWriter().recognizes(markdown))
+        // Each format recognizes what it writes and no other format's file.
+        let formats: [any ReportFormat] = [JSONReportWriter(), JUnitReportWriter(), PrometheusMetricsWriter(), HTMLReportWriter(),
+                                           MarkdownSummaryWriter()]
+        for format in formats {
+            let head = String(decoding: try format.data(Self.report, success: false).prefix(4096), as: UTF8.self)
+            #expect(formats.filter { $0.recognizes(head) }.map(\.option) == [format.option], "\(format.option)")
+        }
     }
 }

@@ -37,11 +37,9 @@ import WorkerTestSupport
                    shownRows: listLimit, limits: nil, keepsOutcomes: outcomes)
     }
 
-    /// No output file; the report lists unchanged rows with `reportAll`.
+    /// With `reportAll`, a JSON report of every row (never written here); else no output file.
     func outputs(reportAll: Bool = true) -> SyncOutputs {
-        var outputs = SyncOutputs()
-        outputs.reportAll = reportAll
-        return outputs
+        SyncOutputs(reportAll ? [SyncOutputs.File(JSONReportWriter(all: true), "/r.json")] : [])
     }
 
     @Test func aFetchedRowSaysWhereItsBytesCameFromAndTheTiersCountsReachTheReport() throws {
@@ -134,10 +132,14 @@ import WorkerTestSupport
         }
         #expect(kept { _ in } == [.added, .failed], "no file: failures and what the caller shows")
         #expect(kept({ _ in }, shown: 0) == [.failed], "a caller that reads outcomes keeps failures only")
-        #expect(kept { $0.report = "/r.json" } == [.added, .added, .added, .failed], "the JSON report lists every change")
-        #expect(kept { $0.report = "/r.json"; $0.reportAll = true } == [.unchanged, .unchanged, .unchanged, .added, .added, .added, .failed])
-        #expect(kept { $0.junit = "/j.xml" }.count == 7, "JUnit has a case per entry checked")
-        #expect(kept { $0.html = "/r.html" } == [.added, .added, .added, .failed])
+        #expect(kept { $0.files = [.init(JSONReportWriter(), "/r.json")] } == [.added, .added, .added, .failed],
+                "the JSON report lists every change")
+        #expect(kept { $0.files = [.init(JSONReportWriter(all: true), "/r.json")] }
+                == [.unchanged, .unchanged, .unchanged, .added, .added, .added, .failed])
+        #expect(kept { $0.files = [.init(JUnitReportWriter(), "/j.xml")] }.count == 7, "JUnit has a case per entry checked")
+        #expect(kept { $0.files = [.init(HTMLReportWriter(), "/r.html")] } == [.added, .added, .added, .failed])
+        #expect(kept { $0.files = [.init(PrometheusMetricsWriter(), "/m.prom")] } == [.added, .failed], "metrics list no rows")
+        #expect(kept { $0.files = [.init(MarkdownSummaryWriter(), "/s.md", appends: true)] } == [.added, .added, .added, .failed])
     }
 
     @Test func rowsFollowTheRetentionRuleInManifestOrder() {

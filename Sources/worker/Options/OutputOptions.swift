@@ -35,19 +35,21 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log each retry and failure as it happens (stderr).")
     var verbose = false
 
-    /// The files, checked against the manifests (exit 2 when one would overwrite an input).
+    /// The report's formats a sync offers, each with the path its option gave, in the order they
+    /// are written: the one list the outputs are made from.
+    private var formats: [(format: any ReportFormat, path: String?)] {
+        [(JSONReportWriter(all: reportAll), reportPath), (JUnitReportWriter(), junitPath), (PrometheusMetricsWriter(), metricsPath),
+         (HTMLReportWriter(), htmlPath), (MarkdownSummaryWriter(), summaryPath)]
+    }
+
+    /// The files, checked against the manifests (exit 2 when one would overwrite an input). In
+    /// GitHub Actions, without `--summary-md`, the Markdown summary is appended to the step's.
     func outputs(manifests: [String]) throws(CommandFailure) -> SyncOutputs {
-        try checkOutputs([(.report, reportPath), (.junit, junitPath), (.summary, summaryPath),
-                          (.metrics, metricsPath), (.html, htmlPath)], manifests: manifests)
-        var outputs = SyncOutputs()
-        outputs.report = reportPath
-        outputs.reportAll = reportAll
-        outputs.junit = junitPath
-        outputs.metrics = metricsPath
-        outputs.html = htmlPath
-        outputs.summary = summaryPath
+        let given = formats.compactMap { format, path in path.map { (format: format, path: $0) } }
+        try checkOutputs(given, manifests: manifests)
+        var outputs = SyncOutputs(given.map { SyncOutputs.File($0.format, $0.path) })
         if summaryPath == nil, let github = ProcessInfo.processInfo.environment["GITHUB_STEP_SUMMARY"], !github.isEmpty {
-            outputs.appendedSummary = github
+            outputs.files.append(SyncOutputs.File(MarkdownSummaryWriter(), github, appends: true))
         }
         return outputs
     }

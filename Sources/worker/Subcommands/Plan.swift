@@ -57,13 +57,13 @@ struct Plan: AsyncParsableCommand {
 /// Shared by `worker plan` and `worker sync --dry-run`.
 func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
              prune: Bool, tree: String? = nil, fetch: FetchSettings, trust: ManifestTrust) async throws {
-    try checkOutputs([(.report, reportPath)], manifests: paths)
+    let file = reportPath.map { SyncOutputs.File(JSONReportWriter(all: reportAll), $0) }
+    try checkOutputs(file.map { [(format: $0.format, path: $0.path)] } ?? [], manifests: paths)
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.prune = prune
     options.tree = tree
     options.shownRows = TextReportWriter().listLimit
-    options.outputs.report = reportPath
-    options.outputs.reportAll = reportAll
+    options.outputs = SyncOutputs(file.map { [$0] } ?? [])
     options.fetch = fetch
     options.trust = trust
     options.mayCreateCache = false

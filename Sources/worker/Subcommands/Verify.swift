@@ -73,7 +73,7 @@ struct Verify: AsyncParsableCommand {
         let manifestPaths = manifests.isEmpty ? []
             : try await openManifests(manifests, cacheDirectory: cache.resolved, trust: try trust.trust(), expandsHeaders: false).opened.paths
         let directory = try cache.existing()
-        try checkOutputs([(.verifyReport, reportPath)], manifests: manifests)
+        try checkOutputs(reportPath.map { [(format: VerifyReportFormat(), path: $0)] } ?? [], manifests: manifests)
         var verifier = CacheVerifier(cacheDirectory: directory, context: .command())
         verifier.fetch.transport = CurlTransport()
         verifier.fetch.jobs = max(1, jobs)
