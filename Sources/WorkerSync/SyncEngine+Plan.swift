@@ -23,8 +23,8 @@ extension SyncEngine {
     private func dryRun(_ manifests: ManifestSet, startedAt: Date) throws(SyncFailure) -> SyncReport {
         do {
             let plan = try plan(manifests)
-            var report = report(of: plan, startedAt: startedAt)
-            if let tree = options.tree { report.tree = try plannedTree(at: tree, manifests: manifests, plan: plan) }
+            let tree = try options.tree.map { path throws(CacheError) in try plannedTree(at: path, manifests: manifests, plan: plan) }
+            let report = report(of: plan, startedAt: startedAt, tree: tree)
             try options.outputs.write(report, success: true)
             return report
         } catch {
@@ -73,7 +73,7 @@ extension SyncEngine {
     }
 
     /// The report of a plan: what a sync would do, without doing it (the same ledger as a sync's).
-    public func report(of plan: SyncPlan, startedAt: Date) -> SyncReport {
+    public func report(of plan: SyncPlan, startedAt: Date, tree: TreeOutcome? = nil) -> SyncReport {
         var ledger = SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt,
                                 outputs: options.outputs, shownRows: options.shownRows, limits: nil, dryRun: true)
         for item in plan.items.indices {
@@ -84,6 +84,7 @@ extension SyncEngine {
                 ledger.record(.pruned(orphan, position: offset, done: false))
             }
         }
+        if let tree { ledger.record(.tree(tree, failure: nil)) }
         return ledger.report(finishedAt: Date(), budget: nil)
     }
 }

@@ -25,15 +25,15 @@ extension SyncEngine {
                                                            exact: believed == nil ? nil : exact)
     }
 
-    /// The tree as the run left it: each entry's object from its outcome, or the row it planned
-    /// with (unchanged, or failed and still served). Nil for a run of one shard (its plan holds
-    /// only that shard's entries).
+    /// The tree as the run left it: each entry's object as the run recorded it
+    /// (`SyncLedger.object(of:)`), else the row it planned with (failed and still served). Nil
+    /// for a run of one shard (its plan holds only that shard's entries).
     static func treeFiles(_ manifests: ManifestSet, run: SyncRun, cacheDirectory: String) -> [TreeFile]? {
         let items = run.plan.items
         guard items.count == manifests.entries.count else { return nil }
         let objects = CacheLayout.objectsDirectory(cacheDirectory)
         return manifests.tree.map { place in
-            let object = run.ledger.outcome(of: place.entry)?.sha256 ?? items[place.entry].previous?.object
+            let object = run.ledger.object(of: place.entry)?.hex ?? items[place.entry].previous?.object
             return TreeFile(path: place.path, object: object, objectsDirectory: objects)
         }
     }

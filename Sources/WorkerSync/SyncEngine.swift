@@ -237,19 +237,18 @@ public struct SyncEngine: Sendable {
         if options.recordsManifestRuns {
             try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
         }
-        var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
-        report.rewrite = rewrite
         if let tree = options.tree {
             // A publish that fails still leaves every output written, with its failure in them.
             do throws(CacheError) {
-                report.tree = try await publishTree(at: tree, manifests: manifests, index: run.index, run: run)
+                run.ledger.record(.tree(try await publishTree(at: tree, manifests: manifests, index: run.index, run: run), failure: nil))
             } catch {
                 let publisher = TreePublisher(path: tree)
-                report.tree = TreeOutcome(path: publisher.path, version: (try? publisher.currentVersion()) ?? "",
-                                          error: error.description)
-                report.treeFailure = error
+                run.ledger.record(.tree(TreeOutcome(path: publisher.path, version: (try? publisher.currentVersion()) ?? "",
+                                                    error: error.description), failure: error))
             }
         }
+        var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
+        report.rewrite = rewrite
         try options.outputs.write(report, success: report.succeeded && report.treeFailure == nil)
         try await run.finish()
         return SyncResult(report: report, ledger: run.ledger)
@@ -263,7 +262,7 @@ public struct SyncEngine: Sendable {
                           shownRows: options.shownRows,
                           limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
                                                               maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
-                          store: store, keepsOutcomes: options.keepsOutcomes || options.tree != nil, locator: locator)
+                          store: store, keepsOutcomes: options.keepsOutcomes, keepsObjects: options.tree != nil, locator: locator)
     }
 
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {

@@ -38,6 +38,9 @@ struct SyncLedger {
         case remoteCache(SyncReport.RemoteCache)
         /// A mirror (`servedBy`) served an item because its own URL failed.
         case failedOver(Failover, servedBy: String)
+        /// The tree `--tree` published (or, in a dry run, would publish), or why it could not
+        /// (`failure`: every output is still written, and says so).
+        case tree(TreeOutcome, failure: CacheError?)
     }
 
     /// An item's outcome, kept when asked for (`get`, `manifest --urls`): its status, the
@@ -55,6 +58,9 @@ struct SyncLedger {
     /// Builds rows; apart from `self`, so that a row is built while `rows` changes.
     private let maker: RowMaker
     private var outcomes: [Outcome?]
+    /// The object each item names after the run, kept for `--tree` (`keepsObjects`); nil for
+    /// one that failed or was not done.
+    private var objects: [ObjectName?]
     /// Failed entries per manifest (its run's record) and per origin (a given-up origin's count).
     private(set) var failuresPerManifest: [Int]
     private var failuresPerOrigin: [Origin: Int] = [:]
@@ -69,7 +75,7 @@ struct SyncLedger {
     /// object paths (none in a dry run's rows); `keepsOutcomes` keeps one `Outcome` per item.
     init(plan: SyncPlan, cacheDirectory: String, startedAt: Date, outputs: SyncOutputs, shownRows: Int?,
          limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false,
-         locator: Locator = Locator()) {
+         keepsObjects: Bool = false, locator: Locator = Locator()) {
         self.plan = plan
         self.locator = locator
         report = SyncReport(dryRun: dryRun, startedAt: startedAt, finishedAt: startedAt, cacheDirectory: cacheDirectory,
@@ -81,6 +87,7 @@ struct SyncLedger {
         rows = Self.rowsKept(outputs: outputs, shownRows: shownRows, factsDirectory: store?.tmpDirectory)
         maker = RowMaker(manifestNames: plan.manifests.manifests.map(\.name), store: store)
         outcomes = keepsOutcomes ? Array(repeating: nil, count: plan.items.count) : []
+        objects = keepsObjects ? Array(repeating: nil, count: plan.items.count) : []
         failuresPerManifest = Array(repeating: 0, count: plan.manifests.manifests.count)
     }
 
@@ -108,6 +115,12 @@ struct SyncLedger {
         item < outcomes.count ? outcomes[item] : nil
     }
 
+    /// The object `item` names after the run (`keepsObjects`): nil when it failed, was not
+    /// done, or objects are not kept.
+    func object(of item: Int) -> ObjectName? {
+        item < objects.count ? objects[item] : nil
+    }
+
     mutating func record(_ event: Event) {
         switch event {
         case .unchanged(let item, let attempts):
@@ -130,6 +143,7 @@ struct SyncLedger {
             record(.failed(item: item, failure, attempts: 1, stale: stale))
         case .failed(let item, let failure, let attempts, let stale):
             let planned = plan.item(at: item)
+            if item < objects.count { objects[item] = nil }
             failuresPerManifest[planned.entry.manifest] += 1
             if let origin = locator.origin(of: planned.entry.url) { failuresPerOrigin[origin, default: 0] += 1 }
             add(item, .failed, sha256: nil) { [maker] in
@@ -175,6 +189,9 @@ struct SyncLedger {
             report.unreachableOrigins.append(problem)
         case .remoteCache(let summary):
             report.remoteCache = summary
+        case .tree(let outcome, let failure):
+            report.tree = outcome
+            report.treeFailure = failure
         }
     }
 
@@ -215,6 +232,7 @@ struct SyncLedger {
     /// `add` with the object's name read already (`object`, its hex, is made only for a whole row).
     private mutating func add(_ item: Int, _ status: EntryStatus, name: ObjectName?, object: @autoclosure () -> String?,
                               size: Int64?, attempts: Int?, source: SourceKind? = nil, servedBy: String? = nil) {
+        if item < objects.count { objects[item] = name }
         guard item < outcomes.count || servedBy != nil || name == nil && object() != nil else {
             return rows.add(status, order: item, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))
         }
