@@ -183,8 +183,9 @@ package struct OriginBreaker: Sendable {
     }
 }
 
-/// What a download asks of the run's origin breaker, and tells it.
-protocol OriginGate: Sendable {
+/// What a download asks of the run's origin breaker, and tells it. A class's (the run's queue):
+/// a download's lane carries it as one reference.
+protocol OriginGate: AnyObject, Sendable {
     /// Before another attempt: go, wait this many seconds at least, or give up.
     func admitRetry(_ origin: Origin) -> RetryDecision
     func record(_ origin: Origin, _ report: OriginReport)

@@ -150,11 +150,19 @@ public struct ContentStore: Sendable {
 
     /// Where the name starts in the path of a file directly in `tmp/` (every temporary file this
     /// store makes), as a UTF-8 offset; else nil.
+    /// (Asked of every body a run installs: the bytes compared in place.)
     private func temporaryNameStart(_ path: String) -> Int? {
-        guard path.hasPrefix(tmpDirectory) else { return nil }
-        let name = path.utf8.dropFirst(tmpDirectory.utf8.count)
-        guard name.first == UInt8(ascii: "/"), name.count > 1, !name.dropFirst().contains(UInt8(ascii: "/")) else { return nil }
-        return tmpDirectory.utf8.count + 1
+        var (path, directory) = (path, tmpDirectory)
+        return directory.withUTF8 { prefix in
+            path.withUTF8 { bytes -> Int? in
+                let slash = UInt8(ascii: "/")
+                guard let base = bytes.baseAddress, let start = prefix.baseAddress, bytes.count > prefix.count + 1,
+                      memcmp(base, start, prefix.count) == 0, bytes[prefix.count] == slash,
+                      memchr(base + prefix.count + 1, Int32(slash), bytes.count - prefix.count - 1) == nil
+                else { return nil }
+                return prefix.count + 1
+            }
+        }
     }
 
     /// The error of a failed rename (`code`) into the object's name; the temporary file is deleted.

@@ -54,10 +54,20 @@ public struct AWSCredentials: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "access key \(accessKeyID)" }
 }
 
-/// What one request is signed with (libcurl's AWS Signature Version 4, service `s3`).
-package struct AWSSigning: Sendable, Equatable, CustomStringConvertible {
+/// What one request is signed with (libcurl's AWS Signature Version 4, service `s3`). A class:
+/// every request and location of a run's bucket shares the one value (copies are references).
+package final class AWSSigning: Sendable, Equatable, CustomStringConvertible {
     package let credentials: AWSCredentials
     package let region: String
+
+    package init(credentials: AWSCredentials, region: String) {
+        self.credentials = credentials
+        self.region = region
+    }
+
+    package static func == (left: AWSSigning, right: AWSSigning) -> Bool {
+        left === right || (left.credentials == right.credentials && left.region == right.region)
+    }
 
     /// `CURLOPT_AWS_SIGV4`'s value.
     package var provider: String { "aws:amz:\(region):s3" }
