@@ -57,7 +57,7 @@ package final class FetchRequest: Sendable {
             }
             self.mirrors = locations
         }
-        carriesCredentials = !headers.isEmpty || signing != nil || authorization != nil || CredentialFreeURL.hasUserInfo(url)
+        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, url: url)
     }
 
     /// The request as sent to `location`: named by the URL requested, with the manifest's headers
@@ -74,7 +74,7 @@ package final class FetchRequest: Sendable {
         localRoot = nil
         etag = request.etag
         lastModified = request.lastModified
-        carriesCredentials = !headers.isEmpty || signing != nil || authorization != nil || CredentialFreeURL.hasUserInfo(url)
+        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, url: url)
     }
 
     /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
@@ -90,6 +90,11 @@ package final class FetchRequest: Sendable {
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
+
+    private static func carriesCredentials(headers: [RequestHeader], signing: AWSSigning?, authorization: String?,
+                                           url: String) -> Bool {
+        !headers.isEmpty || signing != nil || authorization != nil || CredentialFreeURL.hasUserInfo(url)
+    }
 
     /// The request as sent to `location` (`at`), and whether what it delivers was fetched with
     /// credentials: signed, with user info in its URL (as listed or as requested), or with the

@@ -27,10 +27,10 @@ extension RegistryAccess {
     /// of the artifact. A failure says what the registry said, after the URL.
     static func parts(of urls: [String], store: ContentStore, settings: FetchSettings) async
         -> [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] {
-        let references = urls.compactMap { OCIReference($0) }.filter { $0.tag != nil }
-        let layers = await layers(of: references, store: store, settings: settings)
+        let references = urls.map { OCIReference($0) }
+        let layers = await layers(of: references.compactMap { $0 }.filter { $0.tag != nil }, store: store, settings: settings)
         var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
-        for (url, reference) in zip(urls, urls.map { OCIReference($0) }) {
+        for (url, reference) in zip(urls, references) {
             guard let reference, let tagURL = reference.tagURL else {
                 results[url] = .failure(ManifestSet.PartsProblem("\(url): not an artifact's tag"))
                 continue

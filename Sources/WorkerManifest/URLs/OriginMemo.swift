@@ -7,36 +7,34 @@ import Glibc
 /// the answer is `Origin.of`'s, and the one object is shared (compared by identity). A value
 /// kept by one loop, never shared between threads.
 public struct OriginMemo {
-    /// `scheme://authority` of the URL read last (user info and all, as written).
-    private var prefix: [UInt8] = []
-    private var last: Origin?
+    /// The URL read last, the length of its `scheme://authority` (user info and all, as
+    /// written) in bytes, and its origin.
+    private var last: (url: String, authority: Int, origin: Origin)?
 
     public init() {}
 
     /// `Origin.of(url)`.
     public mutating func origin(of url: String) -> Origin {
-        if let last, Self.starts(url, with: prefix) { return last }
+        if let last, Self.starts(url, with: last.url, authority: last.authority) { return last.origin }
         guard let parsed = URLKinds.parse(url) else { return Origin.of(url) }
-        if parsed.kind.id == .http {
-            prefix = Array(url.utf8[..<parsed.rest.startIndex])
-            last = parsed.origin
-        } else {
-            (prefix, last) = ([], nil)
-        }
+        last = parsed.kind.id == .http
+            ? (url, url.utf8.distance(from: url.utf8.startIndex, to: parsed.rest.startIndex), parsed.origin) : nil
         return parsed.origin
     }
 
-    /// Whether `url`'s bytes are `prefix` and then `/`, `?`, `#` or nothing: the same authority,
-    /// not a longer host or port.
-    private static func starts(_ url: String, with prefix: [UInt8]) -> Bool {
-        var url = url
-        return url.withUTF8 { bytes in
-            guard !prefix.isEmpty, bytes.count >= prefix.count,
-                  prefix.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, prefix.count) }) == 0
-            else { return false }
-            guard bytes.count > prefix.count else { return true }
-            let next = bytes[prefix.count]
-            return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
+    /// Whether `url`'s bytes are the first `authority` bytes of `known` and then `/`, `?`, `#` or
+    /// nothing: the same authority, not a longer host or port.
+    private static func starts(_ url: String, with known: String, authority count: Int) -> Bool {
+        var (url, known) = (url, known)
+        return known.withUTF8 { prefix in
+            url.withUTF8 { bytes in
+                guard count > 0, let base = bytes.baseAddress, let start = prefix.baseAddress, bytes.count >= count,
+                      memcmp(base, start, count) == 0
+                else { return false }
+                guard bytes.count > count else { return true }
+                let next = bytes[count]
+                return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
+            }
         }
     }
 }
