@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Synchronization
 import WorkerSupport
 
 /// Answers "is this object present?" for many objects at once: one `fstatat` per object against
@@ -62,45 +63,53 @@ package final class ObjectDirectory {
     /// kernel's time here, the longest part of a warm run of a million entries, which would
     /// otherwise end alone on one core after the parse.
     package func preloadSizes(of rows: IndexRows, twoThreadsFrom: Int = 20_000) {
-        var sizes = [Int64](repeating: -1, count: rows.count)
         let half = rows.count >= max(2, twoThreadsFrom) ? rows.count / 2 : rows.count
         if half < rows.count {
             for slot in 0..<256 { openFolder(slot) }
         }
-        sizes.withUnsafeMutableBufferPointer { buffer in
-            let out = SizeBuffer(base: buffer.baseAddress)
-            let second = half < rows.count ? Self.readSizesOnAThread(rows, half..<rows.count, folders, out) : nil
-            Self.readSizes(rows, 0..<half, out) { status($0, &$1) }
-            second?.wait()
-        }
+        let second = half < rows.count ? Self.readSizesOnAThread(rows, half..<rows.count, folders) : nil
+        var sizes = Self.readSizes(rows, 0..<half) { status($0, &$1) }
+        if let second { sizes += second.wait() }
         rowSizes = (rows, sizes)
     }
 
-    /// Where the sizes go, handed to a second thread: each thread writes its own rows.
-    private struct SizeBuffer: @unchecked Sendable {
-        let base: UnsafeMutablePointer<Int64>?
+    /// The sizes a second thread read, handed over when it ends.
+    private final class SizesFromAThread: Sendable {
+        private let latch = ThreadLatch()
+        private let sizes = Mutex<[Int64]>([])
+
+        func finish(_ read: [Int64]) {
+            sizes.withLock { $0 = read }
+            latch.finish()
+        }
+
+        func wait() -> [Int64] {
+            latch.wait()
+            return sizes.withLock { $0 }
+        }
     }
 
-    /// The sizes of `range`'s rows read on a thread of its own (every folder already opened), its
-    /// end waited for with the returned value; read here when no thread can be started.
-    private static func readSizesOnAThread(_ rows: IndexRows, _ range: Range<Int>, _ folders: [Int32],
-                                           _ out: SizeBuffer) -> ThreadLatch {
-        let completion = ThreadLatch()
+    /// The sizes of `range`'s rows read on a thread of its own (every folder already opened),
+    /// waited for with the returned value; read here when no thread can be started.
+    private static func readSizesOnAThread(_ rows: IndexRows, _ range: Range<Int>, _ folders: [Int32]) -> SizesFromAThread {
+        let result = SizesFromAThread()
         let read: @Sendable () -> Void = {
-            readSizes(rows, range, out) { status($0, in: folders, &$1) }
-            completion.finish()
+            result.finish(readSizes(rows, range) { status($0, in: folders, &$1) })
         }
         if !Threads.detach(name: "worker-sizes", read) { read() }
-        return completion
+        return result
     }
 
-    /// The sizes of `range`'s rows into `out` (regular files only), each found by `status`.
-    private static func readSizes(_ rows: IndexRows, _ range: Range<Int>, _ out: SizeBuffer,
-                                  status: (ObjectName, inout stat) -> Bool) {
+    /// The sizes of `range`'s rows in order (-1: not a regular file), each found by `status`.
+    private static func readSizes(_ rows: IndexRows, _ range: Range<Int>, status: (ObjectName, inout stat) -> Bool) -> [Int64] {
+        var sizes = [Int64](repeating: -1, count: range.count)
         for position in range {
             var info = stat()
-            if status(rows.row(position).objectName, &info), (info.st_mode & S_IFMT) == S_IFREG { out.base?[position] = Int64(info.st_size) }
+            if status(rows.row(position).objectName, &info), (info.st_mode & S_IFMT) == S_IFREG {
+                sizes[position - range.lowerBound] = Int64(info.st_size)
+            }
         }
+        return sizes
     }
 
     /// Whether `preloadSizes` ran.

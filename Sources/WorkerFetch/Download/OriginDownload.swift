@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import WorkerStore
 import WorkerSupport
 
@@ -6,10 +7,11 @@ import WorkerSupport
 /// kept part from `PartialDownloads`, `--max-rps` slots from `RateLimits`, waits and transfers
 /// on the lane's engine, the attempts told to the origin gate. Its events come one at a time (the
 /// engine's thread, or the starting thread before the first hand-off to it).
-final class OriginDownload: @unchecked Sendable {
-    // @unchecked: `machine` is changed by one event at a time; each event is started by the one
-    // before it (directly, or through the engine's locked inbox), so they never overlap.
-    private var machine: DownloadMachine
+final class OriginDownload: Sendable {
+    /// Changed by one event at a time (each event is started by the one before it, directly or
+    /// through the engine's locked inbox): the lock is never waited for, and makes that checked
+    /// rather than promised. Held only for a transition; its actions are performed after.
+    private let machine: Mutex<DownloadMachine>
     private let request: FetchRequest
     private let source: OriginSource
     private let lane: FetchLane
@@ -17,7 +19,7 @@ final class OriginDownload: @unchecked Sendable {
 
     init(request: FetchRequest, rules: DownloadMachine.Rules, source: OriginSource, lane: FetchLane,
          done: @escaping @Sendable (DownloadMachine.Finished) -> Void) {
-        machine = DownloadMachine(request: request, rules: rules)
+        machine = Mutex(DownloadMachine(request: request, rules: rules))
         self.request = request
         self.source = source
         self.lane = lane
@@ -25,7 +27,8 @@ final class OriginDownload: @unchecked Sendable {
     }
 
     func start() {
-        perform(machine.start(now: Monotonic.now(), stopped: stopReason))
+        let stopped = stopReason
+        perform(machine.withLock { $0.start(now: Monotonic.now(), stopped: stopped) })
     }
 
     /// Why the run stopped its downloads, or nil while it has not.
@@ -37,9 +40,11 @@ final class OriginDownload: @unchecked Sendable {
         for action in actions {
             switch action {
             case .findResume:
-                perform(machine.resumeFound(source.store.partials.resume(for: request.url)))
+                let resume = source.store.partials.resume(for: request.url)
+                perform(machine.withLock { $0.resumeFound(resume) })
             case .takeSlot(let origin):
-                perform(machine.slotTaken(delay: source.limits?.requestDelay(origin) ?? 0))
+                let delay = source.limits?.requestDelay(origin) ?? 0
+                perform(machine.withLock { $0.slotTaken(delay: delay) })
             case .wait(let seconds):
                 wait(seconds)
             case .backOff(let seconds, let reason):
@@ -52,7 +57,7 @@ final class OriginDownload: @unchecked Sendable {
                 if let gate = lane.gate, let origin = request.origin { gate.record(origin, report) }
             case .admitRetry:
                 let decision = lane.gate.flatMap { gate in request.origin.map(gate.admitRetry) } ?? .go
-                perform(machine.retryAdmitted(decision))
+                perform(machine.withLock { $0.retryAdmitted(decision) })
             case .gaveUp:
                 if let gate = lane.gate, let origin = request.origin { gate.entryGaveUp(origin) }
             case .finish(let finished):
@@ -63,7 +68,8 @@ final class OriginDownload: @unchecked Sendable {
 
     private func wait(_ seconds: Double) {
         lane.control.wait(seconds, on: lane.engine) { fired in
-            self.perform(self.machine.waited(fired: fired, now: Monotonic.now(), stopped: self.stopReason))
+            let stopped = self.stopReason
+            self.perform(self.machine.withLock { $0.waited(fired: fired, now: Monotonic.now(), stopped: stopped) })
         }
     }
 
@@ -79,7 +85,8 @@ final class OriginDownload: @unchecked Sendable {
         sent.signing = exchange.signing
         // Stopped before it was sent: it ends as cancelled, without a request.
         lane.control.send(sent, handler: handler, on: lane.engine) { reply in
-            self.perform(self.machine.exchanged(reply, jitter: Double.random(in: 0...1), stopped: self.stopReason))
+            let stopped = self.stopReason
+            self.perform(self.machine.withLock { $0.exchanged(reply, jitter: Double.random(in: 0...1), stopped: stopped) })
         }
     }
 }
