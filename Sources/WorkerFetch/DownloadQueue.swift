@@ -45,7 +45,7 @@ package final class DownloadQueue: Sendable, OriginGate {
     private let groups: [DownloadGroup]
     /// The request of a plan item (its origin given when known), made as the item starts.
     private let request: @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest
-    private let control = FetchControl()
+    private let control = StopRequest()
     let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
     let wakeCount: Int

@@ -1,4 +1,5 @@
 import Synchronization
+import WorkerSupport
 
 /// Something in flight that a stop cancels: a request, or a wait (before a retry, for a slot).
 enum Cancellable: Sendable {
@@ -13,54 +14,32 @@ enum Cancellable: Sendable {
     }
 }
 
-/// Stops a set of downloads: what is in flight registers itself, and `stop()` cancels all of it.
-/// Anything registered after the stop is cancelled at once.
-final class FetchControl: Sendable {
-    private struct State {
-        var stopped = false
-        var reason = "the run was cancelled"
-        var nextToken = 0
-        var inFlight: [Int: Cancellable] = [:]
-    }
-
-    private let state = Mutex(State())
-
-    var isStopped: Bool { state.withLock { $0.stopped } }
+/// What a set of downloads asks of its stop request (`StopRequest`, the one registry of what a
+/// stop cancels): what is in flight registers itself, and a stop cancels all of it; anything
+/// registered after the stop is refused (and cancelled by its caller's answer instead).
+extension StopRequest {
+    var isStopped: Bool { reason != nil }
 
     /// Why downloads were stopped: the message of the entries that end as `cancelled`.
-    var stopReason: String { state.withLock { $0.reason } }
+    var stopReason: String { reason ?? "the run was cancelled" }
 
-    /// Registers work to cancel on a stop; unregister the token when the work ends. After a stop
-    /// the work is cancelled here and nil returned.
+    /// Registers work to cancel on a stop; unregister the token when the work ends. After a stop,
+    /// nil: nothing is registered.
     func register(_ work: Cancellable) -> Int? {
-        let token = state.withLock { state -> Int? in
-            guard !state.stopped else { return nil }
-            state.nextToken += 1
-            state.inFlight[state.nextToken] = work
-            return state.nextToken
-        }
-        if token == nil { work.cancel() }
-        return token
+        watchUnlessStopped { _ in work.cancel() }
     }
 
     func unregister(_ token: Int?) {
-        guard let token else { return }
-        _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
+        if let token { unwatch(token) }
     }
 
-    /// Cancels everything registered; later registrations are cancelled at once.
+    /// Cancels everything registered; later registrations are refused.
     func stop(because reason: String = "the run was cancelled") {
-        let inFlight = state.withLock { state in
-            if !state.stopped { state.reason = reason }
-            state.stopped = true
-            defer { state.inFlight.removeAll() }
-            return Array(state.inFlight.values)
-        }
-        for work in inFlight { work.cancel() }
+        request(reason)
     }
 }
 
-extension FetchControl {
+extension StopRequest {
     /// Sends `request` on `engine`, registered so that a stop cancels it; `done` gets the reply
     /// once, on the engine's thread — a `cancelled` one, without a request, when the downloads
     /// were stopped already (then on the caller's thread).

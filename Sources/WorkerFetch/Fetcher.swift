@@ -122,7 +122,7 @@ package final class Fetcher: Sendable {
     /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
     /// Cancelling the calling task cancels the download.
     package func fetch(_ request: FetchRequest) async -> FetchResult {
-        let control = FetchControl()
+        let control = StopRequest()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let engine = engineForNext()
@@ -141,7 +141,7 @@ package final class Fetcher: Sendable {
     /// and the next step (a redirect hop, a retry timer, the next source) starts from there.
     /// `done` is called once; `control.stop()` ends the download as `cancelled`. With a `gate`,
     /// the origin's attempts are told to the origin breaker.
-    func fetch(_ request: FetchRequest, control: FetchControl, gate: (any OriginGate)? = nil, on engine: any FetchEngine,
+    func fetch(_ request: FetchRequest, control: StopRequest, gate: (any OriginGate)? = nil, on engine: any FetchEngine,
                done: @escaping @Sendable (FetchResult) -> Void) {
         let lane = FetchLane(control: control, engine: engine, gate: gate)
         guard let tier else { return sources.fetch(request, lane: lane, done: done) }
@@ -158,7 +158,7 @@ package final class Fetcher: Sendable {
     }
 
     /// Looks `request` up on the shared tier (the queue's tier stage), on `engine`'s thread.
-    func lookUp(_ request: FetchRequest, control: FetchControl, on engine: any FetchEngine,
+    func lookUp(_ request: FetchRequest, control: StopRequest, on engine: any FetchEngine,
                 done: @escaping @Sendable (SourceOutcome) -> Void) {
         guard let tier else { return done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0)) }
         tier.lookUp(request, control: control, on: engine, done: done)

@@ -8,7 +8,7 @@ import WorkerSupport
 package final class SingleEngine: Sendable {
     private let settings: FetchSettings
     private let engines: EngineSet
-    private let control = FetchControl()
+    private let control = StopRequest()
 
     /// Starts one engine of `settings`' transport with `width` connections.
     package init(settings: FetchSettings, width: Int = 1) throws(CacheError) {

@@ -20,7 +20,9 @@ public struct RunContext: Sendable {
 
 /// A request to stop a run, with its reason ("the run was stopped by SIGTERM"): a wait for a
 /// lock ends as "locked", and the downloads stop as `--deadline` stops them (what has finished is
-/// kept). The first request's reason stands.
+/// kept). The first request's reason stands. The one registry of what a stop cancels: the
+/// command's signal handler, lock waits, and each set of downloads (the fetch stage's
+/// `register`, `send` and `wait` are watches of one).
 public final class StopRequest: Sendable {
     private struct State {
         var reason: String?
@@ -56,6 +58,16 @@ public final class StopRequest: Sendable {
         }
         if let reason { onStop(reason) }
         return token
+    }
+
+    /// `watch`, unless a stop came already: then nil, and `onStop` is not called.
+    package func watchUnlessStopped(_ onStop: @escaping @Sendable (String) -> Void) -> Int? {
+        state.withLock { state -> Int? in
+            guard state.reason == nil else { return nil }
+            state.nextToken += 1
+            state.watchers[state.nextToken] = onStop
+            return state.nextToken
+        }
     }
 
     package func unwatch(_ token: Int) {

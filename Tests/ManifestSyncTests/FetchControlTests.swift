@@ -6,12 +6,13 @@ import WorkerTestSupport
 @testable import WorkerSupport
 
 
-/// What stops a run's downloads (`FetchControl`) and `--max-rps`'s slots (`RateLimits`), with
+/// What stops a run's downloads (a `StopRequest`, through `FetchControl.swift`'s `register`, `send`
+/// and `wait`) and `--max-rps`'s slots (`RateLimits`), with
 /// plain numbers and the local engine's timers: no sockets.
 @Suite(.hangLimit) struct FetchControlTests {
     @Test func aStopCancelsWhatWaitsAndWhatRegistersAfterIt() async {
         let engine = LocalEngine()
-        let control = FetchControl()
+        let control = StopRequest()
         // The wait registers, then the stop comes: no task or sleep in between (a busy test run
         // may hold every thread of the pool for long).
         let waited = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
@@ -31,7 +32,7 @@ import WorkerTestSupport
 
     @Test func anUnstoppedWaitFires() async {
         let engine = LocalEngine()
-        let control = FetchControl()
+        let control = StopRequest()
         let fired = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
             control.wait(0.01, on: engine) { done.resume(returning: $0) }
         }
@@ -43,7 +44,7 @@ import WorkerTestSupport
     @Test func aTransferSentAfterAStopEndsCancelledWithoutReachingTheEngine() async {
         // The local engine answers any transfer it starts with "no network transport".
         let engine = LocalEngine()
-        let control = FetchControl()
+        let control = StopRequest()
         let request = TransferRequest(url: "http://127.0.0.1:1/x", headers: [], deadline: Monotonic.now() + 60)
         let sent = await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
             control.send(request, handler: .statusOnly(url: request.url, deadline: request.deadline), on: engine) {

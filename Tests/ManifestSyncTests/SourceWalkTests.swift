@@ -3,6 +3,7 @@ import Testing
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerStore
+import WorkerSupport
 import WorkerTestSupport
 
 
@@ -34,7 +35,7 @@ import WorkerTestSupport
                                           size: 3, etag: nil, lastModified: nil)
     private let request = FetchRequest(url: "http://127.0.0.1:1/a", expected: nil, headers: [], localRoot: nil)
 
-    private func walk(_ sources: [any ContentSource], control: FetchControl = FetchControl()) async throws -> FetchResult {
+    private func walk(_ sources: [any ContentSource], control: StopRequest = StopRequest()) async throws -> FetchResult {
         let engine = LocalEngine()
         let lane = FetchLane(control: control, engine: engine, gate: nil)
         let result = await withCheckedContinuation { continuation in
@@ -105,7 +106,7 @@ import WorkerTestSupport
     }
 
     @Test func aStoppedDownloadAsksNoSource() async throws {
-        let control = FetchControl()
+        let control = StopRequest()
         control.stop(because: "the run's deadline passed")
         let origin = FakeSource(.origin, .delivered(.body(Self.body)))
         let result = try await walk([origin], control: control)
@@ -127,7 +128,7 @@ import WorkerTestSupport
         let store = try ContentStore(root: directory.path + "/cache")
         let source = LocalFileSource(store: store, settings: FetchSettings(), knownFolders: knownFolders)
         let engine = LocalEngine()
-        let lane = FetchLane(control: FetchControl(), engine: engine, gate: nil)
+        let lane = FetchLane(control: StopRequest(), engine: engine, gate: nil)
         let outcome = await withCheckedContinuation { continuation in
             source.fetch(request, lane: lane) { continuation.resume(returning: $0) }
         }

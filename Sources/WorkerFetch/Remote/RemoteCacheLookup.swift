@@ -37,7 +37,7 @@ final class RemoteCacheLookup: Sendable {
 
     /// Asks the tier for `request`'s content, on `engine`'s thread: a verified body waiting in
     /// `tmp/`, a miss (also for a tier given up: no request then), or a stop's `cancelled`.
-    func lookUp(_ request: FetchRequest, control: FetchControl, on engine: any FetchEngine,
+    func lookUp(_ request: FetchRequest, control: StopRequest, on engine: any FetchEngine,
                 done: @escaping @Sendable (SourceOutcome) -> Void) {
         guard let expected = request.expected else {
             done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0))

@@ -36,7 +36,7 @@ package final class RemoteUploads: Sendable {
     private let cacheDirectory: String
     private let engines: [any FetchEngine]
     private let entryTimeout: Double
-    private let control = FetchControl()
+    private let control = StopRequest()
     private let state = Mutex(RemoteUploadQueue())
 
     package init(tier: RemoteTier, cacheDirectory: String, engines: [any FetchEngine], entryTimeout: Double) {

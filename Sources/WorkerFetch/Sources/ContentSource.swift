@@ -1,3 +1,5 @@
+import WorkerSupport
+
 /// A place a download's bytes can come from: a local file, the origin over HTTP (with its
 /// mirrors). The shared tier is not one: a cache looked up before them (`RemoteCacheLookup`). A
 /// download asks the sources that serve its request in order: the first that delivers a verified
@@ -69,7 +71,7 @@ struct SourceOutcome: Sendable {
 /// What a download runs with: where it runs (an engine's thread), what stops it, and the origin
 /// gate its origin attempts report to (none outside a queue).
 struct FetchLane: Sendable {
-    let control: FetchControl
+    let control: StopRequest
     let engine: any FetchEngine
     let gate: (any OriginGate)?
 }
