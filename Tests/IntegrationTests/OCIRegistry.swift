@@ -181,3 +181,23 @@ private func startOnFreePort(log: String, what: String, _ start: (Int) throws ->
     }
     throw TierProblem(lastError)
 }
+
+/// The registry tests' files: manifests, a Docker config, a report's rows by URL.
+extension RegistryTests {
+    static func manifest(_ directory: TemporaryDirectory, _ urls: [String], name: String = "m.yaml") -> String {
+        directory.write(name, "version: 1\nentries:\n" + urls.map { "  - url: \($0)\n" }.joined())
+    }
+
+    /// A Docker config folder whose `auths` give `user:password` for `registry`.
+    static func dockerConfig(_ directory: TemporaryDirectory, registry: String, user: String, password: String) -> String {
+        let auth = Data("\(user):\(password)".utf8).base64EncodedString()
+        _ = directory.write("docker/config.json", #"{"auths": {"\#(registry)": {"auth": "\#(auth)"}}}"#)
+        return directory.path + "/docker"
+    }
+
+    static func rows(_ report: String) throws -> [String: [String: Any]] {
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
+        let entries = object?["entries"] as? [[String: Any]] ?? []
+        return Dictionary(entries.compactMap { row in (row["url"] as? String).map { ($0, row) } }, uniquingKeysWith: { first, _ in first })
+    }
+}

@@ -7,17 +7,6 @@ import WorkerTestSupport
 /// pinned by their digest, authorized as the registry asks, and a registry's redirect to its
 /// storage followed without its token.
 @Suite(.hangLimit) struct RegistryTests {
-    private static func manifest(_ directory: TemporaryDirectory, _ urls: [String], name: String = "m.yaml") -> String {
-        directory.write(name, "version: 1\nentries:\n" + urls.map { "  - url: \($0)\n" }.joined())
-    }
-
-    /// A Docker config folder whose `auths` give `user:password` for `registry`.
-    private static func dockerConfig(_ directory: TemporaryDirectory, registry: String, user: String, password: String) -> String {
-        let auth = Data("\(user):\(password)".utf8).base64EncodedString()
-        _ = directory.write("docker/config.json", #"{"auths": {"\#(registry)": {"auth": "\#(auth)"}}}"#)
-        return directory.path + "/docker"
-    }
-
     /// The digest pins the entry (no `hash:`); `get`, `path` and `verify --repair` work on the
     /// blob; a `hash:` that is not the digest, and a tag, are located manifest errors.
     @Test func aBlobOfAnAnonymousRegistryIsAnEntryPinnedByItsDigest() async throws {
@@ -295,11 +284,5 @@ import WorkerTestSupport
         #expect(push.code == 0, "\(push.stdout) \(push.stderr)")
         #expect(push.stdout.contains("1 private (fetched with credentials) kept local"), "\(push.stdout)")
         #expect(tier.objects == [publicDigest], "\(tier.objects)")
-    }
-
-    private static func rows(_ report: String) throws -> [String: [String: Any]] {
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
-        let entries = object?["entries"] as? [[String: Any]] ?? []
-        return Dictionary(entries.compactMap { row in (row["url"] as? String).map { ($0, row) } }, uniquingKeysWith: { first, _ in first })
     }
 }
