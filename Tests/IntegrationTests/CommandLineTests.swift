@@ -133,6 +133,19 @@ import WorkerTestSupport
         #expect(try await WorkerBinary.run(["--help"]).code == 0)
     }
 
+    /// A command line that starts with a subcommand is parsed by it directly (BENCHMARKS.md,
+    /// issue 61); help and usage errors are still the root's: they name `worker` and list
+    /// `--version`.
+    @Test func helpAndUsageErrorsOfASubcommandNameTheProgram() async throws {
+        for words in [["sync", "--help"], ["sync", "m.yaml", "-h"], ["status", "--help"]] {
+            let help = try await WorkerBinary.run(words)
+            #expect(help.code == 0 && help.stdout.contains("USAGE: worker \(words[0]) ") && help.stdout.contains("--version"),
+                    "\(words): \(help.stdout)")
+        }
+        let missing = try await WorkerBinary.run(["sync", "--report-all"])
+        #expect(missing.code == 2 && missing.stderr.contains("Usage: worker sync "), "\(missing.stderr)")
+    }
+
     /// Options read before the command is parsed, by the same parser, and values checked once, in
     /// the option's words, with the command's usage.
     @Test func theFrontEndSaysUsageErrorsInTheOptionsOwnWords() async throws {
