@@ -15,26 +15,20 @@ package final class DownloadQueue: Sendable, OriginGate {
         package let results: [ItemResult]
     }
 
-    /// A plan item's download result.
-    package struct ItemResult: Sendable {
-        package let item: Int
-        package let result: FetchResult
-    }
-
     package struct State {
         var schedule: DownloadSchedule
         var ready: [Finished] = []
         /// The consumer waiting in `next()`; there is one consumer.
         var waiter: CheckedContinuation<[Finished]?, Never>?
         var flushScheduled = false
-        /// Bytes a tier lookup received and discarded (a cut or wrong body), by group: counted
-        /// with the group's result.
-        var tierBytes: [Int: Int64] = [:]
+        /// Groups the tier missed, waiting for their turn at their origin.
+        var afterTier: [Int: GroupDownload] = [:]
     }
 
     /// What the schedule's steps ask the queue to launch.
     private enum Launch {
-        case run(group: Int, delay: Double)
+        /// At its origin; `download`: the group's walk, begun at the tier.
+        case run(group: Int, delay: Double, download: GroupDownload?)
         case lookUp(group: Int)
     }
 
@@ -175,7 +169,8 @@ package final class DownloadQueue: Sendable, OriginGate {
         for step in steps {
             switch step {
             case .start(let group, let delay):
-                starts.append(.run(group: group, delay: delay))
+                let begun = state.afterTier.isEmpty ? nil : state.afterTier.removeValue(forKey: group)
+                starts.append(.run(group: group, delay: delay, download: begun))
             case .lookUp(let group):
                 starts.append(.lookUp(group: group))
             case .refuse(let group, let message):
@@ -190,46 +185,46 @@ package final class DownloadQueue: Sendable, OriginGate {
     private func perform(_ starts: [Launch]) {
         for launch in starts {
             let engine = fetcher.engineForNext()
-            guard case .run(let number, let delay) = launch else {
-                if case .lookUp(let number) = launch { engine.execute { self.lookUp(number, on: engine) } }
-                continue
-            }
-            if delay > 0 {
-                // Started when the delay is over, or at once to end as cancelled after a stop.
-                control.wait(delay, on: engine) { _ in
-                    self.run(number, request: 0, results: [], on: engine)
+            switch launch {
+            case .lookUp(let number):
+                let download = groupDownload(number, tier: true, on: engine)
+                engine.execute { download.start(on: engine) }
+            case .run(let number, let delay, let begun):
+                let download = begun ?? groupDownload(number, tier: false, on: engine)
+                if delay > 0 {
+                    // Started when the delay is over, or at once to end as cancelled after a stop.
+                    control.wait(delay, on: engine) { _ in download.start(on: engine) }
+                } else {
+                    // Started after this turn of the engine has handled all its ready transfers:
+                    // the origin gets the turn's requests together.
+                    engine.execute { download.start(on: engine) }
                 }
-            } else {
-                // Started after this turn of the engine has handled all its ready transfers:
-                // the origin gets the turn's requests together.
-                engine.execute { self.run(number, request: 0, results: [], on: engine) }
             }
         }
     }
 
-    /// Asks the shared tier for a group's content: a hit finishes the group, a miss (or a stop)
-    /// hands it back to the schedule, first in line for its origin.
-    private func lookUp(_ number: Int, on engine: any FetchEngine) {
+    /// A group's walk (`FallbackWalk`): with `tier`, it asks the shared tier first; a miss hands
+    /// the group back to the schedule, first in line for its origin, where it goes on.
+    private func groupDownload(_ number: Int, tier: Bool, on engine: any FetchEngine) -> GroupDownload {
         let group = groups[number]
-        let item = group.items[0]
-        fetcher.lookUp(request(item, group.origin), control: control, on: engine) { outcome in
+        return GroupDownload(items: group.items, origin: group.origin, tier: tier, fetcher: fetcher, control: control, queue: self,
+                             engine: engine, request: request) { ended, engine in
             self.fetcher.finished(on: engine)
-            var hit: Finished?
-            if case .delivered(let delivery) = outcome.answer {
-                let result = FetchResult(result: .success(delivery), attempts: outcome.attempts, bytesReceived: outcome.bytes,
-                                         source: .remote)
-                hit = Finished(group: number, results: [ItemResult(item: item, result: result)])
+            switch ended {
+            case .tierHit(let results): self.lookedUp(number, hit: Finished(group: number, results: results), waiting: nil)
+            case .tierMissed(let download): self.lookedUp(number, hit: nil, waiting: download)
+            case .finished(let results): self.finish(Finished(group: number, results: results))
             }
-            self.lookedUp(number, hit: hit, discarded: hit == nil ? outcome.bytes : 0)
         }
     }
 
-    private func lookedUp(_ number: Int, hit: Finished?, discarded bytes: Int64) {
+    /// The tier answered a group's lookup: a hit finishes it; a miss waits for its origin's turn.
+    private func lookedUp(_ number: Int, hit: Finished?, waiting download: GroupDownload?) {
         let now = Self.now()
         var handOver = HandOver()
         let starts = state.withLock { state in
             if let hit { state.ready.append(hit) }
-            if bytes > 0 { state.tierBytes[number] = bytes }
+            if let download { state.afterTier[number] = download }
             let starts = apply(state.schedule.lookedUp(number, hit: hit != nil, now: now), to: &state)
             handOver = handOverIfDue(&state)
             return starts
@@ -238,48 +233,17 @@ package final class DownloadQueue: Sendable, OriginGate {
         perform(starts)
     }
 
-    private func run(_ number: Int, request index: Int, results: [ItemResult], on engine: any FetchEngine) {
-        let group = groups[number]
-        let item = group.items[index]
-        fetcher.fetch(request(item, index == 0 ? group.origin : nil), control: control, gate: self, on: engine) { result in
-            // A body that found the disk full stops the queue at once: every later one would too.
-            if case .failure(let failure) = result.result, failure.detail == .noSpace, !self.control.isStopped {
-                self.stop(because: "no space left on the device")
-            }
-            var results = results
-            results.append(ItemResult(item: item, result: result))
-            let members = group.items
-            if case .failure = result.result, index + 1 < members.count {
-                guard self.control.isStopped else { return self.run(number, request: index + 1, results: results, on: engine) }
-                // Stopped: the members not tried end as the groups never started do.
-                let unstarted = FetchResult(result: .failure(FetchFailure(.cancelled, "\(self.control.stopReason) before this entry started")),
-                                            attempts: 0, bytesReceived: 0, source: nil)
-                results += members[(index + 1)...].map { ItemResult(item: $0, result: unstarted) }
-            }
-            self.fetcher.finished(on: engine)
-            self.finish(Finished(group: number, results: results))
-        }
-    }
-
     /// A group ended: its slot goes to the next group.
     private func finish(_ finished: Finished) {
         let now = Self.now()
         var handOver = HandOver()
         let starts = state.withLock { state in
-            state.ready.append(Self.adding(state.tierBytes.removeValue(forKey: finished.group), to: finished))
+            state.ready.append(finished)
             let starts = apply(state.schedule.finished(finished.group, now: now), to: &state)
             handOver = handOverIfDue(&state)
             return starts
         }
         handOver.run(on: engine, flush: flush)
         perform(starts)
-    }
-
-    /// `finished` with the bytes its tier lookup discarded counted in its first result.
-    private static func adding(_ bytes: Int64?, to finished: Finished) -> Finished {
-        guard let bytes, let first = finished.results.first else { return finished }
-        var result = first.result
-        result.bytesReceived += bytes
-        return Finished(group: finished.group, results: [ItemResult(item: first.item, result: result)] + finished.results.dropFirst())
     }
 }

@@ -6,8 +6,10 @@ import WorkerStore
 import WorkerSupport
 
 /// Downloads bodies into the content store: streamed to `tmp/` while hashed, verified, then
-/// renamed to their object name. A download asks its sources in order (`ContentSource`); the
-/// shared tier, a cache beside them, is looked up before (`tier`, by the queue). A run's
+/// renamed to their object name. A group of downloads walks its fallback plan (`FallbackWalk`,
+/// performed by `GroupDownload`): the shared tier, a cache beside the sources, first when it may
+/// have the content; then for each member its sources (`ContentSource`: a local file) and the
+/// origin's locations (`OriginSource`). A run's
 /// downloads share a few `CurlEngine`s (one thread each, as many as the machine has cores, at most
 /// `maxEngines`): a download and its retries and redirects stay on the engine it started on, each
 /// engine keeps and multiplexes its own connections.
@@ -16,8 +18,10 @@ package final class Fetcher: Sendable {
     /// Downloads handed to each engine and not yet finished (`engineForNext` balances on them),
     /// and each engine's share of an origin's connections.
     private let loads: [EngineLoad]
-    /// Where bytes come from, asked in order (registered in `sources(…)`).
-    let sources: SourceWalk
+    /// Sources asked before the origin, in order (registered in `sources(…)`).
+    let sources: [any ContentSource]
+    /// The origin's locations: the URL, its mirrors.
+    let origin: OriginSource
     /// Engines at most: each opens its own connections to an origin (one HTTP/2 connection each),
     /// so their number is kept small on machines with many cores.
     static let maxEngines = 4
@@ -66,16 +70,25 @@ package final class Fetcher: Sendable {
         (self.remote, self.uploads) = (remote, uploads)
         let meter = meter
         tier = remote.map { RemoteCacheLookup(tier: $0, store: store, settings: settings, meter: meter, uploads: uploads) }
-        sources = SourceWalk(Self.sources(store: store, settings: settings, logger: logger, knownFolders: knownFolders,
-                                          meter: meter))
+        sources = Self.sources(store: store, settings: settings, knownFolders: knownFolders)
+        let limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
+        origin = OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter)
     }
 
-    /// The sources, in the order a download asks them. A new source is registered here.
-    private static func sources(store: ContentStore, settings: FetchSettings, logger: Logger, knownFolders: [String],
-                                meter: TransferMeter) -> [any ContentSource] {
-        let limits = RateLimits(bytesPerSecond: settings.limitRate, requestsPerSecond: settings.maxRequestsPerSecond)
-        return [LocalFileSource(store: store, settings: settings, knownFolders: knownFolders),
-                OriginSource(store: store, settings: settings, logger: logger, limits: limits, meter: meter)]
+    /// The sources asked before the origin, in order. A new source is registered here.
+    private static func sources(store: ContentStore, settings: FetchSettings, knownFolders: [String]) -> [any ContentSource] {
+        [LocalFileSource(store: store, settings: settings, knownFolders: knownFolders)]
+    }
+
+    /// The ways `request` may be served, in the order its walk tries them: each source that serves
+    /// it, then the origin's locations (none for a local file).
+    func ways(for request: FetchRequest) -> [FallbackWalk.Way] {
+        var ways: [FallbackWalk.Way] = []
+        for (number, source) in sources.enumerated() where source.serves(request) {
+            ways.append(.source(number, source.kind))
+        }
+        guard request.origin != nil else { return ways }
+        return ways + request.locations.map(FallbackWalk.Way.location)
     }
 
     /// Stops every engine (they close their connections at the same time) and waits for all.
@@ -126,41 +139,19 @@ package final class Fetcher: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let engine = engineForNext()
-                fetch(request, control: control, on: engine) { result in
+                let download = GroupDownload(items: GroupItems([0]), origin: request.origin, tier: false, fetcher: self,
+                                             control: control, queue: nil, engine: engine, request: { _, _ in request }) { ended, engine in
                     self.finished(on: engine)
-                    continuation.resume(returning: result)
+                    guard case .finished(let results) = ended, let last = results.last else {
+                        return continuation.resume(returning: FetchResult(result: .failure(FetchFailure(.io, "no result")),
+                                                                          attempts: 0, bytesReceived: 0, source: nil))
+                    }
+                    continuation.resume(returning: last.result)
                 }
+                download.start(on: engine)
             }
         } onCancel: {
             control.stop()
         }
-    }
-
-    /// Downloads one request from the first of its sources that has it, entirely on `engine`'s
-    /// thread as far as the source allows: the response is hashed and written where it arrives
-    /// and the next step (a redirect hop, a retry timer, the next source) starts from there.
-    /// `done` is called once; `control.stop()` ends the download as `cancelled`. With a `gate`,
-    /// the origin's attempts are told to the origin breaker.
-    func fetch(_ request: FetchRequest, control: StopRequest, gate: (any OriginGate)? = nil, on engine: any FetchEngine,
-               done: @escaping @Sendable (FetchResult) -> Void) {
-        let lane = FetchLane(control: control, engine: engine, gate: gate)
-        guard let tier else { return sources.fetch(request, lane: lane, done: done) }
-        // What the origin delivers the tier may take, once installed.
-        let started = Monotonic.now()
-        sources.fetch(request, lane: lane) { result in
-            var result = result
-            if case .success(.body(let body)) = result.result, let source = result.source {
-                result.uploadsToTier = tier.takes(request, deliveredBy: source, body, isPrivate: result.isPrivate,
-                                                  seconds: Monotonic.now() - started)
-            }
-            done(result)
-        }
-    }
-
-    /// Looks `request` up on the shared tier (the queue's tier stage), on `engine`'s thread.
-    func lookUp(_ request: FetchRequest, control: StopRequest, on engine: any FetchEngine,
-                done: @escaping @Sendable (SourceOutcome) -> Void) {
-        guard let tier else { return done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0)) }
-        tier.lookUp(request, control: control, on: engine, done: done)
     }
 }

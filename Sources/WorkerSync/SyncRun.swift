@@ -133,7 +133,7 @@ struct SyncRun {
     // MARK: - Results
 
     /// A group's results: the first delivered body is linked to the items not tried.
-    mutating func record(_ group: DownloadGroup, _ results: [DownloadQueue.ItemResult],
+    mutating func record(_ group: DownloadGroup, _ results: [ItemResult],
                          progress live: (@Sendable () -> SyncProgress)? = nil) {
         defer {
             progress.done += group.items.count

@@ -1,11 +1,11 @@
 import WorkerSupport
 
-/// A place a download's bytes can come from: a local file, the origin over HTTP (with its
-/// mirrors). The shared tier is not one: a cache looked up before them (`RemoteCacheLookup`). A
-/// download asks the sources that serve its request in order: the first that delivers a verified
-/// body or fails ends it; one that has nothing (`miss`) passes it on, and a miss is not a failure
-/// (no breaker event, no failure row). Adding a source is a new conforming type and its place in
-/// `Fetcher.sources(…)`.
+/// A place a download's bytes can come from besides the origin's locations: a local file. The
+/// shared tier is not one: a cache looked up before them (`RemoteCacheLookup`). A download's
+/// walk (`FallbackWalk`) asks the sources that serve its request in order, then the origin's
+/// locations: the first that delivers a verified body or fails ends it; one that has nothing
+/// (`miss`) passes it on, and a miss is not a failure (no breaker event, no failure row). Adding a
+/// source is a new conforming type and its place in `Fetcher.sources(…)`.
 protocol ContentSource: Sendable {
     /// Which source this is (in each fetch result).
     var kind: SourceKind { get }

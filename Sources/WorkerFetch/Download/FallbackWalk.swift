@@ -1,0 +1,215 @@
+import WorkerManifest
+import WorkerSupport
+
+/// A download group's fallback plan and how far it got, as a plain value: the one place a
+/// download moves on to the next thing to try. The steps, in order: the shared tier (when it may
+/// have the content), then each member of the group in manifest order, and for each member the
+/// ways its request may be served — the sources that serve it (a local file), then the origin's
+/// locations (the URL, then its mirrors). A miss passes to the next way; a location that fails
+/// passes to the member's next location (every location but the last gets one attempt: the next
+/// one is the retry); a member that fails passes to the next member; a delivery ends the group.
+/// A location whose origin the run gave up is passed over without a request — here, and nowhere
+/// else. No I/O: `GroupDownload` performs the steps and tells the walk what each answered.
+struct FallbackWalk: Sendable {
+    /// One way a member's content may come.
+    enum Way: Sendable, Equatable {
+        /// A source asked whole (`Fetcher.sources`, by number), which may miss.
+        case source(Int, SourceKind)
+        /// One of the origin's locations.
+        case location(FetchLocation)
+    }
+
+    /// What to do next.
+    enum Step: Sendable {
+        /// Ask the shared tier for the content, with the first member's request (`tierAnswered`).
+        case tier(item: Int)
+        /// Make a member's request and tell the walk its ways (`opened`); `first`: the group's
+        /// first member, whose origin the schedule knows.
+        case open(item: Int, first: Bool)
+        /// Ask a source for the member's content (`answered`).
+        case source(Int)
+        /// Fetch the member's content from one location (`answered`): with its retries when it is the
+        /// member's last location, else one attempt.
+        case location(FetchLocation, retries: Bool)
+        /// The group ended: one result per member tried, in order; the last is its outcome.
+        case finished([ItemResult])
+    }
+
+    /// What the member being tried has done so far.
+    private struct Tried: Sendable {
+        var attempts = 0
+        var bytes: Int64 = 0
+        /// Each location that failed (or was passed over), in order.
+        var failures: [(location: FetchLocation, failure: FetchFailure)] = []
+        /// Whether a way was asked (a stop before that ends the member as never started).
+        var asked = false
+    }
+
+    private let items: GroupItems
+    private var tierPending: Bool
+    /// The member being tried (an index into `items`).
+    private var member = 0
+    /// Its URL and ways, once opened.
+    private var url = ""
+    private var ways: [Way]?
+    /// The way asked next (or being asked).
+    private var way = 0
+    /// The first of `ways` that is a location.
+    private var firstLocation = 0
+    private var tried = Tried()
+    private var results: [ItemResult] = []
+    /// Bytes the tier sent that were not the content (discarded): counted in the first result.
+    private var tierBytes: Int64 = 0
+
+    /// `tier`: the shared tier is asked first.
+    init(items: GroupItems, tier: Bool) {
+        self.items = items
+        tierPending = tier
+    }
+
+    /// The next step. `givenUp` says why the run gave an origin up (nil: it did not); `stopped`,
+    /// why the run stopped its downloads (nil: it did not).
+    mutating func next(givenUp: (Origin) -> String?, stopped: String?) -> Step {
+        if tierPending {
+            tierPending = false
+            return .tier(item: items[0])
+        }
+        while member < items.count {
+            guard let ways else {
+                if let stopped, member > 0 { return endUnstarted(stopped) }
+                return .open(item: items[member], first: member == 0)
+            }
+            if let stopped {
+                // Asks nothing more: the member ends with what it met, or as cancelled.
+                if tried.failures.isEmpty {
+                    let attempts = tried.asked || member == 0 ? max(tried.attempts, 1) : 0
+                    endMember(.failure(FetchFailure(.cancelled, tried.asked || member == 0 ? stopped
+                                                                 : "\(stopped) before this entry started")),
+                              attempts: attempts, source: nil)
+                } else {
+                    endMember(.failure(failure(of: tried)), attempts: tried.attempts, source: .origin)
+                }
+                return endUnstarted(stopped)
+            }
+            guard way < ways.count else {
+                if tried.failures.isEmpty {
+                    // Every way missed (or none serves the URL).
+                    endMember(.failure(FetchFailure(.io, "no source has \(Redact.url(url))")), attempts: tried.attempts,
+                              source: nil)
+                } else {
+                    endMember(.failure(failure(of: tried)), attempts: tried.attempts, source: .origin)
+                }
+                continue
+            }
+            switch ways[way] {
+            case .source(let number, _):
+                tried.asked = true
+                return .source(number)
+            case .location(let location):
+                if let message = givenUp(location.origin) {
+                    tried.failures.append((location, FetchFailure(.connection, message)))
+                    way += 1
+                    continue
+                }
+                tried.asked = true
+                return .location(location, retries: way == ways.count - 1)
+            }
+        }
+        return .finished(results)
+    }
+
+    /// The tier answered: a delivery ends the group (its one result); anything else passes it to
+    /// its members (nil), counting the bytes the tier sent for nothing.
+    mutating func tierAnswered(_ outcome: SourceOutcome) -> [ItemResult]? {
+        guard case .delivered(let delivery) = outcome.answer else {
+            tierBytes += outcome.bytes
+            return nil
+        }
+        results = [ItemResult(item: items[0], result: FetchResult(result: .success(delivery), attempts: outcome.attempts,
+                                                                    bytesReceived: outcome.bytes, source: .remote))]
+        member = items.count
+        return results
+    }
+
+    /// The member's request was made: its URL as the manifest lists it and the ways it may come.
+    mutating func opened(url: String, ways: [Way]) {
+        self.url = url
+        self.ways = ways
+        way = 0
+        firstLocation = ways.firstIndex { if case .location = $0 { true } else { false } } ?? ways.count
+        tried = Tried()
+    }
+
+    /// The way asked answered.
+    mutating func answered(_ outcome: SourceOutcome) {
+        guard let ways else { return }
+        tried.attempts += outcome.attempts
+        tried.bytes += outcome.bytes
+        switch (ways[way], outcome.answer) {
+        case (.source, .miss), (.location, .miss):
+            way += 1
+        case (.source(_, let kind), .delivered(let delivery)):
+            endMember(.success(delivery), attempts: tried.attempts, source: kind, isPrivate: outcome.isPrivate)
+        case (.source(_, let kind), .failed(let failure)):
+            endMember(.failure(failure), attempts: tried.attempts, source: kind)
+        case (.location(let location), .delivered(let delivery)):
+            let index = way - firstLocation
+            var result = FetchResult(result: .success(delivery), attempts: tried.attempts, bytesReceived: tried.bytes,
+                                     source: .origin, servedBy: index == 0 ? nil : location.listed, isPrivate: outcome.isPrivate)
+            // Said aloud by the run: the entry's own URL failed (or was given up) and a mirror served.
+            if index > 0, let primary = tried.failures.first, primary.location.listed == url {
+                result.failover = Failover(from: primary.location, primary.failure)
+            }
+            end(with: result)
+        case (.location(let location), .failed(let failure)):
+            tried.failures.append((location, failure))
+            way += 1
+            if failure.reason == .cancelled { way = ways.count }
+        }
+    }
+
+    /// The member being tried ended.
+    private mutating func endMember(_ result: Result<Delivery, FetchFailure>, attempts: Int, source: SourceKind?,
+                                    isPrivate: Bool = false) {
+        end(with: FetchResult(result: result, attempts: attempts, bytesReceived: tried.bytes, source: source, isPrivate: isPrivate))
+    }
+
+    private mutating func end(with result: FetchResult) {
+        var result = result
+        if results.isEmpty, tierBytes > 0 { result.bytesReceived += tierBytes }
+        results.append(ItemResult(item: items[member], result: result))
+        let delivered = if case .success = result.result { true } else { false }
+        member = delivered ? items.count : member + 1
+        ways = nil
+    }
+
+    /// Stopped: the members not tried end as the groups never started do.
+    private mutating func endUnstarted(_ stopped: String) -> Step {
+        if member < items.count {
+            let unstarted = FetchResult(result: .failure(FetchFailure(.cancelled, "\(stopped) before this entry started")),
+                                        attempts: 0, bytesReceived: 0, source: nil)
+            results += items[member...].map { ItemResult(item: $0, result: unstarted) }
+            member = items.count
+        }
+        return .finished(results)
+    }
+
+    /// Every location failed: the result names each URL's failure; the reason is the last one's.
+    private func failure(of tried: Tried) -> FetchFailure {
+        guard let last = tried.failures.last else { return FetchFailure(.io, "no URL to fetch") }
+        if last.failure.reason == .cancelled || tried.failures.count == 1 { return last.failure }
+        let each = tried.failures.map { tried in
+            let location = tried.location
+            let via = location.url == location.listed ? "" : " (as \(Redact.url(location.url)))"
+            return "\(Redact.url(location.listed))\(via): \(tried.failure.message)"
+        }
+        return FetchFailure(last.failure.reason, "every URL failed: " + each.joined(separator: "; "),
+                            httpStatus: last.failure.httpStatus, detail: last.failure.detail)
+    }
+}
+
+/// A plan item's download result.
+package struct ItemResult: Sendable {
+    package let item: Int
+    package let result: FetchResult
+}

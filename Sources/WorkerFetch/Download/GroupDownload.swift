@@ -1,0 +1,130 @@
+import Synchronization
+import WorkerManifest
+import WorkerSupport
+
+/// Performs one download group's `FallbackWalk` on a fetch engine: makes each member's request as
+/// it is reached, asks the tier, a source or a location as the walk says, and tells the walk what
+/// each answered. Its events come one at a time (each started by the one before it, on the
+/// engine's thread or the starting one), so its lock is never waited for.
+final class GroupDownload: Sendable {
+    /// How a start on an engine ended.
+    enum Ended: Sendable {
+        /// The tier had the content: the group's one result.
+        case tierHit([ItemResult])
+        /// The tier did not: the group waits for its turn at its origin (`start` it again).
+        case tierMissed(GroupDownload)
+        /// The group ended: one result per member tried, in order.
+        case finished([ItemResult])
+    }
+
+    private struct State: Sendable {
+        var walk: FallbackWalk
+        /// The member being tried, once its request is made.
+        var request: FetchRequest?
+        /// When it was opened (the origin's pace against the tier's).
+        var opened = 0.0
+        var engine: any FetchEngine
+    }
+
+    private let state: Mutex<State>
+    private let fetcher: Fetcher
+    /// The group's first origin, given to its first member's request.
+    private let origin: Origin?
+    private let request: @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest
+    private let control: StopRequest
+    /// The queue the group runs in: the origin gate its attempts report to, and what a full disk
+    /// stops. None for a download of its own (`Fetcher.fetch`).
+    private let queue: DownloadQueue?
+    private let done: @Sendable (Ended, any FetchEngine) -> Void
+
+    /// `tier`: the shared tier is asked first. `done` is called once for each `start`, on the
+    /// engine it was started on.
+    init(items: GroupItems, origin: Origin?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: DownloadQueue?,
+         engine: any FetchEngine, request: @escaping @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest,
+         done: @escaping @Sendable (Ended, any FetchEngine) -> Void) {
+        state = Mutex(State(walk: FallbackWalk(items: items, tier: tier && fetcher.tier != nil), engine: engine))
+        self.fetcher = fetcher
+        self.origin = origin
+        self.request = request
+        self.control = control
+        self.queue = queue
+        self.done = done
+    }
+
+    /// Runs the walk's steps on `engine` until one waits for an answer, or the group ends (or
+    /// waits for its origin after the tier missed).
+    func start(on engine: any FetchEngine) {
+        state.withLock { $0.engine = engine }
+        advance()
+    }
+
+    private func advance() {
+        while true {
+            let (step, engine, current) = state.withLock { state in
+                let step = state.walk.next(givenUp: { self.queue?.givenUp($0) },
+                                           stopped: control.isStopped ? control.stopReason : nil)
+                return (step, state.engine, state.request)
+            }
+            let lane = FetchLane(control: control, engine: engine, gate: queue)
+            switch step {
+            case .tier(let item):
+                let made = request(item, origin)
+                state.withLock { $0.request = made }
+                guard let tier = fetcher.tier else { return }
+                tier.lookUp(made, control: control, on: engine) { outcome in
+                    if let hit = self.state.withLock({ $0.walk.tierAnswered(outcome) }) {
+                        self.done(.tierHit(hit), engine)
+                    } else {
+                        self.done(.tierMissed(self), engine)
+                    }
+                }
+                return
+            case .open(let item, let first):
+                // The first member's request was made for the tier already, if it was asked.
+                let made = first ? current ?? request(item, origin) : request(item, nil)
+                let ways = fetcher.ways(for: made)
+                let now = fetcher.tier == nil ? 0 : Monotonic.now()
+                state.withLock { state in
+                    state.request = made
+                    state.opened = now
+                    state.walk.opened(url: made.url, ways: ways)
+                }
+            case .source(let number):
+                guard let current else { return }
+                fetcher.sources[number].fetch(current, lane: lane) { self.answered($0) }
+                return
+            case .location(let location, let retries):
+                guard let current else { return }
+                let (sent, isPrivate) = current.sent(to: location)
+                fetcher.origin.download(sent, retries: retries, lane: lane) { finished in
+                    self.answered(SourceOutcome(OriginSource.named(finished.result, at: location), attempts: finished.attempts,
+                                                bytes: finished.bytes, isPrivate: isPrivate))
+                }
+                return
+            case .finished(let results):
+                done(.finished(offeringToTier(results, request: current)), engine)
+                return
+            }
+        }
+    }
+
+    private func answered(_ outcome: SourceOutcome) {
+        // A body that found the disk full stops the downloads at once: every later one would too.
+        if case .failed(let failure) = outcome.answer, failure.detail == .noSpace, !control.isStopped {
+            queue?.stop(because: "no space left on the device")
+        }
+        state.withLock { $0.walk.answered(outcome) }
+        advance()
+    }
+
+    /// What the origin delivered the tier may take, once installed (`RemoteCacheLookup.takes`).
+    private func offeringToTier(_ results: [ItemResult], request: FetchRequest?) -> [ItemResult] {
+        guard let tier = fetcher.tier, let request, let last = results.last, let source = last.result.source,
+              case .success(.body(let body)) = last.result.result
+        else { return results }
+        let seconds = Monotonic.now() - state.withLock { $0.opened }
+        var result = last.result
+        result.uploadsToTier = tier.takes(request, deliveredBy: source, body, isPrivate: result.isPrivate, seconds: seconds)
+        return results.dropLast() + [ItemResult(item: last.item, result: result)]
+    }
+}

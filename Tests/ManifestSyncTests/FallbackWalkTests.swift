@@ -1,0 +1,194 @@
+import Testing
+@testable import WorkerFetch
+@testable import WorkerManifest
+import WorkerSupport
+
+/// A group's fallback plan as a plain value, driven with answers and no I/O: the tier, each
+/// member's sources and locations in order, given-up origins passed over, a stop.
+@Suite struct FallbackWalkTests {
+    private static let body = FetchedBody(temporaryPath: "/nonexistent/tmp/x", sha256: String(repeating: "a", count: 64),
+                                          size: 3, etag: nil, lastModified: nil)
+    private static let primary = FetchLocation(listed: "http://127.0.0.1:1/a", url: "http://127.0.0.1:1/a")
+    private static let mirror = FetchLocation(listed: "http://127.0.0.1:2/a", url: "http://127.0.0.1:2/a")
+    private static let rewritten = FetchLocation(listed: "http://127.0.0.1:3/a", url: "http://127.0.0.1:4/a")
+
+    private static func delivered(attempts: Int = 1, bytes: Int64 = 3) -> SourceOutcome {
+        SourceOutcome(answer: .delivered(.body(body)), attempts: attempts, bytes: bytes)
+    }
+
+    private static func failed(_ reason: FailureReason = .httpStatus, _ message: String = "HTTP 503", attempts: Int = 1,
+                               bytes: Int64 = 0) -> SourceOutcome {
+        SourceOutcome(answer: .failed(FetchFailure(reason, message, httpStatus: reason == .httpStatus ? 503 : nil)),
+                      attempts: attempts, bytes: bytes)
+    }
+
+    /// What the walk asked, in order, as words ("tier 0", "open 0", "source 0", "location URL once").
+    private struct Drive {
+        var walk: FallbackWalk
+        var asked: [String] = []
+        var givenUp: Set<String> = []
+        var stopped: String?
+
+        /// Runs the walk to its end; `answer` answers each step it asks, `ways` opens each member.
+        mutating func run(ways: (Int) -> (url: String, ways: [FallbackWalk.Way]),
+                          answer: (String) -> SourceOutcome) -> [ItemResult] {
+            while true {
+                let givenUp = givenUp
+                switch walk.next(givenUp: { givenUp.contains($0.name) ? "\($0.name) was given up" : nil }, stopped: stopped) {
+                case .tier(let item):
+                    asked.append("tier \(item)")
+                    if let hit = walk.tierAnswered(answer("tier \(item)")) { return hit }
+                case .open(let item, let first):
+                    asked.append("open \(item)\(first ? " first" : "")")
+                    let opened = ways(item)
+                    walk.opened(url: opened.url, ways: opened.ways)
+                case .source(let number):
+                    asked.append("source \(number)")
+                    walk.answered(answer("source \(number)"))
+                case .location(let location, let retries):
+                    let words = "location \(location.url)\(retries ? "" : " once")"
+                    asked.append(words)
+                    walk.answered(answer(words))
+                case .finished(let results):
+                    return results
+                }
+            }
+        }
+    }
+
+    private static func one(_ ways: [FallbackWalk.Way]) -> (Int) -> (url: String, ways: [FallbackWalk.Way]) {
+        { _ in (primary.listed, ways) }
+    }
+
+    @Test func aMissPassesToTheNextWayAndAttemptsAddUp() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([7]), tier: false))
+        let results = drive.run(ways: Self.one([.source(0, .local), .location(Self.primary)])) { step in
+            step.hasPrefix("source") ? SourceOutcome(answer: .miss, attempts: 2, bytes: 10) : Self.delivered(attempts: 2)
+        }
+        #expect(drive.asked == ["open 7 first", "source 0", "location http://127.0.0.1:1/a"])
+        #expect(results.count == 1 && results[0].item == 7)
+        #expect(results[0].result.source == .origin)
+        #expect(results[0].result.attempts == 4 && results[0].result.bytesReceived == 13)
+        #expect(results[0].result.servedBy == nil && results[0].result.failover == nil)
+    }
+
+    @Test func aSourceFailureEndsTheMemberWithoutAskingTheOrigin() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0]), tier: false))
+        let results = drive.run(ways: Self.one([.source(0, .local), .location(Self.primary)])) { _ in
+            Self.failed(.io, "unreadable")
+        }
+        #expect(drive.asked == ["open 0 first", "source 0"])
+        #expect(results[0].result.source == .local)
+        guard case .failure(let failure) = results[0].result.result else { return #expect(Bool(false)) }
+        #expect(failure.message == "unreadable")
+    }
+
+    @Test func whenEveryWayMissesTheMemberFails() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0]), tier: false))
+        let results = drive.run(ways: Self.one([.source(0, .local)])) { _ in
+            SourceOutcome(answer: .miss, attempts: 1, bytes: 0)
+        }
+        guard case .failure(let failure) = results[0].result.result else { return #expect(Bool(false)) }
+        #expect(failure.message.contains("no source has"))
+        #expect(results[0].result.source == nil && results[0].result.attempts == 1)
+    }
+
+    @Test func aMirrorServesAfterThePrimaryFailsAndOnlyTheLastLocationRetries() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0]), tier: false))
+        let results = drive.run(ways: Self.one([.location(Self.primary), .location(Self.mirror)])) { step in
+            step.contains(":1/") ? Self.failed(attempts: 1, bytes: 5) : Self.delivered(attempts: 3)
+        }
+        #expect(drive.asked == ["open 0 first", "location http://127.0.0.1:1/a once", "location http://127.0.0.1:2/a"])
+        let result = results[0].result
+        #expect(result.servedBy == Self.mirror.listed)
+        #expect(result.failover?.origin == Origin.of(Self.primary.listed))
+        #expect(result.failover?.failure.httpStatus == 503)
+        #expect(result.attempts == 4 && result.bytesReceived == 8)
+    }
+
+    @Test func everyLocationFailedNamesEachURLAndTheLastReason() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0]), tier: false))
+        let results = drive.run(ways: Self.one([.location(Self.primary), .location(Self.rewritten)])) { step in
+            step.contains(":1/") ? Self.failed() : Self.failed(.timeout, "timed out")
+        }
+        guard case .failure(let failure) = results[0].result.result else { return #expect(Bool(false)) }
+        #expect(failure.reason == .timeout)
+        #expect(failure.message == "every URL failed: http://127.0.0.1:1/a: HTTP 503; "
+                    + "http://127.0.0.1:3/a (as http://127.0.0.1:4/a): timed out")
+        #expect(results[0].result.source == .origin && results[0].result.attempts == 2)
+    }
+
+    @Test func aGivenUpOriginIsPassedOverWithoutARequest() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0]), tier: false))
+        drive.givenUp = [Origin.of(Self.primary.url).name]
+        let results = drive.run(ways: Self.one([.location(Self.primary), .location(Self.mirror)])) { _ in Self.delivered() }
+        #expect(drive.asked == ["open 0 first", "location http://127.0.0.1:2/a"])
+        #expect(results[0].result.servedBy == Self.mirror.listed)
+        #expect(results[0].result.failover?.failure.reason == .connection, "said aloud: the entry's own URL was given up")
+        #expect(results[0].result.attempts == 1)
+    }
+
+    @Test func aMemberWhoseEveryOriginWasGivenUpFailsWithoutARequest() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0]), tier: false))
+        drive.givenUp = [Origin.of(Self.primary.url).name]
+        let results = drive.run(ways: Self.one([.location(Self.primary)])) { _ in Self.delivered() }
+        #expect(drive.asked == ["open 0 first"])
+        guard case .failure(let failure) = results[0].result.result else { return #expect(Bool(false)) }
+        #expect(failure.reason == .connection && failure.message.contains("was given up"))
+        #expect(results[0].result.attempts == 0)
+    }
+
+    @Test func aCancelledLocationTriesNoMirror() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0, 1]), tier: false))
+        let results = drive.run(ways: Self.one([.location(Self.primary), .location(Self.mirror)])) { step in
+            step.contains(":1/") ? Self.failed(.cancelled, "stopped") : Self.delivered()
+        }
+        #expect(!drive.asked.contains("location http://127.0.0.1:2/a"))
+        guard case .failure(let failure) = results[0].result.result else { return #expect(Bool(false)) }
+        #expect(failure.reason == .cancelled)
+    }
+
+    @Test func theNextMemberIsTriedWhenOneFailsAndTheFirstDeliveryEndsTheGroup() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([3, 5, 9]), tier: false))
+        let urls = [3: "http://127.0.0.1:1/a", 5: "http://127.0.0.1:2/a", 9: "http://127.0.0.1:3/a"]
+        let results = drive.run(ways: { item in (urls[item]!, [.location(FetchLocation(listed: urls[item]!, url: urls[item]!))]) }) { step in
+            step.contains(":1/") ? Self.failed() : Self.delivered()
+        }
+        #expect(drive.asked == ["open 3 first", "location http://127.0.0.1:1/a", "open 5", "location http://127.0.0.1:2/a"])
+        #expect(results.map(\.item) == [3, 5])
+        #expect(results[1].result.failover == nil, "another member is not a mirror")
+    }
+
+    @Test func aStoppedWalkAsksNothingAndTheMembersNotTriedEndAsNeverStarted() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([0, 1]), tier: false))
+        drive.stopped = "the run's deadline passed"
+        let results = drive.run(ways: Self.one([.location(Self.primary)])) { _ in Self.delivered() }
+        #expect(drive.asked == ["open 0 first"])
+        #expect(results.map(\.item) == [0, 1])
+        guard case .failure(let first) = results[0].result.result, case .failure(let second) = results[1].result.result else {
+            return #expect(Bool(false))
+        }
+        #expect(first.reason == .cancelled && first.message == "the run's deadline passed")
+        #expect(results[0].result.attempts == 1, "the started member counts its one attempt, as a started group does")
+        #expect(second.message == "the run's deadline passed before this entry started")
+        #expect(results[1].result.attempts == 0)
+    }
+
+    @Test func theTierIsAskedFirstAndItsDiscardedBytesCountInTheFirstResult() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([4]), tier: true))
+        let results = drive.run(ways: Self.one([.location(Self.primary)])) { step in
+            step.hasPrefix("tier") ? SourceOutcome(answer: .miss, attempts: 0, bytes: 100) : Self.delivered(bytes: 3)
+        }
+        #expect(drive.asked == ["tier 4", "open 4 first", "location http://127.0.0.1:1/a"])
+        #expect(results[0].result.bytesReceived == 103)
+        #expect(results[0].result.source == .origin)
+    }
+
+    @Test func aTierHitEndsTheGroup() {
+        var drive = Drive(walk: FallbackWalk(items: GroupItems([4, 6]), tier: true))
+        let results = drive.run(ways: Self.one([.location(Self.primary)])) { _ in Self.delivered(bytes: 3) }
+        #expect(drive.asked == ["tier 4"])
+        #expect(results.map(\.item) == [4])
+        #expect(results[0].result.source == .remote)
+    }
+}
