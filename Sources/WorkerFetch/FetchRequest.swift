@@ -172,7 +172,4 @@ package struct FetchResult: Sendable {
     /// The body was fetched with credentials (`FetchRequest.sent(to:)`'s `isPrivate` of the
     /// location that delivered it): private, kept off the shared tier.
     package var isPrivate = false
-    /// The shared tier missed this body and takes it once the commit has installed it
-    /// (`RemoteUploads.offer(installed:size:)`).
-    package var uploadsToTier = false
 }

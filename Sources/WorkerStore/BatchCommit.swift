@@ -24,6 +24,8 @@ import Glibc
 /// the next run asks only for them.
 package struct BatchCommit {
     let store: ContentStore
+    /// Told of the rows whose bodies each commit installed, once they are in the index.
+    package var observer: (any InstallObserver)?
     package private(set) var upserts: [IndexRecord] = []
     /// The plan item of each row in `upserts` (nil for rows of no plan: `verify --repair`), and
     /// whether the row reuses content rather than installing a body.
@@ -120,13 +122,18 @@ package struct BatchCommit {
                 Self.keepRows(&records, &origins) { !gone.contains($0) }
             }
         }
-        try apply(records, origins, index: index, touches: touches, removals: removals, at: time)
+        let stored = try apply(records, origins, index: index, touches: touches, removals: removals, at: time)
+        if let observer {
+            let installed = zip(stored.records, stored.origins).filter { !$0.1.reused }.map(\.0)
+            if !installed.isEmpty { observer.installed(installed) }
+        }
     }
 
     /// The index transaction, made smaller while the disk is too full for it (see the type's
-    /// documentation). `origins` is parallel to `records`.
+    /// documentation). `origins` is parallel to `records`. Returns the rows committed.
     private mutating func apply(_ records: [IndexRecord], _ origins: [Origin], index: CacheIndex, touches: [String],
-                                removals: [String], at time: Double) throws(CacheError) {
+                                removals: [String],
+                                at time: Double) throws(CacheError) -> (records: [IndexRecord], origins: [Origin]) {
         var records = records
         var origins = origins
         var failures = failures
@@ -134,7 +141,7 @@ package struct BatchCommit {
         while true {
             do throws(CacheError) {
                 try index.apply(upserts: records, touches: touches, removals: removals, failures: failures, at: time)
-                return
+                return (records, origins)
             } catch .index(let path, let cause) where cause.isFull {
                 // Bookkeeping first: failures to remember, "last used" times.
                 if !failures.isEmpty || !touches.isEmpty {
@@ -147,7 +154,7 @@ package struct BatchCommit {
                 let newObjects = Array(Set(records.map(\.object)).intersection(installed)).sorted()
                 let dropped = newObjects.isEmpty ? Set(records.map(\.object)) : Set(newObjects.suffix(max(1, newObjects.count / 8)))
                 guard !dropped.isEmpty else {
-                    if removals.isEmpty { return }
+                    if removals.isEmpty { return ([], []) }
                     throw CacheError.index(path: path, cause: cause)
                 }
                 for (record, origin) in zip(records, origins) where dropped.contains(record.object) {
@@ -179,4 +186,12 @@ package struct BatchCommit {
         for install in installs { unlink(install.temporary) }
         installs.removeAll()
     }
+}
+
+/// Told of the objects a commit installed (`BatchCommit.observer`): the shared tier's uploads
+/// take what they were promised once it is in the cache.
+package protocol InstallObserver: AnyObject, Sendable {
+    /// The rows whose bodies the last commit installed, once the index holds them (rows the disk
+    /// had no room for are not among them).
+    func installed(_ rows: [IndexRecord])
 }

@@ -38,10 +38,11 @@ struct SyncRun {
     var stopping: Task<Void, Never>?
     /// The shared tier of a run that downloaded with `--remote-cache`: its counts go in the report.
     var remoteTier: RemoteTier?
-    /// Where objects the tier missed go once installed (nil: no tier, or read-only).
-    var tierUploads: RemoteUploads?
-    /// Objects delivered since the last commit that the tier takes once the commit installs them.
-    private var uploadsDue: [(sha256: String, size: Int64)] = []
+    /// Where objects the tier missed go once installed (nil: no tier, or read-only); it observes
+    /// the batch commits.
+    var tierUploads: RemoteUploads? {
+        didSet { batch.observer = tierUploads }
+    }
     /// A download found the disk full: no new download starts, and those cut short by it fail
     /// as "no space left on the device" (what they would have met), not as cancelled.
     var diskFull = false
@@ -161,7 +162,6 @@ struct SyncRun {
                                                          "entry.source": "\(result.source?.rawValue ?? "-")",
                                                          "entry.bytes": "\(body.size)"])
                 batch.addBytes(body.size)
-                if result.uploadsToTier { uploadsDue.append((body.sha256, body.size)) }
                 link(item, object: body.sha256, size: body.size, body: body, isPrivate: result.isPrivate)
                 if let failover = result.failover, let servedBy = result.servedBy {
                     ledger.record(.failedOver(failover, servedBy: servedBy))
@@ -260,16 +260,7 @@ struct SyncRun {
         guard !batch.isEmpty || !touches.isEmpty else { return }
         let lock = try await CacheLock.forCommit(directory: store.root, context: context)
         defer { lock.release() }
-        let due = uploadsDue
-        uploadsDue.removeAll()
         try batch.commit(index: index, touches: touches, at: time)
-        // Installed now: the tier takes what it missed (not what the index had no room for).
-        if let tierUploads, !due.isEmpty {
-            let notStored = Set(batch.notStored.map(\.object))
-            for object in due where !notStored.contains(object.sha256) {
-                tierUploads.offer(installed: object.sha256, size: object.size)
-            }
-        }
         for dropped in batch.notStored {
             guard let item = dropped.origin.item else { continue }
             let planned = plan.item(at: item)

@@ -4,6 +4,7 @@ import Logging
 import Synchronization
 import Testing
 @testable import WorkerFetch
+import WorkerStore
 @testable import WorkerSupport
 import WorkerTestSupport
 
@@ -137,27 +138,39 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func onlyInstalledObjectsAreSentAndTheRunWaitsUntilTheOffersClose() async throws {
+    private func row(_ object: String, size: Int64) -> IndexRecord {
+        IndexRecord(url: "https://origin.test/" + object.prefix(8), hash: "sha256:" + object, object: object, size: size,
+                    fetchedAt: 0, lastUsed: 0)
+    }
+
+    @Test func onlyPromisedObjectsACommitInstalledAreSentAndTheRunWaitsUntilTheOffersClose() async throws {
         let directory = TemporaryDirectory()
         let engine = ScriptedTier { _, _ in 201 }
         let tier = RemoteTier(settings: try settings(), logger: Logger(label: "test"))
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
         let installed = String(repeating: "ab", count: 32), notInstalled = String(repeating: "cd", count: 32)
+        let notPromised = String(repeating: "ef", count: 32)
         directory.write("objects/sha256/ab/" + installed, Array("installed".utf8))
+        directory.write("objects/sha256/ef/" + notPromised, Array("local".utf8))
         // A body still in tmp/ (its batch did not commit): never read from there.
         directory.write("tmp/" + notInstalled, Array("in tmp".utf8))
-        uploads.offer(installed: installed, size: 9)
-        uploads.offer(installed: notInstalled, size: 6)
+        uploads.promise(installed)
+        uploads.promise(notInstalled)
+        // A commit installed the first and one the tier was never promised (a local file's, a tier hit).
+        uploads.installed([row(installed, size: 9), row(notPromised, size: 5)])
         // The uploads have ended, but more offers may come until they are closed.
         let waiting = Task { await uploads.finished() }
         let end = Monotonic.now() + 30
         while engine.state.withLock({ $0.requests.count }) < 1, Monotonic.now() < end { usleep(1000) }
-        uploads.offer(installed: installed, size: 9)
+        // Installed again without a new promise: not sent again; promised again: sent again.
+        uploads.installed([row(installed, size: 9)])
+        uploads.promise(installed)
+        uploads.installed([row(installed, size: 9)])
         uploads.closeOffers()
         await waiting.value
         let state = engine.state.withLock { $0 }
         #expect(state.sent["http://tier.test/team/cas/" + installed] == Array("installed".utf8))
-        #expect(state.requests.count == 2, "the installed object twice (offered twice), the other never: \(state.requests)")
+        #expect(state.requests.count == 2, "the installed object twice (promised twice), the others never: \(state.requests)")
         #expect(tier.summary.uploads == 2)
         await engine.shutdown()
     }

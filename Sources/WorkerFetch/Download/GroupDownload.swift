@@ -102,7 +102,8 @@ final class GroupDownload: Sendable {
                 }
                 return
             case .finished(let results):
-                done(.finished(offeringToTier(results, request: current)), engine)
+                tellTier(results, request: current)
+                done(.finished(results), engine)
                 return
             }
         }
@@ -117,14 +118,12 @@ final class GroupDownload: Sendable {
         advance()
     }
 
-    /// What the origin delivered the tier may take, once installed (`RemoteCacheLookup.takes`).
-    private func offeringToTier(_ results: [ItemResult], request: FetchRequest?) -> [ItemResult] {
-        guard let tier = fetcher.tier, let request, let last = results.last, let source = last.result.source,
+    /// What the origin delivered is told to the tier (its pace; what it takes once installed).
+    private func tellTier(_ results: [ItemResult], request: FetchRequest?) {
+        guard let tier = fetcher.tier, let request, let last = results.last, last.result.source == .origin,
               case .success(.body(let body)) = last.result.result
-        else { return results }
+        else { return }
         let seconds = Monotonic.now() - state.withLock { $0.opened }
-        var result = last.result
-        result.uploadsToTier = tier.takes(request, deliveredBy: source, body, isPrivate: result.isPrivate, seconds: seconds)
-        return results.dropLast() + [ItemResult(item: last.item, result: result)]
+        tier.originDelivered(request, body, isPrivate: last.result.isPrivate, seconds: seconds)
     }
 }

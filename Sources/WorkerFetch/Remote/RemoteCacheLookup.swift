@@ -11,8 +11,8 @@ import WorkerSupport
 /// is cut is discarded and counted; an error (refused, timeout, another status) counts towards
 /// giving the tier up. Whatever the tier does, a miss goes on to the sources: the tier never fails
 /// an entry, and its answers never touch an origin's window. A body the origin then delivers is
-/// uploaded once the run's commit has installed it (`takes`, `FetchResult.uploadsToTier`,
-/// `RemoteUploads`).
+/// promised to the uploads (`originDelivered`) and sent once a commit has installed it
+/// (`RemoteUploads` observes the commits).
 final class RemoteCacheLookup: Sendable {
     let tier: RemoteTier
     let store: ContentStore
@@ -96,6 +96,12 @@ final class RemoteCacheLookup: Sendable {
             }
             return miss
         }
+    }
+
+    /// What the origin delivered for `request` in `seconds`: its pace is noted against the
+    /// tier's, and the body promised to the uploads when the tier takes it (`takes`).
+    func originDelivered(_ request: FetchRequest, _ body: FetchedBody, isPrivate: Bool, seconds: Double) {
+        if takes(request, deliveredBy: .origin, body, isPrivate: isPrivate, seconds: seconds) { uploads?.promise(body.sha256) }
     }
 
     /// Whether the tier takes `body`, which source `kind` delivered for `request` in `seconds`,

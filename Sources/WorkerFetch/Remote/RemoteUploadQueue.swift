@@ -23,6 +23,9 @@ struct RemoteUploadQueue {
     var open = true
     var idle: [CheckedContinuation<Void, Never>] = []
     var collections = Collections.unknown
+    /// Objects promised to the tier (the origin delivered what it missed), sent once a commit
+    /// installs them.
+    var promised: Set<String> = []
 
     var waiting: Int { queue.count - next }
 

@@ -10,7 +10,7 @@ import WorkerSupport
 /// discarded). The run closes the offers after its last commit and waits for the uploads
 /// (`finished`); a stop (deadline, signal) drops what is queued and cuts what is in flight, and
 /// both are counted as not done.
-package final class RemoteUploads: Sendable {
+package final class RemoteUploads: Sendable, InstallObserver {
     typealias Collections = RemoteUploadQueue.Collections
 
     package struct Pending: Sendable {
@@ -46,9 +46,16 @@ package final class RemoteUploads: Sendable {
         self.entryTimeout = entryTimeout
     }
 
-    /// Queues an object the tier lacks, once it is installed in the cache.
-    package func offer(installed sha256: String, size: Int64) {
-        offer(Pending(sha256: sha256, size: size))
+    /// The tier takes `sha256` once a commit installs it (what it missed, the origin delivered).
+    func promise(_ sha256: String) {
+        state.withLock { _ = $0.promised.insert(sha256) }
+    }
+
+    /// A commit installed these rows: the objects promised are queued (the uploads observe the
+    /// run's commits; `BatchCommit.observer`).
+    package func installed(_ rows: [IndexRecord]) {
+        let due = state.withLock { state in rows.filter { state.promised.remove($0.object) != nil } }
+        for row in due { offer(Pending(sha256: row.object, size: row.size)) }
     }
 
     package func offer(_ pending: Pending) {
