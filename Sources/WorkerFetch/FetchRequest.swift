@@ -77,10 +77,22 @@ package final class FetchRequest: Sendable {
         carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, url: url)
     }
 
-    /// Where this request is fetched from, in order: `fetchURL`, then the mirrors.
-    var locations: [FetchLocation] {
-        [FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing,
-                       authorization: authorization)] + mirrors
+    /// How many places this request is fetched from: `fetchURL`, then the mirrors (none for a
+    /// local file).
+    var locationCount: Int { origin == nil ? 0 : 1 + mirrors.count }
+
+    /// The place at `index` of those (`fetchURL` first).
+    func location(at index: Int) -> FetchLocation {
+        guard index > 0 else {
+            return FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing,
+                                 authorization: authorization)
+        }
+        return mirrors[index - 1]
+    }
+
+    /// The origin of the place at `index`.
+    func origin(ofLocation index: Int) -> Origin {
+        index == 0 ? origin ?? Origin.of(fetchURL) : mirrors[index - 1].origin
     }
 
     /// The request to send to one of `locations`: this one itself when it is `url`.
@@ -94,6 +106,12 @@ package final class FetchRequest: Sendable {
     private static func carriesCredentials(headers: [RequestHeader], signing: AWSSigning?, authorization: String?,
                                            url: String) -> Bool {
         !headers.isEmpty || signing != nil || authorization != nil || CredentialFreeURL.hasUserInfo(url)
+    }
+
+    /// The request as sent to the place at `index` (`location(at:)`): this one for the first
+    /// when it is requested as listed.
+    func sent(toLocation index: Int) -> (request: FetchRequest, isPrivate: Bool) {
+        index == 0 && fetchURL == url && origin != nil ? (self, carriesCredentials) : sent(to: location(at: index))
     }
 
     /// The request as sent to `location` (`at`), and whether what it delivers was fetched with

@@ -80,15 +80,13 @@ package final class Fetcher: Sendable {
         [LocalFileSource(store: store, settings: settings, knownFolders: knownFolders)]
     }
 
-    /// The ways `request` may be served, in the order its walk tries them: each source that serves
-    /// it, then the origin's locations (none for a local file).
-    func ways(for request: FetchRequest) -> [FallbackWalk.Way] {
-        var ways: [FallbackWalk.Way] = []
+    /// The sources that serve `request`, in order: its walk asks them before the origin's locations.
+    func serving(_ request: FetchRequest) -> [FallbackWalk.Serving] {
+        var serving: [FallbackWalk.Serving] = []
         for (number, source) in sources.enumerated() where source.serves(request) {
-            ways.append(.source(number, source.kind))
+            serving.append(FallbackWalk.Serving(number: number, kind: source.kind))
         }
-        guard request.origin != nil else { return ways }
-        return ways + request.locations.map(FallbackWalk.Way.location)
+        return serving
     }
 
     /// Stops every engine (they close their connections at the same time) and waits for all.

@@ -75,6 +75,8 @@ package struct OriginBreaker: Sendable {
 
     let settings: Settings
     private var origins: [Origin: State] = [:]
+    /// Whether any origin was given up in this run: until one is, asking costs no lookup.
+    private var anyGivenUp = false
 
     /// `down`: origins an earlier run left open; they start by probing.
     package init(settings: Settings = Settings(), down: Set<Origin> = []) {
@@ -107,8 +109,8 @@ package struct OriginBreaker: Sendable {
 
     /// Why `origin` was given up, as a refused entry's message; nil while it was not.
     func givenUp(_ origin: Origin) -> String? {
-        if case .open(let problem) = origins[origin]?.mode { return Self.message(origin, problem) }
-        return nil
+        guard anyGivenUp, case .open(let problem) = origins[origin]?.mode else { return nil }
+        return Self.message(origin, problem)
     }
 
     /// Whether an entry already started may make another attempt at `origin`.
@@ -148,10 +150,12 @@ package struct OriginBreaker: Sendable {
             case .probing:
                 // The origin was down before and still is: one request was enough to know.
                 state.mode = .open(problem: problem)
+                anyGivenUp = true
                 return [.opened(origin: origin, problem: problem), .released(origin: origin)]
             case .closed:
                 guard state.failedAttempts >= settings.failedAttempts else { return [] }
                 state.mode = .open(problem: problem)
+                anyGivenUp = true
                 return [.opened(origin: origin, problem: problem)]
             }
         }
@@ -165,6 +169,7 @@ package struct OriginBreaker: Sendable {
         guard case .closed = state.mode, state.failedEntries >= settings.failedEntries else { return [] }
         let problem = state.lastProblem ?? "failing"
         state.mode = .open(problem: problem)
+        anyGivenUp = true
         return [.opened(origin: origin, problem: problem)]
     }
 

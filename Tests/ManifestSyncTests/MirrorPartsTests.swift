@@ -69,11 +69,13 @@ import WorkerTestSupport
         let request = FetchRequest(url: pinned.url, expected: hash, headers: [RequestHeader(name: "Authorization", value: "t")],
                                    localRoot: nil, mirrors: manifest.mirrors(of: pinned), locator: locator)
         // own.test is rewritten to what m1.test already serves: each URL is asked once.
-        #expect(request.locations.map(\.url) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://m1.test/x.png"])
-        #expect(request.locations.map(\.listed) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://own.test/x.png"])
+        let locations = (0..<request.locationCount).map(request.location(at:))
+        #expect(locations.map(\.url) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://m1.test/x.png"])
+        #expect(locations.map(\.listed) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://own.test/x.png"])
+        #expect((0..<request.locationCount).map(request.origin(ofLocation:)) == locations.map(\.origin))
         // The manifest's headers go to its own origin only.
-        #expect(request.at(request.locations[0]) === request)
-        #expect(request.at(request.locations[1]).headers.isEmpty)
+        #expect(request.sent(toLocation: 0).request === request)
+        #expect(request.sent(toLocation: 1).request.headers.isEmpty)
         let unpinned = FetchRequest(url: hashless.url, expected: nil, headers: [], localRoot: nil, mirrors: ["https://m1.test/y.png"])
         #expect(unpinned.mirrors.isEmpty)
     }

@@ -11,26 +11,25 @@ import WorkerSupport
 /// A location whose origin the run gave up is passed over without a request — here, and nowhere
 /// else. No I/O: `GroupDownload` performs the steps and tells the walk what each answered.
 struct FallbackWalk: Sendable {
-    /// One way a member's content may come.
-    enum Way: Sendable, Equatable {
-        /// A source asked whole (`Fetcher.sources`, by number), which may miss.
-        case source(Int, SourceKind)
-        /// One of the origin's locations.
-        case location(FetchLocation)
+    /// A source that serves a member's request (`Fetcher.sources`, by number), asked before the
+    /// origin's locations.
+    struct Serving: Sendable, Equatable {
+        let number: Int
+        let kind: SourceKind
     }
 
     /// What to do next.
     enum Step: Sendable {
         /// Ask the shared tier for the content, with the first member's request (`tierAnswered`).
         case tier(item: Int)
-        /// Make a member's request and tell the walk its ways (`opened`); `first`: the group's
-        /// first member, whose origin the schedule knows.
+        /// Make a member's request and open it (`opened`); `first`: the group's first member,
+        /// whose origin the schedule knows.
         case open(item: Int, first: Bool)
         /// Ask a source for the member's content (`answered`).
         case source(Int)
-        /// Fetch the member's content from one location (`answered`): with its retries when it is the
-        /// member's last location, else one attempt.
-        case location(FetchLocation, retries: Bool)
+        /// Fetch the member's content from its location at this index (`FetchRequest.location(at:)`;
+        /// `answered`): with its retries when it is the member's last location, else one attempt.
+        case location(Int, retries: Bool)
         /// The group ended: one result per member tried, in order; the last is its outcome.
         case finished([ItemResult])
     }
@@ -39,8 +38,8 @@ struct FallbackWalk: Sendable {
     private struct Tried: Sendable {
         var attempts = 0
         var bytes: Int64 = 0
-        /// Each location that failed (or was passed over), in order.
-        var failures: [(location: FetchLocation, failure: FetchFailure)] = []
+        /// Each location that failed (or was passed over), by index, in order.
+        var failures: [(location: Int, failure: FetchFailure)] = []
         /// Whether a way was asked (a stop before that ends the member as never started).
         var asked = false
     }
@@ -49,13 +48,12 @@ struct FallbackWalk: Sendable {
     private var tierPending: Bool
     /// The member being tried (an index into `items`).
     private var member = 0
-    /// Its URL and ways, once opened.
-    private var url = ""
-    private var ways: [Way]?
-    /// The way asked next (or being asked).
+    /// Its request and the sources that serve it, once opened.
+    private var request: FetchRequest?
+    private var sources: [Serving] = []
+    /// The way asked next (or being asked): a source's index in `sources`, then
+    /// `sources.count` + a location's index.
     private var way = 0
-    /// The first of `ways` that is a location.
-    private var firstLocation = 0
     private var tried = Tried()
     private var results: [ItemResult] = []
     /// Bytes the tier sent that were not the content (discarded): counted in the first result.
@@ -75,45 +73,44 @@ struct FallbackWalk: Sendable {
             return .tier(item: items[0])
         }
         while member < items.count {
-            guard let ways else {
+            guard let request else {
                 if let stopped, member > 0 { return endUnstarted(stopped) }
                 return .open(item: items[member], first: member == 0)
             }
             if let stopped {
                 // Asks nothing more: the member ends with what it met, or as cancelled.
                 if tried.failures.isEmpty {
-                    let attempts = tried.asked || member == 0 ? max(tried.attempts, 1) : 0
-                    endMember(.failure(FetchFailure(.cancelled, tried.asked || member == 0 ? stopped
-                                                                 : "\(stopped) before this entry started")),
-                              attempts: attempts, source: nil)
+                    let started = tried.asked || member == 0
+                    endMember(.failure(FetchFailure(.cancelled, started ? stopped : "\(stopped) before this entry started")),
+                              attempts: started ? max(tried.attempts, 1) : 0, source: nil)
                 } else {
-                    endMember(.failure(failure(of: tried)), attempts: tried.attempts, source: .origin)
+                    endMember(.failure(failure(of: tried, request)), attempts: tried.attempts, source: .origin)
                 }
                 return endUnstarted(stopped)
             }
-            guard way < ways.count else {
+            if way < sources.count {
+                tried.asked = true
+                return .source(sources[way].number)
+            }
+            let location = way - sources.count
+            let count = request.locationCount
+            guard location < count else {
                 if tried.failures.isEmpty {
                     // Every way missed (or none serves the URL).
-                    endMember(.failure(FetchFailure(.io, "no source has \(Redact.url(url))")), attempts: tried.attempts,
+                    endMember(.failure(FetchFailure(.io, "no source has \(Redact.url(request.url))")), attempts: tried.attempts,
                               source: nil)
                 } else {
-                    endMember(.failure(failure(of: tried)), attempts: tried.attempts, source: .origin)
+                    endMember(.failure(failure(of: tried, request)), attempts: tried.attempts, source: .origin)
                 }
                 continue
             }
-            switch ways[way] {
-            case .source(let number, _):
-                tried.asked = true
-                return .source(number)
-            case .location(let location):
-                if let message = givenUp(location.origin) {
-                    tried.failures.append((location, FetchFailure(.connection, message)))
-                    way += 1
-                    continue
-                }
-                tried.asked = true
-                return .location(location, retries: way == ways.count - 1)
+            if let message = givenUp(request.origin(ofLocation: location)) {
+                tried.failures.append((location, FetchFailure(.connection, message)))
+                way += 1
+                continue
             }
+            tried.asked = true
+            return .location(location, retries: location == count - 1)
         }
         return .finished(results)
     }
@@ -131,40 +128,45 @@ struct FallbackWalk: Sendable {
         return results
     }
 
-    /// The member's request was made: its URL as the manifest lists it and the ways it may come.
-    mutating func opened(url: String, ways: [Way]) {
-        self.url = url
-        self.ways = ways
+    /// The member's request was made: the walk tries the `sources` that serve it, then its locations.
+    mutating func opened(_ request: FetchRequest, sources: [Serving]) {
+        self.request = request
+        self.sources = sources
         way = 0
-        firstLocation = ways.firstIndex { if case .location = $0 { true } else { false } } ?? ways.count
         tried = Tried()
     }
 
     /// The way asked answered.
     mutating func answered(_ outcome: SourceOutcome) {
-        guard let ways else { return }
+        guard let request else { return }
         tried.attempts += outcome.attempts
         tried.bytes += outcome.bytes
-        switch (ways[way], outcome.answer) {
-        case (.source, .miss), (.location, .miss):
+        if way < sources.count {
+            switch outcome.answer {
+            case .miss: way += 1
+            case .delivered(let delivery):
+                endMember(.success(delivery), attempts: tried.attempts, source: sources[way].kind, isPrivate: outcome.isPrivate)
+            case .failed(let failure): endMember(.failure(failure), attempts: tried.attempts, source: sources[way].kind)
+            }
+            return
+        }
+        let location = way - sources.count
+        switch outcome.answer {
+        case .miss:
             way += 1
-        case (.source(_, let kind), .delivered(let delivery)):
-            endMember(.success(delivery), attempts: tried.attempts, source: kind, isPrivate: outcome.isPrivate)
-        case (.source(_, let kind), .failed(let failure)):
-            endMember(.failure(failure), attempts: tried.attempts, source: kind)
-        case (.location(let location), .delivered(let delivery)):
-            let index = way - firstLocation
+        case .delivered(let delivery):
             var result = FetchResult(result: .success(delivery), attempts: tried.attempts, bytesReceived: tried.bytes,
-                                     source: .origin, servedBy: index == 0 ? nil : location.listed, isPrivate: outcome.isPrivate)
+                                     source: .origin, servedBy: location == 0 ? nil : request.location(at: location).listed,
+                                     isPrivate: outcome.isPrivate)
             // Said aloud by the run: the entry's own URL failed (or was given up) and a mirror served.
-            if index > 0, let primary = tried.failures.first, primary.location.listed == url {
-                result.failover = Failover(from: primary.location, primary.failure)
+            if location > 0, let primary = tried.failures.first, primary.location == 0 {
+                result.failover = Failover(from: request.location(at: 0), primary.failure)
             }
             end(with: result)
-        case (.location(let location), .failed(let failure)):
+        case .failed(let failure):
             tried.failures.append((location, failure))
-            way += 1
-            if failure.reason == .cancelled { way = ways.count }
+            // A cancelled location ends the member: no other is asked.
+            way = failure.reason == .cancelled ? sources.count + request.locationCount : way + 1
         }
     }
 
@@ -180,7 +182,7 @@ struct FallbackWalk: Sendable {
         results.append(ItemResult(item: items[member], result: result))
         let delivered = if case .success = result.result { true } else { false }
         member = delivered ? items.count : member + 1
-        ways = nil
+        request = nil
     }
 
     /// Stopped: the members not tried end as the groups never started do.
@@ -195,11 +197,11 @@ struct FallbackWalk: Sendable {
     }
 
     /// Every location failed: the result names each URL's failure; the reason is the last one's.
-    private func failure(of tried: Tried) -> FetchFailure {
+    private func failure(of tried: Tried, _ request: FetchRequest) -> FetchFailure {
         guard let last = tried.failures.last else { return FetchFailure(.io, "no URL to fetch") }
         if last.failure.reason == .cancelled || tried.failures.count == 1 { return last.failure }
         let each = tried.failures.map { tried in
-            let location = tried.location
+            let location = request.location(at: tried.location)
             let via = location.url == location.listed ? "" : " (as \(Redact.url(location.url)))"
             return "\(Redact.url(location.listed))\(via): \(tried.failure.message)"
         }

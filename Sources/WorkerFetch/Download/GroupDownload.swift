@@ -82,23 +82,23 @@ final class GroupDownload: Sendable {
             case .open(let item, let first):
                 // The first member's request was made for the tier already, if it was asked.
                 let made = first ? current ?? request(item, origin) : request(item, nil)
-                let ways = fetcher.ways(for: made)
+                let sources = fetcher.serving(made)
                 let now = fetcher.tier == nil ? 0 : Monotonic.now()
                 state.withLock { state in
                     state.request = made
                     state.opened = now
-                    state.walk.opened(url: made.url, ways: ways)
+                    state.walk.opened(made, sources: sources)
                 }
             case .source(let number):
                 guard let current else { return }
                 fetcher.sources[number].fetch(current, lane: lane) { self.answered($0) }
                 return
-            case .location(let location, let retries):
+            case .location(let index, let retries):
                 guard let current else { return }
-                let (sent, isPrivate) = current.sent(to: location)
+                let (sent, isPrivate) = current.sent(toLocation: index)
                 fetcher.origin.download(sent, retries: retries, lane: lane) { finished in
-                    self.answered(SourceOutcome(OriginSource.named(finished.result, at: location), attempts: finished.attempts,
-                                                bytes: finished.bytes, isPrivate: isPrivate))
+                    let result = finished.result.mapError { OriginSource.named($0, at: current.location(at: index)) }
+                    self.answered(SourceOutcome(result, attempts: finished.attempts, bytes: finished.bytes, isPrivate: isPrivate))
                 }
                 return
             case .finished(let results):

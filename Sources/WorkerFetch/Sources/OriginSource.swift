@@ -26,11 +26,7 @@ final class OriginSource: Sendable {
 
     /// A refusal of an `s3://` URL names what the request was signed with (the access key id and
     /// the region, never the secret), or that it was not signed.
-    static func named(_ result: Result<Delivery, FetchFailure>, at location: FetchLocation) -> Result<Delivery, FetchFailure> {
-        result.mapError { named($0, at: location) }
-    }
-
-    private static func named(_ failure: FetchFailure, at location: FetchLocation) -> FetchFailure {
+    static func named(_ failure: FetchFailure, at location: FetchLocation) -> FetchFailure {
         guard let status = failure.httpStatus, status == 400 || status == 401 || status == 403,
               let unauthorized = URLKinds.kind(of: location.listed)?.sentWithoutCredentials
         else { return failure }
