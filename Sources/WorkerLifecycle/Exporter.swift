@@ -1,51 +1,8 @@
-import Crypto
 import FoundationEssentials
 import Glibc
 import WorkerManifest
 import WorkerStore
 import WorkerSupport
-
-/// The on-disk layout an app or server reads directly.
-public enum ExportLayout: String, Sendable, CaseIterable {
-    /// SDImageCache (SDWebImage 5): lowercase hex MD5 of the URL string, plus `.` and the URL
-    /// path's extension when it has one (without `:` or NUL, and at most 222 characters).
-    case sdwebimage
-    /// Kingfisher's DiskStorage with its default settings (`usesHashedFileName`, no
-    /// `pathExtension`, no `autoExtAfterHashedFileName`): lowercase hex SHA-256 of the cache key,
-    /// which for a plain URL is its absolute string. (Kingfisher before 8 used MD5.)
-    case kingfisher
-    /// Stored by hash: `<sha256 of the content>.<extension of the URL path>`.
-    case hash
-    /// Files at their names: each entry at its tree path (`path`, else its URL's path), as
-    /// `sync --tree` publishes them. Needs the manifests.
-    case tree
-
-    /// The file name this layout gives `url`, whose content has SHA-256 `object`.
-    public func fileName(url: String, object: String) -> String {
-        let ext = Self.pathExtension(of: url)
-        switch self {
-        case .sdwebimage:
-            let name = Hex.encode(Insecure.MD5.hash(data: Array(url.utf8)))
-            let clean = ext.filter { $0 != ":" && $0 != "\0" }
-            return clean.isEmpty || clean.utf8.count > 222 ? name : name + "." + clean
-        case .kingfisher:
-            return Hex.encode(SHA256.hash(data: Array(url.utf8)))
-        case .hash:
-            return ext.isEmpty || ext.contains("/") ? object : object + "." + ext
-        case .tree:
-            // Named by the manifests, not by the URL alone (`Exporter.export(tree:)`).
-            return (try? URLKinds.treePath(written: url, resolved: url).get()) ?? object
-        }
-    }
-
-    /// The extension of the URL's path (no query, no fragment), as NSURL's `pathExtension`.
-    static func pathExtension(of url: String) -> String {
-        guard let path = URL(string: url)?.path, let last = path.split(separator: "/").last,
-              let dot = last.lastIndex(of: "."), dot != last.startIndex
-        else { return "" }
-        return String(last[last.index(after: dot)...])
-    }
-}
 
 /// `worker export`: writes cached files into a folder in a layout, as hard links to the objects
 /// where the file system allows (copies otherwise). The objects are read-only, so are the links.
@@ -98,7 +55,7 @@ public struct Exporter: Sendable {
     /// again once the commit in progress is done (twice at most), so a race is never reported
     /// as a missing entry; an atomic export holds the cache's lock while it links (after the
     /// tree's lock, waited for up to `wait` seconds).
-    public func export(layout: ExportLayout, to folder: String, urls: Set<String>?,
+    public func export(layout: TreeLayout, to folder: String, urls: Set<String>?,
                        tree: [(path: String, url: String)]? = nil, atomic: Bool = false, wait: Double? = nil,
                        context: RunContext = RunContext()) async throws(CacheError) -> Result {
         if atomic {
@@ -143,7 +100,7 @@ public struct Exporter: Sendable {
     }
 
     /// The files to write and the entries with nothing cached, from the index as it is now.
-    private func plan(layout: ExportLayout, urls: Set<String>?,
+    private func plan(layout: TreeLayout, urls: Set<String>?,
                       tree: [(path: String, url: String)]?) throws(CacheError) -> (files: [File], summary: Result) {
         var summary = Result()
         let indexPath = CacheLayout.indexPath(cacheDirectory)

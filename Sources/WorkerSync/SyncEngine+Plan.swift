@@ -11,7 +11,7 @@ extension SyncEngine {
     /// it is, and returns (and writes, if asked) the report of what a sync would do.
     public func dryRun(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
         let startedAt = Date()
-        let (manifests, opened) = try await openAndLoad(arguments, collectsTree: options.tree != nil)
+        let (manifests, opened) = try await openAndLoad(arguments, collectsTree: options.collectsTree)
         guard opened.fetchedURLs.isEmpty else {
             var options = options
             options.keptURLs.formUnion(opened.fetchedURLs)

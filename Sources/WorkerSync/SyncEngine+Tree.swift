@@ -13,9 +13,11 @@ extension SyncEngine {
     /// Whether the tree changed is decided from the run's own plan and outcomes (a warm run with
     /// an unchanged tree reads nothing more); a tree to build is read from the index.
     func publishTree(at path: String, manifests: ManifestSet, index: CacheIndex, run: SyncRun) async throws(CacheError) -> TreeOutcome {
-        let directory = options.cacheDirectory
-        let exact = { () throws(CacheError) -> [TreeFile] in try Self.treeFiles(manifests, index: index, cacheDirectory: directory) }
-        let believed = Self.treeFiles(manifests, run: run, cacheDirectory: directory)
+        let (directory, layout) = (options.cacheDirectory, options.treeLayout)
+        let exact = { () throws(CacheError) -> [TreeFile] in
+            try Self.treeFiles(manifests, layout: layout, index: index, cacheDirectory: directory)
+        }
+        let believed = Self.treeFiles(manifests, layout: layout, run: run, cacheDirectory: directory)
         return try await TreePublisher(path: path).publish(cacheDirectory: directory, wait: options.waitLock, context: context,
                                                            onlyComplete: options.treeComplete,
                                                            files: { () throws(CacheError) -> [TreeFile] in
@@ -28,13 +30,11 @@ extension SyncEngine {
     /// The tree as the run left it: each entry's object as the run recorded it
     /// (`SyncLedger.object(of:)`), else the row it planned with (failed and still served). Nil
     /// for a run of one shard (its plan holds only that shard's entries).
-    static func treeFiles(_ manifests: ManifestSet, run: SyncRun, cacheDirectory: String) -> [TreeFile]? {
+    static func treeFiles(_ manifests: ManifestSet, layout: TreeLayout, run: SyncRun, cacheDirectory: String) -> [TreeFile]? {
         let items = run.plan.items
         guard items.count == manifests.entries.count else { return nil }
-        let objects = CacheLayout.objectsDirectory(cacheDirectory)
-        return manifests.tree.map { place in
-            let object = run.ledger.object(of: place.entry)?.hex ?? items[place.entry].previous?.object
-            return TreeFile(path: place.path, object: object, objectsDirectory: objects)
+        return layout.files(of: manifests, objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory)) { entry in
+            run.ledger.object(of: entry)?.hex ?? items[entry].previous?.object
         }
     }
 
@@ -44,35 +44,36 @@ extension SyncEngine {
         let publisher = TreePublisher(path: path)
         let current = try publisher.currentVersion()
         let indexPath = CacheLayout.indexPath(options.cacheDirectory)
+        let layout = options.treeLayout
         let files: [TreeFile]
         if access(indexPath, F_OK) == 0 {
-            files = try Self.treeFiles(manifests, index: CacheIndex(path: indexPath, create: false, readOnly: true),
+            files = try Self.treeFiles(manifests, layout: layout, index: CacheIndex(path: indexPath, create: false, readOnly: true),
                                        cacheDirectory: options.cacheDirectory)
         } else {
-            files = manifests.tree.map { TreeFile(path: $0.path, source: nil) }
+            files = layout.files(of: manifests, objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory)) { (_: Int) -> String? in nil }
         }
         let fetched = Set(plan.items.filter { $0.action != .keep && $0.action != .revalidate }.map(\.entry.url))
         let present = TreePublisher.ordered(files)
         var outcome = TreeOutcome(path: publisher.path, version: TreePublisher.version(of: present), files: present.count,
                                   missing: files.count - present.count)
-        let changing = manifests.tree.contains { fetched.contains(manifests.entries[$0.entry].url) }
+        let changing = layout.entries(of: manifests).contains { fetched.contains(manifests.entries[$0].url) }
         outcome.switched = changing || current != outcome.version
         return outcome
     }
 
-    /// Each tree entry with the object its URL's row names, or none.
-    static func treeFiles(_ manifests: ManifestSet, index: CacheIndex, cacheDirectory: String) throws(CacheError) -> [TreeFile] {
+    /// Each file of the tree with the object its entry's row names, or none.
+    static func treeFiles(_ manifests: ManifestSet, layout: TreeLayout, index: CacheIndex,
+                          cacheDirectory: String) throws(CacheError) -> [TreeFile] {
         // One lookup per distinct entry (an entry may be at several paths).
         var wanted: [Int: Int] = [:]
         var urls: [String] = []
-        for place in manifests.tree where wanted[place.entry] == nil {
-            wanted[place.entry] = urls.count
-            urls.append(manifests.entries[place.entry].url)
+        for entry in layout.entries(of: manifests) where wanted[entry] == nil {
+            wanted[entry] = urls.count
+            urls.append(manifests.entries.url(at: entry))
         }
         let objects = try index.objects(urls: urls)
-        let folder = CacheLayout.objectsDirectory(cacheDirectory)
-        return manifests.tree.map { place in
-            TreeFile(path: place.path, object: objects[wanted[place.entry]!], objectsDirectory: folder)
+        return layout.files(of: manifests, objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory)) { entry in
+            wanted[entry].flatMap { objects[$0] }
         }
     }
 }

@@ -97,7 +97,7 @@ public struct SyncEngine: Sendable {
         var set: ManifestSet
         do {
             var loader = ManifestLoader()
-            loader.collectsTree = options.tree != nil
+            loader.collectsTree = options.collectsTree
             loader.remoteSources = opened.remoteSources
             set = try loader.load(paths: manifestPaths)
         } catch {

@@ -2,6 +2,7 @@ import FoundationEssentials
 import WorkerFetch
 import WorkerManifest
 import WorkerReport
+import WorkerStore
 
 /// Options of a `sync` run beyond the manifests.
 public struct SyncOptions: Sendable {
@@ -55,6 +56,10 @@ public struct SyncOptions: Sendable {
     /// Publish the manifests' entries as a tree of files at their names here after the run
     /// (`--tree`): `TreePublisher`.
     public var tree: String?
+    /// How the tree names its files (`--layout`): at their tree paths, or an app library's layout.
+    public var treeLayout = TreeLayout.tree
+    /// Whether the manifests' tree paths are read (a `--tree` in the tree layout).
+    var collectsTree: Bool { tree != nil && treeLayout.namesByTreePath }
     /// Switch the tree only to a version that holds every entry (`--tree-complete`).
     public var treeComplete = false
     /// Keep each item's outcome (status and SHA-256) for the caller (`get`, `manifest --urls`).

@@ -179,8 +179,8 @@ import WorkerStore
         #expect(try !harness.records().map(\.url).contains(harness.origin.url(old.0)))
     }
 
-    @Test(arguments: ExportLayout.allCases.filter { $0 != .tree })
-    func exportWritesEachLayoutsNamesAsHardLinks(layout: ExportLayout) async throws {
+    @Test(arguments: TreeLayout.allCases.filter { $0 != .tree })
+    func exportWritesEachLayoutsNamesAsHardLinks(layout: TreeLayout) async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let png = harness.serve("a.png")

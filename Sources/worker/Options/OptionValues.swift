@@ -2,6 +2,7 @@ import ArgumentParser
 import WorkerFetch
 import WorkerManifest
 import WorkerReport
+import WorkerStore
 import WorkerSupport
 
 // The values options take, each parsed and checked once, where the argument is read: a value
@@ -145,3 +146,6 @@ struct RemoteCacheURLArgument: ExpressibleByArgument {
         parsed = RemoteCacheURL.parse(argument)
     }
 }
+
+/// `--layout`: how an exported or published folder names its files.
+extension TreeLayout: ExpressibleByArgument {}

@@ -5,19 +5,14 @@ import WorkerLifecycle
 import WorkerManifest
 import WorkerStore
 
-extension ExportLayout: ExpressibleByArgument {}
-
 /// `worker export --layout LAYOUT DIR [MANIFEST…]`: the cache in an app library's layout.
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Write cached files into DIR in an app library's layout (hard links where possible).",
-        discussion: """
-            tree: each entry at its tree path (its `path`, else its URL's path), as `sync --tree` \
-            publishes it; needs manifests. sdwebimage: MD5 of the URL + its path extension \
-            (SDImageCache). kingfisher: SHA-256 of the URL (Kingfisher's DiskStorage, default \
-            settings). hash: <sha256 of the content>.<extension>. With manifests, only their entries \
-            are exported. From the cache alone: nothing is downloaded.
+        discussion: TreeLayout.allCases.map { "\($0.rawValue): \($0.summary)." }.joined(separator: " ") + """
+             With manifests, only their entries are exported. From the cache alone: nothing is \
+            downloaded. `sync --tree DIR --layout LAYOUT` publishes the same layouts.
 
             Into a folder, an export removes the files an earlier export wrote there that this one \
             no longer names (it lists what it wrote in DIR/.worker-export), only while each is still \
@@ -32,8 +27,8 @@ struct Export: AsyncParsableCommand {
               worker export --layout hash /srv/static/by-hash
             """)
 
-    @Option(help: "tree, sdwebimage, kingfisher or hash.")
-    var layout: ExportLayout
+    @Option(help: "\(TreeLayout.names).")
+    var layout: TreeLayout
 
     @Flag(help: "Publish DIR as a link switched at once to a complete new version (readers never see a mix).")
     var atomic = false

@@ -43,25 +43,32 @@ struct Plan: AsyncParsableCommand {
                                                           valueName: "DIR"))
     var tree: String?
 
+    @Option(help: ArgumentHelp("The --tree's layout: \(TreeLayout.names) (default tree).", valueName: "LAYOUT"))
+    var layout: TreeLayout?
+
     func validate() throws {
         guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
+        if layout != nil, tree == nil { throw ValidationError("--layout goes with --tree DIR") }
     }
 
     func run() async throws {
         try await runPlan(manifests: manifests, cacheDirectory: cache.resolved, reportPath: reportPath, reportAll: reportAll,
-                          quiet: quiet, prune: prune, tree: tree, fetch: try network.settings(for: Self.self),
+                          quiet: quiet, prune: prune, tree: tree, layout: layout ?? .tree,
+                          fetch: try network.settings(for: Self.self),
                           trust: try trust.trust())
     }
 }
 
 /// Shared by `worker plan` and `worker sync --dry-run`.
 func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
-             prune: Bool, tree: String? = nil, fetch: FetchSettings, trust: ManifestTrust) async throws {
+             prune: Bool, tree: String? = nil, layout: TreeLayout = .tree, fetch: FetchSettings,
+             trust: ManifestTrust) async throws {
     let file = reportPath.map { SyncOutputs.File(JSONReportWriter(all: reportAll), $0) }
     try checkOutputs(file.map { [(format: $0.format, path: $0.path)] } ?? [], manifests: paths)
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.prune = prune
     options.tree = tree
+    options.treeLayout = layout
     options.shownRows = TextReportWriter().listLimit
     options.outputs = SyncOutputs(file.map { [$0] } ?? [])
     options.fetch = fetch

@@ -18,6 +18,7 @@ struct Sync: AsyncParsableCommand {
               worker sync manifests/*.yaml --report report.json --max-failures 1% --deadline 20m
               worker sync manifests/avatars.yaml --refresh --limit-rate 1M --max-rps 20
               worker sync manifests/avatars.yaml --tree /srv/www/avatars
+              worker sync manifests/avatars.yaml --tree ./Bundle/Avatars --layout sdwebimage
             """)
 
     @Argument(help: "Manifest files (YAML), or their http(s):// or s3:// URLs.")
@@ -34,11 +35,16 @@ struct Sync: AsyncParsableCommand {
     @Flag(name: .customLong("tree-complete"), help: "Switch the --tree only to a version with every entry in it (else the version before stays).")
     var treeComplete = false
 
+    @Option(help: ArgumentHelp("How the --tree names its files: \(TreeLayout.names) (default tree: at their tree paths; "
+                                   + "the others as `worker export --layout` does).", valueName: "LAYOUT"))
+    var layout: TreeLayout?
+
     @OptionGroup var options: SyncCommandOptions
 
     func validate() throws {
         guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
         if treeComplete, tree == nil { throw ValidationError("--tree-complete goes with --tree DIR") }
+        if layout != nil, tree == nil { throw ValidationError("--layout goes with --tree DIR") }
     }
 
     func run() async throws {
@@ -46,12 +52,14 @@ struct Sync: AsyncParsableCommand {
         if dryRun {
             try await runPlan(manifests: manifests, cacheDirectory: options.cache.resolved, reportPath: output.reportPath,
                               reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune, tree: tree,
+                              layout: layout ?? .tree,
                               fetch: try options.network.settings(for: Self.self), trust: try options.trust.trust())
             return
         }
         var settings = try options.syncOptions(manifests: manifests, command: Self.self)
         settings.tree = tree
         settings.treeComplete = treeComplete
+        settings.treeLayout = layout ?? .tree
         let printer = ProgressPrinter(mode: output.progress, quiet: output.quiet)
         let stop = StopSignals.enable { message in
             printer.map { $0.note("worker: " + message) } ?? Console.notice("worker: " + message)
