@@ -20,20 +20,19 @@ package final class DownloadQueue: Sendable, OriginGate {
         var ready: [Finished] = []
         /// The consumer waiting in `next()`; there is one consumer.
         var waiter: CheckedContinuation<[Finished]?, Never>?
-        var flushScheduled = false
+        /// The waiting consumer's timer.
+        var wait: Wait?
         /// Groups the tier missed, waiting for their turn at their origin.
         var afterTier: [Int: GroupDownload] = [:]
     }
 
     /// What the schedule's steps ask the queue to launch.
-    private enum Launch {
+    enum Launch {
         /// At its origin; `download`: the group's walk, begun at the tier.
         case run(group: Int, delay: Double, download: GroupDownload?)
         case lookUp(group: Int)
     }
 
-    /// A consumer to wake and what to hand it.
-    typealias Wake = (CheckedContinuation<[Finished]?, Never>, [Finished])
 
     private let fetcher: Fetcher
     private let groups: [DownloadGroup]
@@ -43,14 +42,21 @@ package final class DownloadQueue: Sendable, OriginGate {
     let state: Mutex<State>
     /// A waiting consumer is woken when this many groups are ready (or after `flushDelay`).
     let wakeCount: Int
+    /// Groups ready and not taken by the consumer at which no new group starts (back-pressure).
+    let highWater: Int
     static let flushDelay = 0.010
+    /// Groups ready and not taken at which new ones wait (a consumer committing a slow disk's
+    /// batch): at most a few batches' worth of results held.
+    package static let highWater = 4096
 
     package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
+                 highWater: Int = DownloadQueue.highWater,
                  request: @escaping @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest) {
         self.fetcher = fetcher
         self.groups = groups
         self.request = request
         wakeCount = max(1, min(64, groups.count / 8))
+        self.highWater = highWater
         let origins = groups.map(\.origin)
         var alternates: [Int: [Origin]] = [:]
         for (number, group) in groups.enumerated() where !group.mirrorOrigins.isEmpty {
@@ -80,7 +86,7 @@ package final class DownloadQueue: Sendable, OriginGate {
             handOver = handOverIfDue(&state)
             return starts
         }
-        handOver.run(on: engine, flush: flush)
+        handOver.run(self)
         perform(starts)
     }
 
@@ -159,12 +165,12 @@ package final class DownloadQueue: Sendable, OriginGate {
             handOver = handOverIfDue(&state)
             return starts
         }
-        handOver.run(on: engine, flush: flush)
+        handOver.run(self)
         perform(starts)
     }
 
     /// The steps' refusals as finished groups; the rest, to launch. Call under the lock.
-    private func apply(_ steps: [DownloadSchedule.Step], to state: inout State) -> [Launch] {
+    func apply(_ steps: [DownloadSchedule.Step], to state: inout State) -> [Launch] {
         var starts: [Launch] = []
         for step in steps {
             switch step {
@@ -182,7 +188,7 @@ package final class DownloadQueue: Sendable, OriginGate {
         return starts
     }
 
-    private func perform(_ starts: [Launch]) {
+    func perform(_ starts: [Launch]) {
         for launch in starts {
             let engine = fetcher.engineForNext()
             switch launch {
@@ -223,14 +229,21 @@ package final class DownloadQueue: Sendable, OriginGate {
         let now = Self.now()
         var handOver = HandOver()
         let starts = state.withLock { state in
-            if let hit { state.ready.append(hit) }
+            if let hit { readied(hit, &state) }
             if let download { state.afterTier[number] = download }
             let starts = apply(state.schedule.lookedUp(number, hit: hit != nil, now: now), to: &state)
             handOver = handOverIfDue(&state)
             return starts
         }
-        handOver.run(on: engine, flush: flush)
+        handOver.run(self)
         perform(starts)
+    }
+
+    /// A finished group for the consumer; at `highWater` not taken, no new group starts until
+    /// it takes them (`next`). Call under the lock.
+    private func readied(_ finished: Finished, _ state: inout State) {
+        state.ready.append(finished)
+        if state.ready.count >= highWater { state.schedule.heldBack = true }
     }
 
     /// A group ended: its slot goes to the next group.
@@ -238,12 +251,12 @@ package final class DownloadQueue: Sendable, OriginGate {
         let now = Self.now()
         var handOver = HandOver()
         let starts = state.withLock { state in
-            state.ready.append(finished)
+            readied(finished, &state)
             let starts = apply(state.schedule.finished(finished.group, now: now), to: &state)
             handOver = handOverIfDue(&state)
             return starts
         }
-        handOver.run(on: engine, flush: flush)
+        handOver.run(self)
         perform(starts)
     }
 }

@@ -41,6 +41,9 @@ struct DownloadSchedule: Sendable {
     /// Groups started and not finished yet.
     private(set) var running = 0
     private(set) var isStopped = false
+    /// No group starts while set (the consumer has not taken what finished: back-pressure); the
+    /// next `take` after it is cleared starts them.
+    var heldBack = false
     /// The next group of the list never taken.
     private var next = 0
     /// Groups waiting for a probe of their origin, by origin.
@@ -72,7 +75,7 @@ struct DownloadSchedule: Sendable {
     /// after it.
     mutating func take(now: Double) -> [Step] {
         var steps: [Step] = []
-        while !isStopped, let group = peekNext() {
+        while !isStopped, !heldBack, let group = peekNext() {
             if releasedStart == released.count, group < inTier.count, inTier[group] {
                 // New from the list, and the tier may have it: asked there first.
                 guard tierRunning < tierWindow.limit else { break }

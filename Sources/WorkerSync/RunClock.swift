@@ -3,19 +3,16 @@ import WorkerFetch
 import WorkerSupport
 
 /// What the run's clock does at each tick, decided by a plain value (tested without timers):
-/// while downloads run every tick wakes the consumer (the commit cadence) and progress is reported
-/// once its interval has passed; the deadline is reached once, at its time, downloads running or
-/// not (uploads to a tier end by it too).
+/// while downloads run, progress is reported at its pace; the deadline is reached once, at its
+/// time, downloads running or not (uploads to a tier end by it too). (The consumer's commit
+/// cadence is its own wait: `DownloadQueue.batches(every:)`.)
 struct RunClockSchedule: Equatable {
     /// What is due at a tick.
     struct Due: Equatable {
-        var wake = false
         var progress = false
         var deadline = false
     }
 
-    /// Seconds between ticks while downloads run.
-    let tick: Double
     /// Seconds between progress reports (nil: none).
     private(set) var progressEvery: Double?
     /// When the deadline falls (monotonic seconds; nil: none).
@@ -24,8 +21,7 @@ struct RunClockSchedule: Equatable {
     private var downloading = true
     private var deadlineReached = false
 
-    init(start: Double, tick: Double, progressEvery: Double?, deadline: Double?) {
-        self.tick = tick
+    init(start: Double, progressEvery: Double?, deadline: Double?) {
         self.progressEvery = progressEvery
         self.deadline = deadline
         nextProgress = start + (progressEvery ?? 0)
@@ -34,12 +30,9 @@ struct RunClockSchedule: Equatable {
     /// What is due at `now`.
     mutating func due(at now: Double) -> Due {
         var due = Due()
-        if downloading {
-            due.wake = true
-            if let progressEvery, now >= nextProgress {
-                due.progress = true
-                nextProgress = now + progressEvery
-            }
+        if downloading, progressEvery != nil, now >= nextProgress {
+            due.progress = true
+            nextProgress = now + (progressEvery ?? 0)
         }
         if let deadline, !deadlineReached, now >= deadline {
             deadlineReached = true
@@ -56,18 +49,16 @@ struct RunClockSchedule: Equatable {
     /// When the next tick falls after one at `now`, or nil: nothing is left to do.
     func nextTick(after now: Double) -> Double? {
         let pending = deadlineReached ? nil : deadline
-        guard downloading else { return pending }
-        return min(now + tick, pending ?? .infinity)
+        guard downloading, progressEvery != nil else { return pending }
+        return min(max(nextProgress, now), pending ?? .infinity)
     }
 }
 
 /// The run's one clock while it downloads and uploads: one timer at a time on a fetch engine
-/// (its `schedule`), whose ticks wake the consumer, report progress and reach the deadline as
-/// `RunClockSchedule` says. Replaces a timer each for the deadline, the progress and the commit
-/// cadence.
+/// (its `schedule`), whose ticks report progress and reach the deadline as `RunClockSchedule`
+/// says. Without progress shown and without a deadline it never ticks.
 final class RunClock: Sendable {
     struct Actions: Sendable {
-        let wake: @Sendable () -> Void
         let progress: @Sendable () -> Void
         let deadline: @Sendable () -> Void
     }
@@ -93,7 +84,7 @@ final class RunClock: Sendable {
         arm(after: now)
     }
 
-    /// The downloads ended: no more wakes or progress; the deadline still falls.
+    /// The downloads ended: no more progress; the deadline still falls.
     func downloadsEnded() {
         let timer = state.withLock { state -> Int? in
             state.schedule.downloadsEnded()
@@ -136,7 +127,6 @@ final class RunClock: Sendable {
         guard let due else { return }
         if due.deadline { actions.deadline() }
         if due.progress { actions.progress() }
-        if due.wake { actions.wake() }
         arm(after: now)
     }
 }

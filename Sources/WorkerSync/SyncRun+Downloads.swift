@@ -96,19 +96,19 @@ extension SyncRun {
             current.bytesTotal = queue.allStarted ? meter.bytesOutstanding.map { current.bytes + $0 } : nil
             return current
         }
-        // The run's one clock: its ticks wake the consumer at least twice a batch interval, so
-        // that a finished entry is committed within it (docs/CACHE.md) while long downloads are
-        // all that runs, report progress, and reach the deadline. With uploads to a tier, whose
-        // objects go up once a commit has installed them, commits come more often: runners that
-        // start together find on the tier what another fetched.
+        // The consumer looks at least twice a batch interval, so that a finished entry is
+        // committed within it (docs/CACHE.md) while long downloads are all that runs. With uploads
+        // to a tier, whose objects go up once a commit has installed them, commits come more
+        // often: runners that start together find on the tier what another fetched. The run's
+        // one clock reports progress and reaches the deadline.
         let interval = uploads == nil ? options.batchInterval : min(options.batchInterval, Self.tierCommitInterval)
         let now = Monotonic.now()
         let onProgress = options.onProgress
         let deadline = options.deadline
-        let clock = RunClock(RunClockSchedule(start: now, tick: interval / 2, progressEvery: onProgress == nil ? nil : 0.25,
+        let clock = RunClock(RunClockSchedule(start: now, progressEvery: onProgress == nil ? nil : 0.25,
                                               deadline: deadline.map { now + $0 }),
                              on: timerEngine,
-                             actions: RunClock.Actions(wake: { queue.wakeConsumer() }, progress: { onProgress?(snapshot()) },
+                             actions: RunClock.Actions(progress: { onProgress?(snapshot()) },
                                                        deadline: { [logger] in
             logger.info("deadline reached; cancelling downloads in flight")
             stop.request("the run's deadline (--deadline \(Units.formatDuration(deadline ?? 0))) passed")
@@ -125,7 +125,7 @@ extension SyncRun {
             logger.warning("the disk is full: no new downloads start; what was verified and fits is kept")
             stop.request("no space left on the device")
         }
-        while let finished = await queue.next() {
+        for await finished in queue.batches(every: interval / 2) {
             if finished.contains(where: { $0.results.contains { Self.isNoSpace($0.result) } }) { diskFull = true }
             stopIfFull(diskFull)
             for group in finished {

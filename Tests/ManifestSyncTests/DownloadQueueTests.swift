@@ -21,11 +21,33 @@ import WorkerTestSupport
             }
             released = queue
             queue.start()
-            while let batch = await queue.next() { finished += batch.count }
+            for await batch in queue.batches(every: 0.5) { finished += batch.count }
         }
         #expect(finished == files.count)
+        // A consumer's timer the queue cancelled holds it until the engine has run the cancellation.
+        for _ in 0..<200 where released != nil { try await Task.sleep(nanoseconds: 5_000_000) }
         // The meter (kept by the fetcher, which outlives the queue) held the queue strongly.
         #expect(released == nil, "the queue outlived its end: the meter's head handler still holds it")
+        await fetcher.shutdown()
+    }
+
+    @Test func whileTheConsumerTakesNothingNoMoreThanHighWaterGroupsFinish() async throws {
+        let directory = TemporaryDirectory()
+        let files = (0..<12).map { directory.write("f\($0).txt", "body \($0)") }
+        let store = try ContentStore(root: directory.path + "/cache")
+        let fetcher = try Fetcher(store: store, settings: FetchSettings(), logger: Logger(label: "test"), network: false)
+        let groups = files.indices.map { DownloadGroup(items: [$0], origin: nil) }
+        let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: 1, streams: 1, highWater: 3) { item, _ in
+            FetchRequest(url: "file://" + files[item], expected: nil, headers: [], localRoot: directory.path)
+        }
+        queue.start()
+        // The consumer is busy (a commit): the files are read in far less than this.
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(!queue.allStarted, "groups start only as the consumer takes what finished")
+        #expect(queue.state.withLock { $0.ready.count } == 3)
+        var finished = 0
+        for await batch in queue.batches(every: 0.5) { finished += batch.count }
+        #expect(finished == files.count, "every group once the consumer takes them")
         await fetcher.shutdown()
     }
 }

@@ -21,6 +21,16 @@ import WorkerTestSupport
         steps.compactMap { if case .start(let group, _) = $0 { group } else { nil } }
     }
 
+    @Test func heldBackNothingStartsUntilReleased() {
+        var schedule = DownloadSchedule(origins: [nil, nil, nil], jobs: 2)
+        #expect(Self.started(schedule.take(now: 0)) == [0, 1])
+        schedule.heldBack = true
+        #expect(schedule.finished(0, now: 1).isEmpty, "a finished group's slot waits while held back")
+        #expect(!schedule.allTaken)
+        schedule.heldBack = false
+        #expect(Self.started(schedule.take(now: 1)) == [2])
+    }
+
     @Test func localFilesRunJobsAtOnceInListOrder() {
         var schedule = DownloadSchedule(origins: [nil, nil, nil, nil, nil], jobs: 2)
         #expect(Self.started(schedule.take(now: 0)) == [0, 1])
