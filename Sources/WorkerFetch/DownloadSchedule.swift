@@ -121,8 +121,8 @@ struct DownloadSchedule: Sendable {
     /// The origin a group is admitted by: its own, unless that was given up and one of its
     /// mirrors' was not (then the first such). With every one given up, its own (refused).
     private func admittingOrigin(_ group: Int, _ primary: Origin) -> Origin {
-        guard let others = alternates[group], breaker.isOpen(primary) else { return primary }
-        return others.first { !breaker.isOpen($0) } ?? primary
+        guard let others = alternates[group] else { return primary }
+        return FallbackWalk.firstLive(primary, others) { breaker.isOpen($0) }
     }
 
     /// The next group to take, without taking it.

@@ -204,4 +204,12 @@ import WorkerSupport
         #expect(results.map(\.item) == [4])
         #expect(results[0].result.source == .remote)
     }
+
+    @Test func theScheduleAdmitsByTheFirstLiveLocationsOrigin() {
+        let (a, b, c) = (Origin.of("http://a.test"), Origin.of("http://b.test"), Origin.of("http://c.test"))
+        #expect(FallbackWalk.firstLive(a, [b, c]) { _ in false } == a)
+        #expect(FallbackWalk.firstLive(a, [b, c]) { $0 == a } == b)
+        #expect(FallbackWalk.firstLive(a, [b, c]) { $0 != c } == c)
+        #expect(FallbackWalk.firstLive(a, [b, c]) { _ in true } == a, "every one given up: the entry's own, refused")
+    }
 }

@@ -115,6 +115,14 @@ struct FallbackWalk: Sendable {
         return .finished(results)
     }
 
+    /// The origin of the first location a walk asks (the schedule admits a group by it): the
+    /// entry's own, unless the run gave that up and one of its mirrors' it did not (then the first
+    /// such); with every one given up, the entry's own (the group is refused).
+    static func firstLive(_ primary: Origin, _ mirrors: [Origin], givenUp: (Origin) -> Bool) -> Origin {
+        guard !mirrors.isEmpty, givenUp(primary) else { return primary }
+        return mirrors.first { !givenUp($0) } ?? primary
+    }
+
     /// The tier answered: a delivery ends the group (its one result); anything else passes it to
     /// its members (nil), counting the bytes the tier sent for nothing.
     mutating func tierAnswered(_ outcome: SourceOutcome) -> [ItemResult]? {
