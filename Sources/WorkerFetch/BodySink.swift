@@ -26,7 +26,10 @@ struct BodySink {
         self.expected = expected
         self.maxSize = maxSize
         hasher = BodyHasher(also: expected?.algorithm)
-        if let declaredSize, declaredSize >= Self.pipelineThreshold { pipeline = HashPipeline(hasher) }
+        if let declaredSize, declaredSize >= Self.pipelineThreshold {
+            // A hasher of its own, handed over whole (`hasher` stays unused until `close`).
+            pipeline = HashPipeline(BodyHasher(also: expected?.algorithm))
+        }
     }
 
     /// A sink that continues the body kept at `path` (its `offset` bytes are hashed again first,

@@ -1,18 +1,19 @@
 import Dispatch
+import Synchronization
 
 /// Hashes a large body on a thread of its own while the fetch engine's thread receives and writes
 /// it: for a body of a gigabyte the hash (about half a second of CPU a GiB here) no longer adds to
 /// the download's time. Each chunk is copied; at most `depth` wait, and the receiver waits for a
 /// slot beyond that, so memory stays bounded (depth × the chunk size). Small bodies are hashed in
 /// line: a hand-off per file would cost more than the hash.
-final class HashPipeline: @unchecked Sendable {
-    // @unchecked: `hasher` is read and written only on `queue` (and by `finish`, through it).
-    private var hasher: BodyHasher
+final class HashPipeline: Sendable {
+    /// Updated on `queue` only, one chunk at a time: the lock is never waited for.
+    private let hasher: Mutex<BodyHasher>
     private let queue = DispatchQueue(label: "worker.hash", qos: .userInitiated)
     private let slots: DispatchSemaphore
 
-    init(_ hasher: BodyHasher, depth: Int = 32) {
-        self.hasher = hasher
+    init(_ hasher: sending BodyHasher, depth: Int = 32) {
+        self.hasher = Mutex(hasher)
         slots = DispatchSemaphore(value: depth)
     }
 
@@ -21,13 +22,13 @@ final class HashPipeline: @unchecked Sendable {
         slots.wait()
         let chunk = [UInt8](bytes)
         queue.async { [self] in
-            chunk.withUnsafeBytes { hasher.update($0) }
+            hasher.withLock { hasher in chunk.withUnsafeBytes { hasher.update($0) } }
             slots.signal()
         }
     }
 
     /// The hasher once every queued chunk is in it.
     func finish() -> BodyHasher {
-        queue.sync { hasher }
+        queue.sync { hasher.withLock { $0 } }
     }
 }
