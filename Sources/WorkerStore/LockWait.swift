@@ -103,11 +103,7 @@ enum LockWait {
     /// outside the request's lock) never reaches a freed wait.
     private final class Handle: Sendable {
         let result: Result
-        private let wait: Mutex<OpaquePointerBox?>
-
-        private struct OpaquePointerBox: @unchecked Sendable {
-            let pointer: OpaquePointer
-        }
+        private let wait: Mutex<OpaquePointer?>
 
         init?(fd: Int32, operation: Int32, result: Result) {
             self.result = result
@@ -118,23 +114,23 @@ enum LockWait {
                 Unmanaged<Result>.fromOpaque(context).release()
                 return nil
             }
-            wait = Mutex(OpaquePointerBox(pointer: pointer))
+            wait = Mutex(pointer)
         }
 
         func cancel() {
-            wait.withLock { box in
-                if let box { worker_lock_wait_cancel(box.pointer) }
+            wait.withLock { pointer in
+                if let pointer { worker_lock_wait_cancel(pointer) }
             }
         }
 
         func waitUntilEnded(seconds: Double) -> Bool {
-            wait.withLock { box in box.map { worker_lock_wait_for($0.pointer, seconds) != 0 } ?? true }
+            wait.withLock { pointer in pointer.map { worker_lock_wait_for($0, seconds) != 0 } ?? true }
         }
 
         func free() {
-            wait.withLock { box in
-                if let box { worker_lock_wait_free(box.pointer) }
-                box = nil
+            wait.withLock { pointer in
+                if let pointer { worker_lock_wait_free(pointer) }
+                pointer = nil
             }
         }
     }

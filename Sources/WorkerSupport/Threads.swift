@@ -1,5 +1,6 @@
 import CWorkerSystem
 import Glibc
+import Synchronization
 
 /// A mutex and a condition variable (pthread's), for the few places where a thread of the
 /// program's own waits for another: the parsing thread and its reader.
@@ -30,23 +31,24 @@ package final class ThreadCondition: @unchecked Sendable {
 
 /// Something a thread of the program's own finishes once, waited for asleep (a condition
 /// variable, not a spin): a load or a share of work handed to another thread.
-package final class ThreadLatch: @unchecked Sendable {
-    // @unchecked: `finished` is read and written only under `condition`'s mutex.
+package final class ThreadLatch: Sendable {
     private let condition = ThreadCondition()
-    private var finished = false
+    /// Set and read under `condition`'s mutex (no wake-up is lost); atomic, so that no promise is
+    /// needed for it.
+    private let finished = Atomic<Bool>(false)
 
     package init() {}
 
     package func finish() {
         condition.lock()
-        finished = true
+        finished.store(true, ordering: .relaxed)
         condition.broadcast()
         condition.unlock()
     }
 
     package func wait() {
         condition.lock()
-        while !finished { condition.wait() }
+        while !finished.load(ordering: .relaxed) { condition.wait() }
         condition.unlock()
     }
 }
