@@ -8,7 +8,7 @@ import WorkerSupport
 /// group starts on the fetch engine with the fewest downloads (a finished group's slot is
 /// refilled on its own engine); finished groups reach the one consumer in batches
 /// (`DownloadQueue+Consumer.swift`).
-package final class DownloadQueue: Sendable, OriginGate {
+package final class DownloadQueue: Sendable, DownloadRun {
     package struct Finished: Sendable {
         package let group: Int
         /// One result per item tried, in order; the last one is the group's outcome.

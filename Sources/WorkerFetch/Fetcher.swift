@@ -129,27 +129,4 @@ package final class Fetcher: Sendable {
 
         var room: Int { share - downloads.load(ordering: .relaxed) }
     }
-
-    /// Downloads one request with its retries (for callers outside a queue: `verify --repair`).
-    /// Cancelling the calling task cancels the download.
-    package func fetch(_ request: FetchRequest) async -> FetchResult {
-        let control = StopRequest()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let engine = engineForNext()
-                let download = GroupDownload(items: GroupItems([0]), origin: request.origin, tier: false, fetcher: self,
-                                             control: control, queue: nil, engine: engine, request: { _, _ in request }) { ended, engine in
-                    self.finished(on: engine)
-                    guard case .finished(let results) = ended, let last = results.last else {
-                        return continuation.resume(returning: FetchResult(result: .failure(FetchFailure(.io, "no result")),
-                                                                          attempts: 0, bytesReceived: 0, source: nil))
-                    }
-                    continuation.resume(returning: last.result)
-                }
-                download.start(on: engine)
-            }
-        } onCancel: {
-            control.stop()
-        }
-    }
 }

@@ -34,12 +34,12 @@ final class GroupDownload: Sendable {
     private let control: StopRequest
     /// The queue the group runs in: the origin gate its attempts report to, and what a full disk
     /// stops. None for a download of its own (`Fetcher.fetch`).
-    private let queue: DownloadQueue?
+    private let queue: (any DownloadRun)?
     private let done: @Sendable (Ended, any FetchEngine) -> Void
 
     /// `tier`: the shared tier is asked first. `done` is called once for each `start`, on the
     /// engine it was started on.
-    init(items: GroupItems, origin: Origin?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: DownloadQueue?,
+    init(items: GroupItems, origin: Origin?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: (any DownloadRun)?,
          engine: any FetchEngine, request: @escaping @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest,
          done: @escaping @Sendable (Ended, any FetchEngine) -> Void) {
         state = Mutex(State(walk: FallbackWalk(items: items, tier: tier && fetcher.tier != nil), engine: engine))
@@ -125,5 +125,37 @@ final class GroupDownload: Sendable {
         else { return }
         let seconds = Monotonic.now() - state.withLock { $0.opened }
         tier.originDelivered(request, body, isPrivate: last.result.isPrivate, seconds: seconds)
+    }
+}
+
+/// What a group's walk reports to in a queue: the origin gate its attempts tell, and the stop a
+/// full disk asks for (`DownloadQueue`).
+protocol DownloadRun: OriginGate {
+    func stop(because reason: String)
+}
+
+extension Fetcher {
+    /// Downloads one request with its retries (for callers outside a queue: `verify --repair`):
+    /// a group of one, without the tier. Cancelling the calling task cancels the download.
+    package func fetch(_ request: FetchRequest) async -> FetchResult {
+        let control = StopRequest()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let engine = engineForNext()
+                let download = GroupDownload(items: GroupItems([0]), origin: request.origin, tier: false, fetcher: self,
+                                             control: control, queue: nil, engine: engine, request: { _, _ in request }) { ended, engine in
+                    self.finished(on: engine)
+                    // A walk without the tier ends with one result for its one member.
+                    guard case .finished(let results) = ended, let last = results.last else {
+                        return continuation.resume(returning: FetchResult(result: .failure(FetchFailure(.io, "no result")),
+                                                                          attempts: 0, bytesReceived: 0, source: nil))
+                    }
+                    continuation.resume(returning: last.result)
+                }
+                download.start(on: engine)
+            }
+        } onCancel: {
+            control.stop()
+        }
     }
 }
