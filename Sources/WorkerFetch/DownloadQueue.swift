@@ -33,7 +33,6 @@ package final class DownloadQueue: Sendable, DownloadRun {
         case lookUp(group: Int)
     }
 
-
     private let fetcher: Fetcher
     private let groups: [DownloadGroup]
     /// The request of a plan item (its origin given when known), made as the item starts.

@@ -51,10 +51,10 @@ import WorkerSupport
                     let (request, sources) = members(item)
                     current = request
                     walk.opened(request, sources: sources)
-                case .source(let number):
+                case .source(let number, _):
                     asked.append("source \(number)")
                     walk.answered(answer("source \(number)"))
-                case .location(let index, let retries):
+                case .location(let index, let retries, _):
                     let words = "location \(current!.location(at: index).url)\(retries ? "" : " once")"
                     asked.append(words)
                     walk.answered(answer(words))

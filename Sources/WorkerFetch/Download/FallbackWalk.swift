@@ -25,11 +25,11 @@ struct FallbackWalk: Sendable {
         /// Make a member's request and open it (`opened`); `first`: the group's first member,
         /// whose origin the schedule knows.
         case open(item: Int, first: Bool)
-        /// Ask a source for the member's content (`answered`).
-        case source(Int)
+        /// Ask a source for the member's content, with its request (`answered`).
+        case source(Int, FetchRequest)
         /// Fetch the member's content from its location at this index (`FetchRequest.location(at:)`;
         /// `answered`): with its retries when it is the member's last location, else one attempt.
-        case location(Int, retries: Bool)
+        case location(Int, retries: Bool, FetchRequest)
         /// The group ended: one result per member tried, in order; the last is its outcome.
         case finished([ItemResult])
     }
@@ -90,7 +90,7 @@ struct FallbackWalk: Sendable {
             }
             if way < sources.count {
                 tried.asked = true
-                return .source(sources[way].number)
+                return .source(sources[way].number, request)
             }
             let location = way - sources.count
             let count = request.locationCount
@@ -110,7 +110,7 @@ struct FallbackWalk: Sendable {
                 continue
             }
             tried.asked = true
-            return .location(location, retries: location == count - 1)
+            return .location(location, retries: location == count - 1, request)
         }
         return .finished(results)
     }

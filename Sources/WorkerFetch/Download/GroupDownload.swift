@@ -70,7 +70,8 @@ final class GroupDownload: Sendable {
             case .tier(let item):
                 let made = request(item, origin)
                 state.withLock { $0.request = made }
-                guard let tier = fetcher.tier else { return }
+                // (A walk asks the tier only when the fetcher has one.)
+                guard let tier = fetcher.tier else { return done(.tierMissed(self), engine) }
                 tier.lookUp(made, control: control, on: engine) { outcome in
                     if let hit = self.state.withLock({ $0.walk.tierAnswered(outcome) }) {
                         self.done(.tierHit(hit), engine)
@@ -89,15 +90,13 @@ final class GroupDownload: Sendable {
                     state.opened = now
                     state.walk.opened(made, sources: sources)
                 }
-            case .source(let number):
-                guard let current else { return }
-                fetcher.sources[number].fetch(current, lane: lane) { self.answered($0) }
+            case .source(let number, let member):
+                fetcher.sources[number].fetch(member, lane: lane) { self.answered($0) }
                 return
-            case .location(let index, let retries):
-                guard let current else { return }
-                let (sent, isPrivate) = current.sent(toLocation: index)
+            case .location(let index, let retries, let member):
+                let (sent, isPrivate) = member.sent(toLocation: index)
                 fetcher.origin.download(sent, retries: retries, lane: lane) { finished in
-                    let result = finished.result.mapError { OriginSource.named($0, at: current.location(at: index)) }
+                    let result = finished.result.mapError { OriginSource.named($0, at: member.location(at: index)) }
                     self.answered(SourceOutcome(result, attempts: finished.attempts, bytes: finished.bytes, isPrivate: isPrivate))
                 }
                 return
