@@ -37,8 +37,8 @@ final class GroupDownload: Sendable {
     private let queue: (any DownloadRun)?
     private let done: @Sendable (Ended, any FetchEngine) -> Void
 
-    /// `tier`: the shared tier is asked first. `done` is called once for each `start`, on the
-    /// engine it was started on.
+    /// `tier`: the shared tier is asked first. `done` is called once for each `start` (from any
+    /// thread: a local file is read off the engine), with the engine it was started on.
     init(items: GroupItems, origin: Origin?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: (any DownloadRun)?,
          engine: any FetchEngine, request: @escaping @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest,
          done: @escaping @Sendable (Ended, any FetchEngine) -> Void) {
