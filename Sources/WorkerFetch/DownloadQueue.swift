@@ -18,7 +18,7 @@ package final class DownloadQueue: Sendable, DownloadRun {
     package struct State {
         var schedule: DownloadSchedule
         var ready: [Finished] = []
-        /// The consumer waiting in `next()`; there is one consumer.
+        /// The consumer waiting in `next(within:)`; there is one consumer.
         var waiter: CheckedContinuation<[Finished]?, Never>?
         /// The waiting consumer's timer.
         var wait: Wait?
@@ -44,8 +44,8 @@ package final class DownloadQueue: Sendable, DownloadRun {
     /// Groups ready and not taken by the consumer at which no new group starts (back-pressure).
     let highWater: Int
     static let flushDelay = 0.010
-    /// Groups ready and not taken at which new ones wait (a consumer committing a slow disk's
-    /// batch): at most a few batches' worth of results held.
+    /// The default `highWater`: a consumer committing a slow disk's batch holds at most a few
+    /// batches' worth of results.
     package static let highWater = 4096
 
     package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),

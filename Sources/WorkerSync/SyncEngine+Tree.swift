@@ -50,7 +50,9 @@ extension SyncEngine {
             files = try Self.treeFiles(manifests, layout: layout, index: CacheIndex(path: indexPath, create: false, readOnly: true),
                                        cacheDirectory: options.cacheDirectory)
         } else {
-            files = layout.files(of: manifests, objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory)) { (_: Int) -> String? in nil }
+            // No index yet: every file of the layout is missing.
+            let nothing: (Int) -> String? = { _ in nil }
+            files = layout.files(of: manifests, objectsDirectory: CacheLayout.objectsDirectory(options.cacheDirectory), object: nothing)
         }
         let fetched = Set(plan.items.filter { $0.action != .keep && $0.action != .revalidate }.map(\.entry.url))
         let present = TreePublisher.ordered(files)
