@@ -37,14 +37,21 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
 
     /// Never changed once built (but for the URL table, made under its lock): rows share it as
     /// they are handed around.
-    final class Storage: @unchecked Sendable {
-        var fixed: [Fixed] = []
-        var text: [UInt8] = []
+    final class Storage: Sendable {
+        let fixed: [Fixed]
+        let text: [UInt8]
         /// The rows are the index's in its key order (`IndexRows.inKeyOrder`).
-        var inKeyOrder = false
+        let inKeyOrder: Bool
         /// URL → row: made as rows are added when they are checked for duplicates, else on the
         /// first lookup (a plan that meets the rows in their order never makes it).
-        let positions = Mutex<URLPositions?>(nil)
+        let positions: Mutex<URLPositions?>
+
+        init(fixed: [Fixed] = [], text: [UInt8] = [], inKeyOrder: Bool = false, positions: URLPositions? = nil) {
+            self.fixed = fixed
+            self.text = text
+            self.inKeyOrder = inKeyOrder
+            self.positions = Mutex(positions)
+        }
 
         /// The row of the URL whose bytes are `url`.
         func find(_ url: UnsafeRawBufferPointer) -> Int? {
@@ -107,17 +114,19 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
 
     /// Builds rows one at a time (from the index, or from records).
     public struct Builder {
-        private var storage = Storage()
+        private var fixed: [Fixed] = []
+        private var text: [UInt8] = []
+        private let inKeyOrder: Bool
+        /// URL → row as rows are added, when they are checked for duplicates.
+        private var positions: URLPositions?
+
         /// Whether a URL the rows hold already is skipped as rows are added (the URL table is then
         /// made as they come); the index's rows need not be checked (the URL is its key).
-        private let checksDuplicates: Bool
-
         /// `inKeyOrder`: the rows will be given in the index's key order, every row between two
         /// of them given too (`IndexRows.inKeyOrder`).
         public init(checksDuplicates: Bool = true, inKeyOrder: Bool = false) {
-            self.checksDuplicates = checksDuplicates
-            storage.inKeyOrder = inKeyOrder
-            if checksDuplicates { storage.positions.withLock { $0 = URLPositions() } }
+            self.inKeyOrder = inKeyOrder
+            if checksDuplicates { positions = URLPositions() }
         }
 
         /// A row from its columns as the index holds them: the URL's and texts' bytes are copied.
@@ -127,51 +136,53 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         mutating func append(url: some Collection<UInt8>, hash: (some Collection<UInt8>)?, object: ObjectName, size: Int64,
                              fetchedAt: Double, lastUsed: Double, etag: (some Collection<UInt8>)?,
                              lastModified: (some Collection<UInt8>)?, isPrivate: Bool) {
-            let storage = storage
-            let position = storage.fixed.count
-            let start = storage.text.count
-            storage.text.append(contentsOf: url)
-            let urlCount = storage.text.count - start
+            let position = fixed.count
+            let start = text.count
+            text.append(contentsOf: url)
+            let urlCount = text.count - start
             // The URL is looked up as it lies in the buffer, and taken back when it is there already.
-            if checksDuplicates {
-                let known = storage.text.withUnsafeBytes { text in
+            if var table = positions.take() {
+                let known = text.withUnsafeBytes { text in
                     let url = UnsafeRawBufferPointer(rebasing: text[start...])
-                    return storage.positions.withLock { table in
-                        table!.insertIfAbsent(url, at: position) { IndexRow(storage: storage, position: $0).hasURL(url) }
+                    return table.insertIfAbsent(url, at: position) { row in
+                        let other = fixed[row]
+                        return Int(other.urlCount) == url.count
+                            && (url.isEmpty || memcmp(text.baseAddress! + other.start, url.baseAddress!, url.count) == 0)
                     }
                 }
-                guard known == nil else { return storage.text.removeLast(urlCount) }
+                positions = table
+                guard known == nil else { return text.removeLast(urlCount) }
             }
             var flags: Flags = isPrivate ? [.isPrivate] : []
-            let hashStart = storage.text.count
+            let hashStart = text.count
             let hashCount = appendText(hash)
             if let hashCount {
                 flags.insert(.hasHash)
-                let isObject = hashCount == 71 && storage.text.withUnsafeBytes { text in
+                let isObject = hashCount == 71 && text.withUnsafeBytes { text in
                     text[hashStart...].starts(with: Self.sha256Prefix)
                         && object.isSpelled(by: UnsafeRawBufferPointer(rebasing: text[(hashStart + 7)...]))
                 }
                 if isObject {
                     flags.insert(.hashIsObject)
-                    storage.text.removeLast(hashCount)
+                    text.removeLast(hashCount)
                 }
             }
             let etagCount = appendText(etag)
             if etagCount != nil { flags.insert(.hasETag) }
             let lastModifiedCount = appendText(lastModified)
             if lastModifiedCount != nil { flags.insert(.hasLastModified) }
-            storage.fixed.append(Fixed(object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed, start: start,
-                                       urlCount: UInt32(urlCount), hashCount: flags.contains(.hashIsObject) ? 0 : UInt16(hashCount ?? 0),
-                                       etagCount: UInt16(etagCount ?? 0), lastModifiedCount: UInt16(lastModifiedCount ?? 0),
-                                       flags: flags))
+            fixed.append(Fixed(object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed, start: start,
+                               urlCount: UInt32(urlCount), hashCount: flags.contains(.hashIsObject) ? 0 : UInt16(hashCount ?? 0),
+                               etagCount: UInt16(etagCount ?? 0), lastModifiedCount: UInt16(lastModifiedCount ?? 0),
+                               flags: flags))
         }
 
         /// Appends `text` to the buffer; its length, or nil (nothing kept) without one or when it
         /// is longer than a row's 16-bit count.
-        private func appendText(_ text: (some Collection<UInt8>)?) -> Int? {
-            guard let text, text.count <= Int(UInt16.max) else { return nil }
-            storage.text.append(contentsOf: text)
-            return text.count
+        private mutating func appendText(_ more: (some Collection<UInt8>)?) -> Int? {
+            guard let more, more.count <= Int(UInt16.max) else { return nil }
+            text.append(contentsOf: more)
+            return more.count
         }
 
         /// A row from a record (skipped when its object is not a SHA-256 name: never a path).
@@ -186,12 +197,14 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         /// doubling, a million rows' buffers were copied on the way (~240 MB moved, ~60k page
         /// faults). Pages reserved and never written cost nothing.
         mutating func reserve(rows: Int, textBytes: Int) {
-            storage.fixed.reserveCapacity(rows)
-            storage.text.reserveCapacity(textBytes)
+            fixed.reserveCapacity(rows)
+            text.reserveCapacity(textBytes)
         }
 
         /// The rows built so far (the builder is not to be used after).
-        public var rows: IndexRows { IndexRows(storage: storage) }
+        public var rows: IndexRows {
+            IndexRows(storage: Storage(fixed: fixed, text: text, inKeyOrder: inKeyOrder, positions: positions))
+        }
 
         private static let sha256Prefix = Array("sha256:".utf8)
     }
