@@ -1,21 +1,25 @@
 import FoundationEssentials
 import Glibc
+import Synchronization
 import WorkerStore
 
 /// Index rows and an object listing read before the run holds the lock, with the index's data
 /// version at the time: if another writer commits before the run takes the lock, the version
 /// moves and the run reads again under the lock.
-package final class CachePrefetch: @unchecked Sendable {
-    // @unchecked: built on one thread, then handed whole to the run through a task's value and
-    // used only there.
-    /// Closed (set to nil) once the run has used it: the last connection to close checkpoints
-    /// the WAL, which is the run's connection's job, under the lock.
-    private var index: CacheIndex?
+package final class CachePrefetch: Sendable {
+    /// What the read opened, made on the prefetching thread and taken by the run: the index's
+    /// connection (closed once the run has used it: the last connection to close checkpoints the
+    /// WAL, which is the run's connection's job, under the lock) and the objects read so far.
+    private struct Opened {
+        var index: CacheIndex?
+        var objects: ObjectDirectory?
+    }
+
+    private let opened: Mutex<Opened>
     private let version: Int64
     package let rows: IndexRows
-    package let objects: ObjectDirectory
-    /// Whether `objects` was listed (decided from the manifests' size before they were parsed,
-    /// and the number of rows).
+    /// Whether the objects were listed (decided from the manifests' size before they were
+    /// parsed, and the number of rows).
     package let listed: Bool
 
     /// Manifest bytes per entry, taken low: an estimate of the entry count from file sizes.
@@ -31,10 +35,9 @@ package final class CachePrefetch: @unchecked Sendable {
               let version = try? index.dataVersion(),
               let rows = try? index.allRows(validators: validators)
         else { return nil }
-        self.index = index
         self.version = version
         self.rows = rows
-        objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
+        let objects = ObjectDirectory(objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
         let entries = manifestBytes / Self.bytesPerEntry / max(1, shards)
         // The plan compares each named object's size with its row: read here, beside the parse,
         // when the manifests look like naming most of the rows (a stat tells presence too).
@@ -45,14 +48,24 @@ package final class CachePrefetch: @unchecked Sendable {
         listed = ListingRule.listsEveryRun(records: rows.count)
             || !sized && ListingRule.worthListing(entries: entries, records: rows.count)
         if listed { objects.preload() }
+        opened = Mutex(Opened(index: index, objects: objects))
     }
 
     /// No other connection has committed since the rows were read.
     package var isCurrent: Bool {
-        (try? index?.dataVersion()) == version
+        opened.withLock { (try? $0.index?.dataVersion()) == version }
+    }
+
+    /// The objects read ahead, for the run that uses the rows (nil once taken).
+    package func takeObjects() -> sending ObjectDirectory? {
+        opened.withLock { opened -> sending ObjectDirectory? in
+            let objects = opened.objects
+            opened.objects = nil
+            return objects
+        }
     }
 
     package func close() {
-        index = nil
+        opened.withLock { $0 = Opened() }
     }
 }

@@ -49,9 +49,9 @@ extension SyncEngine {
         let records: IndexRows
         let objects: ObjectDirectory
         defer { prefetched?.close() }
-        if let prefetched, prefetched.isCurrent {
+        if let prefetched, prefetched.isCurrent, let read = prefetched.takeObjects() {
             records = prefetched.rows
-            objects = prefetched.objects
+            objects = read
             if !prefetched.listed, !objects.hasSizes, ListingRule.worthListing(entries: shard.entries.count, records: records.count) {
                 objects.preload()
             }
