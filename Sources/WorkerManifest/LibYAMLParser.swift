@@ -5,9 +5,9 @@ import Glibc
 /// Parses a YAML file through libyaml into batches of events (`fill`); memory stays bounded by
 /// libyaml's buffers and a batch, whatever the size of the document. libyaml holds a whole token (a scalar) in memory
 /// before it yields its event, so the input it may read between two events is capped too: a
-/// 200 MB URL is refused after the cap, not after 800 MB of memory. Used by one thread at a time
-/// (a large file's is handed whole to its parsing thread), hence unchecked.
-final class LibYAMLParser: @unchecked Sendable {
+/// 200 MB URL is refused after the cap, not after 800 MB of memory. Used by one thread (a large
+/// file's is sent whole to its parsing thread).
+final class LibYAMLParser {
     /// Input bytes libyaml may read between two events (the longest token, comments included).
     static let maxBytesBetweenEvents = 4 << 20
     /// The longest scalar a manifest may hold: far beyond any URL, hash or header value.

@@ -1,54 +1,50 @@
-import FoundationEssentials
-import Glibc
+import Dispatch
+import Synchronization
 import WorkerSupport
 
 /// Runs a `LibYAMLParser` on a thread of its own and hands its events over in batches. At most
 /// `depth` batches wait at a time, so memory stays bounded whatever the size of the file;
 /// batches come back from the reader to be filled again, so none is allocated per batch.
-final class YAMLEventPipe: @unchecked Sendable {
+final class YAMLEventPipe: Sendable {
     static let depth = 8
 
-    /// Guards everything below.
-    private let condition = ThreadCondition()
-    private var full: [YAMLEventBatch] = []
-    private var empty: [YAMLEventBatch] = []
-    /// Set by the reader when it reads no further: the thread stops at its next batch.
-    private var stopped = false
-    /// Set by the thread as it ends (at the stream's end, an error, or `stopped`).
-    private var finished = false
-    /// Who waits on `condition` (each side wakes the other only when it waits).
-    private var readerWaits = false
-    private var parserWaits = false
+    private struct Batches {
+        var full: [YAMLEventBatch] = []
+        var empty: [YAMLEventBatch] = []
+        /// Set by the reader when it reads no further: the thread stops at its next batch.
+        var stopped = false
+    }
 
-    /// nil when no thread can be started: the caller parses on its own thread instead.
-    init?(parser: LibYAMLParser, batchSize: Int) {
+    private let batches = Mutex(Batches())
+    /// Counts the batches in `full` (the reader waits on it).
+    private let filled = DispatchSemaphore(value: 0)
+    /// Counts the places left in `full` (the parsing thread waits on it).
+    private let room = DispatchSemaphore(value: YAMLEventPipe.depth)
+    /// Signalled by the thread as it ends (at the stream's end, an error, or a stop).
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// nil when no thread can be started: the parser went with it (closed), and the caller
+    /// opens the file again to parse it on its own thread.
+    init?(parser: sending LibYAMLParser, batchSize: Int) {
         guard Threads.detach(name: "worker.yaml", { [self] in run(parser, batchSize: batchSize) }) else { return nil }
     }
 
     /// The next batch; waits for it. `used` is the reader's previous batch, kept for refilling.
     /// Not called again once a batch has ended the stream (`isLast`).
-    func take(returning used: consuming YAMLEventBatch) -> YAMLEventBatch {
-        condition.lock()
-        defer { condition.unlock() }
-        empty.append(used)
-        while full.isEmpty {
-            readerWaits = true
-            condition.wait()
-            readerWaits = false
-        }
-        if parserWaits { condition.signal() }
-        return full.removeFirst()
+    func take(returning used: YAMLEventBatch) -> YAMLEventBatch {
+        batches.withLock { $0.empty.append(used) }
+        filled.wait()
+        let batch = batches.withLock { $0.full.removeFirst() }
+        room.signal()
+        return batch
     }
 
     /// Tells the thread to stop and waits until it has: the parser (and its file) are released.
     func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        while !finished {
-            condition.wait()
-        }
-        condition.unlock()
+        batches.withLock { $0.stopped = true }
+        // A thread waiting for room wakes, and sees the stop.
+        room.signal()
+        finished.wait()
     }
 
     private func run(_ parser: LibYAMLParser, batchSize: Int) {
@@ -56,25 +52,19 @@ final class YAMLEventPipe: @unchecked Sendable {
         while true {
             batch.removeAll()
             parser.fill(&batch, upTo: batchSize)
-            condition.lock()
-            while full.count >= Self.depth, !stopped {
-                parserWaits = true
-                condition.wait()
-                parserWaits = false
+            room.wait()
+            let ends = batch.isLast
+            let (handed, next) = batches.withLock { batches -> (Bool, YAMLEventBatch?) in
+                guard !batches.stopped else { return (false, nil) }
+                batches.full.append(batch)
+                return (true, ends ? nil : batches.empty.popLast() ?? YAMLEventBatch())
             }
-            let ends = batch.isLast || stopped
-            if !stopped {
-                full.append(batch)
-                if readerWaits { condition.signal() }
+            if handed { filled.signal() }
+            guard let next else {
+                finished.signal()
+                return
             }
-            if ends {
-                finished = true
-                condition.broadcast()
-            } else {
-                batch = empty.popLast() ?? YAMLEventBatch()
-            }
-            condition.unlock()
-            if ends { return }
+            batch = next
         }
     }
 }

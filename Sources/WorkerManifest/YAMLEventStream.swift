@@ -47,12 +47,8 @@ struct YAMLEventStream {
 
         let kind: Kind
 
-        init(parser: LibYAMLParser, threaded: Bool) {
-            if threaded, let pipe = YAMLEventPipe(parser: parser, batchSize: YAMLEventStream.batchSize) {
-                kind = .thread(pipe)
-            } else {
-                kind = .here(parser)
-            }
+        init(_ kind: sending Kind) {
+            self.kind = kind
         }
 
         deinit {
@@ -69,8 +65,15 @@ struct YAMLEventStream {
     /// Opens `path` (throwing a message naming the OS error) and, for a file of
     /// `threadedFromBytes` or more, starts parsing it on another thread.
     init(path: String, threadedFromBytes: Int = YAMLEventStream.threadedFromBytes) throws(ManifestDiagnostic) {
+        source = try Self.source(path: path, threadedFromBytes: threadedFromBytes)
+    }
+
+    private static func source(path: String, threadedFromBytes: Int) throws(ManifestDiagnostic) -> Source {
         let parser = try LibYAMLParser(path: path)
-        source = Source(parser: parser, threaded: parser.byteCount >= threadedFromBytes)
+        guard parser.byteCount >= threadedFromBytes else { return Source(.here(parser)) }
+        if let pipe = YAMLEventPipe(parser: parser, batchSize: batchSize) { return Source(.thread(pipe)) }
+        // No thread started, and the parser went with it: the file is parsed here.
+        return Source(.here(try LibYAMLParser(path: path)))
     }
 
     /// The next event, or a located syntax error; after the end or an error, that again.
