@@ -177,7 +177,7 @@ final class SQLiteStatement {
     /// A text bound from the string's own bytes: passing a `String` to the C function directly
     /// copies it into a new array first, an allocation per value bound.
     private func bindText(_ index: Int32, _ text: String) {
-        text.withCString { sqlite3_bind_text(statement, index, $0, -1, Self.transient) }
+        _ = text.withCString { sqlite3_bind_text(statement, index, $0, -1, Self.transient) }
     }
 
     func bind(_ index: Int32, _ number: Int64) {
