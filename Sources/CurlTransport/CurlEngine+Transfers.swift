@@ -10,20 +10,22 @@ extension CurlEngine {
     /// A timer of the engine's own (timeouts, pauses), added directly: this is its thread.
     func addTimer(at due: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
         let id = newTimerID()
-        timers.add(id: id, due: due, work)
+        loop.value.timers.add(id: id, due: due, work)
         return id
     }
 
     func begin(_ transfer: CurlTransfer) {
-        if let failure = transfer.abortedBeforeStart ?? (stopped != nil ? FetchFailure(.cancelled, "the run was cancelled") : nil) {
+        let loop = loop.value
+        if let failure = transfer.state.value.abortedBeforeStart
+            ?? (loop.stopped != nil ? FetchFailure(.cancelled, "the run was cancelled") : nil) {
             transfer.complete(with: failure)
             return
         }
         let handle: UnsafeMutableRawPointer
-        if let kept = handles.take(forPlainGet: transfer.isPlainGet) {
+        if let kept = loop.handles.take(forPlainGet: transfer.isPlainGet) {
             handle = kept
         } else {
-            switch options.makeHandle(share: share) {
+            switch options.makeHandle(share: loop.share) {
             case .success(let made): handle = made
             case .failure(let failure):
                 transfer.complete(with: failure)
@@ -37,24 +39,26 @@ extension CurlEngine {
             transfer.complete(with: failure)
             return
         }
-        transfers[ObjectIdentifier(transfer)] = transfer
-        worker_curl_multi_add_handle(multi, handle)
-        transfer.deadlineTimer = addTimer(at: transfer.deadline) { [unowned self] fired in
+        loop.transfers[ObjectIdentifier(transfer)] = transfer
+        worker_curl_multi_add_handle(loop.multi, handle)
+        let state = transfer.state.value
+        state.deadlineTimer = addTimer(at: transfer.deadline) { [unowned self] fired in
             guard fired else { return }
             end(transfer, code: nil, failure: FetchFailure(.timeout, "the entry took longer than --entry-timeout"))
         }
         let now = Monotonic.now()
-        let watch = SilenceWatch(limit: transfer.timeouts?.read ?? options.readTimeout, now: now, activity: transfer.activity)
+        let watch = SilenceWatch(limit: transfer.timeouts?.read ?? options.readTimeout, now: now, activity: state.activity)
         armSilenceTimer(transfer, at: now + watch.interval, watch: watch)
     }
 
     /// `--read-timeout`: once connected, a transfer that receives nothing for that long (and is
     /// not paused by `--limit-rate`) ends as a timeout (`SilenceWatch` decides, on a timer).
     private func armSilenceTimer(_ transfer: CurlTransfer, at due: Double, watch: SilenceWatch) {
-        transfer.silenceTimer = addTimer(at: due) { [unowned self] fired in
-            guard fired, transfer.isAttached else { return }
+        transfer.state.value.silenceTimer = addTimer(at: due) { [unowned self] fired in
+            let state = transfer.state.value
+            guard fired, state.handle != nil else { return }
             var watch = watch
-            switch watch.check(now: Monotonic.now(), activity: transfer.activity, waiting: !transfer.connected || transfer.paused) {
+            switch watch.check(now: Monotonic.now(), activity: state.activity, waiting: !state.connected || state.paused) {
             case .silent:
                 let limit = transfer.timeouts.map { "\(Units.formatDuration($0.read))" } ?? "--read-timeout"
                 end(transfer, code: nil, failure: FetchFailure(.timeout, "read timeout: the server sent nothing for \(limit)"))
@@ -66,27 +70,30 @@ extension CurlEngine {
 
     /// `--limit-rate`: resumes a paused transfer when its bytes are paid for.
     func resume(_ transfer: CurlTransfer, at due: Double) {
-        transfer.pauseTimer = addTimer(at: due) { fired in
-            guard fired, let handle = transfer.handle else { return }
-            transfer.paused = false
-            transfer.activity &+= 1
+        transfer.state.value.pauseTimer = addTimer(at: due) { fired in
+            let state = transfer.state.value
+            guard fired, let handle = state.handle else { return }
+            state.paused = false
+            state.activity &+= 1
             worker_curl_easy_pause(handle, CURLPAUSE_CONT)
         }
     }
 
     /// Ends a transfer: libcurl finished it (`code`), or it is cut short (`failure`).
     func end(_ transfer: CurlTransfer, code: CURLcode?, failure: FetchFailure?) {
-        guard let handle = transfer.handle else { return }
-        worker_curl_multi_remove_handle(multi, handle)
-        transfers.removeValue(forKey: ObjectIdentifier(transfer))
-        if let id = transfer.deadlineTimer { _ = timers.remove(id: id) }
-        if let id = transfer.silenceTimer { _ = timers.remove(id: id) }
-        if let id = transfer.pauseTimer { _ = timers.remove(id: id) }
+        let loop = loop.value
+        let state = transfer.state.value
+        guard let handle = state.handle else { return }
+        worker_curl_multi_remove_handle(loop.multi, handle)
+        loop.transfers.removeValue(forKey: ObjectIdentifier(transfer))
+        if let id = state.deadlineTimer { _ = loop.timers.remove(id: id) }
+        if let id = state.silenceTimer { _ = loop.timers.remove(id: id) }
+        if let id = state.pauseTimer { _ = loop.timers.remove(id: id) }
         let outcome = transfer.finish(code: code, cutShort: failure)
         transfer.detach()
         // Kept only after a plain GET that libcurl ended itself: one cut short here (a timeout,
         // a stop) may have been paused or mid-response.
-        handles.giveBack(handle, reusable: transfer.isPlainGet && code != nil && !transfer.paused)
+        loop.handles.giveBack(handle, reusable: transfer.isPlainGet && code != nil && !state.paused)
         transfer.done(outcome)
     }
 }

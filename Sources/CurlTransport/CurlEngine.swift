@@ -13,10 +13,8 @@ import WorkerSupport
 /// where they arrive, and a download's retries and redirects stay here. (A run has a few engines,
 /// one per core: `Fetcher`.) Other threads reach it through `execute`, `schedule` and `start`,
 /// which queue a command and wake it.
-final class CurlEngine: FetchEngine, @unchecked Sendable {
+final class CurlEngine: FetchEngine {
     // (Transfers begin and end in `CurlEngine+Transfers`.)
-    // @unchecked: `inbox`, `nextID` and `threadID` are safe from any thread; everything else is
-    // touched only on the engine's thread.
 
     private enum Command {
         case run(@Sendable () -> Void)
@@ -31,49 +29,82 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
         var commands: [Command] = []
         /// The engine ended: commands are dropped.
         var closed = false
+        /// The multi handle's address, for waking the engine: `curl_multi_wakeup` is the one
+        /// libcurl call made from other threads (made safe for that by libcurl), and only while
+        /// the inbox is open (the handle is cleaned up after it closes).
+        let wakeAddress: UInt
     }
 
-    private let inbox = Mutex(Inbox())
+    /// What only the engine's thread touches: libcurl's handles, the transfers and the timers.
+    final class Loop {
+        let multi: UnsafeMutableRawPointer
+        /// TLS sessions shared by the engine's handles.
+        let share: UnsafeMutableRawPointer
+        var timers = TimerQueue<@Sendable (Bool) -> Void>()
+        var transfers: [ObjectIdentifier: CurlTransfer] = [:]
+        var handles: HandlePool
+        var stopped: (@Sendable () -> Void)?
+        /// Timers cancelled before they were added (ids handed out first, for registering).
+        var cancelledEarly = Set<Int>()
+
+        /// libcurl's handles are cleaned up (`close`).
+        private var closed = false
+
+        init(multi: UnsafeMutableRawPointer, share: UnsafeMutableRawPointer, handles: HandlePool) {
+            self.multi = multi
+            self.share = share
+            self.handles = handles
+        }
+
+        /// Cleans up libcurl's handles, once: as the engine stops, or when its thread never started.
+        func close() {
+            guard !closed else { return }
+            closed = true
+            handles.drain()
+            worker_curl_multi_cleanup(multi)
+            worker_curl_share_cleanup(share)
+        }
+
+        deinit {
+            close()
+        }
+    }
+
+    private let inbox: Mutex<Inbox>
     private let nextID = Atomic<Int>(0)
-    private let threadID = Atomic<UInt>(0)
+    let thread = EngineThread()
     let options: Options
-    let multi: UnsafeMutableRawPointer
-    /// TLS sessions shared by the engine's handles (only this engine's thread uses it).
-    let share: UnsafeMutableRawPointer
-    var timers = TimerQueue<@Sendable (Bool) -> Void>()
-    var transfers: [ObjectIdentifier: CurlTransfer] = [:]
-    var handles: HandlePool
-    var stopped: (@Sendable () -> Void)?
-    /// Timers cancelled before they were added (ids handed out first, for registering).
-    private var cancelledEarly = Set<Int>()
+    let loop: EngineBound<Loop>
 
     /// Starts the engine's thread; fails (never traps) when libcurl cannot be loaded or make a
     /// multi handle, or the system will not start a thread.
     init(options: Options) throws(CacheError) {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         self.options = options
-        handles = HandlePool(enabled: options.reusesHandles
+        let handles = HandlePool(enabled: options.reusesHandles
             ?? HandlePool.reusesHandles(libcurlVersion: UInt32(worker_curl_version_number())))
-        multi = try options.makeMulti()
+        let multi = try options.makeMulti()
+        let share: UnsafeMutableRawPointer
         do {
             share = try Options.makeShare()
         } catch {
             worker_curl_multi_cleanup(multi)
             throw error
         }
+        inbox = Mutex(Inbox(wakeAddress: UInt(bitPattern: multi)))
+        loop = EngineBound(Loop(multi: multi, share: share, handles: handles), on: thread)
         let context = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(&thread, nil, { context in
             let engine = Unmanaged<CurlEngine>.fromOpaque(context!).takeRetainedValue()
-            engine.threadID.store(UInt(pthread_self()), ordering: .releasing)
+            engine.thread.enter()
             worker_name_thread("worker-fetch")
             engine.run()
             return nil
         }, context)
         guard created == 0 else {
+            // The engine goes, and its loop with it (libcurl's handles cleaned up).
             Unmanaged<CurlEngine>.fromOpaque(context).release()
-            worker_curl_multi_cleanup(multi)
-            worker_curl_share_cleanup(share)
             throw .resources("cannot start a thread for downloads: \(String(cString: strerror(created)))")
         }
         pthread_detach(thread)
@@ -81,7 +112,7 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
 
     /// Whether the caller runs on the engine's thread.
     var isCurrent: Bool {
-        threadID.load(ordering: .acquiring) == UInt(pthread_self())
+        thread.isCurrent
     }
 
     // MARK: - From any thread
@@ -104,7 +135,7 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
         submit(.cancelTimer(id))
     }
 
-    func transfer(_ request: TransferRequest, handler: ResponseHandler,
+    func transfer(_ request: TransferRequest, handler: sending ResponseHandler,
                   done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
         CurlTransfer(request, handler: handler, engine: self, done: done)
     }
@@ -135,7 +166,7 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
             inbox.commands.append(command)
             // The engine drains its inbox before it waits: only a command from another thread
             // into an empty inbox needs to wake it. (Under the lock: the handle outlives it.)
-            if inbox.commands.count == 1, !current { worker_curl_multi_wakeup(multi) }
+            if inbox.commands.count == 1, !current { worker_curl_multi_wakeup(UnsafeMutableRawPointer(bitPattern: inbox.wakeAddress)) }
             return true
         }
         if !accepted { refuse(command) }
@@ -154,6 +185,8 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
     // MARK: - The engine's thread
 
     private func run() {
+        let loop = loop.value
+        let multi = loop.multi
         var running: Int32 = 0
         // The inbox's commands are swapped out, not copied: no allocation per turn.
         var commands: [Command] = []
@@ -161,7 +194,7 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
             inbox.withLock { swap(&commands, &$0.commands) }
             for command in commands { apply(command) }
             commands.removeAll(keepingCapacity: true)
-            for work in timers.takeDue(now: Monotonic.now()) { work(true) }
+            for work in loop.timers.takeDue(now: Monotonic.now()) { work(true) }
             worker_curl_multi_perform(multi, &running)
             var left: Int32 = 0
             while let message = worker_curl_multi_info_read(multi, &left) {
@@ -170,15 +203,15 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
                 end(transfer, code: message.pointee.data.result, failure: nil)
             }
-            if let stopped, transfers.isEmpty {
+            if let stopped = loop.stopped, loop.transfers.isEmpty {
                 finishStop(stopped)
                 return
             }
             let queued = inbox.withLock { !$0.commands.isEmpty }
-            var wait = transfers.isEmpty ? 1000 : Self.busyWait
+            var wait = loop.transfers.isEmpty ? 1000 : Self.busyWait
             if queued {
                 wait = 0
-            } else if let due = timers.nextDue() {
+            } else if let due = loop.timers.nextDue() {
                 wait = Checked.milliseconds(due - Monotonic.now(), upTo: wait)
             }
             if wait > 0 { worker_curl_multi_poll(multi, Int32(wait)) }
@@ -192,21 +225,22 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
     static let busyWait = 10
 
     private func apply(_ command: Command) {
+        let loop = loop.value
         switch command {
         case .run(let work):
             work()
         case .addTimer(let id, let due, let work):
-            if cancelledEarly.remove(id) != nil {
+            if loop.cancelledEarly.remove(id) != nil {
                 work(false)
             } else {
-                timers.add(id: id, due: due, work)
+                loop.timers.add(id: id, due: due, work)
             }
         case .cancelTimer(let id):
-            if let work = timers.remove(id: id) {
+            if let work = loop.timers.remove(id: id) {
                 work(false)
             } else {
                 // Cancelled before its `schedule` arrived (or, rarely, just after it fired).
-                cancelledEarly.insert(id)
+                loop.cancelledEarly.insert(id)
             }
         case .start(let transfer):
             begin(transfer)
@@ -214,11 +248,11 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
             if transfer.isAttached {
                 end(transfer, code: nil, failure: failure)
             } else {
-                transfer.abortedBeforeStart = failure
+                transfer.state.value.abortedBeforeStart = failure
             }
         case .stop(let done):
-            stopped = done
-            for transfer in Array(transfers.values) {
+            loop.stopped = done
+            for transfer in Array(loop.transfers.values) {
                 end(transfer, code: nil, failure: FetchFailure(.cancelled, "the run was cancelled"))
             }
         }
@@ -227,19 +261,19 @@ final class CurlEngine: FetchEngine, @unchecked Sendable {
     /// Ends what the stop left: timers end as cancelled, queued work runs (a start ends as
     /// cancelled at once) until nothing more is queued; then the inbox closes.
     private func finishStop(_ done: @Sendable () -> Void) {
+        let loop = loop.value
         while true {
-            for work in timers.takeDue(now: .infinity) { work(false) }
+            for work in loop.timers.takeDue(now: .infinity) { work(false) }
+            let timersLeft = loop.timers.count
             let commands = inbox.withLock { inbox in
-                if inbox.commands.isEmpty, timers.count == 0 { inbox.closed = true }
+                if inbox.commands.isEmpty, timersLeft == 0 { inbox.closed = true }
                 defer { inbox.commands.removeAll() }
                 return inbox.commands
             }
-            if commands.isEmpty, timers.count == 0 { break }
+            if commands.isEmpty, loop.timers.count == 0 { break }
             for command in commands { apply(command) }
         }
-        handles.drain()
-        worker_curl_multi_cleanup(multi)
-        worker_curl_share_cleanup(share)
+        loop.close()
         done()
     }
 }

@@ -49,10 +49,11 @@ extension CurlTransfer {
     /// The next part of a PUT's file, copied into libcurl's buffer: its length, 0 at the end, or
     /// an abort when the file cannot be read.
     func send(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
-        activity &+= 1
-        guard upload >= 0, let buffer else { return Int(CURL_READFUNC_ABORT) }
+        let state = state.value
+        state.activity &+= 1
+        guard state.upload >= 0, let buffer else { return Int(CURL_READFUNC_ABORT) }
         while true {
-            let count = read(upload, buffer, capacity)
+            let count = read(state.upload, buffer, capacity)
             if count >= 0 { return count }
             if errno != EINTR { return Int(CURL_READFUNC_ABORT) }
         }

@@ -8,17 +8,14 @@ import WorkerSupport
 /// One HTTP exchange on the `CurlEngine`: its request, and libcurl's callbacks for the response
 /// turned into a `ResponseHandler`'s head, body and end. Status line and header lines are parsed
 /// here; the body is hashed and written where libcurl hands it over, on the engine's thread.
-final class CurlTransfer: EngineTransfer, @unchecked Sendable {
-    // @unchecked: made on any thread, then touched only on the engine's thread.
-
+final class CurlTransfer: EngineTransfer {
     let url: String
     /// `Name: value` lines sent besides the User-Agent.
     let requestHeaders: [String]
     /// When the exchange must have ended (monotonic seconds).
     let deadline: Double
     let done: @Sendable (ExchangeReply) -> Void
-    private var handler: ResponseHandler
-    private let engine: CurlEngine
+    private unowned let engine: CurlEngine
     private let limits: RateLimits?
     private let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
@@ -28,29 +25,43 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     let timeouts: TransferTimeouts?
     /// Signed by libcurl (AWS Signature Version 4).
     let signing: AWSSigning?
-    /// The file a PUT sends, closed when the transfer ends (or never starts).
-    var upload: Int32 = -1
-    /// What the meter was told: that the request went out, its head, and its declared length.
-    private var metered = (sent: false, head: false, declared: Int64?.none)
+    /// Made with the transfer, then touched only on the engine's thread (checked).
+    let state: EngineBound<State>
 
-    // The engine's thread only.
-    private(set) var handle: UnsafeMutableRawPointer?
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    /// Why a callback ended the exchange.
-    private var failure: FetchFailure?
-    private var head = ResponseHeadReader()
-    var connected = false
-    /// Bumped by every callback that shows the connection alive: the read timeout watches it.
-    var activity = 0
-    var paused = false
-    /// An abort that arrived before the transfer began (a stop racing its start): it ends the
-    /// transfer as soon as the engine gets to it.
-    var abortedBeforeStart: FetchFailure?
-    var deadlineTimer: Int?
-    var silenceTimer: Int?
-    var pauseTimer: Int?
+    /// The exchange as it goes.
+    final class State {
+        var handler: ResponseHandler
+        /// The file a PUT sends, closed when the transfer ends (or never starts).
+        var upload: Int32 = -1
+        /// What the meter was told: that the request went out, its head, and its declared length.
+        var metered = (sent: false, head: false, declared: Int64?.none)
+        var handle: UnsafeMutableRawPointer?
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        /// Why a callback ended the exchange.
+        var failure: FetchFailure?
+        var head = ResponseHeadReader()
+        var connected = false
+        /// Bumped by every callback that shows the connection alive: the read timeout watches it.
+        var activity = 0
+        var paused = false
+        /// An abort that arrived before the transfer began (a stop racing its start): it ends the
+        /// transfer as soon as the engine gets to it.
+        var abortedBeforeStart: FetchFailure?
+        var deadlineTimer: Int?
+        var silenceTimer: Int?
+        var pauseTimer: Int?
 
-    init(_ request: TransferRequest, handler: ResponseHandler, engine: CurlEngine,
+        init(handler: sending ResponseHandler, upload: Int32) {
+            self.handler = handler
+            self.upload = upload
+        }
+
+        deinit {
+            if upload >= 0 { Glibc.close(upload) }
+        }
+    }
+
+    init(_ request: TransferRequest, handler: sending ResponseHandler, engine: CurlEngine,
          done: @escaping @Sendable (ExchangeReply) -> Void) {
         meter = request.meter
         origin = request.origin
@@ -61,34 +72,32 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
         method = request.method
         timeouts = request.timeouts
         signing = request.signing
+        var upload: Int32 = -1
         if case .put(let fd, _) = request.method { upload = fd }
-        self.handler = handler
+        state = EngineBound(State(handler: handler, upload: upload), on: engine.thread)
         self.engine = engine
         self.done = done
     }
 
-    deinit {
-        if upload >= 0 { Glibc.close(upload) }
-    }
-
-    var isAttached: Bool { handle != nil }
+    var isAttached: Bool { state.value.handle != nil }
 
     /// Sets up `handle` for this request; a failure ends the exchange before it starts.
     func attach(to handle: UnsafeMutableRawPointer) -> FetchFailure? {
-        self.handle = handle
+        let state = state.value
+        state.handle = handle
         if let failure = setRequestOptions(handle) { return failure }
         func add(_ line: String) -> FetchFailure? {
-            guard let list = worker_curl_slist_append(headerList, line) else {
+            guard let list = worker_curl_slist_append(state.headerList, line) else {
                 return FetchFailure(.io, "out of memory for the request's headers")
             }
-            headerList = list
+            state.headerList = list
             return nil
         }
         for line in requestHeaders {
             if let failure = add(line) { return failure }
         }
         // A PUT's body follows at once, without waiting for a 100 Continue.
-        if upload >= 0, let failure = add("Expect:") { return failure }
+        if state.upload >= 0, let failure = add("Expect:") { return failure }
         // Retained until `detach`: libcurl's callbacks find the transfer through this pointer.
         let context = Unmanaged.passRetained(self).toOpaque()
         // libcurl copies the URL; `withCString` lends the string's own bytes (passing the `String`
@@ -97,21 +106,22 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
             Unmanaged<CurlTransfer>.fromOpaque(context).release()
             return FetchFailure(.connection, "cannot request \(Redact.url(url)): not a valid http(s) URL")
         }
-        worker_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
+        worker_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(state.headerList))
         worker_curl_set_pointer(handle, CURLOPT_PRIVATE, context)
         worker_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_PREREQDATA, context)
-        if upload >= 0 { worker_curl_set_pointer(handle, CURLOPT_READDATA, context) }
+        if state.upload >= 0 { worker_curl_set_pointer(handle, CURLOPT_READDATA, context) }
         meter?.requestSent()
-        metered.sent = true
+        state.metered.sent = true
         return nil
     }
 
     /// Lets go of the handle (the engine keeps it or cleans it up) and of the request's headers
     /// and file.
     func detach() {
-        if let handle {
+        let state = state.value
+        if let handle = state.handle {
             // libcurl keeps the list's pointer, not a copy: a kept handle must not hold it freed.
             worker_curl_set_pointer(handle, CURLOPT_HTTPHEADER, nil)
             if let context = worker_curl_info_private(handle) {
@@ -119,13 +129,13 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
                 Unmanaged<CurlTransfer>.fromOpaque(context).release()
             }
         }
-        if upload >= 0 {
-            Glibc.close(upload)
-            upload = -1
+        if state.upload >= 0 {
+            Glibc.close(state.upload)
+            state.upload = -1
         }
-        worker_curl_slist_free_all(headerList)
-        headerList = nil
-        handle = nil
+        worker_curl_slist_free_all(state.headerList)
+        state.headerList = nil
+        state.handle = nil
     }
 
     /// Ends the exchange before it reached libcurl.
@@ -136,32 +146,33 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     /// What the exchange ended with: libcurl's result `code`, or `cutShort` when the engine ended
     /// it (a timeout, a stop).
     func finish(code: CURLcode?, cutShort: FetchFailure?) -> ExchangeReply {
+        let state = state.value
         let result: Result<ExchangeOutcome, FetchFailure>
         if let cutShort {
-            handler.cut()
+            state.handler.cut()
             result = .failure(cutShort)
-        } else if let failure {
+        } else if let failure = state.failure {
             // The handler said so itself (and dealt with its body).
             result = .failure(failure)
-        } else if code == CURLE_OK, head.isDone {
-            result = handler.finish()
+        } else if code == CURLE_OK, state.head.isDone {
+            result = state.handler.finish()
         } else if code == CURLE_OK {
             result = .failure(FetchFailure(.connection, "the response ended without a head"))
         } else {
-            handler.cut()
-            result = .failure(code.map(classify) ?? FetchFailure(.connection, "the response ended without a head"))
+            state.handler.cut()
+            result = .failure(code.map { classify($0, state) } ?? FetchFailure(.connection, "the response ended without a head"))
         }
-        if metered.sent, let meter {
-            meter.exchangeEnded(declared: metered.declared, received: handler.bytesReceived,
-                                headArrived: metered.head)
+        if state.metered.sent, let meter {
+            meter.exchangeEnded(declared: state.metered.declared, received: state.handler.bytesReceived,
+                                headArrived: state.metered.head)
         }
-        return ExchangeReply(result: result, bytes: handler.bytesReceived, multiplexed: handler.multiplexed,
-                       closesConnection: handler.closesConnection)
+        return ExchangeReply(result: result, bytes: state.handler.bytesReceived, multiplexed: state.handler.multiplexed,
+                       closesConnection: state.handler.closesConnection)
     }
 
-    private func classify(_ code: CURLcode) -> FetchFailure {
-        let osErrno = handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
-        return CurlFailure.failure(code, osErrno: osErrno, url: url, connected: connected,
+    private func classify(_ code: CURLcode, _ state: State) -> FetchFailure {
+        let osErrno = state.handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
+        return CurlFailure.failure(code, osErrno: osErrno, url: url, connected: state.connected,
                                    crawl: timeouts.map { (max(1, $0.slowestRate), $0.read.rounded(.up)) })
     }
 
@@ -178,9 +189,9 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
                 .headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
         }
         let prereq = worker_curl_set_prereq_callback(handle) { context, _, _, _, _ in
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
-            transfer.connected = true
-            transfer.activity &+= 1
+            let state = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().state.value
+            state.connected = true
+            state.activity &+= 1
             return CURL_PREREQFUNC_OK
         }
         // Used by PUTs only: the file's next part.
@@ -194,18 +205,19 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
 
     /// A part of the body. Returning less than its size ends the exchange (libcurl: write error).
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
-        activity &+= 1
-        guard failure == nil else { return 0 }
-        guard head.isDone, handler.keepsBody else { return bytes.count }
+        let state = state.value
+        state.activity &+= 1
+        guard state.failure == nil else { return 0 }
+        guard state.head.isDone, state.handler.keepsBody else { return bytes.count }
         if let limits, case let wait = limits.wait(), wait > 0 {
             // --limit-rate: the run's budget is spent for now; this part is handed over again
             // once it is paid for (by this transfer's bytes or another's).
-            paused = true
+            state.paused = true
             engine.resume(self, at: Monotonic.now() + wait)
             return Int(CURL_WRITEFUNC_PAUSE)
         }
-        if let failure = handler.body(bytes) {
-            self.failure = failure
+        if let failure = state.handler.body(bytes) {
+            state.failure = failure
             return 0
         }
         limits?.spend(bytes.count)
@@ -216,25 +228,27 @@ final class CurlTransfer: EngineTransfer, @unchecked Sendable {
     /// One line of the response's head: the status line, a header, or the blank line that ends
     /// it (an informational 1xx head is skipped; trailers after the body are ignored).
     private func headerLine(_ line: UnsafeRawBufferPointer) -> Int {
-        activity &+= 1
-        guard !head.isDone else { return line.count }
+        let state = state.value
+        state.activity &+= 1
+        guard !state.head.isDone else { return line.count }
         var end = line.count
         while end > 0, line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-        guard head.take(UnsafeRawBufferPointer(rebasing: line[0..<end])) else { return line.count }
-        let failure = handler.head(status: head.status, httpMajorVersion: head.version.major, keepAlive: head.keepsAlive) { name in
-            self.head.values(name)
+        guard state.head.take(UnsafeRawBufferPointer(rebasing: line[0..<end])) else { return line.count }
+        let failure = state.handler.head(status: state.head.status, httpMajorVersion: state.head.version.major,
+                                         keepAlive: state.head.keepsAlive) { name in
+            state.head.values(name)
         }
-        head.dropHeaders()
+        state.head.dropHeaders()
         if let failure {
-            self.failure = failure
+            state.failure = failure
             return 0
         }
         if let meter {
-            metered.head = true
-            metered.declared = handler.bytesToCome
-            meter.headArrived(TransferMeter.Head(origin: origin, status: head.status, multiplexed: handler.multiplexed,
-                                                 closesConnection: handler.closesConnection),
-                              declared: metered.declared)
+            state.metered.head = true
+            state.metered.declared = state.handler.bytesToCome
+            meter.headArrived(TransferMeter.Head(origin: origin, status: state.head.status, multiplexed: state.handler.multiplexed,
+                                                 closesConnection: state.handler.closesConnection),
+                              declared: state.metered.declared)
         }
         return line.count
     }

@@ -63,7 +63,7 @@ final class LocalEngine: FetchEngine {
     }
 
     /// Never asked for (no request of such a run goes over the network); ends as a failure.
-    func transfer(_ request: TransferRequest, handler: ResponseHandler,
+    func transfer(_ request: TransferRequest, handler: sending ResponseHandler,
                   done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
         NoTransfer(done: done)
     }

@@ -28,9 +28,10 @@ import CCurl
     }
 
     /// One exchange on `engine`, to its end.
-    private func exchange(_ engine: CurlEngine, _ request: TransferRequest, handler: ResponseHandler) async -> ExchangeReply {
+    private func exchange(_ engine: CurlEngine, _ request: TransferRequest,
+                          handler: @escaping @Sendable () -> ResponseHandler) async -> ExchangeReply {
         await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
-            let transfer = engine.transfer(request, handler: handler) { done.resume(returning: $0) }
+            let transfer = engine.transfer(request, handler: handler()) { done.resume(returning: $0) }
             engine.start(transfer)
         }
     }
@@ -40,15 +41,16 @@ import CCurl
         let deadline = Monotonic.now() + 30
         var request = TransferRequest(url: url, headers: headers, deadline: deadline)
         request.timeouts = timeouts
-        let handler = ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
-                                      entryTimeout: 30, url: url, resume: nil, resumeThreshold: 1 << 20)
-        return await exchange(engine, request, handler: handler)
+        return await exchange(engine, request) {
+            ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
+                            entryTimeout: 30, url: url, resume: nil, resumeThreshold: 1 << 20)
+        }
     }
 
     /// How many handles the engine keeps, read on its thread.
     private func keptHandles(_ engine: CurlEngine) async -> Int {
         await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
-            engine.execute { done.resume(returning: engine.handles.idleCount) }
+            engine.execute { done.resume(returning: engine.loop.value.handles.idleCount) }
         }
     }
 
@@ -74,7 +76,8 @@ import CCurl
         // b: a HEAD takes a new handle (it sets CURLOPT_NOBODY), which is not kept.
         var head = TransferRequest(url: origin.url("/b"), headers: [], deadline: Monotonic.now() + 30)
         head.method = .head
-        let headReply = await exchange(engine, head, handler: .statusOnly(url: origin.url("/b"), deadline: Monotonic.now() + 30))
+        let headURL = origin.url("/b")
+        let headReply = await exchange(engine, head) { .statusOnly(url: headURL, deadline: Monotonic.now() + 30) }
         guard case .success(.status(200, _)) = headReply.result else {
             Issue.record("the HEAD: \(headReply.result)")
             return
@@ -115,9 +118,10 @@ import CCurl
         let engine = try engine(reusesHandles: true)
         let deadline = Monotonic.now() + 0.5
         let request = TransferRequest(url: origin.url("/slow"), headers: [], deadline: deadline)
-        let handler = ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
-                                      entryTimeout: 0.5, url: request.url, resume: nil, resumeThreshold: 1 << 20)
-        let reply = await exchange(engine, request, handler: handler)
+        let reply = await exchange(engine, request) {
+            ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
+                            entryTimeout: 0.5, url: request.url, resume: nil, resumeThreshold: 1 << 20)
+        }
         guard case .failure(let failure) = reply.result else {
             Issue.record("the stalled transfer ended as \(reply.result)")
             return

@@ -1,0 +1,36 @@
+import Glibc
+import Synchronization
+
+/// The engine's thread, as the values bound to it know it: set once the thread runs.
+final class EngineThread: Sendable {
+    private let id = Atomic<UInt>(0)
+
+    /// Called first thing on the engine's thread.
+    func enter() {
+        id.store(UInt(pthread_self()), ordering: .releasing)
+    }
+
+    /// Whether the caller runs on the engine's thread.
+    var isCurrent: Bool {
+        id.load(ordering: .acquiring) == UInt(pthread_self())
+    }
+}
+
+/// A value that only the engine's thread may touch (NIO's `NIOLoopBound`): made on any thread
+/// (sent in, so nothing else holds it) and handed around freely, but every access is checked to
+/// be on that thread and traps otherwise — the promise is checked as the program runs instead of
+/// written in a comment. libcurl's callbacks, the engine's timers and commands all run there.
+struct EngineBound<Value>: @unchecked Sendable {
+    private let bound: Value
+    private let thread: EngineThread
+
+    init(_ value: sending Value, on thread: EngineThread) {
+        bound = value
+        self.thread = thread
+    }
+
+    var value: Value {
+        precondition(thread.isCurrent, "a value of the fetch engine's thread was touched on another thread")
+        return bound
+    }
+}
