@@ -18,14 +18,17 @@ final class YAMLEventPipe: Sendable {
     private let batches = Mutex(Batches())
     /// Counts the batches in `full` (the reader waits on it).
     private let filled = DispatchSemaphore(value: 0)
-    /// Counts the places left in `full` (the parsing thread waits on it).
-    private let room = DispatchSemaphore(value: YAMLEventPipe.depth)
+    /// Counts the places left in `full` (the parsing thread waits on it). Made at 0 and given
+    /// `depth` signals: libdispatch traps when a semaphore goes while below the value it was made
+    /// with, as this one may when the reader stops early.
+    private let room = DispatchSemaphore(value: 0)
     /// Signalled by the thread as it ends (at the stream's end, an error, or a stop).
     private let finished = DispatchSemaphore(value: 0)
 
     /// nil when no thread can be started: the parser went with it (closed), and the caller
     /// opens the file again to parse it on its own thread.
     init?(parser: sending LibYAMLParser, batchSize: Int) {
+        for _ in 0..<Self.depth { room.signal() }
         guard Threads.detach(name: "worker.yaml", { [self] in run(parser, batchSize: batchSize) }) else { return nil }
     }
 
