@@ -59,7 +59,7 @@ public struct ManifestLoader {
                 }
                 // A relative entry waits for the header's base_url (most entries are absolute URLs
                 // of a kind, told from their first bytes).
-                if resolver.base == nil, URLKinds.kind(of: item.url) == nil, URLResolver.scheme(of: item.url) == nil {
+                if resolver.base == nil, URLKinds.kind(of: item.url) == nil, URLKinds.scheme(of: item.url) == nil {
                     deferred.append(item)
                     return
                 }

@@ -119,7 +119,7 @@ package struct URLResolver {
     /// (a relative reference).
     package static func absolute(_ raw: String) -> Result<String, Problem>? {
         guard let kind = URLKinds.kind(of: raw) else {
-            guard let scheme = scheme(of: raw) else { return nil }
+            guard let scheme = URLKinds.scheme(of: raw) else { return nil }
             return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only \(URLKinds.schemes(with: .remote)))"))
         }
         if let problem = kind.problem(entry: raw) { return .failure(Problem(message: problem)) }
@@ -234,28 +234,5 @@ package struct URLResolver {
             }
             return true
         }
-    }
-
-    /// The lowercased scheme when `text` starts with `scheme:` (RFC 3986: a letter, then letters,
-    /// digits, `+`, `-`, `.`), else nil.
-    package static func scheme(of text: String) -> String? {
-        var text = text
-        return text.withUTF8 { utf8 in
-            // Read up to the colon, or to the first byte a scheme cannot hold (a relative path's
-            // `/` ends it early).
-            guard let first = utf8.first, isLetter(first) else { return nil }
-            for index in 1..<utf8.count {
-                let byte = utf8[index]
-                if byte == UInt8(ascii: ":") {
-                    return String(decoding: UnsafeBufferPointer(rebasing: utf8[..<index]), as: UTF8.self).lowercased()
-                }
-                guard isLetter(byte) || (48...57).contains(byte) || byte == 43 || byte == 45 || byte == 46 else { return nil }
-            }
-            return nil
-        }
-    }
-
-    private static func isLetter(_ byte: UInt8) -> Bool {
-        (65...90).contains(byte) || (97...122).contains(byte)
     }
 }

@@ -80,7 +80,7 @@ import WorkerTestSupport
                 let set = try ManifestLoader(environment: ["WORKER_FUZZ_TOKEN": "t"]).load(paths: [path])
                 accepted += 1
                 for entry in set.entries {
-                    let scheme = URLResolver.scheme(of: entry.url)
+                    let scheme = URLKinds.scheme(of: entry.url)
                     #expect(scheme == "http" || scheme == "https" || scheme == "file", "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration): \(entry.url)")
                     if let hash = entry.hash {
                         #expect(Hex.isLowercaseHex(hash.hex, length: hash.algorithm.byteCount * 2), "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)")

@@ -52,15 +52,15 @@ import WorkerTestSupport
 /// means there is none.
 @Suite(.hangLimit) struct SchemeTests {
     @Test func schemesAreReadUpToTheirColonAndLowercased() {
-        #expect(URLResolver.scheme(of: "HTTP://h/x") == "http")
-        #expect(URLResolver.scheme(of: "s3://bucket/key") == "s3")
-        #expect(URLResolver.scheme(of: "a+b.c-9:rest") == "a+b.c-9")
-        #expect(URLResolver.scheme(of: "ftp:") == "ftp")
+        #expect(URLKinds.scheme(of: "HTTP://h/x") == "http")
+        #expect(URLKinds.scheme(of: "s3://bucket/key") == "s3")
+        #expect(URLKinds.scheme(of: "a+b.c-9:rest") == "a+b.c-9")
+        #expect(URLKinds.scheme(of: "ftp:") == "ftp")
     }
 
     @Test(arguments: ["", ":x", "1a:b", "scale/0000/a:b.png", "a b:c", "abc", "é:x", "/x:y", "a_b:c"])
     func noScheme(text: String) {
-        #expect(URLResolver.scheme(of: text) == nil)
+        #expect(URLKinds.scheme(of: text) == nil)
     }
 }
 
