@@ -3,7 +3,7 @@ import WorkerFetch
 import WorkerSupport
 
 /// A transfer's life on the engine's thread: a handle (`HandlePool` says whether a kept one), the
-/// entry and read timeouts and `--limit-rate`'s pauses on the engine's timers, and its end.
+/// entry and read timeouts on the engine's timers, and its end.
 /// Connections and the DNS cache stay pooled in the multi handle and TLS sessions in the engine's
 /// share, whatever the handle.
 extension CurlEngine {
@@ -65,17 +65,6 @@ extension CurlEngine {
             case .checkAt(let next):
                 armSilenceTimer(transfer, at: next, watch: watch)
             }
-        }
-    }
-
-    /// `--limit-rate`: resumes a paused transfer when its bytes are paid for.
-    func resume(_ transfer: CurlTransfer, at due: Double) {
-        transfer.state.value.pauseTimer = addTimer(at: due) { fired in
-            let state = transfer.state.value
-            guard fired, let handle = state.handle else { return }
-            state.paused = false
-            state.activity &+= 1
-            worker_curl_easy_pause(handle, CURLPAUSE_CONT)
         }
     }
 

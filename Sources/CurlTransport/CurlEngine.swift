@@ -73,12 +73,12 @@ final class CurlEngine: FetchEngine {
     private let inbox: Mutex<Inbox>
     private let nextID = Atomic<Int>(0)
     let thread = EngineThread()
-    let options: Options
+    let options: CurlOptions
     let loop: EngineBound<Loop>
 
     /// Starts the engine's thread; fails (never traps) when libcurl cannot be loaded or make a
     /// multi handle, or the system will not start a thread.
-    init(options: Options) throws(CacheError) {
+    init(options: CurlOptions) throws(CacheError) {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         self.options = options
         let handles = HandlePool(enabled: options.reusesHandles
@@ -86,7 +86,7 @@ final class CurlEngine: FetchEngine {
         let multi = try options.makeMulti()
         let share: UnsafeMutableRawPointer
         do {
-            share = try Options.makeShare()
+            share = try CurlOptions.makeShare()
         } catch {
             worker_curl_multi_cleanup(multi)
             throw error
@@ -137,7 +137,7 @@ final class CurlEngine: FetchEngine {
 
     func transfer(_ request: TransferRequest, handler: sending ResponseHandler,
                   done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
-        CurlTransfer(request, handler: handler, engine: self, done: done)
+        CurlTransfer(request, handler: handler, engine: self, thread: thread, done: done)
     }
 
     /// Starts `transfer`; its `done` is called on the engine's thread.

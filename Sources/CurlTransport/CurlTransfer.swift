@@ -15,7 +15,8 @@ final class CurlTransfer: EngineTransfer {
     /// When the exchange must have ended (monotonic seconds).
     let deadline: Double
     let done: @Sendable (ExchangeReply) -> Void
-    private unowned let engine: CurlEngine
+    /// The engine it runs on (for `--limit-rate`'s pauses, on its timers).
+    private let engine: any FetchEngine
     private let limits: RateLimits?
     private let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
@@ -61,7 +62,7 @@ final class CurlTransfer: EngineTransfer {
         }
     }
 
-    init(_ request: TransferRequest, handler: sending ResponseHandler, engine: CurlEngine,
+    init(_ request: TransferRequest, handler: sending ResponseHandler, engine: any FetchEngine, thread: EngineThread,
          done: @escaping @Sendable (ExchangeReply) -> Void) {
         meter = request.meter
         origin = request.origin
@@ -74,7 +75,7 @@ final class CurlTransfer: EngineTransfer {
         signing = request.signing
         var upload: Int32 = -1
         if case .put(let fd, _) = request.method { upload = fd }
-        state = EngineBound(State(handler: handler, upload: upload), on: engine.thread)
+        state = EngineBound(State(handler: handler, upload: upload), on: thread)
         self.engine = engine
         self.done = done
     }
@@ -213,7 +214,13 @@ final class CurlTransfer: EngineTransfer {
             // --limit-rate: the run's budget is spent for now; this part is handed over again
             // once it is paid for (by this transfer's bytes or another's).
             state.paused = true
-            engine.resume(self, at: Monotonic.now() + wait)
+            state.pauseTimer = engine.schedule(in: wait) { [self] fired in
+                let state = self.state.value
+                guard fired, let handle = state.handle else { return }
+                state.paused = false
+                state.activity &+= 1
+                worker_curl_easy_pause(handle, CURLPAUSE_CONT)
+            }
             return Int(CURL_WRITEFUNC_PAUSE)
         }
         if let failure = state.handler.body(bytes) {

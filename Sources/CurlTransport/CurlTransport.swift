@@ -26,7 +26,7 @@ public struct CurlTransport: Transport {
         var started: [CurlEngine] = []
         for share in shares {
             do {
-                started.append(try CurlEngine(options: CurlEngine.Options(
+                started.append(try CurlEngine(options: CurlOptions(
                     connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout, connectionsPerHost: share,
                     streamsPerConnection: settings.maxStreams, trustedCertificates: trusted?.path)))
             } catch {
