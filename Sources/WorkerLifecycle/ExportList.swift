@@ -11,6 +11,9 @@ import WorkerSupport
 /// recorded — reached from the folder's descriptor without following a link. The list itself is
 /// trusted only when it is this user's own single-named file that no one else may write.
 struct ExportList {
+    /// The list of what an export wrote into its folder, in that folder.
+    static let fileName = ".worker-export"
+
     /// One file an export wrote.
     struct Item: Equatable {
         let name: String
@@ -42,7 +45,7 @@ struct ExportList {
     /// What the last export wrote (nothing without a list, or a list another user could have
     /// written or this program cannot read).
     func read() -> [Item] {
-        let fd = openat(folder.fd, Exporter.listName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        let fd = openat(folder.fd, Self.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return [] }
         defer { close(fd) }
         var info = stat()
@@ -50,7 +53,7 @@ struct ExportList {
               info.st_mode & 0o022 == 0, info.st_size < 1 << 30
         else { return [] }
         var bytes: [UInt8] = []
-        let read = FileChunks.read(fd, path: folder.shown(Exporter.listName), unreadable: { _ in CancellationError() }) { chunk in
+        let read = FileChunks.read(fd, path: folder.shown(Self.fileName), unreadable: { _ in CancellationError() }) { chunk in
             bytes.append(contentsOf: chunk)
             return nil
         }
@@ -66,7 +69,7 @@ struct ExportList {
         guard fields.count == 5, let device = UInt64(fields[0]), let inode = UInt64(fields[1]), let size = Int64(fields[2]),
               Hex.isLowercaseHex(String(fields[3]), length: 64) else { return nil }
         let name = String(fields[4])
-        guard TreePath.problem(name) == nil, name != Exporter.listName else { return nil }
+        guard TreePath.problem(name) == nil, name != Self.fileName else { return nil }
         return Item(name: name, object: String(fields[3]), device: device, inode: inode, size: size)
     }
 
@@ -74,8 +77,8 @@ struct ExportList {
     func write(_ items: [Item]) throws(CacheError) {
         var text = Self.header + "\n"
         for item in items { text += "\(item.device) \(item.inode) \(item.size) \(item.object) \(item.name)\n" }
-        let temporary = "." + Exporter.listName + ".\(getpid()).tmp"
-        let shown = folder.shown(Exporter.listName)
+        let temporary = "." + Self.fileName + ".\(getpid()).tmp"
+        let shown = folder.shown(Self.fileName)
         unlinkat(folder.fd, temporary, 0)
         let fd = openat(folder.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .output(path: shown, reason: String(cString: strerror(errno))) }
@@ -84,7 +87,7 @@ struct ExportList {
         let code = errno
         fchmod(fd, 0o644)
         close(fd)
-        guard written, renameat(folder.fd, temporary, folder.fd, Exporter.listName) == 0 else {
+        guard written, renameat(folder.fd, temporary, folder.fd, Self.fileName) == 0 else {
             let failed = written ? errno : code
             unlinkat(folder.fd, temporary, 0)
             throw .output(path: shown, reason: String(cString: strerror(failed)))

@@ -38,9 +38,6 @@ public struct Exporter: Sendable {
         var written: [ExportList.Item] = []
     }
 
-    /// The list of what an export wrote into its folder, in that folder.
-    public static let listName = ".worker-export"
-
     /// One file to write: its name in the folder, its object, and the URL it is for.
     struct File {
         let name: String

@@ -96,7 +96,7 @@ public struct RemotePush: Sendable {
             ticker.every(0.25, on: first) { onProgress(progress()) }
         }
         for (object, size) in sizes.sorted(by: { $0.key < $1.key }) {
-            uploads.offer(RemoteUploads.Pending(sha256: object, size: size, checksFirst: true))
+            uploads.offer(PendingUpload(sha256: object, size: size, checksFirst: true))
         }
         uploads.closeOffers()
         await uploads.finished()

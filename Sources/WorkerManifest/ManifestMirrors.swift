@@ -101,7 +101,7 @@ extension ManifestWalker {
     }
 
     /// The top-level `mirrors`: URL prefix → a mirror prefix or a list of them.
-    mutating func readMirrorMap(_ start: YAMLEvent, into header: inout ManifestHeader) {
+    mutating func readMirrorMap(_ start: YAMLEvent, into map: inout ManifestMirrors) {
         guard start.kind == .mappingStart else {
             report(start, "'mirrors' must be a mapping of URL prefixes to mirror prefixes, found \(Self.describe(start))")
             skip(after: start)
@@ -136,7 +136,7 @@ extension ManifestWalker {
             } else {
                 continue
             }
-            if valid { header.mirrors.append(key.value, mirrors) }
+            if valid { map.append(key.value, mirrors) }
         }
     }
 }

@@ -201,7 +201,7 @@ struct ManifestWalker {
             case "headers":
                 readHeaders(value, into: &header)
             case "mirrors":
-                readMirrorMap(value, into: &header)
+                readMirrorMap(value, into: &header.mirrors)
             case "entries":
                 header.hasEntries = true
                 let current = header

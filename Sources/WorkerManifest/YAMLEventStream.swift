@@ -2,30 +2,6 @@ import CYAML
 import FoundationEssentials
 import Glibc
 
-/// One libyaml event, reduced to what the manifest reader needs.
-struct YAMLEvent {
-    enum Kind {
-        case streamStart, streamEnd, documentStart, documentEnd
-        case mappingStart, mappingEnd, sequenceStart, sequenceEnd
-        case scalar, alias
-    }
-
-    var kind: Kind
-    /// 1-based position of the event's start.
-    var line: Int
-    var column: Int
-    /// The scalar's text (scalars only).
-    var value: String
-    /// Plain (unquoted) scalar: subject to YAML's null/int resolution.
-    var isPlain: Bool
-    var hasAnchor: Bool
-
-    /// A plain scalar that YAML resolves to null (`~`, `null`, empty).
-    var isNull: Bool {
-        kind == .scalar && isPlain && (value.isEmpty || value == "~" || value == "null" || value == "Null" || value == "NULL")
-    }
-}
-
 /// The events of one manifest, in order. A large file is parsed on a thread of its own, batches
 /// of events ahead of the reader (libyaml's scan and the reader's checks then take a core each);
 /// a small one is parsed here, a batch at a time, without a thread. Both give the same events.
@@ -102,9 +78,3 @@ struct YAMLEventStream {
     }
 }
 
-/// A libyaml parse error at a 1-based position.
-struct YAMLSyntaxError: Error {
-    let line: Int
-    let column: Int
-    let message: String
-}

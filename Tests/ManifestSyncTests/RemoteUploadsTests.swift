@@ -110,12 +110,12 @@ import WorkerTestSupport
     }
 
     /// `count` objects installed in the cache at `directory`, as a run's commit installs them.
-    private func bodies(_ count: Int, in directory: TemporaryDirectory) -> [RemoteUploads.Pending] {
+    private func bodies(_ count: Int, in directory: TemporaryDirectory) -> [PendingUpload] {
         (0..<count).map { number in
             let bytes = Array("body \(number)".utf8)
             let hex = String(repeating: String(number % 10), count: 64)
             directory.write("objects/sha256/\(hex.prefix(2))/\(hex)", bytes)
-            return RemoteUploads.Pending(sha256: hex, size: Int64(bytes.count))
+            return PendingUpload(sha256: hex, size: Int64(bytes.count))
         }
     }
 

@@ -90,3 +90,17 @@ final class OriginDownload: Sendable {
         }
     }
 }
+
+extension OriginSource {
+    /// One URL with its retries (or one attempt), redirects and resume.
+    func download(_ request: FetchRequest, retries: Bool, lane: FetchLane,
+                  done: @escaping @Sendable (DownloadMachine.Finished) -> Void) {
+        let rules = DownloadMachine.Rules(retry: retries ? settings.retry : RetryPolicy(retries: 0),
+                                          entryTimeout: settings.entryTimeout,
+                                          maxRedirects: settings.maxRedirects,
+                                          pacesRequests: limits?.requestsPerSecond != nil,
+                                          reportsToGate: lane.gate != nil,
+                                          rewrite: settings.locator.rewrite)
+        OriginDownload(request: request, rules: rules, source: self, lane: lane, done: done).start()
+    }
+}

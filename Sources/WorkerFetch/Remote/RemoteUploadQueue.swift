@@ -9,12 +9,12 @@ struct RemoteUploadQueue {
     /// The uploads refused meanwhile wait, and go again once they are made.
     enum Collections {
         case unknown
-        case making(waiting: [(RemoteUploads.Pending, Int)])
+        case making(waiting: [(PendingUpload, Int)])
         case made
         case failed(String)
     }
 
-    var queue: [RemoteUploads.Pending] = []
+    var queue: [PendingUpload] = []
     var next = 0
     var inFlight = 0
     var turn = 0
@@ -30,8 +30,8 @@ struct RemoteUploadQueue {
     var waiting: Int { queue.count - next }
 
     /// Takes what may start now, each with the engine (by number) it goes to.
-    mutating func startable(limit: Int, engines: Int) -> [(RemoteUploads.Pending, Int)] {
-        var started: [(RemoteUploads.Pending, Int)] = []
+    mutating func startable(limit: Int, engines: Int) -> [(PendingUpload, Int)] {
+        var started: [(PendingUpload, Int)] = []
         while !stopped, inFlight < limit, next < queue.count {
             started.append((queue[next], turn % engines))
             next += 1
@@ -43,5 +43,24 @@ struct RemoteUploadQueue {
             next = 0
         }
         return started
+    }
+}
+
+/// An object to upload to the tier (`RemoteUploads.offer`).
+package struct PendingUpload: Sendable {
+    let sha256: String
+    let size: Int64
+    /// Asks with `HEAD` first and sends only what the tier lacks (`worker push`).
+    var checksFirst = false
+    /// Sent again after the tier's collections were made: a 404 or 409 now is an error.
+    var afterCollections = false
+    /// Sent again after a transient failure (once).
+    var retried = false
+
+    package init(sha256: String, size: Int64, checksFirst: Bool = false, afterCollections: Bool = false) {
+        self.sha256 = sha256
+        self.size = size
+        self.checksFirst = checksFirst
+        self.afterCollections = afterCollections
     }
 }

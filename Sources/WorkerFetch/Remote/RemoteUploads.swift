@@ -13,23 +13,6 @@ import WorkerSupport
 package final class RemoteUploads: Sendable, InstallObserver {
     typealias Collections = RemoteUploadQueue.Collections
 
-    package struct Pending: Sendable {
-        let sha256: String
-        let size: Int64
-        /// Asks with `HEAD` first and sends only what the tier lacks (`worker push`).
-        var checksFirst = false
-        /// Sent again after the tier's collections were made: a 404 or 409 now is an error.
-        var afterCollections = false
-        /// Sent again after a transient failure (once).
-        var retried = false
-
-        package init(sha256: String, size: Int64, checksFirst: Bool = false, afterCollections: Bool = false) {
-            self.sha256 = sha256
-            self.size = size
-            self.checksFirst = checksFirst
-            self.afterCollections = afterCollections
-        }
-    }
 
     private let tier: RemoteTier
     /// The cache whose objects are sent.
@@ -55,10 +38,10 @@ package final class RemoteUploads: Sendable, InstallObserver {
     /// run's commits; `BatchCommit.observer`).
     package func installed(_ rows: [IndexRecord]) {
         let due = state.withLock { state in rows.filter { state.promised.remove($0.object) != nil } }
-        for row in due { offer(Pending(sha256: row.object, size: row.size)) }
+        for row in due { offer(PendingUpload(sha256: row.object, size: row.size)) }
     }
 
-    package func offer(_ pending: Pending) {
+    package func offer(_ pending: PendingUpload) {
         let accepted = state.withLock { state in
             guard !state.stopped else { return false }
             state.queue.append(pending)
@@ -127,7 +110,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func put(_ pending: Pending, on engine: any FetchEngine, number: Int) {
+    private func put(_ pending: PendingUpload, on engine: any FetchEngine, number: Int) {
         // Queued before the tier was given up: dropped (the report's `given_up` says why).
         guard tier.isUsable else { return ended() }
         if pending.checksFirst {
@@ -168,7 +151,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
     /// Sends `pending` once more after a pause when `reply` is a transient failure (refused,
     /// reset, timed out, 5xx, 408, 429, or 423 Locked: another client is storing that very
     /// object) and it has not been retried yet; whether it will be.
-    private func retry(_ pending: Pending, after reply: ExchangeReply, on engine: any FetchEngine, number: Int) -> Bool {
+    private func retry(_ pending: PendingUpload, after reply: ExchangeReply, on engine: any FetchEngine, number: Int) -> Bool {
         guard !pending.retried, Self.isTransient(reply) else { return false }
         var next = pending
         next.retried = true
@@ -193,7 +176,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
     }
 
     /// A PUT refused as if a collection were missing: the first makes them, the others wait.
-    private func collectionsMissing(for pending: Pending, number: Int) {
+    private func collectionsMissing(for pending: PendingUpload, number: Int) {
         var retry = pending
         retry.afterCollections = true
         enum Next { case make, wait, again, fail(String) }
@@ -245,7 +228,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
     }
 
     private func collectionsDone(_ problem: String?) {
-        let waiting = state.withLock { state -> [(Pending, Int)] in
+        let waiting = state.withLock { state -> [(PendingUpload, Int)] in
             guard case .making(let waiting) = state.collections else { return [] }
             state.collections = problem.map { .failed($0) } ?? .made
             return waiting
@@ -262,7 +245,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
     }
 
     /// One request to the tier for `pending`'s object, cancelled by a stop.
-    private func send(_ method: TransferMethod, for pending: Pending, on engine: any FetchEngine,
+    private func send(_ method: TransferMethod, for pending: PendingUpload, on engine: any FetchEngine,
                       then: @escaping @Sendable (ExchangeReply) -> Void) {
         let url = tier.settings.objectURL(pending.sha256)
         let deadline = Monotonic.now() + entryTimeout
@@ -273,7 +256,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
         control.send(request, handler: .statusOnly(url: url, deadline: deadline), on: engine, done: then)
     }
 
-    private func record(_ reply: ExchangeReply, _ pending: Pending) {
+    private func record(_ reply: ExchangeReply, _ pending: PendingUpload) {
         switch reply.result {
         case .success(.status(let status, _)) where (200..<300).contains(status):
             // Counted, not taken as health: an upload that succeeds says nothing of how the

@@ -140,3 +140,10 @@ public struct S3ConfigError: Error, Sendable, CustomStringConvertible {
         self.description = description
     }
 }
+
+extension S3Access {
+    /// Resolves the AWS settings of `environment` (`AWSConfig`).
+    public static func resolve(environment: [String: String]) -> Result<S3Access, S3ConfigError> {
+        AWSConfig.access(environment: environment)
+    }
+}

@@ -18,11 +18,6 @@ public struct S3Access: Sendable, Equatable {
         self.credentialSource = credentialSource
     }
 
-    /// Resolves the AWS settings of `environment` (`AWSConfig`).
-    public static func resolve(environment: [String: String]) -> Result<S3Access, S3ConfigError> {
-        AWSConfig.access(environment: environment)
-    }
-
     /// The https URL of an object, and the signing its requests carry.
     func location(of object: S3URL) -> (url: String, signing: AWSSigning?) {
         let url: String

@@ -19,16 +19,6 @@ protocol ContentSource: Sendable {
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void)
 }
 
-/// The sources a download can come from.
-public enum SourceKind: String, Sendable, Codable {
-    /// The URL itself, over HTTP(S).
-    case origin
-    /// A `file://` URL: a file in the manifest's folder.
-    case local
-    /// The shared tier (`--remote-cache`).
-    case remote
-}
-
 /// What one source answered for a request, and what it took.
 struct SourceOutcome: Sendable {
     enum Answer: Sendable {

@@ -5,7 +5,7 @@ import WorkerSupport
 
 /// The origin's locations over HTTP(S) (the URL, a mirror), through the fetch engines
 /// (`FetchEngine`): one location's download with its retries (or one attempt), redirects, resume
-/// and `--max-rps` slots, as `DownloadMachine` decides and `OriginDownload` performs. Which
+/// and `--max-rps` slots, as `DownloadMachine` decides and `OriginDownload` performs (`download`, beside it). Which
 /// location is tried, and when the next one is, `FallbackWalk` decides. A location never misses:
 /// a URL that is not there is a failure.
 final class OriginSource: Sendable {
@@ -34,17 +34,5 @@ final class OriginSource: Sendable {
             ?? (location.authorization != nil ? "sent with the credentials it asked for" : unauthorized)
         return FetchFailure(failure.reason, "\(failure.message) (\(signed))", httpStatus: status, retryAfter: failure.retryAfter,
                             detail: failure.detail)
-    }
-
-    /// One URL with its retries (or one attempt), redirects and resume.
-    func download(_ request: FetchRequest, retries: Bool, lane: FetchLane,
-                  done: @escaping @Sendable (DownloadMachine.Finished) -> Void) {
-        let rules = DownloadMachine.Rules(retry: retries ? settings.retry : RetryPolicy(retries: 0),
-                                          entryTimeout: settings.entryTimeout,
-                                          maxRedirects: settings.maxRedirects,
-                                          pacesRequests: limits?.requestsPerSecond != nil,
-                                          reportsToGate: lane.gate != nil,
-                                          rewrite: settings.locator.rewrite)
-        OriginDownload(request: request, rules: rules, source: self, lane: lane, done: done).start()
     }
 }

@@ -31,6 +31,11 @@ struct TreeFolder {
     private func names() -> [String] { Self.names(in: fd) }
 
     /// Names in the folder open at `fd` (which stays open), without "." and "..".
+    /// A version's name: `v-` and 16 hex digits (`TreePublisher.version(of:)`).
+    static func isVersionName(_ name: some StringProtocol) -> Bool {
+        name.hasPrefix("v-") && name.utf8.count == 18 && name.utf8.dropFirst(2).allSatisfy { Hex.value($0) != nil }
+    }
+
     private static func names(in fd: Int32) -> [String] {
         let copy = dup(fd)
         guard copy >= 0, let listing = fdopendir(copy) else { return [] }
@@ -57,7 +62,7 @@ struct TreeFolder {
     /// leaves a `.removing-` name, never a version's name on a folder missing files (which a
     /// later publish of the same tree would take as complete).
     func removeAll(except kept: [String]) {
-        for name in names() where TreePublisher.isVersionName(name) && !kept.contains(name) {
+        for name in names() where Self.isVersionName(name) && !kept.contains(name) {
             let doomed = ".removing-\(name)-\(getpid())"
             guard renameat(fd, name, fd, doomed) == 0 else { continue }
             Self.remove(doomed, in: fd)

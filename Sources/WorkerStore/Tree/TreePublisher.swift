@@ -114,15 +114,11 @@ public struct TreePublisher: Sendable {
         guard count > 0 else { throw .system(SystemError("read the link", path)) }
         let text = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let prefix = versionsName + "/"
-        guard text.hasPrefix(prefix), Self.isVersionName(text.dropFirst(prefix.count)) else {
+        guard text.hasPrefix(prefix), TreeFolder.isVersionName(text.dropFirst(prefix.count)) else {
             throw .treeRefused(path: path, reason: "it is a link to \(text), which this program did not make; "
                 + "remove it or choose another path")
         }
         return String(text.dropFirst(prefix.count))
-    }
-
-    static func isVersionName(_ name: some StringProtocol) -> Bool {
-        name.hasPrefix("v-") && name.utf8.count == 18 && name.utf8.dropFirst(2).allSatisfy { Hex.value($0) != nil }
     }
 
     /// The version's name: a digest of every path and what it holds.

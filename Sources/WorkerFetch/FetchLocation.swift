@@ -1,0 +1,22 @@
+import WorkerManifest
+
+/// One place a request may be fetched from.
+struct FetchLocation: Sendable, Equatable {
+    /// As the manifest lists it (what a report names).
+    let listed: String
+    /// As requested (after `--rewrite`).
+    let url: String
+    let origin: Origin
+    /// How requests to it are signed (an `s3://` URL with credentials).
+    let signing: AWSSigning?
+    /// The `Authorization` value its requests carry (a registry's token).
+    let authorization: String?
+
+    init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil) {
+        self.listed = listed
+        self.url = url
+        self.origin = origin ?? Origin.of(url)
+        self.signing = signing
+        self.authorization = authorization
+    }
+}
