@@ -29,6 +29,11 @@ struct EngineBound<Value>: @unchecked Sendable {
         self.thread = thread
     }
 
+    /// Never inlined: Swift 6.3.1's optimizer, seeing this check inlined before a write to a
+    /// field of the value, counted the caller as only reading through `self` and hoisted the
+    /// engine loop's read of that field out of the loop — a release build never saw its stop
+    /// (`docs/compiler/engine-bound-hoist.swift` shows it in 60 lines).
+    @inline(never)
     var value: Value {
         precondition(thread.isCurrent, "a value of the fetch engine's thread was touched on another thread")
         return bound
