@@ -1,7 +1,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +17,9 @@ struct worker_lock_wait {
     void (*done)(void *, int);
     void *context;
     pthread_t thread;
-    pthread_mutex_t mutex;
-    pthread_cond_t ended;
-    bool cancelled;
-    bool finished;
+    /// Posted once by the thread as it ends; each wait that sees it posts it again.
+    sem_t ended;
+    atomic_bool cancelled;
 };
 
 /// The signal that interrupts a waiting thread: a real-time one nothing else here uses.
@@ -46,19 +47,14 @@ static void *run_wait(void *argument) {
     pthread_setname_np(pthread_self(), "worker-lock");
     int result;
     for (;;) {
-        pthread_mutex_lock(&wait->mutex);
-        bool cancelled = wait->cancelled;
-        pthread_mutex_unlock(&wait->mutex);
-        if (cancelled) {
+        if (atomic_load(&wait->cancelled)) {
             result = ECANCELED;
             break;
         }
         // A signal that comes between the check above and the call is sent again by the canceller
         // until this thread has ended.
         if (flock(wait->fd, wait->operation) == 0) {
-            pthread_mutex_lock(&wait->mutex);
-            cancelled = wait->cancelled;
-            pthread_mutex_unlock(&wait->mutex);
+            bool cancelled = atomic_load(&wait->cancelled);
             if (cancelled) flock(wait->fd, LOCK_UN);
             result = cancelled ? ECANCELED : 0;
             break;
@@ -68,10 +64,7 @@ static void *run_wait(void *argument) {
             break;
         }
     }
-    pthread_mutex_lock(&wait->mutex);
-    wait->finished = true;
-    pthread_cond_broadcast(&wait->ended);
-    pthread_mutex_unlock(&wait->mutex);
+    sem_post(&wait->ended);
     wait->done(wait->context, result);
     return NULL;
 }
@@ -84,12 +77,11 @@ worker_lock_wait *worker_lock_wait_start(int fd, int operation, void (*done)(voi
     wait->operation = operation;
     wait->done = done;
     wait->context = context;
-    pthread_mutex_init(&wait->mutex, NULL);
-    pthread_cond_init(&wait->ended, NULL);
+    atomic_init(&wait->cancelled, false);
+    sem_init(&wait->ended, 0, 0);
     int status = pthread_create(&wait->thread, NULL, run_wait, wait);
     if (status != 0) {
-        pthread_cond_destroy(&wait->ended);
-        pthread_mutex_destroy(&wait->mutex);
+        sem_destroy(&wait->ended);
         free(wait);
         errno = status;
         return NULL;
@@ -97,7 +89,7 @@ worker_lock_wait *worker_lock_wait_start(int fd, int operation, void (*done)(voi
     return wait;
 }
 
-/// The realtime clock `seconds` from now (what pthread_cond_timedwait takes).
+/// The realtime clock `seconds` from now (what sem_timedwait takes).
 static struct timespec from_now(double seconds) {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -108,31 +100,34 @@ static struct timespec from_now(double seconds) {
     return until;
 }
 
+/// Whether the thread has ended, waiting for it until `until` (the end is left posted for the
+/// next wait).
+static bool ended_by(worker_lock_wait *wait, const struct timespec *until) {
+    int status;
+    do {
+        status = sem_timedwait(&wait->ended, until);
+    } while (status != 0 && errno == EINTR);
+    if (status != 0) return false;
+    sem_post(&wait->ended);
+    return true;
+}
+
 void worker_lock_wait_cancel(worker_lock_wait *wait) {
-    pthread_mutex_lock(&wait->mutex);
-    wait->cancelled = true;
-    while (!wait->finished) {
+    atomic_store(&wait->cancelled, true);
+    for (;;) {
         pthread_kill(wait->thread, wake_signal());
         struct timespec until = from_now(0.001);
-        pthread_cond_timedwait(&wait->ended, &wait->mutex, &until);
+        if (ended_by(wait, &until)) break;
     }
-    pthread_mutex_unlock(&wait->mutex);
 }
 
 int worker_lock_wait_for(worker_lock_wait *wait, double seconds) {
     struct timespec until = from_now(seconds > 0 ? seconds : 0);
-    pthread_mutex_lock(&wait->mutex);
-    while (!wait->finished) {
-        if (pthread_cond_timedwait(&wait->ended, &wait->mutex, &until) == ETIMEDOUT) break;
-    }
-    int ended = wait->finished;
-    pthread_mutex_unlock(&wait->mutex);
-    return ended;
+    return ended_by(wait, &until);
 }
 
 void worker_lock_wait_free(worker_lock_wait *wait) {
     pthread_join(wait->thread, NULL);
-    pthread_cond_destroy(&wait->ended);
-    pthread_mutex_destroy(&wait->mutex);
+    sem_destroy(&wait->ended);
     free(wait);
 }
