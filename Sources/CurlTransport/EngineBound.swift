@@ -20,8 +20,9 @@ final class EngineThread: Sendable {
 /// (sent in, so nothing else holds it) and handed around freely, but every access is checked to
 /// be on that thread and traps otherwise — the promise is checked as the program runs instead of
 /// written in a comment. libcurl's callbacks, the engine's timers and commands all run there.
-struct EngineBound<Value>: @unchecked Sendable {
-    private let bound: Value
+struct EngineBound<Value>: Sendable {
+    /// The one field the compiler cannot check, read only through `value`, which checks the thread.
+    nonisolated(unsafe) private let bound: Value
     private let thread: EngineThread
 
     init(_ value: sending Value, on thread: EngineThread) {
