@@ -7,16 +7,17 @@ import WorkerSupport
 /// Connections and the DNS cache stay pooled in the multi handle and TLS sessions in the engine's
 /// share, whatever the handle.
 extension CurlEngine {
-    /// A timer of the engine's own (timeouts, pauses), added directly: this is its thread.
-    func addTimer(at due: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
+    /// A timer of the engine's own (timeouts), added to its `loop` directly: this is its thread.
+    private func addTimer(at due: Double, to loop: Loop, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
         let id = newTimerID()
-        loop.value.timers.add(id: id, due: due, work)
+        loop.timers.add(id: id, due: due, work)
         return id
     }
 
     func begin(_ transfer: CurlTransfer) {
         let loop = loop.value
-        if let failure = transfer.state.value.abortedBeforeStart
+        let state = transfer.state.value
+        if let failure = state.abortedBeforeStart
             ?? (loop.stopped != nil ? FetchFailure(.cancelled, "the run was cancelled") : nil) {
             transfer.complete(with: failure)
             return
@@ -41,20 +42,20 @@ extension CurlEngine {
         }
         loop.transfers[ObjectIdentifier(transfer)] = transfer
         worker_curl_multi_add_handle(loop.multi, handle)
-        let state = transfer.state.value
-        state.deadlineTimer = addTimer(at: transfer.deadline) { [unowned self] fired in
+        state.deadlineTimer = addTimer(at: transfer.deadline, to: loop) { [unowned self] fired in
             guard fired else { return }
             end(transfer, code: nil, failure: FetchFailure(.timeout, "the entry took longer than --entry-timeout"))
         }
         let now = Monotonic.now()
         let watch = SilenceWatch(limit: transfer.timeouts?.read ?? options.readTimeout, now: now, activity: state.activity)
-        armSilenceTimer(transfer, at: now + watch.interval, watch: watch)
+        armSilenceTimer(transfer, state, at: now + watch.interval, watch: watch, in: loop)
     }
 
     /// `--read-timeout`: once connected, a transfer that receives nothing for that long (and is
     /// not paused by `--limit-rate`) ends as a timeout (`SilenceWatch` decides, on a timer).
-    private func armSilenceTimer(_ transfer: CurlTransfer, at due: Double, watch: SilenceWatch) {
-        transfer.state.value.silenceTimer = addTimer(at: due) { [unowned self] fired in
+    private func armSilenceTimer(_ transfer: CurlTransfer, _ state: CurlTransfer.State, at due: Double, watch: SilenceWatch,
+                                 in loop: Loop) {
+        state.silenceTimer = addTimer(at: due, to: loop) { [unowned self] fired in
             let state = transfer.state.value
             guard fired, state.handle != nil else { return }
             var watch = watch
@@ -63,7 +64,7 @@ extension CurlEngine {
                 let limit = transfer.timeouts.map { "\(Units.formatDuration($0.read))" } ?? "--read-timeout"
                 end(transfer, code: nil, failure: FetchFailure(.timeout, "read timeout: the server sent nothing for \(limit)"))
             case .checkAt(let next):
-                armSilenceTimer(transfer, at: next, watch: watch)
+                armSilenceTimer(transfer, state, at: next, watch: watch, in: self.loop.value)
             }
         }
     }
