@@ -74,15 +74,6 @@ package struct ReportBuilder {
         return true
     }
 
-    /// Takes back an entry counted as `status` (its row, if listed): it is about to be counted
-    /// again with another. Rows recorded lately are at the end, where the search starts.
-    package mutating func retract(_ status: EntryStatus, order: Int) {
-        totals.uncount(status)
-        guard let index = rows.lastIndex(where: { $0.order == Int32(order) && $0.status == status }) else { return }
-        rows.remove(at: index)
-        if status != .failed { listed -= 1 }
-    }
-
     /// The listed rows, in order: those kept whole as they are, the others made by `make` (from
     /// the row's order, status and facts) as each is read.
     package func entries(making make: @escaping @Sendable (Int, EntryStatus, RowFacts) -> SyncReport.Entry) -> ReportRows {

@@ -38,17 +38,6 @@ public struct SyncReport: Sendable {
             case refreshed, repaired
         }
 
-        mutating func uncount(_ status: EntryStatus) {
-            switch status {
-            case .unchanged: unchanged -= 1
-            case .added: added -= 1
-            case .updated: updated -= 1
-            case .reused: reused -= 1
-            case .failed: failed -= 1
-            case .removed: removed -= 1
-            }
-        }
-
         mutating func count(_ status: EntryStatus) {
             switch status {
             case .unchanged: unchanged += 1

@@ -43,7 +43,7 @@ package struct BatchCommit {
     /// Whether this process has marked the cache unclean (objects may be installed before their
     /// rows): the run clears its mark when it ends normally.
     package private(set) var markedUnclean = false
-    /// Rows dropped at a commit because their stored object had gone meanwhile (by URL).
+    /// Rows the last commit dropped because their stored object had gone meanwhile (by URL).
     package private(set) var vanished: [String] = []
     /// Rows the last commit dropped for want of space, with their objects (deleted).
     package private(set) var notStored: [(origin: Origin, url: String, object: String)] = []
@@ -74,7 +74,7 @@ package struct BatchCommit {
     package mutating func commit(index: CacheIndex, touches: [String] = [], removals: [String] = [],
                          at time: Double) throws(CacheError) {
         guard !isEmpty || !touches.isEmpty || !removals.isEmpty else { return }
-        notStored = []
+        (notStored, vanished) = ([], [])
         defer {
             upserts.removeAll(keepingCapacity: true)
             items.removeAll(keepingCapacity: true)

@@ -22,8 +22,6 @@ struct SyncLedger {
         case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil,
                        servedBy: String? = nil)
         case failed(item: Int, FetchFailure, attempts: Int, stale: Bool)
-        /// A delivered item whose row did not fit in the index (a full disk): failed after all.
-        case notStored(item: Int, object: String, reused: Bool, FetchFailure, stale: Bool)
         /// A dry run: what a sync would do with the item.
         case planned(item: Int)
         /// An orphan `--prune` removed (or, in a dry run, would remove); `position` orders it.
@@ -135,12 +133,6 @@ struct SyncLedger {
             let status = deliveredStatus(item, object: object)
             add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
                 servedBy: servedBy)
-        case .notStored(let item, let object, let reused, let failure, let stale):
-            let planned = plan.item(at: item)
-            if !reused, planned.action == .repair { rows.totals.repaired -= 1 }
-            if !reused, planned.action == .refresh { rows.totals.refreshed -= 1 }
-            rows.retract(reused ? .reused : deliveredStatus(item, object: object), order: item)
-            record(.failed(item: item, failure, attempts: 1, stale: stale))
         case .failed(let item, let failure, let attempts, let stale):
             let planned = plan.item(at: item)
             if item < objects.count { objects[item] = nil }

@@ -23,6 +23,10 @@ struct SyncRun {
     var ledger: SyncLedger
     /// What finished since the last commit.
     var batch: BatchCommit
+    /// What the ledger is told of each of the batch's rows (delivered, reused) once the commit
+    /// has stored it: a row the index had no room for is told as failed instead. The ledger hears
+    /// each outcome once, after the store decided it, and never takes one back.
+    var uncommitted: [(item: Int, event: SyncLedger.Event)] = []
     /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
     var pendingTouches: [String] = []
     /// Kept entries' "last used" is refreshed this many to a commit.
@@ -75,8 +79,8 @@ struct SyncRun {
                 }
             case .reuse(let object, let size):
                 link(offset, object: object, size: size, body: nil,
-                     isPrivate: plan.request(for: offset, locator: options.fetch.locator).carriesCredentials)
-                ledger.record(.reused(item: offset, object: object, size: size))
+                     isPrivate: plan.request(for: offset, locator: options.fetch.locator).carriesCredentials,
+                     then: .reused(item: offset, object: object, size: size))
             case .repair:
                 let url = plan.manifests.entries.url(at: offset)
                 logger.warning("\(Redact.url(url)): the cached file's size is not the index's (changed on disk); fetching it again")
@@ -162,12 +166,12 @@ struct SyncRun {
                                                          "entry.source": "\(result.source?.rawValue ?? "-")",
                                                          "entry.bytes": "\(body.size)"])
                 batch.addBytes(body.size)
-                link(item, object: body.sha256, size: body.size, body: body, isPrivate: result.isPrivate)
                 if let failover = result.failover, let servedBy = result.servedBy {
                     ledger.record(.failedOver(failover, servedBy: servedBy))
                 }
-                ledger.record(.delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
-                                         source: result.source, servedBy: result.servedBy))
+                link(item, object: body.sha256, size: body.size, body: body, isPrivate: result.isPrivate,
+                     then: .delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
+                                      source: result.source, servedBy: result.servedBy))
             case .failure(let failure) where diskFull && failure.reason == .cancelled:
                 fail(item, FetchFailure(.io, "no space left on the device: cut short when the disk filled", detail: .noSpace),
                      attempts: result.attempts)
@@ -179,14 +183,15 @@ struct SyncRun {
         guard let delivered, group.items.count > 1 else { return }
         let tried = Set(results.map(\.item))
         for item in group.items where !tried.contains(item) {
-            link(item, object: delivered.body.sha256, size: delivered.body.size, body: nil, isPrivate: delivered.isPrivate)
-            ledger.record(.reused(item: item, object: delivered.body.sha256, size: delivered.body.size))
+            link(item, object: delivered.body.sha256, size: delivered.body.size, body: nil, isPrivate: delivered.isPrivate,
+                 then: .reused(item: item, object: delivered.body.sha256, size: delivered.body.size))
         }
     }
 
     /// Records a verified object as the URL's current version (an index row once committed),
-    /// private when it was fetched with credentials.
-    private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?, isPrivate: Bool) {
+    /// private when it was fetched with credentials; the ledger is told `event` once it is.
+    private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?, isPrivate: Bool,
+                               then event: SyncLedger.Event) {
         let planned = plan.item(at: item)
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
@@ -194,6 +199,7 @@ struct SyncRun {
                               size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
                               isPrivate: isPrivate),
                   item: item, installing: body?.temporaryPath)
+        uncommitted.append((item, event))
     }
 
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
@@ -246,6 +252,32 @@ struct SyncRun {
         return (ranges, alone)
     }
 
+    /// Tells the ledger what the last commit stored; the rows it had no room for fail.
+    private mutating func tellLedgerCommitted() {
+        let dropped = Set(batch.notStored.compactMap(\.origin.item))
+        for event in Self.committed(uncommitted, notStored: dropped, stale: { item in
+            plan.previous(at: item).map { store.contains($0.object) } ?? false
+        }) {
+            ledger.record(event)
+        }
+        uncommitted.removeAll(keepingCapacity: true)
+    }
+
+    /// What the ledger is told of a batch's rows once it was committed: each row's own event,
+    /// or for a row the index had no room for (`notStored`, by item), a failure ("no space left
+    /// on the device") with the attempts that delivered it. `stale`: whether an item's previous
+    /// version is still stored.
+    static func committed(_ rows: [(item: Int, event: SyncLedger.Event)], notStored: Set<Int>,
+                          stale: (Int) -> Bool) -> [SyncLedger.Event] {
+        guard !notStored.isEmpty else { return rows.map(\.event) }
+        return rows.map { item, event in
+            guard notStored.contains(item) else { return event }
+            let attempts = if case .delivered(_, _, _, let attempts, _, _) = event { attempts } else { 1 }
+            return .failed(item: item, FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
+                           attempts: attempts, stale: stale(item))
+        }
+    }
+
     /// Refreshes "last used" of the rows in `ranges`, holding the cache's lock for that only.
     mutating func commit(touchRanges ranges: [(first: String, last: String)], at time: Double) async throws(CacheError) {
         let lock = try await CacheLock.forCommit(directory: store.root, context: context)
@@ -261,13 +293,7 @@ struct SyncRun {
         let lock = try await CacheLock.forCommit(directory: store.root, context: context)
         defer { lock.release() }
         try batch.commit(index: index, touches: touches, at: time)
-        for dropped in batch.notStored {
-            guard let item = dropped.origin.item else { continue }
-            let planned = plan.item(at: item)
-            ledger.record(.notStored(item: item, object: dropped.object, reused: dropped.origin.reused,
-                                     FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
-                                     stale: planned.previous.map { store.contains($0.object) } ?? false))
-        }
+        tellLedgerCommitted()
         if !batch.notStored.isEmpty {
             diskFull = true
             logger.warning("the disk is full: \(batch.notStored.count) entries verified but not stored (no room for their rows); the next sync fetches them")

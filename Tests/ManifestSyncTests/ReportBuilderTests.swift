@@ -52,15 +52,12 @@ import WorkerTestSupport
         #expect(rows.entries(making: Self.unused).map(\.url) == ["u0", "u1", "u2", "u3", "u4"])
     }
 
-    /// Rows kept as facts are made as the report is read, in order among the whole ones; a row
-    /// taken back is gone whichever way it was kept.
+    /// Rows kept as facts are made as the report is read, in order among the whole ones.
     @Test func rowsKeptAsFactsAreMadeInOrderAmongWholeOnes() {
         var rows = ReportBuilder(listLimit: nil, reportAll: true)
         rows.add(.added, order: 3, facts: RowFacts(size: 30, attempts: 2, source: .remote))
         rows.add(.failed, order: 1) { Self.row("whole u1", .failed) }
         rows.add(.unchanged, order: 0, facts: RowFacts(size: 0))
-        rows.add(.updated, order: 2, facts: RowFacts())
-        rows.retract(.updated, order: 2)
         rows.add(.failed, order: 2) { Self.row("whole u2", .failed) }
         let made = rows.entries { order, status, facts in
             SyncReport.Entry(url: "made u\(order)", status: status, bytes: facts.size, attempts: facts.attempts, source: facts.source)
@@ -80,17 +77,18 @@ import WorkerTestSupport
         let folder = TemporaryDirectory()
         func build(_ directory: String?) -> [SyncReport.Entry] {
             var rows = ReportBuilder(listLimit: nil, reportAll: true, factsDirectory: directory)
-            // Out of order (as downloads finish), some taken back and counted again, some whole.
+            // Out of order (as downloads finish), of two statuses, some whole.
             for order in (0..<count).reversed() where order % 5 != 0 {
-                rows.add(.added, order: order, facts: RowFacts(object: order % 3 == 0 ? nil : Self.name(order), size: Int64(order),
-                                                               attempts: order % 4 == 0 ? nil : order % 7, source: order % 2 == 0 ? .origin : .local))
+                if order % 11 == 1 {
+                    rows.add(.updated, order: order, facts: RowFacts(size: Int64(order * 2), source: .remote))
+                } else {
+                    rows.add(.added, order: order, facts: RowFacts(object: order % 3 == 0 ? nil : Self.name(order), size: Int64(order),
+                                                                   attempts: order % 4 == 0 ? nil : order % 7,
+                                                                   source: order % 2 == 0 ? .origin : .local))
+                }
             }
             for order in stride(from: 0, to: count, by: 5) {
                 rows.add(.failed, order: order) { Self.row("whole u\(order)", .failed) }
-            }
-            for order in stride(from: 1, to: count, by: 11) where order % 5 != 0 {
-                rows.retract(.added, order: order)
-                rows.add(.updated, order: order, facts: RowFacts(size: Int64(order * 2), source: .remote))
             }
             return Array(rows.entries { order, status, facts in
                 SyncReport.Entry(url: "made u\(order)", hash: facts.object?.hex, status: status, bytes: facts.size,

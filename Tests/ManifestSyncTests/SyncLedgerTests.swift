@@ -61,24 +61,33 @@ import WorkerTestSupport
         #expect(!json.contains("\"present\""), "push's count is not in a sync report")
     }
 
-    /// A full disk: rows that did not fit in the index are taken back and counted failed, once,
-    /// with their listed rows replaced (a reused row as reused, an update as updated).
-    @Test func aRowTheIndexHadNoRoomForIsTakenBackAsFailed() {
+    /// A full disk: the ledger hears of a batch's rows once the commit decided them, so rows the
+    /// index had no room for are counted failed, once, and never as delivered or reused first.
+    @Test func aRowTheIndexHadNoRoomForIsToldAsFailedOnly() {
         let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
                               entry("http://h/c", "sha256:" + objectA)],
                              [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        let rows: [(item: Int, event: SyncLedger.Event)] = [
+            (0, .delivered(item: 0, object: objectA, size: 3, attempts: 1)),
+            (1, .delivered(item: 1, object: objectB, size: 3, attempts: 3)),
+            (2, .reused(item: 2, object: objectA, size: 3)),
+        ]
+        let told = SyncRun.committed(rows, notStored: [1, 2]) { $0 == 1 }
         var account = ledger(downloads)
-        account.record(.delivered(item: 0, object: objectA, size: 3, attempts: 1))
-        account.record(.delivered(item: 1, object: objectB, size: 3, attempts: 1))
-        account.record(.reused(item: 2, object: objectA, size: 3))
-        let full = FetchFailure(.io, "no space left on the device")
-        account.record(.notStored(item: 1, object: objectB, reused: false, full, stale: true))
-        account.record(.notStored(item: 2, object: objectA, reused: true, full, stale: false))
+        for event in told { account.record(event) }
         let report = account.report(finishedAt: started, budget: FailureBudget.none)
         #expect(report.totals.added == 1 && report.totals.updated == 0 && report.totals.reused == 0 && report.totals.failed == 2,
                 "\(report.totals)")
         #expect(report.entries.map(\.status) == [.added, .failed, .failed])
-        #expect(report.entries[1].stale == true && report.entries[1].error == "no space left on the device")
+        #expect(report.entries[1].stale == true && report.entries[1].error == "no space left on the device (the index had no room for its row)")
+        #expect(report.entries[1].attempts == 3, "the attempts that delivered it")
+        #expect(report.entries[2].stale == false && report.entries[2].reason == .io)
+        // A commit that stored every row tells each row's own event.
+        let stored = SyncRun.committed(rows, notStored: []) { _ in false }
+        var whole = ledger(downloads)
+        for event in stored { whole.record(event) }
+        let totals = whole.report(finishedAt: started, budget: FailureBudget.none).totals
+        #expect(totals.added == 1 && totals.updated == 1 && totals.reused == 1 && totals.failed == 0, "\(totals)")
     }
 
     @Test func aDeliveredBodyTakesItsStatusFromThePlannedAction() {
@@ -205,9 +214,8 @@ import WorkerTestSupport
                        entry("file:///srv/d", nil)]
         var account = ledger(plan(entries))
         account.record(.failed(item: 0, FetchFailure(.connection, "refused"), attempts: 1, stale: false))
-        account.record(.delivered(item: 1, object: objectA, size: 1, attempts: 1))
-        // Delivered, then no room for its row: a failure of its origin after all.
-        account.record(.notStored(item: 1, object: objectA, reused: false, FetchFailure(.io, "no space"), stale: false))
+        // Delivered, then no room for its row: a failure of its origin.
+        account.record(.failed(item: 1, FetchFailure(.io, "no space"), attempts: 1, stale: false))
         account.record(.failed(item: 2, FetchFailure(.httpStatus, "HTTP 500"), attempts: 1, stale: false))
         account.record(.failed(item: 3, FetchFailure(.io, "missing"), attempts: 1, stale: false))
         #expect(account.failuresPerManifest == [4])
