@@ -53,7 +53,7 @@ package final class Fetcher: Sendable {
         let shares = (0..<count).map { settings.jobs / count + ($0 < settings.jobs % count ? 1 : 0) }
         let started: EngineSet
         if !network {
-            started = EngineSet(engines: [LocalEngine()], cleanup: {})
+            started = EngineSet(engines: [try LocalEngine()], cleanup: {})
         } else if let transport = settings.transport {
             started = try transport.startEngines(shares: shares, settings: settings)
         } else {

@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import WorkerSupport
 
 /// Hashes a large body on a thread of its own while the fetch engine's thread receives and writes
 /// it: for a body of a gigabyte the hash (about half a second of CPU a GiB here) no longer adds to
@@ -7,14 +8,20 @@ import Synchronization
 /// slot beyond that, so memory stays bounded (depth × the chunk size). Small bodies are hashed in
 /// line: a hand-off per file would cost more than the hash.
 final class HashPipeline: Sendable {
-    /// Updated on `queue` only, one chunk at a time: the lock is never waited for.
+    /// Updated on the queue's one thread only, one chunk at a time: the lock is never waited for.
     private let hasher: Mutex<BodyHasher>
-    private let queue = DispatchQueue(label: "worker.hash", qos: .userInitiated)
+    private let queue = ThreadQueue(name: "worker.hash", limit: 1)
     private let slots: DispatchSemaphore
 
     init(_ hasher: sending BodyHasher, depth: Int = 32) {
         self.hasher = Mutex(hasher)
-        slots = DispatchSemaphore(value: depth)
+        slots = DispatchSemaphore(value: 0)
+        for _ in 0..<depth { slots.signal() }
+    }
+
+    /// The thread ends once the chunks queued have been hashed.
+    deinit {
+        queue.close()
     }
 
     /// Queues a copy of `bytes` to be hashed, after the ones before it.
@@ -29,6 +36,9 @@ final class HashPipeline: Sendable {
 
     /// The hasher once every queued chunk is in it.
     func finish() -> BodyHasher {
-        queue.sync { hasher.withLock { $0 } }
+        let hashed = ThreadLatch()
+        queue.async { hashed.finish() }
+        hashed.wait()
+        return hasher.withLock { $0 }
     }
 }

@@ -1,36 +1,54 @@
 import Dispatch
 import Glibc
 import Synchronization
+import WorkerStore
+import WorkerSupport
 
-/// A fetch engine without a transport, for a run whose downloads are all local files: a serial
-/// Dispatch queue with timers (the queue's waits, progress, the deadline). It makes no transfer,
-/// so such a run never loads libcurl.
+/// A fetch engine without a transport, for a run whose downloads are all local files: a thread of
+/// its own running what is queued, in order, and timers (the queue's waits, progress, the
+/// deadline). It makes no transfer, so such a run never loads libcurl.
 final class LocalEngine: FetchEngine {
-    private struct Timers {
-        var pending: [Int: @Sendable (Bool) -> Void] = [:]
+    private struct Loop {
+        var work: [@Sendable () -> Void] = []
+        var timers: [Int: Timer] = [:]
         /// Timers cancelled before they were scheduled (ids are handed out first, for registering).
         var cancelledEarly = Set<Int>()
-        var stopped = false
+        /// Set by `shutdown`: what is queued runs, then the thread ends and this is called.
+        var stopped: (@Sendable () -> Void)?
+        /// Set once the thread has ended: later work is answered at once.
+        var ended = false
     }
 
-    private let queue = DispatchQueue(label: "worker.local-engine")
-    private let timers = Mutex(Timers())
+    private struct Timer {
+        let due: Double
+        let work: @Sendable (Bool) -> Void
+    }
+
+    private let loop = Mutex(Loop())
+    /// Signalled when work or a timer comes: the thread looks again.
+    private let wake = DispatchSemaphore(value: 0)
     private let nextID = Atomic<Int>(0)
-    /// The thread running the queue's work now (0 between work items).
-    private let runningOn = Atomic<UInt>(0)
+    /// The engine's thread (0 until it runs).
+    private let thread = Atomic<UInt>(0)
+
+    /// Fails when no thread can be started.
+    init() throws(CacheError) {
+        guard Threads.detach(name: "worker-local", { [self] in run() }) else {
+            throw .resources("cannot start a thread for local files")
+        }
+    }
 
     var isCurrent: Bool {
-        runningOn.load(ordering: .acquiring) == UInt(pthread_self())
+        thread.load(ordering: .acquiring) == UInt(pthread_self())
     }
 
     func execute(_ work: @escaping @Sendable () -> Void) {
-        queue.async { self.run(work) }
-    }
-
-    private func run(_ work: () -> Void) {
-        runningOn.store(UInt(pthread_self()), ordering: .releasing)
-        work()
-        runningOn.store(0, ordering: .releasing)
+        let accepted = loop.withLock { loop -> Bool in
+            guard !loop.ended else { return false }
+            loop.work.append(work)
+            return true
+        }
+        if accepted { wake.signal() } else { work() }
     }
 
     func newTimerID() -> Int {
@@ -38,25 +56,19 @@ final class LocalEngine: FetchEngine {
     }
 
     func schedule(_ id: Int, in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) {
-        let added = timers.withLock { timers -> Bool in
-            if timers.cancelledEarly.remove(id) != nil || timers.stopped { return false }
-            timers.pending[id] = work
+        let due = Monotonic.now() + max(0, seconds)
+        let added = loop.withLock { loop -> Bool in
+            if loop.cancelledEarly.remove(id) != nil || loop.stopped != nil || loop.ended { return false }
+            loop.timers[id] = Timer(due: due, work: work)
             return true
         }
-        guard added else {
-            execute { work(false) }
-            return
-        }
-        queue.asyncAfter(deadline: .now() + max(0, seconds)) {
-            guard let due = self.timers.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
-            self.run { due(true) }
-        }
+        if added { wake.signal() } else { execute { work(false) } }
     }
 
     func cancelTimer(_ id: Int) {
-        let work = timers.withLock { timers -> (@Sendable (Bool) -> Void)? in
-            if let work = timers.pending.removeValue(forKey: id) { return work }
-            timers.cancelledEarly.insert(id)
+        let work = loop.withLock { loop -> (@Sendable (Bool) -> Void)? in
+            if let timer = loop.timers.removeValue(forKey: id) { return timer.work }
+            loop.cancelledEarly.insert(id)
             return nil
         }
         if let work { execute { work(false) } }
@@ -78,16 +90,54 @@ final class LocalEngine: FetchEngine {
 
     func abort(_ transfer: any EngineTransfer, _ failure: FetchFailure) {}
 
-    /// Ends the pending timers as cancelled and returns once the queue has run what it holds.
+    /// Ends the pending timers as cancelled and returns once the thread has run what it holds.
     func shutdown() async {
-        let pending = timers.withLock { timers in
-            timers.stopped = true
-            defer { timers.pending.removeAll() }
-            return Array(timers.pending.values)
-        }
-        for work in pending { execute { work(false) } }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            queue.async { done.resume() }
+            let pending = loop.withLock { loop -> [@Sendable (Bool) -> Void]? in
+                guard !loop.ended else { return nil }
+                loop.stopped = { done.resume() }
+                defer { loop.timers.removeAll() }
+                return loop.timers.values.map(\.work)
+            }
+            guard let pending else { return done.resume() }
+            for work in pending { execute { work(false) } }
+            wake.signal()
+        }
+    }
+
+    // MARK: - The engine's thread
+
+    private func run() {
+        thread.store(UInt(pthread_self()), ordering: .releasing)
+        var work: [@Sendable () -> Void] = []
+        while true {
+            let now = Monotonic.now()
+            var due: [@Sendable (Bool) -> Void] = []
+            let (next, stopped) = loop.withLock { loop -> (Double?, (@Sendable () -> Void)?) in
+                swap(&work, &loop.work)
+                for (id, timer) in loop.timers where timer.due <= now {
+                    due.append(timer.work)
+                    loop.timers[id] = nil
+                }
+                if work.isEmpty, due.isEmpty, let stopped = loop.stopped {
+                    loop.ended = true
+                    return (nil, stopped)
+                }
+                return (loop.timers.values.map(\.due).min(), nil)
+            }
+            if let stopped {
+                stopped()
+                return
+            }
+            for job in work { job() }
+            work.removeAll(keepingCapacity: true)
+            for job in due { job(true) }
+            guard due.isEmpty else { continue }
+            if let next {
+                _ = wake.wait(timeout: .now() + max(0, next - Monotonic.now()))
+            } else {
+                wake.wait()
+            }
         }
     }
 

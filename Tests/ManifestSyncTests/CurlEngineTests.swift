@@ -21,7 +21,7 @@ import WorkerTestSupport
             try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
                                           trustedCertificates: nil))
         case .local:
-            LocalEngine()
+            try LocalEngine()
         }
     }
 

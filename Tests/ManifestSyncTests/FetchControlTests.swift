@@ -10,8 +10,8 @@ import WorkerTestSupport
 /// and `wait`) and `--max-rps`'s slots (`RateLimits`), with
 /// plain numbers and the local engine's timers: no sockets.
 @Suite(.hangLimit) struct FetchControlTests {
-    @Test func aStopCancelsWhatWaitsAndWhatRegistersAfterIt() async {
-        let engine = LocalEngine()
+    @Test func aStopCancelsWhatWaitsAndWhatRegistersAfterIt() async throws {
+        let engine = try LocalEngine()
         let control = StopRequest()
         // The wait registers, then the stop comes: no task or sleep in between (a busy test run
         // may hold every thread of the pool for long).
@@ -30,8 +30,8 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func anUnstoppedWaitFires() async {
-        let engine = LocalEngine()
+    @Test func anUnstoppedWaitFires() async throws {
+        let engine = try LocalEngine()
         let control = StopRequest()
         let fired = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
             control.wait(0.01, on: engine) { done.resume(returning: $0) }
@@ -41,9 +41,9 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
-    @Test func aTransferSentAfterAStopEndsCancelledWithoutReachingTheEngine() async {
+    @Test func aTransferSentAfterAStopEndsCancelledWithoutReachingTheEngine() async throws {
         // The local engine answers any transfer it starts with "no network transport".
-        let engine = LocalEngine()
+        let engine = try LocalEngine()
         let control = StopRequest()
         let request = TransferRequest(url: "http://127.0.0.1:1/x", headers: [], deadline: Monotonic.now() + 60)
         let sent = await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in

@@ -12,7 +12,7 @@ import WorkerTestSupport
         -> SourceOutcome.Answer {
         let store = try ContentStore(root: directory.path + "/cache")
         let source = LocalFileSource(store: store, settings: FetchSettings(), knownFolders: knownFolders)
-        let engine = LocalEngine()
+        let engine = try LocalEngine()
         let lane = FetchLane(control: StopRequest(), engine: engine, gate: nil)
         let outcome = await withCheckedContinuation { continuation in
             source.fetch(request, lane: lane) { continuation.resume(returning: $0) }

@@ -24,12 +24,13 @@ import WorkerTestSupport
             var sent: [String: [UInt8]] = [:]
         }
 
-        let inner = LocalEngine()
+        let inner: LocalEngine
         let state = Mutex(State())
         let delay: Double
         let answer: @Sendable (TransferMethod, String) -> Int
 
-        init(delay: Double = 0.002, answer: @escaping @Sendable (TransferMethod, String) -> Int) {
+        init(delay: Double = 0.002, answer: @escaping @Sendable (TransferMethod, String) -> Int) throws {
+            inner = try LocalEngine()
             self.delay = delay
             self.answer = answer
         }
@@ -121,7 +122,7 @@ import WorkerTestSupport
 
     @Test func everyBodyIsSentAFewAtATimeAndTheRunWaitsForThem() async throws {
         let directory = TemporaryDirectory()
-        let engine = ScriptedTier { _, _ in 201 }
+        let engine = try ScriptedTier { _, _ in 201 }
         let tier = RemoteTier(settings: try settings(uploadsAtOnce: 3), logger: Logger(label: "test"))
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
         let pending = bodies(10, in: directory)
@@ -145,7 +146,7 @@ import WorkerTestSupport
 
     @Test func onlyPromisedObjectsACommitInstalledAreSentAndTheRunWaitsUntilTheOffersClose() async throws {
         let directory = TemporaryDirectory()
-        let engine = ScriptedTier { _, _ in 201 }
+        let engine = try ScriptedTier { _, _ in 201 }
         let tier = RemoteTier(settings: try settings(), logger: Logger(label: "test"))
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
         let installed = String(repeating: "ab", count: 32), notInstalled = String(repeating: "cd", count: 32)
@@ -178,7 +179,7 @@ import WorkerTestSupport
     @Test func pushAsksFirstAndSendsOnlyWhatTheTierLacks() async throws {
         let directory = TemporaryDirectory()
         // Objects whose name starts with an even digit are there already.
-        let engine = ScriptedTier { method, url in
+        let engine = try ScriptedTier { method, url in
             guard method == .head else { return 201 }
             return Int(String(url.last!))! % 2 == 0 ? 200 : 404
         }
@@ -199,7 +200,7 @@ import WorkerTestSupport
 
     @Test func aStopCutsWhatIsInFlightAndDropsTheRestAsNotDone() async throws {
         let directory = TemporaryDirectory()
-        let engine = ScriptedTier(delay: 30) { _, _ in 201 }
+        let engine = try ScriptedTier(delay: 30) { _, _ in 201 }
         let tier = RemoteTier(settings: try settings(uploadsAtOnce: 2), logger: Logger(label: "test"))
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
         for body in bodies(5, in: directory) { uploads.offer(body) }
@@ -219,7 +220,7 @@ import WorkerTestSupport
 
     @Test func aTierThatRefusesUploadsIsGivenUpAndTheRestAreNotSent() async throws {
         let directory = TemporaryDirectory()
-        let engine = ScriptedTier { _, _ in 507 }
+        let engine = try ScriptedTier { _, _ in 507 }
         let tier = RemoteTier(settings: try settings(uploadsAtOnce: 1), logger: Logger(label: "test"))
         let uploads = RemoteUploads(tier: tier, cacheDirectory: directory.path, engines: [engine], entryTimeout: 60)
         for body in bodies(8, in: directory) { uploads.offer(body) }

@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import WorkerManifest
@@ -22,7 +21,7 @@ struct LocalFileSource: ContentSource {
         LocalFile.isLocal(request.url)
     }
 
-    /// Reads the file on a Dispatch queue of its own. A stop of the lane's control and the entry
+    /// Reads the file on a thread of the local files' own. A stop of the lane's control and the entry
     /// timeout end the read between chunks.
     func fetch(_ request: FetchRequest, lane: FetchLane, done: @escaping @Sendable (SourceOutcome) -> Void) {
         let deadline = Monotonic.now() + settings.entryTimeout
@@ -33,8 +32,8 @@ struct LocalFileSource: ContentSource {
         }
     }
 
-    /// Blocking reads; a few at a time, like the downloads beside them.
-    private static let localFiles = DispatchQueue(label: "worker.local-files", qos: .utility, attributes: .concurrent)
+    /// Blocking reads, as many at a time as the schedule starts at most.
+    private static let localFiles = ThreadQueue(name: "worker.local", limit: DownloadSchedule.localFilesAtOnce)
 
     /// The folder `request`'s file must stay inside: its manifest's, else a known folder holding it.
     private func root(for request: FetchRequest) -> String? {
