@@ -26,7 +26,7 @@ struct SyncRun {
     /// What the ledger is told of each of the batch's rows (delivered, reused) once the commit
     /// has stored it: a row the index had no room for is told as failed instead. The ledger hears
     /// each outcome once, after the store decided it, and never takes one back.
-    var uncommitted: [(item: Int, event: SyncLedger.Event)] = []
+    var uncommitted: [UncommittedRow] = []
     /// URLs confirmed current by a 304: their "last used" is refreshed at the end.
     var pendingTouches: [String] = []
     /// Kept entries' "last used" is refreshed this many to a commit.
@@ -78,9 +78,8 @@ struct SyncRun {
                     touched.append(Int32(offset))
                 }
             case .reuse(let object, let size):
-                link(offset, object: object, size: size, body: nil,
-                     isPrivate: plan.request(for: offset, locator: options.fetch.locator).carriesCredentials,
-                     then: .reused(item: offset, object: object, size: size))
+                link(UncommittedRow(reusing: object, size: size, item: offset), body: nil,
+                     isPrivate: plan.request(for: offset, locator: options.fetch.locator).carriesCredentials)
             case .repair:
                 let url = plan.manifests.entries.url(at: offset)
                 logger.warning("\(Redact.url(url)): the cached file's size is not the index's (changed on disk); fetching it again")
@@ -169,9 +168,9 @@ struct SyncRun {
                 if let failover = result.failover, let servedBy = result.servedBy {
                     ledger.record(.failedOver(failover, servedBy: servedBy))
                 }
-                link(item, object: body.sha256, size: body.size, body: body, isPrivate: result.isPrivate,
-                     then: .delivered(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
-                                      source: result.source, servedBy: result.servedBy))
+                link(UncommittedRow(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
+                                    source: result.source, servedBy: result.servedBy),
+                     body: body, isPrivate: result.isPrivate)
             case .failure(let failure) where diskFull && failure.reason == .cancelled:
                 fail(item, FetchFailure(.io, "no space left on the device: cut short when the disk filled", detail: .noSpace),
                      attempts: result.attempts)
@@ -183,15 +182,15 @@ struct SyncRun {
         guard let delivered, group.items.count > 1 else { return }
         let tried = Set(results.map(\.item))
         for item in group.items where !tried.contains(item) {
-            link(item, object: delivered.body.sha256, size: delivered.body.size, body: nil, isPrivate: delivered.isPrivate,
-                 then: .reused(item: item, object: delivered.body.sha256, size: delivered.body.size))
+            link(UncommittedRow(reusing: delivered.body.sha256, size: delivered.body.size, item: item), body: nil,
+                 isPrivate: delivered.isPrivate)
         }
     }
 
     /// Records a verified object as the URL's current version (an index row once committed),
-    /// private when it was fetched with credentials; the ledger is told `event` once it is.
-    private mutating func link(_ item: Int, object: String, size: Int64, body: FetchedBody?, isPrivate: Bool,
-                               then event: SyncLedger.Event) {
+    /// private when it was fetched with credentials; the ledger is told of `row` once it is.
+    private mutating func link(_ row: UncommittedRow, body: FetchedBody?, isPrivate: Bool) {
+        let (item, object, size) = (row.item, row.object, row.size)
         let planned = plan.item(at: item)
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
@@ -199,7 +198,7 @@ struct SyncRun {
                               size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
                               isPrivate: isPrivate),
                   item: item, installing: body?.temporaryPath)
-        uncommitted.append((item, event))
+        uncommitted.append(row)
     }
 
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
@@ -254,28 +253,12 @@ struct SyncRun {
 
     /// Tells the ledger what the last commit stored; the rows it had no room for fail.
     private mutating func tellLedgerCommitted() {
-        let dropped = Set(batch.notStored.compactMap(\.origin.item))
-        for event in Self.committed(uncommitted, notStored: dropped, stale: { item in
-            plan.previous(at: item).map { store.contains($0.object) } ?? false
-        }) {
-            ledger.record(event)
+        let dropped = batch.notStored.isEmpty ? [] : Set(batch.notStored.compactMap(\.origin.item))
+        for row in uncommitted {
+            ledger.record(row.event(stored: dropped.isEmpty || !dropped.contains(row.item),
+                                    stale: plan.previous(at: row.item).map { store.contains($0.object) } ?? false))
         }
         uncommitted.removeAll(keepingCapacity: true)
-    }
-
-    /// What the ledger is told of a batch's rows once it was committed: each row's own event,
-    /// or for a row the index had no room for (`notStored`, by item), a failure ("no space left
-    /// on the device") with the attempts that delivered it. `stale`: whether an item's previous
-    /// version is still stored.
-    static func committed(_ rows: [(item: Int, event: SyncLedger.Event)], notStored: Set<Int>,
-                          stale: (Int) -> Bool) -> [SyncLedger.Event] {
-        guard !notStored.isEmpty else { return rows.map(\.event) }
-        return rows.map { item, event in
-            guard notStored.contains(item) else { return event }
-            let attempts = if case .delivered(_, _, _, let attempts, _, _) = event { attempts } else { 1 }
-            return .failed(item: item, FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
-                           attempts: attempts, stale: stale(item))
-        }
     }
 
     /// Refreshes "last used" of the rows in `ranges`, holding the cache's lock for that only.

@@ -67,12 +67,12 @@ import WorkerTestSupport
         let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
                               entry("http://h/c", "sha256:" + objectA)],
                              [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
-        let rows: [(item: Int, event: SyncLedger.Event)] = [
-            (0, .delivered(item: 0, object: objectA, size: 3, attempts: 1)),
-            (1, .delivered(item: 1, object: objectB, size: 3, attempts: 3)),
-            (2, .reused(item: 2, object: objectA, size: 3)),
+        let rows = [
+            UncommittedRow(item: 0, object: objectA, size: 3, attempts: 1, source: .origin, servedBy: nil),
+            UncommittedRow(item: 1, object: objectB, size: 3, attempts: 3, source: .origin, servedBy: nil),
+            UncommittedRow(reusing: objectA, size: 3, item: 2),
         ]
-        let told = SyncRun.committed(rows, notStored: [1, 2]) { $0 == 1 }
+        let told = rows.map { $0.event(stored: $0.item == 0, stale: $0.item == 1) }
         var account = ledger(downloads)
         for event in told { account.record(event) }
         let report = account.report(finishedAt: started, budget: FailureBudget.none)
@@ -83,7 +83,7 @@ import WorkerTestSupport
         #expect(report.entries[1].attempts == 3, "the attempts that delivered it")
         #expect(report.entries[2].stale == false && report.entries[2].reason == .io)
         // A commit that stored every row tells each row's own event.
-        let stored = SyncRun.committed(rows, notStored: []) { _ in false }
+        let stored = rows.map { $0.event(stored: true, stale: false) }
         var whole = ledger(downloads)
         for event in stored { whole.record(event) }
         let totals = whole.report(finishedAt: started, budget: FailureBudget.none).totals
