@@ -29,10 +29,13 @@ static struct {
 } api;
 
 const char *worker_curl_load(void) {
+    // Lazy: the thirty-odd libraries libcurl pulls in bind what they call as they first call it,
+    // as they do under the curl command, not all of it at the load (what is used is checked
+    // below, by dlsym).
 #if defined(__APPLE__)
-    void *library = dlopen("libcurl.4.dylib", RTLD_NOW | RTLD_LOCAL);
+    void *library = dlopen("libcurl.4.dylib", RTLD_LAZY | RTLD_LOCAL);
 #else
-    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    void *library = dlopen("libcurl.so.4", RTLD_LAZY | RTLD_LOCAL);
 #endif
     if (!library) return dlerror();
 #define LOAD(field, name) \
