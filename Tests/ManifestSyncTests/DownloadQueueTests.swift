@@ -55,7 +55,7 @@ import WorkerTestSupport
         // The consumer is busy (a commit): the files are read in far less than this.
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(!queue.allStarted, "groups start only as the consumer takes what finished")
-        #expect(queue.state.withLock { $0.ready.count } == 3)
+        #expect(queue.state.withLock { $0.coordinator.ready.count } == 3)
         var finished = 0
         for await batch in queue.batches(every: 0.5) { finished += batch.count }
         #expect(finished == local.files.count, "every group once the consumer takes them")
