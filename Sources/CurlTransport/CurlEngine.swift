@@ -135,7 +135,7 @@ final class CurlEngine: FetchEngine {
         submit(.cancelTimer(id))
     }
 
-    func transfer(_ request: TransferRequest, handler: sending ResponseHandler,
+    func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
                   done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
         CurlTransfer(request, handler: handler, engine: self, thread: thread, done: done)
     }

@@ -43,7 +43,7 @@ extension StopRequest {
     /// Sends `request` on `engine`, registered so that a stop cancels it; `done` gets the reply
     /// once, on the engine's thread — a `cancelled` one, without a request, when the downloads
     /// were stopped already (then on the caller's thread).
-    func send(_ request: TransferRequest, handler: sending ResponseHandler, on engine: any FetchEngine,
+    func send(_ request: TransferRequest, handler: consuming sending ResponseHandler, on engine: any FetchEngine,
               done: @escaping @Sendable (ExchangeReply) -> Void) {
         // Set before the transfer starts, so always there when it ends.
         let token = Mutex<Int?>(nil)

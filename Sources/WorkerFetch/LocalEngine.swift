@@ -75,7 +75,7 @@ final class LocalEngine: FetchEngine {
     }
 
     /// Never asked for (no request of such a run goes over the network); ends as a failure.
-    func transfer(_ request: TransferRequest, handler: sending ResponseHandler,
+    func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
                   done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
         NoTransfer(done: done)
     }

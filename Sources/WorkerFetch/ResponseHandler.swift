@@ -30,7 +30,9 @@ package struct ResponseHandler {
     private var resumed = false
     /// ETag, else Last-Modified: what makes a cut body resumable.
     private var validator: String?
-    private var sink: BodySink?
+    private var sink: BodySink? {
+        didSet { keepsBody = sink != nil }
+    }
     private var declared: Int64?
     private var outcome: ExchangeOutcome?
     private var etag: String?
@@ -78,6 +80,12 @@ package struct ResponseHandler {
     /// The status line and headers (`headers` gives every instance of one, by its lowercase name,
     /// one of `headerNames`, in the order received). A failure ends the exchange; nil reads on.
     package mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, headers: (String) -> [String]) -> FetchFailure? {
+        let failure = readHead(status: status, httpMajorVersion: httpMajorVersion, keepAlive: keepAlive, headers: headers)
+        bytesToCome = sink.map { sink in declared.map { $0 - (resumed ? sink.size : 0) } } ?? 0
+        return failure
+    }
+
+    private mutating func readHead(status: Int, httpMajorVersion: Int, keepAlive: Bool, headers: (String) -> [String]) -> FetchFailure? {
         func header(_ name: String) -> String? { headers(name).first }
         multiplexed = httpMajorVersion >= 2
         closesConnection = !multiplexed && !keepAlive
@@ -139,16 +147,14 @@ package struct ResponseHandler {
         return nil
     }
 
-    /// The content bytes this response's head says will follow (for a resumed body, the rest
+    /// The content bytes this response's head said will follow (for a resumed body, the rest
     /// only); nil when it did not say, 0 for a body that is not content.
-    package var bytesToCome: Int64? {
-        guard let sink else { return 0 }
-        return declared.map { $0 - (resumed ? sink.size : 0) }
-    }
+    package private(set) var bytesToCome: Int64? = 0
 
     /// Whether this response's body is content (not a redirect's or an error status's, which
-    /// are read so the connection stays usable, and dropped).
-    package var keepsBody: Bool { sink != nil }
+    /// are read so the connection stays usable, and dropped). Stored, as `bytesToCome` is: the
+    /// transfer reads them in place, where a computed property's getter would copy the handler.
+    package private(set) var keepsBody = false
 
     /// A part of the body. A failure ends the exchange (what arrived is kept to be resumed when
     /// the entry ran out of time, else deleted).

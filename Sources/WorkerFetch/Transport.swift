@@ -53,7 +53,7 @@ package protocol FetchEngine: AnyObject, Sendable {
 
     /// A transfer for one exchange, made but not started (so that a stop can find it first).
     /// `done` is called once, on the engine's thread.
-    func transfer(_ request: TransferRequest, handler: sending ResponseHandler,
+    func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
                   done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer
 
     /// Starts a transfer this engine made.

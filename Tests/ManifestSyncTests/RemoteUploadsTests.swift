@@ -58,7 +58,7 @@ import WorkerTestSupport
         func schedule(_ id: Int, in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) { inner.schedule(id, in: seconds, work) }
         func cancelTimer(_ id: Int) { inner.cancelTimer(id) }
 
-        func transfer(_ request: TransferRequest, handler: sending ResponseHandler,
+        func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
                       done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
             Transfer(request, done: { [self] reply in
                 self.state.withLock { $0.inFlight -= 1 }
