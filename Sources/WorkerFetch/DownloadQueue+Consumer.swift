@@ -36,7 +36,7 @@ extension DownloadQueue {
     func next(within seconds: Double) async -> [Finished]? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<[Finished]?, Never>) in
-                send(.consumerAsks(within: seconds), waiter: continuation)
+                send(.consumerAsks(within: seconds), waiter: Waiter(continuation))
             }
         } onCancel: {
             stop()

@@ -22,10 +22,21 @@ package final class DownloadQueue: Sendable, DownloadRun {
     struct State {
         var coordinator: RunCoordinator
         /// The consumer waiting in `next(within:)`; there is one consumer.
-        var waiter: CheckedContinuation<[Finished]?, Never>?
+        var waiter: Waiter?
         /// The engine's timer for the coordinator's wait (`RunCoordinator.Wait.token`).
         var timer: (token: Int, id: Int)?
         var afterTier: [Int: GroupDownload] = [:]
+    }
+
+    /// The waiting consumer's continuation, boxed: the standard library's continuation is opaque
+    /// outside it, so an optional one is copied and destroyed through its type's metadata, on
+    /// every event (a box is a reference).
+    final class Waiter: Sendable {
+        let continuation: CheckedContinuation<[Finished]?, Never>
+
+        init(_ continuation: CheckedContinuation<[Finished]?, Never>) {
+            self.continuation = continuation
+        }
     }
 
     private let fetcher: Fetcher
@@ -133,10 +144,10 @@ package final class DownloadQueue: Sendable, DownloadRun {
     /// go: the consumer answered, its timer armed or cancelled, groups launched. `waiter`: the
     /// consumer asking (`next`); `parking`: the walk of a group the tier missed, kept until the
     /// group's turn at its origin.
-    func send(_ event: RunCoordinator.Event, waiter: CheckedContinuation<[Finished]?, Never>? = nil,
+    func send(_ event: RunCoordinator.Event, waiter: Waiter? = nil,
               parking: (group: Int, download: GroupDownload)? = nil) {
         let now = Self.now()
-        var answer: (CheckedContinuation<[Finished]?, Never>, [Finished]?)?
+        var answer: (Waiter, [Finished]?)?
         var cancel: Int?
         var arm: (id: Int, token: Int, seconds: Double)?
         let launches = state.withLock { state -> [(RunCoordinator.Launch, GroupDownload?)] in
@@ -169,7 +180,7 @@ package final class DownloadQueue: Sendable, DownloadRun {
         if let (waiter, batch) = answer {
             // The end: no transfer is left to report a head, and the meter lets the queue go.
             if batch == nil { stopHearingHeads() }
-            waiter.resume(returning: batch)
+            waiter.continuation.resume(returning: batch)
         }
         if let arm {
             engine.schedule(arm.id, in: arm.seconds) { fired in
