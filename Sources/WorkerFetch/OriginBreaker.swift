@@ -86,8 +86,11 @@ package struct OriginBreaker: Sendable {
 
     /// Whether an entry of `origin` may start (its first attempt).
     mutating func admitEntry(_ origin: Origin, now: Double) -> Admission {
-        var state = origins[origin] ?? State(mode: .closed)
-        defer { origins[origin] = state }
+        // The origin's state changed in place: one lookup, no copy of it.
+        Self.admitEntry(&origins[origin, default: State(mode: .closed)], origin, now: now)
+    }
+
+    private static func admitEntry(_ state: inout State, _ origin: Origin, now: Double) -> Admission {
         switch state.mode {
         case .open(let problem):
             state.notTried += 1
@@ -126,8 +129,13 @@ package struct OriginBreaker: Sendable {
 
     /// Records an attempt's outcome.
     mutating func record(_ origin: Origin, _ outcome: Outcome, now: Double) -> [Event] {
-        var state = origins[origin] ?? State(mode: .closed)
-        defer { origins[origin] = state }
+        let events = Self.record(&origins[origin, default: State(mode: .closed)], origin, outcome, now: now, settings: settings)
+        if !events.isEmpty, events.contains(where: { if case .opened = $0 { true } else { false } }) { anyGivenUp = true }
+        return events
+    }
+
+    private static func record(_ state: inout State, _ origin: Origin, _ outcome: Outcome, now: Double,
+                               settings: Settings) -> [Event] {
         switch outcome {
         case .healthy:
             state.failedAttempts = 0
@@ -150,12 +158,10 @@ package struct OriginBreaker: Sendable {
             case .probing:
                 // The origin was down before and still is: one request was enough to know.
                 state.mode = .open(problem: problem)
-                anyGivenUp = true
                 return [.opened(origin: origin, problem: problem), .released(origin: origin)]
             case .closed:
                 guard state.failedAttempts >= settings.failedAttempts else { return [] }
                 state.mode = .open(problem: problem)
-                anyGivenUp = true
                 return [.opened(origin: origin, problem: problem)]
             }
         }
