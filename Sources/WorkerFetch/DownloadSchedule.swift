@@ -94,14 +94,16 @@ struct DownloadSchedule: Sendable {
                 continue
             }
             let origin = admittingOrigin(group, primary)
-            guard windows[origin, default: OriginWindow()].hasRoom(jobs: jobs, streams: streams) else { break }
+            // The origin's window, found once for the question and the start.
+            let window = windowIndex(origin)
+            guard windows.values[window].hasRoom(jobs: jobs, streams: streams) else { break }
             advance()
             switch breaker.admitEntry(origin, now: now) {
             case .go, .probe:
-                hold(group, origin, primary)
+                hold(group, origin, primary, window)
                 steps.append(.start(group: group, delay: 0))
             case .wait(let until):
-                hold(group, origin, primary)
+                hold(group, origin, primary, window)
                 steps.append(.start(group: group, delay: max(0, until - now)))
             case .park:
                 parked[origin, default: []].append(group)
@@ -112,10 +114,17 @@ struct DownloadSchedule: Sendable {
         return steps
     }
 
-    private mutating func hold(_ group: Int, _ origin: Origin, _ primary: Origin) {
+    private mutating func hold(_ group: Int, _ origin: Origin, _ primary: Origin, _ window: [Origin: OriginWindow].Index) {
         running += 1
-        windows[origin, default: OriginWindow()].started()
+        windows.values[window].started()
         if origin != primary { heldAt[group] = origin }
+    }
+
+    /// Where `origin`'s window is, made the first time its origin is asked about.
+    private mutating func windowIndex(_ origin: Origin) -> [Origin: OriginWindow].Index {
+        if let found = windows.index(forKey: origin) { return found }
+        windows[origin] = OriginWindow()
+        return windows.index(forKey: origin)!
     }
 
     /// The origin a group is admitted by: its own, unless that was given up and one of its
@@ -160,12 +169,12 @@ struct DownloadSchedule: Sendable {
     /// when the attempt ends), and a wider window may have room for the next groups.
     mutating func headArrived(_ origin: Origin, status: Int, multiplexed: Bool, closesConnections: Bool,
                               now: Double) -> [Step] {
-        guard status != 429, status != 503, var window = windows[origin] else { return [] }
-        let before = window.limit(jobs: jobs, streams: streams)
-        window.answered(multiplexed: multiplexed, closesConnections: closesConnections, jobs: jobs, streams: streams)
-        windows[origin] = window
+        // Found once, and changed in place.
+        guard status != 429, status != 503, let found = windows.index(forKey: origin) else { return [] }
+        let before = windows.values[found].limit(jobs: jobs, streams: streams)
+        windows.values[found].answered(multiplexed: multiplexed, closesConnections: closesConnections, jobs: jobs, streams: streams)
         // Only a window that grew (or changed its cap) can have room for another group.
-        guard window.limit(jobs: jobs, streams: streams) != before else { return [] }
+        guard windows.values[found].limit(jobs: jobs, streams: streams) != before else { return [] }
         return take(now: now)
     }
 
