@@ -41,7 +41,9 @@ struct ResponseHeadReader {
 
     /// The values of the kept header `name` (lowercase), in order.
     func values(_ name: String) -> [String] {
-        headers.compactMap { $0.name == name ? $0.value : nil }
+        // Most kept names differ in length: that is checked first, without comparing the text.
+        let length = name.utf8.count
+        return headers.compactMap { $0.name.utf8.count == length && $0.name == name ? $0.value : nil }
     }
 
     /// Lets go of the headers once the handler has read them.
