@@ -237,10 +237,8 @@ final class CurlTransfer: EngineTransfer {
     private func headerLine(_ line: UnsafeRawBufferPointer) -> Int {
         let state = state.value
         state.activity &+= 1
-        guard !state.head.isDone else { return line.count }
-        var end = line.count
-        while end > 0, line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-        guard state.head.take(UnsafeRawBufferPointer(rebasing: line[0..<end])) else { return line.count }
+        // One access to the head a line: a line after the final head (a trailer) is not read.
+        guard state.head.takeLine(line) else { return line.count }
         let failure = state.handler.head(status: state.head.status, httpMajorVersion: state.head.version.major,
                                          keepAlive: state.head.keepsAlive) { name in
             state.head.values(name)

@@ -13,6 +13,15 @@ struct ResponseHeadReader {
     /// The headers read from a response (the handler's, and Connection), with their bytes.
     private static let keptHeaders = (ResponseHandler.headerNames + ["connection"]).map { (name: $0, bytes: Array($0.utf8)) }
 
+    /// Takes one line as libcurl hands it over (its line end included); true when it is the
+    /// blank line that ends the final head. Lines after that (trailers) are not read.
+    mutating func takeLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard !isDone else { return false }
+        var end = line.count
+        while end > 0, line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        return take(UnsafeRawBufferPointer(rebasing: line[0..<end]))
+    }
+
     /// Takes one line without its line end; true when it is the blank line that ends the final
     /// head.
     mutating func take(_ text: UnsafeRawBufferPointer) -> Bool {
