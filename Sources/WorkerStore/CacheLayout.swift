@@ -25,13 +25,35 @@ public enum CacheLayout {
     /// The same, from `objectsDirectory(root)` computed once (a tree's thousands of paths), as
     /// one string built in place.
     public static func objectPath(inObjectsDirectory directory: String, _ sha256: String) -> String {
-        var path = ""
-        path.reserveCapacity(directory.utf8.count + sha256.utf8.count + 4)
-        path += directory
-        path += "/"
-        path += sha256.prefix(2)
-        path += "/"
-        path += sha256
-        return path
+        let (folder, name) = (directory.utf8.count, sha256.utf8.count)
+        guard name >= 2 else { return directory + "/" + sha256 + "/" + sha256 }
+        // Written as bytes into a string of the right size: appending the fan-out folder as a
+        // slice of the name cost as much as all the rest.
+        return String(unsafeUninitializedCapacity: folder + name + 4) { path in
+            var end = copy(directory, into: path, at: 0)
+            path[end] = UInt8(ascii: "/")
+            end = copy(sha256, into: path, at: end + 1, limit: 2)
+            path[end] = UInt8(ascii: "/")
+            return copy(sha256, into: path, at: end + 1)
+        }
+    }
+
+    /// Copies `text`'s UTF-8 (at most `limit` bytes) into `buffer` at `start`; where it ended.
+    private static func copy(_ text: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int,
+                             limit: Int = .max) -> Int {
+        let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Int in
+            let count = min(limit, bytes.count)
+            if count > 0, let from = bytes.baseAddress, let to = buffer.baseAddress {
+                (to + start).update(from: from, count: count)
+            }
+            return start + count
+        }
+        if let copied { return copied }
+        var end = start
+        for byte in text.utf8.prefix(limit) {
+            buffer[end] = byte
+            end += 1
+        }
+        return end
     }
 }

@@ -73,6 +73,8 @@ import WorkerTestSupport
         let store = try ContentStore(root: directory.path + "/cache")
         let name = String(repeating: "c", count: 64)
         #expect(store.objectPath(name) == directory.path + "/cache/objects/sha256/cc/" + name)
+        #expect(CacheLayout.objectPath(inObjectsDirectory: "/o", "ab") == "/o/ab/ab")
+        #expect(CacheLayout.objectPath(inObjectsDirectory: "", name) == "/cc/" + name)
         #expect(!store.contains(name))
         let file = try store.makeTemporaryFile()
         #expect(file.path.hasPrefix(store.tmpDirectory + "/"))

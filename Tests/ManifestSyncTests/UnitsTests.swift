@@ -32,6 +32,14 @@ import WorkerTestSupport
         #expect(Redact.url("https://user:pw@cdn.example.com/a@b.png") == "https://cdn.example.com/a@b.png")
         #expect(Redact.url("https://cdn.example.com/a@b.png") == "https://cdn.example.com/a@b.png")
         #expect(Redact.url("http://token@h:8080/x?y=@") == "http://h:8080/x?y=@")
+        // The last @ of the authority ends the user info; the rest is kept byte for byte.
+        #expect(Redact.url("https://a@b:pw@host/x") == "https://host/x")
+        #expect(Redact.url("https://usér:pässword@hôst/ünïcode?q=1#f") == "https://hôst/ünïcode?q=1#f")
+        #expect(Redact.url("https://user:pw@host") == "https://host")
+        // No `://`, or nothing after it: not a URL with an authority; as it is.
+        #expect(Redact.url("user@host:path") == "user@host:path")
+        #expect(Redact.url("s3:/a@b") == "s3:/a@b")
+        #expect(Redact.url("x://") == "x://")
     }
 }
 
