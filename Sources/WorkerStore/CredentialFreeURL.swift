@@ -12,7 +12,7 @@ package enum CredentialFreeURL {
     /// Without the cache's key (a reader of the group) the digest matches no row.
     static func key(_ url: String, secret: [UInt8]?) -> String {
         let bytes = Array(url.utf8)
-        guard let userInfo = userInfoRange(bytes) else { return url }
+        guard let userInfo = URLBytes.userInfo(in: bytes) else { return url }
         let info = bytes[userInfo]
         if isDigest(info) { return url }
         let digest: [UInt8] = secret.map { Array(HMAC<SHA256>.authenticationCode(for: info, using: SymmetricKey(data: $0)).prefix(16)) }
@@ -29,45 +29,16 @@ package enum CredentialFreeURL {
 
     /// Whether a URL's UTF-8 bytes carry user info in its authority.
     package static func hasUserInfo(_ url: UnsafeRawBufferPointer) -> Bool {
-        userInfoRange(url) != nil
+        URLBytes.userInfo(in: url) != nil
     }
 
     /// Whether a row's URL is such a key (it cannot be fetched as it is).
     package static func isKey(_ url: String) -> Bool {
         let bytes = Array(url.utf8)
-        return userInfoRange(bytes).map { isDigest(bytes[$0]) } ?? false
-    }
-
-    /// The bytes between the first `://` and the last `@` of the authority after it, when there
-    /// is one. Read in place: no array is made.
-    private static func userInfoRange<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Range<Int>?
-    where Bytes.Index == Int {
-        guard let start = authorityStart(bytes) else { return nil }
-        var at: Int?
-        var end = start
-        while end < bytes.endIndex {
-            let byte = bytes[end]
-            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            if byte == UInt8(ascii: "@") { at = end }
-            end += 1
-        }
-        return at.map { start..<$0 }
+        return URLBytes.userInfo(in: bytes).map { isDigest(bytes[$0]) } ?? false
     }
 
     private static func isDigest(_ info: ArraySlice<UInt8>) -> Bool {
         info.count == 33 && info.first == UInt8(ascii: "~") && Hex.isLowercaseHex(String(decoding: info.dropFirst(), as: UTF8.self), length: 32)
-    }
-
-    /// Where the authority starts: just past the first `://`.
-    private static func authorityStart<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes) -> Int?
-    where Bytes.Index == Int {
-        var index = bytes.startIndex
-        while index + 2 < bytes.endIndex {
-            if bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/") {
-                return index + 3
-            }
-            index += 1
-        }
-        return nil
     }
 }

@@ -5,33 +5,13 @@ import Glibc
 public enum Redact {
     /// The URL with any user info (`user:password@`) removed; everything else unchanged.
     public static func url(_ text: String) -> String {
-        // Read as contiguous bytes (every report row's URL passes here): the delimiters are
-        // ASCII, and most URLs have no user info, so they come back as they are.
-        let found = text.utf8.withContiguousStorageIfAvailable { bytes in userInfo(in: bytes) }
+        // Read as contiguous bytes (every report row's URL passes here): most URLs have no user
+        // info, and come back as they are.
+        let found = text.utf8.withContiguousStorageIfAvailable { URLBytes.userInfo(in: $0) }
         guard let found else { return url(bridged: text) }
-        guard let (authority, at) = found else { return text }
+        guard let userInfo = found else { return text }
         let bytes = Array(text.utf8)
-        return String(decoding: bytes[..<authority] + bytes[(at + 1)...], as: UTF8.self)
-    }
-
-    /// Where the authority starts (after `://`) and the `@` that ends its user info, if it has one.
-    private static func userInfo(in bytes: UnsafeBufferPointer<UInt8>) -> (authority: Int, at: Int)? {
-        var index = 0
-        while index + 2 < bytes.count {
-            if bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/") { break }
-            index += 1
-        }
-        guard index + 2 < bytes.count else { return nil }
-        let authority = index + 3
-        var at: Int?
-        var position = authority
-        while position < bytes.count {
-            let byte = bytes[position]
-            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            if byte == UInt8(ascii: "@") { at = position }
-            position += 1
-        }
-        return at.map { (authority, $0) }
+        return String(decoding: bytes[..<userInfo.lowerBound] + bytes[(userInfo.upperBound + 1)...], as: UTF8.self)
     }
 
     /// `url(_:)` for a string whose bytes are not stored contiguously.
