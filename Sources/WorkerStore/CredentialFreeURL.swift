@@ -12,7 +12,7 @@ package enum CredentialFreeURL {
     /// Without the cache's key (a reader of the group) the digest matches no row.
     static func key(_ url: String, secret: [UInt8]?) -> String {
         let bytes = Array(url.utf8)
-        guard let userInfo = URLBytes.userInfo(in: bytes) else { return url }
+        guard let userInfo = bytes.withUnsafeBytes({ URLBytes.userInfo(in: $0) }) else { return url }
         let info = bytes[userInfo]
         if isDigest(info) { return url }
         let digest: [UInt8] = secret.map { Array(HMAC<SHA256>.authenticationCode(for: info, using: SymmetricKey(data: $0)).prefix(16)) }
@@ -35,7 +35,7 @@ package enum CredentialFreeURL {
     /// Whether a row's URL is such a key (it cannot be fetched as it is).
     package static func isKey(_ url: String) -> Bool {
         let bytes = Array(url.utf8)
-        return URLBytes.userInfo(in: bytes).map { isDigest(bytes[$0]) } ?? false
+        return bytes.withUnsafeBytes { URLBytes.userInfo(in: $0) }.map { isDigest(bytes[$0]) } ?? false
     }
 
     private static func isDigest(_ info: ArraySlice<UInt8>) -> Bool {

@@ -7,7 +7,7 @@ public enum Redact {
     public static func url(_ text: String) -> String {
         // Read as contiguous bytes (every report row's URL passes here): most URLs have no user
         // info, and come back as they are.
-        let found = text.utf8.withContiguousStorageIfAvailable { URLBytes.userInfo(in: $0) }
+        let found = text.utf8.withContiguousStorageIfAvailable { URLBytes.userInfo(in: UnsafeRawBufferPointer($0)) }
         guard let found else { return url(bridged: text) }
         guard let userInfo = found else { return text }
         let bytes = Array(text.utf8)
