@@ -11,11 +11,7 @@ import WorkerSupport
 /// starts on the fetch engine with the most room (a finished group's slot is refilled on its own
 /// engine); finished groups reach the one consumer in batches (`DownloadQueue+Consumer.swift`).
 package final class DownloadQueue: Sendable, DownloadRun {
-    package struct Finished: Sendable {
-        package let group: Int
-        /// One result per item tried, in order; the last one is the group's outcome.
-        package let results: [ItemResult]
-    }
+    package typealias Finished = FinishedGroup
 
     /// The coordinator, and what carries out what it says: the consumer's continuation, the
     /// engine timer of its wait, and the walks a tier missed, waiting for their origin's turn.

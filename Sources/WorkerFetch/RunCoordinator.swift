@@ -38,7 +38,7 @@ struct RunCoordinator {
     /// What the consumer is told: a batch of finished groups (maybe none, when its timer fell),
     /// or that the run's downloads are over.
     enum Answer {
-        case batch([DownloadQueue.Finished])
+        case batch([FinishedGroup])
         case end
     }
 
@@ -59,7 +59,7 @@ struct RunCoordinator {
 
     private(set) var schedule: DownloadSchedule
     private let groups: [DownloadGroup]
-    private(set) var ready: [DownloadQueue.Finished] = []
+    private(set) var ready: [FinishedGroup] = []
     private(set) var waiting: Wait?
     private var tokens = 0
     /// The consumer is answered once this many groups are ready, or nothing more runs; fewer
@@ -90,10 +90,10 @@ struct RunCoordinator {
         case .entryGaveUp(let origin):
             launch(schedule.entryGaveUp(origin, now: now), &effects)
         case .lookedUp(let group, let hit):
-            if let hit { readied(DownloadQueue.Finished(group: group, results: hit)) }
+            if let hit { readied(FinishedGroup(group: group, results: hit)) }
             launch(schedule.lookedUp(group, hit: hit != nil, now: now), &effects)
         case .finished(let group, let results):
-            readied(DownloadQueue.Finished(group: group, results: results))
+            readied(FinishedGroup(group: group, results: results))
             launch(schedule.finished(group, now: now), &effects)
         case .consumerAsks(let seconds):
             precondition(waiting == nil, "RunCoordinator: one consumer")
@@ -142,14 +142,14 @@ struct RunCoordinator {
             case .refuse(let group, let message):
                 let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
                                          source: nil)
-                readied(DownloadQueue.Finished(group: group, results: groups[group].items.map { ItemResult(item: $0, result: result) }))
+                readied(FinishedGroup(group: group, results: groups[group].items.map { ItemResult(item: $0, result: result) }))
             }
         }
     }
 
     /// A finished group for the consumer; at `highWater` not taken, no new group starts until
     /// it asks again.
-    private mutating func readied(_ finished: DownloadQueue.Finished) {
+    private mutating func readied(_ finished: FinishedGroup) {
         ready.append(finished)
         if ready.count >= highWater { schedule.heldBack = true }
     }
@@ -170,7 +170,7 @@ struct RunCoordinator {
         }
     }
 
-    private mutating func takeReady() -> [DownloadQueue.Finished] {
+    private mutating func takeReady() -> [FinishedGroup] {
         defer { ready = [] }
         return ready
     }
