@@ -110,4 +110,24 @@ import WorkerTestSupport
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
     }
+
+    /// The word-at-a-time test for bytes to escape says what a byte-by-byte one says, wherever
+    /// the byte is (in a word, at its edges, in the tail) and whatever surrounds it.
+    @Test func aByteToEscapeIsFoundWhereverItIs() {
+        let probes: [UInt8] = Array(0..<0x20) + [0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+        for filler in [UInt8(ascii: "a"), 0x20, 0x21, 0x80, 0xFF] {
+            for length in [1, 7, 8, 9, 16, 23] {
+                for position in 0..<length {
+                    for probe in probes {
+                        var bytes = [UInt8](repeating: filler, count: length)
+                        bytes[position] = probe
+                        let expected = bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+                        let found = bytes.withUnsafeBufferPointer { JSONReportRow.needsEscape($0) }
+                        #expect(found == expected, "byte \(probe) at \(position) of \(length) among \(filler)s")
+                    }
+                }
+            }
+        }
+        #expect(!JSONReportRow.needsEscape(UnsafeBufferPointer(start: nil, count: 0)))
+    }
 }
