@@ -130,7 +130,7 @@ package struct OriginBreaker: Sendable {
     /// Records an attempt's outcome.
     mutating func record(_ origin: Origin, _ outcome: Outcome, now: Double) -> [Event] {
         let events = Self.record(&origins[origin, default: State(mode: .closed)], origin, outcome, now: now, settings: settings)
-        if !events.isEmpty, events.contains(where: { if case .opened = $0 { true } else { false } }) { anyGivenUp = true }
+        if events.contains(where: { if case .opened = $0 { true } else { false } }) { anyGivenUp = true }
         return events
     }
 

@@ -33,6 +33,7 @@ import WorkerTestSupport
         let headers = ["content-length": "11", "etag": "\"v1\""]
         #expect(response.head(status: 200, httpMajorVersion: 2, keepAlive: true) { headers[$0].map { [$0] } ?? [] } == nil)
         #expect(response.multiplexed && !response.closesConnection)
+        #expect(response.keepsBody && response.bytesToCome == 11, "what the head said, for the transfer to read in place")
         #expect(feed(&response, "hello ") == nil)
         #expect(feed(&response, "world") == nil)
         #expect(response.bytesReceived == 11)
@@ -41,6 +42,7 @@ import WorkerTestSupport
             return
         }
         #expect(file.sha256 == helloWorld && file.size == 11 && etag == "\"v1\"")
+        #expect(!response.keepsBody, "the body is handed over: nothing more is kept")
         #expect(try String(contentsOfFile: file.path, encoding: .utf8) == "hello world")
     }
 
@@ -78,7 +80,7 @@ import WorkerTestSupport
         let store = try ContentStore(root: directory.path + "/cache")
         var redirect = try handler(store)
         #expect(redirect.head(status: 302, httpMajorVersion: 1, keepAlive: true) { ["location": "/b"][$0].map { [$0] } ?? [] } == nil)
-        #expect(!redirect.keepsBody)
+        #expect(!redirect.keepsBody && redirect.bytesToCome == 0, "a redirect's body is not content")
         #expect(feed(&redirect, "moved") == nil && redirect.bytesReceived == 0, "a redirect's body is dropped")
         guard case .success(.redirect(302, "/b")) = redirect.finish() else { Issue.record("no redirect"); return }
 
@@ -109,6 +111,7 @@ import WorkerTestSupport
         let store = try ContentStore(root: directory.path + "/cache")
         var response = try handler(store, timeout: -1)
         #expect(response.head(status: 200, httpMajorVersion: 1, keepAlive: true) { _ in [] } == nil)
+        #expect(response.keepsBody && response.bytesToCome == nil, "no Content-Length: the length is not known")
         #expect(feed(&response, "hello")?.reason == .timeout)
         #expect(temporaryFiles(store).isEmpty, "below the resume threshold nothing is kept")
     }

@@ -36,6 +36,20 @@ import Testing
         #expect(notStatus.status == 0, "a status line starts with HTTP/ exactly")
     }
 
+    /// Lines as libcurl hands them over, line ends included: the blank one ends the head, and a
+    /// trailer after it is not read. Kept names of one length are told apart by their text.
+    @Test func linesWithTheirEndsEndTheHeadAndTrailersAreNotRead() {
+        var head = ResponseHeadReader()
+        func take(_ line: String) -> Bool { Array(line.utf8).withUnsafeBytes { head.takeLine($0) } }
+        #expect(!take("HTTP/1.1 200 OK\r\n"))
+        #expect(!take("Content-Range: bytes 0-1/2\r\n"))
+        #expect(!take("Last-Modified: yesterday\n"))
+        #expect(take("\r\n"))
+        #expect(!take("ETag: \"trailer\"\r\n"), "after the head, a trailer")
+        #expect(head.values("last-modified") == ["yesterday"] && head.values("content-range") == ["bytes 0-1/2"])
+        #expect(head.values("etag").isEmpty)
+    }
+
     @Test func theConnectionStaysOpenByVersionAndConnectionHeader() {
         func keepsAlive(_ lines: [String]) -> Bool {
             var head = ResponseHeadReader()
