@@ -145,13 +145,27 @@ package enum Delivery: Sendable, Equatable {
 }
 
 /// A body that was received completely and matched its hash, waiting in `tmp/` to be installed
-/// as an object when its batch commits.
-package struct FetchedBody: Sendable, Equatable {
+/// as an object when its batch commits. A class: a delivery is handed on several times between
+/// the engine's thread and the commit, and a copy is then one reference, not its four strings.
+package final class FetchedBody: Sendable, Equatable {
     package let temporaryPath: String
     package let sha256: String
     package let size: Int64
     package let etag: String?
     package let lastModified: String?
+
+    package init(temporaryPath: String, sha256: String, size: Int64, etag: String?, lastModified: String?) {
+        self.temporaryPath = temporaryPath
+        self.sha256 = sha256
+        self.size = size
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    package static func == (left: FetchedBody, right: FetchedBody) -> Bool {
+        left.temporaryPath == right.temporaryPath && left.sha256 == right.sha256 && left.size == right.size
+            && left.etag == right.etag && left.lastModified == right.lastModified
+    }
 }
 
 /// The outcome of a download with its retries.

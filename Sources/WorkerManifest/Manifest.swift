@@ -25,13 +25,7 @@ public struct Manifest: Sendable {
     /// Where an entry of this manifest may be fetched from besides its URL, in order: its own
     /// `mirrors`, then the manifest's map. None without a hash (the bytes could not be checked).
     public func mirrors(of entry: ManifestEntry) -> [String] {
-        guard entry.hash != nil else { return [] }
-        if mirrors.isEmpty { return entry.mirrors }
-        var all = entry.mirrors
-        for mirror in mirrors.mirrors(for: entry.url) where mirror != entry.url && !all.contains(mirror) {
-            all.append(mirror)
-        }
-        return all
+        mirrors.of(entry)
     }
 
     package init(

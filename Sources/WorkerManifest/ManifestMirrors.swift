@@ -51,6 +51,18 @@ public struct ManifestMirrors: Sendable, Equatable {
         return found
     }
 
+    /// Where an entry pinned by a hash may be fetched from besides its URL, in order: its own
+    /// `mirrors`, then this map's. None without a hash (the bytes could not be checked).
+    public func of(_ entry: ManifestEntry) -> [String] {
+        guard entry.hash != nil else { return [] }
+        if prefixes.isEmpty { return entry.mirrors }
+        var all = entry.mirrors
+        for mirror in mirrors(for: entry.url) where mirror != entry.url && !all.contains(mirror) {
+            all.append(mirror)
+        }
+        return all
+    }
+
     mutating func append(_ prefix: String, _ mirrors: [String]) {
         prefixes.append(Prefix(prefix: prefix, mirrors: mirrors))
     }

@@ -60,7 +60,7 @@ extension SyncPlan {
         for (number, first) in firsts.enumerated() {
             let entry = entries[first]
             let origin = shared(locator.origin(of: entry.url, memo: &memo))
-            let mirrors = origin == nil || entry.hash == nil ? [] : manifests.manifests[entry.manifest].mirrors(of: entry)
+            let mirrors = origin == nil || entry.hash == nil ? [] : manifests.manifests[entry.manifest].mirrors.of(entry)
             groups.append(DownloadGroup(items: GroupItems(first: first, others: others[number] ?? []), origin: origin,
                                         mirrorOrigins: mirrors.compactMap { shared(locator.origin(of: $0)) },
                                         pinnedBySHA256: origin != nil && entry.hash?.algorithm == .sha256))
@@ -84,12 +84,14 @@ extension SyncPlan {
     /// it is revalidated, its mirrors; where `--rewrite` sends it (`origin`: its origin, when known).
     package func request(for item: Int, locator: Locator = Locator(), origin: Origin? = nil) -> FetchRequest {
         let planned = self.item(at: item)
-        let manifest = manifests.manifests[planned.entry.manifest]
+        // The manifest's fields read one by one: a copy of the whole manifest a request is a
+        // dozen retains.
+        let number = planned.entry.manifest
         let revalidate = planned.action == .revalidate
-        return FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifest.headers,
-                            localRoot: manifest.baseURL == nil ? manifest.localRoot : nil,
+        return FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifests.manifests[number].headers,
+                            localRoot: manifests.manifests[number].baseURL == nil ? manifests.manifests[number].localRoot : nil,
                             etag: revalidate ? planned.previous?.etag : nil,
                             lastModified: revalidate ? planned.previous?.lastModified : nil,
-                            mirrors: manifest.mirrors(of: planned.entry), locator: locator, origin: origin)
+                            mirrors: manifests.manifests[number].mirrors.of(planned.entry), locator: locator, origin: origin)
     }
 }

@@ -55,10 +55,10 @@ package struct BatchCommit {
     package var isEmpty: Bool { upserts.isEmpty && failures.isEmpty }
 
     /// A verified body to install under its SHA-256 at the commit, and the row that names it.
-    package mutating func add(_ record: IndexRecord, item: Int? = nil, installing temporary: String?) {
-        upserts.append(record)
-        items.append(Origin(item: item, reused: temporary == nil))
+    package mutating func add(_ record: consuming IndexRecord, item: Int? = nil, installing temporary: String?) {
         if let temporary { installs.append((temporary, record.object)) }
+        items.append(Origin(item: item, reused: temporary == nil))
+        upserts.append(record)
     }
 
     package mutating func addBytes(_ count: Int64) {

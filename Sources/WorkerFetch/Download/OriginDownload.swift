@@ -75,11 +75,11 @@ final class OriginDownload: Sendable {
 
     /// One request through the engine's transfer and its `ResponseHandler`, cancelled by a stop.
     private func send(_ exchange: DownloadMachine.Exchange) {
-        let settings = source.settings
-        let handler = ResponseHandler(store: source.store, expected: request.expected, maxSize: settings.maxSize,
+        // The settings read field by field: a copy of them all is a dozen retains a request.
+        let handler = ResponseHandler(store: source.store, expected: request.expected, maxSize: source.settings.maxSize,
                                       conditional: request.isConditional, deadline: exchange.deadline,
-                                      entryTimeout: settings.entryTimeout, url: request.url, resume: exchange.resume,
-                                      resumeThreshold: settings.resumeThreshold)
+                                      entryTimeout: source.settings.entryTimeout, url: request.url, resume: exchange.resume,
+                                      resumeThreshold: source.settings.resumeThreshold)
         var sent = TransferRequest(url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
                                    limits: source.limits, meter: source.meter, origin: request.origin)
         sent.signing = exchange.signing
