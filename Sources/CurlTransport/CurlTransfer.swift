@@ -179,15 +179,19 @@ final class CurlTransfer: EngineTransfer {
 
     // MARK: - libcurl's callbacks, on the engine's thread
 
-    /// Sets the three callbacks; libcurl's answer to each, by option name.
+    /// Sets the three callbacks; libcurl's answer to each, by option name. The transfer a callback
+    /// is for is alive while libcurl calls it (the engine holds it until its handle is removed),
+    /// so it is used without a retain and release around every part of every body.
     static func setCallbacks(_ handle: UnsafeMutableRawPointer) -> [(CURLcode, String)] {
         let write = worker_curl_set_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
-                .received(UnsafeRawBufferPointer(start: data, count: size * count))
+            Unmanaged<CurlTransfer>.fromOpaque(context!)._withUnsafeGuaranteedRef {
+                $0.received(UnsafeRawBufferPointer(start: data, count: size * count))
+            }
         }
         let header = worker_curl_set_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
-                .headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+            Unmanaged<CurlTransfer>.fromOpaque(context!)._withUnsafeGuaranteedRef {
+                $0.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+            }
         }
         let prereq = worker_curl_set_prereq_callback(handle) { context, _, _, _, _ in
             let state = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().state.value

@@ -65,7 +65,6 @@ final class GroupDownload: Sendable {
                                            stopped: control.isStopped ? control.stopReason : nil)
                 return (step, state.engine, state.request)
             }
-            let lane = FetchLane(control: control, engine: engine, gate: queue)
             switch step {
             case .tier(let item):
                 let made = request(item, origin)
@@ -91,10 +90,12 @@ final class GroupDownload: Sendable {
                     state.walk.opened(made, sources: sources)
                 }
             case .source(let number, let member):
+                let lane = FetchLane(control: control, engine: engine, gate: queue)
                 fetcher.sources[number].fetch(member, lane: lane) { self.answered($0) }
                 return
             case .location(let index, let retries, let member):
                 let (sent, isPrivate) = member.sent(toLocation: index)
+                let lane = FetchLane(control: control, engine: engine, gate: queue)
                 fetcher.origin.download(sent, retries: retries, lane: lane) { finished in
                     let result = finished.result.mapError { OriginSource.named($0, at: member.location(at: index)) }
                     self.answered(SourceOutcome(result, attempts: finished.attempts, bytes: finished.bytes, isPrivate: isPrivate))
