@@ -22,12 +22,6 @@ public struct Manifest: Sendable {
     public var serialPosition: (line: Int, column: Int) = (0, 0)
     public var expiresPosition: (line: Int, column: Int) = (0, 0)
 
-    /// Where an entry of this manifest may be fetched from besides its URL, in order: its own
-    /// `mirrors`, then the manifest's map. None without a hash (the bytes could not be checked).
-    public func mirrors(of entry: ManifestEntry) -> [String] {
-        mirrors.of(entry)
-    }
-
     package init(
         path: String,
         name: String,

@@ -32,7 +32,7 @@ extension SyncEngine {
         let entries = manifests.entries
         for position in entries.indices {
             look(entries.url(at: position))
-            let mirrors = manifests.manifests[entries.manifest(at: position)].mirrors(of: entries[position])
+            let mirrors = manifests.manifests[entries.manifest(at: position)].mirrors.of(entries[position])
             for mirror in mirrors { look(mirror) }
         }
         if !refused.isEmpty {

@@ -49,7 +49,7 @@ extension SyncRun {
                     }
                     let manifest = entries.manifest(at: position)
                     guard mapped[manifest] || !entries.mirrors(at: position).isEmpty, entries.hash(at: position) != nil else { continue }
-                    urls += plan.manifests.manifests[manifest].mirrors(of: entries[position]).filter { URLKinds.has(.signed, $0) }
+                    urls += plan.manifests.manifests[manifest].mirrors.of(entries[position]).filter { URLKinds.has(.signed, $0) }
                 }
             }
             let logger = logger
