@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +18,17 @@ struct worker_lock_wait {
     pthread_t thread;
     /// Posted once by the thread as it ends; each wait that sees it posts it again.
     sem_t ended;
-    atomic_bool cancelled;
+    /// Set by the canceller, read by the thread: under `lock`.
+    pthread_mutex_t lock;
+    bool cancelled;
 };
+
+static bool is_cancelled(worker_lock_wait *wait) {
+    pthread_mutex_lock(&wait->lock);
+    bool cancelled = wait->cancelled;
+    pthread_mutex_unlock(&wait->lock);
+    return cancelled;
+}
 
 /// The signal that interrupts a waiting thread: a real-time one nothing else here uses.
 static int wake_signal(void) { return SIGRTMIN + 4; }
@@ -47,14 +55,14 @@ static void *run_wait(void *argument) {
     pthread_setname_np(pthread_self(), "worker-lock");
     int result;
     for (;;) {
-        if (atomic_load(&wait->cancelled)) {
+        if (is_cancelled(wait)) {
             result = ECANCELED;
             break;
         }
         // A signal that comes between the check above and the call is sent again by the canceller
         // until this thread has ended.
         if (flock(wait->fd, wait->operation) == 0) {
-            bool cancelled = atomic_load(&wait->cancelled);
+            bool cancelled = is_cancelled(wait);
             if (cancelled) flock(wait->fd, LOCK_UN);
             result = cancelled ? ECANCELED : 0;
             break;
@@ -77,11 +85,13 @@ worker_lock_wait *worker_lock_wait_start(int fd, int operation, void (*done)(voi
     wait->operation = operation;
     wait->done = done;
     wait->context = context;
-    atomic_init(&wait->cancelled, false);
+    wait->cancelled = false;
+    pthread_mutex_init(&wait->lock, NULL);
     sem_init(&wait->ended, 0, 0);
     int status = pthread_create(&wait->thread, NULL, run_wait, wait);
     if (status != 0) {
         sem_destroy(&wait->ended);
+        pthread_mutex_destroy(&wait->lock);
         free(wait);
         errno = status;
         return NULL;
@@ -113,7 +123,9 @@ static bool ended_by(worker_lock_wait *wait, const struct timespec *until) {
 }
 
 void worker_lock_wait_cancel(worker_lock_wait *wait) {
-    atomic_store(&wait->cancelled, true);
+    pthread_mutex_lock(&wait->lock);
+    wait->cancelled = true;
+    pthread_mutex_unlock(&wait->lock);
     for (;;) {
         pthread_kill(wait->thread, wake_signal());
         struct timespec until = from_now(0.001);
@@ -129,5 +141,6 @@ int worker_lock_wait_for(worker_lock_wait *wait, double seconds) {
 void worker_lock_wait_free(worker_lock_wait *wait) {
     pthread_join(wait->thread, NULL);
     sem_destroy(&wait->ended);
+    pthread_mutex_destroy(&wait->lock);
     free(wait);
 }

@@ -15,6 +15,8 @@
 #include <sys/vfs.h>
 #endif
 
+_Thread_local uintptr_t worker_thread_owner_id = 0;
+
 int worker_syncfs(int fd) {
 #if defined(__linux__)
     return syncfs(fd);

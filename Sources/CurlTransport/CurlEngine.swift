@@ -29,6 +29,8 @@ final class CurlEngine: FetchEngine {
         var commands: [Command] = []
         /// The engine ended: commands are dropped.
         var closed = false
+        /// The last timer id handed out (`newTimerID`).
+        var lastTimerID = 0
         /// The multi handle's address, for waking the engine: `curl_multi_wakeup` is the one
         /// libcurl call made from other threads (made safe for that by libcurl), and only while
         /// the inbox is open (the handle is cleaned up after it closes).
@@ -71,7 +73,6 @@ final class CurlEngine: FetchEngine {
     }
 
     private let inbox: Mutex<Inbox>
-    private let nextID = Atomic<Int>(0)
     let thread = EngineThread()
     let options: CurlOptions
     let loop: EngineBound<Loop>
@@ -124,7 +125,10 @@ final class CurlEngine: FetchEngine {
 
     /// An id for a timer to `schedule` later (registered for cancelling before it exists).
     func newTimerID() -> Int {
-        nextID.add(1, ordering: .relaxed).newValue
+        inbox.withLock { inbox in
+            inbox.lastTimerID += 1
+            return inbox.lastTimerID
+        }
     }
 
     func schedule(_ id: Int, in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) {

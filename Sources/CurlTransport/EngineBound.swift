@@ -1,18 +1,16 @@
-import Glibc
-import Synchronization
+import WorkerSupport
 
-/// The engine's thread, as the values bound to it know it: set once the thread runs.
+/// The engine's thread, as the values bound to it know it: the thread enters for this object
+/// once it runs (`ThreadOwner`, a thread-local of that thread).
 final class EngineThread: Sendable {
-    private let id = Atomic<UInt>(0)
-
     /// Called first thing on the engine's thread.
     func enter() {
-        id.store(UInt(pthread_self()), ordering: .releasing)
+        ThreadOwner.enter(ObjectIdentifier(self))
     }
 
     /// Whether the caller runs on the engine's thread.
     var isCurrent: Bool {
-        id.load(ordering: .acquiring) == UInt(pthread_self())
+        ThreadOwner.isCurrent(ObjectIdentifier(self))
     }
 }
 

@@ -33,22 +33,26 @@ enum Libcurl {
 
     /// Starts loading libcurl on a thread of its own (named worker-libcurl), once per process.
     static func loadAhead() {
-        guard !aheadStarted.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let first = aheadStarted.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
         // No thread (a limit): libcurl is loaded when the first download needs it, as without it.
         if !Threads.detach(name: "worker-libcurl", { _ = initializeOnce; ahead.finish() }) {
             ahead.finish()
-            aheadStarted.store(false, ordering: .releasing)
+            aheadStarted.withLock { $0 = false }
         }
     }
 
-    /// Returns once a load `loadAhead` started is done. Waits asleep on a condition variable:
+    /// Returns once a load `loadAhead` started is done. Waits asleep on a latch:
     /// waiting on the lazy value itself (Swift's once, a priority-inheriting futex on Linux) made
     /// the kernel spin the waiting thread while the loader ran, ~2 ms of CPU a run.
     static func settle() {
-        if aheadStarted.load(ordering: .acquiring) { ahead.wait() }
+        if aheadStarted.withLock({ $0 }) { ahead.wait() }
     }
 
-    private static let aheadStarted = Atomic<Bool>(false)
+    private static let aheadStarted = Mutex(false)
     /// The end of the load `loadAhead` started.
     private static let ahead = ThreadLatch()
 }

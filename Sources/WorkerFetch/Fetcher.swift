@@ -17,7 +17,7 @@ package final class Fetcher: Sendable {
     package let engines: [any FetchEngine]
     /// Downloads handed to each engine and not yet finished (`engineForNext` balances on them),
     /// and each engine's share of an origin's connections.
-    private let loads: [EngineLoad]
+    private let loads: Mutex<[EngineLoad]>
     /// Sources asked before the origin, in order (registered in `sources(…)`).
     let sources: [any ContentSource]
     /// The origin's locations: the URL, its mirrors.
@@ -59,7 +59,7 @@ package final class Fetcher: Sendable {
         } else {
             throw .resources("no network transport was given to this run")
         }
-        loads = shares.map { EngineLoad(share: $0) }
+        loads = Mutex(shares.map { EngineLoad(share: $0) })
         cleanup = started.cleanup
         engines = started.engines
         let remote = network ? settings.remoteCache.map { RemoteTier(settings: $0, logger: logger) } : nil
@@ -102,31 +102,29 @@ package final class Fetcher: Sendable {
     /// freed on an engine is taken again there, with no hand-off between threads; a window that
     /// grows is spread over all of them).
     func engineForNext() -> any FetchEngine {
-        var best = engines.firstIndex { $0.isCurrent } ?? 0
-        var most = loads[best].room
-        for (number, load) in loads.enumerated() {
-            let left = load.room
-            if left > most { (best, most) = (number, left) }
+        let current = engines.firstIndex { $0.isCurrent } ?? 0
+        let best = loads.withLock { loads -> Int in
+            var best = current
+            for (number, load) in loads.enumerated() where load.room > loads[best].room {
+                best = number
+            }
+            loads[best].downloads += 1
+            return best
         }
-        loads[best].downloads.add(1, ordering: .relaxed)
         return engines[best]
     }
 
     /// A download started with `engineForNext()` ended.
     func finished(on engine: any FetchEngine) {
         guard let number = engines.firstIndex(where: { $0 === engine }) else { return }
-        loads[number].downloads.subtract(1, ordering: .relaxed)
+        loads.withLock { $0[number].downloads -= 1 }
     }
 
     /// An engine's downloads in flight and its share of an origin's connections.
-    private final class EngineLoad: Sendable {
-        let downloads = Atomic<Int>(0)
+    private struct EngineLoad {
+        var downloads = 0
         let share: Int
 
-        init(share: Int) {
-            self.share = share
-        }
-
-        var room: Int { share - downloads.load(ordering: .relaxed) }
+        var room: Int { share - downloads }
     }
 }

@@ -17,6 +17,8 @@ final class LocalEngine: FetchEngine {
         var stopped: (@Sendable () -> Void)?
         /// Set once the thread has ended: later work is answered at once.
         var ended = false
+        /// The last timer id handed out (`newTimerID`).
+        var lastTimerID = 0
     }
 
     private struct Timer {
@@ -27,9 +29,6 @@ final class LocalEngine: FetchEngine {
     private let loop = Mutex(Loop())
     /// Signalled when work or a timer comes: the thread looks again.
     private let wake = DispatchSemaphore(value: 0)
-    private let nextID = Atomic<Int>(0)
-    /// The engine's thread (0 until it runs).
-    private let thread = Atomic<UInt>(0)
 
     /// Fails when no thread can be started.
     init() throws(CacheError) {
@@ -39,7 +38,7 @@ final class LocalEngine: FetchEngine {
     }
 
     var isCurrent: Bool {
-        thread.load(ordering: .acquiring) == UInt(pthread_self())
+        ThreadOwner.isCurrent(ObjectIdentifier(self))
     }
 
     func execute(_ work: @escaping @Sendable () -> Void) {
@@ -52,7 +51,10 @@ final class LocalEngine: FetchEngine {
     }
 
     func newTimerID() -> Int {
-        nextID.add(1, ordering: .relaxed).newValue
+        loop.withLock { loop in
+            loop.lastTimerID += 1
+            return loop.lastTimerID
+        }
     }
 
     func schedule(_ id: Int, in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) {
@@ -108,7 +110,7 @@ final class LocalEngine: FetchEngine {
     // MARK: - The engine's thread
 
     private func run() {
-        thread.store(UInt(pthread_self()), ordering: .releasing)
+        ThreadOwner.enter(ObjectIdentifier(self))
         var work: [@Sendable () -> Void] = []
         while true {
             let now = Monotonic.now()

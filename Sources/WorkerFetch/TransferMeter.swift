@@ -21,11 +21,15 @@ package final class TransferMeter: Sendable {
         }
     }
 
-    private let received = Atomic<Int64>(0)
-    /// Requests sent whose head has not arrived yet, and bodies in flight without a declared length.
-    private let unknown = Atomic<Int>(0)
-    /// Bytes declared by the heads of bodies in flight and not received yet.
-    private let outstanding = Atomic<Int64>(0)
+    private struct Counts {
+        var received: Int64 = 0
+        /// Requests sent whose head has not arrived yet, and bodies in flight without a declared length.
+        var unknown = 0
+        /// Bytes declared by the heads of bodies in flight and not received yet.
+        var outstanding: Int64 = 0
+    }
+
+    private let counts = Mutex(Counts())
     /// The closure is kept inside a struct: a bare function value read out of a Mutex through
     /// `withLock { $0 }` came back wrapped in one more reabstraction thunk each time (the stored
     /// value is written back through the inout), so every head called through one more layer: a
@@ -37,11 +41,11 @@ package final class TransferMeter: Sendable {
     private let headHandler = Mutex<Handler?>(nil)
 
     /// Body bytes received so far, over every attempt.
-    package var bytes: Int64 { received.load(ordering: .relaxed) }
+    package var bytes: Int64 { counts.withLock { $0.received } }
 
     /// The bytes still to come, when every transfer in flight has said how many (else nil).
     package var bytesOutstanding: Int64? {
-        unknown.load(ordering: .relaxed) == 0 ? max(0, outstanding.load(ordering: .relaxed)) : nil
+        counts.withLock { $0.unknown == 0 ? max(0, $0.outstanding) : nil }
     }
 
     /// Who is told of each head (the download queue), until nil.
@@ -51,31 +55,37 @@ package final class TransferMeter: Sendable {
 
     /// A request was sent: its length is unknown until its head.
     package func requestSent() {
-        unknown.wrappingAdd(1, ordering: .relaxed)
+        counts.withLock { $0.unknown += 1 }
     }
 
     /// Its head arrived: `declared` content bytes will follow (nil: unknown until the end).
     package func headArrived(_ head: Head, declared: Int64?) {
         if let declared {
-            unknown.wrappingSubtract(1, ordering: .relaxed)
-            outstanding.wrappingAdd(declared, ordering: .relaxed)
+            counts.withLock { counts in
+                counts.unknown -= 1
+                counts.outstanding += declared
+            }
         }
         let handler = headHandler.withLock { $0 }
         handler?.call(head)
     }
 
     package func bodyReceived(_ count: Int) {
-        received.wrappingAdd(Int64(count), ordering: .relaxed)
-        outstanding.wrappingSubtract(Int64(count), ordering: .relaxed)
+        counts.withLock { counts in
+            counts.received += Int64(count)
+            counts.outstanding -= Int64(count)
+        }
     }
 
     /// The exchange ended: what it declared and did not receive is no longer to come, and a
     /// length it never declared (no head, or no Content-Length) is no longer unknown.
     package func exchangeEnded(declared: Int64?, received count: Int64, headArrived: Bool) {
-        if let declared, headArrived {
-            outstanding.wrappingSubtract(max(0, declared - count), ordering: .relaxed)
-        } else {
-            unknown.wrappingSubtract(1, ordering: .relaxed)
+        counts.withLock { counts in
+            if let declared, headArrived {
+                counts.outstanding -= max(0, declared - count)
+            } else {
+                counts.unknown -= 1
+            }
         }
     }
 }

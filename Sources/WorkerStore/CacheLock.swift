@@ -10,7 +10,7 @@ import WorkerSupport
 public final class CacheLock: Sendable {
     private let fd: Int32
     public let path: String
-    private let released = Atomic<Bool>(false)
+    private let released = Mutex(false)
 
     /// Runs `body` holding the lock, and releases it when `body` returns or throws.
     public static func withLock<T>(directory: String, wait: Double?, context: RunContext,
@@ -107,7 +107,11 @@ public final class CacheLock: Sendable {
 
     /// Releases the lock (once; the end of the process releases it too).
     public func release() {
-        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let first = released.withLock { released in
+            defer { released = true }
+            return !released
+        }
+        guard first else { return }
         flock(fd, LOCK_UN)
         close(fd)
     }

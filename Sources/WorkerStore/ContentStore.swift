@@ -83,7 +83,10 @@ public struct ContentStore: Sendable {
     /// O_EXCL settles the rest without a random draw per file.
     package func makeTemporaryFile() throws(SystemError) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
-            let number = temporaryCounter.add(1, ordering: .relaxed).newValue
+            let number = temporaryCounter.withLock { counter in
+                counter += 1
+                return counter
+            }
             let digits = String(number)
             // The path in one allocation; the file is made by its name, the path's end.
             var path = String()
@@ -280,5 +283,5 @@ public struct ContentStore: Sendable {
 }
 
 /// Numbers temporary files within this process.
-private let temporaryCounter = Atomic<UInt64>(0)
+private let temporaryCounter = Mutex<UInt64>(0)
 private let temporaryPrefix = "dl-\(CacheLayout.processToken)-"

@@ -18,8 +18,8 @@ package struct PartialDownloads: Sendable {
     private let present: Presence
 
     private final class Presence: Sendable {
-        let flag: Atomic<Bool>
-        init(_ value: Bool) { flag = Atomic(value) }
+        let flag: Mutex<Bool>
+        init(_ value: Bool) { flag = Mutex(value) }
     }
 
     init(directory: String) {
@@ -44,7 +44,7 @@ package struct PartialDownloads: Sendable {
 
     /// The kept part of `url`'s body, if any (and if its record is whole and for this URL).
     package func resume(for url: String) -> Resume? {
-        guard present.flag.load(ordering: .relaxed) else { return nil }
+        guard present.flag.withLock({ $0 }) else { return nil }
         let body = bodyPath(url)
         var info = stat()
         guard lstat(body, &info) == 0, OwnFile.isPrivate(info), info.st_size > 0,
@@ -62,7 +62,7 @@ package struct PartialDownloads: Sendable {
 
     /// Keeps the body at `temporary` (closed) as `url`'s part, with its validator.
     package func keep(_ temporary: String, url: String, validator: String) {
-        present.flag.store(true, ordering: .relaxed)
+        present.flag.withLock { $0 = true }
         let meta = metaPath(url)
         // The URL may carry user info: the record is the owner's only, like the index.
         let text = Array((validator + "\n" + url + "\n").utf8)

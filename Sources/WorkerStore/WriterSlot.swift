@@ -13,7 +13,7 @@ package final class WriterSlot: Sendable {
     private let fd: Int32
     /// Whether no other writer was running when this one joined (the slot was taken exclusively).
     package let alone: Bool
-    private let released = Atomic<Bool>(false)
+    private let released = Mutex(false)
 
     /// Joins the writers of the cache at `directory`. With `exclusive`, waits (up to `wait`
     /// seconds, nil: without limit) until no other writer runs; otherwise waits only while one
@@ -69,7 +69,11 @@ package final class WriterSlot: Sendable {
     }
 
     package func release() {
-        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let first = released.withLock { released in
+            defer { released = true }
+            return !released
+        }
+        guard first else { return }
         flock(fd, LOCK_UN)
         close(fd)
     }

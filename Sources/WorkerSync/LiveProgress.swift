@@ -20,19 +20,19 @@ final class LiveProgress: Sendable {
 
 /// Work repeated on a fetch engine's timers until `stop()`.
 package final class Ticker: Sendable {
-    private let stopped = Atomic<Bool>(false)
+    private let stopped = Mutex(false)
 
     package init() {}
 
     package func every(_ seconds: Double, on engine: any FetchEngine, _ work: @escaping @Sendable () -> Void) {
         engine.schedule(in: seconds) { [self] fired in
-            guard fired, !stopped.load(ordering: .relaxed) else { return }
+            guard fired, !stopped.withLock({ $0 }) else { return }
             work()
             every(seconds, on: engine, work)
         }
     }
 
     package func stop() {
-        stopped.store(true, ordering: .relaxed)
+        stopped.withLock { $0 = true }
     }
 }

@@ -18,19 +18,15 @@ enum Console {
     /// from the command line as it is (`Invocation`), so that even a usage error is a JSON line
     /// when asked for.
     static var jsonLines: Bool {
-        switch decided.load(ordering: .acquiring) {
-        case 1: false
-        case 2: true
-        default: Invocation.current?.logFormat == .json
-        }
+        decided.withLock { $0 } ?? (Invocation.current?.logFormat == .json)
     }
 
-    /// 0 until `decide`, then 1 (text) or 2 (JSON).
-    private static let decided = Atomic<UInt8>(0)
+    /// nil until `decide`, then whether the lines are JSON.
+    private static let decided = Mutex<Bool?>(nil)
 
     /// The log format of the command parsed, before it runs.
     static func decide(json: Bool) {
-        decided.store(json ? 2 : 1, ordering: .releasing)
+        decided.withLock { $0 = json }
     }
 
     /// The JSON style of every command's output: indented, sorted keys, slashes as they are.

@@ -44,6 +44,22 @@ import WorkerTestSupport
         await engine.shutdown()
     }
 
+    /// Each engine knows its own thread: on one engine's thread the other engine (of either kind)
+    /// is not current, and each is current on its own.
+    @Test(arguments: Kind.allCases) func oneEnginesThreadIsNotAnothers(kind: Kind) async throws {
+        let first = try engine(kind)
+        let second = try engine(kind)
+        let seen = await withCheckedContinuation { (done: CheckedContinuation<[Bool], Never>) in
+            first.execute {
+                let onFirst = [first.isCurrent, second.isCurrent]
+                second.execute { done.resume(returning: onFirst + [second.isCurrent, first.isCurrent]) }
+            }
+        }
+        #expect(seen == [true, false, true, false])
+        await first.shutdown()
+        await second.shutdown()
+    }
+
     /// What only the engine's thread may touch is checked there, not promised: read on the
     /// engine's thread it is there, read from another thread the process traps.
     @Test func engineStateIsReadOnItsThreadAndTrapsElsewhere() async throws {

@@ -62,4 +62,19 @@ static inline void worker_prefetch(const void *address) {
     __builtin_prefetch(address, 1, 3);
 }
 
+#include <stdint.h>
+
+/// The object a thread of the program's own works for (an engine), as that thread set it first
+/// thing: a thread-local value, so each thread reads only what it wrote itself and nothing is
+/// shared between threads. 0 on a thread that never set one.
+extern _Thread_local uintptr_t worker_thread_owner_id;
+
+static inline uintptr_t worker_thread_owner(void) {
+    return worker_thread_owner_id;
+}
+
+static inline void worker_set_thread_owner(uintptr_t owner) {
+    worker_thread_owner_id = owner;
+}
+
 #endif
