@@ -33,11 +33,7 @@ enum Libcurl {
 
     /// Starts loading libcurl on a thread of its own (named worker-libcurl), once per process.
     static func loadAhead() {
-        let first = aheadStarted.withLock { started in
-            defer { started = true }
-            return !started
-        }
-        guard first else { return }
+        guard aheadStarted.setFirst() else { return }
         // No thread (a limit): libcurl is loaded when the first download needs it, as without it.
         if !Threads.detach(name: "worker-libcurl", { _ = initializeOnce; ahead.finish() }) {
             ahead.finish()

@@ -21,6 +21,8 @@ package final class TransferMeter: Sendable {
         }
     }
 
+    /// Byte counts wrap rather than trap: a length is what a server declared, and two of
+    /// Int64's largest would not fit.
     private struct Counts {
         var received: Int64 = 0
         /// Requests sent whose head has not arrived yet, and bodies in flight without a declared length.
@@ -63,7 +65,7 @@ package final class TransferMeter: Sendable {
         if let declared {
             counts.withLock { counts in
                 counts.unknown -= 1
-                counts.outstanding += declared
+                counts.outstanding &+= declared
             }
         }
         let handler = headHandler.withLock { $0 }
@@ -72,8 +74,8 @@ package final class TransferMeter: Sendable {
 
     package func bodyReceived(_ count: Int) {
         counts.withLock { counts in
-            counts.received += Int64(count)
-            counts.outstanding -= Int64(count)
+            counts.received &+= Int64(count)
+            counts.outstanding &-= Int64(count)
         }
     }
 
@@ -82,7 +84,7 @@ package final class TransferMeter: Sendable {
     package func exchangeEnded(declared: Int64?, received count: Int64, headArrived: Bool) {
         counts.withLock { counts in
             if let declared, headArrived {
-                counts.outstanding -= max(0, declared - count)
+                counts.outstanding &-= max(0, declared &- count)
             } else {
                 counts.unknown -= 1
             }

@@ -107,11 +107,7 @@ public final class CacheLock: Sendable {
 
     /// Releases the lock (once; the end of the process releases it too).
     public func release() {
-        let first = released.withLock { released in
-            defer { released = true }
-            return !released
-        }
-        guard first else { return }
+        guard released.setFirst() else { return }
         flock(fd, LOCK_UN)
         close(fd)
     }

@@ -69,11 +69,7 @@ package final class WriterSlot: Sendable {
     }
 
     package func release() {
-        let first = released.withLock { released in
-            defer { released = true }
-            return !released
-        }
-        guard first else { return }
+        guard released.setFirst() else { return }
         flock(fd, LOCK_UN)
         close(fd)
     }

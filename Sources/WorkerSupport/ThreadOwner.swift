@@ -5,7 +5,7 @@ import CWorkerSystem
 /// thread-local value with the object — no thread reads what another wrote, so there is nothing
 /// to order between threads.
 package enum ThreadOwner {
-    /// Called first thing on the thread that works for `owner`, which outlives the thread.
+    /// Called first thing on a thread that works for `owner` (and holds it) until the thread ends.
     package static func enter(_ owner: ObjectIdentifier) {
         worker_set_thread_owner(UInt(bitPattern: owner))
     }

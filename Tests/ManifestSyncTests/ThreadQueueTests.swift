@@ -80,4 +80,25 @@ import WorkerTestSupport
         #expect(Self.threads(named: "wq-pool") <= 4)
         queue.close()
     }
+
+    /// A flag set by many threads at once: exactly one of them is told it set it first.
+    @Test func exactlyOneCallerSetsAFlagFirst() {
+        let flag = Mutex(false)
+        let firsts = Mutex(0)
+        let queue = ThreadQueue(name: "wq-flag", limit: 8)
+        let done = ThreadLatch()
+        let left = Mutex(64)
+        for _ in 0..<64 {
+            queue.async {
+                if flag.setFirst() { firsts.withLock { $0 += 1 } }
+                if left.withLock({ left in left -= 1; return left == 0 }) { done.finish() }
+            }
+        }
+        done.wait()
+        queue.close()
+        #expect(firsts.withLock { $0 } == 1)
+        #expect(flag.withLock { $0 })
+        let again = flag.setFirst()
+        #expect(!again, "set already")
+    }
 }
