@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import Synchronization
 import WorkerStore
 import WorkerSupport

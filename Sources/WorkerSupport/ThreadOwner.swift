@@ -11,7 +11,6 @@ package enum ThreadOwner {
     }
 
     /// Whether the calling thread is the one that entered for `owner`.
-    @inline(__always)
     package static func isCurrent(_ owner: ObjectIdentifier) -> Bool {
         worker_thread_owner() == UInt(bitPattern: owner)
     }

@@ -119,7 +119,7 @@ import WorkerTestSupport
         for round in 2..<(2 + kills) {
             let process = try WorkerBinary.spawn(["sync", manifest(round % 4), "--cache-dir", cache, "--tree", tree, "-q"],
                                                  log: directory.path + "/round.log")
-            // Within the time a whole run took: most kills land in it whatever else the machine runs.
+            // Within a typical whole run's time: most kills land in it whatever else the machine runs.
             try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(typical * 0.9e9), using: &generator))
             if process.isRunning { killedMidRun += 1 }
             kill(process.processIdentifier, SIGKILL)
