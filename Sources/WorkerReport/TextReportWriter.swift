@@ -21,7 +21,7 @@ public struct TextReportWriter {
         if let error = tree.error { return "  tree \(tree.path): not published (\(Sanitize.terminal(error)))" }
         if tree.withheld {
             return "  tree \(tree.path): not switched: \(tree.missing) of \(tree.files + tree.missing) entries are not in the cache "
-                + "(--tree-complete)" + (tree.version.isEmpty ? "; nothing is published yet" : "; \(tree.version) stays")
+                + (tree.stopped ? "(the run was stopped)" : "(--tree-complete)") + (tree.version.isEmpty ? "; nothing is published yet" : "; \(tree.version) stays")
         }
         if dryRun {
             return "  tree \(tree.path): " + (tree.switched ? "would switch to a new version" : "unchanged") + " (\(counts))"

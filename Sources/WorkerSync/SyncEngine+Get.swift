@@ -123,8 +123,14 @@ extension SyncEngine {
     /// (the report itself lists only failures), nothing recorded per manifest.
     func syncWithoutManifest(_ entries: [ManifestEntry], name: String, count: Int) async throws(SyncFailure) -> SyncResult {
         let manifest = Manifest(path: name, name: name, baseURL: nil, headers: [], localRoot: "/", entryCount: count)
+        // A run of these URLs alone: what belongs to the manifests' run (their tree, their prune,
+        // their shard) is not its own — a remote manifest fetched with `--tree` published the
+        // tree of its one document, an empty version.
         var options = options
         options.recordsManifestRuns = false
+        options.tree = nil
+        options.prune = false
+        options.shard = .all
         options.outputs = SyncOutputs()
         options.shownRows = 0
         options.keepsOutcomes = true

@@ -3,6 +3,7 @@ import Glibc
 import WorkerManifest
 import WorkerPlan
 import WorkerStore
+import WorkerSupport
 
 extension SyncEngine {
     /// Publishes the manifests' tree after the run's last commit: each entry at its tree path,
@@ -18,13 +19,18 @@ extension SyncEngine {
             try Self.treeFiles(manifests, layout: layout, index: index, cacheDirectory: directory)
         }
         let believed = Self.treeFiles(manifests, layout: layout, run: run, cacheDirectory: directory)
-        return try await TreePublisher(path: path).publish(cacheDirectory: directory, wait: options.waitLock, context: context,
-                                                           onlyComplete: options.treeComplete,
+        // A run stopped from outside (Ctrl-C, SIGTERM) never publishes an intermediate version:
+        // only a complete one, else the version before stays.
+        let stopped = context.stop.reason != nil
+        var outcome = try await TreePublisher(path: path).publish(cacheDirectory: directory, wait: options.waitLock, context: context,
+                                                           onlyComplete: options.treeComplete || stopped,
                                                            files: { () throws(CacheError) -> [TreeFile] in
                                                                if let believed { return believed }
                                                                return try exact()
                                                            },
                                                            exact: believed == nil ? nil : exact)
+        outcome.stopped = stopped && outcome.withheld
+        return outcome
     }
 
     /// The tree as the run left it: each entry's object as the run recorded it
