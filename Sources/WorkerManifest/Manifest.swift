@@ -20,6 +20,8 @@ public struct Manifest: Sendable {
     public var serial: Int64?
     public var expires: Double?
     public var serialPosition: (line: Int, column: Int) = (0, 0)
+    /// Where `name` is written; nil when the manifest has none (its name is its file's).
+    public var namePosition: (line: Int, column: Int)?
     public var expiresPosition: (line: Int, column: Int) = (0, 0)
 
     package init(

@@ -2,6 +2,7 @@
 public struct ManifestHeader: Sendable {
     public var version: Int?
     public var name: String?
+    public var namePosition: (line: Int, column: Int) = (0, 0)
     public var baseURL: String?
     public var baseURLPosition: (line: Int, column: Int) = (0, 0)
     /// Header names and raw values (before `${VAR}` expansion), with the position of each value.

@@ -16,6 +16,9 @@ public struct ManifestLoader {
     /// Manifests read from a copy of a remote one: the copy's path → the URL it came from. Errors
     /// and the report name the URL; relative entries resolve against it (unless `base_url` is set).
     public var remoteSources: [String: String] = [:]
+    /// The only variables a remote manifest's `${VAR}` may read (`--manifest-env`): whoever
+    /// publishes or serves it must not read the runner's environment.
+    public var remoteEnvironment: Set<String> = []
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
@@ -51,7 +54,6 @@ public struct ManifestLoader {
             let report = { (line: Int, column: Int, message: String) in
                 ManifestDiagnostic(path: shown, line: line, column: column, message: message)
             }
-            if let source = remoteSources[path] { _ = resolver.setBase(Self.folder(of: source)) }
             let header = reader.read(diagnostics: &fileDiagnostics) { item, headerSoFar in
                 listed += 1
                 if resolver.base == nil, baseProblem == nil, let base = headerSoFar.baseURL {
@@ -73,6 +75,10 @@ public struct ManifestLoader {
             }
             if resolver.base == nil, baseProblem == nil, let base = header.baseURL {
                 baseProblem = resolver.setBase(base)
+            }
+            // A remote manifest without `base_url` resolves its relative entries against its own URL.
+            if resolver.base == nil, baseProblem == nil, let source = remoteSources[path] {
+                baseProblem = resolver.setBase(Self.folder(of: source))
             }
             if let baseProblem {
                 fileDiagnostics.append(report(header.baseURLPosition.line, header.baseURLPosition.column, baseProblem))
@@ -99,6 +105,7 @@ public struct ManifestLoader {
             manifest.serial = header.serial
             manifest.expires = header.expires
             manifest.serialPosition = header.serialPosition
+            if header.name != nil { manifest.namePosition = header.namePosition }
             manifest.expiresPosition = header.expiresPosition
             manifests.append(manifest)
         }
@@ -138,7 +145,7 @@ public struct ManifestLoader {
         return String(path[...slash])
     }
 
-    static func defaultName(_ path: String) -> String {
+    package static func defaultName(_ path: String) -> String {
         let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         return file.isEmpty ? "manifest" : file
     }
@@ -159,7 +166,8 @@ public struct ManifestLoader {
         var out: [RequestHeader] = []
         for header in headers {
             let value: String
-            switch VariableExpansion.expand(header.value, environment: environment) {
+            let allowed = remoteSources[path] == nil ? nil : remoteEnvironment
+            switch VariableExpansion.expand(header.value, environment: environment, allowed: allowed) {
             case .success(let expanded):
                 value = expanded
             case .failure(let problem):

@@ -170,10 +170,12 @@ struct ManifestWalker {
                 }
             case "name":
                 if let text = string(value, key: "name") {
-                    if text.isEmpty || text.contains("/") || text.contains("\0") {
-                        report(value, "'name' must be a non-empty string without '/'")
+                    // A name is printed (summaries, workflow outputs): no line breaks or terminal controls.
+                    if text.isEmpty || text.contains("/") || text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                        report(value, "'name' must be a non-empty string without '/' or control characters")
                     }
                     header.name = text
+                    header.namePosition = (value.line, value.column)
                 }
             case "base_url":
                 if let text = string(value, key: "base_url") {

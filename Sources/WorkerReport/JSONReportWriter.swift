@@ -51,6 +51,7 @@ public struct JSONReportWriter: ReportFormat {
         let limits: SyncReport.Limits?
         let remoteCache: SyncReport.RemoteCache?
         let tree: TreeOutcome?
+        let error: String?
 
         enum CodingKeys: String, CodingKey {
             case schema
@@ -65,7 +66,7 @@ public struct JSONReportWriter: ReportFormat {
             case failover, rewrite
             case limits
             case remoteCache = "remote_cache"
-            case tree
+            case tree, error
         }
 
         /// The report's document; its rows are given separately (`entries` is left empty).
@@ -85,6 +86,7 @@ public struct JSONReportWriter: ReportFormat {
             limits = report.limits
             remoteCache = report.remoteCache
             tree = report.tree
+            error = report.error
         }
     }
 

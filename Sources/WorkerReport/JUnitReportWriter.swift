@@ -24,9 +24,16 @@ public struct JUnitReportWriter: ReportFormat {
 
     public static func xml(_ report: SyncReport) -> String {
         let byManifest = Dictionary(grouping: report.entries.with { $0 != .removed }) { $0.manifest ?? "manifest" }
-        let failures = report.entries.with { $0 == .failed }.count
+        let failures = report.entries.with { $0 == .failed }.count + (report.error == nil ? 0 : 1)
         var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
-        out += #"<testsuites name="worker sync" tests="\#(report.totals.entries)" failures="\#(failures)" time="\#(format(report.duration))">"# + "\n"
+        out += #"<testsuites name="worker sync" tests="\#(report.totals.entries + (report.error == nil ? 0 : 1))" failures="\#(failures)" time="\#(format(report.duration))">"# + "\n"
+        if let error = report.error {
+            // The run stopped before its entries: one case says why.
+            out += #"  <testsuite name="manifests" tests="1" failures="1">"# + "\n"
+            out += #"    <testcase classname="manifests" name="read the manifests">"# + "\n"
+            out += #"      <failure type="manifest" message="\#(escape(error))">\#(escape(error))</failure>"# + "\n"
+            out += "    </testcase>\n  </testsuite>\n"
+        }
         for manifest in report.manifests {
             let cases = byManifest[manifest.name] ?? []
             let failed = cases.filter { $0.status == .failed }.count

@@ -22,7 +22,7 @@ public struct MarkdownSummaryWriter: ReportFormat {
     public static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
         let totals = report.totals
         let names = report.manifests.map { Sanitize.markdown($0.name) }.joined(separator: ", ")
-        let icon = totals.failed == 0 ? "✅" : "❌"
+        let icon = totals.failed == 0 && report.error == nil ? "✅" : "❌"
         var lines = [
             "### \(icon) worker sync: \(names)",
             "",
@@ -32,6 +32,7 @@ public struct MarkdownSummaryWriter: ReportFormat {
                 + "| \(totals.failed) | \(totals.removed) | \(Units.formatBytes(totals.bytesDownloaded)) "
                 + "| \(Text.format("%.2f", report.duration)) s |",
         ]
+        if let error = report.error { lines += ["", "**Not synced:** \(cell(error))"] }
         let failed = report.failedEntries
         if !failed.isEmpty {
             lines += ["", "| failed entry | reason | detail |", "|---|---|---|"]

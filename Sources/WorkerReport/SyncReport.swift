@@ -170,6 +170,10 @@ public struct SyncReport: Sendable {
     /// The report's `remote_cache` object: the tier's own counts.
     public typealias RemoteCache = RemoteTierCounts
 
+    /// What stopped the run before its entries were planned (a manifest that could not be read):
+    /// the outputs say it, and the run ends with its exit code.
+    public var error: String?
+
     /// Whether the run met its success rule (failures within `--max-failures`, no refused prune).
     public var succeeded = true
     /// Origins the run gave up on: their remaining entries failed without a request.

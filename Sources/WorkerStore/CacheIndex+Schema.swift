@@ -7,8 +7,10 @@ extension CacheIndex {
     /// index hold only rows of algorithms other than SHA-256 (those are found by object name); 4
     /// marks failures of URLs only `get` or `manifest --urls` asked for (they age out); 5 added
     /// `entries.private`; 6 added `listed_objects` (what `manifest s3://` last saw of each object);
-    /// 7 added `accepted_manifests` (each manifest's last accepted serial, and when it was checked).
-    static let schemaVersion = 7
+    /// 7 added `accepted_manifests` (each manifest's last accepted serial, and when it was checked);
+    /// 8 added `manifest_serials` (the serial accepted per manifest name and signing key) and
+    /// `manifest_documents` (the rows of remote manifests and their signatures: not entries).
+    static let schemaVersion = 8
 
     /// Refuses an index of a newer schema; with `create`, makes the tables or brings an older
     /// index up to this schema, in one transaction, and builds the index of rows by object if it
@@ -81,6 +83,16 @@ extension CacheIndex {
                 object TEXT NOT NULL,
                 accepted_at REAL NOT NULL,
                 checked_at REAL NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS manifest_serials(
+                identity TEXT NOT NULL,
+                signer TEXT NOT NULL,
+                serial INTEGER NOT NULL,
+                object TEXT NOT NULL,
+                PRIMARY KEY(identity, signer)
+            ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS manifest_documents(
+                url TEXT PRIMARY KEY NOT NULL
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS manifest_runs(
                 path TEXT PRIMARY KEY NOT NULL,

@@ -8,13 +8,16 @@ extension CacheIndex {
     /// Counts for `worker status`.
     public func statistics() throws(CacheError) -> CacheStatistics {
         try wrap {
+            // A remote manifest's and its signature's rows are the cache's, not entries.
+            let entries = try Self.hasTable(database, "manifest_documents")
+                ? "entries WHERE url NOT IN (SELECT url FROM manifest_documents)" : "entries"
             let totals = try database.prepare("""
                 SELECT count(*), count(DISTINCT object), total(size), min(fetched_at), max(fetched_at)
-                FROM entries
+                FROM \(entries)
                 """)
             _ = try totals.step()
             let distinct = try database.prepare(
-                "SELECT total(size) FROM (SELECT max(size) AS size FROM entries GROUP BY object)")
+                "SELECT total(size) FROM (SELECT max(size) AS size FROM \(entries) GROUP BY object)")
             _ = try distinct.step()
             let failed = try database.prepare("SELECT count(*) FROM failures\(try pendingFilter())")
             _ = try failed.step()

@@ -77,6 +77,11 @@ public enum Units {
         return whole % 3600 / 60 == 0 ? "\(whole / 3600)h" : "\(whole / 3600)h\(whole % 3600 / 60)m"
     }
 
+    /// How long ago something was, in the duration's format to the whole second (`9s`, `3m5s`).
+    public static func formatAge(_ seconds: Double) -> String {
+        formatDuration(max(0, seconds.rounded()))
+    }
+
     public static func formatBytes(_ bytes: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]
         var value = Double(bytes)

@@ -65,6 +65,8 @@ extension SyncEngine {
         planner.refresh = options.refresh && !options.offline
         planner.shard = options.shard
         planner.kept = index.credentialFree ? Set(options.keptURLs.map(index.key)) : options.keptURLs
+        // Remote manifests' documents are never another run's orphans.
+        planner.kept.formUnion((try? index.manifestDocuments()) ?? [])
         if index.credentialFree { planner.urlKey = index.key }
         // A stat per object named: a file changed on disk (its size) is fetched again.
         planner.objectSize = objects.size

@@ -59,30 +59,61 @@ public struct SyncEngine: Sendable {
     // MARK: - Sync
 
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
-    /// whole run from manifest paths to report, outputs written.
+    /// whole run from manifest paths to report, outputs written. A run that cannot read its
+    /// manifests publishes nothing and still writes its outputs, with the error.
     public func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
+        let startedAt = Date()
+        do {
+            return try await syncManifests(arguments)
+        } catch {
+            switch error {
+            case .manifest, .cache(.manifestUnavailable): writeUnread(arguments, error: error, startedAt: startedAt)
+            case .cache: break
+            }
+            throw error
+        }
+    }
+
+    private func syncManifests(_ arguments: [String]) async throws(SyncFailure) -> SyncReport {
         // Manifests by URL are fetched, signatures verified, before anything else. Remote ones
         // accepted before are read from their copies while a conditional request asks whether
-        // they changed; nothing is planned before it says no (else they are fetched anew).
-        var confirmation: Task<Bool, Never>?
+        // they changed (its 200 is the new copy); nothing is planned before it says no.
+        var confirmation: Task<ManifestConfirmation, Never>?
         let opened: OpenedManifests
         if let copies = acceptedCopies(arguments) {
             opened = copies.opened
-            confirmation = Task { await self.unchanged(copies.checks) }
+            confirmation = Task { await self.confirm(copies.checks) }
         } else {
             opened = try await openManifests(arguments)
         }
         if let report = try await keeping(opened).sync(opened: opened, confirmation: confirmation) { return report }
-        let fetched = try await openManifests(arguments)
+        let fetched = try await openManifests(arguments, documents: await confirmation?.value.documents ?? [:])
         guard let report = try await keeping(fetched).sync(opened: fetched, confirmation: nil) else {
             throw .cache(.manifestUnavailable("the manifests changed while they were read"))
         }
         return report
     }
 
+    /// The outputs of a run that could not read its manifests: no entry, the error.
+    private func writeUnread(_ arguments: [String], error: SyncFailure, startedAt: Date) {
+        guard !options.outputs.files.isEmpty else { return }
+        var report = SyncReport(startedAt: startedAt, finishedAt: Date(), cacheDirectory: options.cacheDirectory,
+                                manifests: arguments.map {
+                                    SyncReport.ManifestSummary(path: Redact.url($0), name: ManifestLoader.defaultName(Redact.url($0)),
+                                                               entries: 0)
+                                })
+        report.error = error.exitMessage
+        report.succeeded = false
+        do throws(CacheError) {
+            try options.outputs.write(report, success: false)
+        } catch {
+            logger.warning("\(error)")
+        }
+    }
+
     /// The run of `opened`; nil when `confirmation` says a remote manifest changed (nothing was
-    /// done: the caller fetches it and runs again).
-    private func sync(opened: OpenedManifests, confirmation: Task<Bool, Never>?) async throws(SyncFailure) -> SyncReport? {
+    /// done: the caller reads what it fetched and runs again).
+    private func sync(opened: OpenedManifests, confirmation: Task<ManifestConfirmation, Never>?) async throws(SyncFailure) -> SyncReport? {
         let manifestPaths = opened.paths
         // Into a cache without an index every http(s) entry is a download: the transport starts
         // loading its library now, beside the manifests (later, once the plan is drawn, the
@@ -94,38 +125,39 @@ public struct SyncEngine: Sendable {
         ahead?.prepare()
         defer { ahead?.settle() }
         let prefetched = indexed ? prefetch(manifestPaths: manifestPaths) : nil
+        // A copy that fails (expired, say) is only the copy: when the publisher has a newer one,
+        // that one is read instead.
+        let changed = { () async -> Bool in
+            guard let confirmation else { return false }
+            return await !confirmation.value.unchanged
+        }
         var set: ManifestSet
-        do {
+        let accepted: AcceptedManifests
+        do throws(SyncFailure) {
             var loader = ManifestLoader()
             loader.collectsTree = options.collectsTree
             loader.remoteSources = opened.remoteSources
-            set = try loader.load(paths: manifestPaths)
-        } catch {
-            _ = await prefetched?.value
-            throw .manifest(error)
-        }
-        do {
-            set = try await resolvingExpansions(set)
-        } catch {
-            _ = await prefetched?.value
-            throw error
-        }
-        let accepted: AcceptedManifests
-        do {
-            accepted = try acceptManifests(set, opened)
-        } catch {
-            _ = await prefetched?.value
-            throw error
-        }
-        if let tree = options.tree {
-            do throws(CacheError) {
-                try TreePublisher(path: tree).check()
+            loader.remoteEnvironment = options.trust.environment
+            do {
+                set = try loader.load(paths: manifestPaths)
             } catch {
-                _ = await prefetched?.value
-                throw .cache(error)
+                throw .manifest(error)
             }
+            set = try await resolvingExpansions(set)
+            accepted = try acceptManifests(set, opened)
+            if let tree = options.tree {
+                do throws(CacheError) {
+                    try TreePublisher(path: tree).check()
+                } catch {
+                    throw .cache(error)
+                }
+            }
+        } catch {
+            _ = await prefetched?.value
+            if await changed() { return nil }
+            throw error
         }
-        if let confirmation, await !confirmation.value {
+        if await changed() {
             _ = await prefetched?.value
             return nil
         }
@@ -269,7 +301,8 @@ public struct SyncEngine: Sendable {
         let failedPerManifest = run.ledger.failuresPerManifest
         do throws(CacheError) {
             try run.index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
-                ManifestRun(path: Self.absolute(manifest.path), name: manifest.name, entries: manifest.entryCount,
+                ManifestRun(path: Self.isRemoteManifest(manifest.path) ? Redact.url(manifest.path) : Self.absolute(manifest.path),
+                            name: manifest.name, entries: manifest.entryCount,
                             finishedAt: finished, failed: failedPerManifest[offset])
             })
         } catch where error.isDiskFull {

@@ -39,6 +39,12 @@ package enum Minisign {
         let trustedComment: String
         let globalSignature: [UInt8]
 
+        /// The trusted comment's `file:` (`timestamp:…\tfile:NAME\t…`, minisign's default), if any.
+        var signedFile: String? {
+            let fields = trustedComment.split(separator: "\t")
+            return fields.first { $0.hasPrefix("file:") }.map { String($0.dropFirst("file:".count)) }
+        }
+
         /// A `.minisig` file: untrusted comment, signature line, trusted comment, global signature.
         static func parse(_ text: String) -> Result<Signature, SignatureProblem> {
             let lines = text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r" }).map(String.init)
@@ -59,7 +65,7 @@ package enum Minisign {
     }
 
     /// Checks `text` (a .minisig) over `message` against `keys`; the key that signed it, or why not.
-    static func verify(_ message: [UInt8], signature text: String, keys: [PublicKey]) -> Result<String, SignatureProblem> {
+    static func verify(_ message: [UInt8], signature text: String, keys: [PublicKey]) -> Result<SignatureCheck, SignatureProblem> {
         let signature: Signature
         switch Signature.parse(text) {
         case .success(let parsed): signature = parsed
@@ -75,6 +81,6 @@ package enum Minisign {
         guard publicKey.isValidSignature(signature.globalSignature, for: signature.signature + Array(signature.trustedComment.utf8)) else {
             return .failure(.invalid("minisign key \(key.id) (its trusted comment)"))
         }
-        return .success("minisign key \(key.id)")
+        return .success(SignatureCheck(signer: "minisign key \(key.id)", file: signature.signedFile))
     }
 }

@@ -56,11 +56,11 @@ public struct TrustedKeys: Sendable {
     }
 
     /// Checks `signature` (a .minisig or an armored SSH signature) over `message`.
-    package func verify(_ message: [UInt8], signature: [UInt8], now: Double = Date().timeIntervalSince1970) -> Result<String, SignatureProblem> {
+    package func verify(_ message: [UInt8], signature: [UInt8], now: Double = Date().timeIntervalSince1970) -> Result<SignatureCheck, SignatureProblem> {
         let text = String(decoding: signature, as: UTF8.self)
         if text.contains("-----BEGIN SSH SIGNATURE-----") {
             guard !sshSigners.isEmpty else { return .failure(.untrustedKey("an SSH key (no SSH key is trusted)")) }
-            return SSHSignature.verify(message, signature: text, signers: sshSigners, now: now)
+            return SSHSignature.verify(message, signature: text, signers: sshSigners, now: now).map { SignatureCheck(signer: $0, file: nil) }
         }
         guard !minisign.isEmpty else {
             return text.hasPrefix("untrusted comment:")
@@ -69,4 +69,11 @@ public struct TrustedKeys: Sendable {
         }
         return Minisign.verify(message, signature: text, keys: minisign)
     }
+}
+
+/// A signature that verified: the key that made it, and the file name it names (minisign's
+/// trusted comment `file:`, as `minisign -S` writes it), if any.
+package struct SignatureCheck: Sendable, Equatable {
+    package let signer: String
+    package let file: String?
 }

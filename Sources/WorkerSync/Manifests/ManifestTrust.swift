@@ -10,6 +10,8 @@ public struct ManifestTrust: Sendable {
     public var signature: String?
     /// `--manifest-max-age`, seconds.
     public var maxAge: Double = 86_400
+    /// `--manifest-env NAME`: the only environment variables a remote manifest's `${VAR}` reads.
+    public var environment: Set<String> = []
 
     public init() {}
 }
@@ -31,6 +33,13 @@ public struct OpenedManifests: Sendable {
         let signature: [UInt8]?
         /// The manifest could not be fetched: the accepted copy serves.
         let fromCopy: Bool
+        /// The file name it was read as (its URL's or path's last segment): a signed manifest's
+        /// name must agree with it.
+        var readAs = ""
+        /// The key that signed it, and the file name its signature names (minisign's trusted
+        /// comment `file:`), when signed.
+        var signer: String?
+        var signedFile: String?
     }
 
     public var manifests: [Opened] = []

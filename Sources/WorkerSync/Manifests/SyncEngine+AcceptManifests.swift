@@ -18,25 +18,37 @@ extension SyncEngine {
         let now = Date().timeIntervalSince1970
         var diagnostics: [ManifestDiagnostic] = []
         var accepted = AcceptedManifests()
+        accepted.documents = opened.fetchedURLs
         // Only remote and signed manifests have a record (local ones without keys are not read twice).
         let index = opened.manifests.contains { !$0.object.isEmpty } ? try? acceptedIndex() : nil
         for (manifest, opening) in zip(set.manifests, opened.manifests) {
+            func refuse(_ position: (line: Int, column: Int), _ message: String) {
+                diagnostics.append(ManifestDiagnostic(path: manifest.path, line: position.line, column: position.column, message: message))
+            }
             if let expires = manifest.expires, expires <= now {
-                diagnostics.append(ManifestDiagnostic(path: manifest.path, line: manifest.expiresPosition.line,
-                                                      column: manifest.expiresPosition.column, message: "expired at \(RFC3339.format(expires)): the publisher has not signed a newer one (a stale manifest is refused)"))
+                refuse(manifest.expiresPosition, "expired at \(RFC3339.format(expires)): the publisher has not signed a newer one (a stale manifest is refused)")
                 continue
             }
             guard !opening.object.isEmpty else { continue }
+            if opening.signer != nil, let problem = Self.bindingProblem(manifest, opening) {
+                refuse(manifest.namePosition ?? (0, 0), problem)
+                continue
+            }
             let previous = try? index?.acceptedManifest(opening.source)
-            if let last = previous?.serial {
+            let signer = opening.signer ?? ""
+            let kept = try? index?.acceptedSerial(identity: manifest.name, signer: signer)
+            if let last = [previous?.serial, kept?.serial].compactMap({ $0 }).max() {
                 guard let serial = manifest.serial else {
-                    diagnostics.append(ManifestDiagnostic(path: manifest.path, line: 0, column: 0,
-                                                          message: "has no serial, but serial \(last) was accepted before (a rollback is refused)"))
+                    refuse((0, 0), "has no serial, but serial \(last) was accepted before (a rollback is refused)")
                     continue
                 }
                 if serial < last {
-                    diagnostics.append(ManifestDiagnostic(path: manifest.path, line: manifest.serialPosition.line,
-                                                          column: manifest.serialPosition.column, message: "serial \(serial) is lower than \(last), accepted before (a rollback is refused)"))
+                    refuse(manifest.serialPosition, "serial \(serial) is lower than \(last), accepted before (a rollback is refused)")
+                    continue
+                }
+                if let kept, serial == kept.serial, kept.object != opening.object {
+                    refuse(manifest.serialPosition, "serial \(serial) was accepted before with other bytes (a changed manifest "
+                        + "has a higher serial; the same serial with other bytes is refused)")
                     continue
                 }
             }
@@ -45,15 +57,35 @@ extension SyncEngine {
             accepted.records.append((opening, AcceptedManifest(
                 source: opening.source, serial: manifest.serial ?? previous?.serial, object: opening.object,
                 acceptedAt: same ? previous?.acceptedAt ?? now : now, checkedAt: now), same))
+            if let serial = manifest.serial {
+                accepted.serials.append(AcceptedSerial(identity: manifest.name, signer: signer, serial: serial, object: opening.object))
+            }
         }
         guard diagnostics.isEmpty else { throw .manifest(ManifestErrors(diagnostics: diagnostics, truncated: false)) }
         return accepted
     }
 
+    /// Why a signed manifest is not the one its name says (TUF's mix-and-match: another validly
+    /// signed manifest served in its place): the file name its signature names, and its `name:`,
+    /// must be the name it is read as. nil when they agree.
+    static func bindingProblem(_ manifest: Manifest, _ opening: OpenedManifests.Opened) -> String? {
+        if let signed = opening.signedFile, signed != opening.readAs {
+            return "signed as '\(Sanitize.terminal(signed))' (its signature's trusted comment) but read as '\(Sanitize.terminal(opening.readAs))': "
+                + "a signed manifest is bound to its name"
+        }
+        let stem = ManifestLoader.defaultName(opening.readAs)
+        if manifest.namePosition != nil, manifest.name != stem {
+            return "name '\(Sanitize.terminal(manifest.name))' is not the name it is read as ('\(Sanitize.terminal(opening.readAs))'): "
+                + "a signed manifest is bound to its name"
+        }
+        return nil
+    }
+
     /// Records what was accepted: the copy and its signature beside the index (unless the same
     /// copy is there), and the row. Nothing when the cache cannot be written (a reader's `plan`).
     public func record(_ accepted: AcceptedManifests) {
-        guard !accepted.records.isEmpty, let index = try? acceptedIndex() else { return }
+        guard !accepted.records.isEmpty || !accepted.documents.isEmpty, let index = try? acceptedIndex() else { return }
+        try? index.recordDocuments(accepted.documents)
         for (opening, row, kept) in accepted.records {
             let copy = Self.acceptedCopyPath(options.cacheDirectory, source: opening.source)
             if !(kept && access(copy, R_OK) == 0) {
@@ -61,6 +93,7 @@ extension SyncEngine {
             }
             try? index.recordAccepted(row)
         }
+        for serial in accepted.serials { try? index.recordSerial(serial) }
     }
 
     /// The accepted copy of `source`'s manifest (its signature beside it, `.sig`).

@@ -31,23 +31,40 @@ extension SyncEngine {
             guard let accepted = try? index.acceptedManifest(argument), let row = try? index.record(url: argument),
                   row.object == accepted.object, row.etag != nil || row.lastModified != nil else { return nil }
             let copy = Self.acceptedCopyPath(options.cacheDirectory, source: argument)
-            guard let bytes = FileManager.default.contents(atPath: copy).map({ [UInt8]($0) }),
+            guard let bytes = KeptFile.read(copy),
                   Hex.encode(SHA256.hash(data: bytes)) == accepted.object else { return nil }
             var signature: [UInt8]?
+            var check: SignatureCheck?
             if !options.trust.keys.isEmpty {
-                guard let kept = FileManager.default.contents(atPath: copy + ".sig").map({ [UInt8]($0) }),
-                      case .success = options.trust.keys.verify(bytes, signature: kept) else { return nil }
-                signature = kept
+                guard let kept = KeptFile.read(copy + ".sig"), case .success(let verified) = options.trust.keys.verify(bytes, signature: kept)
+                else { return nil }
+                (signature, check) = (kept, verified)
             }
             opened.manifests.append(.init(argument: argument, path: copy, source: argument, isRemote: true,
-                                          object: accepted.object, signature: signature, fromCopy: false))
+                                          object: accepted.object, signature: signature, fromCopy: false,
+                                          readAs: Self.fileName(of: argument), signer: check?.signer, signedFile: check?.file))
             opened.fetchedURLs.append(argument)
+            // The signature beside it is the cache's too (kept, never an orphan).
+            opened.fetchedURLs += options.trust.keys.signatureSuffixes.map { Self.beside(argument, suffix: $0) }
             checks.append(UnchangedCheck(url: argument, etag: row.etag, lastModified: row.lastModified, object: row.object))
         }
         return (opened, checks)
     }
 
-    /// Whether every manifest is unchanged at its URL (a 304 to its conditional request).
+    /// Asks each manifest's URL with its validators, through the cache (one run): unchanged when
+    /// every one is still the accepted copy; what was fetched either way (a 200 is the new copy,
+    /// read by the run that follows without asking again).
+    func confirm(_ checks: [UnchangedCheck]) async -> ManifestConfirmation {
+        guard let documents = try? await fetchDocuments(checks.map(\.url)) else { return ManifestConfirmation(unchanged: false) }
+        let unchanged = checks.allSatisfy { check in
+            guard case .success(let path)? = documents[check.url] else { return false }
+            return path == CacheLayout.objectPath(options.cacheDirectory, check.object)
+        }
+        return ManifestConfirmation(unchanged: unchanged, documents: documents)
+    }
+
+    /// Whether every manifest is unchanged at its URL (a 304 to its conditional request), asked
+    /// without a write (commands that only read).
     func unchanged(_ checks: [UnchangedCheck]) async -> Bool {
         guard let store = try? ContentStore(root: options.cacheDirectory),
               let engine = try? SingleEngine(settings: options.fetch) else { return false }
@@ -73,4 +90,11 @@ extension SyncEngine {
         else { return nil }
         return path
     }
+}
+
+/// What asking the publishers found: whether every manifest is the copy accepted before, and
+/// each URL's document as fetched (or why not).
+struct ManifestConfirmation: Sendable {
+    let unchanged: Bool
+    var documents: [String: Result<String, DocumentFailure>] = [:]
 }

@@ -23,11 +23,17 @@ struct ManifestTrustOptions: ParsableArguments {
             + "long ago (else exit 3, nothing fetched).", valueName: "DURATION"))
     var manifestMaxAge: PositiveSeconds?
 
+    @Option(name: .customLong("manifest-env"), help: ArgumentHelp(
+        "An environment variable a remote manifest's ${VAR} may read (repeatable). A remote manifest reads no other: "
+            + "one that names another is exit 2 before any request.", valueName: "NAME"))
+    var manifestEnvironment: [String] = []
+
     /// The trust of the run; a keys file that cannot be used is exit 2 naming its line.
     func trust(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ManifestTrust {
         var trust = ManifestTrust()
         trust.signature = signature
         if let manifestMaxAge { trust.maxAge = manifestMaxAge.value }
+        trust.environment = Set(manifestEnvironment)
         let files = !trustedKeys.isEmpty ? trustedKeys
             : (environment["WORKER_TRUSTED_KEYS"] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
         for file in files { try trust.keys.load(file) }
