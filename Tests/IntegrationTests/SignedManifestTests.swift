@@ -137,7 +137,9 @@ import WorkerTestSupport
     }
 
     /// A rollback: once serial 5 is accepted, an older manifest (serial 4, validly signed) is
-    /// refused, naming both serials and the line; the same serial again is fine.
+    /// refused, naming both serials and the line; the same serial with other bytes is refused
+    /// too; after 5 → 7 a signed 6 is a rollback (the serial kept is the last accepted, not the
+    /// first).
     @Test func aRollbackToAnOlderSignedManifestIsRefused() async throws {
         let publisher = try await Publisher()
         try await publisher.publish(["a.txt": "a, version 5\n"], header: "serial: 5\n")
@@ -150,8 +152,20 @@ import WorkerTestSupport
         #expect(publisher.fileRequests(after: seen).isEmpty)
         try await publisher.publish(["a.txt": "a, version 5 again\n"], header: "serial: 5\n")
         let same = try await publisher.sync()
-        #expect(same.code == 0, "\(same.stderr)")
-        #expect(same.stdout.contains("updated 1"), "the changed manifest was read anew: \(same.stdout)")
+        #expect(same.code == 2, "\(same.stderr)")
+        #expect(same.stderr.contains("\(publisher.url):3:9: serial 5 was accepted before with other bytes"), "\(same.stderr)")
+        #expect(publisher.fileRequests(after: seen).isEmpty)
+
+        try await publisher.publish(["a.txt": "a, version 7\n"], header: "serial: 7\n")
+        let seven = try await publisher.sync()
+        #expect(seven.code == 0, "\(seven.stderr)")
+        #expect(seven.stdout.contains("updated 1"), "the changed manifest was read anew: \(seven.stdout)")
+        try await publisher.publish(["a.txt": "a, version 6\n"], header: "serial: 6\n")
+        let six = try await publisher.sync()
+        #expect(six.code == 2, "\(six.stderr)")
+        #expect(six.stderr.contains("serial 6 is lower than 7"), "\(six.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: publisher.cache + "/objects/sha256/" + sha256("a, version 6\n").prefix(2)
+            + "/" + sha256("a, version 6\n")))
     }
 
     /// A freeze: a manifest past its `expires` is refused; and when the manifest cannot be
@@ -244,7 +258,7 @@ import WorkerTestSupport
     /// the same bucket folder.
     @Test func aSignedManifestInABucket() async throws {
         let directory = TemporaryDirectory()
-        let yaml = "version: 1\nname: bucket\nserial: 3\nentries:\n  - url: files/a.txt\n    hash: sha256:\(sha256("bucket a\n"))\n"
+        let yaml = "version: 1\nname: m\nserial: 3\nentries:\n  - url: files/a.txt\n    hash: sha256:\(sha256("bucket a\n"))\n"
         let manifest = directory.write("m.yaml", yaml)
         _ = try await Publisher.tool("/usr/bin/minisign", ["-G", "-W", "-p", directory.path + "/k.pub", "-s", directory.path + "/k.sec"])
         _ = try await Publisher.tool("/usr/bin/minisign", ["-S", "-s", directory.path + "/k.sec", "-m", manifest])
