@@ -170,9 +170,8 @@ struct ManifestWalker {
                 }
             case "name":
                 if let text = string(value, key: "name") {
-                    // A name is printed (summaries, workflow outputs): no line breaks or terminal controls.
-                    if text.isEmpty || text.contains("/") || text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-                        report(value, "'name' must be a non-empty string without '/' or control characters")
+                    if text.isEmpty || text.contains("/") || text.contains("\0") {
+                        report(value, "'name' must be a non-empty string without '/'")
                     }
                     header.name = text
                     header.namePosition = (value.line, value.column)

@@ -35,7 +35,8 @@ public struct TextReportWriter {
     public func summary(_ report: SyncReport) -> String {
         let totals = report.totals
         let count = report.manifests.count
-        let names = report.manifests.map(\.name).joined(separator: ", ")
+        // One line each: a name with a line break must not add a line (a CI runner's commands, a forged summary).
+        let names = report.manifests.map { Sanitize.terminal($0.name) }.joined(separator: ", ")
         var lines: [String] = []
         let verb = report.dryRun ? "plan" : "sync"
         lines.append("worker \(verb): \(totals.entries) entries from \(count) manifest\(count == 1 ? "" : "s") (\(names)), cache \(report.cacheDirectory)")

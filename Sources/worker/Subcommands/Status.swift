@@ -46,7 +46,8 @@ struct Status: AsyncParsableCommand {
             lines.append("fetched    oldest \(oldest), newest \(newest)")
         }
         for manifest in report.manifests {
-            lines.append("manifest   \(manifest.name): \(manifest.entries) entries, last sync \(manifest.lastSync), \(manifest.result) (\(manifest.path))")
+            lines.append("manifest   \(Sanitize.terminal(manifest.name)): \(manifest.entries) entries, last sync \(manifest.lastSync), "
+                + "\(manifest.result) (\(Sanitize.terminal(manifest.path)))")
         }
         for origin in report.unhealthyOrigins {
             lines.append("unhealthy  \(origin.origin) since \(origin.since): \(origin.problem) (last tried \(origin.lastChecked); the next sync probes it first)")
