@@ -7,13 +7,14 @@ import WorkerSupport
 /// (`mkstemp`'s rules): someone who can write the folder cannot aim the write elsewhere by
 /// planting a symlink under a name they guessed.
 public enum AtomicFile {
-    public static func write(_ data: Data, to path: String) throws {
-        try write(to: path) { output in try output(data) }
+    public static func write(_ data: Data, to path: String, mode: mode_t? = nil) throws {
+        try write(to: path, mode: mode) { output in try output(data) }
     }
 
     /// Writes what `produce` hands its output, piece by piece, then renames the file into place;
     /// the temporary file is removed when `produce` or a write fails.
-    public static func write(to path: String, _ produce: ((Data) throws -> Void) throws -> Void) throws {
+    /// `mode`, when given, is the file's whatever the umask.
+    public static func write(to path: String, mode: mode_t? = nil, _ produce: ((Data) throws -> Void) throws -> Void) throws {
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         var created: (fd: Int32, path: String)?
@@ -25,6 +26,7 @@ public enum AtomicFile {
         }
         guard let (fd, temporary) = created else { throw failure(path, EEXIST) }
         do {
+            if let mode, fchmod(fd, mode) != 0 { throw failure(path, errno) }
             try produce { data in
                 guard data.withUnsafeBytes({ FileChunks.writeAll(fd, $0) }) else { throw failure(path, errno) }
             }

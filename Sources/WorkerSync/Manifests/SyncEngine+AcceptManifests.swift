@@ -101,11 +101,19 @@ extension SyncEngine {
         cacheDirectory + "/manifests/" + Hex.encode(SHA256.hash(data: Array(source.utf8))).prefix(32) + ".yaml"
     }
 
+    /// The copy and its signature, under the cache's ownership rule whatever the umask: the
+    /// folder the owner's alone to write (a group may read it, as it may read the cache).
     private func keepCopy(of opening: OpenedManifests.Opened, at copy: String) throws {
         guard opening.path != copy else { return }
-        try FileManager.default.createDirectory(atPath: options.cacheDirectory + "/manifests", withIntermediateDirectories: true)
-        if let bytes = FileManager.default.contents(atPath: opening.path) { try AtomicFile.write(bytes, to: copy) }
-        if let signature = opening.signature { try AtomicFile.write(Data(signature), to: copy + ".sig") }
+        let folder = options.cacheDirectory + "/manifests"
+        if mkdir(folder, 0o750) != 0, errno != EEXIST { throw CacheError.unusable(path: folder, reason: String(cString: strerror(errno))) }
+        var info = stat()
+        guard lstat(folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else {
+            throw CacheError.unusable(path: folder, reason: "not a folder of this user's")
+        }
+        if info.st_mode & 0o7777 != 0o750 { chmod(folder, 0o750) }
+        guard let bytes = KeptFile.read(opening.path) else { return }
+        try AtomicFile.write(Data(bytes), to: copy, mode: 0o640)
+        if let signature = opening.signature { try AtomicFile.write(Data(signature), to: copy + ".sig", mode: 0o640) }
     }
 }
-
