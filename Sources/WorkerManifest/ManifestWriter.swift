@@ -138,6 +138,9 @@ public enum ManifestWriter {
             default:
                 if scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) {
                     out += "\\x" + Hex.encode([UInt8(scalar.value)])
+                } else if scalar.value == 0xFFFE || scalar.value == 0xFFFF || scalar.value == 0xFEFF {
+                    // Not printable in YAML (a reader refuses the file): escaped.
+                    out += "\\u" + String(scalar.value, radix: 16, uppercase: true)
                 } else {
                     out.unicodeScalars.append(scalar)
                 }

@@ -30,9 +30,19 @@ package enum SSHSignature {
             var index = 1
             var options: [String: String] = [:]
             if !isKeyType(fields[1]) {
+                // As strictly as `ssh-keygen -Y verify`: an option it does not know, one given twice,
+                // or one without its value refuses the line (a restriction misspelled is not dropped).
                 for option in splitOptions(fields[1]) {
                     let parts = option.split(separator: "=", maxSplits: 1).map(String.init)
-                    options[parts[0].lowercased()] = parts.count > 1 ? unquote(parts[1]) : ""
+                    let name = parts[0].lowercased()
+                    guard Self.options.contains(name) else {
+                        return .failure(.malformed("unknown option '\(Redact.short(parts[0]))' (ssh-keygen refuses the line)"))
+                    }
+                    guard options[name] == nil else { return .failure(.malformed("option '\(name)' given twice")) }
+                    guard (parts.count > 1) == (name != "cert-authority") else {
+                        return .failure(.malformed(name == "cert-authority" ? "cert-authority takes no value" : "option '\(name)' needs a value"))
+                    }
+                    options[name] = parts.count > 1 ? unquote(parts[1]) : ""
                 }
                 index = 2
             }
@@ -56,6 +66,9 @@ package enum SSHSignature {
                                           namespaces: options["namespaces"].map { $0.split(separator: ",").map(String.init) },
                                           validAfter: after, validBefore: before))
         }
+
+        /// The options an allowed-signers line may have (ssh-keygen(1), ALLOWED SIGNERS).
+        static let options: Set<String> = ["cert-authority", "namespaces", "valid-after", "valid-before"]
 
         static func isKeyType(_ field: String) -> Bool {
             field.hasPrefix("ssh-") || field.hasPrefix("ecdsa-") || field.hasPrefix("sk-")
