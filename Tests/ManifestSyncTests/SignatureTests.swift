@@ -54,6 +54,16 @@ import WorkerTestSupport
         #expect(SSHSignature.AllowedSigner.time("20241301") == nil)
     }
 
+    /// Lines `ssh-keygen -Y verify` refuses are refused, never read with their restriction dropped.
+    @Test(arguments: ["valid-befor=\"20300101\"", "expiry-time=\"20300101\"", "valid-before=\"20300101\",valid-before=\"20990101\"",
+                      "namespaces=\"git\",namespaces=\"worker-manifest\"", "namespaces", "valid-after"])
+    func allowedSignersLinesSshKeygenRefusesAreRefused(options: String) {
+        let key = "AAAAC3NzaC1lZDI1NTE5AAAAIJZ0JtOYiOUmvxDsGMOsOcQs0VJXONt1KNlaTy7TjIDs"
+        if case .success(let signer) = SSHSignature.AllowedSigner.parse("ops@example.org \(options) ssh-ed25519 \(key)") {
+            Issue.record("accepted with namespaces \(String(describing: signer.namespaces)), valid before \(String(describing: signer.validBefore))")
+        }
+    }
+
     /// Key ids read as minisign prints them: the little-endian key number, upper-case, no leading zeros.
     @Test func minisignKeyIdsAreShownAsMinisignShowsThem() throws {
         let key = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation

@@ -60,6 +60,18 @@ import WorkerTestSupport
         }
     }
 
+    /// A text holding a YAML noncharacter is written escaped, and the manifest reads back.
+    @Test func noncharactersAreWrittenEscapedAndReadBack() throws {
+        for text in ["a\u{FFFE}b", "c\u{FFFF}", "\u{FEFF}d"] {
+            let quoted = ManifestWriter.quote(text)
+            #expect(quoted.unicodeScalars.allSatisfy { $0.value < 0xFEFF || $0.value > 0xFFFF }, "\(quoted)")
+            let directory = TemporaryDirectory()
+            let path = directory.write("m.yaml", "version: 1\nname: \(quoted)\nentries:\n  - url: https://h.example/a\n")
+            let set = try ManifestLoader().load(paths: [path])
+            #expect(set.manifests[0].name == text)
+        }
+    }
+
     @Test func httpDatesAndTimestampsMatchFoundation() {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
