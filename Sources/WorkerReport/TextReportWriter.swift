@@ -19,9 +19,13 @@ public struct TextReportWriter {
     static func treeLine(_ tree: TreeOutcome, dryRun: Bool) -> String {
         let counts = "\(tree.files) files" + (tree.missing > 0 ? ", \(tree.missing) not in the cache" : "")
         if let error = tree.error { return "  tree \(tree.path): not published (\(Sanitize.terminal(error)))" }
+        if tree.stopped {
+            return "  tree \(tree.path): not switched: the run was stopped with \(tree.missing) entries not done"
+                + (tree.version.isEmpty ? "; nothing is published yet" : "; \(tree.version) stays")
+        }
         if tree.withheld {
             return "  tree \(tree.path): not switched: \(tree.missing) of \(tree.files + tree.missing) entries are not in the cache "
-                + (tree.stopped ? "(the run was stopped)" : "(--tree-complete)") + (tree.version.isEmpty ? "; nothing is published yet" : "; \(tree.version) stays")
+                + "(--tree-complete)" + (tree.version.isEmpty ? "; nothing is published yet" : "; \(tree.version) stays")
         }
         if dryRun {
             return "  tree \(tree.path): " + (tree.switched ? "would switch to a new version" : "unchanged") + " (\(counts))"

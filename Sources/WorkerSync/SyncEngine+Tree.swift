@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import WorkerManifest
 import WorkerPlan
+import WorkerReport
 import WorkerStore
 import WorkerSupport
 
@@ -19,9 +20,16 @@ extension SyncEngine {
             try Self.treeFiles(manifests, layout: layout, index: index, cacheDirectory: directory)
         }
         let believed = Self.treeFiles(manifests, layout: layout, run: run, cacheDirectory: directory)
-        // A run stopped from outside (Ctrl-C, SIGTERM) never publishes an intermediate version:
-        // only a complete one, else the version before stays.
+        // A run stopped from outside (Ctrl-C, SIGTERM) never publishes an intermediate version
+        // (entries not done, or still at the version before): only the complete new one.
         let stopped = context.stop.reason != nil
+        if stopped, run.ledger.totals.failed > 0 {
+            let publisher = TreePublisher(path: path)
+            var held = TreeOutcome(path: publisher.path, version: (try? publisher.currentVersion()) ?? "", missing: run.ledger.totals.failed)
+            held.withheld = true
+            held.stopped = true
+            return held
+        }
         var outcome = try await TreePublisher(path: path).publish(cacheDirectory: directory, wait: options.waitLock, context: context,
                                                            onlyComplete: options.treeComplete || stopped,
                                                            files: { () throws(CacheError) -> [TreeFile] in

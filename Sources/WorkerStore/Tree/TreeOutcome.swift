@@ -18,7 +18,8 @@ public struct TreeOutcome: Sendable, Codable, Equatable {
     /// Not switched because entries are missing and only a complete tree may be published
     /// (`--tree-complete`): the link still names the version before.
     public var withheld = false
-    /// Withheld because the run was stopped from outside (Ctrl-C, SIGTERM) before every entry was in.
+    /// Withheld because the run was stopped from outside (Ctrl-C, SIGTERM) with entries not done
+    /// (`missing` counts them): the link still names the version before.
     public var stopped = false
 
     package init(
