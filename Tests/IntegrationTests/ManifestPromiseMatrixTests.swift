@@ -5,7 +5,8 @@ import Testing
 import WorkerTestSupport
 
 /// The promises a manifest's source never changes, through the binary, as one matrix: every
-/// source of a signed manifest (a local file, http on nginx, `s3://` on moto) × every output that
+/// source of a signed manifest (a local file, http on nginx, `s3://` on moto, and an `oci://`
+/// artifact a signed local manifest names, on Debian's docker-registry) × every output that
 /// publishes a tree (`--tree`, `--tree --tree-complete`, `export --atomic`) × every fault (a change
 /// while a reader polls the tree, the source down past `--manifest-max-age`, an expired manifest
 /// then re-signed, Ctrl-C mid-run). A new source or output is one case of its enum and meets every
@@ -13,7 +14,7 @@ import WorkerTestSupport
 /// empty, never a file missing), a run that cannot read its manifest leaves the tree as it was and
 /// still writes its report with the error, and an expiry ends when the publisher signs anew.
 @Suite(.hangLimit, .serialized) struct ManifestPromiseMatrixTests {
-    enum Source: String, CaseIterable, Sendable { case local, http, s3 }
+    enum Source: String, CaseIterable, Sendable { case local, http, s3, oci }
     enum Output: String, CaseIterable, Sendable { case tree, treeComplete, exportAtomic }
     enum Fault: String, CaseIterable, Sendable { case change, sourceDown, expiredThenResigned, interrupt }
 
@@ -31,7 +32,8 @@ import WorkerTestSupport
     @Test(arguments: cells) func aManifestsSourceKeepsEveryPromise(_ cell: Cell) async throws {
         let fleet = try await Fleet(source: cell.source)
         defer { fleet.stop() }
-        try await fleet.publish(version: 1, serial: 1, expiresIn: cell.fault == .expiredThenResigned ? 4 : nil)
+        let expiry = Date(timeIntervalSinceNow: 10)
+        try await fleet.publish(version: 1, serial: 1, expiresAt: cell.fault == .expiredThenResigned ? expiry : nil)
         let first = try await fleet.publishOutput(cell.output)
         #expect(first.code == 0, "\(first.stdout) \(first.stderr)")
         #expect(fleet.tree() == fleet.contents(version: 1), "the first version is published")
@@ -59,12 +61,12 @@ import WorkerTestSupport
             #expect((report?["error"] as? String)?.isEmpty == false, "the report says why: \(String(describing: report))")
 
         case .expiredThenResigned:
-            try await Task.sleep(nanoseconds: 4_300_000_000)
+            try await Task.sleep(nanoseconds: UInt64(max(0, expiry.timeIntervalSinceNow + 1.1) * 1e9))
             let expired = try await fleet.publishOutput(cell.output)
             #expect(expired.code == 2, "\(expired.stdout) \(expired.stderr)")
             #expect(expired.stderr.contains("expired at"), "\(expired.stderr)")
             #expect(fleet.tree() == fleet.contents(version: 1), "an expired manifest publishes nothing")
-            try await fleet.publish(version: 2, serial: 2, expiresIn: 86_400)
+            try await fleet.publish(version: 2, serial: 2, expiresAt: Date(timeIntervalSinceNow: 86_400))
             let resigned = try await fleet.publishOutput(cell.output)
             #expect(resigned.code == 0, "the publisher signed a newer one: \(resigned.stdout) \(resigned.stderr)")
             #expect(fleet.tree() == fleet.contents(version: 2))
@@ -93,6 +95,7 @@ import WorkerTestSupport
         let origin: NginxServer
         let manifestServer: NginxServer?
         let moto: MotoS3?
+        let registry: OCIRegistry?
 
         var cache: String { directory.path + "/cache" }
         var treePath: String { directory.path + "/tree" }
@@ -108,6 +111,7 @@ import WorkerTestSupport
             let src = directory.path + "/src"
             manifestServer = source == .http ? try NginxServer(server: { port, _ in "listen 127.0.0.1:\(port);\nroot \(src);" }) : nil
             moto = source == .s3 ? try MotoS3(objects: ["fleet": ["readme": Array("fleet\n".utf8)]]) : nil
+            registry = source == .oci ? try OCIRegistry(storage: directory.path + "/registry") : nil
             let made = try await WorkerBinary.run(["-G", "-W", "-p", key + ".pub", "-s", key + ".sec"], executable: "/usr/bin/minisign")
             #expect(made.code == 0, "\(made.stderr)")
         }
@@ -116,12 +120,13 @@ import WorkerTestSupport
             origin.stop()
             manifestServer?.stop()
             moto?.stop()
+            registry?.stop()
         }
 
         /// The manifest as a sync names it.
         var argument: String {
             switch source {
-            case .local: directory.path + "/src/fleet.yaml"
+            case .local, .oci: directory.path + "/src/fleet.yaml"
             case .http: "http://127.0.0.1:\(manifestServer!.port)/fleet.yaml"
             case .s3: "s3://fleet/m/fleet.yaml"
             }
@@ -138,16 +143,23 @@ import WorkerTestSupport
         }
 
         /// Serves version `version`'s files and a manifest of them, signed, at the source.
-        func publish(version: Int, serial: Int, expiresIn: Double? = nil) async throws {
+        func publish(version: Int, serial: Int, expiresAt: Date? = nil) async throws {
+            // A new second: moto answers a conditional request by If-Modified-Since alone (304 to a
+            // new object of the same second), and nginx's ETag is the size and the second.
+            if version > 1 { try await Task.sleep(nanoseconds: 1_100_000_000) }
             // Each version a size of its own: nginx's ETag is the size and the second of the mtime,
             // and a version of the same size written within the second would be answered 304.
             var yaml = "# \(String(repeating: "v", count: version))\nversion: 1\nname: fleet\nserial: \(serial)\n"
-            if let expiresIn {
-                let format = Date.ISO8601FormatStyle()
-                yaml += "expires: \"\(Date(timeIntervalSinceNow: expiresIn).formatted(format))\"\n"
-            }
+            if let expiresAt { yaml += "expires: \"\(expiresAt.formatted(Date.ISO8601FormatStyle()))\"\n" }
             yaml += "entries:\n"
-            for file in 0..<Self.files {
+            if let registry {
+                // The files are an artifact's layers; the signed manifest names its tag.
+                var layers: [String: [UInt8]] = [:]
+                for file in 0..<Self.files { layers["f\(file).txt"] = Array(Self.text(file: file, version: version).utf8) }
+                try registry.pushArtifact("fleet/files", tag: "current", files: layers)
+                yaml += "  - url: oci://\(registry.address)/fleet/files:current\n    path: art\n"
+            }
+            for file in 0..<Self.files where registry == nil {
                 let text = Self.text(file: file, version: version)
                 directory.write("www/v\(version)/f\(file).txt", text)
                 yaml += "  - url: http://127.0.0.1:\(origin.port)/v\(version)/f\(file).txt\n    hash: sha256:\(sha256(text))\n"
@@ -160,7 +172,7 @@ import WorkerTestSupport
             #expect(signed.code == 0, "\(signed.stderr)")
             let signature = try [UInt8](Data(contentsOf: URL(fileURLWithPath: staged + ".minisig")))
             switch source {
-            case .local, .http:
+            case .local, .http, .oci:
                 directory.write("src/fleet.yaml.minisig", signature)
                 directory.write("src/fleet.yaml", yaml)
             case .s3:
@@ -174,6 +186,7 @@ import WorkerTestSupport
             case .local: try? FileManager.default.removeItem(atPath: argument)
             case .http: manifestServer?.stop()
             case .s3: moto?.stop()
+            case .oci: registry?.stop()
             }
         }
 
@@ -200,11 +213,14 @@ import WorkerTestSupport
                                               executable: "/bin/bash")
         }
 
+        /// Where a reader finds the files: the tree, or the artifact's folder in it.
+        var filesPath: String { treePath + (source == .oci ? "/art" : "") }
+
         /// The tree's files as a reader sees them through the published link.
         func tree() -> [String: String] {
             var files: [String: String] = [:]
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: treePath)) ?? [] {
-                files[name] = try? String(contentsOfFile: treePath + "/" + name, encoding: .utf8)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: filesPath)) ?? [] {
+                files[name] = try? String(contentsOfFile: filesPath + "/" + name, encoding: .utf8)
             }
             return files
         }
@@ -227,7 +243,7 @@ import WorkerTestSupport
         init(_ fleet: Fleet) {
             let old = fleet.contents(version: 1)
             let new = fleet.contents(version: 2)
-            let path = fleet.treePath
+            let path = fleet.filesPath
             let state = state
             task = Task.detached {
                 while !state.value.withLock({ $0.stop }) {

@@ -201,7 +201,9 @@ import WorkerTestSupport
     /// one named by `--signature URL`; and a newer signed manifest ends the expiry.
     @Test(arguments: [false, true]) func anExpiredCopyNeverServes(namedSignature: Bool) async throws {
         let publisher = try await Publisher()
-        let expires = Date(timeIntervalSinceNow: 6).formatted(Date.ISO8601FormatStyle())
+        // Long enough for the first sync on a busy machine; the test then waits until it has passed.
+        let expiry = Date(timeIntervalSinceNow: 15)
+        let expires = expiry.formatted(Date.ISO8601FormatStyle())
         try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\nexpires: \"\(expires)\"\n")
         var extra: [String] = []
         if namedSignature {
@@ -210,7 +212,7 @@ import WorkerTestSupport
         }
         let first = try await publisher.sync(extra)
         #expect(first.code == 0, "\(first.stderr)")
-        try await Task.sleep(nanoseconds: 6_300_000_000)
+        try await Task.sleep(nanoseconds: UInt64(max(0, expiry.timeIntervalSinceNow + 1.1) * 1e9))
         publisher.server.stop()
         let down = try await publisher.sync(extra)
         #expect(down.code == 2, "\(down.stderr)")
