@@ -24,6 +24,10 @@ public enum TreePath {
         for end in 0...bytes.count {
             let byte = end < bytes.count ? bytes[end] : slash
             if byte < 0x20 || byte == 0x7f { return "the tree path '\(Redact.short(path))' contains a control character" }
+            // U+FFFE and U+FFFF (EF BF BE, EF BF BF): noncharacters no YAML manifest can hold.
+            if byte == 0xEF, end + 2 < bytes.count, bytes[end + 1] == 0xBF, bytes[end + 2] >= 0xBE {
+                return "the tree path '\(Redact.short(path))' contains a noncharacter (U+FFFE or U+FFFF)"
+            }
             guard byte == slash else { continue }
             let length = end - start
             if length == 0 { return "the tree path '\(Redact.short(path))' has an empty component ('//' or a trailing '/')" }

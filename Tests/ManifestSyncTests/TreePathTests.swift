@@ -24,6 +24,9 @@ import Testing
 
     @Test func pathsThatCannotBeInATreeAreNamed() {
         #expect(TreePath.problem("a/b.png") == nil)
+        #expect(TreePath.problem("a/b\u{FFFE}.png")?.contains("noncharacter") == true, "a bucket key no manifest can hold")
+        #expect(TreePath.problem("c\u{FFFF}")?.contains("noncharacter") == true)
+        #expect(TreePath.problem("d\u{FFFD}.png") == nil, "the replacement character is a character")
         #expect(TreePath.problem("..a/b..") == nil, "dots inside a name are fine")
         #expect(TreePath.problem("")?.contains("empty") == true)
         #expect(TreePath.problem("/etc/passwd")?.contains("absolute") == true)
