@@ -197,6 +197,35 @@ import WorkerTestSupport
         #expect(publisher.fileRequests(after: 0).isEmpty)
     }
 
+    /// A publisher replaces two files one after the other: a reader that finds the new manifest
+    /// with the old signature asks again once, with the manifest, and takes the pair.
+    @Test func aSignatureThatFailsRightAfterAChangeIsAskedAgainOnce() async throws {
+        let publisher = try await Publisher()
+        try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\n")
+        #expect(try await publisher.sync().code == 0)
+        let oldSignature = try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))
+        try await publisher.publish(["a.txt": "a, changed\n"], header: "serial: 2\n")
+        let newSignature = try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))
+        try oldSignature.write(to: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))
+        // The publisher's second file lands while the reader runs.
+        let seen = publisher.server.requests.count
+        let (log, signature) = (publisher.server.directory.path + "/logs/access.log", publisher.www + "/avatars.yaml.minisig")
+        let before = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "/avatars.yaml.minisig").count
+        let late = Task.detached {
+            while ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "/avatars.yaml.minisig").count == before {
+                try await Task.sleep(nanoseconds: 10_000_000)
+            }
+            try newSignature.write(to: URL(fileURLWithPath: signature))
+        }
+        let synced = try await publisher.sync()
+        late.cancel()
+        _ = try? await late.value
+        #expect(synced.code == 0, "\(synced.stderr)")
+        #expect(synced.stdout.contains("updated 1"), "\(synced.stdout)")
+        let asked = publisher.server.requests.dropFirst(seen).map(\.path).filter { $0 == "/avatars.yaml.minisig" }
+        #expect(asked.count == 2, "asked again once: \(asked)")
+    }
+
     /// An expired copy never serves, on any path that serves one: the signature beside it and
     /// one named by `--signature URL`; and a newer signed manifest ends the expiry.
     @Test(arguments: [false, true]) func anExpiredCopyNeverServes(namedSignature: Bool) async throws {
