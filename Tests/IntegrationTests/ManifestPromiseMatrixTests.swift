@@ -32,7 +32,7 @@ import WorkerTestSupport
     @Test(arguments: cells) func aManifestsSourceKeepsEveryPromise(_ cell: Cell) async throws {
         let fleet = try await Fleet(source: cell.source)
         defer { fleet.stop() }
-        let expiry = Date(timeIntervalSinceNow: 10)
+        let expiry = Date(timeIntervalSinceNow: 15)
         try await fleet.publish(version: 1, serial: 1, expiresAt: cell.fault == .expiredThenResigned ? expiry : nil)
         let first = try await fleet.publishOutput(cell.output)
         #expect(first.code == 0, "\(first.stdout) \(first.stderr)")
