@@ -7,11 +7,13 @@ and after the publisher changed 10 files, on tmpfs, nginx on loopback.
   wget + minisign  wget the manifest and its .minisig, minisign -V, then wget -N -x -i (the URLs),
                    sha256sum -c of the files the manifest lists
   rclone + minisign  rclone copy of the published folder (its http backend), minisign -V, sha256sum -c
+  python-tuf       ngclient's Updater over a TUF repository of the same files (Benchmarks/tuf_fleet.py;
+                   with --tuf-python, an interpreter that has `tuf` and `cryptography` from PyPI)
 
 Each run makes a fresh publisher and fresh destinations; per state it prints the median wall and
 CPU (user+sys) seconds, the requests nginx logged and the body bytes it sent, and worker's ratios.
 
-  python3 Benchmarks/fleet.py [--worker .build-release/release/worker] [--files 500] [--runs 3]
+  python3 Benchmarks/fleet.py [--worker .build-release/release/worker] [--files 500] [--runs 3] [--tuf-python PY]
 """
 import argparse
 import hashlib
@@ -23,6 +25,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+
+TUF_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tuf_fleet.py")
 
 
 def free_port():
@@ -44,8 +48,8 @@ def timed(command, cwd=None):
 
 
 class Publisher:
-    def __init__(self, root, files):
-        self.root, self.files = root, files
+    def __init__(self, root, files, tuf_python=None):
+        self.root, self.files, self.tuf_python = root, files, tuf_python
         self.www = os.path.join(root, "www")
         os.makedirs(os.path.join(self.www, "files"))
         self.key = os.path.join(root, "key")
@@ -91,6 +95,8 @@ http {{
         # The signature first, then the manifest (README, "Publishing a signed manifest").
         shutil.copy(manifest + ".minisig", os.path.join(self.www, "fleet.yaml.minisig"))
         shutil.copy(manifest, os.path.join(self.www, "fleet.yaml"))
+        if self.tuf_python:
+            subprocess.run([self.tuf_python, TUF_SCRIPT, "publish", self.www, os.path.join(self.root, "tuf-keys")], check=True)
         time.sleep(1.1)   # nginx's ETag is the size and the second of the mtime
 
     def logged(self):
@@ -106,12 +112,13 @@ def main():
     parser.add_argument("--worker", default=".build-release/release/worker")
     parser.add_argument("--files", type=int, default=500)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--tuf-python")
     arguments = parser.parse_args()
     worker = os.path.abspath(arguments.worker)
     results = {}   # (tool, state) -> [(wall, cpu, requests, bytes)]
     for _ in range(arguments.runs):
         root = tempfile.mkdtemp(prefix="fleet-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-        publisher = Publisher(root, arguments.files)
+        publisher = Publisher(root, arguments.files, arguments.tuf_python)
         try:
             for _ in range(100):
                 if subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://127.0.0.1:{publisher.port}/"]).returncode == 0:
@@ -132,11 +139,16 @@ def main():
                                     "awk '/url:/{u=$3} /hash:/{sub(\"sha256:\",\"\",$2); print $2\"  \"u}' fleet.yaml "
                                     "| sha256sum -c --quiet -"),
                 "rclone + minisign": (os.path.join(root, "rclone"),
-                                      f"rclone copy --http-url {base} :http: . --transfers 8 -q && {check}"),
+                                      f"rclone copy --http-url {base} :http: . --exclude 'tuf/**' --transfers 8 -q && {check}"),
             }
+            if arguments.tuf_python:
+                tools["python-tuf"] = (os.path.join(root, "tuf"),
+                                       f"{arguments.tuf_python} {TUF_SCRIPT} fetch . {base} {arguments.files}")
             for folder, _ in tools.values():
                 os.makedirs(folder)
             publisher.publish(lambda number: 1)
+            if arguments.tuf_python:
+                shutil.copy(os.path.join(publisher.www, "tuf", "metadata", "1.root.json"), os.path.join(root, "tuf", "root.json"))
             changed = set(range(0, arguments.files, max(1, arguments.files // 10)))
             for state in ("cold", "warm", "10 changed"):
                 if state == "10 changed":
@@ -156,8 +168,10 @@ def main():
     for state in ("cold", "warm", "10 changed"):
         ours = results[("worker", state)]
         ours_med = [statistics.median(run[i] for run in ours) for i in range(4)]
-        for tool in ("worker", "wget + minisign", "rclone + minisign"):
-            runs = results[(tool, state)]
+        for tool in ("worker", "wget + minisign", "rclone + minisign", "python-tuf"):
+            runs = results.get((tool, state))
+            if not runs:
+                continue
             med = [statistics.median(run[i] for run in runs) for i in range(4)]
             ratio = lambda i: f"{ours_med[i] / med[i]:.2f}" if med[i] else "-"
             print(f"{state:<11}{tool:<19}{med[0]:>8.3f}{med[1]:>8.3f}{med[2]:>9.0f}{med[3]:>10.0f}   {ratio(0)} {ratio(1)} {ratio(2)}")
