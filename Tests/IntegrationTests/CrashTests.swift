@@ -116,13 +116,19 @@ import WorkerTestSupport
         let seed = TestSeed.from("WORKER_CRASH_SEED")
         var generator = SplitMix64(seed: seed)
         var killedMidRun = 0
+        // Kills land within `bound` of the start: at first 0.9 of a typical run, then halved
+        // after a kill that came after the run had ended and grown back after one that landed
+        // mid-run, so that kills follow how long a run takes now (the suite's other tests come
+        // and go while this one runs).
+        var bound = typical * 0.9
         for round in 2..<(2 + kills) {
             let process = try WorkerBinary.spawn(["sync", manifest(round % 4), "--cache-dir", cache, "--tree", tree, "-q"],
                                                  log: directory.path + "/round.log")
-            // Within a typical whole run's time: most kills land in it whatever else the machine runs.
-            try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(typical * 0.9e9), using: &generator))
-            if process.isRunning { killedMidRun += 1 }
+            try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(bound * 1e9), using: &generator))
+            let midRun = process.isRunning
             kill(process.processIdentifier, SIGKILL)
+            if midRun { killedMidRun += 1 }
+            bound = midRun ? min(bound * 1.2, typical * 0.9) : bound / 2
             await process.exited()
             #expect(check(round) == nil, "round \(round), seed \(seed) (WORKER_CRASH_SEED)")
         }

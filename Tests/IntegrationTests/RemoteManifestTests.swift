@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import WorkerTestSupport
 
@@ -198,49 +199,68 @@ import WorkerTestSupport
     }
 
     /// A publisher replaces two files one after the other: a reader that finds the new manifest
-    /// with the old signature asks again once, with the manifest, and takes the pair.
+    /// with the old signature asks again once, with the manifest, and takes the pair. (The
+    /// publisher's files are served by a scripted origin: the second signature is the answer to
+    /// the second request, however long the reader took to make it.)
     @Test func aSignatureThatFailsRightAfterAChangeIsAskedAgainOnce() async throws {
         let publisher = try await Publisher()
-        try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\n")
-        #expect(try await publisher.sync().code == 0)
-        let oldSignature = try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))
-        try await publisher.publish(["a.txt": "a, changed\n"], header: "serial: 2\n")
-        let newSignature = try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))
-        try oldSignature.write(to: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))
-        // The publisher's second file lands while the reader runs.
-        let seen = publisher.server.requests.count
-        let (log, signature) = (publisher.server.directory.path + "/logs/access.log", publisher.www + "/avatars.yaml.minisig")
-        let before = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "/avatars.yaml.minisig").count
-        let late = Task.detached {
-            while ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(separatedBy: "/avatars.yaml.minisig").count == before {
-                try await Task.sleep(nanoseconds: 10_000_000)
-            }
-            try newSignature.write(to: URL(fileURLWithPath: signature))
+        func published() throws -> (manifest: [UInt8], signature: [UInt8]) {
+            ([UInt8](try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml"))),
+             [UInt8](try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))))
         }
-        let synced = try await publisher.sync()
-        late.cancel()
-        _ = try? await late.value
+        try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\n")
+        let first = try published()
+        try await publisher.publish(["a.txt": "a, changed\n"], header: "serial: 2\n")
+        let second = try published()
+        func ok(_ body: [UInt8]) -> RawOrigin.Answer {
+            RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n", body: body)
+        }
+        let origin = try RawOrigin()
+        defer { origin.stop() }
+        origin.script("/avatars.yaml", [ok(first.manifest), ok(second.manifest)])
+        // The second run finds the new manifest beside the old signature; the new one has landed
+        // when it asks again.
+        origin.script("/avatars.yaml.minisig", [ok(first.signature), ok(first.signature), ok(second.signature)])
+        origin.script("/files/a.txt", [ok(Array("a\n".utf8)), ok(Array("a, changed\n".utf8))])
+        let arguments = ["sync", origin.url("/avatars.yaml"), "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
+                         "--progress", "never"]
+        let accepted = try await WorkerBinary.run(arguments)
+        #expect(accepted.code == 0, "\(accepted.stderr)")
+        let synced = try await WorkerBinary.run(arguments)
         #expect(synced.code == 0, "\(synced.stderr)")
         #expect(synced.stdout.contains("updated 1"), "\(synced.stdout)")
-        let asked = publisher.server.requests.dropFirst(seen).map(\.path).filter { $0 == "/avatars.yaml.minisig" }
-        #expect(asked.count == 2, "asked again once: \(asked)")
+        #expect(origin.hits("/avatars.yaml.minisig") == 3, "the second run asked again once: \(origin.hits("/avatars.yaml.minisig"))")
+        #expect(origin.hits("/avatars.yaml") == 3, "with the manifest")
+
+        // A signature that still fails is asked again once, not more, and refused.
+        origin.script("/avatars.yaml", [ok(first.manifest)])
+        origin.script("/avatars.yaml.minisig", [ok(second.signature)])
+        let before = origin.hits("/avatars.yaml.minisig")
+        let refused = try await WorkerBinary.run(arguments)
+        #expect(refused.code == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("does not match"), "\(refused.stderr)")
+        #expect(origin.hits("/avatars.yaml.minisig") - before == 2)
     }
 
     /// An expired copy never serves, on any path that serves one: the signature beside it and
-    /// one named by `--signature URL`; and a newer signed manifest ends the expiry.
+    /// one named by `--signature URL`. (That a newer signed manifest ends the expiry is a column
+    /// of `ManifestPromiseMatrixTests`.)
     @Test(arguments: [false, true]) func anExpiredCopyNeverServes(namedSignature: Bool) async throws {
         let publisher = try await Publisher()
-        // Long enough for the first sync on a busy machine (a run may wait for a slot among the
-        // suite's others); the test then waits until it has passed.
-        let expiry = Date(timeIntervalSinceNow: 45)
-        let expires = expiry.formatted(Date.ISO8601FormatStyle())
-        try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\nexpires: \"\(expires)\"\n")
-        var extra: [String] = []
-        if namedSignature {
-            try FileManager.default.moveItem(atPath: publisher.www + "/avatars.yaml.minisig", toPath: publisher.www + "/named.minisig")
-            extra = ["--signature", "http://127.0.0.1:\(publisher.server.port)/named.minisig"]
+        let extra = namedSignature ? ["--signature", "http://127.0.0.1:\(publisher.server.port)/named.minisig"] : []
+        let expiries = Mutex<Date?>(nil)
+        // Signed once the run has its slot (however long the suite's other runs keep it waiting),
+        // to expire well after it starts.
+        let first = try await publisher.sync(extra) {
+            let expiry = Date(timeIntervalSinceNow: 15)
+            expiries.withLock { $0 = expiry }
+            try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\nexpires: \"\(expiry.formatted(Date.ISO8601FormatStyle()))\"\n",
+                                        takingSlot: false)
+            if namedSignature {
+                try FileManager.default.moveItem(atPath: publisher.www + "/avatars.yaml.minisig", toPath: publisher.www + "/named.minisig")
+            }
         }
-        let first = try await publisher.sync(extra)
+        let expiry = try #require(expiries.withLock { $0 })
         #expect(first.code == 0, "\(first.stderr)")
         try await Task.sleep(nanoseconds: UInt64(max(0, expiry.timeIntervalSinceNow + 1.1) * 1e9))
         publisher.server.stop()

@@ -31,7 +31,7 @@ import WorkerTestSupport
         /// Serves `files` (name → text) under files/ and a manifest of them (relative URLs,
         /// resolved against the manifest's own URL) with these header lines; signs it unless told not to.
         @discardableResult
-        func publish(_ files: [String: String], header: String = "", sign: Bool = true) async throws -> String {
+        func publish(_ files: [String: String], header: String = "", sign: Bool = true, takingSlot: Bool = true) async throws -> String {
             for (name, text) in files { _ = directory.write("www/files/" + name, text) }
             var yaml = "version: 1\nname: avatars\n\(header)entries:\n"
             for name in files.keys.sorted() { yaml += "  - url: files/\(name)\n    hash: sha256:\(sha256(files[name]!))\n" }
@@ -39,15 +39,16 @@ import WorkerTestSupport
             try? FileManager.default.removeItem(atPath: manifest + ".minisig")
             if sign {
                 let signed = try await Self.tool("/usr/bin/minisign", ["-S", "-s", directory.path + "/key.sec", "-m", manifest,
-                                                                       "-t", "avatars"])
+                                                                       "-t", "avatars"], takingSlot: takingSlot)
                 #expect(signed.code == 0, "minisign -S: \(signed.stderr)")
             }
             return yaml
         }
 
         /// `worker sync URL --trusted-keys key.pub …`.
-        func sync(_ extra: [String] = []) async throws -> WorkerBinary.Result {
-            try await WorkerBinary.run(["sync", url, "--cache-dir", cache, "--trusted-keys", publicKey, "--progress", "never"] + extra)
+        func sync(_ extra: [String] = [], prepare: (() async throws -> Void)? = nil) async throws -> WorkerBinary.Result {
+            try await WorkerBinary.run(["sync", url, "--cache-dir", cache, "--trusted-keys", publicKey, "--progress", "never"] + extra,
+                                       prepare: prepare)
         }
 
         /// Requests nginx saw for the entries' files since `since` requests.
@@ -55,8 +56,8 @@ import WorkerTestSupport
             Array(server.requests.dropFirst(since)).filter { $0.path.hasPrefix("/files/") }
         }
 
-        static func tool(_ path: String, _ arguments: [String]) async throws -> WorkerBinary.Result {
-            try await WorkerBinary.run(arguments, executable: path)
+        static func tool(_ path: String, _ arguments: [String], takingSlot: Bool = true) async throws -> WorkerBinary.Result {
+            try await WorkerBinary.run(arguments, executable: path, takingSlot: takingSlot)
         }
     }
 

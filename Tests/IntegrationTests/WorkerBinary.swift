@@ -56,11 +56,16 @@ enum WorkerBinary {
         try ChildProcess(executable ?? path, arguments, environment: environment(), stdout: .file(log), stderr: .file(log))
     }
 
-    /// Runs the executable (or `executable`) to its end, at most `seconds`.
+    /// Runs the executable (or `executable`) to its end, at most `seconds`. `prepare` runs once
+    /// the run has its slot, right before the process starts (what must be fresh when it starts,
+    /// such as a signature that expires soon); `takingSlot: false` runs at once, without one
+    /// (a tool `prepare` runs).
     static func run(_ arguments: [String], environment extra: [String: String] = [:], directory: String? = nil,
-                    executable: String? = nil, seconds: Double = defaultLimit) async throws -> Result {
-        await slots.take()
-        defer { slots.give() }
+                    executable: String? = nil, seconds: Double = defaultLimit, takingSlot: Bool = true,
+                    prepare: (() async throws -> Void)? = nil) async throws -> Result {
+        if takingSlot { await slots.take() }
+        defer { if takingSlot { slots.give() } }
+        try await prepare?()
         // Both pipes drained at once, each on a thread of its own: reading one to its end first
         // would block forever once the child fills the other's buffer.
         let out = try PipeReader()
