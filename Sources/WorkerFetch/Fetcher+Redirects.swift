@@ -7,8 +7,8 @@ import WorkerSupport
 /// most `maxRedirects` hops, no loops, http and https only, never from https down to http; what
 /// counts as the same origin (manifest headers never follow a redirect to another).
 extension Fetcher {
-    /// Where a redirect leads, or why it is refused: no Location, too many hops, a loop, a scheme
-    /// other than http(s), or a downgrade from https to http.
+    /// Where a redirect leads (its path without dot segments), or why it is refused: no Location,
+    /// too many hops, a loop, a scheme other than http(s), or a downgrade from https to http.
     static func redirectTarget(from current: String, location: String?, status: Int, hop: Int, maxRedirects: Int,
                                visited: inout Set<String>) -> Result<String, FetchFailure> {
         guard let location, !location.isEmpty else {
@@ -28,7 +28,8 @@ extension Fetcher {
         if HTTPKind.isDowngrade(from: base.scheme?.lowercased() ?? "", to: scheme) {
             return .failure(FetchFailure(.redirect, "redirect from https to http refused"))
         }
-        let next = target.absoluteString
+        // As libcurl will ask for it: what is checked (`--rewrite-strict`) is what is requested.
+        let next = DotSegments.removing(in: target.absoluteString)
         guard visited.insert(next).inserted else {
             return .failure(FetchFailure(.redirect, "redirect loop at \(Redact.url(next))"))
         }

@@ -45,8 +45,18 @@ public struct URLRewrite: Sendable, Equatable {
 
     /// The number of the first rule `url` is under, or nil.
     package func rule(for url: String) -> Int? {
-        guard !rules.isEmpty, let parsed = URLKinds.parse(url) else { return nil }
+        guard !rules.isEmpty, let parsed = Self.parse(url) else { return nil }
         return rule(for: parsed)
+    }
+
+    /// `url` parsed as it is requested: an http(s) path without its dot segments (a rule's
+    /// prefix is compared with what the server is asked for); a key of a kind with literal paths
+    /// (S3) as it is.
+    private static func parse(_ url: String) -> ParsedURL? {
+        guard let parsed = URLKinds.parse(url) else { return nil }
+        guard !parsed.kind.literalPaths else { return parsed }
+        let requested = DotSegments.removing(in: url)
+        return requested == url ? parsed : URLKinds.parse(requested)
     }
 
     private func rule(for url: ParsedURL) -> Int? {
@@ -57,7 +67,7 @@ public struct URLRewrite: Sendable, Equatable {
     /// points, or on an allowed origin. (Not strict: always.)
     package func mayRequest(_ url: String) -> Bool {
         guard strict else { return true }
-        guard let parsed = URLKinds.parse(url) else { return false }
+        guard let parsed = Self.parse(url) else { return false }
         return allowed.contains(parsed.origin) || rules.contains { parsed.isUnder($0.toURL) }
     }
 
@@ -97,7 +107,7 @@ public struct URLRewrite: Sendable, Equatable {
     /// The URL to request for `url`: TO + the rest under the first rule FROM it is under (an S3
     /// key percent-encoded for an http(s) TO), else `url` itself.
     public func apply(_ url: String) -> String {
-        guard !rules.isEmpty, let parsed = URLKinds.parse(url), let number = rule(for: parsed) else { return url }
+        guard !rules.isEmpty, let parsed = Self.parse(url), let number = rule(for: parsed) else { return url }
         let rule = rules[number]
         return ParsedURL.joining(rule.to, of: rule.toURL.kind, parsed.rest(after: rule.fromURL), from: parsed.kind) ?? url
     }

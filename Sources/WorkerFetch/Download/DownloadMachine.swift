@@ -184,6 +184,11 @@ struct DownloadMachine: Sendable {
                     return attemptEnded(.failure(FetchFailure(.redirect, "a redirect to \(Redact.url(next)), which no --rewrite rule "
                         + "covers and no --allow-origin allows (--rewrite-strict)")), jitter: jitter)
                 }
+                // A server may read `%2E%2E` as `..`: where it leads cannot be checked.
+                guard !rules.rewrite.strict || !DotSegments.hasEncoded(in: next) else {
+                    return attemptEnded(.failure(FetchFailure(.redirect, "a redirect to \(Redact.url(next)), whose path has an encoded "
+                        + "dot segment (%2E), refused (--rewrite-strict)")), jitter: jitter)
+                }
                 // Manifest headers (credentials) never follow a redirect to another origin.
                 sendHeaders = sendHeaders && Origin.of(next) == request.origin
                 return prepare(url: next, hop: exchange.hop + 1)
