@@ -11,12 +11,16 @@ struct FetchLocation: Sendable, Equatable {
     let signing: AWSSigning?
     /// The `Authorization` value its requests carry (a registry's token).
     let authorization: String?
+    /// Whose credentials `authorization` carries (nil: none, or an anonymous token).
+    let credentialUser: String?
 
-    init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil) {
+    init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
+         credentialUser: String? = nil) {
         self.listed = listed
         self.url = url
         self.origin = origin ?? Origin.of(url)
         self.signing = signing
         self.authorization = authorization
+        self.credentialUser = credentialUser
     }
 }

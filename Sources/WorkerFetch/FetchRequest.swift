@@ -14,6 +14,8 @@ package final class FetchRequest: Sendable {
     /// The `Authorization` value requests for `fetchURL` carry (a registry's token), sent only to
     /// its origin.
     let authorization: String?
+    /// Whose credentials `authorization` carries (nil: none, or an anonymous token).
+    let credentialUser: String?
     /// Other places serving the same bytes, tried in order after `fetchURL` fails (pinned
     /// entries' `mirrors`, after `--rewrite`).
     let mirrors: [FetchLocation]
@@ -42,10 +44,11 @@ package final class FetchRequest: Sendable {
         self.etag = etag
         self.lastModified = lastModified
         if LocalFile.isLocal(url) {
-            (fetchURL, origin, signing, authorization, self.mirrors) = (url, nil, nil, nil, [])
+            (fetchURL, origin, signing, authorization, credentialUser, self.mirrors) = (url, nil, nil, nil, nil, [])
         } else {
             let primary = locator.location(url, origin: knownOrigin, expected: expected)
-            (fetchURL, origin, signing, authorization) = (primary.url, primary.origin, primary.signing, primary.authorization)
+            (fetchURL, origin, signing, authorization, credentialUser) = (primary.url, primary.origin, primary.signing, primary.authorization,
+                                                                          primary.credentialUser)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             var locations: [FetchLocation] = []
             if expected != nil, !mirrors.isEmpty {
@@ -67,6 +70,7 @@ package final class FetchRequest: Sendable {
         fetchURL = location.url
         signing = location.signing
         authorization = location.authorization
+        credentialUser = location.credentialUser
         mirrors = []
         expected = request.expected
         origin = location.origin
@@ -85,7 +89,7 @@ package final class FetchRequest: Sendable {
     func location(at index: Int) -> FetchLocation {
         guard index > 0 else {
             return FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing,
-                                 authorization: authorization)
+                                 authorization: authorization, credentialUser: credentialUser)
         }
         return mirrors[index - 1]
     }

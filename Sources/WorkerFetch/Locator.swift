@@ -59,9 +59,10 @@ public struct Locator: Sendable, Equatable {
             guard let reference = OCIReference(target),
                   let digest = reference.isBlob ? reference.digest : (expected?.algorithm == .sha256 ? expected?.hex : nil)
             else { return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target)) }
-            let url = rewrite.apply(reference.apiBase + "/blobs/sha256:" + digest)
+            let url = rewrite.apply(registries.apiBase(of: reference) + "/blobs/sha256:" + digest)
             return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url),
-                                 authorization: registries.authorization(for: reference))
+                                 authorization: registries.authorization(for: reference, at: url),
+                                 credentialUser: registries.user(for: reference, at: url) ?? nil)
         case .http?, .file?, nil:
             let url = rewrite.apply(listed)
             return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url))
@@ -78,14 +79,15 @@ public struct Locator: Sendable, Equatable {
         }
         guard !references.isEmpty else { return (self, []) }
         var locator = self
-        let problems: [String]
+        let problems: [RegistryProblem]
         (locator.registries, problems) = await registries.resolving(references, store: store, settings: settings, environment: environment)
-        return (locator, problems)
+        return (locator, problems.map(\.description))
     }
 
     /// The parts each of `urls` stands for (`URLKind.expands`: a tag's layers), by URL; what
     /// could not be had is said, after the URL, as the failure.
-    package func parts(of urls: [String], store: ContentStore, settings: FetchSettings) async
+    /// (`mirrors`: where else each URL may be read, as the manifest's mirrors give it.)
+    package func parts(of urls: [String], mirrors: [String: [String]] = [:], store: ContentStore, settings: FetchSettings) async
         -> [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] {
         var byKind: [URLKindID: [String]] = [:]
         for url in urls { if let kind = URLKinds.kind(of: url) { byKind[kind.id, default: []].append(url) } }
@@ -93,7 +95,7 @@ public struct Locator: Sendable, Equatable {
         for (kind, listed) in byKind {
             switch kind {
             case .oci:
-                results.merge(await RegistryAccess.parts(of: listed, store: store, settings: settings)) { first, _ in first }
+                results.merge(await RegistryAccess.parts(of: listed, mirrors: mirrors, store: store, settings: settings)) { first, _ in first }
             case .http, .s3, .file:
                 for url in listed { results[url] = .failure(ManifestSet.PartsProblem("\(url): stands for no other files")) }
             }
@@ -109,22 +111,26 @@ public struct Locator: Sendable, Equatable {
     /// registry's tokens that expire).
     package var unauthorized: Locator {
         var locator = self
-        locator.registries = RegistryAccess()
+        locator.registries = registries.renewing
         return locator
     }
 
-    /// Where `listed` would be requested without `--rewrite`: an `s3://` URL's endpoint URL, else
-    /// `listed` itself.
-    package func beforeRewrite(_ listed: String) -> String {
+    /// Where `listed` would be requested without `--rewrite`: an `s3://` URL's endpoint URL; a
+    /// registry's API URL over https, and over http for one on loopback that may not speak TLS
+    /// (either may be asked); else `listed` itself.
+    package func beforeRewrite(_ listed: String) -> [String] {
         switch URLKinds.kind(of: listed)?.id {
         case .s3?:
-            guard case .success(let object) = S3URL.parse(listed) else { return listed }
-            return (s3 ?? S3Access()).location(of: object).url
+            guard case .success(let object) = S3URL.parse(listed) else { return [listed] }
+            return [(s3 ?? S3Access()).location(of: object).url]
         case .oci?:
-            guard let reference = OCIReference(listed) else { return listed }
-            return reference.apiBase + (reference.isBlob ? "/blobs/sha256:" + (reference.digest ?? "") : "/manifests/" + (reference.tag ?? ""))
+            guard let reference = OCIReference(listed) else { return [listed] }
+            let path = reference.isBlob ? "/blobs/sha256:" + (reference.digest ?? "") : "/manifests/" + (reference.tag ?? "")
+            let api = registries.apiBase(of: reference) + path
+            guard reference.origin.host == "localhost", api.hasPrefix("https://") else { return [api] }
+            return [api, "http://" + api.dropFirst("https://".count)]
         case .http?, .file?, nil:
-            return listed
+            return [listed]
         }
     }
 

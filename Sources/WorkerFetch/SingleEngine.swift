@@ -51,7 +51,8 @@ package final class SingleEngine: Sendable {
         case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
             status >= 500 || status == 408 || status == 429
         case .success: false
-        case .failure(let failure): failure.reason != .cancelled && failure.isTransient
+        // A handshake refused is the server's way (a plain-HTTP port), not a moment's.
+        case .failure(let failure): failure.reason != .cancelled && failure.isTransient && failure.detail != .tls(.handshakeRejected)
         }
     }
 

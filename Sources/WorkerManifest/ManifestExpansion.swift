@@ -23,7 +23,14 @@ extension ManifestSet {
     /// Why the parts of an entry could not be had (the URL, then what its origin said).
     public struct PartsProblem: Error, Sendable, CustomStringConvertible {
         public let description: String
-        public init(_ description: String) { self.description = description }
+        /// Refused: the credentials by the origin, or a request by the rules (`--rewrite-strict`,
+        /// credentials that would go where they must not): another run with the same settings
+        /// fails alike.
+        public let refused: Bool
+        public init(_ description: String, refused: Bool = false) {
+            self.description = description
+            self.refused = refused
+        }
     }
 
     /// This set with the entry at each key of `parts` replaced by its parts.

@@ -43,6 +43,10 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// A remote manifest could not be fetched and no accepted copy of it is young enough
     /// (`--manifest-max-age`): exit 3, nothing fetched — the next run may succeed.
     case manifestUnavailable(String)
+    /// What a manifest's entry stands for (a tag's layers) could not be read: its origin refused
+    /// the credentials, or the rules a request (`--rewrite-strict`, credentials that would go
+    /// where they must not). Exit 2, nothing fetched: the next run with the same settings fails alike.
+    case refused(String)
 
     /// The disk had no room for an index write.
     public var isDiskFull: Bool {
@@ -85,6 +89,8 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cannot reach s3:// URLs: \(problem)"
         case .manifestUnavailable(let problem):
             "cannot get the manifest: \(problem)"
+        case .refused(let problem):
+            "cannot read what the manifest lists: \(problem)"
         }
     }
 }
@@ -133,7 +139,7 @@ extension CacheError: ExitClassified {
     public var exitClass: ExitClass {
         switch self {
         case .locked, .manifestUnavailable: .busy
-        case .treeRefused, .awsSettings, .rewriteRefused: .usage
+        case .treeRefused, .awsSettings, .rewriteRefused, .refused: .usage
         case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources: .unusable
         }
     }

@@ -8,7 +8,8 @@ import WorkerStore
 /// (`Locator.parts`), and the entry is replaced by its parts, each pinned by its hash, in the tree
 /// below the entry (`ManifestSet.expanding`). What changed there is then an updated entry, and the
 /// report pins each part. An entry whose parts cannot be had stops the run (exit 3), as a remote
-/// manifest that cannot be had does; `--offline` asks nobody, so it cannot read them.
+/// manifest that cannot be had does — exit 2 when the credentials or a request were refused
+/// (another run with the same settings fails alike); `--offline` asks nobody, so it cannot read them.
 extension SyncEngine {
     /// `worker manifest URL`: the parts `url` stands for, each pinned by its hash.
     public func expandedManifest(_ url: String) async throws(SyncFailure) -> [ManifestWriter.Item] {
@@ -37,11 +38,19 @@ extension SyncEngine {
             throw .cache(error)
         }
         let urls = positions.map { set.entries.url(at: $0) }
-        let results = await options.fetch.locator.parts(of: urls, store: store, settings: options.fetch)
+        // Where else each may be read: its own mirrors, then its manifest's map's.
+        var mirrors: [String: [String]] = [:]
+        for (position, url) in zip(positions, urls) {
+            let entry = set.entries[position]
+            let listed = entry.mirrors + set.manifests[entry.manifest].mirrors.mirrors(for: url)
+            if !listed.isEmpty { mirrors[url] = listed }
+        }
+        let results = await options.fetch.locator.parts(of: urls, mirrors: mirrors, store: store, settings: options.fetch)
         var parts: [Int: [ManifestSet.Part]] = [:]
         for (position, url) in zip(positions, urls) {
             switch results[url] {
             case .success(let list)?: parts[position] = list
+            case .failure(let problem)? where problem.refused: throw .cache(.refused(problem.description))
             case .failure(let problem)?: throw .cache(.manifestUnavailable(problem.description))
             case nil: throw .cache(.manifestUnavailable("\(url): not read"))
             }

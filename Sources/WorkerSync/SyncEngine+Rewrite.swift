@@ -22,10 +22,10 @@ extension SyncEngine {
                 matched.insert(number)
                 return
             }
-            let location = locator.beforeRewrite(listed)
-            if let number = rewrite.rule(for: location) {
+            let locations = locator.beforeRewrite(listed)
+            if let number = locations.lazy.compactMap({ rewrite.rule(for: $0) }).first {
                 matched.insert(number)
-            } else if !rewrite.mayRequest(location), refused.count < 20, seen.insert(Origin.of(location)).inserted {
+            } else if !locations.contains(where: rewrite.mayRequest), refused.count < 20, seen.insert(Origin.of(locations[0])).inserted {
                 refused.append(Redact.url(listed))
             }
         }

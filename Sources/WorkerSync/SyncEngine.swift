@@ -67,7 +67,7 @@ public struct SyncEngine: Sendable {
             return try await syncManifests(arguments)
         } catch {
             switch error {
-            case .manifest, .cache(.manifestUnavailable): writeUnread(arguments, error: error, startedAt: startedAt)
+            case .manifest, .cache(.manifestUnavailable), .cache(.refused): writeUnread(arguments, error: error, startedAt: startedAt)
             case .cache: break
             }
             throw error

@@ -12,14 +12,22 @@ final class OCIRegistry {
         case none
         case htpasswd(user: String, password: String)
         case token(RegistryTokenService)
+        /// Behind a token service at `realm` whose tokens are signed with `certificate`'s key (a
+        /// service that misbehaves: none its tokens pass).
+        case realm(String, certificate: String)
     }
 
     let directory = TemporaryDirectory()
     let port: Int
     private let process: ChildProcess
     var address: String { "127.0.0.1:\(port)" }
+    /// What the registry logged: with `logRequests`, a line per request (its user agent too).
+    var log: String { (try? String(contentsOfFile: directory.path + "/registry.log", encoding: .utf8)) ?? "" }
 
-    init(storage: String, auth: Auth = .none) throws {
+    /// `tls`: a certificate and key it speaks TLS with (else plain http); `proxy`: the registry
+    /// it is a pull-through mirror of (distribution's `proxy: remoteurl`).
+    init(storage: String, auth: Auth = .none, tls: (certificate: String, key: String)? = nil, proxy: String? = nil,
+         logRequests: Bool = false) throws {
         let binary = ["/usr/bin/docker-registry", "/usr/local/bin/docker-registry"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let binary else { throw TierProblem("docker-registry is not installed (scripts/test.sh installs it)") }
         var authBlock = ""
@@ -33,19 +41,24 @@ final class OCIRegistry {
         case .token(let service):
             authBlock = "auth:\n  token:\n    realm: \(service.url)/token\n    service: worker-test-registry\n"
                 + "    issuer: worker-test-issuer\n    rootcertbundle: \(service.certificate)\n"
+        case .realm(let realm, let certificate):
+            authBlock = "auth:\n  token:\n    realm: \(realm)\n    service: worker-test-registry\n"
+                + "    issuer: worker-test-issuer\n    rootcertbundle: \(certificate)\n"
         }
         let (folder, log) = (directory, directory.path + "/registry.log")
+        let tlsBlock = tls.map { "  tls:\n    certificate: \($0.certificate)\n    key: \($0.key)\n" } ?? ""
+        let proxyBlock = proxy.map { "proxy:\n  remoteurl: \($0)\n" } ?? ""
         (port, process) = try startOnFreePort(log: log, what: "docker-registry") { port in
             let config = folder.write("config.yml", """
                 version: 0.1
                 log:
-                  level: warn
+                  level: \(logRequests ? "info" : "warn")
                 storage:
                   filesystem:
                     rootdirectory: \(storage)
                 http:
                   addr: 127.0.0.1:\(port)
-                \(authBlock)
+                \(tlsBlock)\(authBlock)\(proxyBlock)
                 """)
             return try ChildProcess(binary, ["serve", config], stdout: .file(log), stderr: .file(log))
         }
@@ -119,8 +132,10 @@ final class RegistryTokenService {
     let directory = TemporaryDirectory()
     let port: Int
     let certificate: String
+    /// With `tls`: the certificate it speaks TLS with (a client trusts it with `--ca-cert`).
+    let tlsCertificate: String?
     private let process: ChildProcess
-    var url: String { "http://127.0.0.1:\(port)" }
+    var url: String { (tlsCertificate == nil ? "http" : "https") + "://127.0.0.1:\(port)" }
 
     /// Each answered request: the user (nil: anonymous) and the scope asked.
     var requests: [(user: String?, scope: String)] {
@@ -143,8 +158,11 @@ final class RegistryTokenService {
         return python
     }
 
-    init(users: [String: String], lifetime: Int = 300) throws {
+    /// `tls`: the realm is https (a certificate for 127.0.0.1 made for the test), not plain http.
+    init(users: [String: String], lifetime: Int = 300, tls: Bool = false) throws {
         let python = try Self.python()
+        let served = tls ? try TLSTests.makeCertificate(in: directory) : nil
+        tlsCertificate = served?.certificate
         certificate = directory.path + "/token.pem"
         let key = directory.path + "/token.key"
         let openssl = try ChildProcess("/usr/bin/env", ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
@@ -156,8 +174,8 @@ final class RegistryTokenService {
             .appendingPathComponent("tools/registry-token.py").path
         let (log, tokensLog, certificate) = (directory.path + "/service.log", directory.path + "/tokens.log", certificate)
         (port, process) = try startOnFreePort(log: log, what: "the token service") { port in
-            try ChildProcess(python, [script, key, certificate, String(port), usersFile, tokensLog, String(lifetime)],
-                             stdout: .file(log), stderr: .file(log))
+            try ChildProcess(python, [script, key, certificate, String(port), usersFile, tokensLog, String(lifetime)]
+                             + (served.map { [$0.certificate, $0.key] } ?? []), stdout: .file(log), stderr: .file(log))
         }
     }
 

@@ -73,14 +73,17 @@ import WorkerTestSupport
 
     /// A registry behind a token service: the challenge is answered with a token for each
     /// repository's pull scope — anonymously for a public repository, with the Docker config's
-    /// credentials for a private one — which distribution checks; a registry that redirects a blob
-    /// to its storage (another origin) has it fetched there without the token.
+    /// credentials for a private one (the realm on another origin over https) — which distribution
+    /// checks; a registry that redirects a blob to its storage (another origin) has it fetched
+    /// there without the token.
     @Test func aTokenIsAskedPerScopeAndNeverFollowsARedirectToStorage() async throws {
         let storage = TemporaryDirectory()
         let open = try OCIRegistry(storage: storage.path)
         defer { open.stop() }
-        let tokens = try RegistryTokenService(users: ["reader": "t0ken-pass"])
+        // Over https: credentials go to a realm on another origin only so.
+        let tokens = try RegistryTokenService(users: ["reader": "t0ken-pass"], tls: true)
         defer { tokens.stop() }
+        let trust = ["--ca-cert", try #require(tokens.tlsCertificate)]
         let registry = try OCIRegistry(storage: storage.path, auth: .token(tokens))
         defer { registry.stop() }
         let (one, two, three) = (Array("public one\n".utf8), Array("private two\n".utf8), Array("private three\n".utf8))
@@ -88,17 +91,17 @@ import WorkerTestSupport
         let privateDigests = [try await open.push("team/files", two), try await open.push("team/files", three)]
         let directory = TemporaryDirectory()
         let publicOnly = Self.manifest(directory, ["oci://\(registry.address)/public/tools@sha256:\(publicDigest)"], name: "public.yaml")
-        let anonymous = try await WorkerBinary.run(["sync", publicOnly, "--cache-dir", directory.path + "/c1", "--retries", "0"],
+        let anonymous = try await WorkerBinary.run(["sync", publicOnly, "--cache-dir", directory.path + "/c1", "--retries", "0"] + trust,
                                                    environment: ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": ""])
         #expect(anonymous.code == 0, "\(anonymous.stderr)")
         #expect(tokens.requests.map(\.scope) == ["repository:public/tools:pull"] && tokens.requests.allSatisfy { $0.user == nil })
         // The private repository's blobs: one token for both, asked with the user's credentials.
         let config = Self.dockerConfig(directory, registry: registry.address, user: "reader", password: "t0ken-pass")
         let both = Self.manifest(directory, privateDigests.map { "oci://\(registry.address)/team/files@sha256:\($0)" }, name: "team.yaml")
-        let denied = try await WorkerBinary.run(["sync", both, "--cache-dir", directory.path + "/c2", "--retries", "0"],
+        let denied = try await WorkerBinary.run(["sync", both, "--cache-dir", directory.path + "/c2", "--retries", "0"] + trust,
                                                 environment: ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": ""])
         #expect(denied.code == 1, "an anonymous token has no access to team/files: \(denied.stderr)")
-        let allowed = try await WorkerBinary.run(["sync", both, "--cache-dir", directory.path + "/c2", "--retries", "0"],
+        let allowed = try await WorkerBinary.run(["sync", both, "--cache-dir", directory.path + "/c2", "--retries", "0"] + trust,
                                                  environment: ["DOCKER_CONFIG": config, "REGISTRY_AUTH_FILE": ""])
         #expect(allowed.code == 0, "\(allowed.stderr)")
         #expect(tokens.requests.filter { $0.scope == "repository:team/files:pull" && $0.user == "reader" }.count == 1)
@@ -121,7 +124,7 @@ import WorkerTestSupport
         }
         defer { front.stop() }
         let redirected = Self.manifest(directory, ["oci://127.0.0.1:\(front.port)/team/files@sha256:\(privateDigests[0])"], name: "front.yaml")
-        let viaStorage = try await WorkerBinary.run(["sync", redirected, "--cache-dir", directory.path + "/c3", "--retries", "0"],
+        let viaStorage = try await WorkerBinary.run(["sync", redirected, "--cache-dir", directory.path + "/c3", "--retries", "0"] + trust,
                                                     environment: ["DOCKER_CONFIG": Self.dockerConfig(directory, registry: "127.0.0.1:\(front.port)",
                                                                                                    user: "reader", password: "t0ken-pass"),
                                                                   "REGISTRY_AUTH_FILE": ""])

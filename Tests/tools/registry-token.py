@@ -7,13 +7,15 @@ rides in the token's x5c header). Basic credentials, when sent, must be a user o
 object user -> password); anonymous callers get pull access to repositories under `public/`
 only, users to every repository. Each answered request is a line of LOG: {"user", "scope"}.
 
-Tokens are good for LIFETIME seconds (default 300; the answer's `expires_in`).
+Tokens are good for LIFETIME seconds (default 300; the answer's `expires_in`). With TLSCERT and
+TLSKEY it speaks https with them.
 
-Usage: registry-token.py KEY.pem CERT.pem PORT USERS.json LOG [LIFETIME]
+Usage: registry-token.py KEY.pem CERT.pem PORT USERS.json LOG [LIFETIME [TLSCERT TLSKEY]]
 """
 import base64
 import http.server
 import json
+import ssl
 import sys
 import time
 import uuid
@@ -78,4 +80,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Handler).serve_forever()
+server = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Handler)
+if len(sys.argv) > 8:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[7], sys.argv[8])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()

@@ -24,14 +24,20 @@ extension RegistryAccess {
     /// The parts of each of `urls` (`OCIKind.expands`): a tag's titled layers as entries
     /// `oci://…:TAG#TITLE` pinned by their digests, at their titles; a `:TAG#TITLE` the one layer
     /// of that title, at the entry's own path. Layers without a title (an image's) are not files
-    /// of the artifact. A failure says what the registry said, after the URL.
-    static func parts(of urls: [String], store: ContentStore, settings: FetchSettings) async
+    /// of the artifact. A tag is read where `--rewrite` sends it, then from each of its `mirrors`
+    /// (by URL) in turn while it cannot be. A failure says what the registry said, after the URL.
+    static func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
         -> [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] {
-        let references = urls.map { OCIReference($0) }
-        let layers = await layers(of: references.compactMap { $0 }.filter { $0.tag != nil }, store: store, settings: settings)
+        var asked: [String: [OCIReference]] = [:]
+        for url in urls {
+            guard let tagURL = OCIReference(url)?.tagURL, asked[tagURL] == nil else { continue }
+            asked[tagURL] = ([url] + (mirrors[url] ?? [])).compactMap { OCIReference(settings.locator.rewrite.apply($0)) }
+                .filter { $0.tag != nil }
+        }
+        let layers = await layers(of: asked, store: store, settings: settings)
         var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
-        for (url, reference) in zip(urls, references) {
-            guard let reference, let tagURL = reference.tagURL else {
+        for url in urls {
+            guard let reference = OCIReference(url), let tagURL = reference.tagURL else {
                 results[url] = .failure(ManifestSet.PartsProblem("\(url): not an artifact's tag"))
                 continue
             }
@@ -46,65 +52,88 @@ extension RegistryAccess {
                     ? .failure(ManifestSet.PartsProblem("\(tagURL): " + (reference.title.map { "no layer is titled '\($0)'" }
                         ?? "no layer has a title (org.opencontainers.image.title) to be a file")))
                     : .success(parts)
-            case .failure(let problem)?: results[url] = .failure(ManifestSet.PartsProblem("\(tagURL): \(problem.description)"))
+            case .failure(let problem)?:
+                results[url] = .failure(ManifestSet.PartsProblem("\(tagURL): \(problem.description)", refused: problem.refused))
             case nil: results[url] = .failure(ManifestSet.PartsProblem("\(tagURL): not read"))
             }
         }
         return results
     }
 
-    /// The layers of each of `references` (tags), by its `tagURL`; a failure names what the
-    /// registry said. Registries are authorized as for downloads.
-    static func layers(of references: [OCIReference], store: ContentStore, settings: FetchSettings,
-                               environment: [String: String] = ProcessInfo.processInfo.environment) async
+    /// The layers of each tag (by its `tagURL`), read from the first of its references (where
+    /// it is asked: after `--rewrite`, then its mirrors) that answers; a failure names what each
+    /// said. Registries are authorized as for downloads, each when it is first needed.
+    static func layers(of tags: [String: [OCIReference]], store: ContentStore, settings: FetchSettings,
+                       environment: [String: String] = ProcessInfo.processInfo.environment) async
         -> [String: Result<[ArtifactLayer], RegistryProblem>] {
-        let (access, problems) = await RegistryAccess().resolving(references, store: store, settings: settings, environment: environment)
         guard let engine = try? SingleEngine(settings: settings) else {
-            return Dictionary(references.compactMap { $0.tagURL }.map { ($0, .failure(RegistryProblem("no network transport"))) },
-                              uniquingKeysWith: { first, _ in first })
+            return tags.mapValues { _ in .failure(RegistryProblem("no network transport")) }
         }
         defer { Task { await engine.close() } }
+        var access = settings.locator.registries
         var results: [String: Result<[ArtifactLayer], RegistryProblem>] = [:]
-        for reference in references {
-            guard let key = reference.tagURL, let tag = reference.tag, results[key] == nil else { continue }
-            let authorization = access.authorization(for: reference)
-            var layers: [ArtifactLayer] = []
-            var failure: RegistryProblem?
-            // A pinned tag's manifest is asked by its digest, which its bytes must have.
-            var queue = [reference.digest.map { "sha256:" + $0 } ?? tag]
-            var seen: Set<String> = []
-            while let name = queue.first, failure == nil {
-                queue.removeFirst()
-                guard seen.insert(name).inserted, seen.count <= 64 else { continue }
-                switch await document(reference.apiBase + "/manifests/" + name, expected: name.hasPrefix("sha256:") ? String(name.dropFirst(7)) : nil,
-                                      authorization: authorization, engine: engine, store: store, settings: settings) {
-                case .success(let document):
-                    layers += (document.layers ?? []).compactMap { layer in
-                        guard layer.digest.hasPrefix("sha256:") else { return nil }
-                        return ArtifactLayer(digest: String(layer.digest.dropFirst(7)), size: layer.size,
-                                             title: layer.annotations?["org.opencontainers.image.title"])
-                    }
-                    queue += (document.manifests ?? []).map(\.digest)
-                case .failure(let problem):
-                    failure = problem
+        for (key, references) in tags.sorted(by: { $0.key < $1.key }) {
+            var failures: [RegistryProblem] = []
+            for reference in references {
+                let problems: [RegistryProblem]
+                (access, problems) = await access.resolving([reference], store: store, settings: settings, environment: environment)
+                switch await layers(of: reference, access: access, engine: engine, store: store, settings: settings) {
+                case .success(let layers):
+                    results[key] = .success(layers)
+                case .failure(let failure):
+                    let said = problems.first { $0.description.hasPrefix("registry \(reference.registry.lowercased())") }
+                    failures.append(RegistryProblem(failure.description + (said.map { " (\($0.description))" } ?? ""),
+                                                    refused: failure.refused || said?.refused == true))
                 }
+                if results[key] != nil { break }
             }
-            if failure == nil, layers.isEmpty { failure = RegistryProblem("its manifest lists no layers") }
-            if let failure {
-                let said = problems.first { $0.hasPrefix("registry \(reference.registry.lowercased())") }
-                results[key] = .failure(RegistryProblem(failure.description + (said.map { " (\($0))" } ?? "")))
-            } else {
-                results[key] = .success(layers)
+            if results[key] == nil, let first = failures.first {
+                let mirrors = zip(references.dropFirst(), failures.dropFirst()).map { "; mirror oci://\($0.registry): \($1.description)" }
+                results[key] = .failure(RegistryProblem(first.description + mirrors.joined(),
+                                                        refused: failures.allSatisfy(\.refused)))
             }
         }
         return results
     }
 
-    private static func document(_ url: String, expected: String?, authorization: String?, engine: SingleEngine, store: ContentStore,
-                                 settings: FetchSettings) async -> Result<ManifestDocument, RegistryProblem> {
+    /// The layers of one tag as `reference` names it: its manifest (by its digest when pinned,
+    /// which its bytes must have), an index's manifests in turn.
+    private static func layers(of reference: OCIReference, access: RegistryAccess, engine: SingleEngine, store: ContentStore,
+                               settings: FetchSettings) async -> Result<[ArtifactLayer], RegistryProblem> {
+        guard let tag = reference.tag else { return .failure(RegistryProblem("not an artifact's tag")) }
+        var layers: [ArtifactLayer] = []
+        var queue = [reference.digest.map { "sha256:" + $0 } ?? tag]
+        var seen: Set<String> = []
+        while let name = queue.first {
+            queue.removeFirst()
+            guard seen.insert(name).inserted, seen.count <= 64 else { continue }
+            let url = settings.locator.rewrite.apply(access.apiBase(of: reference) + "/manifests/" + name)
+            guard RegistryAccess.mayRequest(url, of: reference, rewrite: settings.locator.rewrite) else {
+                return .failure(RegistryAccess.strictRefusal(url))
+            }
+            switch await document(url, expected: name.hasPrefix("sha256:") ? String(name.dropFirst(7)) : nil,
+                                  authorization: access.authorization(for: reference, at: url), user: access.user(for: reference, at: url),
+                                  engine: engine, store: store, settings: settings) {
+            case .success(let document):
+                layers += (document.layers ?? []).compactMap { layer in
+                    guard layer.digest.hasPrefix("sha256:") else { return nil }
+                    return ArtifactLayer(digest: String(layer.digest.dropFirst(7)), size: layer.size,
+                                         title: layer.annotations?["org.opencontainers.image.title"])
+                }
+                queue += (document.manifests ?? []).map(\.digest)
+            case .failure(let problem):
+                return .failure(problem)
+            }
+        }
+        return layers.isEmpty ? .failure(RegistryProblem("its manifest lists no layers")) : .success(layers)
+    }
+
+    /// `user`: whose credentials `authorization` carries (`.some(nil)`: an anonymous token).
+    private static func document(_ url: String, expected: String?, authorization: String?, user: String??, engine: SingleEngine,
+                                 store: ContentStore, settings: FetchSettings) async -> Result<ManifestDocument, RegistryProblem> {
         var headers = ["Accept: " + manifestTypes.joined(separator: ", ")]
         if let authorization { headers.append("Authorization: " + authorization) }
-        let request = TransferRequest(url: settings.locator.rewrite.apply(url), headers: headers, deadline: 0)
+        let request = TransferRequest(url: url, headers: headers, deadline: 0)
         let reply = await engine.exchange(request) { deadline in
             ResponseHandler(store: store, expected: nil, maxSize: 4 << 20, conditional: false, deadline: deadline,
                             entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
@@ -120,6 +149,16 @@ extension RegistryAccess {
             else { return .failure(RegistryProblem("its manifest is not a manifest worker reads")) }
             return .success(document)
         case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
+            if status == 401 || status == 403 {
+                switch user {
+                case .some(.some(let user)):
+                    return .failure(RegistryProblem("the registry refused the credentials for \(user) (HTTP \(status))", refused: true))
+                case .some(.none):
+                    return .failure(RegistryProblem("the registry answered HTTP \(status) (sent with an anonymous token)"))
+                case .none:
+                    return .failure(RegistryProblem("the registry answered HTTP \(status) (sent without credentials: none for this registry)"))
+                }
+            }
             return .failure(RegistryProblem("the registry answered HTTP \(status)" + (status == 404 ? " (no such tag)" : "")))
         case .success(.redirect(let status, _)):
             return .failure(RegistryProblem("the registry answered HTTP \(status) (a redirect for a manifest)"))

@@ -31,7 +31,8 @@ final class OriginSource: Sendable {
               let unauthorized = URLKinds.kind(of: location.listed)?.sentWithoutCredentials
         else { return failure }
         let signed = location.signing.map { "signed with \($0)" }
-            ?? (location.authorization != nil ? "sent with the credentials it asked for" : unauthorized)
+            ?? location.credentialUser.map { "the registry refused the credentials for \($0)" }
+            ?? (location.authorization != nil ? "sent with an anonymous token" : unauthorized)
         return FetchFailure(failure.reason, "\(failure.message) (\(signed))", httpStatus: status, retryAfter: failure.retryAfter,
                             detail: failure.detail)
     }

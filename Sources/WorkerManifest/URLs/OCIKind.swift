@@ -8,8 +8,9 @@ import WorkerSupport
 /// distribution API (Docker Hub, GHCR, ECR, Harbor, Artifactory, GitLab, distribution). The digest
 /// is the blob's SHA-256 — worker's own name for objects — so it pins the entry (a `hash:` is
 /// optional and must agree). The registry is the origin; requests go to
-/// `https://REGISTRY/v2/REPOSITORY/blobs/sha256:DIGEST` (http for a loopback registry, as Docker
-/// and ORAS treat `localhost`), authorized as the registry asks (the fetch stage's `RegistryAccess`).
+/// `https://REGISTRY/v2/REPOSITORY/blobs/sha256:DIGEST` (plain http for a loopback registry that
+/// does not speak TLS, and under `--plain-http`), authorized as the registry asks (the fetch
+/// stage's `RegistryAccess`).
 public struct OCIKind: URLKind {
     public var id: URLKindID { .oci }
     public var schemes: [String] { Self.schemes }
@@ -76,23 +77,13 @@ public struct OCIReference: Sendable, Equatable {
     public let tag: String?
     /// The layer of a tag's artifact, for `:TAG#TITLE` (its title annotation).
     public let title: String?
-    let origin: Origin
+    /// Where the registry is (its host and port as http(s) compares them).
+    package let origin: Origin
     let restStart: String.Index
 
     public static func == (left: OCIReference, right: OCIReference) -> Bool {
         left.registry == right.registry && left.repository == right.repository && left.digest == right.digest && left.tag == right.tag
             && left.title == right.title
-    }
-
-    /// Where the registry is: https, or http for a loopback registry (as Docker and ORAS treat
-    /// `localhost`).
-    public var registryBase: String {
-        (origin.host == "localhost" ? "http://" : "https://") + registry
-    }
-
-    /// Where the repository's API is.
-    public var apiBase: String {
-        registryBase + "/v2/" + repository
     }
 
     public init?(_ url: String) {
