@@ -9,14 +9,15 @@ import WorkerTestSupport
 /// artifact a signed local manifest names, on Debian's docker-registry) × every output that
 /// publishes a tree (`--tree`, `--tree --tree-complete`, `export --atomic`) × every fault (a change
 /// while a reader polls the tree, the source down past `--manifest-max-age`, an expired manifest
-/// then re-signed, Ctrl-C mid-run). A new source or output is one case of its enum and meets every
+/// then re-signed, Ctrl-C mid-run, a change while the files' origin — the registry, for an
+/// artifact — is down and the manifest's mirror serves). A new source or output is one case of its enum and meets every
 /// fault. The promises: the tree is only ever the version before or the complete new one (never
 /// empty, never a file missing), a run that cannot read its manifest leaves the tree as it was and
 /// still writes its report with the error, and an expiry ends when the publisher signs anew.
 @Suite(.hangLimit, .serialized) struct ManifestPromiseMatrixTests {
     enum Source: String, CaseIterable, Sendable { case local, http, s3, oci }
     enum Output: String, CaseIterable, Sendable { case tree, treeComplete, exportAtomic }
-    enum Fault: String, CaseIterable, Sendable { case change, sourceDown, expiredThenResigned, interrupt }
+    enum Fault: String, CaseIterable, Sendable { case change, sourceDown, expiredThenResigned, interrupt, originDownWithMirror }
 
     struct Cell: Sendable, CustomTestStringConvertible {
         let source: Source
@@ -30,7 +31,7 @@ import WorkerTestSupport
     }
 
     @Test(arguments: cells) func aManifestsSourceKeepsEveryPromise(_ cell: Cell) async throws {
-        let fleet = try await Fleet(source: cell.source)
+        let fleet = try await Fleet(source: cell.source, mirrored: cell.fault == .originDownWithMirror)
         defer { fleet.stop() }
         let expiry = Date(timeIntervalSinceNow: 15)
         try await fleet.publish(version: 1, serial: 1, expiresAt: cell.fault == .expiredThenResigned ? expiry : nil)
@@ -83,6 +84,16 @@ import WorkerTestSupport
             let again = try await fleet.publishOutput(cell.output)
             #expect(again.code == 0, "\(again.stdout) \(again.stderr)")
             #expect(fleet.tree() == fleet.contents(version: 2))
+
+        case .originDownWithMirror:
+            try await fleet.publish(version: 2, serial: 2)
+            fleet.takeOriginDown()
+            let poller = TreePoller(fleet)
+            let changed = try await fleet.publishOutput(cell.output, extra: ["--report", fleet.report])
+            let problems = await poller.finish()
+            #expect(changed.code == 0, "\(changed.stdout) \(changed.stderr)")
+            #expect(fleet.tree() == fleet.contents(version: 2), "the mirror served the change whole")
+            #expect(problems.isEmpty, "a reader saw neither the old nor the new version: \(problems.prefix(5))")
         }
     }
 
@@ -96,13 +107,17 @@ import WorkerTestSupport
         let manifestServer: NginxServer?
         let moto: MotoS3?
         let registry: OCIRegistry?
+        /// The manifest's mirror of the files' origin (nginx on the same folder; a registry on the
+        /// same storage), when the fault needs one.
+        let mirrorOrigin: NginxServer?
+        let mirrorRegistry: OCIRegistry?
 
         var cache: String { directory.path + "/cache" }
         var treePath: String { directory.path + "/tree" }
         var report: String { directory.path + "/report.json" }
         var key: String { directory.path + "/key" }
 
-        init(source: Source) async throws {
+        init(source: Source, mirrored: Bool = false) async throws {
             self.source = source
             let www = directory.path + "/www"
             try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
@@ -112,6 +127,8 @@ import WorkerTestSupport
             manifestServer = source == .http ? try NginxServer(server: { port, _ in "listen 127.0.0.1:\(port);\nroot \(src);" }) : nil
             moto = source == .s3 ? try MotoS3(objects: ["fleet": ["readme": Array("fleet\n".utf8)]]) : nil
             registry = source == .oci ? try OCIRegistry(storage: directory.path + "/registry") : nil
+            mirrorOrigin = mirrored && source != .oci ? try NginxServer(server: { port, _ in "listen 127.0.0.1:\(port);\nroot \(www);" }) : nil
+            mirrorRegistry = mirrored && source == .oci ? try OCIRegistry(storage: directory.path + "/registry") : nil
             let made = try await WorkerBinary.run(["-G", "-W", "-p", key + ".pub", "-s", key + ".sec"], executable: "/usr/bin/minisign")
             #expect(made.code == 0, "\(made.stderr)")
         }
@@ -121,6 +138,13 @@ import WorkerTestSupport
             manifestServer?.stop()
             moto?.stop()
             registry?.stop()
+            mirrorOrigin?.stop()
+            mirrorRegistry?.stop()
+        }
+
+        /// The files' origin stops (the registry, for an artifact); the manifest stays.
+        func takeOriginDown() {
+            if let registry { registry.stop() } else { origin.stop() }
         }
 
         /// The manifest as a sync names it.
@@ -151,6 +175,8 @@ import WorkerTestSupport
             // and a version of the same size written within the second would be answered 304.
             var yaml = "# \(String(repeating: "v", count: version))\nversion: 1\nname: fleet\nserial: \(serial)\n"
             if let expiresAt { yaml += "expires: \"\(expiresAt.formatted(Date.ISO8601FormatStyle()))\"\n" }
+            if let mirrorOrigin { yaml += "mirrors:\n  \"http://127.0.0.1:\(origin.port)/\": \"http://127.0.0.1:\(mirrorOrigin.port)/\"\n" }
+            if let mirrorRegistry, let registry { yaml += "mirrors:\n  \"oci://\(registry.address)/\": \"oci://\(mirrorRegistry.address)/\"\n" }
             yaml += "entries:\n"
             if let registry {
                 // The files are an artifact's layers; the signed manifest names its tag.
