@@ -147,12 +147,12 @@ func loadManifests(_ paths: [String], tree: Bool = false) throws(ManifestErrors)
 /// Manifests by path or URL for a command that reads them (`export`, `verify --repair`): remote
 /// ones fetched through the cache, signatures checked, serial and expiry checked; exit 2 (or 3
 /// when a remote one cannot be had) as a sync would.
-func openManifests(_ arguments: [String], cacheDirectory: String, trust: ManifestTrust, tree: Bool = false,
+func openManifests(_ arguments: [String], cacheDirectory: String, trust: ManifestTrust, fetch: FetchSettings, tree: Bool = false,
                    expandsHeaders: Bool = true) async throws(SyncFailure) -> (set: ManifestSet, opened: OpenedManifests) {
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.trust = trust
     options.mayCreateCache = false
-    options.fetch.transport = CurlTransport()
+    options.fetch = fetch
     return try await SyncEngine(options: options, context: .command()).openAndLoad(arguments, collectsTree: tree,
                                                                                  expandsHeaders: expandsHeaders)
 }

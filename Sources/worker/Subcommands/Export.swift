@@ -43,6 +43,8 @@ struct Export: AsyncParsableCommand {
 
     @OptionGroup(title: "Signed and remote manifests") var trust: ManifestTrustOptions
 
+    @OptionGroup(title: "Network (for a remote manifest, an artifact's tag)") var network: NetworkOptions
+
     @OptionGroup var lock: LockOptions
 
     func validate() throws {
@@ -54,7 +56,8 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         let cacheDirectory = try cache.existing()
         let set = manifests.isEmpty ? nil
-            : try await openManifests(manifests, cacheDirectory: cacheDirectory, trust: try trust.trust(), tree: layout == .tree).set
+            : try await openManifests(manifests, cacheDirectory: cacheDirectory, trust: try trust.trust(),
+                                      fetch: try network.settings(for: Self.self), tree: layout == .tree).set
         let urls = set.map { Set($0.entries.map(\.url)) }
         let tree = layout == .tree ? set.map { set in set.tree.map { (path: $0.path, url: set.entries[$0.entry].url) } } : nil
         let exporter = Exporter(cacheDirectory: cacheDirectory)

@@ -20,6 +20,8 @@ struct Fingerprint: AsyncParsableCommand {
     @Argument(help: "Manifest files (YAML), or their http(s):// or s3:// URLs.")
     var manifests: [String]
 
+    @OptionGroup(title: "Network (for a manifest by URL)") var network: NetworkOptions
+
     func validate() throws {
         guard !manifests.isEmpty else { throw ValidationError("give at least one manifest") }
     }
@@ -29,7 +31,8 @@ struct Fingerprint: AsyncParsableCommand {
         if manifests.contains(where: SyncEngine.isRemoteManifest) {
             // A manifest by URL is read as it is now (no cache: through a scratch one, removed at
             // exit); signatures are not checked — the digest decides nothing.
-            set = try await openManifests(manifests, cacheDirectory: SyncEngine.scratchCacheDirectory, trust: ManifestTrust(), expandsHeaders: false).set
+            set = try await openManifests(manifests, cacheDirectory: SyncEngine.scratchCacheDirectory, trust: ManifestTrust(),
+                                          fetch: try network.settings(for: Self.self), expandsHeaders: false).set
         } else {
             var loader = ManifestLoader()
             loader.expandsHeaders = false

@@ -67,19 +67,21 @@ struct Verify: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let rewrite = try optionChecked(for: Self.self) { try NetworkOptions.rewrite(self.rewrite) }
+        var fetch = FetchSettings()
+        fetch.transport = CurlTransport()
+        fetch.jobs = max(1, jobs)
+        fetch.retry = RetryPolicy(retries: retries)
+        fetch.caCertificates = caCertificates
+        fetch.locator.rewrite = try optionChecked(for: Self.self) { try NetworkOptions.rewrite(self.rewrite) }
         // Checked like any manifest (exit 2 with file:line:column; signed ones verified, remote
-        // ones fetched) before the cache is used.
+        // ones fetched, where --rewrite sends them) before the cache is used.
         let manifestPaths = manifests.isEmpty ? []
-            : try await openManifests(manifests, cacheDirectory: cache.resolved, trust: try trust.trust(), expandsHeaders: false).opened.paths
+            : try await openManifests(manifests, cacheDirectory: cache.resolved, trust: try trust.trust(), fetch: fetch,
+                                      expandsHeaders: false).opened.paths
         let directory = try cache.existing()
         try checkOutputs(reportPath.map { [(format: VerifyReportFormat(), path: $0)] } ?? [], manifests: manifests)
         var verifier = CacheVerifier(cacheDirectory: directory, context: .command())
-        verifier.fetch.transport = CurlTransport()
-        verifier.fetch.jobs = max(1, jobs)
-        verifier.fetch.retry = RetryPolicy(retries: retries)
-        verifier.fetch.caCertificates = caCertificates
-        verifier.fetch.locator.rewrite = rewrite
+        verifier.fetch = fetch
         verifier.waitLock = lock.seconds()
         verifier.manifestPaths = manifestPaths
         let report: VerifyReport
