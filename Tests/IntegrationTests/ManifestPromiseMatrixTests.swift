@@ -13,7 +13,12 @@ import WorkerTestSupport
 /// artifact — is down and the manifest's mirror serves). A new source or output is one case of its enum and meets every
 /// fault. The promises: the tree is only ever the version before or the complete new one (never
 /// empty, never a file missing), a run that cannot read its manifest leaves the tree as it was and
-/// still writes its report with the error, and an expiry ends when the publisher signs anew.
+/// still writes its report with the error, and an expiry ends when the publisher signs anew. Every
+/// run is strict: the manifest lists its files under a name nothing listens at (port 1), which
+/// `--rewrite` sends to their origin, and `--rewrite-strict` allows only the manifest's source and
+/// the mirror — a request that skips the rules fails its cell. And a secret the manifest's headers
+/// carry (from the environment, named with `--manifest-env` for a remote manifest) reaches no
+/// server: the rule sends the files to another origin, where a manifest's headers never go.
 @Suite(.hangLimit, .serialized) struct ManifestPromiseMatrixTests {
     enum Source: String, CaseIterable, Sendable { case local, http, s3, oci }
     enum Output: String, CaseIterable, Sendable { case tree, treeComplete, exportAtomic }
@@ -95,6 +100,7 @@ import WorkerTestSupport
             #expect(fleet.tree() == fleet.contents(version: 2), "the mirror served the change whole")
             #expect(problems.isEmpty, "a reader saw neither the old nor the new version: \(problems.prefix(5))")
         }
+        #expect(fleet.secretsSeen().isEmpty, "the manifest's secret reached a server: \(fleet.secretsSeen().prefix(3))")
     }
 
     // MARK: - A fleet: a publisher, its source, one machine's cache and tree
@@ -116,18 +122,21 @@ import WorkerTestSupport
         var treePath: String { directory.path + "/tree" }
         var report: String { directory.path + "/report.json" }
         var key: String { directory.path + "/key" }
+        /// What the manifest lists its files under: nothing listens there; `--rewrite` sends them on.
+        var listedAt: String { source == .oci ? "oci://127.0.0.1:1/" : "http://127.0.0.1:1/" }
+        static let secret = "fleet-s3cr3t-value"
 
         init(source: Source, mirrored: Bool = false) async throws {
             self.source = source
             let www = directory.path + "/www"
             try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: directory.path + "/src", withIntermediateDirectories: true)
-            origin = try NginxServer(server: { port, _ in "listen 127.0.0.1:\(port);\nroot \(www);" })
+            origin = try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, www) })
             let src = directory.path + "/src"
-            manifestServer = source == .http ? try NginxServer(server: { port, _ in "listen 127.0.0.1:\(port);\nroot \(src);" }) : nil
+            manifestServer = source == .http ? try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, src) }) : nil
             moto = source == .s3 ? try MotoS3(objects: ["fleet": ["readme": Array("fleet\n".utf8)]]) : nil
             registry = source == .oci ? try OCIRegistry(storage: directory.path + "/registry") : nil
-            mirrorOrigin = mirrored && source != .oci ? try NginxServer(server: { port, _ in "listen 127.0.0.1:\(port);\nroot \(www);" }) : nil
+            mirrorOrigin = mirrored && source != .oci ? try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, www) }) : nil
             mirrorRegistry = mirrored && source == .oci ? try OCIRegistry(storage: directory.path + "/registry") : nil
             let made = try await WorkerBinary.run(["-G", "-W", "-p", key + ".pub", "-s", key + ".sec"], executable: "/usr/bin/minisign")
             #expect(made.code == 0, "\(made.stderr)")
@@ -140,6 +149,32 @@ import WorkerTestSupport
             registry?.stop()
             mirrorOrigin?.stop()
             mirrorRegistry?.stop()
+        }
+
+        /// nginx logging each request's `X-Fleet-Secret` header.
+        static let secretLog = "log_format secret '$request_uri [$http_x_fleet_secret]';"
+
+        static func secretServer(_ port: Int, _ root: String, _ folder: String) -> String {
+            "listen 127.0.0.1:\(port);\naccess_log \(root)/logs/secret.log secret;\nroot \(folder);"
+        }
+
+        /// The requests an nginx of the fleet saw with the manifest's secret in their header.
+        func secretsSeen() -> [String] {
+            [origin, manifestServer, mirrorOrigin].compactMap { $0 }.flatMap { server in
+                ((try? String(contentsOfFile: server.directory.path + "/logs/secret.log", encoding: .utf8)) ?? "")
+                    .split(separator: "\n").filter { $0.contains(Self.secret) }.map(String.init)
+            }
+        }
+
+        /// The rules of every run: the files' listed name to their origin, strict, and the
+        /// origins a strict run may reach besides (the manifest's source, the mirror).
+        var rules: [String] {
+            var rules = ["--rewrite-strict", "--rewrite", listedAt + "=" + (registry.map { "oci://\($0.address)/" } ?? "http://127.0.0.1:\(origin.port)/")]
+            if let manifestServer { rules += ["--allow-origin", "http://127.0.0.1:\(manifestServer.port)"] }
+            if let moto { rules += ["--allow-origin", moto.endpoint] }
+            if let mirrorOrigin { rules += ["--allow-origin", "http://127.0.0.1:\(mirrorOrigin.port)"] }
+            if let mirrorRegistry { rules += ["--allow-origin", "https://\(mirrorRegistry.address)", "--allow-origin", "http://\(mirrorRegistry.address)"] }
+            return rules + (source == .http || source == .s3 ? ["--manifest-env", "FLEET_SECRET"] : [])
         }
 
         /// The files' origin stops (the registry, for an artifact); the manifest stays.
@@ -156,7 +191,9 @@ import WorkerTestSupport
             }
         }
 
-        var environment: [String: String] { moto.map { $0.environment($0.user, home: directory.path) } ?? [:] }
+        var environment: [String: String] {
+            (moto.map { $0.environment($0.user, home: directory.path) } ?? [:]).merging(["FLEET_SECRET": Self.secret]) { first, _ in first }
+        }
 
         func contents(version: Int) -> [String: String] {
             Dictionary(uniqueKeysWithValues: (0..<Self.files).map { ("f\($0).txt", Self.text(file: $0, version: version)) })
@@ -174,21 +211,22 @@ import WorkerTestSupport
             // Each version a size of its own: nginx's ETag is the size and the second of the mtime,
             // and a version of the same size written within the second would be answered 304.
             var yaml = "# \(String(repeating: "v", count: version))\nversion: 1\nname: fleet\nserial: \(serial)\n"
+                + "headers:\n  X-Fleet-Secret: \"${FLEET_SECRET}\"\n"
             if let expiresAt { yaml += "expires: \"\(expiresAt.formatted(Date.ISO8601FormatStyle()))\"\n" }
-            if let mirrorOrigin { yaml += "mirrors:\n  \"http://127.0.0.1:\(origin.port)/\": \"http://127.0.0.1:\(mirrorOrigin.port)/\"\n" }
-            if let mirrorRegistry, let registry { yaml += "mirrors:\n  \"oci://\(registry.address)/\": \"oci://\(mirrorRegistry.address)/\"\n" }
+            if let mirrorOrigin { yaml += "mirrors:\n  \"\(listedAt)\": \"http://127.0.0.1:\(mirrorOrigin.port)/\"\n" }
+            if let mirrorRegistry { yaml += "mirrors:\n  \"\(listedAt)\": \"oci://\(mirrorRegistry.address)/\"\n" }
             yaml += "entries:\n"
             if let registry {
                 // The files are an artifact's layers; the signed manifest names its tag.
                 var layers: [String: [UInt8]] = [:]
                 for file in 0..<Self.files { layers["f\(file).txt"] = Array(Self.text(file: file, version: version).utf8) }
                 try registry.pushArtifact("fleet/files", tag: "current", files: layers)
-                yaml += "  - url: oci://\(registry.address)/fleet/files:current\n    path: art\n"
+                yaml += "  - url: \(listedAt)fleet/files:current\n    path: art\n"
             }
             for file in 0..<Self.files where registry == nil {
                 let text = Self.text(file: file, version: version)
                 directory.write("www/v\(version)/f\(file).txt", text)
-                yaml += "  - url: http://127.0.0.1:\(origin.port)/v\(version)/f\(file).txt\n    hash: sha256:\(sha256(text))\n"
+                yaml += "  - url: \(listedAt)v\(version)/f\(file).txt\n    hash: sha256:\(sha256(text))\n"
                     + "    path: f\(file).txt\n"
             }
             // Signed under the name it is served as (minisign's trusted comment names the file).
@@ -219,7 +257,7 @@ import WorkerTestSupport
         /// Runs the output under test: a sync that publishes the tree, or a sync then `export --atomic`.
         func publishOutput(_ output: Output, extra: [String] = [], interruptAfter: Double? = nil) async throws -> WorkerBinary.Result {
             let common = ["--cache-dir", cache, "--trusted-keys", key + ".pub"]
-            var sync = ["sync", argument, "--progress", "never"] + common + extra
+            var sync = ["sync", argument, "--progress", "never"] + common + rules + extra
             switch output {
             case .tree: sync += ["--tree", treePath]
             case .treeComplete: sync += ["--tree", treePath, "--tree-complete"]
@@ -227,7 +265,7 @@ import WorkerTestSupport
             }
             let synced = try await run(sync, interruptAfter: interruptAfter)
             guard output == .exportAtomic, synced.code == 0 else { return synced }
-            return try await run(["export", "--layout", "tree", "--atomic", treePath, argument] + common, interruptAfter: nil)
+            return try await run(["export", "--layout", "tree", "--atomic", treePath, argument] + common + rules, interruptAfter: nil)
         }
 
         private func run(_ arguments: [String], interruptAfter: Double?) async throws -> WorkerBinary.Result {
