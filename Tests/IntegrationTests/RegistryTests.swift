@@ -262,6 +262,48 @@ import WorkerTestSupport
         #expect(tokens.requests.filter { $0.scope == "repository:public/many:pull" }.count >= 2, "\(tokens.requests)")
     }
 
+    /// A registry that lies: a blob answered with other bytes fails its entry (its digest is its
+    /// hash) and reaches no tree; a tag's manifest asked by its digest and answered with another
+    /// manifest (an attacker's layer) stops the run before any layer is asked for. (A stub:
+    /// distribution never lies.)
+    @Test func aRegistryThatLiesAboutABlobOrAManifestIsRefused() async throws {
+        let registry = try RawOrigin()
+        defer { registry.stop() }
+        func ok(_ body: [UInt8], type: String = "application/octet-stream") -> [RawOrigin.Answer] {
+            [RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n", body: body)]
+        }
+        registry.script("/v2/", ok(Array("{}".utf8), type: "application/json"))
+        let (real, lie) = (Array("the real blob\n".utf8), Array("the attacker's bytes\n".utf8))
+        registry.script("/v2/team/files/blobs/sha256:\(sha256(real))", ok(lie))
+        // The pinned manifest names the real layer; the registry answers one naming the attacker's.
+        let layer = { (bytes: [UInt8]) in
+            #"{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "config": {"mediaType": "application/vnd.oci.empty.v1+json", "#
+                + #""digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", "size": 2}, "layers": [{"#
+                + #""mediaType": "application/octet-stream", "digest": "sha256:\#(sha256(bytes))", "size": \#(bytes.count), "#
+                + #""annotations": {"org.opencontainers.image.title": "a.txt"}}]}"#
+        }
+        let pinned = sha256(layer(real))
+        registry.script("/v2/team/art/manifests/sha256:\(pinned)", ok(Array(layer(lie).utf8), type: "application/vnd.oci.image.manifest.v1+json"))
+        registry.script("/v2/team/art/blobs/sha256:\(sha256(lie))", ok(lie))
+        let directory = TemporaryDirectory()
+        let reg = "127.0.0.1:\(registry.port)"
+        let blob = Self.manifest(directory, ["oci://\(reg)/team/files@sha256:\(sha256(real))"], name: "blob.yaml")
+        let environment = ["DOCKER_CONFIG": directory.path + "/nothing", "REGISTRY_AUTH_FILE": ""]
+        let lied = try await WorkerBinary.run(["sync", blob, "--cache-dir", directory.path + "/c", "--tree", directory.path + "/t", "--retries", "0",
+                                               "--plain-http", "--report", directory.path + "/r.json"], environment: environment)
+        #expect(lied.code == 1, "\(lied.stderr)")
+        #expect(try Self.rows(directory.path + "/r.json")["oci://\(reg)/team/files@sha256:\(sha256(real))"]?["reason"] as? String == "hash_mismatch")
+        #expect(((try? FileManager.default.subpathsOfDirectory(atPath: directory.path + "/t/")) ?? []).filter { !$0.isEmpty }.isEmpty,
+                "nothing reached the tree")
+        let tag = directory.write("tag.yaml", "version: 1\nentries:\n  - url: oci://\(reg)/team/art:v1@sha256:\(pinned)\n")
+        let swapped = try await WorkerBinary.run(["sync", tag, "--cache-dir", directory.path + "/c", "--tree", directory.path + "/t2", "--retries", "0",
+                                                  "--plain-http"], environment: environment)
+        #expect(swapped.code == 3, "\(swapped.stderr)")
+        #expect(swapped.stderr.contains("the manifest asked by its digest sha256:\(pinned.prefix(12))… has another"), "\(swapped.stderr)")
+        #expect(registry.hits("/v2/team/art/blobs/sha256:\(sha256(lie))") == 0, "the attacker's layer was asked for")
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/t2"))
+    }
+
     /// A blob fetched with a registry's credentials is as private as the registry: `push` keeps it
     /// local; one from an anonymous registry goes to the tier.
     @Test func aBlobFetchedWithCredentialsStaysOffTheTier() async throws {

@@ -243,6 +243,52 @@ import WorkerTestSupport
         #expect(other.totalRequests == before)
     }
 
+    /// `--rewrite-strict` looks at mirrors too — an entry's own and the mirrors map's: one no rule
+    /// covers stops the run before any request, so a failing primary cannot send the run to it;
+    /// once allowed, it serves when the primary fails.
+    @Test func aStrictRewriteLooksAtMirrors() async throws {
+        let from = try await TestOrigin.start()
+        defer { Task { await from.stop() } }
+        let to = try await TestOrigin.start()
+        defer { Task { await to.stop() } }
+        let mirror = try await TestOrigin.start()
+        defer { Task { await mirror.stop() } }
+        let directory = TemporaryDirectory()
+        let a = Array("a\n".utf8)
+        // TO has nothing: the entry is served by its mirror or not at all.
+        mirror.set("/m/f/a.png", a)
+        let own = directory.write("own.yaml", """
+            version: 1
+            entries:
+              - url: \(from.url("/f/a.png"))
+                hash: sha256:\(sha256(a))
+                mirrors: [\(mirror.url("/m/f/a.png"))]
+            """)
+        let mapped = directory.write("mapped.yaml", """
+            version: 1
+            mirrors:
+              "\(from.url("/"))": "\(mirror.url("/m/"))"
+            entries:
+              - url: \(from.url("/f/a.png"))
+                hash: sha256:\(sha256(a))
+            """)
+        let strict = ["--rewrite", "\(from.url("/"))=\(to.url("/in/"))", "--rewrite-strict", "--retries", "0"]
+        for manifest in [own, mapped] {
+            let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c"] + strict)
+            #expect(refused.code == 2, "\(manifest): \(refused.stderr)")
+            #expect(refused.stderr.contains("no rule covers \(mirror.url("/m/f/a.png"))"), "\(refused.stderr)")
+            #expect(from.totalRequests + to.totalRequests + mirror.totalRequests == 0, "nothing was requested")
+        }
+        for (number, manifest) in [own, mapped].enumerated() {
+            let before = mirror.totalRequests
+            let allowed = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c\(number)", "--allow-origin",
+                                                      mirror.url("")] + strict)
+            #expect(allowed.code == 0, "\(allowed.stderr)")
+            #expect(mirror.totalRequests > before, "the mirror served")
+        }
+        #expect(from.totalRequests == 0)
+    }
+
     /// An origin given up counts the entries that failed on it whatever their URL's spelling: a
     /// bucket's entries against its endpoint, rewritten entries against TO (3038a51 counted them
     /// under the listed URL's origin, which the breaker never saw: 0).
