@@ -85,22 +85,26 @@ public struct Locator: Sendable, Equatable {
     }
 
     /// The parts each of `urls` stands for (`URLKind.expands`: a tag's layers), by URL; what
-    /// could not be had is said, after the URL, as the failure.
-    /// (`mirrors`: where else each URL may be read, as the manifest's mirrors give it.)
+    /// could not be had is said, after the URL, as the failure. (`mirrors`: where else each URL
+    /// may be read, as the manifest's mirrors give it.) `locator`: this one with what the kinds
+    /// asked while reading them (a registry's token, how it is reached), for the run's requests.
     package func parts(of urls: [String], mirrors: [String: [String]] = [:], store: ContentStore, settings: FetchSettings) async
-        -> [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] {
+        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], locator: Locator) {
         var byKind: [URLKindID: [String]] = [:]
         for url in urls { if let kind = URLKinds.kind(of: url) { byKind[kind.id, default: []].append(url) } }
         var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
+        var locator = self
         for (kind, listed) in byKind {
             switch kind {
             case .oci:
-                results.merge(await RegistryAccess.parts(of: listed, mirrors: mirrors, store: store, settings: settings)) { first, _ in first }
+                let read = await RegistryAccess.parts(of: listed, mirrors: mirrors, store: store, settings: settings)
+                results.merge(read.results) { first, _ in first }
+                locator.registries = read.access
             case .http, .s3, .file:
                 for url in listed { results[url] = .failure(ManifestSet.PartsProblem("\(url): stands for no other files")) }
             }
         }
-        return results
+        return (results, locator)
     }
 
     /// When what its kinds asked must be asked again (monotonic seconds: 30 s before a

@@ -22,12 +22,19 @@ extension SyncEngine {
     }
 
     func resolvingExpansions(_ set: ManifestSet) async throws(SyncFailure) -> ManifestSet {
+        try await expanding(set).set
+    }
+
+    /// The set with its entries that stand for several files replaced by their parts, and the
+    /// run's locator with what reading them asked (a registry reached, its token: the downloads
+    /// that follow ask nothing again).
+    func expanding(_ set: ManifestSet) async throws(SyncFailure) -> (set: ManifestSet, locator: Locator) {
         var positions: [Int] = []
         for position in set.entries.indices where set.entries.withURL(at: position, { URLKinds.kind(utf8: $0)?.expandedForm != nil }) {
             let url = set.entries.url(at: position)
             if URLKinds.kind(of: url)?.expands(url, pinned: set.entries.hash(at: position) != nil) == true { positions.append(position) }
         }
-        guard let first = positions.first else { return set }
+        guard let first = positions.first else { return (set, options.fetch.locator) }
         guard !options.offline else {
             throw .cache(.manifestUnavailable("\(set.entries.url(at: first)): the files it stands for are read from its origin, which --offline does not ask"))
         }
@@ -45,7 +52,7 @@ extension SyncEngine {
             let listed = entry.mirrors + set.manifests[entry.manifest].mirrors.mirrors(for: url)
             if !listed.isEmpty { mirrors[url] = listed }
         }
-        let results = await options.fetch.locator.parts(of: urls, mirrors: mirrors, store: store, settings: options.fetch)
+        let (results, locator) = await options.fetch.locator.parts(of: urls, mirrors: mirrors, store: store, settings: options.fetch)
         var parts: [Int: [ManifestSet.Part]] = [:]
         for (position, url) in zip(positions, urls) {
             switch results[url] {
@@ -56,7 +63,7 @@ extension SyncEngine {
             }
         }
         switch set.expanding(parts) {
-        case .success(let expanded): return expanded
+        case .success(let expanded): return (expanded, locator)
         case .failure(let errors): throw .manifest(errors)
         }
     }

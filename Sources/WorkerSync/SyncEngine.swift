@@ -132,6 +132,7 @@ public struct SyncEngine: Sendable {
             return await !confirmation.value.unchanged
         }
         var set: ManifestSet
+        var locator = options.fetch.locator
         let accepted: AcceptedManifests
         do throws(SyncFailure) {
             var loader = ManifestLoader()
@@ -143,7 +144,7 @@ public struct SyncEngine: Sendable {
             } catch {
                 throw .manifest(error)
             }
-            set = try await resolvingExpansions(set)
+            (set, locator) = try await expanding(set)
             accepted = try acceptManifests(set, opened)
             if let tree = options.tree {
                 do throws(CacheError) {
@@ -162,7 +163,10 @@ public struct SyncEngine: Sendable {
             return nil
         }
         do {
-            let report = try await sync(set, prefetched: prefetched).report
+            // The registries its tags were read from, as reached and authorized then.
+            var reached = options
+            reached.fetch.locator = locator
+            let report = try await SyncEngine(options: reached, context: context).sync(set, prefetched: prefetched).report
             record(accepted)
             return report
         } catch {

@@ -26,15 +26,16 @@ extension RegistryAccess {
     /// of that title, at the entry's own path. Layers without a title (an image's) are not files
     /// of the artifact. A tag is read where `--rewrite` sends it, then from each of its `mirrors`
     /// (by URL) in turn while it cannot be. A failure says what the registry said, after the URL.
+    /// `access`: the run's, with what the registries asked for (the downloads use it).
     static func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
-        -> [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] {
+        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: RegistryAccess) {
         var asked: [String: [OCIReference]] = [:]
         for url in urls {
             guard let tagURL = OCIReference(url)?.tagURL, asked[tagURL] == nil else { continue }
             asked[tagURL] = ([url] + (mirrors[url] ?? [])).compactMap { OCIReference(settings.locator.rewrite.apply($0)) }
                 .filter { $0.tag != nil }
         }
-        let layers = await layers(of: asked, store: store, settings: settings)
+        let (layers, access) = await layers(of: asked, store: store, settings: settings)
         var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
         for url in urls {
             guard let reference = OCIReference(url), let tagURL = reference.tagURL else {
@@ -57,17 +58,18 @@ extension RegistryAccess {
             case nil: results[url] = .failure(ManifestSet.PartsProblem("\(tagURL): not read"))
             }
         }
-        return results
+        return (results, access)
     }
 
     /// The layers of each tag (by its `tagURL`), read from the first of its references (where
     /// it is asked: after `--rewrite`, then its mirrors) that answers; a failure names what each
-    /// said. Registries are authorized as for downloads, each when it is first needed.
+    /// said. Registries are authorized as for downloads, each when it is first needed; the
+    /// access with what they asked for is returned too.
     static func layers(of tags: [String: [OCIReference]], store: ContentStore, settings: FetchSettings,
                        environment: [String: String] = ProcessInfo.processInfo.environment) async
-        -> [String: Result<[ArtifactLayer], RegistryProblem>] {
+        -> (results: [String: Result<[ArtifactLayer], RegistryProblem>], access: RegistryAccess) {
         guard let engine = try? SingleEngine(settings: settings) else {
-            return tags.mapValues { _ in .failure(RegistryProblem("no network transport")) }
+            return (tags.mapValues { _ in .failure(RegistryProblem("no network transport")) }, settings.locator.registries)
         }
         defer { Task { await engine.close() } }
         var access = settings.locator.registries
@@ -93,7 +95,7 @@ extension RegistryAccess {
                                                         refused: failures.allSatisfy(\.refused)))
             }
         }
-        return results
+        return (results, access)
     }
 
     /// The layers of one tag as `reference` names it: its manifest (by its digest when pinned,
