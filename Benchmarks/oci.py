@@ -11,6 +11,11 @@ hits all alike):
   skopeo         skopeo copy --src-tls-verify=false docker://REG/bench/files:v1 dir:EMPTY
   oras cold      OrasClient.pull(target, outdir=EMPTY)
   oras warm      the same into the folder it filled
+  mirror cold    worker cold through a pull-through mirror (a second docker-registry with
+                 `proxy: remoteurl`, started empty for the run: it fetches from the registry),
+                 `--rewrite oci://REG/=oci://MIRROR/ --rewrite-strict`
+  mirror warm    worker warm through the mirror (filled)
+  oras mirror    ORAS's client pulling the tag from the filled mirror, into an empty folder
 Prints the median wall and CPU (user+sys) seconds of each and worker's ratios against the peers.
 
   python3 Benchmarks/oci.py [--worker .build-release/release/worker] [--files 1000] [--size 10240] [--runs 5]
@@ -31,6 +36,29 @@ def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def start_registry(root, name, extra=""):
+    """A docker-registry on a free loopback port with storage ROOT/NAME (emptied first), and its address."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    storage = os.path.join(root, name)
+    shutil.rmtree(storage, ignore_errors=True)
+    config = os.path.join(root, name + ".yml")
+    open(config, "w").write(f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {storage}\n"
+                            f"http:\n  addr: {address}\n{extra}")
+    process = subprocess.Popen(["docker-registry", "serve", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://{address}/v2/"]).returncode == 0:
+            break
+        time.sleep(0.05)
+    return process, address
+
+
+def stop(process):
+    if process:
+        process.terminate()
+        process.wait()
 
 
 def timed(command, cwd=None):
@@ -55,18 +83,9 @@ def main():
     arguments = parser.parse_args()
     worker = os.path.abspath(arguments.worker)
     root = tempfile.mkdtemp(prefix="oci-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    registry = None
+    registry = mirror = None
     try:
-        port = free_port()
-        address = f"127.0.0.1:{port}"
-        config = os.path.join(root, "registry.yml")
-        open(config, "w").write(f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {root}/storage\n"
-                                f"http:\n  addr: {address}\n")
-        registry = subprocess.Popen(["docker-registry", "serve", config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            if subprocess.run(["curl", "-sf", "-o", "/dev/null", f"http://{address}/v2/"]).returncode == 0:
-                break
-            time.sleep(0.05)
+        registry, address = start_registry(root, "storage")
         files = os.path.join(root, "files")
         os.makedirs(files)
         names = []
@@ -94,15 +113,36 @@ def main():
 
         warm_cache, warm_tree, oras_warm = os.path.join(root, "wc"), os.path.join(root, "wt"), os.path.join(root, "ow")
         quiet = ["--progress", "never", "--quiet"]
+        proxy = f"proxy:\n  remoteurl: http://{address}\n"
+        mirror, mirror_address = start_registry(root, "mirror", proxy)
+
+        def empty_mirror():
+            """A mirror that holds nothing yet (for `mirror cold`); its address."""
+            nonlocal mirror, mirror_address
+            stop(mirror)
+            mirror, mirror_address = start_registry(root, "mirror", proxy)
+            return mirror_address
+
+        def through(address_of_mirror):
+            return ["--rewrite", f"oci://{address}/=oci://{address_of_mirror}/", "--rewrite-strict"]
+
+        mirror_cache, mirror_tree = os.path.join(root, "mc"), os.path.join(root, "mt")
         variants = {
             "worker cold": lambda: [worker, "sync", manifest, "--cache-dir", fresh("cc"), "--tree", fresh("ct")] + quiet,
             "worker warm": lambda: [worker, "sync", manifest, "--cache-dir", warm_cache, "--tree", warm_tree] + quiet,
             "skopeo": lambda: ["skopeo", "copy", "-q", "--src-tls-verify=false", f"docker://{target}", "dir:" + fresh("sk")],
             "oras cold": lambda: [arguments.python, "-c", pull, address, target, fresh("oc")],
             "oras warm": lambda: [arguments.python, "-c", pull, address, target, oras_warm],
+            "mirror cold": lambda: [worker, "sync", manifest, "--cache-dir", fresh("xc"), "--tree", fresh("xt")] + quiet
+            + through(empty_mirror()),
+            "mirror warm": lambda: [worker, "sync", manifest, "--cache-dir", mirror_cache, "--tree", mirror_tree] + quiet
+            + through(mirror_address),
+            "oras mirror": lambda: [arguments.python, "-c", pull, mirror_address, target.replace(address, mirror_address), fresh("om")],
         }
         timed(variants["worker warm"]())
         timed(variants["oras warm"]())
+        timed(variants["mirror warm"]())
+        assert len(os.listdir(os.path.join(mirror_tree, "files"))) == arguments.files, "the mirror served every file"
         assert len(os.listdir(os.path.join(warm_tree, "files"))) == arguments.files, "the tree holds every file"
         results = {name: [] for name in variants}
         for _ in range(arguments.runs):
@@ -117,10 +157,11 @@ def main():
             print(f"  worker cold ÷ {peer}: wall {medians['worker cold'][0] / wall:.2f}, CPU {medians['worker cold'][1] / cpu:.2f}")
         wall, cpu = medians["oras warm"]
         print(f"  worker warm ÷ oras warm: wall {medians['worker warm'][0] / wall:.2f}, CPU {medians['worker warm'][1] / cpu:.2f}")
+        wall, cpu = medians["oras mirror"]
+        print(f"  mirror warm ÷ oras mirror: wall {medians['mirror warm'][0] / wall:.2f}, CPU {medians['mirror warm'][1] / cpu:.2f}")
     finally:
-        if registry:
-            registry.terminate()
-            registry.wait()
+        stop(registry)
+        stop(mirror)
         shutil.rmtree(root, ignore_errors=True)
 
 
