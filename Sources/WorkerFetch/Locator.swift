@@ -60,9 +60,9 @@ public struct Locator: Sendable, Equatable {
                   let digest = reference.isBlob ? reference.digest : (expected?.algorithm == .sha256 ? expected?.hex : nil)
             else { return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target)) }
             let url = rewrite.apply(registries.apiBase(of: reference) + "/blobs/sha256:" + digest)
-            return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url),
-                                 authorization: registries.authorization(for: reference, at: url),
-                                 credentialUser: registries.user(for: reference, at: url) ?? nil)
+            let grant = registries.grant(for: reference, at: url)
+            return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url), authorization: grant?.value,
+                                 credentialUser: grant?.user)
         case .http?, .file?, nil:
             let url = rewrite.apply(listed)
             return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url))

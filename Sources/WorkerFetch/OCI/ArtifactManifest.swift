@@ -114,8 +114,7 @@ extension RegistryAccess {
                 return .failure(RegistryAccess.strictRefusal(url))
             }
             switch await document(url, expected: name.hasPrefix("sha256:") ? String(name.dropFirst(7)) : nil,
-                                  authorization: access.authorization(for: reference, at: url), user: access.user(for: reference, at: url),
-                                  engine: engine, store: store, settings: settings) {
+                                  grant: access.grant(for: reference, at: url), engine: engine, store: store, settings: settings) {
             case .success(let document):
                 layers += (document.layers ?? []).compactMap { layer in
                     guard layer.digest.hasPrefix("sha256:") else { return nil }
@@ -130,11 +129,11 @@ extension RegistryAccess {
         return layers.isEmpty ? .failure(RegistryProblem("its manifest lists no layers")) : .success(layers)
     }
 
-    /// `user`: whose credentials `authorization` carries (`.some(nil)`: an anonymous token).
-    private static func document(_ url: String, expected: String?, authorization: String?, user: String??, engine: SingleEngine,
-                                 store: ContentStore, settings: FetchSettings) async -> Result<ManifestDocument, RegistryProblem> {
+    /// `grant`: the authorization it is sent with, if any.
+    private static func document(_ url: String, expected: String?, grant: Grant?, engine: SingleEngine, store: ContentStore,
+                                 settings: FetchSettings) async -> Result<ManifestDocument, RegistryProblem> {
         var headers = ["Accept: " + manifestTypes.joined(separator: ", ")]
-        if let authorization { headers.append("Authorization: " + authorization) }
+        if let grant { headers.append("Authorization: " + grant.value) }
         let request = TransferRequest(url: url, headers: headers, deadline: 0)
         let reply = await engine.exchange(request) { deadline in
             ResponseHandler(store: store, expected: nil, maxSize: 4 << 20, conditional: false, deadline: deadline,
@@ -152,14 +151,11 @@ extension RegistryAccess {
             return .success(document)
         case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
             if status == 401 || status == 403 {
-                switch user {
-                case .some(.some(let user)):
+                if let user = grant?.user {
                     return .failure(RegistryProblem("the registry refused the credentials for \(user) (HTTP \(status))", refused: true))
-                case .some(.none):
-                    return .failure(RegistryProblem("the registry answered HTTP \(status) (sent with an anonymous token)"))
-                case .none:
-                    return .failure(RegistryProblem("the registry answered HTTP \(status) (sent without credentials: none for this registry)"))
                 }
+                return .failure(RegistryProblem("the registry answered HTTP \(status) "
+                                                + (grant == nil ? "(sent without credentials: none for this registry)" : "(sent with an anonymous token)")))
             }
             return .failure(RegistryProblem("the registry answered HTTP \(status)" + (status == 404 ? " (no such tag)" : "")))
         case .success(.redirect(let status, _)):

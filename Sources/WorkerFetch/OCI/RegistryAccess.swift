@@ -67,18 +67,11 @@ public struct RegistryAccess: Sendable, Equatable {
         base(of: reference) + "/v2/" + reference.repository
     }
 
-    /// The `Authorization` value for a request of `reference`'s repository at `url`, if it needs
-    /// one and `url` is on the origin it was had for.
-    func authorization(for reference: OCIReference, at url: String) -> String? {
+    /// The authorization for a request of `reference`'s repository at `url`, if it needs one and
+    /// `url` is on the origin it was had for.
+    func grant(for reference: OCIReference, at url: String) -> Grant? {
         guard let grant = grants[Self.key(reference)], URLKinds.parse(url)?.origin == grant.origin else { return nil }
-        return grant.value
-    }
-
-    /// Whose credentials a request of `reference`'s repository at `url` carries: nil when none
-    /// (or only a token had anonymously).
-    func user(for reference: OCIReference, at url: String) -> String?? {
-        guard let grant = grants[Self.key(reference)], URLKinds.parse(url)?.origin == grant.origin else { return nil }
-        return .some(grant.user)
+        return grant
     }
 
     private static func key(_ reference: OCIReference) -> String {
