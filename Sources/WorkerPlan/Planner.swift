@@ -14,6 +14,8 @@ public struct Planner {
     public var revalidate = false
     /// Download every entry again, whatever the index says (SDWebImage's RefreshCached).
     public var refresh = false
+    /// Download every entry without a hash again (a cache whose rows this run cannot vouch for).
+    public var refreshUnpinned = false
     /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
     public var shard = Shard.all
     /// URLs that are never orphans (remote manifests and their signatures, kept for their ETags).
@@ -90,7 +92,7 @@ public struct Planner {
             let hash = entries.hash(at: position)
             previousRows.append(row.map { Int32($0.position) } ?? -1)
             if let row { named[row.position] = true }
-            if refresh {
+            if refresh || refreshUnpinned && hash == nil {
                 actions.append(row.map { Self.isSameVersion(hash, $0) } == true ? .refresh : .download)
                 continue
             }

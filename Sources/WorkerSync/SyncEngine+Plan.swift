@@ -63,6 +63,7 @@ extension SyncEngine {
         var planner = Planner(objectExists: objects.contains, storedObject: { try? index.storedObject(for: $0) })
         planner.revalidate = options.revalidate && !options.offline
         planner.refresh = options.refresh && !options.offline
+        planner.refreshUnpinned = options.refreshUnpinned && !options.offline
         planner.shard = options.shard
         planner.kept = index.credentialFree ? Set(options.keptURLs.map(index.key)) : options.keptURLs
         // Remote manifests' documents are never another run's orphans.

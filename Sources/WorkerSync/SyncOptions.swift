@@ -19,6 +19,9 @@ public struct SyncOptions: Sendable {
     public var recordsManifestRuns = true
     /// Download and verify every selected entry again (`--refresh`).
     public var refresh = false
+    /// Download every entry without a hash again, in full, and never serve a remote manifest's
+    /// kept copy (`--refresh-unpinned`: a cache restored from somewhere the run cannot vouch for).
+    public var refreshUnpinned = false
     /// No network: report what is missing or out of date, fetch nothing.
     public var offline = false
     /// Handle only the entries of this shard (orphans too are only this shard's).

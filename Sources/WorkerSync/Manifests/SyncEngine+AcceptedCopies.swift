@@ -23,7 +23,7 @@ extension SyncEngine {
     /// cached response (same object, validators kept) and whose kept signature still verifies
     /// with today's keys: the copies, opened, and what confirms them. nil otherwise.
     func acceptedCopies(_ arguments: [String]) -> (opened: OpenedManifests, checks: [UnchangedCheck])? {
-        guard !arguments.isEmpty, !options.offline, !options.refresh, options.trust.signature == nil,
+        guard !arguments.isEmpty, !options.offline, !options.refresh, !options.refreshUnpinned, options.trust.signature == nil,
               arguments.allSatisfy({ URLKinds.kind(of: $0)?.id == .http }), let index = try? acceptedIndex() else { return nil }
         var opened = OpenedManifests()
         var checks: [UnchangedCheck] = []
@@ -80,7 +80,7 @@ extension SyncEngine {
     /// unchanged (304): one exchange on one engine, and no write (the usual way, `get`'s one-entry
     /// sync, commits even a 304). nil when it changed, failed or is not cached: fetch it as usual.
     func unchangedDocument(_ url: String) async -> String? {
-        guard URLKinds.kind(of: url)?.id == .http, !options.offline, !options.refresh,
+        guard URLKinds.kind(of: url)?.id == .http, !options.offline, !options.refresh, !options.refreshUnpinned,
               let index = try? acceptedIndex(), let row = try? index.record(url: url), row.etag != nil || row.lastModified != nil
         else { return nil }
         let path = CacheLayout.objectPath(options.cacheDirectory, row.object)

@@ -106,6 +106,11 @@ extension SyncEngine {
         guard let accepted, let bytes = KeptFile.read(copy), Hex.encode(SHA256.hash(data: bytes)) == accepted.object else {
             throw .cache(.manifestUnavailable("\(Redact.url(argument)): \(reason); no copy of it was accepted before"))
         }
+        // An unsigned copy is only as good as the cache it came in, which this run does not vouch for.
+        guard !options.refreshUnpinned || !options.trust.keys.isEmpty else {
+            throw .cache(.manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before is unsigned, "
+                + "and not used under --refresh-unpinned"))
+        }
         let age = Date().timeIntervalSince1970 - accepted.checkedAt
         guard age <= options.trust.maxAge else {
             throw .cache(.manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before was last "

@@ -6,6 +6,10 @@ struct SelectionOptions: ParsableArguments {
     @Flag(help: "Download and verify every selected entry again, whatever the index says (a changed body is updated, the same body unchanged).")
     var refresh = false
 
+    @Flag(name: .customLong("refresh-unpinned"),
+          help: "Download every entry without a hash again, in full, and fetch remote manifests afresh: for a cache restored from somewhere this run cannot vouch for.")
+    var refreshUnpinned = false
+
     @Flag(help: "Check entries without a hash with conditional requests (ETag / Last-Modified); 304 = unchanged.")
     var revalidate = false
 
@@ -31,6 +35,7 @@ struct SelectionOptions: ParsableArguments {
         options.pruneAfter = pruneAfter.value
         options.revalidate = revalidate
         options.refresh = refresh
+        options.refreshUnpinned = refreshUnpinned
         options.offline = offline
     }
 }
