@@ -6,6 +6,8 @@ set -euo pipefail
 # shellcheck source=scripts/action/lib.sh
 source "$GITHUB_ACTION_PATH/scripts/action/lib.sh"
 temp="${RUNNER_TEMP:?RUNNER_TEMP is not set}"
+# What it installs and builds is Linux's (a .deb, bash, --static-swift-stdlib).
+[ "${RUNNER_OS:-Linux}" = Linux ] || die "this action runs on Linux runners only (this runner's RUNNER_OS is ${RUNNER_OS})"
 if [ -n "${ACTION_VERSION:-}" ]; then
   [[ $ACTION_VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+([~+.-][0-9A-Za-z.~+-]+)?$ ]] \
     || die "the version input '$ACTION_VERSION' is not a version such as 0.5.0"

@@ -50,4 +50,5 @@ else
 fi
 ensure_runtime "$runtime_depends"
 "$bin_dir/worker" --version
+[[ $bin_dir != *$'\n'* ]] || die "the bin-dir holds a newline"
 echo "$bin_dir" >>"${GITHUB_PATH:?GITHUB_PATH is not set}"

@@ -2,15 +2,28 @@
 # Shared by the action's steps (action.yml): errors as workflow commands, outputs, the runtime
 # libraries, and the manifests input expanded.
 
-# An ::error:: annotation and exit 1.
+# An ::error:: annotation and exit 1. The message is escaped as the runner reads workflow
+# commands (%, CR and LF), so no text in it can start a command of its own.
 die() {
-  echo "::error::$*"
+  echo "::error::$(command_text "$*")"
   exit 1
 }
 
-# Sets a step output (one line values only).
+# TEXT escaped for a workflow command's message.
+command_text() {
+  local text=${1//'%'/%25}
+  text=${text//$'\r'/%0D}
+  printf '%s' "${text//$'\n'/%0A}"
+}
+
+# Sets a step output in the delimiter form, with a delimiter the value cannot hold: no newline in
+# a value can add an output (a value holding the delimiter is refused).
 output() {
-  echo "$1=$2" >>"${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set: run inside GitHub Actions}"
+  local file=${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set: run inside GitHub Actions}
+  local delimiter
+  delimiter="worker_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+  [[ $2 != *"$delimiter"* ]] || die "the output $1 holds its own delimiter"
+  printf '%s<<%s\n%s\n%s\n' "$1" "$delimiter" "$2" "$delimiter" >>"$file"
 }
 
 # As root, or through sudo when it needs no password.
