@@ -7,9 +7,13 @@
 #   scripts/make-deb.sh && sudo dpkg -i dist/worker_*.deb
 #
 # lintian (run when installed, as CI does) reports no errors or warnings for it; the maintainer
-# address is a placeholder until the project has a public one.
+# address is a placeholder until the project has a public one. The same commit gives the same
+# bytes: every time in it is SOURCE_DATE_EPOCH (default the commit's time), dpkg-deb clamps the
+# members' times to it and sorts them, and nothing depends on the file system it is built on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+export SOURCE_DATE_EPOCH
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
 ensure_packages "${build_packages[@]}"
@@ -42,20 +46,24 @@ install -m 0644 manifests/demo.yaml "$root/usr/share/doc/worker/examples/demo.ya
 install -m 0644 manifests/demo/*.png "$root/usr/share/doc/worker/examples/demo/"
 install -m 0644 packaging/debian/copyright "$root/usr/share/doc/worker/copyright"
 printf 'worker (%s) unstable; urgency=medium\n\n  * Built from the worker repository; see its git log.\n\n -- worker maintainers <maintainers@example.org>  %s\n' \
-  "$version" "$(date -u -R)" | gzip -9n >"$root/usr/share/doc/worker/changelog.gz"
+  "$version" "$(date -u -R -d "@$SOURCE_DATE_EPOCH")" | gzip -9n >"$root/usr/share/doc/worker/changelog.gz"
 find "$root/usr" -type f -exec chmod 0644 {} + && chmod 0755 "$root/usr/bin/worker"
 install -m 0755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$root/DEBIAN/"
 
 # The shared libraries the binary loads: libc's family (the newest symbol versions it uses set the
 # minimum versions), libyaml and SQLite from ldd, and libcurl, which it opens at run time (dlopen:
 # ldd does not list it) and needs at 7.80 or later.
+# As dpkg-gencontrol counts it: each file's KiB rounded up, one for each folder (du's answer
+# depends on the file system's blocks).
+installed_size="$(cd "$root" && find usr lib \( -type f -printf '%s\n' \) -o \( -type d -printf '1024\n' \) \
+  | awk '{ total += int(($1 + 1023) / 1024) } END { print total }')"
 glibc="$(objdump -T "$binary" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: worker
 Version: $version
 Architecture: $arch
 Maintainer: worker maintainers <maintainers@example.org>
-Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
+Installed-Size: $installed_size
 Depends: libc6 (>= $glibc), libstdc++6 (>= 11), libgcc-s1, libcurl4 (>= 7.80.0), libyaml-0-2, libsqlite3-0, adduser
 Section: net
 Priority: optional
