@@ -54,18 +54,30 @@ import WorkerTestSupport
             func outcome(_ name: String) -> String? {
                 (json["steps"] as? [[String: Any]])?.first { $0["name"] as? String == name }?["outcome"] as? String
             }
+            /// The programs a step started whose environment held the traced variable.
+            func readers(_ name: String) -> [String]? {
+                (json["steps"] as? [[String: Any]])?.first { $0["name"] as? String == name }?["readers"] as? [String]
+            }
+            var stepNames: [String] { (json["steps"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? [] }
         }
 
         /// A fresh job (new RUNNER_TEMP; the workspace's cache folder gone, as on a new runner).
-        func run(_ runID: Int, workflow: String? = nil, inputs: [String: String] = [:]) async throws -> Run {
+        /// `env`: the step's `env:` (every step of the action inherits it); `traceEnv`: a variable
+        /// whose readers each step reports; `seedBuild`: an earlier run saved the worker build;
+        /// `action`: the action's folder (default the repository).
+        func run(_ runID: Int, workflow: String? = nil, inputs: [String: String] = [:], env: [String: String] = [:],
+                 traceEnv: String? = nil, seedBuild: Bool = true, action: String = ActionTests.repository) async throws -> Run {
             let temp = directory.path + "/temp-\(runID)"
             try FileManager.default.createDirectory(atPath: temp, withIntermediateDirectories: true)
             try? FileManager.default.removeItem(atPath: workspace + "/.worker-cache")
-            var arguments = [ActionTests.repository + "/Tests/tools/run-action.py", ActionTests.repository,
+            var arguments = [ActionTests.repository + "/Tests/tools/run-action.py", action,
                              "--workspace", workspace, "--runner-temp", temp, "--cache-store", store,
-                             "--summary", temp + "/summary.md", "--run-id", "\(runID)", "--seed", "build-cache=\(build)"]
+                             "--summary", temp + "/summary.md", "--run-id", "\(runID)"]
+            if seedBuild { arguments += ["--seed", "build-cache=\(build)"] }
+            if let traceEnv { arguments += ["--trace-env", traceEnv] }
             if let workflow { arguments += ["--workflow", directory.write("workflow-\(runID).yml", workflow)] }
             for (name, value) in inputs.sorted(by: { $0.key < $1.key }) { arguments += ["--input", "\(name)=\(value)"] }
+            for (name, value) in env.sorted(by: { $0.key < $1.key }) { arguments += ["--env", "\(name)=\(value)"] }
             let result = try await WorkerBinary.run(arguments, directory: workspace, executable: ActionTests.python, seconds: 300)
             let last = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
             let json = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
@@ -239,5 +251,140 @@ import WorkerTestSupport
         #expect((installed.json["path"] as? [String]) == [installed.temp + "/worker-9.9.9/usr/bin"])
         #expect(installed.outputs["added"] == "1")
         #expect(installed.outputs["fingerprint"]?.count == 64)
+    }
+
+    /// The step's `env:` (a CDN token, say) is inherited by every step of a composite action. Each
+    /// step runs under strace here and lists the programs whose environment held a planted
+    /// variable: in the build, install and key steps only the launcher that clears it before
+    /// anything runs (scripts/action/clean-env.sh, and the `env -i` it execs); worker sync in the
+    /// sync, whose token it is.
+    /// Once with the build restored from its cache, once built from source (a stand-in `swift`).
+    @Test func theStepsSecretsReachOnlyTheSync() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let directory = TemporaryDirectory()
+        let runner = try Runner(directory: directory)
+        let body = Array("secret-free\n".utf8)
+        origin.set("/f/a.txt", body)
+        _ = directory.write("workspace/manifests/a.yaml", manifest(origin, [("a.txt", body)]))
+        // A `swift` that builds nothing: its bin path holds the test's binary.
+        let fake = directory.path + "/fake-swift"
+        _ = directory.write("fake-swift/swift", """
+            #!/bin/sh
+            case " $* " in *" --show-bin-path "*) echo "\(runner.build)" ;; *" --version "*) echo "Swift version 6.3.1" ;; esac
+
+            """)
+        chmod(fake + "/swift", 0o755)
+        let path = fake + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let planted = "WORKER_TEST_PLANTED_SECRET"
+        for (number, restored) in [(1, true), (2, false)] {
+            let run = try await runner.run(number, env: [planted: "s3cr3t-\(number)", "PATH": path], traceEnv: planted,
+                                           seedBuild: restored)
+            #expect(!run.failed, "\(run.log)")
+            for step in ["Prepare the worker build", "Install worker", "Cache key"] {
+                let readers = try #require(run.readers(step), "no trace of \(step): \(run.stepNames)")
+                #expect(!readers.isEmpty, "the trace of \(step) saw not even its launcher")
+                #expect(readers.allSatisfy { $0 == "env -i" || $0.hasPrefix("bash ") && $0.hasSuffix("/scripts/action/clean-env.sh") },
+                        "\(step) let these read the step's env: \(readers)")
+            }
+            let sync = try #require(run.readers("Sync"))
+            #expect(sync.contains("worker sync"), "\(sync)")
+            #expect(run.readers("Result")?.isEmpty == true)
+            if !restored {
+                #expect(run.log.contains("building worker from the action's source"), "\(run.log)")
+            }
+        }
+    }
+
+    /// A `report` input holding a newline cannot add an output: each is written in the delimiter
+    /// form, so `added` is the sync's count, not the 99999 the input carried.
+    @Test func aReportInputHoldingANewlineAddsNoOutput() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let directory = TemporaryDirectory()
+        let runner = try Runner(directory: directory)
+        let body = Array("one\n".utf8)
+        origin.set("/f/one.txt", body)
+        _ = directory.write("workspace/manifests/a.yaml", manifest(origin, [("one.txt", body)]))
+        let run = try await runner.run(1, inputs: ["report": "r.json\nadded=99999"])
+        #expect(!run.failed, "\(run.log)")
+        #expect(run.outputs["added"] == "1")
+        #expect(run.outputs["report"]?.hasSuffix("/r.json\nadded=99999") == true, "\(run.outputs)")
+        #expect(origin.hits("/f/one.txt") == 1)
+    }
+
+    /// Ten runs with nothing changed save the cache once (each save is a new entry in the
+    /// repository's 10 GB); a change saves it again.
+    @Test func tenUnchangedRunsSaveTheCacheOnce() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let directory = TemporaryDirectory()
+        let runner = try Runner(directory: directory)
+        var files = (1...2).map { ("s-\($0).txt", Array("saved \($0)\n".utf8)) }
+        for (name, bytes) in files { origin.set("/f/" + name, bytes) }
+        _ = directory.write("workspace/manifests/a.yaml", manifest(origin, files))
+        for number in 1...10 {
+            let run = try await runner.run(number)
+            #expect(!run.failed, "\(run.log)")
+            #expect(run.outcome("Save the cache") == (number == 1 ? "success" : "skipped"), "run \(number)")
+        }
+        #expect(runner.savedCaches().count == 1, "\(runner.savedCaches())")
+        for (name, _) in files { #expect(origin.hits("/f/" + name) == 1) }
+
+        files[0].1 = Array("saved 1, changed\n".utf8)
+        origin.set("/f/" + files[0].0, files[0].1)
+        _ = directory.write("workspace/manifests/a.yaml", manifest(origin, files))
+        let changed = try await runner.run(11)
+        #expect(changed.outputs["updated"] == "1")
+        #expect(runner.savedCaches().count == 2, "\(runner.savedCaches())")
+        let again = try await runner.run(12)
+        #expect(again.outputs["updated"] == "0")
+        #expect(again.outcome("Save the cache") == "skipped")
+        #expect(runner.savedCaches().count == 2)
+    }
+
+    /// A cache restored by a restore-keys prefix — another key's save, whose bytes another ref's
+    /// run may have got — serves only what these manifests pin by hash: an entry without a hash is
+    /// downloaded again (the tree gets the origin's bytes, not the planted ones) and the rows
+    /// these manifests do not name are dropped. The cache this run saves under its own key is
+    /// then trusted: the next run asks for nothing.
+    @Test func aCacheFromAnotherKeyServesOnlyWhatIsPinned() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let directory = TemporaryDirectory()
+        let runner = try Runner(directory: directory)
+        let planted = Array("planted by another ref's run\n".utf8)
+        let other = Array("only the other manifests name this\n".utf8)
+        origin.set("/f/u.txt", planted)
+        origin.set("/f/o.txt", other)
+        _ = directory.write("workspace/m1.yaml", "version: 1\nname: m1\nentries:\n"
+            + "  - url: \(origin.url("/f/u.txt"))\n    path: u.txt\n"
+            + "  - url: \(origin.url("/f/o.txt"))\n    hash: sha256:\(sha256(other))\n    path: o.txt\n")
+        let first = try await runner.run(1, inputs: ["manifests": "m1.yaml", "tree": "site"])
+        #expect(!first.failed, "\(first.log)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: runner.workspace + "/site/u.txt")) == Data(planted))
+
+        let real = Array("the origin's own bytes\n".utf8)
+        let pinned = Array("pinned\n".utf8)
+        origin.set("/f/u.txt", real)
+        origin.set("/f/p.txt", pinned)
+        _ = directory.write("workspace/m2.yaml", "version: 1\nname: m2\nentries:\n"
+            + "  - url: \(origin.url("/f/u.txt"))\n    path: u.txt\n"
+            + "  - url: \(origin.url("/f/p.txt"))\n    hash: sha256:\(sha256(pinned))\n    path: p.txt\n")
+        let second = try await runner.run(2, inputs: ["manifests": "m2.yaml", "tree": "site"])
+        #expect(!second.failed, "\(second.log)")
+        #expect(second.log.contains("the cache was restored from worker-"), "\(second.log)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: runner.workspace + "/site/u.txt")) == Data(real),
+                "the tree served the bytes another key's cache held")
+        #expect(origin.hits("/f/u.txt") == 2)
+        let dropped = try await WorkerBinary.run(["path", origin.url("/f/o.txt"), "--cache-dir", runner.workspace + "/.worker-cache"])
+        #expect(dropped.code == 1, "a row these manifests do not name still serves: \(dropped.stdout)")
+        #expect(second.outcome("Save the cache") == "success")
+
+        let third = try await runner.run(3, inputs: ["manifests": "m2.yaml", "tree": "site"])
+        #expect(!third.failed, "\(third.log)")
+        #expect(!third.log.contains("the cache was restored from worker-"))
+        #expect(origin.hits("/f/u.txt") == 2, "its own key's cache is trusted")
+        #expect(third.outcome("Save the cache") == "skipped")
     }
 }

@@ -91,4 +91,26 @@ import WorkerTestSupport
         #expect(nothing.childJob == nil)
         #expect(nothing.log.contains("the manifests input: nothing matches 'manifests/*.yml'"), "\(nothing.log)")
     }
+
+    /// A manifest whose name holds spaces and `--version` is one manifest: the key job
+    /// fingerprints it and the sync downloads its entry (split on spaces, the sync was `worker
+    /// --version`: exit 0, nothing cached).
+    @Test func aManifestNameWithSpacesAndADashIsOneArgument() async throws {
+        let origin = try await TestOrigin.start()
+        defer { Task { await origin.stop() } }
+        let directory = TemporaryDirectory()
+        let body = Array("named oddly\n".utf8)
+        origin.set("/f/odd.txt", body)
+        let manifest = directory.write("project/manifests/z --version .yaml", "version: 1\nname: odd\nentries:\n"
+            + "  - url: \(origin.url("/f/odd.txt"))\n    hash: sha256:\(sha256(body))\n")
+        let fingerprint = try await WorkerBinary.run(["fingerprint", manifest]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try await run(directory)
+        #expect(run.keyJob == 0, "\(run.log)")
+        #expect(run.childJob == 0, "\(run.log)")
+        #expect(run.cacheKey?.hasSuffix("-" + fingerprint) == true, "\(run.cacheKey ?? "no key")")
+        #expect(run.log.contains("added 1"), "\(run.log)")
+        #expect(origin.hits("/f/odd.txt") == 1)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.path + "/project/worker-report.json"))) as? [String: Any])
+        #expect((report["totals"] as? [String: Any])?["added"] as? Int == 1)
+    }
 }

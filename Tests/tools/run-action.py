@@ -14,7 +14,10 @@ action does). A `${{ }}` inside `run:` is refused (an injection).
 
 --seed STEP_ID=DIR: the cache that restore step asks for holds DIR, as if an earlier run saved it.
 --workflow FILE: the inputs are the `with:` of FILE's step that uses OWNER/worker@REF (then --input).
-Prints one JSON object: {"outputs": {...}, "steps": [{"id", "name", "outcome", "outputs"}],
+--trace-env NAME: each run: step runs under strace; the step's "readers" are the programs it started
+whose environment held NAME (argv[0]'s name and argv[1]; the step's own shell, which the runner
+gives the step's env, is not one).
+Prints one JSON object: {"outputs": {...}, "steps": [{"id", "name", "outcome", "outputs"[, "readers"]}],
 "failed": bool}; each step's stdout and stderr go to this program's stderr.
 """
 import argparse
@@ -176,6 +179,21 @@ def read_outputs(path):
     return outputs
 
 
+def environment_readers(trace, name):
+    """The programs of an strace execve log whose environment held NAME, the first (the step's shell) left out."""
+    readers = []
+    with open(trace, encoding="utf-8", errors="replace") as file:
+        lines = [line for line in file if "execve(" in line and line.rstrip().endswith("= 0")]
+    for line in lines[1:]:
+        call = line[line.index("execve(") + len("execve("):]
+        argv_start = call.index(", [") + 3
+        argv_end = call.index("], [", argv_start)
+        argv = re.findall(r'"((?:[^"\\]|\\.)*)"', call[argv_start:argv_end])
+        if f'"{name}=' in call[argv_end:]:
+            readers.append(" ".join([os.path.basename(argv[0]) if argv else "?"] + argv[1:2]))
+    return readers
+
+
 def paths_of(with_path, workspace):
     return [os.path.join(workspace, line.strip()) for line in with_path.splitlines() if line.strip()]
 
@@ -232,6 +250,7 @@ def main():
     parser.add_argument("--run-id", default="1")
     parser.add_argument("--seed", action="append", default=[])
     parser.add_argument("--workflow", help="a workflow whose step that uses OWNER/worker@REF gives the inputs")
+    parser.add_argument("--trace-env", help="report the programs of each run: step whose environment held this variable")
     arguments = parser.parse_args()
 
     with open(os.path.join(arguments.action, "action.yml"), encoding="utf-8") as file:
@@ -306,8 +325,11 @@ def main():
             if shell != "bash":
                 sys.exit(f"step {name!r}: shell {shell!r} (composite steps name their shell; this runner plays bash)")
             print(f"::group::{name}", file=sys.stderr)
-            result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", script], cwd=arguments.workspace,
-                                    env=step_env, stdout=sys.stderr, stderr=sys.stderr)
+            command = ["bash", "--noprofile", "--norc", "-eo", "pipefail", script]
+            trace = os.path.join(files, f"trace_{number}")
+            if arguments.trace_env:
+                command = ["strace", "-f", "-qq", "--seccomp-bpf", "-e", "trace=execve", "-v", "-s", "65536", "-o", trace] + command
+            result = subprocess.run(command, cwd=arguments.workspace, env=step_env, stdout=sys.stderr, stderr=sys.stderr)
             print("::endgroup::", file=sys.stderr)
             outputs = read_outputs(output_file)
             if os.path.exists(environment["GITHUB_PATH"]):
@@ -333,6 +355,8 @@ def main():
             status = "failure"
         context["steps"][identifier] = {"outputs": outputs, "outcome": outcome, "conclusion": outcome}
         report.append({"id": identifier, "name": name, "outcome": outcome, "outputs": outputs})
+        if arguments.trace_env and "run" in step:
+            report[-1]["readers"] = environment_readers(trace, arguments.trace_env)
     action_outputs = {name: render(spec["value"], context, status) for name, spec in action.get("outputs", {}).items()}
     print(json.dumps({"outputs": action_outputs, "steps": report, "failed": status == "failure",
                       "path": added_path}))
