@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the Debian package (scripts/make-deb.sh) and checks it as an administrator would use it:
+# Builds the Debian package (scripts/make-deb.sh; or takes WORKER_DEB) and checks it as an administrator would use it:
 # `dpkg -i`, `worker --version`, `man -w worker`, `systemd-analyze verify` on the installed units,
 # the demo synced as the `worker` user into /var/cache/worker, then remove (the cache and the user
 # stay) and purge (both gone). Run as root on a machine where the package may be installed.
@@ -7,11 +7,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# (Not `tee /dev/stderr`: reopening stderr truncates a log file it is redirected to.)
-built="$(bash scripts/make-deb.sh)"
-echo "$built"
-deb="$(sed -n 's/^built //p' <<<"$built")"
-[ -f "$deb" ] || fail "scripts/make-deb.sh built no package"
+# WORKER_DEB: a package already built (CI's release rehearsal); it is checked by lintian here.
+if [ -n "${WORKER_DEB:-}" ]; then
+  deb=$WORKER_DEB
+  [ -f "$deb" ] || fail "WORKER_DEB=$deb is not a file"
+  lintian --fail-on error,warning "$deb" || fail "lintian: $deb"
+else
+  # (Not `tee /dev/stderr`: reopening stderr truncates a log file it is redirected to.)
+  built="$(bash scripts/make-deb.sh)"
+  echo "$built"
+  deb="$(sed -n 's/^built //p' <<<"$built")"
+  [ -f "$deb" ] || fail "scripts/make-deb.sh built no package"
+fi
 dpkg -i "$deb"
 trap 'dpkg --purge worker >/dev/null 2>&1 || true' EXIT
 

@@ -38,12 +38,46 @@ else
   echo "skip: systemd-analyze not installed"
 fi
 
+# The units as the README installs them: its static-binary and systemd blocks run line by line as
+# they are — but for `swift build`, which stands for CI's release build, made already (its bin path
+# is that build's) — and the README's own `systemd-analyze verify` must find the binary and `man
+# worker`. They install into the system, so this runs only in CI, as root, and removes what it made.
+if [ "${CI:-}" = true ] && [ "$(id -u)" -eq 0 ] && command -v systemd-analyze >/dev/null; then
+  readme="$(mktemp -d)"
+  python3 - "$readme" <<'PY'
+import sys
+text = open("README.md", encoding="utf-8").read()
+def block(lead):
+    start = text.index("```sh\n", text.index(lead)) + len("```sh\n")
+    return text[start:text.index("\n```", start)] + "\n"
+open(sys.argv[1] + "/binary.sh", "w").write(block("**The static binary**"))
+open(sys.argv[1] + "/systemd.sh", "w").write(block("**As a systemd service without the package**"))
+PY
+  if out=$(BUILT="$(dirname "$worker")" bash -c 'set -euo pipefail
+      swift() { case " $* " in *" --show-bin-path "*) echo "$BUILT" ;; esac; }
+      source "$1/binary.sh"
+      source "$1/systemd.sh"' bash "$readme" 2>&1); then
+    echo "ok: the systemd units as the README installs them (systemd-analyze verify)"
+  else
+    fail "the README's static binary and systemd install: $out"
+  fi
+  rm -f /usr/local/bin/worker /usr/local/share/man/man1/worker.1 /etc/bash_completion.d/worker \
+    /etc/systemd/system/worker-sync.service /etc/systemd/system/worker-sync.timer \
+    /etc/systemd/system/worker-verify.service /etc/systemd/system/worker-verify.timer
+  rmdir /etc/worker/manifests /etc/worker 2>/dev/null || true
+  deluser --system --quiet worker >/dev/null 2>&1 || true
+  delgroup --system --quiet worker >/dev/null 2>&1 || true
+  rm -rf "$readme"
+else
+  echo "skip: the README's systemd install (it installs into the system: CI only, as root)"
+fi
+
 # The ecosystems' own validators, from PyPI, in a virtual environment of their own (made once).
 # shellcheck source=scripts/lib/venvs.sh
 source scripts/lib/venvs.sh
 venv="$deploy_venv"
 ensure_venv "$venv" "${deploy_tools[@]}" || fail "cannot install ${deploy_tools[*]} into $venv"
-for workflow in deploy/github-actions/*.yml; do
+for workflow in deploy/github-actions/*.yml .github/workflows/*.yml; do
   if "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$workflow"; then
     echo "ok: $workflow (check-jsonschema vendor.github-workflows)"
   else
@@ -66,7 +100,8 @@ found = [block for block in blocks if "/worker@" in block and "jobs:" in block]
 assert found, "no block"
 open(sys.argv[1] + "/readme-workflow.yml", "w").write(found[0] + "\n")
 PY
-workflows=(deploy/github-actions/*.yml "$checks_dir/readme-workflow.yml")
+# The project's own release workflow (.github/workflows) is linted the same way.
+workflows=(deploy/github-actions/*.yml .github/workflows/*.yml "$checks_dir/readme-workflow.yml")
 if "$venv/bin/check-jsonschema" --builtin-schema vendor.github-actions action.yml \
   && "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows "$checks_dir/readme-workflow.yml"; then
   echo "ok: action.yml and the README's workflow (check-jsonschema)"

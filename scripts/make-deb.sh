@@ -19,7 +19,10 @@ source scripts/lib/packages.sh
 ensure_packages "${build_packages[@]}"
 
 scratch="${WORKER_SCRATCH:-.build}"
-flags=(-c release --static-swift-stdlib --product worker --scratch-path "$scratch")
+# No build path in the binary (BoringSSL's __FILE__ strings, Swift's #filePath): the same commit
+# gives the same bytes wherever it is built.
+flags=(-c release --static-swift-stdlib --product worker --scratch-path "$scratch"
+  -Xcc "-ffile-prefix-map=$PWD=." -Xswiftc -file-prefix-map -Xswiftc "$PWD=.")
 swift build "${flags[@]}"
 binary="$(swift build "${flags[@]}" --show-bin-path)/worker"
 version="$("$binary" --version | awk '{print $NF}')"

@@ -16,7 +16,9 @@
 # checked against the public keys in packaging/release-keys/ before the release is called made.
 # Every time in the files is the commit's (SOURCE_DATE_EPOCH), so two builds of one commit give the
 # same bytes; --reproduce builds it a second time in a clone elsewhere and compares the two
-# (dist/REPRODUCIBILITY.txt lists what differs and why, if anything does).
+# (dist/REPRODUCIBILITY.txt lists what differs and why, if anything does). --unsigned makes the
+# files only; --sign-only signs what an --unsigned run made (the release workflow builds without
+# the keys in its environment, then signs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "release: $*" >&2; exit 1; }
@@ -24,13 +26,14 @@ fail() { echo "release: $*" >&2; exit 1; }
 base_url=""
 reproduce=false
 unsigned=false
+sign_only=false
 while (($#)); do
   case "$1" in
     --base-url) base_url=${2:?--base-url needs a URL}; shift 2 ;;
     --reproduce) reproduce=true; shift ;;
-    # The second build of --reproduce: the files only, nothing signed or recorded.
     --unsigned) unsigned=true; shift ;;
-    *) fail "unknown argument $1 (--base-url URL, --reproduce)" ;;
+    --sign-only) sign_only=true; shift ;;
+    *) fail "unknown argument $1 (--base-url URL, --reproduce, --unsigned, --sign-only)" ;;
   esac
 done
 [ -n "$base_url" ] || fail "--base-url URL: where the release's files will be downloaded from (the signed manifest names them there)"
@@ -55,61 +58,75 @@ SOURCE_DATE_EPOCH="$(git log -1 --format=%ct)"
 export SOURCE_DATE_EPOCH TZ=UTC LC_ALL=C
 umask 022
 export WORKER_SCRATCH="${WORKER_SCRATCH:-.build-release}"
-rm -rf dist && mkdir dist
-bash scripts/make-deb.sh
 binary="$(swift build -c release --static-swift-stdlib --product worker --scratch-path "$WORKER_SCRATCH" --show-bin-path)/worker"
-[ "$("$binary" --version | awk '{ print $NF }')" = "$version" ] || fail "the binary does not say version $version"
-
 arch="$(uname -m)"
 name="worker-$version-linux-$arch"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
-root="$stage/$name"
-install -d "$root/bin" "$root/share/man/man1" "$root/share/bash-completion/completions" \
-  "$root/share/zsh/site-functions" "$root/share/fish/vendor_completions.d"
-install -m 0755 "$binary" "$root/bin/worker"
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/bin/worker"
-install -m 0644 docs/worker.1 "$root/share/man/man1/worker.1"
-"$binary" completion bash >"$root/share/bash-completion/completions/worker"
-"$binary" completion zsh >"$root/share/zsh/site-functions/_worker"
-"$binary" completion fish >"$root/share/fish/vendor_completions.d/worker.fish"
-install -m 0644 README.md "$root/README.md"
-chmod 0644 "$root"/share/*/*/* "$root"/share/man/man1/*
-find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
-tar --sort=name --format=gnu --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
-  -C "$stage" -cf - "$name" | gzip -9n >"dist/$name.tar.gz"
 
-(cd dist && sha256sum -- *.deb *.tar.gz >SHA256SUMS)
-echo "built:" && sed 's/^/  /' dist/SHA256SUMS
-$unsigned && exit 0
+# The package, the tarball, SHA256SUMS.
+make_files() {
+  rm -rf dist && mkdir dist
+  bash scripts/make-deb.sh
+  [ "$("$binary" --version | awk '{ print $NF }')" = "$version" ] || fail "the binary does not say version $version"
 
-# SHA256SUMS, signed: minisign (its trusted comment names the release) and SSH (namespace "file",
-# as `ssh-keygen -Y sign` documents for files).
-minisign -S -s "$minisign_key" -m dist/SHA256SUMS -t "worker $version SHA256SUMS" -c "worker $version" </dev/null >/dev/null
-ssh-keygen -q -Y sign -f "$ssh_key" -n file dist/SHA256SUMS </dev/null
-signer="$(awk 'NF && $1 !~ /^#/ { print $1; exit }' packaging/release-keys/allowed_signers)"
-minisign -V -q -p packaging/release-keys/minisign.pub -m dist/SHA256SUMS \
-  || fail "SHA256SUMS.minisig does not verify with packaging/release-keys/minisign.pub"
-ssh-keygen -q -Y verify -f packaging/release-keys/allowed_signers -I "$signer" -n file -s dist/SHA256SUMS.sig <dist/SHA256SUMS \
-  >/dev/null || fail "SHA256SUMS.sig does not verify for $signer with packaging/release-keys/allowed_signers"
+  root="$stage/$name"
+  install -d "$root/bin" "$root/share/man/man1" "$root/share/bash-completion/completions" \
+    "$root/share/zsh/site-functions" "$root/share/fish/vendor_completions.d"
+  install -m 0755 "$binary" "$root/bin/worker"
+  strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/bin/worker"
+  install -m 0644 docs/worker.1 "$root/share/man/man1/worker.1"
+  "$binary" completion bash >"$root/share/bash-completion/completions/worker"
+  "$binary" completion zsh >"$root/share/zsh/site-functions/_worker"
+  "$binary" completion fish >"$root/share/fish/vendor_completions.d/worker.fish"
+  install -m 0644 README.md "$root/README.md"
+  chmod 0644 "$root"/share/*/*/* "$root"/share/man/man1/*
+  find "$root" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  tar --sort=name --format=gnu --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
+    -C "$stage" -cf - "$name" | gzip -9n >"dist/$name.tar.gz"
 
-# The same files as a worker manifest at --base-url, signed in worker's namespace: `worker sync` of
-# it with the release keys downloads and checks each (the serial is the commit's time: a later
-# release is accepted after an earlier one, never the other way).
-files="$stage/files"
-mkdir "$files"
-cp "dist/worker_${version}_"*.deb "dist/$name.tar.gz" "$files/"
-"$binary" manifest "$files" --base-url "$base_url" --name "worker-$version" --serial "$SOURCE_DATE_EPOCH" \
-  -o "dist/worker-$version.yaml"
-minisign -S -s "$minisign_key" -m "dist/worker-$version.yaml" -t "worker $version manifest" -c "worker $version" </dev/null >/dev/null
-ssh-keygen -q -Y sign -f "$ssh_key" -n worker-manifest "dist/worker-$version.yaml" </dev/null
+  (cd dist && sha256sum -- *.deb *.tar.gz >SHA256SUMS)
+  echo "built:" && sed 's/^/  /' dist/SHA256SUMS
+}
 
-# The lines the action checks a version's package against.
-while read -r sum file; do
-  grep -q "  $file\$" packaging/release-checksums.txt || echo "$sum  $file" >>packaging/release-checksums.txt
-done <dist/SHA256SUMS
-echo "signed: dist/SHA256SUMS.minisig dist/SHA256SUMS.sig dist/worker-$version.yaml(.minisig, .sig)"
-echo "recorded in packaging/release-checksums.txt: commit it, then attach dist/* to the release $tag"
+# SHA256SUMS and the release manifest, signed and checked; the release's lines recorded.
+sign_files() {
+  # SHA256SUMS, signed: minisign (its trusted comment names the release) and SSH (namespace "file",
+  # as `ssh-keygen -Y sign` documents for files).
+  minisign -S -s "$minisign_key" -m dist/SHA256SUMS -t "worker $version SHA256SUMS" -c "worker $version" </dev/null >/dev/null
+  ssh-keygen -q -Y sign -f "$ssh_key" -n file dist/SHA256SUMS </dev/null
+  signer="$(awk 'NF && $1 !~ /^#/ { print $1; exit }' packaging/release-keys/allowed_signers)"
+  minisign -V -q -p packaging/release-keys/minisign.pub -m dist/SHA256SUMS \
+    || fail "SHA256SUMS.minisig does not verify with packaging/release-keys/minisign.pub"
+  ssh-keygen -q -Y verify -f packaging/release-keys/allowed_signers -I "$signer" -n file -s dist/SHA256SUMS.sig <dist/SHA256SUMS \
+    >/dev/null || fail "SHA256SUMS.sig does not verify for $signer with packaging/release-keys/allowed_signers"
+
+  # The same files as a worker manifest at --base-url, signed in worker's namespace: `worker sync` of
+  # it with the release keys downloads and checks each (the serial is the commit's time: a later
+  # release is accepted after an earlier one, never the other way).
+  files="$stage/files"
+  mkdir "$files"
+  cp "dist/worker_${version}_"*.deb "dist/$name.tar.gz" "$files/"
+  "$binary" manifest "$files" --base-url "$base_url" --name "worker-$version" --serial "$SOURCE_DATE_EPOCH" \
+    -o "dist/worker-$version.yaml"
+  minisign -S -s "$minisign_key" -m "dist/worker-$version.yaml" -t "worker $version manifest" -c "worker $version" </dev/null >/dev/null
+  ssh-keygen -q -Y sign -f "$ssh_key" -n worker-manifest "dist/worker-$version.yaml" </dev/null
+
+  # The lines the action checks a version's package against.
+  while read -r sum file; do
+    grep -q "  $file\$" packaging/release-checksums.txt || echo "$sum  $file" >>packaging/release-checksums.txt
+  done <dist/SHA256SUMS
+  echo "signed: dist/SHA256SUMS.minisig dist/SHA256SUMS.sig dist/worker-$version.yaml(.minisig, .sig)"
+  echo "recorded in packaging/release-checksums.txt: commit it, then attach dist/* to the release $tag"
+}
+
+if $sign_only; then
+  [ -s dist/SHA256SUMS ] || fail "no dist/SHA256SUMS: make the files first (--unsigned)"
+  (cd dist && sha256sum --check --strict --quiet SHA256SUMS) || fail "dist/ does not hold the files SHA256SUMS lists"
+else
+  make_files
+fi
+$unsigned || sign_files
 
 if $reproduce; then
   again="$(mktemp -d)/worker-again"
