@@ -15,7 +15,7 @@ commit="$(git rev-parse HEAD)"
 
 if [ -d "$target/.git" ]; then
   git -C "$target" fetch -q "$source_repo" "$commit"
-  git -C "$target" checkout -q --detach "$commit"
+  git -C "$target" checkout -q --force --detach "$commit"
   git -C "$target" tag -l | xargs -r git -C "$target" tag -d >/dev/null
   git -C "$target" clean -qfdx -e /.build-release/
 else

@@ -172,6 +172,27 @@ import WorkerTestSupport
         #expect(linked.code == 3, "\(linked.stderr)")
     }
 
+    /// Under `--refresh-unpinned` (a cache restored from somewhere the run cannot vouch for), an
+    /// unsigned remote manifest's kept copy does not serve while its publisher is down (exit 3,
+    /// said); a signed one, checked against today's keys, still does; without the flag the
+    /// unsigned reading serves the copy as before.
+    @Test func anUnsignedKeptCopyDoesNotServeUnderRefreshUnpinned() async throws {
+        let publisher = try await Publisher()
+        try await publisher.publish(["a.txt": "a\n"])
+        let first = try await publisher.sync()
+        #expect(first.code == 0, "\(first.stderr)")
+        publisher.server.stop()
+        let plain = ["sync", publisher.url, "--cache-dir", publisher.cache, "--progress", "never"]
+        let refused = try await WorkerBinary.run(plain + ["--refresh-unpinned"])
+        #expect(refused.code == 3, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stderr.contains("the copy accepted before is unsigned, and not used under --refresh-unpinned"), "\(refused.stderr)")
+        let served = try await WorkerBinary.run(plain)
+        #expect(served.code == 0, "\(served.stderr)")
+        #expect(served.stderr.contains("using the copy accepted"), "\(served.stderr)")
+        let signed = try await publisher.sync(["--refresh-unpinned"])
+        #expect(signed.code == 0, "\(signed.stderr)")
+    }
+
     /// A signature document is at most 64 KiB, and a signature that is refused is not kept.
     @Test func aLargeOrRefusedSignatureIsNeverKept() async throws {
         let publisher = try await Publisher()
