@@ -44,11 +44,27 @@ runtime_depends="libcurl4 (>= 7.80.0), libyaml-0-2, libsqlite3-0"
 ensure_runtime() {
   local depends=$1
   command -v apt-get >/dev/null 2>&1 || return 0
+  installed "$depends" && return 0
   if apt-get satisfy -s "$depends" 2>/dev/null | grep -q '^Inst '; then
     echo "installing what worker needs: $depends"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get satisfy -y -qq --no-install-recommends "$depends"
   fi
+}
+
+# Whether dpkg has every package of DEPENDS ("name (>= version), name, …") installed at a version
+# that satisfies it: milliseconds, where apt-get's simulation takes a second of CPU on each run.
+installed() {
+  local item name relation version found
+  local -a items
+  IFS=',' read -r -a items <<<"$1"
+  for item in "${items[@]}"; do
+    read -r name relation version <<<"${item//[()]/ }"
+    [[ $name != *'|'* && -n $name ]] || return 1
+    found="$(dpkg-query -W -f='${Status} ${Version}' "$name" 2>/dev/null)" || return 1
+    [[ $found == "install ok installed "* ]] || return 1
+    [ -z "$relation" ] || dpkg --compare-versions "${found##* }" "$relation" "$version" || return 1
+  done
 }
 
 # manifests=(…): each word of ACTION_MANIFESTS, a glob pattern expanded in the workspace (a URL as
