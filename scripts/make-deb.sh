@@ -19,10 +19,11 @@ source scripts/lib/packages.sh
 ensure_packages "${build_packages[@]}"
 
 scratch="${WORKER_SCRATCH:-.build}"
-# No build path in the binary (BoringSSL's __FILE__ strings, Swift's #filePath): the same commit
-# gives the same bytes wherever it is built.
+# No build path in the binary (BoringSSL's __FILE__ strings, Swift's #filePath), and no Swift debug
+# info (stripped anyway; with it, each object's .swift_modhash hashes the build's paths): the same
+# commit gives the same bytes wherever it is built.
 flags=(-c release --static-swift-stdlib --product worker --scratch-path "$scratch"
-  -Xcc "-ffile-prefix-map=$PWD=." -Xswiftc -file-prefix-map -Xswiftc "$PWD=.")
+  -Xcc "-ffile-prefix-map=$PWD=." -Xswiftc -file-prefix-map -Xswiftc "$PWD=." -Xswiftc -gnone)
 swift build "${flags[@]}"
 binary="$(swift build "${flags[@]}" --show-bin-path)/worker"
 version="$("$binary" --version | awk '{print $NF}')"
