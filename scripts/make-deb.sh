@@ -21,9 +21,8 @@ ensure_packages "${build_packages[@]}"
 scratch="${WORKER_SCRATCH:-.build}"
 # The same commit gives the same bytes wherever it is built: no build path in the binary
 # (BoringSSL's __FILE__ strings, Swift's #filePath), no Swift debug info (stripped anyway), no
-# build ID (the linker hashes every section into it); and the strip below removes .swift_modhash,
-# the module hash swiftc stamps into each object for its own incremental builds, which differs
-# from one compile to the next (nothing reads it at run time).
+# build ID (the linker hashes every section into it); scripts/lib/strip-release.sh zeroes the one
+# section that differs from one compile to the next (.swift_modhash).
 flags=(-c release --static-swift-stdlib --product worker --scratch-path "$scratch"
   -Xcc "-ffile-prefix-map=$PWD=." -Xswiftc -file-prefix-map -Xswiftc "$PWD=." -Xswiftc -gnone
   -Xlinker --build-id=none)
@@ -39,8 +38,7 @@ root="$stage/$name"
 install -d "$root/DEBIAN" "$root/usr/bin" "$root/usr/share/man/man1" "$root/lib/systemd/system" \
   "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
   "$root/usr/share/fish/vendor_completions.d" "$root/usr/share/doc/worker/examples/demo"
-install -m 0755 "$binary" "$root/usr/bin/worker"
-strip --strip-unneeded --remove-section=.comment --remove-section=.note --remove-section=.swift_modhash "$root/usr/bin/worker"
+bash scripts/lib/strip-release.sh "$binary" "$root/usr/bin/worker"
 gzip -9n <docs/worker.1 >"$root/usr/share/man/man1/worker.1.gz"
 # bash-completion sources the file: no #! line (lintian: bash-completion-with-hashbang).
 "$binary" completion bash | sed '1{/^#!/d}' >"$root/usr/share/bash-completion/completions/worker"

@@ -73,8 +73,7 @@ make_files() {
   root="$stage/$name"
   install -d "$root/bin" "$root/share/man/man1" "$root/share/bash-completion/completions" \
     "$root/share/zsh/site-functions" "$root/share/fish/vendor_completions.d"
-  install -m 0755 "$binary" "$root/bin/worker"
-  strip --strip-unneeded --remove-section=.comment --remove-section=.note --remove-section=.swift_modhash "$root/bin/worker"
+  bash scripts/lib/strip-release.sh "$binary" "$root/bin/worker"
   install -m 0644 docs/worker.1 "$root/share/man/man1/worker.1"
   "$binary" completion bash >"$root/share/bash-completion/completions/worker"
   "$binary" completion zsh >"$root/share/zsh/site-functions/_worker"
