@@ -40,10 +40,13 @@ import WorkerTestSupport
         guard let stdin else {
             return try await WorkerBinary.run(arguments, directory: directory, executable: executable, takingSlot: false)
         }
-        let input = TemporaryDirectory().write("stdin", stdin)
-        return try await WorkerBinary.run(["-c", "exec \"$0\" \"$@\" <\"$WORKER_TEST_STDIN\"", executable] + arguments,
-                                          environment: ["WORKER_TEST_STDIN": input], directory: directory,
-                                          executable: "/bin/sh", takingSlot: false)
+        let folder = TemporaryDirectory()
+        let input = folder.write("stdin", stdin)
+        let result = try await WorkerBinary.run(["-c", "exec \"$0\" \"$@\" <\"$WORKER_TEST_STDIN\"", executable] + arguments,
+                                                environment: ["WORKER_TEST_STDIN": input], directory: directory,
+                                                executable: "/bin/sh", takingSlot: false)
+        withExtendedLifetime(folder) {}
+        return result
     }
 
     /// SHA256SUMS verifies with both tools against the committed public keys and lists the two
@@ -115,7 +118,7 @@ import WorkerTestSupport
         }
         let manifestText = try String(contentsOfFile: dist + "/worker-\(version).yaml", encoding: .utf8)
         let baseURL = try #require(manifestText.split(separator: "\n").first { $0.hasPrefix("base_url:") }?
-            .dropFirst("base_url:".count).trimmingCharacters(in: .whitespaces))
+            .dropFirst("base_url:".count).trimmingCharacters(in: CharacterSet(charactersIn: " \"'")))
         let directory = TemporaryDirectory()
         for (number, keys) in [(1, clone + "/packaging/release-keys/minisign.pub"), (2, clone + "/packaging/release-keys/allowed_signers")] {
             let tree = directory.path + "/tree-\(number)"
