@@ -45,7 +45,8 @@ build_packages=(pkg-config libyaml-dev libsqlite3-dev libcurl4-openssl-dev)
 # apache2 and rclone (Apache's mod_dav and `rclone serve webdav`: the shared tier on the WebDAV
 # servers that want their collections made), Python with venv (moto's S3 server, from PyPI), and
 # minisign and ssh-keygen (SignedManifestTests' signatures are made by the real tools), and
-# docker-registry (distribution 2.8) with htpasswd from apache2-utils (RegistryTests' registries).
+# docker-registry (distribution 2.8) with htpasswd from apache2-utils (RegistryTests' registries),
+# and fuse3 (PowerCutTests' lossyfs, a FUSE file system that forgets what was not synced).
 # shellcheck disable=SC2034
 test_packages=(openssl bsdutils nginx curl util-linux apache2 apache2-utils rclone python3 python3-venv minisign openssh-client
-  docker-registry)
+  docker-registry fuse3)

