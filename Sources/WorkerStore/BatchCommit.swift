@@ -99,12 +99,12 @@ package struct BatchCommit {
                     throw error
                 }
             }
-            try store.flush()
+            try store.flush(installed: installs.map(\.sha256))
             if !replacing.isEmpty {
                 for install in replacing {
                     try store.install(temporary: install.temporary, sha256: install.sha256)
                 }
-                try store.flush()
+                try store.flush(installed: replacing.map(\.sha256))
             }
         }
         // The objects this batch installed are made a set only when a row reuses content (or the

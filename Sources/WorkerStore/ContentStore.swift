@@ -16,6 +16,8 @@ public struct ContentStore: Sendable {
     public let isNew: Bool
     /// `tmp/` and `objects/sha256/`, open: files are created and installed by relative names.
     private let folders: StoreFolders
+    /// How a batch's objects reach the disk: one syncfs, or an fsync of each (FUSE).
+    package let durability: Durability
 
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
     public init(root: String) throws(CacheError) {
@@ -28,12 +30,16 @@ public struct ContentStore: Sendable {
         // by everyone, who could then plant files beside the index).
         var rootInfo = stat()
         if stat(root, &rootInfo) != 0 {
+            let made = Self.missingFolders(root)
             do {
                 try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
             } catch {
                 throw CacheError.unusable(path: root, reason: Self.reason(error))
             }
             chmod(root, 0o755)
+            // Its name on the disk before anything inside it counts as kept: a power cut must
+            // not take a new cache away with every object a finished run reported.
+            try Self.flushParents(of: made)
         }
         // The root may be a symlink (a cache moved to another disk); nothing inside it may be:
         // a planted link must not lead writes out of the cache.
@@ -58,6 +64,7 @@ public struct ContentStore: Sendable {
             throw CacheError.unusable(path: CacheLayout.indexPath(root), reason: "is not a regular file")
         }
         folders = try StoreFolders(temporary: tmpDirectory, objects: objectsDirectory, fanOutComplete: !isNew)
+        durability = Durability.of(root)
     }
 
     /// Makes the fan-out folders a new cache's objects have not needed yet (see `init`); call
@@ -179,10 +186,26 @@ public struct ContentStore: Sendable {
         unlink(objectPath(sha256))
     }
 
-    /// Makes everything written to the cache's file system so far durable: one flush per batch
-    /// instead of an fsync per file (the idea of git's batch fsync mode).
-    func flush() throws(CacheError) {
-        try withRootFolder { worker_syncfs($0) }
+    /// Makes the objects `installed` (SHA-256s) durable with their names: one flush for the
+    /// batch where the file system allows it (the idea of git's batch fsync mode), else each
+    /// object and each folder above it (`Durability`).
+    func flush(installed: [String]) throws(CacheError) {
+        do throws(SystemError) {
+            try durability.flush(root: root, files: installed.map(objectPath), folders: foldersAbove(installed))
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    /// The folders whose names installing these objects changed, deepest first: their fan-out
+    /// folders, then `objects/sha256/` (which a new cache's fan-out folders are made in), up to the root.
+    private func foldersAbove(_ installed: [String]) -> [String] {
+        var fanOut: [String] = []
+        var seen = Set<Substring>()
+        for object in installed where seen.insert(object.prefix(2)).inserted {
+            fanOut.append(objectsDirectory + "/" + object.prefix(2))
+        }
+        return fanOut + [objectsDirectory, root + "/objects", root]
     }
 
     /// Runs `sync` (syncfs or fsync) on a descriptor of the cache root; its failure throws.
@@ -242,6 +265,29 @@ public struct ContentStore: Sendable {
     /// (`WriterSlot.alone`): the files of a running writer are there too.
     package func removeStaleTemporaryFiles() -> Int {
         folders.removeTemporaryFiles()
+    }
+
+    /// The folders `mkdir -p` of `path` will make, from `path` up (empty when it exists).
+    private static func missingFolders(_ path: String) -> [String] {
+        var missing: [String] = []
+        var folder = path
+        var info = stat()
+        while !folder.isEmpty, folder != "/", stat(folder, &info) != 0 {
+            missing.append(folder)
+            folder = PathName.parent(folder)
+        }
+        return missing
+    }
+
+    /// Flushes the parent of each folder made (`missingFolders`), so that their names are on the disk.
+    private static func flushParents(of made: [String]) throws(CacheError) {
+        for folder in made {
+            let parent = PathName.parent(folder)
+            let fd = open(parent.isEmpty ? "." : parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { throw .system(SystemError("open", parent)) }
+            defer { close(fd) }
+            guard fsync(fd) == 0 else { throw .system(SystemError("flush", parent)) }
+        }
     }
 
     private static func reason(_ error: any Error) -> String {

@@ -11,10 +11,32 @@ package struct FolderWalk {
     private var open: [(name: String, folder: FolderHandle)] = []
     /// Make folders that are missing.
     private let create: Bool
+    /// Flush each folder as the walk leaves it (`finish` flushes the rest): where one syncfs
+    /// does not make their names durable (`Durability.eachFile`).
+    private let flushes: Bool
 
-    package init(root: FolderHandle, create: Bool = true) {
+    package init(root: FolderHandle, create: Bool = true, flushes: Bool = false) {
         self.root = root
         self.create = create
+        self.flushes = flushes
+    }
+
+    /// Flushes the folders still open and the root, when the walk flushes folders.
+    package mutating func finish() throws(CacheError) {
+        try leave(downTo: 0)
+        if flushes { try Self.flush(root) }
+    }
+
+    /// Closes the open folders below `depth`, flushing each first when the walk flushes.
+    private mutating func leave(downTo depth: Int) throws(CacheError) {
+        while open.count > depth {
+            let last = open.removeLast()
+            if flushes { try Self.flush(last.folder) }
+        }
+    }
+
+    private static func flush(_ folder: FolderHandle) throws(CacheError) {
+        do throws(SystemError) { try Durability.flushFolder(folder.fd, shown: folder.path) } catch { throw .system(error) }
     }
 
     /// The folder holding `path` (relative to the root) and the file's own name in it; nil
@@ -30,7 +52,7 @@ package struct FolderWalk {
         guard let leaf = components.popLast() else { throw .system(SystemError("open", root.shown(path), code: EISDIR)) }
         var depth = 0
         while depth < open.count, depth < components.count, FileName.same(open[depth].name, components[depth]) { depth += 1 }
-        open.removeLast(open.count - depth)
+        try leave(downTo: depth)
         while depth < components.count {
             let above = open.last?.folder ?? root
             guard let next = try above.child(components[depth], create: create) else { return nil }

@@ -77,25 +77,32 @@ struct TreeFolder {
     func build(_ name: String, files: [TreeFile]) throws(CacheError) -> (linked: Int, copied: Int)? {
         guard mkdirat(fd, name, 0o755) == 0 else { throw .system(SystemError("create", folder.shown(name))) }
         guard let root = try folder.child(name, create: false) else { throw .system(SystemError("open", folder.shown(name))) }
-        var walk = FolderWalk(root: root)
+        // Durable before it gets a version's name: one syncfs, or each folder (and copy) on a
+        // file system where syncfs flushes nothing (`Durability`).
+        let durability = Durability.of(folder.path)
+        var walk = FolderWalk(root: root, flushes: durability == .eachFile)
         var linked = 0
         var copied = 0
         for file in files {
             guard let source = file.source else { continue }
             let (parent, leaf) = try walk.parent(of: file.path)
-            switch try LinkOrCopy.place(source, in: parent.fd, leaf, shownAs: parent.shown(leaf)) {
+            switch try LinkOrCopy.place(source, in: parent.fd, leaf, shownAs: parent.shown(leaf),
+                                        flushCopy: durability == .eachFile) {
             case .linked?: linked += 1
             case .copied?: copied += 1
             case nil: return nil
             }
         }
-        _ = worker_syncfs(root.fd)
+        try walk.finish()
+        if durability == .fileSystem, worker_syncfs(root.fd) != 0 { throw .system(SystemError("flush", root.path)) }
         return (linked, copied)
     }
 
-    /// Gives a finished version its name.
+    /// Gives a finished version its name, durably: a link switched to it afterwards never
+    /// names a version the disk does not have.
     func install(_ building: String, as version: String) throws(CacheError) {
         guard renameat(fd, building, fd, version) == 0 else { throw .system(SystemError("rename", folder.shown(building))) }
+        do throws(SystemError) { try Durability.flushFolder(fd, shown: path) } catch { throw .system(error) }
     }
 
     /// Points the link `name` in `parent` at `text` with one rename over it.
@@ -107,7 +114,7 @@ struct TreeFolder {
             unlinkat(fd, temporary, 0)
             throw .system(SystemError("switch the link", parent.shown(name)))
         }
-        _ = fsync(parent.fd)
+        do throws(SystemError) { try Durability.flushFolder(parent.fd, shown: parent.path) } catch { throw .system(error) }
     }
 
     /// Removes `name` in `folder`, a folder's content first, without following links.
