@@ -2,7 +2,8 @@ import FoundationEssentials
 import Glibc
 import WorkerSupport
 
-/// Writes a file by way of a temporary sibling and a rename, so readers never see half of it.
+/// Writes a file by way of a temporary sibling and a rename, so readers never see half of it, nor
+/// does the next boot after a power cut.
 /// The sibling has a random name and is created exclusively without following links
 /// (`mkstemp`'s rules): someone who can write the folder cannot aim the write elsewhere by
 /// planting a symlink under a name they guessed.
@@ -35,12 +36,24 @@ public enum AtomicFile {
             unlink(temporary)
             throw error
         }
+        // On the disk before its name is: a power cut leaves the old file or the new one, never
+        // a name on bytes that did not arrive; the folder is flushed so the new name stays.
+        guard fsync(fd) == 0 else {
+            let code = errno
+            close(fd)
+            unlink(temporary)
+            throw failure(path, code)
+        }
         close(fd)
         guard rename(temporary, url.path) == 0 else {
             let code = errno
             unlink(temporary)
             throw failure(path, code)
         }
+        let parent = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard parent >= 0 else { return }
+        defer { close(parent) }
+        guard fsync(parent) == 0 else { throw failure(path, errno) }
     }
 
     /// Appends `data` to the existing file at `path` (GitHub's step summary, which the runner made).

@@ -64,8 +64,10 @@ public final class CacheIndex {
                     database.keepWALFiles()
                     try database.execute("PRAGMA journal_mode=WAL; PRAGMA journal_size_limit=16777216; PRAGMA wal_autocheckpoint=16384")
                 }
-                // Objects are flushed before each commit; a lost commit only means a re-download.
-                try database.execute("PRAGMA synchronous=NORMAL")
+                // Each commit on the disk when it returns (one fsync of the WAL a batch): what a
+                // run reports as stored survives a power cut, and rows removed stay removed once
+                // their objects' files go.
+                try database.execute("PRAGMA synchronous=FULL")
             }
             // SQLite's default page cache is 2 MB: past ~10k rows the random inserts into the
             // object and hash indexes kept reading pages back (pread + pwrite were 12 % of a
