@@ -25,17 +25,27 @@ package final class ObjectDirectory {
     }
 
     /// Lists every fan-out folder once (256 directory reads instead of one lookup per object):
-    /// worth it when most of the cache is about to be checked. Only entries the file system marks
-    /// as regular files are taken; anything else is left to `fstatat`.
+    /// worth it when most of the cache is about to be checked. Only regular files are taken: as
+    /// the listing says, or by `fstatat` where the file system does not say (`DT_UNKNOWN`: FUSE
+    /// servers, XFS without ftype).
     package func preload() {
         var names = Set<ObjectName>()
         for slot in 0..<256 {
             guard let folder = opendir(objectsDirectory + "/" + Hex.encode([UInt8(slot)])) else { continue }
             defer { closedir(folder) }
             while let entry = readdir(folder) {
-                guard entry.pointee.d_type == UInt8(DT_REG) else { continue }
+                let type = entry.pointee.d_type
+                guard type == UInt8(DT_REG) || type == UInt8(DT_UNKNOWN) else { continue }
                 let name = DirectoryEntry.withName(entry) { ObjectName(hex: $0) }
-                if let name { names.insert(name) }
+                guard let name else { continue }
+                if type == UInt8(DT_UNKNOWN) {
+                    var info = stat()
+                    let found = withUnsafePointer(to: entry.pointee.d_name) { name in
+                        name.withMemoryRebound(to: CChar.self, capacity: 256) { fstatat(dirfd(folder), $0, &info, AT_SYMLINK_NOFOLLOW) }
+                    }
+                    guard found == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+                }
+                names.insert(name)
             }
         }
         listed = names
