@@ -167,7 +167,7 @@ public struct SyncEngine: Sendable {
             var reached = options
             reached.fetch.locator = locator
             let report = try await SyncEngine(options: reached, context: context).sync(set, prefetched: prefetched).report
-            record(accepted)
+            try record(accepted)
             return report
         } catch {
             throw .cache(error)

@@ -82,23 +82,60 @@ extension SyncEngine {
     }
 
     /// Records what was accepted: the copy and its signature beside the index (unless the same
-    /// copy is there), and the row. Nothing when the cache cannot be written (a reader's `plan`).
-    public func record(_ accepted: AcceptedManifests) {
+    /// copy is there), then the row, then the copies it replaces. Each copy is named by its
+    /// bytes' SHA-256, so a power cut between the copy and the row leaves the copy the row names.
+    /// Nothing when the cache cannot be written (a reader's `plan`); a write that fails there
+    /// (the cache's disk) throws: what was accepted is not recorded, and the run says so.
+    public func record(_ accepted: AcceptedManifests) throws(CacheError) {
         guard !accepted.records.isEmpty || !accepted.documents.isEmpty, let index = try? acceptedIndex() else { return }
-        try? index.recordDocuments(accepted.documents)
+        try index.recordDocuments(accepted.documents)
         for (opening, row, kept) in accepted.records {
-            let copy = Self.acceptedCopyPath(options.cacheDirectory, source: opening.source)
+            let copy = Self.acceptedCopyPath(options.cacheDirectory, source: opening.source, object: row.object)
             if !(kept && access(copy, R_OK) == 0) {
-                guard (try? keepCopy(of: opening, at: copy)) != nil else { continue }
+                do {
+                    try keepCopy(of: opening, at: copy)
+                } catch let error as CacheError {
+                    throw error
+                } catch {
+                    throw .unusable(path: copy, reason: "\(error)")
+                }
             }
-            try? index.recordAccepted(row)
+            try index.recordAccepted(row)
+            Self.removeCopies(options.cacheDirectory, source: opening.source, except: copy)
         }
-        for serial in accepted.serials { try? index.recordSerial(serial) }
+        for serial in accepted.serials { try index.recordSerial(serial) }
     }
 
-    /// The accepted copy of `source`'s manifest (its signature beside it, `.sig`).
-    static func acceptedCopyPath(_ cacheDirectory: String, source: String) -> String {
-        cacheDirectory + "/manifests/" + Hex.encode(SHA256.hash(data: Array(source.utf8))).prefix(32) + ".yaml"
+    /// Where the accepted copy of `source`'s manifest with these bytes (`object`, their SHA-256)
+    /// is kept; its signature beside it (`.sig`).
+    static func acceptedCopyPath(_ cacheDirectory: String, source: String, object: String) -> String {
+        cacheDirectory + "/manifests/" + sourceName(source) + "-" + object.prefix(32) + ".yaml"
+    }
+
+    /// The accepted copy of `source` whose bytes are `object` (a copy kept by an older worker,
+    /// named by its source alone, too): its path and bytes, or nil.
+    static func readAcceptedCopy(_ cacheDirectory: String, source: String, object: String) -> (path: String, bytes: [UInt8])? {
+        let paths = [acceptedCopyPath(cacheDirectory, source: source, object: object),
+                     cacheDirectory + "/manifests/" + sourceName(source) + ".yaml"]
+        for path in paths {
+            if let bytes = KeptFile.read(path), Hex.encode(SHA256.hash(data: bytes)) == object { return (path, bytes) }
+        }
+        return nil
+    }
+
+    private static func sourceName(_ source: String) -> String {
+        String(Hex.encode(SHA256.hash(data: Array(source.utf8))).prefix(32))
+    }
+
+    /// Removes the copies of `source` (and their signatures) but `kept`: those a newer acceptance replaced.
+    private static func removeCopies(_ cacheDirectory: String, source: String, except kept: String) {
+        let folder = cacheDirectory + "/manifests"
+        let prefix = sourceName(source)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        let keptName = PathName.lastComponent(kept)
+        for name in names where name.hasPrefix(prefix) && name != keptName && name != keptName + ".sig" {
+            unlink(folder + "/" + name)
+        }
     }
 
     /// The copy and its signature, under the cache's ownership rule whatever the umask: the

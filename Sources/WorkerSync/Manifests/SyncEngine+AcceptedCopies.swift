@@ -30,9 +30,8 @@ extension SyncEngine {
         for argument in arguments {
             guard let accepted = try? index.acceptedManifest(argument), let row = try? index.record(url: argument),
                   row.object == accepted.object, row.etag != nil || row.lastModified != nil else { return nil }
-            let copy = Self.acceptedCopyPath(options.cacheDirectory, source: argument)
-            guard let bytes = KeptFile.read(copy),
-                  Hex.encode(SHA256.hash(data: bytes)) == accepted.object else { return nil }
+            guard let (copy, bytes) = Self.readAcceptedCopy(options.cacheDirectory, source: argument, object: accepted.object)
+            else { return nil }
             var signature: [UInt8]?
             var check: SignatureCheck?
             if !options.trust.keys.isEmpty {

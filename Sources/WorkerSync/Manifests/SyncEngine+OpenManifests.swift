@@ -102,8 +102,7 @@ extension SyncEngine {
     /// recorded when it was accepted.
     private func keptCopy(of argument: String, source: String, accepted: AcceptedManifest?,
                           reason: String) throws(SyncFailure) -> (path: String, bytes: [UInt8]) {
-        let copy = Self.acceptedCopyPath(options.cacheDirectory, source: source)
-        guard let accepted, let bytes = KeptFile.read(copy), Hex.encode(SHA256.hash(data: bytes)) == accepted.object else {
+        guard let accepted, let (copy, bytes) = Self.readAcceptedCopy(options.cacheDirectory, source: source, object: accepted.object) else {
             throw .cache(.manifestUnavailable("\(Redact.url(argument)): \(reason); no copy of it was accepted before"))
         }
         // An unsigned copy is only as good as the cache it came in, which this run does not vouch for.
@@ -150,7 +149,8 @@ extension SyncEngine {
         } catch {
             throw .manifest(error)
         }
-        record(try acceptManifests(set, opened))
+        let accepted = try acceptManifests(set, opened)
+        do throws(CacheError) { try record(accepted) } catch { throw .cache(error) }
         return (try await resolvingExpansions(set), opened)
     }
 
@@ -165,7 +165,9 @@ extension SyncEngine {
                                    documents: [String: Result<String, DocumentFailure>],
                                    opened: inout OpenedManifests) async throws(SyncFailure) -> Result<([UInt8], SignatureCheck), SyncFailure> {
         let keys = options.trust.keys
-        if unchanged, let kept = KeptFile.read(Self.acceptedCopyPath(options.cacheDirectory, source: source) + ".sig"),
+        if unchanged,
+           let copy = Self.readAcceptedCopy(options.cacheDirectory, source: source, object: Hex.encode(SHA256.hash(data: bytes))),
+           let kept = KeptFile.read(copy.path + ".sig"),
            case .success(let check) = keys.verify(bytes, signature: kept) {
             return .success((kept, check))
         }
@@ -248,7 +250,9 @@ extension SyncEngine {
             pinned = try await pin(urls: urls, source: "manifest")
         } catch .cache(let error) {
             switch error {
-            case .locked, .rewriteRefused, .awsSettings: throw .cache(error)
+            // The cache's own disk failing (an fsync's EIO, the index) is not the manifest's
+            // origin failing: nothing after it is trusted, a copy accepted before included.
+            case .locked, .rewriteRefused, .awsSettings, .system, .index, .unusable: throw .cache(error)
             default: return Dictionary(urls.map { ($0, .failure(DocumentFailure(reason: "\(error)"))) }, uniquingKeysWith: { a, _ in a })
             }
         } catch {
