@@ -21,6 +21,9 @@ enum Conditions {
         probe.waitUntilExit()
         return probe.terminationStatus == 0
     }()
+    /// Root, /dev/fuse and fusermount3 (Debian's fuse3): lossyfs can be mounted.
+    static let canUseFUSE = isRoot && access("/dev/fuse", R_OK | W_OK) == 0
+        && FileManager.default.isExecutableFile(atPath: "/usr/bin/fusermount3")
 }
 
 @Suite(.hangLimit) struct ConditionsTests {
@@ -30,5 +33,6 @@ enum Conditions {
         #expect(Conditions.isRoot, "tests that need root were skipped")
         #expect(Conditions.canRunAsOtherUsers, "tests that run the binary as other users were skipped (setpriv, prlimit)")
         #expect(Conditions.canMount, "tests that need a mount namespace were skipped (unshare -m, mount)")
+        #expect(Conditions.canUseFUSE, "the power-cut tests were skipped (root, /dev/fuse, fusermount3)")
     }
 }
