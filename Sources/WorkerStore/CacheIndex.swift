@@ -51,7 +51,10 @@ public final class CacheIndex {
             if fileSystem.isNetwork {
                 // WAL's shared memory is per host: a rollback journal under POSIX locks instead.
                 if !readOnly { try database.execute("PRAGMA journal_mode=DELETE") }
-                try database.execute("PRAGMA synchronous=FULL")
+                // EXTRA: the journal's folder is flushed once the journal is deleted (the commit);
+                // under FULL a power cut can bring the journal back and undo a commit whose
+                // rows' objects are gone already.
+                try database.execute("PRAGMA synchronous=EXTRA")
             } else {
                 if !readOnly {
                     // Kept for readers that may not create them; cut back to 16 MiB after a
