@@ -47,6 +47,20 @@ struct PowerCutTests {
         #expect(run.last.hasPrefix("power cuts: 2, lost 0, torn 0,"), "\(run.findings.prefix(5).joined(separator: "\n"))\n\(run.last)")
     }
 
+    /// `gc` cut at every third change, with some folders' names kept (as if their metadata
+    /// reached the disk at once): the rows' removal is on the disk before any object file goes —
+    /// the WAL flushed at the commit, the rollback journal's deletion flushed — so no row is left
+    /// naming a file a cut let go.
+    @Test(arguments: [("wal", "1"), ("rollback", "0.5")])
+    func gcCutAnywhereLeavesNoRowWithoutItsObject(journal: String, keepFolders: String) async throws {
+        let run = try await cuts(100, seed: 1, ["--only", "gc", "--journal", journal, "--every", "3", "--keep-folders", keepFolders,
+                                                "--tear", "0", "--fsync-failures", "0"])
+        let count = Int(run.last.split(separator: ",").first?.split(separator: " ").last ?? "") ?? 0
+        #expect(count >= 15, "a cut at every third of gc's changes: \(run.last)")
+        #expect(run.last.hasSuffix(", lost 0, torn 0, trees incomplete 0, needs a person 0 (fetched again: 0)"),
+                "\(run.findings.prefix(5).joined(separator: "\n"))\n\(run.last)")
+    }
+
     /// A cut just after `sync --tree` switched its link finds the new version whole (its folders
     /// and its name flushed before the link), never a link to a version the disk lacks.
     @Test func aCutAfterATreePublishFindsACompleteVersion() async throws {

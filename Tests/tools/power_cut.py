@@ -421,6 +421,10 @@ def main():
                         help="the index's journal: WAL (as on a local disk), rollback (as on a network file system), "
                              "or each cut the other (the default)")
     parser.add_argument("--at-end", action="store_true", help="every cut just after the command ends")
+    parser.add_argument("--every", type=int, metavar="K",
+                        help="cut at every Kth change of the run (K, 2K, …; CUTS of them at most), not at seeded ones")
+    parser.add_argument("--keep-folders", type=float, help="lossyfs's --keep-folders for every cut (default: seeded)")
+    parser.add_argument("--tear", type=float, help="lossyfs's --tear for every cut (default: seeded)")
     parser.add_argument("--fsync-failures", type=int, default=None,
                         help="of the cuts, how many run with one fsync failing (default: a tenth)")
     arguments = parser.parse_args()
@@ -471,7 +475,7 @@ def main():
 
     names = list(scenarios)
     failures = arguments.fsync_failures if arguments.fsync_failures is not None else arguments.cuts // 10
-    print("power cuts: %d over %d commands, seed %d, %d with an fsync failing, journals %s" % (
+    print("cuts asked: %d over %d commands, seed %d, %d with an fsync failing, journals %s" % (
         arguments.cuts, len(names), arguments.seed, failures, arguments.journal), flush=True)
     for number in range(arguments.cuts):
         name = names[number % len(names)]
@@ -483,9 +487,15 @@ def main():
         failing = number * failures // arguments.cuts != (number + 1) * failures // arguments.cuts
         # A seeded change of the run, or (one in eight) just after it ended.
         where = None if arguments.at_end or rng.random() < 0.125 else rng.randint(1, max(1, size))
+        if arguments.every:
+            where = arguments.every * (number // len(names) + 1)
+            if where > size:
+                break
         fsync_failure = ("once" if rng.random() < 0.5 else "always") if failing else None
-        disk.options = ["--seed", str(rng.randrange(1 << 30)), "--tear", str(rng.choice([0, 0, 0.5, 1])),
-                        "--keep-folders", str(rng.choice([0, 0, 0.5]))]
+        tear, keep = rng.choice([0, 0, 0.5, 1]), rng.choice([0, 0, 0.5])
+        disk.options = ["--seed", str(rng.randrange(1 << 30)),
+                        "--tear", str(tear if arguments.tear is None else arguments.tear),
+                        "--keep-folders", str(keep if arguments.keep_folders is None else arguments.keep_folders)]
         before = len(tally.findings)
         cut_once(lab, name, scenarios[name], disk, snapshot, where, tally, trees, fsync_failure)
         tally.cuts += 1
