@@ -502,6 +502,9 @@ def main():
         counts = tally.by_command.setdefault(name, [0, 0])
         counts[0] += 1
         counts[1] += len(tally.findings) > before
+        if (number + 1) % 100 == 0:
+            print("%d cuts, lost %d, torn %d, trees incomplete %d, needs a person %d" % (
+                tally.cuts, tally.lost, tally.torn, tally.trees, tally.person), flush=True)
         for finding in tally.findings[before:]:
             print("cut %d (%s, at %s%s, %s): %s" % (
                 number + 1, name, "the end" if where is None else "change %d of %d" % (where, size),
