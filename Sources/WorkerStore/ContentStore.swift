@@ -189,9 +189,9 @@ public struct ContentStore: Sendable {
     /// Makes the objects `installed` (SHA-256s) durable with their names: one flush for the
     /// batch where the file system allows it (the idea of git's batch fsync mode), else each
     /// object and each folder above it (`Durability`).
-    func flush(installed: [String]) throws(CacheError) {
+    func flush(installed: @autoclosure () -> [String]) throws(CacheError) {
         do throws(SystemError) {
-            try durability.flush(root: root, files: installed.map(objectPath), folders: foldersAbove(installed))
+            try durability.flush(root: root, files: installed().map(objectPath), folders: foldersAbove(installed()))
         } catch {
             throw .system(error)
         }
@@ -208,14 +208,6 @@ public struct ContentStore: Sendable {
         return fanOut + [objectsDirectory, root + "/objects", root]
     }
 
-    /// Runs `sync` (syncfs or fsync) on a descriptor of the cache root; its failure throws.
-    private func withRootFolder(_ sync: (Int32) -> Int32) throws(CacheError) {
-        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw .system(SystemError("open", root)) }
-        defer { close(fd) }
-        guard sync(fd) == 0 else { throw .system(SystemError("flush", root)) }
-    }
-
     /// Marks the cache as being written: objects may be installed before their rows commit.
     /// A run that ends normally removes the mark; one that finds it at start (a crash came in
     /// between) sweeps objects no row names. The mark is durable when this returns (the root
@@ -226,7 +218,7 @@ public struct ContentStore: Sendable {
         let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .system(SystemError("create", path)) }
         close(fd)
-        try withRootFolder { fsync($0) }
+        do throws(SystemError) { try Durability.flushFolder(root) } catch { throw .system(error) }
     }
 
     package func markClean() {
@@ -283,10 +275,7 @@ public struct ContentStore: Sendable {
     private static func flushParents(of made: [String]) throws(CacheError) {
         for folder in made {
             let parent = PathName.parent(folder)
-            let fd = open(parent.isEmpty ? "." : parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard fd >= 0 else { throw .system(SystemError("open", parent)) }
-            defer { close(fd) }
-            guard fsync(fd) == 0 else { throw .system(SystemError("flush", parent)) }
+            do throws(SystemError) { try Durability.flushFolder(parent.isEmpty ? "." : parent) } catch { throw .system(error) }
         }
     }
 

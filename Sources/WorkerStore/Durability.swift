@@ -27,8 +27,13 @@ package enum Durability: Sendable, Equatable {
             try Self.sync(root, O_RDONLY | O_DIRECTORY) { worker_syncfs($0) }
         case .eachFile:
             for file in files() { try Self.sync(file, O_RDONLY | O_NOFOLLOW) { fdatasync($0) } }
-            for folder in folders() { try Self.sync(folder, O_RDONLY | O_DIRECTORY) { fsync($0) } }
+            for folder in folders() { try Self.flushFolder(folder) }
         }
+    }
+
+    /// Flushes the folder at `path` (its names).
+    package static func flushFolder(_ path: String) throws(SystemError) {
+        try sync(path, O_RDONLY | O_DIRECTORY) { fsync($0) }
     }
 
     /// Flushes the folder open at `fd` (its names), naming it `shown` when that fails.
