@@ -16,13 +16,18 @@ Usage (run before a release; not in CI's time budget):
 
     scripts/plants.sh [NAME …]        # every plant, or the ones named
 
+Each run writes its outcomes into docs/PLANTS.md (a row per plant: the outcome, the tests that
+caught it, the commit and date of the run); plants not run keep their row, and rows of plants that
+no longer exist are dropped.
+
 The copy is built once (`swift build --build-tests`), then each plant is applied, the changed
 module built again, its tests run and the file put back. Each plant ends as one of: caught,
 MISSED (a missing test, to be written), no longer applies (its `find` is not in the file once),
 does not build.
 """
+import datetime
 import os
-import shutil
+import re
 import subprocess
 import sys
 
@@ -52,9 +57,49 @@ def run(command, cwd, log):
         return subprocess.run(command, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT).returncode
 
 
+RECORD = os.path.join(ROOT, "docs", "PLANTS.md")
+RECORD_HEAD = """# Plants
+
+Each plant is a mistake a reviewer would fear, put into a scratch copy of the sources; the tests
+named for it must fail. A missed plant is a missing test, to be written. `scripts/plants.sh`
+(every plant) or `scripts/plants.sh NAME …` (the ones named) writes this table; see
+`Tests/plants/` for each plant's lines and `scripts/plants.py` for how a plant is run.
+
+"""
+
+
+def read_record():
+    """The record's rows, by plant name: [outcome, tests, commit, date]."""
+    rows = {}
+    if not os.path.exists(RECORD):
+        return rows
+    for line in open(RECORD, encoding="utf-8"):
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if len(cells) == 6 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells[2:]
+    return rows
+
+
+def write_record(names_all, rows, whys):
+    caught = sum(1 for name in names_all if rows.get(name, [""])[0] == "caught")
+    lines = [RECORD_HEAD, f"{caught} of {len(names_all)} plants caught.\n\n",
+             "| plant | the mistake | outcome | tests that must catch it | commit | run |\n",
+             "|---|---|---|---|---|---|\n"]
+    for name in names_all:
+        outcome, tests, commit, date = rows.get(name, ["not run", "", "", ""])
+        lines.append(f"| `{name}` | {whys[name]} | {outcome} | {tests} | {commit} | {date} |\n")
+    open(RECORD, "w", encoding="utf-8").write("".join(lines))
+
+
 def main():
     folder = os.path.join(ROOT, "Tests", "plants")
-    names = sys.argv[1:] or sorted(name[:-6] for name in os.listdir(folder) if name.endswith(".plant"))
+    every = sorted(name[:-6] for name in os.listdir(folder) if name.endswith(".plant"))
+    names = sys.argv[1:] or every
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    if subprocess.run(["git", "status", "--porcelain", "--", "Sources", "Tests", "Package.swift"], cwd=ROOT,
+                      capture_output=True, text=True).stdout.strip():
+        commit += " (uncommitted changes)"
+    today = datetime.date.today().isoformat()
     scratch = os.environ.get("WORKER_PLANTS_DIR", "/tmp/worker-plants")
     copy = os.path.join(scratch, "src")
     log = os.path.join(scratch, "plants.log")
@@ -84,6 +129,12 @@ def main():
         results.append((name, outcome, header.get("why", "")))
         print(f"{name}: {outcome}", flush=True)
     run(["swift", "build", "--build-tests"], copy, log)
+    rows = read_record()
+    whys = {name: read_plant(os.path.join(folder, name + ".plant"))[0].get("why", "").replace("|", "\\|") for name in every}
+    for name, outcome, _ in results:
+        tests = read_plant(os.path.join(folder, name + ".plant"))[0].get("tests", "")
+        rows[name] = [outcome, "`" + tests.replace("|", "\\|") + "`", commit, today]
+    write_record(every, rows, whys)
     caught = sum(1 for _, outcome, _ in results if outcome == "caught")
     print(f"\n{caught} of {len(results)} plants caught (log: {log})")
     for name, outcome, why in results:

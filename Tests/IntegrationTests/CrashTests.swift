@@ -145,6 +145,61 @@ import WorkerTestSupport
         #expect(killedMidRun * 3 >= kills, "only \(killedMidRun) of \(kills) kills landed mid-run")
     }
 
+    /// `kill -9` while a large tree is being linked, placed by the publish's own progress (the
+    /// version being built holds a few thousand of its files), not by timing: the link still names
+    /// the version before, and the next run builds the new one whole instead of taking what the
+    /// killed run left for built.
+    @Test func aKillWhileALargeTreeIsLinkedLeavesNoHalfVersion() async throws {
+        let directory = TemporaryDirectory()
+        let count = 20_000
+        for file in 0..<count { directory.write("site/f\(file).txt", "file \(file)\n") }
+        let cache = directory.path + "/cache"
+        let tree = directory.path + "/tree"
+        let versions = directory.path + "/.tree.worker"
+        func manifest(_ folder: String) -> String {
+            directory.write("site/\(folder).yaml", "version: 1\nentries:\n"
+                + (0..<count).map { "  - url: f\($0).txt\n    path: \(folder)/f\($0).txt\n" }.joined())
+        }
+        func complete(_ folder: String) -> Bool {
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: tree + "/" + folder)) ?? []
+            return files.count == count
+                && (0..<count).allSatisfy { (try? String(contentsOfFile: "\(tree)/\(folder)/f\($0).txt", encoding: .utf8)) == "file \($0)\n" }
+        }
+        let warm = try await WorkerBinary.run(["sync", manifest("a"), "--cache-dir", cache, "--tree", tree, "-q"], seconds: 600)
+        #expect(warm.code == 0, "\(warm.stderr)")
+        let before = try FileManager.default.destinationOfSymbolicLink(atPath: tree)
+        let previous = (before as NSString).lastPathComponent
+        #expect(complete("a"))
+
+        // The same objects under other paths: the run is the publish alone.
+        let process = try WorkerBinary.spawn(["sync", manifest("b"), "--cache-dir", cache, "--tree", tree, "-q"],
+                                             log: directory.path + "/killed.log")
+        var linkedAtKill = 0
+        while process.isRunning {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: versions)) ?? []
+            for name in names where name != "lock" && name != previous {
+                let linked = (try? FileManager.default.contentsOfDirectory(atPath: versions + "/" + name + "/b"))?.count ?? 0
+                if linked >= 3000 && linked < count { linkedAtKill = linked }
+            }
+            if linkedAtKill > 0 {
+                kill(process.processIdentifier, SIGKILL)
+                break
+            }
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
+        await process.exited()
+        try #require(linkedAtKill > 0, "the publish ended before 3,000 of its \(count) files were seen linked")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: tree) == before, "the link moved while the version was half built")
+        #expect(complete("a"))
+
+        let next = try await WorkerBinary.run(["sync", manifest("b"), "--cache-dir", cache, "--tree", tree, "-q"], seconds: 600)
+        #expect(next.code == 0, "\(next.stderr)")
+        let served = (try? FileManager.default.contentsOfDirectory(atPath: tree + "/b"))?.count ?? 0
+        #expect(complete("b"), "killed with \(linkedAtKill) files linked, the next run links a version holding \(served) of \(count)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: versions)) ?? []
+        #expect(left.filter { $0.hasPrefix(".") }.isEmpty, "half-built versions removed: \(left)")
+    }
+
     private func verify(_ harness: Harness) async throws -> [String: Any] {
         let path = harness.directory.path + "/verify.json"
         let result = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", path, "-q"])

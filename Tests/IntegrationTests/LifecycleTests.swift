@@ -34,6 +34,7 @@ import WorkerStore
         #expect(manifests.first?["entries"] as? Int == 4)
         #expect((status["failures"] as? [[String: Any]])?.first?["reason"] as? String == "http_status")
         let text = try await WorkerBinary.run(["status", "--cache-dir", harness.cache])
+        #expect(text.code == 0, "\(text.stderr)")
         #expect(text.stdout.contains("entries    3"))
         #expect(text.stdout.contains("failed     1 entry pending"))
 

@@ -61,6 +61,7 @@ import WorkerTestSupport
         #expect(lines.count <= 12, "\(lines.count) lines on stderr")
 
         let status = try await WorkerBinary.run(["status", "--cache-dir", healthy.cache])
+        #expect(status.code == 0, "\(status.stderr)")
         #expect(status.stdout.contains("unhealthy  http://127.0.0.1:\(port) since"), "\(status.stdout)")
 
         // The origin comes back: the next run probes it, then syncs everything from it.
@@ -72,6 +73,7 @@ import WorkerTestSupport
         #expect(second.code == 0, "\(second.stderr)")
         #expect(second.stdout.contains("added 300"), "\(second.stdout)")
         let after = try await WorkerBinary.run(["status", "--cache-dir", healthy.cache])
+        #expect(after.code == 0, "\(after.stderr)")
         #expect(!after.stdout.contains("unhealthy"), "forgotten once it answers")
     }
 
@@ -301,6 +303,7 @@ import WorkerTestSupport
         let index = try CacheIndex(path: cache + "/index.sqlite", create: false, readOnly: true)
         #expect(try index.journalMode() == "delete")
         let status = try await WorkerBinary.run(["status", "--cache-dir", cache], environment: ["WORKER_NETWORK_FS": "1"])
+        #expect(status.code == 0, "\(status.stderr)")
         #expect(status.stdout.contains("rollback journal"), "\(status.stdout)")
         #expect(FileSystemKind.of("/", environment: [:]) == .local, "this machine's disk is local")
     }

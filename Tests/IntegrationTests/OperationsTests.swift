@@ -178,6 +178,7 @@ import WorkerSupport
         let manifest = harness.manifest([("/f/p", harness.serve("p")), ("/status/503", nil)])
         let shown = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
                                           "-v", "--log-format", "json"])
+        #expect(shown.code == 1, "one entry fails: \(shown.stderr)")
         // With --log-format json every stderr line is a JSON object: progress and failures too.
         let lines = shown.stderr.split(separator: "\n")
         #expect(!lines.isEmpty)
@@ -190,9 +191,11 @@ import WorkerSupport
         #expect(messages.filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 2/2 entries") == true)
         #expect(messages.contains { $0.hasPrefix("failed: ") && $0.contains("HTTP 503") })
         let plain = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "0"])
+        #expect(plain.code == 1)
         #expect(plain.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 1/1 entries") == true,
                 "\(plain.stderr)")
         let quiet = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
+        #expect(quiet.code == 1 && !quiet.stderr.isEmpty, "the failure is still said: \(quiet.stderr)")
         #expect(!quiet.stderr.contains("progress:"))
     }
 

@@ -30,12 +30,15 @@ import WorkerTestSupport
 
     @Test func helpIsGroupedWithExamples() async throws {
         let help = try await WorkerBinary.run(["sync", "--help"])
+        #expect(help.code == 0)
         for title in ["NETWORK", "REPORTS AND OUTPUT", "SCHEDULING", "CACHE", "Examples:"] {
             #expect(help.stdout.contains(title), "\(title)\n\(help.stdout)")
         }
         for command in ["get", "plan", "status", "verify", "gc", "path", "rm", "clear", "export", "fingerprint", "manifest",
                         "completion"] {
-            let text = try await WorkerBinary.run([command, "--help"]).stdout
+            let shown = try await WorkerBinary.run([command, "--help"])
+            #expect(shown.code == 0, "\(command): \(shown.stderr)")
+            let text = shown.stdout
             let examples = text.components(separatedBy: "Examples:").last?.split(separator: "\n")
                 .prefix { !$0.isEmpty }.filter { $0.hasPrefix("  worker ") || $0.contains("worker ") } ?? []
             #expect(text.contains("Examples:") && examples.count >= 2, "\(command): \(text)")

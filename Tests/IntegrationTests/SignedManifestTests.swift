@@ -27,6 +27,10 @@ import WorkerTestSupport
         deinit { server.stop() }
 
         var url: String { "http://127.0.0.1:\(server.port)/avatars.yaml" }
+        /// The mtime of the last publish: each publish gets a second of its own. nginx's ETag is
+        /// the size and the second of the mtime, and two versions of one size written within a
+        /// second would otherwise look the same to a conditional request.
+        private var publishedAt = 0.0
 
         /// Serves `files` (name → text) under files/ and a manifest of them (relative URLs,
         /// resolved against the manifest's own URL) with these header lines; signs it unless told not to.
@@ -41,6 +45,12 @@ import WorkerTestSupport
                 let signed = try await Self.tool("/usr/bin/minisign", ["-S", "-s", directory.path + "/key.sec", "-m", manifest,
                                                                        "-t", "avatars"], takingSlot: takingSlot)
                 #expect(signed.code == 0, "minisign -S: \(signed.stderr)")
+            }
+            publishedAt = max(Date().timeIntervalSince1970.rounded(.down), publishedAt + 1)
+            let second = Date(timeIntervalSince1970: publishedAt)
+            for path in [manifest, manifest + ".minisig"] + files.keys.map({ www + "/files/" + $0 })
+            where FileManager.default.fileExists(atPath: path) {
+                try FileManager.default.setAttributes([.modificationDate: second], ofItemAtPath: path)
             }
             return yaml
         }

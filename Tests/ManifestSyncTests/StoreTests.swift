@@ -60,12 +60,19 @@ import WorkerTestSupport
         withExtendedLifetime(first) {}
     }
 
+    /// Held, the lock refuses a second holder; released (by `release()` or by going away), it is
+    /// free again, and the next holder holds it as the first did.
     @Test func lockIsFreeAgainWhenReleased() async throws {
         let directory = TemporaryDirectory()
         var first: CacheLock? = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
+        await #expect(throws: CacheError.self) { _ = try await CacheLock(directory: directory.path, wait: 0, context: RunContext()) }
         withExtendedLifetime(first) {}
         first = nil
-        _ = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
+        let second = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
+        await #expect(throws: CacheError.self) { _ = try await CacheLock(directory: directory.path, wait: 0, context: RunContext()) }
+        second.release()
+        let third = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
+        withExtendedLifetime(third) {}
     }
 
     @Test func storeLaysOutObjectsByHash() throws {
