@@ -9,8 +9,8 @@ import WorkerStore
 /// authorities. libcurl is loaded the first time a run starts engines, or ahead of it on its own
 /// thread when asked to `prepare`; the rest of the program never links it (this target is the
 /// only one that imports `CCurl`).
-public struct CurlTransport: Transport {
-    public init() {}
+package struct CurlTransport: Transport {
+    package init() {}
 
     package func prepare() {
         Libcurl.loadAhead()

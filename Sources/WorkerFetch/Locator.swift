@@ -6,20 +6,20 @@ import WorkerStore
 /// An `s3://` URL becomes its endpoint's URL with the run's AWS signing; that URL, like an http(s)
 /// one, goes where `--rewrite` sends it (a bucket's endpoint behind an internal proxy). A `FetchRequest` holds the resulting locations; everything after
 /// (the breaker, the window, retries, resume, rate limits) works on them alike.
-public struct Locator: Sendable, Equatable {
-    public var rewrite = URLRewrite()
+package struct Locator: Sendable, Equatable {
+    package var rewrite = URLRewrite()
     /// How `s3://` URLs are reached: resolved from the AWS environment when a run has some
     /// (`resolvingS3`); nil before (unsigned, AWS's endpoint).
-    public var s3: S3Access?
+    package var s3: S3Access?
     /// How `oci://` blobs are authorized: what each registry asked for (`authorizing`).
-    public var registries = RegistryAccess()
+    package var registries = RegistryAccess()
 
-    public init() {}
+    package init() {}
 
     /// This locator with the AWS settings resolved from `environment` when `needed` (the run has
     /// `s3://` URLs) and not yet done; an unreadable file or a profile that is nowhere is an
     /// error (exit 2).
-    public func resolvingS3(if needed: Bool,
+    package func resolvingS3(if needed: Bool,
                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(CacheError) -> Locator {
         guard s3 == nil, needed else { return self }
         switch S3Access.resolve(environment: environment) {

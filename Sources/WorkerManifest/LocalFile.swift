@@ -3,22 +3,22 @@ import Glibc
 
 /// `file://` URLs: what a relative entry of a manifest without `base_url` resolves to. Never
 /// written in a manifest (no role), never fetched over a network (no origin).
-public struct FileKind: URLKind {
-    public var id: URLKindID { .file }
-    public var schemes: [String] { Self.schemes }
+package struct FileKind: URLKind {
+    package var id: URLKindID { .file }
+    package var schemes: [String] { Self.schemes }
     private static let schemes = ["file"]
-    public var roles: URLRoles { [] }
-    public var literalPaths: Bool { false }
+    package var roles: URLRoles { [] }
+    package var literalPaths: Bool { false }
 
-    public func origin(of url: String) -> (origin: Origin, rest: Substring)? { nil }
+    package func origin(of url: String) -> (origin: Origin, rest: Substring)? { nil }
 
-    public func problem(entry url: String) -> String? {
+    package func problem(entry url: String) -> String? {
         "URL scheme 'file' is not allowed (only \(URLKinds.schemes(with: .remote)))"
     }
 
-    public func problem(prefix: String) -> String? { " may not be a file:// URL" }
+    package func problem(prefix: String) -> String? { " may not be a file:// URL" }
 
-    public func treePath(written: String) -> Result<String, TreePathProblem> {
+    package func treePath(written: String) -> Result<String, TreePathProblem> {
         TreePath.derived(fromURL: written)
     }
 }

@@ -1,28 +1,28 @@
 /// One HTTP header sent with every request of a manifest. The value may be a secret.
-public struct RequestHeader: Sendable, Equatable {
-    public let name: String
-    public let value: String
+package struct RequestHeader: Sendable, Equatable {
+    package let name: String
+    package let value: String
 }
 
 /// A validated manifest: its metadata; its entries live in the `ManifestSet`.
-public struct Manifest: Sendable {
-    public let path: String
-    public let name: String
-    public let baseURL: String?
-    public let headers: [RequestHeader]
+package struct Manifest: Sendable {
+    package let path: String
+    package let name: String
+    package let baseURL: String?
+    package let headers: [RequestHeader]
     /// The manifest's folder (absolute, symlinks resolved): where relative entries live without `base_url`.
-    public let localRoot: String
+    package let localRoot: String
     /// How many entries the file lists (before merging URLs listed more than once).
-    public let entryCount: Int
+    package let entryCount: Int
     /// The top-level `mirrors`: for its entries pinned by a hash, after their own.
-    public var mirrors = ManifestMirrors()
+    package var mirrors = ManifestMirrors()
     /// The header's `serial` and `expires` (Unix seconds), when written.
-    public var serial: Int64?
-    public var expires: Double?
-    public var serialPosition: (line: Int, column: Int) = (0, 0)
+    package var serial: Int64?
+    package var expires: Double?
+    package var serialPosition: (line: Int, column: Int) = (0, 0)
     /// Where `name` is written; nil when the manifest has none (its name is its file's).
-    public var namePosition: (line: Int, column: Int)?
-    public var expiresPosition: (line: Int, column: Int) = (0, 0)
+    package var namePosition: (line: Int, column: Int)?
+    package var expiresPosition: (line: Int, column: Int) = (0, 0)
 
     package init(
         path: String,
@@ -44,20 +44,20 @@ public struct Manifest: Sendable {
 }
 
 /// Every manifest of a run, validated, with their entries merged: one entry per distinct URL.
-public struct ManifestSet: Sendable {
-    public let manifests: [Manifest]
-    public let entries: ManifestEntries
+package struct ManifestSet: Sendable {
+    package let manifests: [Manifest]
+    package let entries: ManifestEntries
     /// Every entry's place in a tree, sorted by path (an entry listed at two paths is there
     /// twice); empty unless the loader was asked for it (`ManifestLoader.collectsTree`).
-    public let tree: [TreeEntry]
+    package let tree: [TreeEntry]
 
-    public init(manifests: [Manifest], entries: ManifestEntries, tree: [TreeEntry] = []) {
+    package init(manifests: [Manifest], entries: ManifestEntries, tree: [TreeEntry] = []) {
         self.manifests = manifests
         self.entries = entries
         self.tree = tree
     }
 
-    public init(manifests: [Manifest], entries: [ManifestEntry], tree: [TreeEntry] = []) {
+    package init(manifests: [Manifest], entries: [ManifestEntry], tree: [TreeEntry] = []) {
         self.init(manifests: manifests, entries: ManifestEntries(entries), tree: tree)
     }
 }

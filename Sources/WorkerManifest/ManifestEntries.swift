@@ -4,7 +4,7 @@
 /// costs ~120 bytes plus its URL's allocation; here 32 bytes plus the URL's and the digest's own
 /// bytes, and a million entries are read without a string each. Entries are made as they are read
 /// (`self[i]`); `withURL(at:)` and `hash(at:)` read one field.
-public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
+package struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
     /// One entry's fixed part.
     private struct Fixed {
         /// Where the entry's URL starts in `text`; its digest (if any) follows the URL.
@@ -23,41 +23,41 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
     /// The `mirrors` of the few entries that list them, by position.
     private var mirrorLists: [Int32: [String]] = [:]
 
-    public init() {}
+    package init() {}
 
-    public init(_ entries: some Sequence<ManifestEntry>) {
+    package init(_ entries: some Sequence<ManifestEntry>) {
         for entry in entries { append(entry) }
     }
 
-    public init(arrayLiteral entries: ManifestEntry...) {
+    package init(arrayLiteral entries: ManifestEntry...) {
         self.init(entries)
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { fixed.count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { fixed.count }
 
     /// The entry at `position`, its strings made now.
-    public subscript(position: Int) -> ManifestEntry {
+    package subscript(position: Int) -> ManifestEntry {
         ManifestEntry(url: url(at: position), hash: hash(at: position), manifest: Int(fixed[position].manifest),
                       line: Int(fixed[position].line), column: Int(fixed[position].column), mirrors: mirrors(at: position))
     }
 
-    public func url(at position: Int) -> String {
+    package func url(at position: Int) -> String {
         withURL(at: position) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with the URL's UTF-8 bytes, in place.
-    public func withURL<T>(at position: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+    package func withURL<T>(at position: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T {
         let entry = fixed[position]
         return text.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[entry.start..<entry.start + Int(entry.urlCount)])) }
     }
 
     /// The position of the manifest that listed the entry at `position`.
-    public func manifest(at position: Int) -> Int {
+    package func manifest(at position: Int) -> Int {
         Int(fixed[position].manifest)
     }
 
-    public func hash(at position: Int) -> ContentHash? {
+    package func hash(at position: Int) -> ContentHash? {
         let entry = fixed[position]
         guard entry.algorithm > 0 else { return nil }
         let algorithm = HashAlgorithm.allCases[Int(entry.algorithm) - 1]
@@ -65,7 +65,7 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
         return ContentHash(algorithm: algorithm, digest: text[digest..<digest + algorithm.byteCount])
     }
 
-    public func mirrors(at position: Int) -> [String] {
+    package func mirrors(at position: Int) -> [String] {
         fixed[position].hasMirrors ? mirrorLists[Int32(position)] ?? [] : []
     }
 
@@ -76,7 +76,7 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
         text.reserveCapacity(textBytes)
     }
 
-    public mutating func append(_ entry: ManifestEntry) {
+    package mutating func append(_ entry: ManifestEntry) {
         append(url: entry.url, hash: entry.hash, manifest: entry.manifest, line: entry.line, column: entry.column,
                mirrors: entry.mirrors)
     }
@@ -110,7 +110,7 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
         setMirrors(own + mirrors.filter { !own.contains($0) }, at: position)
     }
 
-    public static func == (lhs: Self, rhs: Self) -> Bool {
+    package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.elementsEqual(rhs)
     }
 

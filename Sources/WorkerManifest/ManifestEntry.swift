@@ -1,14 +1,14 @@
 /// One entry to keep in the cache: a resolved URL and, optionally, the content hash it must have.
-public struct ManifestEntry: Sendable, Equatable {
+package struct ManifestEntry: Sendable, Equatable {
     /// Absolute `http`/`https` URL, or `file://` + absolute path for entries local to the manifest.
-    public let url: String
-    public let hash: ContentHash?
+    package let url: String
+    package let hash: ContentHash?
     /// Index into `ManifestSet.manifests` of the manifest that first listed this URL.
-    public let manifest: Int
-    public let line: Int
-    public let column: Int
+    package let manifest: Int
+    package let line: Int
+    package let column: Int
     /// The entry's own `mirrors` (absolute http(s) URLs), tried in order after its URL fails.
-    public var mirrors: [String] = []
+    package var mirrors: [String] = []
 
     package init(url: String, hash: ContentHash? = nil, manifest: Int, line: Int, column: Int, mirrors: [String] = []) {
         self.url = url

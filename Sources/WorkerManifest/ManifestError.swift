@@ -1,9 +1,9 @@
 import WorkerSupport
 
 /// A manifest problem with the place it was found, printed as `path:line:column: message`.
-public struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, as far as the rest of the load cares.
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// The file could not be opened or read: nothing in it was checked.
         case unreadable
         /// libyaml gave up: the file ends at this point, later problems are unknown.
@@ -12,14 +12,14 @@ public struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConver
         case content
     }
 
-    public let kind: Kind
-    public let path: String
+    package let kind: Kind
+    package let path: String
     /// 1-based; 0 when the problem has no position (the file could not be read).
-    public let line: Int
-    public let column: Int
-    public let message: String
+    package let line: Int
+    package let column: Int
+    package let message: String
 
-    public init(path: String, line: Int, column: Int, message: String, kind: Kind = .content) {
+    package init(path: String, line: Int, column: Int, message: String, kind: Kind = .content) {
         self.kind = kind
         self.path = path
         self.line = line
@@ -27,18 +27,18 @@ public struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConver
         self.message = message
     }
 
-    public var description: String {
+    package var description: String {
         line > 0 ? "\(path):\(line):\(column): \(message)" : "\(path): \(message)"
     }
 }
 
 /// One or more manifest problems; the run stops before any network or cache access.
-public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
-    public let diagnostics: [ManifestDiagnostic]
+package struct ManifestErrors: Error, Sendable, CustomStringConvertible {
+    package let diagnostics: [ManifestDiagnostic]
     /// True when more problems were found than `diagnostics` holds.
-    public let truncated: Bool
+    package let truncated: Bool
 
-    public var description: String {
+    package var description: String {
         diagnostics.map(\.description).joined(separator: "\n") + (truncated ? "\n(more errors not shown)" : "")
     }
 
@@ -50,6 +50,6 @@ public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
 
 /// Manifests that cannot be used end the run as input that cannot be used, every problem located.
 extension ManifestErrors: ExitClassified {
-    public var exitClass: ExitClass { .usage }
-    public var exitMessage: String { description }
+    package var exitClass: ExitClass { .usage }
+    package var exitMessage: String { description }
 }

@@ -4,28 +4,28 @@ import WorkerSupport
 
 /// Reads and validates manifests completely (a streaming pass each) before anything else happens:
 /// URL resolution, `${VAR}` expansion, and the same URL listed with two hashes.
-public struct ManifestLoader {
-    public var environment: [String: String]
-    public var maxDiagnostics = 50
+package struct ManifestLoader {
+    package var environment: [String: String]
+    package var maxDiagnostics = 50
     /// Expand `${VAR}` in header values (off for `worker fingerprint`, which never needs them).
-    public var expandsHeaders = true
+    package var expandsHeaders = true
     /// Collect and check every entry's tree path (`--tree`, `export --layout tree`): a URL
     /// without a usable path, two entries at one path, a file where another needs a folder.
     /// (An explicit `path:` is checked whatever this says, and against the other explicit ones.)
-    public var collectsTree = false
+    package var collectsTree = false
     /// Manifests read from a copy of a remote one: the copy's path → the URL it came from. Errors
     /// and the report name the URL; relative entries resolve against it (unless `base_url` is set).
-    public var remoteSources: [String: String] = [:]
+    package var remoteSources: [String: String] = [:]
     /// The only variables a remote manifest's `${VAR}` may read (`--manifest-env`): whoever
     /// publishes or serves it must not read the runner's environment.
-    public var remoteEnvironment: Set<String> = []
+    package var remoteEnvironment: Set<String> = []
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
     }
 
     /// Loads every manifest; throws `ManifestErrors` listing each problem as `path:line:column`.
-    public func load(paths: [String]) throws(ManifestErrors) -> ManifestSet {
+    package func load(paths: [String]) throws(ManifestErrors) -> ManifestSet {
         var diagnostics: [ManifestDiagnostic] = []
         var manifests: [Manifest] = []
         var collector = EntryCollector(collectsTree: collectsTree)

@@ -2,8 +2,8 @@ import WorkerManifest
 import WorkerStore
 
 /// What a sync will do with one manifest entry.
-public struct PlannedEntry: Sendable {
-    public enum Action: Sendable, Equatable {
+package struct PlannedEntry: Sendable {
+    package enum Action: Sendable, Equatable {
         /// The index has this URL at this hash and the object is present.
         case keep
         /// Missing or changed: download it.
@@ -20,13 +20,13 @@ public struct PlannedEntry: Sendable {
         case repair
     }
 
-    public let entry: ManifestEntry
-    public let action: Action
+    package let entry: ManifestEntry
+    package let action: Action
     /// The URL's current row, if it has one.
-    public let previous: IndexRow?
+    package let previous: IndexRow?
 
     /// The status this entry will have if its action succeeds.
-    public var plannedStatus: EntryStatus {
+    package var plannedStatus: EntryStatus {
         switch action {
         case .keep, .revalidate: .unchanged
         case .refresh: previous == nil ? .added : .unchanged
@@ -37,7 +37,7 @@ public struct PlannedEntry: Sendable {
     }
 
     /// True when the URL is stored at another version (its hash changed).
-    public var isUpdate: Bool {
+    package var isUpdate: Bool {
         Self.isUpdate(of: previous, to: entry.hash)
     }
 

@@ -4,22 +4,22 @@ import WorkerSupport
 
 /// Diffs manifests against the index: which entries are unchanged, need a download, or can reuse
 /// content already stored under another URL; and which index rows no manifest names.
-public struct Planner {
+package struct Planner {
     /// Tells whether an object file is present; checked once per distinct object.
-    public var objectExists: (String) -> Bool
+    package var objectExists: (String) -> Bool
     /// Finds stored content by hash (the index answers this with its own lookups); nil: scan the
     /// records given to `plan`.
-    public var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
+    package var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
     /// Plan a conditional request for every cached entry without a hash.
-    public var revalidate = false
+    package var revalidate = false
     /// Download every entry again, whatever the index says (SDWebImage's RefreshCached).
-    public var refresh = false
+    package var refresh = false
     /// Download every entry without a hash again (a cache whose rows this run cannot vouch for).
-    public var refreshUnpinned = false
+    package var refreshUnpinned = false
     /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
-    public var shard = Shard.all
+    package var shard = Shard.all
     /// URLs that are never orphans (remote manifests and their signatures, kept for their ETags).
-    public var kept: Set<String> = []
+    package var kept: Set<String> = []
     /// The size of an object file (nil: absent), checked once per object: with it, a row whose
     /// object is there but of another size (changed on disk) is fetched again (`.repair`).
     package var objectSize: ((String) -> Int64?)?
@@ -29,13 +29,13 @@ public struct Planner {
     /// How the index keys an entry's URL (`CacheIndex.key`: without user info in a shared cache).
     package var urlKey: ((String) -> String)?
 
-    public init(objectExists: @escaping (String) -> Bool,
+    package init(objectExists: @escaping (String) -> Bool,
                 storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
         self.objectExists = objectExists
         self.storedObject = storedObject
     }
 
-    public func plan(_ manifests: ManifestSet, records: IndexRows) -> SyncPlan {
+    package func plan(_ manifests: ManifestSet, records: IndexRows) -> SyncPlan {
         /// Stored content by hash, built only if some entry needs content and no lookup was given.
         var scanned: StoredContent?
         func stored(_ hash: ContentHash) -> (object: String, size: Int64)? {

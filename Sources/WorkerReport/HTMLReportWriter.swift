@@ -8,18 +8,18 @@ import WorkerSupport
 /// updated (old and new side by side) or failed (with the version still served), as thumbnails
 /// embedded from the cache. No external resource, no script. Written as well-formed XHTML (void
 /// elements closed), so XML tools can read it too.
-public struct HTMLReportWriter: ReportFormat {
-    public init() {}
+package struct HTMLReportWriter: ReportFormat {
+    package init() {}
 
-    public var option: String { "--report-html" }
+    package var option: String { "--report-html" }
 
-    public func recognizes(_ head: String) -> Bool {
+    package func recognizes(_ head: String) -> Bool {
         head.hasPrefix("<!DOCTYPE html>") && head.contains("<title>worker sync")
     }
 
-    public var rows: ReportRowNeeds { .changed }
+    package var rows: ReportRowNeeds { .changed }
 
-    public func data(_ report: SyncReport, success: Bool) throws -> Data {
+    package func data(_ report: SyncReport, success: Bool) throws -> Data {
         Data(Self.html(report).utf8)
     }
 
@@ -28,7 +28,7 @@ public struct HTMLReportWriter: ReportFormat {
     /// Cards per section at most; the rest is counted.
     static let cardLimit = 300
 
-    public static func html(_ report: SyncReport) -> String {
+    package static func html(_ report: SyncReport) -> String {
         let totals = report.totals
         let names = report.manifests.map(\.name).joined(separator: ", ")
         var body = """

@@ -4,22 +4,22 @@ import WorkerFetch
 import WorkerSupport
 
 /// A Markdown summary for CI pages (`$GITHUB_STEP_SUMMARY`): totals, then the failed entries.
-public struct MarkdownSummaryWriter: ReportFormat {
-    public init() {}
+package struct MarkdownSummaryWriter: ReportFormat {
+    package init() {}
 
-    public var option: String { "--summary-md" }
+    package var option: String { "--summary-md" }
 
-    public func recognizes(_ head: String) -> Bool {
+    package func recognizes(_ head: String) -> Bool {
         head.hasPrefix("### ") && head.contains("worker sync")
     }
 
-    public var rows: ReportRowNeeds { .changed }
+    package var rows: ReportRowNeeds { .changed }
 
-    public func data(_ report: SyncReport, success: Bool) throws -> Data {
+    package func data(_ report: SyncReport, success: Bool) throws -> Data {
         Data(Self.markdown(report).utf8)
     }
 
-    public static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
+    package static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
         let totals = report.totals
         let names = report.manifests.map { Sanitize.markdown($0.name) }.joined(separator: ", ")
         let icon = totals.failed == 0 && report.error == nil ? "✅" : "❌"

@@ -4,12 +4,12 @@ import WorkerStore
 import WorkerSupport
 
 /// `worker verify --report`'s JSON, as the guard knows it.
-public struct VerifyReportFormat: OutputFormat {
-    public init() {}
+package struct VerifyReportFormat: OutputFormat {
+    package init() {}
 
-    public var option: String { "--report" }
+    package var option: String { "--report" }
 
-    public func recognizes(_ head: String) -> Bool {
+    package func recognizes(_ head: String) -> Bool {
         head.hasPrefix("{") && head.contains("\"bytes_checked\"")
     }
 }
@@ -19,9 +19,9 @@ public struct VerifyReportFormat: OutputFormat {
 /// earlier output of the same format (`OutputFormat.recognizes`). `worker sync --report
 /// manifests/*.yaml` (the shell hands the first manifest to `--report`) must fail, not overwrite
 /// it with JSON.
-public enum OutputGuard {
+package enum OutputGuard {
     /// A message naming the option and the file when an output may not be written, else nil.
-    public static func problem(outputs: [(format: any OutputFormat, path: String)], manifests: [String]) -> String? {
+    package static func problem(outputs: [(format: any OutputFormat, path: String)], manifests: [String]) -> String? {
         let inputs = manifests.compactMap(identity)
         var seen: [String: any OutputFormat] = [:]
         for (format, path) in outputs {
@@ -52,7 +52,7 @@ public enum OutputGuard {
 
     /// Why a file cannot be created at `path` (its folder is missing, is not a folder, or is not
     /// writable), or nil. Checked before the run, so a sync does not do its work for nothing.
-    public static func folderProblem(_ path: String) -> String? {
+    package static func folderProblem(_ path: String) -> String? {
         let folder = PathName.parent(URL(fileURLWithPath: path).standardizedFileURL.path)
         var info = stat()
         guard stat(folder, &info) == 0 else {

@@ -5,7 +5,7 @@ import WorkerPlan
 /// compact rows: a million-entry report is written without a million `Entry` values in memory).
 /// Each row's status is known without making the row, so a writer that lists only some statuses
 /// makes only those rows (`with(_:)`).
-public struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
+package struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
     private let positions: [Int]?
     private let count_: Int
     private let statusAt: @Sendable (Int) -> EntryStatus
@@ -20,11 +20,11 @@ public struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Equ
         self.make = make
     }
 
-    public init(_ rows: [SyncReport.Entry]) {
+    package init(_ rows: [SyncReport.Entry]) {
         self.init(count: rows.count, status: { rows[$0].status }, make: { rows[$0] })
     }
 
-    public init(arrayLiteral rows: SyncReport.Entry...) {
+    package init(arrayLiteral rows: SyncReport.Entry...) {
         self.init(rows)
     }
 
@@ -35,19 +35,19 @@ public struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Equ
         make = rows.make
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { count_ }
-    public subscript(position: Int) -> SyncReport.Entry { make(positions?[position] ?? position) }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { count_ }
+    package subscript(position: Int) -> SyncReport.Entry { make(positions?[position] ?? position) }
 
     /// The status of the row at `position`, without making the row.
-    public func status(at position: Int) -> EntryStatus { statusAt(positions?[position] ?? position) }
+    package func status(at position: Int) -> EntryStatus { statusAt(positions?[position] ?? position) }
 
     /// The rows whose status `keep` takes, in order, each made only when read.
-    public func with(_ keep: (EntryStatus) -> Bool) -> ReportRows {
+    package func with(_ keep: (EntryStatus) -> Bool) -> ReportRows {
         ReportRows(positions: indices.filter { keep(status(at: $0)) }.map { positions?[$0] ?? $0 }, of: self)
     }
 
-    public static func == (a: ReportRows, b: ReportRows) -> Bool {
+    package static func == (a: ReportRows, b: ReportRows) -> Bool {
         a.elementsEqual(b)
     }
 }

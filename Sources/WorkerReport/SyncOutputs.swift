@@ -7,14 +7,14 @@ import WorkerSupport
 /// The files a sync writes besides the cache, each in its format (`ReportFormat`). Written by
 /// the engine at the end of the run, under its lock, before the previous versions of updated
 /// entries are deleted (the HTML report shows them as "before").
-public struct SyncOutputs: Sendable {
+package struct SyncOutputs: Sendable {
     /// One file: its format, its path, and whether it is appended to (a file others write too).
-    public struct File: Sendable {
-        public let format: any ReportFormat
-        public let path: String
-        public let appends: Bool
+    package struct File: Sendable {
+        package let format: any ReportFormat
+        package let path: String
+        package let appends: Bool
 
-        public init(_ format: any ReportFormat, _ path: String, appends: Bool = false) {
+        package init(_ format: any ReportFormat, _ path: String, appends: Bool = false) {
             self.format = format
             self.path = path
             self.appends = appends
@@ -22,9 +22,9 @@ public struct SyncOutputs: Sendable {
     }
 
     /// In the order they are written.
-    public var files: [File] = []
+    package var files: [File] = []
 
-    public init(_ files: [File] = []) {
+    package init(_ files: [File] = []) {
         self.files = files
     }
 
@@ -46,18 +46,18 @@ public struct SyncOutputs: Sendable {
 }
 
 /// `--max-failures`: how many failed entries a run may have and still succeed.
-public struct FailureBudget: Sendable, Equatable {
-    public var count: Int?
+package struct FailureBudget: Sendable, Equatable {
+    package var count: Int?
     /// A share of the entries (0...1).
-    public var share: Double?
+    package var share: Double?
     /// `--fail-on-failover`: a run in which mirrors served because an entry's own URL failed
     /// does not succeed.
-    public var failsOnFailover = false
+    package var failsOnFailover = false
 
-    public static let none = FailureBudget(count: 0, share: nil)
+    package static let none = FailureBudget(count: 0, share: nil)
 
     /// `10` or `2%`; nil for anything else.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         if text.hasSuffix("%"), let percent = Double(text.dropLast()), (0...100).contains(percent) {
             self.init(count: nil, share: percent / 100)
         } else if let count = Int(text), count >= 0 {
@@ -67,13 +67,13 @@ public struct FailureBudget: Sendable, Equatable {
         }
     }
 
-    public init(count: Int?, share: Double?) {
+    package init(count: Int?, share: Double?) {
         self.count = count
         self.share = share
     }
 
     /// The success rule: failures within the budget, no refused prune, and (when asked) no failover.
-    public func allows(_ report: SyncReport) -> Bool {
+    package func allows(_ report: SyncReport) -> Bool {
         let allowed = count ?? Int((Double(report.totals.entries) * (share ?? 0)).rounded(.down))
         return report.totals.failed <= allowed && report.pruneRefused == nil && !(failsOnFailover && !report.failover.isEmpty)
     }

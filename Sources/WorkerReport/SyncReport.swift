@@ -5,11 +5,11 @@ import WorkerPlan
 import WorkerStore
 
 /// The outcome of a run (`plan` or `sync`): the report schema of docs/REPORT.md.
-public struct SyncReport: Sendable {
-    public struct ManifestSummary: Sendable, Codable, Equatable {
-        public let path: String
-        public let name: String
-        public let entries: Int
+package struct SyncReport: Sendable {
+    package struct ManifestSummary: Sendable, Codable, Equatable {
+        package let path: String
+        package let name: String
+        package let entries: Int
 
         package init(path: String, name: String, entries: Int) {
             self.path = path
@@ -18,19 +18,19 @@ public struct SyncReport: Sendable {
         }
     }
 
-    public struct Totals: Sendable, Codable, Equatable {
-        public var entries = 0
-        public var unchanged = 0
-        public var added = 0
-        public var updated = 0
-        public var reused = 0
-        public var failed = 0
-        public var removed = 0
-        public var bytesDownloaded: Int64 = 0
+    package struct Totals: Sendable, Codable, Equatable {
+        package var entries = 0
+        package var unchanged = 0
+        package var added = 0
+        package var updated = 0
+        package var reused = 0
+        package var failed = 0
+        package var removed = 0
+        package var bytesDownloaded: Int64 = 0
         /// Entries downloaded again by `--refresh` although the index had them.
-        public var refreshed = 0
+        package var refreshed = 0
         /// Entries fetched again because their cached file had changed on disk (counted as updated).
-        public var repaired = 0
+        package var repaired = 0
 
         enum CodingKeys: String, CodingKey {
             case entries, unchanged, added, updated, reused, failed, removed
@@ -51,30 +51,30 @@ public struct SyncReport: Sendable {
     }
 
     /// One entry's outcome. URLs are stored redacted (no user info).
-    public struct Entry: Sendable, Codable, Equatable {
-        public var url: String
-        public var hash: String?
-        public var status: EntryStatus
-        public var previousHash: String?
-        public var bytes: Int64?
-        public var attempts: Int?
-        public var path: String?
-        public var reason: FailureReason?
-        public var error: String?
-        public var httpStatus: Int?
+    package struct Entry: Sendable, Codable, Equatable {
+        package var url: String
+        package var hash: String?
+        package var status: EntryStatus
+        package var previousHash: String?
+        package var bytes: Int64?
+        package var attempts: Int?
+        package var path: String?
+        package var reason: FailureReason?
+        package var error: String?
+        package var httpStatus: Int?
         /// What the body hashed to, for a `hash_mismatch` (`hash` is what was expected).
-        public var actualHash: String?
-        public var stale: Bool?
+        package var actualHash: String?
+        package var stale: Bool?
         /// The name of the manifest that lists the entry.
-        public var manifest: String?
+        package var manifest: String?
         /// The object of the earlier version (updated entries, and failed ones still served).
-        public var previousPath: String?
+        package var previousPath: String?
         /// Why an entry the index had was fetched again though its version had not changed.
-        public var refetched: String?
+        package var refetched: String?
         /// Where a fetched body came from: `origin`, `remote` (the shared tier) or `local`.
-        public var source: SourceKind?
+        package var source: SourceKind?
         /// The mirror that delivered the body, when not the entry's URL (redacted).
-        public var servedBy: String?
+        package var servedBy: String?
 
         enum CodingKeys: String, CodingKey {
             case url, hash, status
@@ -127,26 +127,26 @@ public struct SyncReport: Sendable {
         }
     }
 
-    public var dryRun = false
-    public var startedAt: Date
-    public var finishedAt: Date
-    public var cacheDirectory: String
-    public var manifests: [ManifestSummary]
-    public var totals = Totals()
+    package var dryRun = false
+    package var startedAt: Date
+    package var finishedAt: Date
+    package var cacheDirectory: String
+    package var manifests: [ManifestSummary]
+    package var totals = Totals()
     /// Every entry that is not `unchanged` (all of them when the run asked for it).
-    public var entries: ReportRows = []
+    package var entries: ReportRows = []
     /// Orphans that `--prune` would remove or was not allowed to remove.
-    public var orphans = 0
+    package var orphans = 0
     /// Set when pruning was refused by `--prune-max`.
-    public var pruneRefused: String?
+    package var pruneRefused: String?
     /// Orphans kept because their `--prune-after` grace period has not passed.
-    public var pruneWaiting = 0
+    package var pruneWaiting = 0
     /// The rate limits the run kept (`--limit-rate`, `--max-rps`), if any.
-    public var limits: Limits?
+    package var limits: Limits?
 
-    public struct Limits: Sendable, Codable, Equatable {
-        public var limitRate: Int64?
-        public var maxRequestsPerSecond: Double?
+    package struct Limits: Sendable, Codable, Equatable {
+        package var limitRate: Int64?
+        package var maxRequestsPerSecond: Double?
 
         enum CodingKeys: String, CodingKey {
             case limitRate = "limit_rate_bytes_per_second"
@@ -160,35 +160,35 @@ public struct SyncReport: Sendable {
     }
 
     /// What the shared tier did (a run with `--remote-cache` that downloaded).
-    public var remoteCache: RemoteCache?
+    package var remoteCache: RemoteCache?
     /// The tree `--tree` published (or, on a dry run, would publish).
-    public var tree: TreeOutcome?
+    package var tree: TreeOutcome?
     /// Why publishing the tree failed (its `error` says it in the outputs): the run ends with
     /// this error's exit code once every output is written.
-    public var treeFailure: CacheError?
+    package var treeFailure: CacheError?
 
     /// The report's `remote_cache` object: the tier's own counts.
-    public typealias RemoteCache = RemoteTierCounts
+    package typealias RemoteCache = RemoteTierCounts
 
     /// What stopped the run before its entries were planned (a manifest that could not be read):
     /// the outputs say it, and the run ends with its exit code.
-    public var error: String?
+    package var error: String?
 
     /// Whether the run met its success rule (failures within `--max-failures`, no refused prune).
-    public var succeeded = true
+    package var succeeded = true
     /// Origins the run gave up on: their remaining entries failed without a request.
-    public var unreachableOrigins: [OriginProblem] = []
+    package var unreachableOrigins: [OriginProblem] = []
     /// Entries' own origins that failed while a mirror served them, one per origin.
-    public var failover: [Failover] = []
+    package var failover: [Failover] = []
     /// What `--rewrite` did: whether the run was strict, and the rules no location was under.
-    public var rewrite: Rewrite?
+    package var rewrite: Rewrite?
 
     /// The report's `rewrite` object.
-    public struct Rewrite: Sendable, Codable, Equatable {
-        public var strict: Bool
-        public var rules: Int
+    package struct Rewrite: Sendable, Codable, Equatable {
+        package var strict: Bool
+        package var rules: Int
         /// Each rule no location of the run was under (its FROM, without user info).
-        public var unmatched: [String]
+        package var unmatched: [String]
 
         package init(strict: Bool, rules: Int, unmatched: [String]) {
             self.strict = strict
@@ -199,13 +199,13 @@ public struct SyncReport: Sendable {
 
     /// Mirrors served `entries` entries because their own URLs on `origin` failed: the first
     /// failure's reason and words, and which mirrors served.
-    public struct Failover: Sendable, Codable, Equatable {
-        public var origin: String
-        public var entries: Int
-        public var reason: FailureReason
-        public var httpStatus: Int?
-        public var error: String
-        public var servedBy: [String]
+    package struct Failover: Sendable, Codable, Equatable {
+        package var origin: String
+        package var entries: Int
+        package var reason: FailureReason
+        package var httpStatus: Int?
+        package var error: String
+        package var servedBy: [String]
 
         enum CodingKeys: String, CodingKey {
             case origin, entries, reason, error
@@ -224,14 +224,14 @@ public struct SyncReport: Sendable {
     }
 
     /// An origin given up in a run, and what that cost.
-    public struct OriginProblem: Sendable, Codable, Equatable {
-        public var origin: String
-        public var problem: String
+    package struct OriginProblem: Sendable, Codable, Equatable {
+        package var origin: String
+        package var problem: String
         /// When a run first found it down (this one, or an earlier one).
-        public var since: String
+        package var since: String
         /// Entries of this origin that failed, and how many of them were not tried at all.
-        public var failed: Int
-        public var notTried: Int
+        package var failed: Int
+        package var notTried: Int
 
         enum CodingKeys: String, CodingKey {
             case origin, problem, since, failed
@@ -247,9 +247,9 @@ public struct SyncReport: Sendable {
         }
     }
 
-    public var duration: Double { finishedAt.timeIntervalSince(startedAt) }
+    package var duration: Double { finishedAt.timeIntervalSince(startedAt) }
 
-    public var failedEntries: [Entry] { Array(entries.with { $0 == .failed }) }
+    package var failedEntries: [Entry] { Array(entries.with { $0 == .failed }) }
 
     package init(
         dryRun: Bool = false,

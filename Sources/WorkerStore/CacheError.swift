@@ -4,7 +4,7 @@ import WorkerManifest
 import WorkerSupport
 
 /// Problems that stop a whole run: the cache itself cannot be used, or another run holds it.
-public enum CacheError: Error, Sendable, CustomStringConvertible {
+package enum CacheError: Error, Sendable, CustomStringConvertible {
     /// Disk full, permissions, a damaged folder: exit 4.
     case unusable(path: String, reason: String)
     /// SQLite refused the index (corrupt, full disk, read-only): exit 4, its code kept.
@@ -49,12 +49,12 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case refused(String)
 
     /// The disk had no room for an index write.
-    public var isDiskFull: Bool {
+    package var isDiskFull: Bool {
         if case .index(_, let cause) = self { return cause.isFull }
         return false
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unusable(let path, let reason):
             "cache unusable: \(path): \(reason)"
@@ -97,20 +97,20 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
 
 /// Why a sync did not run to its report: its manifests are wrong (exit 2, nothing touched), or
 /// the cache cannot be used or is locked.
-public enum SyncFailure: Error, Sendable {
+package enum SyncFailure: Error, Sendable {
     case manifest(ManifestErrors)
     case cache(CacheError)
 }
 
 extension SyncFailure: ExitClassified {
-    public var exitClass: ExitClass {
+    package var exitClass: ExitClass {
         switch self {
         case .manifest(let errors): errors.exitClass
         case .cache(let error): error.exitClass
         }
     }
 
-    public var exitMessage: String {
+    package var exitMessage: String {
         switch self {
         case .manifest(let errors): errors.exitMessage
         case .cache(let error): error.exitMessage
@@ -119,10 +119,10 @@ extension SyncFailure: ExitClassified {
 }
 
 /// A system call on a file failed: what was tried, on which path, and `errno`.
-public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let operation: String
-    public let path: String
-    public let code: Int32
+package struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let operation: String
+    package let path: String
+    package let code: Int32
 
     /// The error of the call that just failed (reads `errno`).
     init(_ operation: String, _ path: String, code: Int32 = errno) {
@@ -131,12 +131,12 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
         self.code = code
     }
 
-    public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+    package var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
 }
 
 /// Which way a run stopped by a cache error ends.
 extension CacheError: ExitClassified {
-    public var exitClass: ExitClass {
+    package var exitClass: ExitClass {
         switch self {
         case .locked, .manifestUnavailable: .busy
         case .treeRefused, .awsSettings, .rewriteRefused, .refused: .usage
@@ -144,5 +144,5 @@ extension CacheError: ExitClassified {
         }
     }
 
-    public var exitMessage: String { "worker: \(self)" }
+    package var exitMessage: String { "worker: \(self)" }
 }

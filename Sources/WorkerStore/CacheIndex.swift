@@ -4,13 +4,13 @@ import WorkerManifest
 import WorkerSupport
 
 /// The SQLite index (`index.sqlite`, WAL): url → object. All of the project's SQL lives here.
-public final class CacheIndex {
+package final class CacheIndex {
     /// Used by this type's extensions only (all SQL stays in `CacheIndex`).
     let database: SQLiteDatabase
     /// The index file, named in errors.
-    public let path: String
+    package let path: String
     /// Where it lives: on a network file system the index journals without WAL.
-    public private(set) var fileSystem = FileSystemKind.local
+    package private(set) var fileSystem = FileSystemKind.local
 
     /// A stand-in for an index file no run has made the tables of yet (read-only): empty.
     package var isStandIn: Bool { database.isInMemory }
@@ -28,7 +28,7 @@ public final class CacheIndex {
 
     /// Whether this connection made the tables without the index of rows by object, to build it
     /// once its first run's rows are in (`buildObjectIndex`).
-    public internal(set) var objectIndexDeferred = false
+    package internal(set) var objectIndexDeferred = false
 
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
     /// A read-only connection never writes, not even the checkpoint a last connection makes; it
@@ -39,7 +39,7 @@ public final class CacheIndex {
     /// first sync took 16 % more CPU with it than without it); built once over the rows, it is a
     /// sort. Lookups by object work without it (a scan), and any connection that may change the
     /// schema builds it when it finds it missing (a first run that stopped before its end).
-    public init(path: String, create: Bool, readOnly: Bool = false, deferObjectIndex: Bool = false) throws(CacheError) {
+    package init(path: String, create: Bool, readOnly: Bool = false, deferObjectIndex: Bool = false) throws(CacheError) {
         self.path = path
         let folder = PathName.parent(path)
         credentialFree = CacheAccess.isGroupShared(folder)
@@ -103,12 +103,12 @@ public final class CacheIndex {
 
     /// Every row, in one scan (cheaper than one lookup per manifest entry at scale). Validators
     /// (ETag, Last-Modified) only when asked: only revalidation uses them.
-    public func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
+    package func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
         Array(try allRows(validators: validators))
     }
 
     /// Every row, as a run holds them (`IndexRows`): read without a string per row.
-    public func allRows(validators: Bool = true) throws(CacheError) -> IndexRows {
+    package func allRows(validators: Bool = true) throws(CacheError) -> IndexRows {
         try wrap {
             // In URL order (the table's key: no sort): a plan of a manifest in that order meets
             // the rows one after another.
@@ -145,12 +145,12 @@ public final class CacheIndex {
 
     /// Gives back the connection's page cache (a run that touched a million rows need not keep
     /// the pages it will not read again).
-    public func releaseMemory() throws(CacheError) {
+    package func releaseMemory() throws(CacheError) {
         try wrap { try database.execute("PRAGMA shrink_memory") }
     }
 
     /// SQLite's journal mode (`wal`, or `delete` on a network file system).
-    public func journalMode() throws(CacheError) -> String {
+    package func journalMode() throws(CacheError) -> String {
         try wrap {
             let statement = try database.prepare("PRAGMA journal_mode")
             _ = try statement.step()
@@ -162,7 +162,7 @@ public final class CacheIndex {
 
     /// Applies one batch in a single transaction. Callers make the batch's objects durable first.
     /// A URL that is stored again clears its pending failure; `failures` records new ones.
-    public func apply(upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
+    package func apply(upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
                       at time: Double) throws(CacheError) {
         try wrap {
             try database.transaction {
@@ -227,7 +227,7 @@ public final class CacheIndex {
     }
 
     /// Sets when entries were last used (`gc` evicts by it; tests set it to control time).
-    public func setLastUsed(_ time: Double, urls: [String]) throws(CacheError) {
+    package func setLastUsed(_ time: Double, urls: [String]) throws(CacheError) {
         try wrap {
             try database.transaction {
                 let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
@@ -239,7 +239,7 @@ public final class CacheIndex {
     /// Sets "last used" of every row whose key lies in one of `ranges` (stored keys, both ends
     /// included), a statement a range: a run whose due rows lie side by side in key order
     /// refreshes them without a lookup each.
-    public func touch(ranges: [(first: String, last: String)], at time: Double) throws(CacheError) {
+    package func touch(ranges: [(first: String, last: String)], at time: Double) throws(CacheError) {
         try wrap {
             try database.transaction {
                 let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url >= ? AND url <= ?")
@@ -249,7 +249,7 @@ public final class CacheIndex {
     }
 
     /// Deletes every row: entries, pending failures, manifest runs.
-    public func removeAll() throws(CacheError) {
+    package func removeAll() throws(CacheError) {
         try wrap {
             try database.transaction {
                 try database.execute("DELETE FROM entries; DELETE FROM failures; DELETE FROM manifest_runs; DELETE FROM origins;")

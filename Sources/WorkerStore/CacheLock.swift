@@ -7,13 +7,13 @@ import WorkerSupport
 /// crashed run never leaves the cache locked. Held only to change what others may see at once:
 /// a sync's start (tidy, plan) and each of its commits, prune, `rm`, `gc`, `verify --repair`.
 /// Readers never take it. Hold it for a scope with `withLock`.
-public final class CacheLock: Sendable {
+package final class CacheLock: Sendable {
     private let fd: Int32
-    public let path: String
+    package let path: String
     private let released = Mutex(false)
 
     /// Runs `body` holding the lock, and releases it when `body` returns or throws.
-    public static func withLock<T>(directory: String, wait: Double?, context: RunContext,
+    package static func withLock<T>(directory: String, wait: Double?, context: RunContext,
                                    _ body: () async throws(CacheError) -> T) async throws(CacheError) -> T {
         let lock = try await CacheLock(directory: directory, wait: wait, context: context)
         defer { lock.release() }
@@ -24,7 +24,7 @@ public final class CacheLock: Sendable {
     static let waitNoticeInterval = 30.0
 
     /// Takes the lock, waiting up to `wait` seconds (nil: without limit).
-    public convenience init(directory: String, wait: Double?, context: RunContext) async throws(CacheError) {
+    package convenience init(directory: String, wait: Double?, context: RunContext) async throws(CacheError) {
         try await self.init(path: directory + "/lock", wait: wait, noun: "the cache lock", context: context)
     }
 
@@ -97,7 +97,7 @@ public final class CacheLock: Sendable {
 
     /// Waits until no run is committing (a shared `flock` on `lock` once it is free, let go at
     /// once), up to `seconds`; a reader that may not open the file does not wait.
-    public static func waitForCommit(directory: String, upTo seconds: Double) {
+    package static func waitForCommit(directory: String, upTo seconds: Double) {
         let fd = open(directory + "/lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return }
         defer { close(fd) }
@@ -106,7 +106,7 @@ public final class CacheLock: Sendable {
     }
 
     /// Releases the lock (once; the end of the process releases it too).
-    public func release() {
+    package func release() {
         guard released.setFirst() else { return }
         flock(fd, LOCK_UN)
         close(fd)

@@ -4,13 +4,13 @@ import WorkerSupport
 
 /// `worker path`, `worker rm`, `worker clear`: look-ups and removals, under the lock where they
 /// write. Rows go before their files, and an object goes only when no row names it.
-public struct CacheMaintenance: Sendable {
-    public let cacheDirectory: String
-    public var waitLock: Double?
+package struct CacheMaintenance: Sendable {
+    package let cacheDirectory: String
+    package var waitLock: Double?
     /// The command's lock notices and stop request.
-    public var context: RunContext
+    package var context: RunContext
 
-    public init(cacheDirectory: String, waitLock: Double? = nil, context: RunContext = RunContext()) {
+    package init(cacheDirectory: String, waitLock: Double? = nil, context: RunContext = RunContext()) {
         self.cacheDirectory = cacheDirectory
         self.waitLock = waitLock
         self.context = context
@@ -23,7 +23,7 @@ public struct CacheMaintenance: Sendable {
     /// The object path of `url`'s current version, or nil when it is not cached. Reads only (it
     /// answers while syncs write, and in a cache this user may only read); the read counts as a
     /// use for `gc` when that costs no wait (`recordUse`).
-    public func path(for url: String) async throws(CacheError) -> String? {
+    package func path(for url: String) async throws(CacheError) -> String? {
         guard access(indexPath, F_OK) == 0 else { return nil }
         let index = try CacheIndex(path: indexPath, create: false, readOnly: true)
         guard let record = try index.record(url: url) else { return nil }
@@ -47,18 +47,18 @@ public struct CacheMaintenance: Sendable {
 
     // MARK: - rm
 
-    public struct Removal: Sendable {
-        public var removed: [String] = []
+    package struct Removal: Sendable {
+        package var removed: [String] = []
         /// URLs that had no entry but a pending failure, now forgotten.
-        public var failuresCleared: [String] = []
-        public var notCached: [String] = []
-        public var objectsDeleted = 0
-        public var bytesFreed: Int64 = 0
+        package var failuresCleared: [String] = []
+        package var notCached: [String] = []
+        package var objectsDeleted = 0
+        package var bytesFreed: Int64 = 0
     }
 
     /// Removes the entries of `urls` (rows first, then the objects no row names) and their pending
     /// failures, holding the lock for that only.
-    public func remove(urls: [String]) async throws(CacheError) -> Removal {
+    package func remove(urls: [String]) async throws(CacheError) -> Removal {
         var result = Removal()
         guard access(indexPath, F_OK) == 0 else {
             result.notCached = urls
@@ -115,7 +115,7 @@ public struct CacheMaintenance: Sendable {
 
     /// Removes every entry and object (the rows first), and what `tmp/` holds: once no other run
     /// writes (it waits, up to `--wait-lock`, for running syncs to end).
-    public func clear() async throws(CacheError) -> (entries: Int, objects: Int) {
+    package func clear() async throws(CacheError) -> (entries: Int, objects: Int) {
         guard access(indexPath, F_OK) == 0 else { return (0, 0) }
         if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
         let store = try ContentStore(root: cacheDirectory)

@@ -6,21 +6,21 @@ import WorkerSupport
 
 /// The content-addressed part of the cache: `objects/sha256/ab/abcdef…` (read-only files named by
 /// the SHA-256 of their bytes) and `tmp/` for in-flight downloads.
-public struct ContentStore: Sendable {
-    public let root: String
-    public let objectsDirectory: String
-    public let tmpDirectory: String
+package struct ContentStore: Sendable {
+    package let root: String
+    package let objectsDirectory: String
+    package let tmpDirectory: String
     /// Bodies cut off part-way, kept to be resumed.
     package let partials: PartialDownloads
     /// The object folders were made by this value's `init`: the cache holds no object yet.
-    public let isNew: Bool
+    package let isNew: Bool
     /// `tmp/` and `objects/sha256/`, open: files are created and installed by relative names.
     private let folders: StoreFolders
     /// How a batch's objects reach the disk: one syncfs, or an fsync of each (FUSE).
     package let durability: Durability
 
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
-    public init(root: String) throws(CacheError) {
+    package init(root: String) throws(CacheError) {
         self.root = root
         objectsDirectory = CacheLayout.objectsDirectory(root)
         tmpDirectory = root + "/tmp"
@@ -69,18 +69,18 @@ public struct ContentStore: Sendable {
 
     /// Makes the fan-out folders a new cache's objects have not needed yet (see `init`); call
     /// before a run that made the store ends, so that every cache a run leaves has all 256.
-    public func completeLayout() {
+    package func completeLayout() {
         folders.completeFanOut()
     }
 
     /// The path an object with this SHA-256 (64 lowercase hex digits) has or will have.
-    public func objectPath(_ sha256: String) -> String {
+    package func objectPath(_ sha256: String) -> String {
         precondition(Hex.isLowercaseHex(sha256, length: 64), "object names are 64 lowercase hex digits")
         return CacheLayout.objectPath(root, sha256)
     }
 
     /// True when the object file is present (not followed if it is a symlink planted in the cache).
-    public func contains(_ sha256: String) -> Bool {
+    package func contains(_ sha256: String) -> Bool {
         var info = stat()
         return lstat(objectPath(sha256), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }

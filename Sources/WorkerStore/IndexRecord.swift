@@ -1,21 +1,21 @@
 /// One row of the index: a URL and the stored object that is its current version.
-public struct IndexRecord: Sendable, Equatable {
-    public var url: String
+package struct IndexRecord: Sendable, Equatable {
+    package var url: String
     /// The manifest hash it was verified against (normalized), nil for hashless entries.
-    public var hash: String?
+    package var hash: String?
     /// SHA-256 hex of the stored bytes: the object's name.
-    public var object: String
-    public var size: Int64
-    public var fetchedAt: Double
+    package var object: String
+    package var size: Int64
+    package var fetchedAt: Double
     /// Last time a synced manifest named this URL (or `worker path` read it).
-    public var lastUsed: Double
-    public var etag: String?
-    public var lastModified: String?
+    package var lastUsed: Double
+    package var etag: String?
+    package var lastModified: String?
     /// Fetched with credentials (manifest headers, URL user info): its object is not uploaded
     /// to a shared tier unless the tier is declared as private as the origin.
-    public var isPrivate: Bool
+    package var isPrivate: Bool
 
-    public init(url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
+    package init(url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
                 etag: String? = nil, lastModified: String? = nil, isPrivate: Bool = false) {
         self.url = url
         self.hash = hash
@@ -30,12 +30,12 @@ public struct IndexRecord: Sendable, Equatable {
 }
 
 /// What the last sync of one manifest did, for `worker status`.
-public struct ManifestRun: Sendable, Equatable {
-    public var path: String
-    public var name: String
-    public var entries: Int
-    public var finishedAt: Double
-    public var failed: Int
+package struct ManifestRun: Sendable, Equatable {
+    package var path: String
+    package var name: String
+    package var entries: Int
+    package var finishedAt: Double
+    package var failed: Int
 
     package init(path: String, name: String, entries: Int, finishedAt: Double, failed: Int) {
         self.path = path
@@ -47,20 +47,20 @@ public struct ManifestRun: Sendable, Equatable {
 }
 
 /// An entry whose last sync failed (`worker status` lists them as pending).
-public struct FailureRecord: Sendable, Equatable, Codable {
-    public var url: String
-    public var reason: String
-    public var error: String
-    public var attempts: Int
-    public var at: Double
+package struct FailureRecord: Sendable, Equatable, Codable {
+    package var url: String
+    package var reason: String
+    package var error: String
+    package var attempts: Int
+    package var at: Double
     /// Only `get` or `manifest --urls` asked for the URL (no manifest entry failed on it): the
     /// failure ages out after `FailureRecord.getOnlyLifetime` instead of staying until it clears.
-    public var getOnly = false
+    package var getOnly = false
 
     /// How long a failure of a URL only `get` asked for stays pending.
-    public static let getOnlyLifetime = 86400.0
+    package static let getOnlyLifetime = 86400.0
 
-    public init(url: String, reason: String, error: String, attempts: Int, at: Double, getOnly: Bool = false) {
+    package init(url: String, reason: String, error: String, attempts: Int, at: Double, getOnly: Bool = false) {
         self.url = url
         self.reason = reason
         self.error = error
@@ -76,25 +76,25 @@ public struct FailureRecord: Sendable, Equatable, Codable {
 }
 
 /// What the index holds, in numbers.
-public struct CacheStatistics: Sendable, Equatable {
-    public var entries: Int
-    public var objects: Int
+package struct CacheStatistics: Sendable, Equatable {
+    package var entries: Int
+    package var objects: Int
     /// Sum of entry sizes (what the cache would take without deduplication).
-    public var entryBytes: Int64
+    package var entryBytes: Int64
     /// Sum of distinct object sizes (what it takes).
-    public var objectBytes: Int64
-    public var oldestFetch: Double?
-    public var newestFetch: Double?
-    public var pendingFailures: Int
+    package var objectBytes: Int64
+    package var oldestFetch: Double?
+    package var newestFetch: Double?
+    package var pendingFailures: Int
 }
 
 /// An origin a sync gave up on (refused, unreachable, or failing with 5xx / 429), until a later
 /// run reaches it again.
-public struct UnhealthyOrigin: Sendable, Equatable, Codable {
-    public var origin: String
+package struct UnhealthyOrigin: Sendable, Equatable, Codable {
+    package var origin: String
     /// When a run first found it down.
-    public var since: Double
-    public var problem: String
+    package var since: Double
+    package var problem: String
     /// The last run that found it down.
-    public var checked: Double
+    package var checked: Double
 }

@@ -8,7 +8,7 @@ import WorkerManifest
 /// ~450 bytes and four allocations; here ~80 bytes plus its URL's, and a million rows are read
 /// without a string each. `IndexRow` reads one row's fields; `IndexRecord`s are made only for
 /// the rows a caller asks for.
-public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
+package struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
     /// One row's fixed part.
     struct Fixed {
         var object: ObjectName
@@ -72,48 +72,48 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
     let storage: Storage
 
     /// No rows.
-    public init() {
+    package init() {
         storage = Storage()
     }
 
     /// Rows made from records (tests, and callers that have records already).
-    public init(_ records: some Sequence<IndexRecord>) {
+    package init(_ records: some Sequence<IndexRecord>) {
         var builder = Builder()
         for record in records { builder.append(record) }
         self = builder.rows
     }
 
-    public init(arrayLiteral records: IndexRecord...) {
+    package init(arrayLiteral records: IndexRecord...) {
         self.init(records)
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { storage.fixed.count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { storage.fixed.count }
 
     /// The row as a record (its strings made now).
-    public subscript(position: Int) -> IndexRecord { row(position).record }
+    package subscript(position: Int) -> IndexRecord { row(position).record }
 
     /// Whether the rows are the index's in its key order, none left out but damaged rows (which
     /// reads skip): rows side by side here have no other readable row between them in the index
     /// (when they were read).
-    public var inKeyOrder: Bool { storage.inKeyOrder }
+    package var inKeyOrder: Bool { storage.inKeyOrder }
 
     /// The row at `position`, read field by field.
-    public func row(_ position: Int) -> IndexRow { IndexRow(storage: storage, position: position) }
+    package func row(_ position: Int) -> IndexRow { IndexRow(storage: storage, position: position) }
 
     /// The row of `url` (the index's key), if there is one.
-    public func find(_ url: String) -> Int? {
+    package func find(_ url: String) -> Int? {
         var url = url
         return url.withUTF8 { find(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// The row of the URL whose UTF-8 bytes are `url`, if there is one.
-    public func find(bytes url: UnsafeRawBufferPointer) -> Int? {
+    package func find(bytes url: UnsafeRawBufferPointer) -> Int? {
         storage.find(url)
     }
 
     /// Builds rows one at a time (from the index, or from records).
-    public struct Builder {
+    package struct Builder {
         private var fixed: [Fixed] = []
         private var text: [UInt8] = []
         private let inKeyOrder: Bool
@@ -124,7 +124,7 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         /// made as they come); the index's rows need not be checked (the URL is its key).
         /// `inKeyOrder`: the rows will be given in the index's key order, every row between two
         /// of them given too (`IndexRows.inKeyOrder`).
-        public init(checksDuplicates: Bool = true, inKeyOrder: Bool = false) {
+        package init(checksDuplicates: Bool = true, inKeyOrder: Bool = false) {
             self.inKeyOrder = inKeyOrder
             if checksDuplicates { positions = URLPositions() }
         }
@@ -186,7 +186,7 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         }
 
         /// A row from a record (skipped when its object is not a SHA-256 name: never a path).
-        public mutating func append(_ record: IndexRecord) {
+        package mutating func append(_ record: IndexRecord) {
             guard let object = ObjectName(hex: record.object) else { return }
             append(url: record.url.utf8, hash: record.hash?.utf8, object: object, size: record.size, fetchedAt: record.fetchedAt,
                    lastUsed: record.lastUsed, etag: record.etag?.utf8, lastModified: record.lastModified?.utf8,
@@ -202,7 +202,7 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         }
 
         /// The rows built so far (the builder is not to be used after).
-        public var rows: IndexRows {
+        package var rows: IndexRows {
             IndexRows(storage: Storage(fixed: fixed, text: text, inKeyOrder: inKeyOrder, positions: positions))
         }
 
@@ -215,39 +215,39 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
 }
 
 /// One index row, read field by field without making the others.
-public struct IndexRow: Sendable {
+package struct IndexRow: Sendable {
     let storage: IndexRows.Storage
     /// Its place in the rows it was read from.
-    public let position: Int
+    package let position: Int
 
     private var fixed: IndexRows.Fixed { storage.fixed[position] }
 
-    public var size: Int64 { fixed.size }
-    public var fetchedAt: Double { fixed.fetchedAt }
-    public var lastUsed: Double { fixed.lastUsed }
-    public var isPrivate: Bool { fixed.flags.contains(.isPrivate) }
+    package var size: Int64 { fixed.size }
+    package var fetchedAt: Double { fixed.fetchedAt }
+    package var lastUsed: Double { fixed.lastUsed }
+    package var isPrivate: Bool { fixed.flags.contains(.isPrivate) }
     /// The object's name (SHA-256 of the stored bytes) as 32 bytes.
     package var objectName: ObjectName { fixed.object }
     /// The object's name as 64 hex digits.
-    public var object: String { fixed.object.hex }
+    package var object: String { fixed.object.hex }
 
-    public var url: String { withURL { String(decoding: $0, as: UTF8.self) } }
+    package var url: String { withURL { String(decoding: $0, as: UTF8.self) } }
 
     /// The manifest hash the row was verified against (normalized), nil for a hashless entry.
-    public var hash: String? {
+    package var hash: String? {
         let fixed = fixed
         guard fixed.flags.contains(.hasHash) else { return nil }
         if fixed.flags.contains(.hashIsObject) { return "sha256:" + fixed.object.hex }
         return text(at: fixed.start + Int(fixed.urlCount), count: Int(fixed.hashCount))
     }
 
-    public var etag: String? {
+    package var etag: String? {
         let fixed = fixed
         guard fixed.flags.contains(.hasETag) else { return nil }
         return text(at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount), count: Int(fixed.etagCount))
     }
 
-    public var lastModified: String? {
+    package var lastModified: String? {
         let fixed = fixed
         guard fixed.flags.contains(.hasLastModified) else { return nil }
         return text(at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount) + Int(fixed.etagCount),
@@ -255,7 +255,7 @@ public struct IndexRow: Sendable {
     }
 
     /// The row as a record.
-    public var record: IndexRecord {
+    package var record: IndexRecord {
         IndexRecord(url: url, hash: hash, object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed,
                     etag: etag, lastModified: lastModified, isPrivate: isPrivate)
     }

@@ -3,10 +3,10 @@ import FoundationEssentials
 import Glibc
 
 /// An error from SQLite, with the statement's purpose for context.
-public struct SQLiteError: Error, CustomStringConvertible, Sendable {
-    public let code: Int32
-    public let message: String
-    public var description: String { "SQLite error \(code): \(message)" }
+package struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    package let code: Int32
+    package let message: String
+    package var description: String { "SQLite error \(code): \(message)" }
 
     /// A refusal that comes from permissions or a read-only file system (the primary code:
     /// read-only, cannot open, permission, authorization).
@@ -15,17 +15,17 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     }
 
     /// Another connection holds the file (or, read as immutable, changed it under the read).
-    public var isBusy: Bool {
+    package var isBusy: Bool {
         [SQLITE_BUSY, SQLITE_LOCKED].contains(code & 0xff)
     }
 
     /// The disk (or the file system's quota) has no room for what the statement writes.
-    public var isFull: Bool {
+    package var isFull: Bool {
         code & 0xff == SQLITE_FULL
     }
 
     /// The file is damaged (a malformed page, not a database): only starting over helps.
-    public var isCorrupt: Bool {
+    package var isCorrupt: Bool {
         [SQLITE_CORRUPT, SQLITE_NOTADB].contains(code & 0xff)
     }
 

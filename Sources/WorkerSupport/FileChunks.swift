@@ -4,10 +4,10 @@ import Glibc
 /// Reads a file descriptor to its end in 64 KiB chunks (retrying EINTR), handing each chunk to
 /// `body`; stops at the first error `body` returns. A read error is `unreadable`'s, given words
 /// that name `path`. And the one loop that writes all of a buffer.
-public enum FileChunks {
+package enum FileChunks {
     /// Writes all of `bytes` to `fd` (at `position` in the file when given, else where it
     /// stands), again after a signal or a short write; false (errno set) when a write fails.
-    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int? = nil) -> Bool {
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int? = nil) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         var offset = 0
         while offset < bytes.count {

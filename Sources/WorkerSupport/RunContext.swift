@@ -3,14 +3,14 @@ import Synchronization
 
 /// What a command gives the library for one run, instead of process-wide state: its logger,
 /// where to say that it waits for another run's lock, and what stops it from outside.
-public struct RunContext: Sendable {
-    public var logger: Logger
+package struct RunContext: Sendable {
+    package var logger: Logger
     /// Told when the run starts waiting for a lock another run holds, and every 30 s after.
-    public var lockNotice: (@Sendable (String) -> Void)?
+    package var lockNotice: (@Sendable (String) -> Void)?
     /// A stop asked for from outside the run (the command's signal handler).
-    public var stop: StopRequest
+    package var stop: StopRequest
 
-    public init(logger: Logger = Logger(label: "worker"), lockNotice: (@Sendable (String) -> Void)? = nil,
+    package init(logger: Logger = Logger(label: "worker"), lockNotice: (@Sendable (String) -> Void)? = nil,
                 stop: StopRequest = StopRequest()) {
         self.logger = logger
         self.lockNotice = lockNotice
@@ -23,7 +23,7 @@ public struct RunContext: Sendable {
 /// kept). The first request's reason stands. The one registry of what a stop cancels: the
 /// command's signal handler, lock waits, and each set of downloads (the fetch stage's
 /// `register`, `send` and `wait` are watches of one).
-public final class StopRequest: Sendable {
+package final class StopRequest: Sendable {
     private struct State {
         var reason: String?
         var nextToken = 0
@@ -32,15 +32,15 @@ public final class StopRequest: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// Why the run was asked to stop, or nil.
-    public var reason: String? {
+    package var reason: String? {
         state.withLock { $0.reason }
     }
 
     /// Asks the run to stop; the watchers are told (once).
-    public func request(_ reason: String) {
+    package func request(_ reason: String) {
         let watchers = state.withLock { state -> [@Sendable (String) -> Void] in
             guard state.reason == nil else { return [] }
             state.reason = reason

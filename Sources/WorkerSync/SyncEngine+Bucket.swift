@@ -16,26 +16,26 @@ import WorkerSupport
 extension SyncEngine {
     /// A bucket's manifest: each object's key relative to the prefix with its SHA-256, and what
     /// it took.
-    public struct BucketManifest: Sendable {
-        public var items: [ManifestWriter.Item] = []
+    package struct BucketManifest: Sendable {
+        package var items: [ManifestWriter.Item] = []
         /// Why the bucket could not be listed (then nothing else was asked, and no manifest is due).
-        public var listingFailure: String?
+        package var listingFailure: String?
         /// Objects that could not be pinned (each a report row), left out.
-        public var failed: [SyncReport.Entry] = []
+        package var failed: [SyncReport.Entry] = []
         /// Keys left out because they cannot be a file's path in a tree (`a//b`, `a/./b`, a folder marker).
-        public var skipped: [String] = []
-        public var listed = 0
+        package var skipped: [String] = []
+        package var listed = 0
         /// Pins kept from the last run (the listing said the same of them).
-        public var unchanged = 0
+        package var unchanged = 0
         /// Pinned by the checksum the bucket stores (a HEAD each).
-        public var byChecksum = 0
+        package var byChecksum = 0
         /// Pinned by hashing a download (through the cache).
-        public var byDownload = 0
+        package var byDownload = 0
     }
 
     /// Lists `s3://bucket/prefix` and pins each object; `earlier` (an earlier manifest's pins, by
     /// absolute URL) must agree with what the index kept for a pin to be kept without asking.
-    public func bucketManifest(bucket: String, prefix: String, earlier: [String: String]?) async throws(SyncFailure) -> BucketManifest {
+    package func bucketManifest(bucket: String, prefix: String, earlier: [String: String]?) async throws(SyncFailure) -> BucketManifest {
         var options = options
         do throws(CacheError) {
             options.fetch.locator = try options.fetch.locator.resolvingS3(if: true)

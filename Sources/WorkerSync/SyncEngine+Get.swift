@@ -11,15 +11,15 @@ import WorkerSupport
 /// verification, storage, lock and index rules), so the entry then exists like any other.
 extension SyncEngine {
     /// What `get` found or fetched.
-    public struct Lookup: Sendable {
+    package struct Lookup: Sendable {
         /// The object file, when the URL is cached (now).
-        public let path: String?
+        package let path: String?
         /// The entry's report row: its status (`unchanged` for a hit), or why it failed.
-        public let entry: SyncReport.Entry?
+        package let entry: SyncReport.Entry?
     }
 
     /// Looks `url` up, fetching it on a miss; `hash` pins the content it must have.
-    public func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
+    package func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
         if let problem = Self.urlProblem(url) {
             throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(path: "get", line: 0, column: 0, message: problem)],
                                            truncated: false))
@@ -42,7 +42,7 @@ extension SyncEngine {
 extension SyncEngine {
     /// The pinned URLs in the order given (duplicates once), and the entries that failed.
     /// `source` names the list in errors (`urls.txt:3: …`).
-    public func pin(urls: [String], source: String) async throws(SyncFailure) -> (items: [ManifestWriter.Item], failed: [SyncReport.Entry]) {
+    package func pin(urls: [String], source: String) async throws(SyncFailure) -> (items: [ManifestWriter.Item], failed: [SyncReport.Entry]) {
         var diagnostics: [ManifestDiagnostic] = []
         var entries: [ManifestEntry] = []
         var seen = Set<String>()

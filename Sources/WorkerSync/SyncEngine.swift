@@ -16,13 +16,13 @@ struct SyncResult {
 }
 
 /// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.
-public struct SyncEngine: Sendable {
-    public let options: SyncOptions
+package struct SyncEngine: Sendable {
+    package let options: SyncOptions
     /// The command's logger, lock notices and stop request.
-    public let context: RunContext
+    package let context: RunContext
     var logger: Logger { context.logger }
 
-    public init(options: SyncOptions, context: RunContext = RunContext()) {
+    package init(options: SyncOptions, context: RunContext = RunContext()) {
         self.options = options
         self.context = context
     }
@@ -43,7 +43,7 @@ public struct SyncEngine: Sendable {
 
     /// Whether a sync into `cacheDirectory` surely downloads over the network: it has no index
     /// yet (every http(s) entry is a download) and the run is not `--offline`.
-    public static func surelyDownloads(cacheDirectory: String, offline: Bool) -> Bool {
+    package static func surelyDownloads(cacheDirectory: String, offline: Bool) -> Bool {
         surelyDownloads(indexed: hasIndex(cacheDirectory), offline: offline)
     }
 
@@ -61,7 +61,7 @@ public struct SyncEngine: Sendable {
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written. A run that cannot read its
     /// manifests publishes nothing and still writes its outputs, with the error.
-    public func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
+    package func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
         let startedAt = Date()
         do {
             return try await syncManifests(arguments)
@@ -176,7 +176,7 @@ public struct SyncEngine: Sendable {
 
     /// Plans, downloads what is missing or changed, verifies, stores, indexes and reports.
     /// Throws only what stops the whole run: the cache is unusable or locked.
-    public func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
+    package func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
         try await sync(manifests, prefetched: nil).report
     }
 

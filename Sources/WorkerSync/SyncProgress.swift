@@ -1,17 +1,17 @@
 import FoundationEssentials
 
 /// How far the downloads of a run are.
-public struct SyncProgress: Sendable {
+package struct SyncProgress: Sendable {
     /// Entries that needed the network, and how many of them are done.
-    public var total: Int
-    public var done: Int
-    public var failed: Int
+    package var total: Int
+    package var done: Int
+    package var failed: Int
     /// Body bytes received so far, downloads in flight included.
-    public var bytes: Int64
-    public var started: Date
+    package var bytes: Int64
+    package var started: Date
     /// `bytes` plus what the downloads still to come declared, once every download has started
     /// and said how long its body is; nil until then.
-    public var bytesTotal: Int64? = nil
+    package var bytesTotal: Int64? = nil
 
     package init(total: Int, done: Int, failed: Int, bytes: Int64, started: Date, bytesTotal: Int64? = nil) {
         self.total = total

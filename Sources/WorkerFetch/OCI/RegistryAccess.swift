@@ -21,7 +21,7 @@ import WorkerSupport
 /// origin (a blob the registry redirects to its storage is fetched without it). A registry is
 /// asked over https; one on loopback that does not speak TLS over plain http (as Docker asks
 /// one), and every one under `--plain-http` (ORAS's option).
-public struct RegistryAccess: Sendable, Equatable {
+package struct RegistryAccess: Sendable, Equatable {
     /// An authorization a registry gave or asked for: the header's value, the origin it goes to
     /// (no other), and the user whose credentials it carries (nil: anonymous).
     struct Grant: Sendable, Equatable {
@@ -37,7 +37,7 @@ public struct RegistryAccess: Sendable, Equatable {
     /// When each token stops being good (monotonic seconds), by `REGISTRY/REPOSITORY`.
     private var expiries: [String: Double] = [:]
     /// `--plain-http`: every registry over plain http.
-    public var plainHTTP = false
+    package var plainHTTP = false
     /// Loopback registries that did not speak TLS when asked over https: asked over http since.
     private var plain: Set<String> = []
 
@@ -46,7 +46,7 @@ public struct RegistryAccess: Sendable, Equatable {
         expiries.values.min().map { $0 - 30 }
     }
 
-    public init() {}
+    package init() {}
 
     /// This access as it was before any registry was asked, but for how each is reached (to ask
     /// again: tokens that expire).

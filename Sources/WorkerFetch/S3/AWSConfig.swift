@@ -133,8 +133,8 @@ enum AWSConfig {
 }
 
 /// An S3 setting or file that cannot be used (exit 2).
-public struct S3ConfigError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct S3ConfigError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
     init(_ description: String) {
         self.description = description
@@ -143,7 +143,7 @@ public struct S3ConfigError: Error, Sendable, CustomStringConvertible {
 
 extension S3Access {
     /// Resolves the AWS settings of `environment` (`AWSConfig`).
-    public static func resolve(environment: [String: String]) -> Result<S3Access, S3ConfigError> {
+    package static func resolve(environment: [String: String]) -> Result<S3Access, S3ConfigError> {
         AWSConfig.access(environment: environment)
     }
 }

@@ -2,15 +2,15 @@ import WorkerManifest
 
 /// How `s3://` URLs are reached: the endpoint (AWS itself, virtual-hosted style; or a custom one,
 /// path-style), the region, and the credentials requests are signed with (none: unsigned).
-public struct S3Access: Sendable, Equatable {
-    public var region: String
+package struct S3Access: Sendable, Equatable {
+    package var region: String
     /// A custom endpoint (MinIO, Ceph, R2, GCS): `ENDPOINT/BUCKET/KEY`.
-    public var endpoint: String?
-    public var credentials: AWSCredentials?
+    package var endpoint: String?
+    package var credentials: AWSCredentials?
     /// Where the credentials came from, for messages ("the environment", "profile 'ci' in …").
-    public var credentialSource: String
+    package var credentialSource: String
 
-    public init(region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,
+    package init(region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,
                 credentialSource: String = "none: requests are unsigned") {
         self.region = region
         self.endpoint = endpoint
@@ -35,18 +35,18 @@ public struct S3Access: Sendable, Equatable {
 
 /// An access key pair, with the session token of temporary credentials. Never printed: its
 /// description shows the key id only.
-public struct AWSCredentials: Sendable, Equatable, CustomStringConvertible {
-    public let accessKeyID: String
+package struct AWSCredentials: Sendable, Equatable, CustomStringConvertible {
+    package let accessKeyID: String
     let secret: String
     let sessionToken: String?
 
-    public init(accessKeyID: String, secret: String, sessionToken: String? = nil) {
+    package init(accessKeyID: String, secret: String, sessionToken: String? = nil) {
         self.accessKeyID = accessKeyID
         self.secret = secret
         self.sessionToken = sessionToken
     }
 
-    public var description: String { "access key \(accessKeyID)" }
+    package var description: String { "access key \(accessKeyID)" }
 }
 
 /// What one request is signed with (libcurl's AWS Signature Version 4, service `s3`). A class:

@@ -7,37 +7,37 @@ import WorkerStore
 import WorkerSupport
 
 /// What `worker verify` found, and what `--repair` did about it.
-public struct VerifyReport: Sendable, Codable {
-    public var objectsChecked = 0
-    public var bytesChecked: Int64 = 0
+package struct VerifyReport: Sendable, Codable {
+    package var objectsChecked = 0
+    package var bytesChecked: Int64 = 0
     /// Object files whose bytes do not hash to their name.
-    public var corruptObjects: [String] = []
+    package var corruptObjects: [String] = []
     /// Index rows whose object file is missing (or was corrupt), by URL.
-    public var missingObjects: [String] = []
+    package var missingObjects: [String] = []
     /// Object files no index row names: left by a run that stopped between installing an object
     /// and indexing it. Not a problem (the next sync or `gc` removes them); `--repair` does too.
-    public var unreferencedObjects: [String] = []
+    package var unreferencedObjects: [String] = []
     /// Index rows that cannot be trusted (an object name that is not one, a hash that does not
     /// parse), by URL. Never used as paths; `--repair` drops them.
-    public var damagedRows: [String] = []
+    package var damagedRows: [String] = []
     /// Index rows whose size column is not their object's size (`gc` and `status` count by it),
     /// by URL. `--repair` sets the object's size.
-    public var sizeMismatches: [String] = []
+    package var sizeMismatches: [String] = []
     /// Anything else under `objects/`: symlinks, wrongly named files, folders where files belong.
-    public var strayFiles: [String] = []
+    package var strayFiles: [String] = []
     /// Files a crashed run left in `tmp/` (removed by `--repair`).
-    public var temporaryFiles = 0
-    public var repaired = false
-    public var redownloaded: [String] = []
+    package var temporaryFiles = 0
+    package var repaired = false
+    package var redownloaded: [String] = []
     /// Rows dropped because their URL could not be fetched again.
-    public var droppedEntries: [String] = []
-    public var deletedFiles = 0
+    package var droppedEntries: [String] = []
+    package var deletedFiles = 0
     /// What SQLite found wrong with the index file itself: no repair helps, `clear` starts over.
-    public var indexDamage: String?
+    package var indexDamage: String?
 
     /// True when nothing is wrong: every object hashes to its name, every row has its object
     /// and can be trusted, and nothing foreign lies under `objects/`.
-    public var isClean: Bool {
+    package var isClean: Bool {
         corruptObjects.isEmpty && missingObjects.isEmpty && strayFiles.isEmpty && damagedRows.isEmpty && sizeMismatches.isEmpty
             && indexDamage == nil
     }
@@ -63,24 +63,24 @@ public struct VerifyReport: Sendable, Codable {
 /// wrong, re-downloads what the index still names (verified against its hash), and drops rows
 /// that cannot be fetched again. Without `--repair` it only reads, while syncs write; with it,
 /// it holds the cache's lock.
-public struct CacheVerifier: Sendable {
-    public let cacheDirectory: String
-    public var fetch = FetchSettings()
-    public var waitLock: Double?
+package struct CacheVerifier: Sendable {
+    package let cacheDirectory: String
+    package var fetch = FetchSettings()
+    package var waitLock: Double?
     /// The manifests `--repair` may read local entries again from (their folders), given on the
     /// command line: never taken from the index, which only its owner should write but which
     /// names folders a planted row could point anywhere.
-    public var manifestPaths: [String] = []
+    package var manifestPaths: [String] = []
     /// The command's logger, lock notices and stop request.
-    public let context: RunContext
+    package let context: RunContext
     var logger: Logger { context.logger }
 
-    public init(cacheDirectory: String, context: RunContext = RunContext()) {
+    package init(cacheDirectory: String, context: RunContext = RunContext()) {
         self.cacheDirectory = cacheDirectory
         self.context = context
     }
 
-    public func verify(repair: Bool) async throws(CacheError) -> VerifyReport {
+    package func verify(repair: Bool) async throws(CacheError) -> VerifyReport {
         if repair {
             if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
             let store = try ContentStore(root: cacheDirectory)

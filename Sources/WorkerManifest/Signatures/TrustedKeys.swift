@@ -4,17 +4,17 @@ import WorkerSupport
 /// The publishers a run trusts (`--trusted-keys FILE`, `WORKER_TRUSTED_KEYS`): minisign public
 /// keys (the `.pub` file minisign writes, or its `RW…` line) and SSH allowed-signers lines, in any
 /// number of files. With keys, every manifest must carry a signature one of them made.
-public struct TrustedKeys: Sendable {
+package struct TrustedKeys: Sendable {
     package private(set) var minisign: [Minisign.PublicKey] = []
     package private(set) var sshSigners: [SSHSignature.AllowedSigner] = []
 
-    public init() {}
+    package init() {}
 
-    public var isEmpty: Bool { minisign.isEmpty && sshSigners.isEmpty }
+    package var isEmpty: Bool { minisign.isEmpty && sshSigners.isEmpty }
 
     /// Reads a keys file; a line that is neither a minisign key nor an allowed signer is an
     /// error naming `path:line`.
-    public mutating func load(_ path: String) throws(ManifestErrors) {
+    package mutating func load(_ path: String) throws(ManifestErrors) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ManifestErrors(diagnostics: [ManifestDiagnostic(path: path, line: 0, column: 0,
                                                                   message: "cannot read the trusted keys file", kind: .unreadable)],
@@ -49,7 +49,7 @@ public struct TrustedKeys: Sendable {
     }
 
     /// What an error names as the keys it expected.
-    public var expected: String {
+    package var expected: String {
         let names = minisign.map { "minisign key \($0.id)" } + sshSigners.map { "SSH key \($0.fingerprint) (\($0.principals))" }
         let shown = names.prefix(4).joined(separator: ", ")
         return names.count > 4 ? shown + " or \(names.count - 4) more" : shown

@@ -2,12 +2,12 @@ import FoundationEssentials
 
 /// `http://` and `https://` URLs: entries, mirrors, base URLs and remote manifests; their paths
 /// percent-encoded, their origin where libcurl connects (`Origin.http`).
-public struct HTTPKind: URLKind {
-    public var id: URLKindID { .http }
-    public var schemes: [String] { Self.schemes }
+package struct HTTPKind: URLKind {
+    package var id: URLKindID { .http }
+    package var schemes: [String] { Self.schemes }
     private static let schemes = ["http", "https"]
-    public var roles: URLRoles { [.remote, .base, .manifest] }
-    public var literalPaths: Bool { false }
+    package var roles: URLRoles { [.remote, .base, .manifest] }
+    package var literalPaths: Bool { false }
 
     /// True when `text` starts with `http://` or `https://` (any case).
     static func matches(_ text: String) -> Bool {
@@ -29,19 +29,19 @@ public struct HTTPKind: URLKind {
 
     /// Whether going from a URL of scheme `from` to one of `to` (lowercase) leaves TLS: a redirect
     /// the fetch stage refuses.
-    public static func isDowngrade(from: String, to: String) -> Bool {
+    package static func isDowngrade(from: String, to: String) -> Bool {
         from == "https" && to == "http"
     }
 
-    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+    package func origin(of url: String) -> (origin: Origin, rest: Substring)? {
         Origin.http(url)
     }
 
-    public func problem(entry url: String) -> String? {
+    package func problem(entry url: String) -> String? {
         URLResolver.isWellFormedAbsolute(url) ? nil : "not a valid URL: \(Redact.short(Redact.url(url), limit: 80))"
     }
 
-    public func problem(prefix: String) -> String? {
+    package func problem(prefix: String) -> String? {
         guard let parsed = URL(string: prefix), let host = parsed.host, !host.isEmpty, Origin.http(prefix) != nil else {
             return " is not a valid URL"
         }
@@ -49,7 +49,7 @@ public struct HTTPKind: URLKind {
     }
 
     /// The URL's path, percent-decoded, without scheme, authority, query or fragment.
-    public func treePath(written: String) -> Result<String, TreePathProblem> {
+    package func treePath(written: String) -> Result<String, TreePathProblem> {
         TreePath.derived(fromURL: written)
     }
 }

@@ -14,13 +14,13 @@ import Glibc
 ///
 /// A class: made once per URL and shared by every request and table that carries it (a copy is
 /// one reference, and two requests of one group compare by identity first).
-public final class Origin: Hashable, Sendable, CustomStringConvertible {
+package final class Origin: Hashable, Sendable, CustomStringConvertible {
     /// The scheme as the kind names it (`https`, `s3`): `http` and `https` differ.
-    public let scheme: String
+    package let scheme: String
     /// The host in its one spelling (a bucket for `s3`).
-    public let host: String
+    package let host: String
     /// The port; nil for a kind without ports (`s3`).
-    public let port: Int?
+    package let port: Int?
     /// The host as written (lowercased, without user info), for `name`.
     private let written: String
     /// Host and port hashed once: the per-origin tables look an origin up for every request.
@@ -28,11 +28,11 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
 
     /// The origin as reports and logs name it: `scheme://host:port` with the host as written, or
     /// `s3://BUCKET`.
-    public var name: String {
+    package var name: String {
         scheme.isEmpty ? written : scheme + "://" + written + (port.map { ":" + String($0) } ?? "")
     }
 
-    public var description: String { name }
+    package var description: String { name }
 
     /// `written`: the host as the URL spells it (its name shows it); with an empty scheme, the
     /// whole name of a URL no kind reads.
@@ -48,12 +48,12 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
         hashed = hasher.finalize()
     }
 
-    public static func == (left: Origin, right: Origin) -> Bool {
+    package static func == (left: Origin, right: Origin) -> Bool {
         left === right
             || (left.hashed == right.hashed && left.port == right.port && left.host == right.host && left.scheme == right.scheme)
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(hashed)
     }
 

@@ -2,16 +2,16 @@ import WorkerSupport
 
 /// `s3://BUCKET/KEY` URLs: keys literal, the bucket its origin, requests signed with the run's
 /// AWS settings (the fetch stage's `S3Access`), a prefix listable into a manifest.
-public struct S3Kind: URLKind {
-    public var id: URLKindID { .s3 }
-    public var schemes: [String] { Self.schemes }
+package struct S3Kind: URLKind {
+    package var id: URLKindID { .s3 }
+    package var schemes: [String] { Self.schemes }
     private static let schemes = ["s3"]
-    public var roles: URLRoles { [.remote, .base, .manifest, .signed, .listable] }
-    public var literalPaths: Bool { true }
-    public var sentWithoutCredentials: String? { "unsigned: no AWS credentials were found" }
+    package var roles: URLRoles { [.remote, .base, .manifest, .signed, .listable] }
+    package var literalPaths: Bool { true }
+    package var sentWithoutCredentials: String? { "unsigned: no AWS credentials were found" }
 
     /// `s3://BUCKET` (a bucket S3 accepts), and the key with its leading `/`.
-    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+    package func origin(of url: String) -> (origin: Origin, rest: Substring)? {
         guard S3URL.isS3(url) else { return nil }
         let after = url.dropFirst(5)
         let bucket = after.prefix { $0 != "/" }
@@ -19,18 +19,18 @@ public struct S3Kind: URLKind {
         return (Origin(scheme: "s3", host: String(bucket), port: nil, written: String(bucket)), after[bucket.endIndex...])
     }
 
-    public func problem(entry url: String) -> String? {
+    package func problem(entry url: String) -> String? {
         if case .failure(let problem) = S3URL.parse(url) { return problem.description }
         return nil
     }
 
-    public func problem(prefix: String) -> String? {
+    package func problem(prefix: String) -> String? {
         S3URL.bucketProblem(String(prefix.dropFirst(5).prefix { $0 != "/" })).map { ": " + $0 }
     }
 
     /// The key, literal (`a%20b.png` and `x?y` are names): after the bucket of an absolute URL,
     /// else as written below an `s3://` base.
-    public func treePath(written: String) -> Result<String, TreePathProblem> {
+    package func treePath(written: String) -> Result<String, TreePathProblem> {
         guard S3URL.isS3(written) else { return TreePath.derived(fromS3Key: written) }
         return TreePath.derived(fromS3Key: String(written.dropFirst(5).drop { $0 != "/" }.dropFirst()))
     }
@@ -38,9 +38,9 @@ public struct S3Kind: URLKind {
 
 /// An `s3://BUCKET/KEY` URL: the bucket, checked against S3's naming rules, and the key as
 /// written (S3 keys are taken literally, as the AWS CLI takes them: `%20` is three characters).
-public struct S3URL: Sendable, Equatable {
-    public let bucket: String
-    public let key: String
+package struct S3URL: Sendable, Equatable {
+    package let bucket: String
+    package let key: String
 
     /// A bucket and a key already checked (an empty key: the bucket itself).
     package init(bucket: String, key: String) {
@@ -66,7 +66,7 @@ public struct S3URL: Sendable, Equatable {
     }
 
     /// Parses an `s3://` URL; the error says what is wrong (no bucket, a bucket S3 refuses, no key).
-    public static func parse(_ text: String) -> Result<S3URL, S3URLProblem> {
+    package static func parse(_ text: String) -> Result<S3URL, S3URLProblem> {
         guard isS3(text) else { return .failure(S3URLProblem("not an s3:// URL")) }
         let rest = text.dropFirst(5)
         guard let slash = rest.firstIndex(of: "/") else {
@@ -146,8 +146,8 @@ public struct S3URL: Sendable, Equatable {
 }
 
 /// What is wrong with an `s3://` URL.
-public struct S3URLProblem: Error, Sendable, Equatable, CustomStringConvertible {
-    public let description: String
+package struct S3URLProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    package let description: String
 
     init(_ description: String) {
         self.description = description

@@ -2,7 +2,7 @@
 /// URLs parse and are checked, where they connect, what an entry's tree path is; the fetch stage
 /// adds how it is reached (`Locator`). Nothing outside the kinds tells a URL's kind by its text:
 /// it asks `URLKinds`.
-public protocol URLKind: Sendable {
+package protocol URLKind: Sendable {
     /// Which kind this is (a switch over it is how another layer gives a kind its own behaviour:
     /// the compiler names every switch a new kind must join).
     var id: URLKindID { get }
@@ -40,30 +40,30 @@ public protocol URLKind: Sendable {
 }
 
 extension URLKind {
-    public func impliedHash(of url: String) -> ContentHash? { nil }
-    public func expands(_ url: String, pinned: Bool) -> Bool { false }
-    public var expandedForm: String? { nil }
-    public var sentWithoutCredentials: String? { nil }
+    package func impliedHash(of url: String) -> ContentHash? { nil }
+    package func expands(_ url: String, pinned: Bool) -> Bool { false }
+    package var expandedForm: String? { nil }
+    package var sentWithoutCredentials: String? { nil }
 }
 
 /// The kinds by name.
-public enum URLKindID: Sendable, Hashable {
+package enum URLKindID: Sendable, Hashable {
     case http, s3, file, oci
 }
 
 /// Where a kind of URL may be written.
-public struct URLRoles: OptionSet, Sendable {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
+package struct URLRoles: OptionSet, Sendable {
+    package let rawValue: Int
+    package init(rawValue: Int) { self.rawValue = rawValue }
 
     /// An entry's URL, a mirror, a mirrored prefix, `--rewrite`'s FROM and TO.
-    public static let remote = URLRoles(rawValue: 1)
+    package static let remote = URLRoles(rawValue: 1)
     /// A `base_url`.
-    public static let base = URLRoles(rawValue: 2)
+    package static let base = URLRoles(rawValue: 2)
     /// A remote manifest (`worker sync URL`).
-    public static let manifest = URLRoles(rawValue: 4)
+    package static let manifest = URLRoles(rawValue: 4)
     /// Signed with the run's credentials: its settings are read when a run has one.
-    public static let signed = URLRoles(rawValue: 8)
+    package static let signed = URLRoles(rawValue: 8)
     /// A folder of it can be listed into a manifest (`worker manifest URL`).
-    public static let listable = URLRoles(rawValue: 16)
+    package static let listable = URLRoles(rawValue: 16)
 }

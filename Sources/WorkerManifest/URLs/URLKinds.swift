@@ -1,15 +1,15 @@
 import WorkerSupport
 
 /// The registry: every kind, found by a URL's scheme.
-public enum URLKinds {
-    public static let http = HTTPKind()
-    public static let s3 = S3Kind()
-    public static let file = FileKind()
-    public static let oci = OCIKind()
-    public static let all: [any URLKind] = [http, s3, file, oci]
+package enum URLKinds {
+    package static let http = HTTPKind()
+    package static let s3 = S3Kind()
+    package static let file = FileKind()
+    package static let oci = OCIKind()
+    package static let all: [any URLKind] = [http, s3, file, oci]
 
     /// The kind of `url` by its scheme; nil for a scheme no kind reads (or none).
-    public static func kind(of url: String) -> (any URLKind)? {
+    package static func kind(of url: String) -> (any URLKind)? {
         // Asked of every URL a run fetches: http(s) is told from the bytes without a scheme string.
         if HTTPKind.matches(url) { return http }
         guard let scheme = scheme(of: url) else { return nil }
@@ -18,7 +18,7 @@ public enum URLKinds {
 
     /// The kind of the URL whose UTF-8 bytes are `utf8` (asked of every entry without making a
     /// string of it): each registered scheme compared with the bytes before the colon.
-    public static func kind(utf8: UnsafeRawBufferPointer) -> (any URLKind)? {
+    package static func kind(utf8: UnsafeRawBufferPointer) -> (any URLKind)? {
         if HTTPKind.matches(bytes: utf8) { return http }
         for kind in all {
             for scheme in kind.schemes where scheme.utf8.count < utf8.count && utf8[scheme.utf8.count] == UInt8(ascii: ":") {
@@ -29,23 +29,23 @@ public enum URLKinds {
     }
 
     /// The kind that reads `scheme` (lowercase).
-    public static func kind(scheme: String) -> (any URLKind)? {
+    package static func kind(scheme: String) -> (any URLKind)? {
         all.first { $0.schemes.contains(scheme) }
     }
 
     /// Whether `url` is of a kind with `role` (signed, listable, a remote manifest).
-    public static func has(_ role: URLRoles, _ url: String) -> Bool {
+    package static func has(_ role: URLRoles, _ url: String) -> Bool {
         kind(of: url)?.roles.contains(role) == true
     }
 
     /// `url` parsed: its kind, origin and rest; nil for a scheme no kind reads or a URL it cannot parse.
-    public static func parse(_ url: String) -> ParsedURL? {
+    package static func parse(_ url: String) -> ParsedURL? {
         guard let kind = kind(of: url), let (origin, rest) = kind.origin(of: url) else { return nil }
         return ParsedURL(text: url, kind: kind, origin: origin, rest: rest)
     }
 
     /// The schemes of the kinds with `role`, as a refusal lists them ("http, https and s3").
-    public static func schemes(with role: URLRoles, joiner: String = "and") -> String {
+    package static func schemes(with role: URLRoles, joiner: String = "and") -> String {
         let names = all.filter { $0.roles.contains(role) }.flatMap(\.schemes)
         guard names.count > 1 else { return names.joined() }
         return names.dropLast().joined(separator: ", ") + " \(joiner) " + names[names.count - 1]
@@ -53,7 +53,7 @@ public enum URLKinds {
 
     /// Why `text` cannot be a prefix of a kind with `role` (an unknown scheme, or its kind's own
     /// rule), said of `what`; nil when it can.
-    public static func problem(prefix text: String, what: String, role: URLRoles = .remote) -> String? {
+    package static func problem(prefix text: String, what: String, role: URLRoles = .remote) -> String? {
         guard let kind = kind(of: text), kind.roles.contains(role) else {
             return scheme(of: text).map {
                 "\(what) has scheme '\(Redact.short($0))'; only \(schemes(with: role)) are allowed"
@@ -64,13 +64,13 @@ public enum URLKinds {
 
     /// The hash `url` names itself, when its kind says one (an OCI blob's digest). An http(s) URL
     /// is told apart first: asked of every entry a manifest lists.
-    public static func impliedHash(of url: String) -> ContentHash? {
+    package static func impliedHash(of url: String) -> ContentHash? {
         guard !HTTPKind.matches(url) else { return nil }
         return kind(of: url)?.impliedHash(of: url)
     }
 
     /// The tree path of an entry without `path`, written `written`, whose resolved URL is `resolved`.
-    public static func treePath(written: String, resolved: String) -> Result<String, TreePathProblem> {
+    package static func treePath(written: String, resolved: String) -> Result<String, TreePathProblem> {
         (kind(of: resolved) ?? http).treePath(written: written)
     }
 
@@ -101,7 +101,7 @@ public enum URLKinds {
 extension Origin {
     /// The origin of `url` as its kind says; for a URL no kind parses, an origin of its own
     /// (credentials hidden) that no other URL shares: its request fails anyway.
-    public static func of(_ url: String) -> Origin {
+    package static func of(_ url: String) -> Origin {
         URLKinds.parse(url)?.origin ?? Origin(scheme: "", host: url, port: nil, written: Redact.url(url))
     }
 }

@@ -1,26 +1,26 @@
 /// What a publish did: the report's `tree` object.
-public struct TreeOutcome: Sendable, Codable, Equatable {
+package struct TreeOutcome: Sendable, Codable, Equatable {
     /// The tree's link, absolute.
-    public var path: String
+    package var path: String
     /// The version folder the link names (`.NAME.worker/v-…` beside it).
-    public var version: String
+    package var version: String
     /// Files in the version.
-    public var files = 0
+    package var files = 0
     /// Files made for this version: hard links to the objects, or copies on another file system.
-    public var linked = 0
-    public var copied = 0
+    package var linked = 0
+    package var copied = 0
     /// Entries with nothing to show (never fetched): absent from the tree.
-    public var missing = 0
+    package var missing = 0
     /// Whether the link now names another version than before the run.
-    public var switched = false
+    package var switched = false
     /// Why the publish failed (the link still names the version before), when it did.
-    public var error: String?
+    package var error: String?
     /// Not switched because entries are missing and only a complete tree may be published
     /// (`--tree-complete`): the link still names the version before.
-    public var withheld = false
+    package var withheld = false
     /// Withheld because the run was stopped from outside (Ctrl-C, SIGTERM) with entries not done
     /// (`missing` counts them): the link still names the version before.
-    public var stopped = false
+    package var stopped = false
 
     package init(
         path: String,

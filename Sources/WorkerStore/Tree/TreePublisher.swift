@@ -18,13 +18,13 @@ import WorkerSupport
 /// lock in that folder, waited for as the cache's lock is, and never while holding it); a
 /// half-built version a killed run left is deleted by the next publish, and one a failed
 /// publish was building is deleted before it returns.
-public struct TreePublisher: Sendable {
+package struct TreePublisher: Sendable {
     /// The tree's path, absolute.
-    public let path: String
+    package let path: String
     let parent: String
     let name: String
 
-    public init(path: String) {
+    package init(path: String) {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
         let slash = absolute.lastIndex(of: "/")!
@@ -43,7 +43,7 @@ public struct TreePublisher: Sendable {
     /// Every check that can be made before a run's first request: the path's name, the parent
     /// (run as root), the link, and `.NAME.worker/` (a real folder, this user's own, writable by
     /// no one else). Nothing is touched.
-    public func check() throws(CacheError) {
+    package func check() throws(CacheError) {
         guard !name.isEmpty, name != ".", name != ".." else {
             throw .treeRefused(path: path, reason: "give a folder's path to publish the tree at")
         }
@@ -150,7 +150,7 @@ public struct TreePublisher: Sendable {
     /// lookup and its link. With `exact`, `files()` is what the caller believes (a sync's own
     /// plan and outcomes), and `exact` reads the truth (the index) if an object it names is gone
     /// by the time it is linked (another run replaced that version): the build starts again from it.
-    public func publish(cacheDirectory: String?, wait: Double?, context: RunContext, onlyComplete: Bool = false,
+    package func publish(cacheDirectory: String?, wait: Double?, context: RunContext, onlyComplete: Bool = false,
                         files: () throws(CacheError) -> [TreeFile],
                         exact: (() throws(CacheError) -> [TreeFile])? = nil) async throws(CacheError) -> TreeOutcome {
         try check()

@@ -4,31 +4,31 @@ import WorkerManifest
 /// signature one of them made), a signature's location given by the user instead of the one
 /// beside the manifest, and how old the last accepted copy of a remote manifest may be when the
 /// manifest cannot be fetched.
-public struct ManifestTrust: Sendable {
-    public var keys = TrustedKeys()
+package struct ManifestTrust: Sendable {
+    package var keys = TrustedKeys()
     /// `--signature URL|FILE` (one manifest only).
-    public var signature: String?
+    package var signature: String?
     /// `--manifest-max-age`, seconds.
-    public var maxAge: Double = 86_400
+    package var maxAge: Double = 86_400
     /// `--manifest-env NAME`: the only environment variables a remote manifest's `${VAR}` reads.
-    public var environment: Set<String> = []
+    package var environment: Set<String> = []
 
-    public init() {}
+    package init() {}
 }
 
 /// The manifests of a run, each where its bytes are to be read: a local file as given, a remote
 /// one as fetched (or as last accepted, when it could not be fetched).
-public struct OpenedManifests: Sendable {
-    public struct Opened: Sendable {
+package struct OpenedManifests: Sendable {
+    package struct Opened: Sendable {
         /// The argument as given (a path or a URL).
-        public let argument: String
+        package let argument: String
         /// The file to read.
-        public let path: String
+        package let path: String
         /// What the cache records it under: the URL, or the file's absolute path.
-        public let source: String
-        public let isRemote: Bool
+        package let source: String
+        package let isRemote: Bool
         /// SHA-256 of the bytes read.
-        public let object: String
+        package let object: String
         /// The signature that was verified (kept beside the accepted copy).
         let signature: [UInt8]?
         /// The manifest could not be fetched: the accepted copy serves.
@@ -42,14 +42,14 @@ public struct OpenedManifests: Sendable {
         var signedFile: String?
     }
 
-    public var manifests: [Opened] = []
+    package var manifests: [Opened] = []
     /// URLs fetched for the manifests (manifests and signatures): never pruned as orphans.
-    public var fetchedURLs: [String] = []
+    package var fetchedURLs: [String] = []
 
-    public var paths: [String] { manifests.map(\.path) }
+    package var paths: [String] { manifests.map(\.path) }
 
     /// Remote manifests' copies → their URLs (what errors and the report name).
-    public var remoteSources: [String: String] {
+    package var remoteSources: [String: String] {
         Dictionary(manifests.filter(\.isRemote).map { ($0.path, $0.source) }, uniquingKeysWith: { first, _ in first })
     }
 }

@@ -91,22 +91,22 @@ struct Percentage: ParsedArgument {
 
 extension FailureBudget: ExpressibleByArgument {
     /// `10` or `2%`.
-    public init?(argument: String) {
+    package init?(argument: String) {
         self.init(argument)
     }
 
-    public var defaultValueDescription: String {
+    package var defaultValueDescription: String {
         share.map { "\($0 * 100)%" } ?? "\(count ?? 0)"
     }
 }
 
 extension Shard: ExpressibleByArgument {
     /// `I/N` with 0 ≤ I < N.
-    public init?(argument: String) {
+    package init?(argument: String) {
         self.init(argument)
     }
 
-    public var defaultValueDescription: String { description }
+    package var defaultValueDescription: String { description }
 }
 
 /// `--log-format`.
