@@ -114,7 +114,7 @@ let package = Package(
             path: "Tests/WorkerTestSupport"
         ),
         .testTarget(
-            name: "ManifestSyncTests",
+            name: "UnitTests",
             dependencies: [
                 "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle",
                 "CurlTransport",
