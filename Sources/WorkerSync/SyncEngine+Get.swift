@@ -135,8 +135,7 @@ extension SyncEngine {
         options.shownRows = 0
         options.keepsOutcomes = true
         do {
-            return try await SyncEngine(options: options, context: context).sync(ManifestSet(manifests: [manifest], entries: entries),
-                                                                                 prefetched: nil)
+            return try await SyncEngine(options: options, context: context).syncLoaded(ManifestSet(manifests: [manifest], entries: entries))
         } catch {
             throw .cache(error)
         }

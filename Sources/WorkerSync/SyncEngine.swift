@@ -64,7 +64,7 @@ package struct SyncEngine: Sendable {
     package func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
         let startedAt = Date()
         do {
-            return try await syncManifests(arguments)
+            return try await readAndSync(arguments)
         } catch {
             switch error {
             case .manifest, .cache(.manifestUnavailable), .cache(.refused): writeUnread(arguments, error: error, startedAt: startedAt)
@@ -74,7 +74,7 @@ package struct SyncEngine: Sendable {
         }
     }
 
-    private func syncManifests(_ arguments: [String]) async throws(SyncFailure) -> SyncReport {
+    private func readAndSync(_ arguments: [String]) async throws(SyncFailure) -> SyncReport {
         // Manifests by URL are fetched, signatures verified, before anything else. Remote ones
         // accepted before are read from their copies while a conditional request asks whether
         // they changed (its 200 is the new copy); nothing is planned before it says no.
@@ -86,9 +86,9 @@ package struct SyncEngine: Sendable {
         } else {
             opened = try await openManifests(arguments)
         }
-        if let report = try await keeping(opened).sync(opened: opened, confirmation: confirmation) { return report }
+        if let report = try await keeping(opened).syncOpened(opened, confirmation: confirmation) { return report }
         let fetched = try await openManifests(arguments, documents: await confirmation?.value.documents ?? [:])
-        guard let report = try await keeping(fetched).sync(opened: fetched, confirmation: nil) else {
+        guard let report = try await keeping(fetched).syncOpened(fetched, confirmation: nil) else {
             throw .cache(.manifestUnavailable("the manifests changed while they were read"))
         }
         return report
@@ -113,7 +113,7 @@ package struct SyncEngine: Sendable {
 
     /// The run of `opened`; nil when `confirmation` says a remote manifest changed (nothing was
     /// done: the caller reads what it fetched and runs again).
-    private func sync(opened: OpenedManifests, confirmation: Task<ManifestConfirmation, Never>?) async throws(SyncFailure) -> SyncReport? {
+    private func syncOpened(_ opened: OpenedManifests, confirmation: Task<ManifestConfirmation, Never>?) async throws(SyncFailure) -> SyncReport? {
         let manifestPaths = opened.paths
         // Into a cache without an index every http(s) entry is a download: the transport starts
         // loading its library now, beside the manifests (later, once the plan is drawn, the
@@ -166,7 +166,7 @@ package struct SyncEngine: Sendable {
             // The registries its tags were read from, as reached and authorized then.
             var reached = options
             reached.fetch.locator = locator
-            let report = try await SyncEngine(options: reached, context: context).sync(set, prefetched: prefetched).report
+            let report = try await SyncEngine(options: reached, context: context).syncLoaded(set, prefetched: prefetched).report
             try record(accepted)
             return report
         } catch {
@@ -174,17 +174,14 @@ package struct SyncEngine: Sendable {
         }
     }
 
-    /// Plans, downloads what is missing or changed, verifies, stores, indexes and reports.
-    /// Throws only what stops the whole run: the cache is unusable or locked.
-    package func sync(_ manifests: ManifestSet) async throws(CacheError) -> SyncReport {
-        try await sync(manifests, prefetched: nil).report
-    }
-
-    /// The run, using what `prefetch` read ahead when no other writer has committed since.
+    /// The run of manifests already read: plans, downloads what is missing or changed, verifies,
+    /// stores, indexes and reports, using what `prefetch` read ahead (when given) if no other
+    /// writer has committed since. Throws only what stops the whole run: the cache is unusable or
+    /// locked.
     /// Several runs may write one cache at once: each joins its writers (`WriterSlot`) and holds
     /// the cache's lock only to start (tidy, plan), to commit each batch and to finish; its
     /// downloads overlap the other runs'.
-    func sync(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> SyncResult {
+    func syncLoaded(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>? = nil) async throws(CacheError) -> SyncResult {
         let startedAt = Date()
         // AWS settings a run with s3:// URLs cannot use stop it before the cache is touched (the
         // run's requests are made with this locator).

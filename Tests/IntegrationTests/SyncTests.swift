@@ -60,7 +60,7 @@ import WorkerTestSupport
         let current = await quiet.value
         #expect(current?.rows.count == 3)
         #expect(current?.isCurrent == true)
-        let warm = try await engine.sync(try ManifestLoader().load(paths: [manifest]), prefetched: quiet).report
+        let warm = try await engine.syncLoaded(try ManifestLoader().load(paths: [manifest]), prefetched: quiet).report
         #expect(warm.totals.unchanged == 3 && harness.origin.totalRequests == 3)
 
         // Another writer removes a row after the read-ahead and before the run takes the lock
@@ -74,7 +74,7 @@ import WorkerTestSupport
         try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
             .apply(upserts: [], touches: [], removals: [removed.url], at: Date().timeIntervalSince1970)
         #expect(stale?.isCurrent == false)
-        let report = try await engine.sync(try ManifestLoader().load(paths: [manifest]), prefetched: ahead).report
+        let report = try await engine.syncLoaded(try ManifestLoader().load(paths: [manifest]), prefetched: ahead).report
         #expect(report.totals.added == 1 && report.totals.unchanged == 2 && report.totals.failed == 0)
         #expect(harness.origin.totalRequests == 4)
         #expect(try harness.records().count == 3)

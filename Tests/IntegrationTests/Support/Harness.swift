@@ -6,7 +6,7 @@ import WorkerFetch
 import WorkerManifest
 import WorkerReport
 import WorkerStore
-import WorkerSync
+@testable import WorkerSync
 import WorkerTestSupport
 
 /// An origin, a temporary folder for manifests, and a cache directory: one per test.
@@ -47,7 +47,7 @@ struct Harness {
         options.fetch.retry = RetryPolicy(retries: 2, baseDelay: 0.01, maxDelay: 0.05)
         configure(&options)
         let set = try ManifestLoader(environment: environment).load(paths: paths)
-        return try await SyncEngine(options: options).sync(set)
+        return try await SyncEngine(options: options).syncLoaded(set).report
     }
 
     func records() throws -> [IndexRecord] {
