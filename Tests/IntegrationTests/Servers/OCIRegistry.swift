@@ -170,8 +170,7 @@ final class RegistryTokenService {
         openssl.waitUntilExit()
         guard openssl.terminationStatus == 0 else { throw TierProblem("openssl could not make the token service's key") }
         let usersFile = directory.write("users.json", String(decoding: try JSONSerialization.data(withJSONObject: users), as: UTF8.self))
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("tools/registry-token.py").path
+        let script = ActionTests.repository + "/Tests/tools/registry-token.py"
         let (log, tokensLog, certificate) = (directory.path + "/service.log", directory.path + "/tokens.log", certificate)
         (port, process) = try startOnFreePort(log: log, what: "the token service") { port in
             try ChildProcess(python, [script, key, certificate, String(port), usersFile, tokensLog, String(lifetime)]
