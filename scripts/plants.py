@@ -130,11 +130,10 @@ def main():
         print(f"{name}: {outcome}", flush=True)
     run(["swift", "build", "--build-tests"], copy, log)
     rows = read_record()
-    whys = {name: read_plant(os.path.join(folder, name + ".plant"))[0].get("why", "").replace("|", "\\|") for name in every}
+    headers = {name: read_plant(os.path.join(folder, name + ".plant"))[0] for name in every}
     for name, outcome, _ in results:
-        tests = read_plant(os.path.join(folder, name + ".plant"))[0].get("tests", "")
-        rows[name] = [outcome, "`" + tests.replace("|", "\\|") + "`", commit, today]
-    write_record(every, rows, whys)
+        rows[name] = [outcome, "`" + headers[name].get("tests", "").replace("|", "\\|") + "`", commit, today]
+    write_record(every, rows, {name: header.get("why", "").replace("|", "\\|") for name, header in headers.items()})
     caught = sum(1 for _, outcome, _ in results if outcome == "caught")
     print(f"\n{caught} of {len(results)} plants caught (log: {log})")
     for name, outcome, why in results:

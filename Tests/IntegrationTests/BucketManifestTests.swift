@@ -165,9 +165,8 @@ import WorkerTestSupport
                 """)
         }
         let directory = TemporaryDirectory()
-        let environment = ["AWS_ENDPOINT_URL": bucket.url(""), "AWS_ENDPOINT_URL_S3": "", "AWS_PROFILE": "", "AWS_REGION": "",
-                           "AWS_DEFAULT_REGION": "", "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "", "HOME": directory.path,
-                           "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": ""]
+        let environment = MotoS3.environment(endpoint: bucket.url(""), MotoS3.Keys(id: "AKIDEXAMPLE", secret: "secret"),
+                                             home: directory.path)
         let manifest = directory.path + "/avatars.yaml"
         let arguments = ["manifest", "s3://assets/avatars/", "-o", manifest, "--cache-dir", directory.path + "/cache", "--progress", "never"]
         publish("version 1\n")

@@ -128,6 +128,11 @@ final class MotoS3 {
     /// The environment of a run against this server: its endpoint, `keys` (none: unsigned), and
     /// nothing of the machine's own AWS settings.
     func environment(_ keys: Keys?, home: String, extra: [String: String] = [:]) -> [String: String] {
+        Self.environment(endpoint: endpoint, keys, home: home, extra: extra)
+    }
+
+    /// The same for any S3 endpoint (a stub on loopback as well as moto).
+    static func environment(endpoint: String, _ keys: Keys?, home: String, extra: [String: String] = [:]) -> [String: String] {
         var environment = ["HOME": home, "AWS_ENDPOINT_URL": endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_PROFILE": "",
                            "AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "",
                            "AWS_ACCESS_KEY_ID": keys?.id ?? "", "AWS_SECRET_ACCESS_KEY": keys?.secret ?? "",
