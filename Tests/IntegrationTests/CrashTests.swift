@@ -174,8 +174,12 @@ import WorkerTestSupport
         // The same objects under other paths: the run is the publish alone.
         let process = try WorkerBinary.spawn(["sync", manifest("b"), "--cache-dir", cache, "--tree", tree, "-q"],
                                              log: directory.path + "/killed.log")
+        // Each look is made with the run stopped (SIGSTOP), so that it cannot link the rest of
+        // the version while the folder is being counted: it moves on only between looks.
         var linkedAtKill = 0
         while process.isRunning {
+            kill(process.processIdentifier, SIGSTOP)
+            waitUntilStopped(process.processIdentifier)
             let names = (try? FileManager.default.contentsOfDirectory(atPath: versions)) ?? []
             for name in names where name != "lock" && name != previous {
                 let linked = (try? FileManager.default.contentsOfDirectory(atPath: versions + "/" + name + "/b"))?.count ?? 0
@@ -185,6 +189,7 @@ import WorkerTestSupport
                 kill(process.processIdentifier, SIGKILL)
                 break
             }
+            kill(process.processIdentifier, SIGCONT)
             try await Task.sleep(nanoseconds: 1_000_000)
         }
         await process.exited()
@@ -198,6 +203,15 @@ import WorkerTestSupport
         #expect(complete("b"), "killed with \(linkedAtKill) files linked, the next run links a version holding \(served) of \(count)")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: versions)) ?? []
         #expect(left.filter { $0.hasPrefix(".") }.isEmpty, "half-built versions removed: \(left)")
+    }
+
+    /// Waits until the process is stopped (its state in /proc is `T`) or gone.
+    private func waitUntilStopped(_ pid: pid_t) {
+        while let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")"),
+              stat[stat.index(close, offsetBy: 2)] != "T" && stat[stat.index(close, offsetBy: 2)] != "Z" {
+            usleep(100)
+        }
     }
 
     private func verify(_ harness: Harness) async throws -> [String: Any] {
