@@ -68,6 +68,14 @@ let package = Package(
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: essentialsOnly
         ),
+        // The kinds of URL beyond http(s) and files (s3://, oci://), a folder each, registered in
+        // Kinds.swift. Only the program (and the tests) import it: the layers reach a kind through
+        // `URLKind` and `KindAccess`.
+        .target(
+            name: "WorkerKinds",
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: essentialsOnly
+        ),
         .target(
             name: "WorkerPlan",
             dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch"],
@@ -102,7 +110,7 @@ let package = Package(
             name: "worker",
             dependencies: [
                 "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerReport", "WorkerSync", "WorkerLifecycle",
-                "CurlTransport",
+                "WorkerKinds", "CurlTransport",
                 "CWorkerSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -116,8 +124,8 @@ let package = Package(
         .testTarget(
             name: "UnitTests",
             dependencies: [
-                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle",
-                "CurlTransport",
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerKinds", "WorkerPlan", "WorkerReport", "WorkerSync",
+                "WorkerLifecycle", "CurlTransport",
                 "CCurl",
                 "WorkerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -128,8 +136,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport", "WorkerSync", "WorkerLifecycle",
-                "CurlTransport",
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerKinds", "WorkerPlan", "WorkerReport", "WorkerSync",
+                "WorkerLifecycle", "CurlTransport",
                 "CCurl",
                 "WorkerTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,20 +1,20 @@
 import WorkerManifest
 
 /// One place a request may be fetched from.
-struct FetchLocation: Sendable, Equatable {
+package struct FetchLocation: Sendable, Equatable {
     /// As the manifest lists it (what a report names).
-    let listed: String
+    package let listed: String
     /// As requested (after `--rewrite`).
-    let url: String
-    let origin: Origin
+    package let url: String
+    package let origin: Origin
     /// How requests to it are signed (an `s3://` URL with credentials).
-    let signing: AWSSigning?
+    package let signing: AWSSigning?
     /// The `Authorization` value its requests carry (a registry's token).
-    let authorization: String?
+    package let authorization: String?
     /// Whose credentials `authorization` carries (nil: none, or an anonymous token).
-    let credentialUser: String?
+    package let credentialUser: String?
 
-    init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
+    package init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
          credentialUser: String? = nil) {
         self.listed = listed
         self.url = url

@@ -44,7 +44,7 @@ package struct ResponseHandler {
     /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
     package private(set) var closesConnection = false
 
-    init(store: ContentStore?, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
+    package init(store: ContentStore?, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
          entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64,
          readsStatusOnly: Bool = false) {
         self.readsStatusOnly = readsStatusOnly
@@ -67,7 +67,7 @@ package struct ResponseHandler {
 
     /// A handler that reads a response's status and one header (one of `headerNames`): a HEAD
     /// in S3's checksum mode (`x-amz-checksum-sha256`), a registry's challenge (`www-authenticate`).
-    static func statusAndHeader(_ name: String, url: String, deadline: Double) -> ResponseHandler {
+    package static func statusAndHeader(_ name: String, url: String, deadline: Double) -> ResponseHandler {
         var handler = statusOnly(url: url, deadline: deadline)
         handler.readsHeader = name
         return handler

@@ -98,6 +98,8 @@ package enum TreePath {
 
 package struct TreePathProblem: Error, Sendable {
     package let message: String
+
+    package init(message: String) { self.message = message }
 }
 
 /// One file of a tree: its path, and the entry (of `ManifestSet.entries`) whose content it holds.

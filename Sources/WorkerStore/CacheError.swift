@@ -37,9 +37,9 @@ package enum CacheError: Error, Sendable, CustomStringConvertible {
     /// `--rewrite-strict`: locations no rule covers and no `--allow-origin` allows (exit 2,
     /// before any request), in words.
     case rewriteRefused(String)
-    /// The AWS settings of a run with `s3://` URLs cannot be used (an unreadable credentials
+    /// The settings of a kind a run has URLs of cannot be used (an unreadable AWS credentials
     /// file, a profile that is nowhere): exit 2, which and why (never a secret).
-    case awsSettings(String)
+    case kindSettings(scheme: String, String)
     /// A remote manifest could not be fetched and no accepted copy of it is young enough
     /// (`--manifest-max-age`): exit 3, nothing fetched — the next run may succeed.
     case manifestUnavailable(String)
@@ -85,8 +85,8 @@ package enum CacheError: Error, Sendable, CustomStringConvertible {
             "refusing to publish a tree at \(path): \(reason)"
         case .rewriteRefused(let problem):
             "refusing to run (--rewrite-strict): \(problem)"
-        case .awsSettings(let problem):
-            "cannot reach s3:// URLs: \(problem)"
+        case .kindSettings(let scheme, let problem):
+            "cannot reach \(scheme):// URLs: \(problem)"
         case .manifestUnavailable(let problem):
             "cannot get the manifest: \(problem)"
         case .refused(let problem):
@@ -139,7 +139,7 @@ extension CacheError: ExitClassified {
     package var exitClass: ExitClass {
         switch self {
         case .locked, .manifestUnavailable: .busy
-        case .treeRefused, .awsSettings, .rewriteRefused, .refused: .usage
+        case .treeRefused, .kindSettings, .rewriteRefused, .refused: .usage
         case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources: .unusable
         }
     }

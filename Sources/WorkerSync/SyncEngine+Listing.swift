@@ -7,64 +7,74 @@ import WorkerReport
 import WorkerStore
 import WorkerSupport
 
-/// `worker manifest s3://BUCKET/PREFIX/`: the manifest of what a bucket holds under a prefix. The
-/// bucket is listed (ListObjectsV2); each object is pinned by the SHA-256 the bucket stores for it
-/// when the listing says it has one (a HEAD in checksum mode, no body), else by hashing one
-/// download through the cache (which it warms, revalidating what it holds). What the listing said
-/// of each object (ETag, size, date) is kept in the index with its pin: a later run asks only about
-/// objects whose listing changed, and new ones.
+/// `worker manifest URL/` of a listable kind (`s3://BUCKET/PREFIX/`): the manifest of what a
+/// folder holds. The folder is listed (its kind's `FolderLister`); each file is pinned by the
+/// SHA-256 its origin stores for it when the listing says it has one (a bucket's, asked by a
+/// HEAD), else by hashing one download through the cache (which it warms, revalidating what it
+/// holds). What the listing said of each file (ETag, size, date) is kept in the index with its
+/// pin: a later run asks only about files whose listing changed, and new ones.
 extension SyncEngine {
-    /// A bucket's manifest: each object's key relative to the prefix with its SHA-256, and what
+    /// A folder's manifest: each file's path relative to the folder with its SHA-256, and what
     /// it took.
-    package struct BucketManifest: Sendable {
+    package struct FolderManifest: Sendable {
         package var items: [ManifestWriter.Item] = []
-        /// Why the bucket could not be listed (then nothing else was asked, and no manifest is due).
+        /// Why the folder could not be listed (then nothing else was asked, and no manifest is due).
         package var listingFailure: String?
-        /// Objects that could not be pinned (each a report row), left out.
+        /// Files that could not be pinned (each a report row), left out.
         package var failed: [SyncReport.Entry] = []
-        /// Keys left out because they cannot be a file's path in a tree (`a//b`, `a/./b`, a folder marker).
+        /// URLs left out because they cannot be a file's path in a tree (`a//b`, `a/./b`, a folder marker).
         package var skipped: [String] = []
         package var listed = 0
         /// Pins kept from the last run (the listing said the same of them).
         package var unchanged = 0
-        /// Pinned by the checksum the bucket stores (a HEAD each).
+        /// Pinned by the checksum the origin stores (a HEAD each).
         package var byChecksum = 0
         /// Pinned by hashing a download (through the cache).
         package var byDownload = 0
+        /// What the kind calls its files ("objects"), and where a stored hash comes from.
+        package var noun = "files"
+        package var storedHashSource = "the origin's SHA-256"
     }
 
-    /// Lists `s3://bucket/prefix` and pins each object; `earlier` (an earlier manifest's pins, by
-    /// absolute URL) must agree with what the index kept for a pin to be kept without asking.
-    package func bucketManifest(bucket: String, prefix: String, earlier: [String: String]?) async throws(SyncFailure) -> BucketManifest {
+    /// Lists `folder` (a URL of a listable kind, ending in `/`) and pins each file; `earlier`
+    /// (an earlier manifest's pins, by absolute URL) must agree with what the index kept for a
+    /// pin to be kept without asking.
+    package func folderManifest(_ folder: String, earlier: [String: String]?) async throws(SyncFailure) -> FolderManifest {
         var options = options
         do throws(CacheError) {
-            options.fetch.locator = try options.fetch.locator.resolvingS3(if: true)
+            let kinds = URLKinds.kind(of: folder).map { Set([$0.id]) } ?? []
+            options.fetch.locator = try options.fetch.locator.configuring(kinds)
         } catch {
             throw .cache(error)
         }
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) { throw .cache(.notWritable(problem)) }
-        let prefixURL = "s3://\(bucket)/\(prefix)"
-        var result = BucketManifest()
-        let objects: [S3ListingPage.Object]
+        let prefixURL = folder
+        var result = FolderManifest()
+        let objects: [ListedFile]
         let known: [String: ListedObject]
         let width = min(16, max(1, options.fetch.jobs))
         do throws(CacheError) {
             let store = try ContentStore(root: options.cacheDirectory)
             let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
             known = try index.listedObjects(under: prefixURL)
-            let reader = try BucketReader(store: store, settings: options.fetch, width: width)
-            let listing = await reader.list(bucket: bucket, prefix: prefix)
+            guard let reader = try options.fetch.locator.access(of: folder)?.lister(store: store, settings: options.fetch, width: width)
+            else {
+                result.listingFailure = "its kind of URL has no listing"
+                return result
+            }
+            (result.noun, result.storedHashSource) = (reader.noun, reader.storedHashSource)
+            let listing = await reader.list(folder)
             guard case .success(let all) = listing else {
                 await reader.close()
                 if case .failure(let failure) = listing { result.listingFailure = failure.message }
                 return result
             }
             objects = all.filter { object in
-                let relative = object.key.dropFirst(prefix.count)
-                // The prefix itself, and folder markers (a key ending in `/`, no bytes): no file.
+                let relative = object.relative
+                // The folder itself, and folder markers (a name ending in `/`, no bytes): no file.
                 if relative.isEmpty || relative.hasSuffix("/") && object.size == 0 { return false }
-                guard TreePath.problem(String(relative)) == nil else {
-                    result.skipped.append(object.key)
+                guard TreePath.problem(relative) == nil else {
+                    result.skipped.append(object.url)
                     return false
                 }
                 return true
@@ -72,26 +82,25 @@ extension SyncEngine {
             result.listed = objects.count
             // Kept, asked by HEAD, or downloaded.
             var pins: [String: String] = [:]
-            var toHead: [S3ListingPage.Object] = []
+            var toHead: [ListedFile] = []
             var toDownload: [String] = []
-            let objectURL = { (object: S3ListingPage.Object) in "s3://\(bucket)/\(object.key)" }
             for object in objects {
-                let url = objectURL(object)
+                let url = object.url
                 let seen = ListedObject(url: url, etag: object.etag, size: object.size, lastModified: object.lastModified, sha256: "")
                 if !options.refresh, let kept = known[url], kept.isSameListing(as: seen), earlier.map({ $0[url] == kept.sha256 }) ?? true {
                     pins[url] = kept.sha256
                     result.unchanged += 1
-                } else if object.hasSHA256, !options.offline {
+                } else if object.storesSHA256, !options.offline {
                     toHead.append(object)
                 } else {
                     toDownload.append(url)
                 }
             }
-            let asked = await Self.storedChecksums(toHead, bucket: bucket, reader: reader, width: width)
+            let asked = await Self.storedChecksums(toHead, reader: reader, width: width)
             await reader.close()
             for object in toHead {
-                let url = objectURL(object)
-                switch asked[object.key] {
+                let url = object.url
+                switch asked[url] {
                 case .success(let sha256?)?:
                     pins[url] = sha256
                     result.byChecksum += 1
@@ -119,13 +128,13 @@ extension SyncEngine {
             }
             var recorded: [ListedObject] = []
             for object in objects {
-                let url = objectURL(object)
+                let url = object.url
                 guard let sha256 = pins[url] else { continue }
                 recorded.append(ListedObject(url: url, etag: object.etag, size: object.size, lastModified: object.lastModified,
                                              sha256: sha256))
-                // Keys are literal under an s3:// base_url; one whose first segment has a colon
+                // Paths are literal under an s3:// base_url; one whose first segment has a colon
                 // would read as a scheme, and is written whole.
-                let relative = String(object.key.dropFirst(prefix.count))
+                let relative = object.relative
                 let written = relative.prefix { $0 != "/" }.contains(":") ? url : relative
                 result.items.append(ManifestWriter.Item(url: written, sha256: sha256))
             }
@@ -139,17 +148,17 @@ extension SyncEngine {
         return result
     }
 
-    /// The SHA-256 each object's bucket stores, asked `width` at a time.
-    private static func storedChecksums(_ objects: [S3ListingPage.Object], bucket: String, reader: BucketReader,
+    /// The SHA-256 the origin stores of each file, by URL, asked `width` at a time.
+    private static func storedChecksums(_ objects: [ListedFile], reader: any FolderLister,
                                         width: Int) async -> [String: Result<String?, FetchFailure>] {
         await withTaskGroup(of: (String, Result<String?, FetchFailure>).self) { group in
             var answers: [String: Result<String?, FetchFailure>] = [:]
             var next = 0
             func add() {
                 guard next < objects.count else { return }
-                let key = objects[next].key
+                let file = objects[next]
                 next += 1
-                group.addTask { (key, await reader.storedSHA256(bucket: bucket, key: key)) }
+                group.addTask { (file.url, await reader.storedSHA256(of: file)) }
             }
             for _ in 0..<width { add() }
             for await (key, answer) in group {

@@ -183,9 +183,9 @@ package struct SyncEngine: Sendable {
     /// downloads overlap the other runs'.
     func syncLoaded(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>? = nil) async throws(CacheError) -> SyncResult {
         let startedAt = Date()
-        // AWS settings a run with s3:// URLs cannot use stop it before the cache is touched (the
-        // run's requests are made with this locator).
-        let locator = try options.fetch.locator.resolvingS3(if: Self.namesS3(manifests))
+        // Settings of its kinds a run cannot use (AWS's, for s3:// URLs) stop it before the cache
+        // is touched (the run's requests are made with this locator).
+        let locator = try options.fetch.locator.configuring(Self.signedKinds(manifests))
         // --rewrite's rules against the run's locations, before any request (strict: refused whole).
         let rewrite: SyncReport.Rewrite?
         switch Self.checkRewrite(manifests, locator: locator) {
@@ -220,13 +220,21 @@ package struct SyncEngine: Sendable {
     /// Entries from which a new cache's first sync builds its index of rows by object at its end.
     static let objectIndexDeferredFrom = 1_000
 
-    /// Whether an entry, or a mirror of one, is of a kind signed with the run's settings (`s3://`).
-    private static func namesS3(_ manifests: ManifestSet) -> Bool {
+    /// The kinds signed with the run's settings (`s3://`) that an entry, or a mirror of one, is of.
+    private static func signedKinds(_ manifests: ManifestSet) -> Set<URLKindID> {
         let entries = manifests.entries
-        let signed = { (url: String) in URLKinds.has(.signed, url) }
-        return entries.indices.contains { entries.withURL(at: $0, { URLKinds.kind(utf8: $0)?.roles.contains(.signed) == true })
-            || entries.mirrors(at: $0).contains(where: signed) }
-            || manifests.manifests.contains { $0.mirrors.prefixes.contains { $0.mirrors.contains(where: signed) } }
+        var kinds: Set<URLKindID> = []
+        let signed = { (url: String) in URLKinds.kind(of: url).flatMap { $0.roles.contains(.signed) ? $0.id : nil } }
+        for position in entries.indices {
+            if let id = entries.withURL(at: position, { URLKinds.kind(utf8: $0).flatMap { $0.roles.contains(.signed) ? $0.id : nil } }) {
+                kinds.insert(id)
+            }
+            for mirror in entries.mirrors(at: position) { signed(mirror).map { _ = kinds.insert($0) } }
+        }
+        for manifest in manifests.manifests {
+            for prefix in manifest.mirrors.prefixes { for mirror in prefix.mirrors { signed(mirror).map { _ = kinds.insert($0) } } }
+        }
+        return kinds
     }
 
     /// The start of a run, under the lock: a writer alone deletes what dead runs left in `tmp/`;

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import WorkerFetch
 import WorkerManifest
 import WorkerStore
 import WorkerSupport
@@ -27,15 +28,15 @@ extension RegistryAccess {
     /// of the artifact. A tag is read where `--rewrite` sends it, then from each of its `mirrors`
     /// (by URL) in turn while it cannot be. A failure says what the registry said, after the URL.
     /// `access`: the run's, with what the registries asked for (the downloads use it).
-    static func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
-        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: RegistryAccess) {
+    package func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
+        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess) {
         var asked: [String: [OCIReference]] = [:]
         for url in urls {
             guard let tagURL = OCIReference(url)?.tagURL, asked[tagURL] == nil else { continue }
             asked[tagURL] = ([url] + (mirrors[url] ?? [])).compactMap { OCIReference(settings.locator.rewrite.apply($0)) }
                 .filter { $0.tag != nil }
         }
-        let (layers, access) = await layers(of: asked, store: store, settings: settings)
+        let (layers, access) = await self.layers(of: asked, store: store, settings: settings)
         var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
         for url in urls {
             guard let reference = OCIReference(url), let tagURL = reference.tagURL else {
@@ -65,21 +66,21 @@ extension RegistryAccess {
     /// it is asked: after `--rewrite`, then its mirrors) that answers; a failure names what each
     /// said. Registries are authorized as for downloads, each when it is first needed; the
     /// access with what they asked for is returned too.
-    static func layers(of tags: [String: [OCIReference]], store: ContentStore, settings: FetchSettings,
+    func layers(of tags: [String: [OCIReference]], store: ContentStore, settings: FetchSettings,
                        environment: [String: String] = ProcessInfo.processInfo.environment) async
         -> (results: [String: Result<[ArtifactLayer], RegistryProblem>], access: RegistryAccess) {
         guard let engine = try? SingleEngine(settings: settings) else {
-            return (tags.mapValues { _ in .failure(RegistryProblem("no network transport")) }, settings.locator.registries)
+            return (tags.mapValues { _ in .failure(RegistryProblem("no network transport")) }, self)
         }
         defer { Task { await engine.close() } }
-        var access = settings.locator.registries
+        var access = self
         var results: [String: Result<[ArtifactLayer], RegistryProblem>] = [:]
         for (key, references) in tags.sorted(by: { $0.key < $1.key }) {
             var failures: [RegistryProblem] = []
             for reference in references {
                 let problems: [RegistryProblem]
                 (access, problems) = await access.resolving([reference], store: store, settings: settings, environment: environment)
-                switch await layers(of: reference, access: access, engine: engine, store: store, settings: settings) {
+                switch await Self.layers(of: reference, access: access, engine: engine, store: store, settings: settings) {
                 case .success(let layers):
                     results[key] = .success(layers)
                 case .failure(let failure):

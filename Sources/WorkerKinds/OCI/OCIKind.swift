@@ -1,3 +1,4 @@
+import WorkerManifest
 import WorkerSupport
 
 /// `oci://REGISTRY/REPOSITORY:TAG` (an artifact — pinned to one manifest with `:TAG@sha256:`: resolved as a run starts to its layers, each an
@@ -212,4 +213,8 @@ package struct OCIReferenceProblem: Error, Sendable, Equatable, CustomStringConv
     init(_ description: String) {
         self.description = description
     }
+}
+
+extension URLKindID {
+    package static let oci = URLKindID("oci")
 }

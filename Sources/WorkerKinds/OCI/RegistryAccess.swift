@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import WorkerFetch
 import WorkerManifest
 import WorkerStore
 import WorkerSupport
@@ -235,7 +236,7 @@ package struct RegistryAccess: Sendable, Equatable {
     }
 
     private static func encoded(_ text: String) -> String {
-        S3URL.percentEncoded(text, keepingSlashes: false)
+        LiteralPath.percentEncoded(text, keepingSlashes: false)
     }
 
     /// A token service's answer (Docker's `token`, OAuth's `access_token`).
@@ -369,4 +370,53 @@ struct DockerCredentials {
         if registry == "docker.io" || registry == "registry-1.docker.io" { return byRegistry["index.docker.io"] }
         return nil
     }
+}
+
+extension RegistryAccess: KindAccess {
+    package var kind: any URLKind { OCIKind() }
+
+    /// `--plain-http`: every registry over plain http.
+    package func with(options: [String: String]) -> any KindAccess {
+        var access = self
+        access.plainHTTP = options["plain-http"] != nil
+        return access
+    }
+
+    /// An `oci://` FROM sends the blob to another registry (a pull-through cache), and the
+    /// registry's API URL goes where an http(s) rule sends it. A tag's layer is the blob of the
+    /// digest it is `expected` to have.
+    package func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+                          memo: inout OriginMemo) -> FetchLocation {
+        let target = rewrite.apply(listed)
+        guard let reference = OCIReference(target),
+              let digest = reference.isBlob ? reference.digest : (expected?.algorithm == .sha256 ? expected?.hex : nil)
+        else { return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target)) }
+        let url = rewrite.apply(apiBase(of: reference) + "/blobs/sha256:" + digest)
+        let grant = grant(for: reference, at: url)
+        return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url), authorization: grant?.value,
+                             credentialUser: grant?.user)
+    }
+
+    /// The registry's API URL over https, and over http for one on loopback that may not speak
+    /// TLS (either may be asked).
+    package func beforeRewrite(_ listed: String) -> [String] {
+        guard let reference = OCIReference(listed) else { return [listed] }
+        let path = reference.isBlob ? "/blobs/sha256:" + (reference.digest ?? "") : "/manifests/" + (reference.tag ?? "")
+        let api = apiBase(of: reference) + path
+        guard reference.origin.host == "localhost", api.hasPrefix("https://") else { return [api] }
+        return [api, "http://" + api.dropFirst("https://".count)]
+    }
+
+    /// Each registry's token for its repositories (where `--rewrite` sends them).
+    package func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
+                             environment: [String: String]) async -> (access: any KindAccess, problems: [String]) {
+        let references = urls.compactMap { OCIReference(settings.locator.rewrite.apply($0)) }
+        guard !references.isEmpty else { return (self, []) }
+        let (access, problems) = await resolving(references, store: store, settings: settings, environment: environment)
+        return (access, problems.map(\.description))
+    }
+
+    package var renewBy: Double? { refreshBy }
+
+    package var unauthorized: any KindAccess { renewing }
 }

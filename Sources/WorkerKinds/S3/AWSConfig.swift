@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import WorkerFetch
 import WorkerManifest
 import WorkerSupport
 

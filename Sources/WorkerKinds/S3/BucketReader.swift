@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import WorkerFetch
 import WorkerManifest
 import WorkerStore
 import WorkerSupport
@@ -8,7 +9,7 @@ import WorkerSupport
 /// engine, endpoint and signing as the downloads: the listing (ListObjectsV2, page by page with
 /// continuation tokens) and an object's stored SHA-256 (a HEAD in checksum mode). Each exchange is
 /// retried as a download is (connection failures, timeouts, 5xx, 408, 429; `--retries`).
-package final class BucketReader: Sendable {
+final class BucketReader: FolderLister {
     private let access: S3Access
     /// `--rewrite`: the bucket's endpoint may be reached through a proxy, as downloads are.
     private let rewrite: URLRewrite
@@ -17,27 +18,50 @@ package final class BucketReader: Sendable {
     private let engine: SingleEngine
 
     /// Starts one engine of `settings`' transport with `width` connections.
-    package init(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) {
-        access = settings.locator.s3 ?? S3Access()
+    init(access: S3Access, store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) {
+        self.access = access
         rewrite = settings.locator.rewrite
         self.store = store
         self.settings = settings
         engine = try SingleEngine(settings: settings, width: width)
     }
 
+    var noun: String { "objects" }
+    var storedHashSource: String { "the bucket's SHA-256" }
+
     /// Stops the engine; call once, when done.
-    package func close() async {
+    func close() async {
         await engine.close()
     }
 
+    /// Every object below `folder` (`s3://BUCKET/PREFIX/`), in the bucket's (key) order.
+    func list(_ folder: String) async -> Result<[ListedFile], FetchFailure> {
+        guard case .success(let location) = S3URL.parse(folder + "x") else {
+            return .failure(FetchFailure(.httpStatus, "'\(folder)' is not s3://BUCKET/PREFIX/"))
+        }
+        let (bucket, prefix) = (location.bucket, String(location.key.dropLast()))
+        return await list(bucket: bucket, prefix: prefix).map { objects in
+            objects.map { object in
+                ListedFile(url: "s3://\(bucket)/\(object.key)", relative: String(object.key.dropFirst(prefix.count)), etag: object.etag,
+                           size: object.size, lastModified: object.lastModified, storesSHA256: object.hasSHA256)
+            }
+        }
+    }
+
+    /// The SHA-256 the bucket stores for the object.
+    func storedSHA256(of file: ListedFile) async -> Result<String?, FetchFailure> {
+        guard case .success(let object) = S3URL.parse(file.url) else { return .success(nil) }
+        return await storedSHA256(bucket: object.bucket, key: object.key)
+    }
+
     /// Every object whose key starts with `prefix`, in the bucket's (key) order.
-    package func list(bucket: String, prefix: String) async -> Result<[S3ListingPage.Object], FetchFailure> {
+    func list(bucket: String, prefix: String) async -> Result<[S3ListingPage.Object], FetchFailure> {
         var objects: [S3ListingPage.Object] = []
         var token: String?
         repeat {
             // Query parameters in their canonical (sorted) order, each value encoded once.
-            var query = token.map { "continuation-token=" + S3URL.percentEncoded($0, keepingSlashes: false) + "&" } ?? ""
-            query += "list-type=2&prefix=" + S3URL.percentEncoded(prefix, keepingSlashes: false)
+            var query = token.map { "continuation-token=" + LiteralPath.percentEncoded($0, keepingSlashes: false) + "&" } ?? ""
+            query += "list-type=2&prefix=" + LiteralPath.percentEncoded(prefix, keepingSlashes: false)
             let url = bucketURL(bucket) + "?" + query
             switch await body(url) {
             case .failure(let failure):
@@ -54,7 +78,7 @@ package final class BucketReader: Sendable {
     }
 
     /// The SHA-256 the bucket stores for `key` (lowercase hex), or nil when it stores none.
-    package func storedSHA256(bucket: String, key: String) async -> Result<String?, FetchFailure> {
+    func storedSHA256(bucket: String, key: String) async -> Result<String?, FetchFailure> {
         let (located, signing) = access.location(of: S3URL(bucket: bucket, key: key))
         let url = rewrite.apply(located)
         var request = TransferRequest(url: url, headers: ["x-amz-checksum-mode: ENABLED"], deadline: 0)

@@ -1,4 +1,6 @@
+import WorkerFetch
 import WorkerManifest
+import WorkerStore
 
 /// How `s3://` URLs are reached: the endpoint (AWS itself, virtual-hosted style; or a custom one,
 /// path-style), the region, and the credentials requests are signed with (none: unsigned).
@@ -33,49 +35,37 @@ package struct S3Access: Sendable, Equatable {
     }
 }
 
-/// An access key pair, with the session token of temporary credentials. Never printed: its
-/// description shows the key id only.
-package struct AWSCredentials: Sendable, Equatable, CustomStringConvertible {
-    package let accessKeyID: String
-    let secret: String
-    let sessionToken: String?
+extension S3Access: KindAccess {
+    package var kind: any URLKind { S3Kind() }
 
-    package init(accessKeyID: String, secret: String, sessionToken: String? = nil) {
-        self.accessKeyID = accessKeyID
-        self.secret = secret
-        self.sessionToken = sessionToken
+    /// The AWS settings chain (`AWSConfig`): the environment, then the config and credentials files.
+    package func configured(environment: [String: String]) throws(KindSettingsProblem) -> any KindAccess {
+        switch Self.resolve(environment: environment) {
+        case .success(let access): return access
+        case .failure(let error): throw KindSettingsProblem(error.description)
+        }
     }
 
-    package var description: String { "access key \(accessKeyID)" }
-}
-
-/// What one request is signed with (libcurl's AWS Signature Version 4, service `s3`). A class:
-/// every request and location of a run's bucket shares the one value (copies are references).
-package final class AWSSigning: Sendable, Equatable, CustomStringConvertible {
-    package let credentials: AWSCredentials
-    package let region: String
-
-    package init(credentials: AWSCredentials, region: String) {
-        self.credentials = credentials
-        self.region = region
+    /// An `s3://` FROM sends the key to another bucket (signed) or to an http(s) URL (unsigned);
+    /// the endpoint's URL then goes where an http(s) rule sends it (a proxy).
+    package func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+                          memo: inout OriginMemo) -> FetchLocation {
+        let target = rewrite.apply(listed)
+        guard case .success(let object) = S3URL.parse(target) else {
+            return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target))
+        }
+        let (endpoint, signing) = location(of: object)
+        let url = rewrite.apply(endpoint)
+        return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url), signing: signing)
     }
 
-    package static func == (left: AWSSigning, right: AWSSigning) -> Bool {
-        left === right || (left.credentials == right.credentials && left.region == right.region)
+    /// The endpoint's URL of the object.
+    package func beforeRewrite(_ listed: String) -> [String] {
+        guard case .success(let object) = S3URL.parse(listed) else { return [listed] }
+        return [location(of: object).url]
     }
 
-    /// `CURLOPT_AWS_SIGV4`'s value.
-    package var provider: String { "aws:amz:\(region):s3" }
-    /// `CURLOPT_USERPWD`'s value: the key id and the secret.
-    package var userPassword: String { credentials.accessKeyID + ":" + credentials.secret }
-    package var sessionToken: String? { credentials.sessionToken }
-
-    /// The headers a signed request without a body carries: S3 wants the payload's hash (a GET or
-    /// a HEAD has none to send), and temporary credentials their session token.
-    package var headers: [String] {
-        ["x-amz-content-sha256: UNSIGNED-PAYLOAD"] + (sessionToken.map { ["x-amz-security-token: " + $0] } ?? [])
+    package func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
+        try BucketReader(access: self, store: store, settings: settings, width: width)
     }
-
-    /// What a refusal names: the key id and the region, never the secret.
-    package var description: String { "access key \(credentials.accessKeyID), region \(region)" }
 }

@@ -1,3 +1,4 @@
+import WorkerManifest
 import WorkerSupport
 
 /// `s3://BUCKET/KEY` URLs: keys literal, the bucket its origin, requests signed with the run's
@@ -21,6 +22,14 @@ package struct S3Kind: URLKind {
 
     package func problem(entry url: String) -> String? {
         if case .failure(let problem) = S3URL.parse(url) { return problem.description }
+        return nil
+    }
+
+    package var listedForm: String? { "s3://BUCKET/PREFIX/" }
+
+    /// Parsed with a key below it: the bucket checked as S3 checks it, the prefix as written.
+    package func problem(folder: String) -> String? {
+        guard case .success = S3URL.parse(folder + "x") else { return "a bucket S3 accepts, then the prefix" }
         return nil
     }
 
@@ -109,40 +118,8 @@ package struct S3URL: Sendable, Equatable {
 
     /// The key as a URL path: every byte but unreserved ones and `/` percent-encoded (what S3's
     /// canonical request expects once).
-    package var encodedKey: String { Self.pathEncoded(key) }
+    package var encodedKey: String { LiteralPath.encoded(key) }
 
-    /// Part of a key as part of a URL path (`encodedKey`'s rule): an s3:// prefix mirrored by an
-    /// http(s) one names the same object at the path that spells its key.
-    package static func pathEncoded(_ key: some StringProtocol) -> String {
-        // S3 keys are literal: a `.` or `..` segment is a name, which libcurl (and every URL
-        // parser) would otherwise remove with the segment before it — `a/../b` would fetch `b`,
-        // and a path-style `BUCKET/../other/k` another bucket's key.
-        if key.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == "." || $0 == ".." }) {
-            return key.split(separator: "/", omittingEmptySubsequences: false).map { segment in
-                segment == "." || segment == ".." ? String(repeating: "%2E", count: segment.count) : pathEncoded(segment)
-            }.joined(separator: "/")
-        }
-        return percentEncoded(key, keepingSlashes: true)
-    }
-
-    /// Every byte but S3's unreserved ones (and `/`, when `keepingSlashes`) as `%XX`: a key in a
-    /// path, or any value in a query.
-    package static func percentEncoded(_ text: some StringProtocol, keepingSlashes: Bool) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            case UInt8(ascii: "/") where keepingSlashes:
-                out.unicodeScalars.append("/")
-            default:
-                out += "%" + Hex.encode([byte]).uppercased()
-            }
-        }
-        return out
-    }
 }
 
 /// What is wrong with an `s3://` URL.
@@ -152,4 +129,8 @@ package struct S3URLProblem: Error, Sendable, Equatable, CustomStringConvertible
     init(_ description: String) {
         self.description = description
     }
+}
+
+extension URLKindID {
+    package static let s3 = URLKindID("s3")
 }

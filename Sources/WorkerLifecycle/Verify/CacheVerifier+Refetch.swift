@@ -16,7 +16,8 @@ extension CacheVerifier {
         // command (the same confinement as `sync`); any other local row is dropped.
         let folders = manifestPaths.map { URLResolver(manifestPath: $0).folder }
         let network = broken.contains { !LocalFile.isLocal($0.url) }
-        var locator = try fetch.locator.resolvingS3(if: broken.contains { URLKinds.has(.signed, $0.url) })
+        let kinds = Set(broken.compactMap { URLKinds.kind(of: $0.url) }.filter { $0.roles.contains(.signed) }.map(\.id))
+        var locator = try fetch.locator.configuring(kinds)
         // What the kinds of these URLs ask before their requests (a registry's token).
         if network {
             let problems: [String]

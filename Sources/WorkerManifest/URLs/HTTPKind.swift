@@ -10,7 +10,7 @@ package struct HTTPKind: URLKind {
     package var literalPaths: Bool { false }
 
     /// True when `text` starts with `http://` or `https://` (any case).
-    static func matches(_ text: String) -> Bool {
+    package static func matches(_ text: String) -> Bool {
         // A native string's own bytes; a bridged one's through a copy.
         if let answer = text.utf8.withContiguousStorageIfAvailable({ matches(bytes: UnsafeRawBufferPointer($0)) }) {
             return answer
@@ -19,7 +19,7 @@ package struct HTTPKind: URLKind {
     }
 
     /// `matches` on a URL's bytes.
-    static func matches(bytes: UnsafeRawBufferPointer) -> Bool {
+    package static func matches(bytes: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count >= 7, bytes[0] | 0x20 == UInt8(ascii: "h"), bytes[1] | 0x20 == UInt8(ascii: "t"),
               bytes[2] | 0x20 == UInt8(ascii: "t"), bytes[3] | 0x20 == UInt8(ascii: "p") else { return false }
         let colon = bytes[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4

@@ -26,7 +26,7 @@ package struct ParsedURL: Sendable {
     /// path decoded for a key. Nil when a path does not decode.
     package static func joining(_ prefix: String, of kind: any URLKind, _ tail: Substring, from: any URLKind) -> String? {
         switch (from.literalPaths, kind.literalPaths) {
-        case (true, false): return prefix + S3URL.pathEncoded(tail)
+        case (true, false): return prefix + LiteralPath.encoded(tail)
         case (false, true): return URLResolver.percentDecoded(tail).map { prefix + $0 }
         default: return prefix + tail
         }

@@ -1,10 +1,9 @@
-/// The kinds of URL worker reads. A kind is one type (`HTTPKind`, `S3Kind`, `FileKind`): how its
-/// URLs parse and are checked, where they connect, what an entry's tree path is; the fetch stage
-/// adds how it is reached (`Locator`). Nothing outside the kinds tells a URL's kind by its text:
-/// it asks `URLKinds`.
+/// The kinds of URL worker reads. A kind is one type (`HTTPKind`, `FileKind`, and the registered
+/// ones in Sources/WorkerKinds): how its URLs parse and are checked, where they connect, what an
+/// entry's tree path is; its access (`KindAccess`, in the fetch stage) says how it is reached.
+/// Nothing outside the kinds tells a URL's kind by its text: it asks `URLKinds`.
 package protocol URLKind: Sendable {
-    /// Which kind this is (a switch over it is how another layer gives a kind its own behaviour:
-    /// the compiler names every switch a new kind must join).
+    /// Which kind this is.
     var id: URLKindID { get }
     /// The schemes it reads, lowercase.
     var schemes: [String] { get }
@@ -37,18 +36,33 @@ package protocol URLKind: Sendable {
     /// How a URL that stands for several files is written (`worker manifest URL` lists its
     /// parts); nil for a kind whose URLs never do.
     var expandedForm: String? { get }
+    /// How a folder of it is written for `worker manifest URL/` to list (`s3://BUCKET/PREFIX/`);
+    /// nil for a kind without listings.
+    var listedForm: String? { get }
+    /// Why `folder` (ending in `/`) cannot be listed, in words after the form; nil when it can.
+    func problem(folder: String) -> String?
 }
 
 extension URLKind {
     package func impliedHash(of url: String) -> ContentHash? { nil }
     package func expands(_ url: String, pinned: Bool) -> Bool { false }
     package var expandedForm: String? { nil }
+    package var listedForm: String? { nil }
+    package func problem(folder: String) -> String? { "not a folder that can be listed" }
     package var sentWithoutCredentials: String? { nil }
 }
 
-/// The kinds by name.
-package enum URLKindID: Sendable, Hashable {
-    case http, s3, file, oci
+/// A kind by name (its first scheme: `http`, `s3`, `oci`). The two kinds every run knows are
+/// named here; the rest are registered (`URLKinds.install`).
+package struct URLKindID: Sendable, Hashable, CustomStringConvertible {
+    package let name: String
+
+    package init(_ name: String) { self.name = name }
+
+    package static let http = URLKindID("http")
+    package static let file = URLKindID("file")
+
+    package var description: String { name }
 }
 
 /// Where a kind of URL may be written.

@@ -1,12 +1,21 @@
+import Synchronization
 import WorkerSupport
 
-/// The registry: every kind, found by a URL's scheme.
+/// The registry: every kind, found by a URL's scheme. http(s) and files are always known; the
+/// other kinds are installed once as the program starts (`WorkerKinds.install()`), from above
+/// the layers that ask.
 package enum URLKinds {
     package static let http = HTTPKind()
-    package static let s3 = S3Kind()
     package static let file = FileKind()
-    package static let oci = OCIKind()
-    package static let all: [any URLKind] = [http, s3, file, oci]
+    private static let installed = Mutex<[any URLKind]>([http, file])
+
+    /// Every kind: http(s), files, then the installed ones in their order.
+    package static var all: [any URLKind] { installed.withLock { $0 } }
+
+    /// Makes `kinds` known beside http(s) and files (again: the same list, replaced).
+    package static func install(_ kinds: [any URLKind]) {
+        installed.withLock { $0 = [http, file] + kinds }
+    }
 
     /// The kind of `url` by its scheme; nil for a scheme no kind reads (or none).
     package static func kind(of url: String) -> (any URLKind)? {
@@ -20,7 +29,7 @@ package enum URLKinds {
     /// string of it): each registered scheme compared with the bytes before the colon.
     package static func kind(utf8: UnsafeRawBufferPointer) -> (any URLKind)? {
         if HTTPKind.matches(bytes: utf8) { return http }
-        for kind in all {
+        for kind in all where kind.id != .http {
             for scheme in kind.schemes where scheme.utf8.count < utf8.count && utf8[scheme.utf8.count] == UInt8(ascii: ":") {
                 if zip(scheme.utf8, utf8).allSatisfy({ $0 == $1 | 0x20 }) { return kind }
             }

@@ -252,7 +252,7 @@ extension SyncEngine {
             switch error {
             // The cache's own disk failing (an fsync's EIO, the index) is not the manifest's
             // origin failing: nothing after it is trusted, a copy accepted before included.
-            case .locked, .rewriteRefused, .awsSettings, .system, .index, .unusable: throw .cache(error)
+            case .locked, .rewriteRefused, .kindSettings, .system, .index, .unusable: throw .cache(error)
             default: return Dictionary(urls.map { ($0, .failure(DocumentFailure(reason: "\(error)"))) }, uniquingKeysWith: { a, _ in a })
             }
         } catch {

@@ -3,6 +3,7 @@ import CurlTransport
 import FoundationEssentials
 import Glibc
 import Logging
+import WorkerKinds
 import WorkerSupport
 
 /// `worker`: keeps a local cache of remote files in step with YAML manifests.
@@ -22,6 +23,8 @@ struct WorkerCommand: AsyncParsableCommand {
         // A file-size limit (ulimit -f) must fail a write with EFBIG, reported like a full disk,
         // rather than kill the run with SIGXFSZ.
         signal(SIGXFSZ, SIG_IGN)
+        // The kinds of URL beyond http(s) and files, before anything parses a URL.
+        Kinds.install()
         // The one logging set-up of the process: the engine's lines as the console writes its own
         // (in the format the command says, once it is parsed: a logger is made only by then).
         LoggingSystem.bootstrap { label in

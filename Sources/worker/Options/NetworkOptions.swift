@@ -77,7 +77,7 @@ struct NetworkOptions: ParsableArguments {
         fetch.locator.rewrite = try Self.rewrite(rewrite)
         fetch.locator.rewrite.strict = rewriteStrict || ProcessInfo.processInfo.environment["WORKER_REWRITE_STRICT"] == "1"
         if let problem = fetch.locator.rewrite.allow(allowOrigin) { throw ValidationError(problem.description) }
-        fetch.locator.registries.plainHTTP = plainHTTP
+        if plainHTTP { fetch.locator.options["plain-http"] = "" }
         guard maxSize.value > 0 else { throw ValidationError("--max-size must be above 0") }
         fetch.maxSize = maxSize.value
         fetch.limitRate = limitRate?.value

@@ -80,7 +80,8 @@ struct ManifestCommand: AsyncParsableCommand {
     /// What the command line asks for.
     private enum Source {
         case folders(baseURL: String)
-        case bucket(S3URL)
+        /// A folder of a listable kind (`s3://BUCKET/PREFIX/`), ending in `/`.
+        case listing(String)
         /// A URL that stands for several files (an artifact's tag).
         case expanded(String)
         case urls(String)
@@ -102,20 +103,20 @@ struct ManifestCommand: AsyncParsableCommand {
             else { throw ValidationError("'\(first)' is listed alone, as \(form)") }
             return .expanded(first)
         }
-        if let first = folders.first, URLKinds.has(.listable, first) {
+        if let first = folders.first, let kind = URLKinds.kind(of: first), kind.roles.contains(.listable), let form = kind.listedForm {
             guard folders.count == 1, baseURL == nil else {
-                throw ValidationError("s3://BUCKET/PREFIX/ is listed alone, without folders or --base-url (the prefix is the base URL)")
+                throw ValidationError("\(form) is listed alone, without folders or --base-url (the prefix is the base URL)")
             }
-            // A prefix is a folder of keys, as `aws s3 ls` and rclone take one: `s3://b/p` is `s3://b/p/`.
+            // A prefix is a folder, as `aws s3 ls` and rclone take one: `s3://b/p` is `s3://b/p/`.
             let folder = first.hasSuffix("/") ? first : first + "/"
-            // Parsed with a key below it: the bucket checked as S3 checks it, the prefix as written.
-            guard case .success(let location) = S3URL.parse(folder + "x") else {
-                throw ValidationError("'\(first)' is not s3://BUCKET/PREFIX/ (a bucket S3 accepts, then the prefix)")
-            }
-            return .bucket(S3URL(bucket: location.bucket, key: String(location.key.dropLast())))
+            if let problem = kind.problem(folder: folder) { throw ValidationError("'\(first)' is not \(form) (\(problem))") }
+            return .listing(folder)
         }
-        guard update == nil else { throw ValidationError("--update goes with s3://BUCKET/PREFIX/") }
-        guard !folders.isEmpty else { throw ValidationError("give folders (with --base-url), s3://BUCKET/PREFIX/ or --urls FILE") }
+        let listedForms = URLKinds.all.compactMap(\.listedForm)
+        guard update == nil else { throw ValidationError("--update goes with \(listedForms.joined(separator: " or "))") }
+        guard !folders.isEmpty else {
+            throw ValidationError("give folders (with --base-url), \((listedForms + ["--urls FILE"]).joined(separator: " or "))")
+        }
         guard let baseURL else { throw ValidationError("--base-url: the URL the folders are published at") }
         // A base of a kind a base_url may be, whose URLs below it are valid (a bucket S3 accepts),
         // without query or fragment.
@@ -141,8 +142,8 @@ struct ManifestCommand: AsyncParsableCommand {
         switch source {
         case .urls(let urls):
             (yaml, failed) = try await pinned(urls, fetch: fetch)
-        case .bucket(let location):
-            (yaml, failed) = try await listed(location, fetch: fetch)
+        case .listing(let folder):
+            (yaml, failed) = try await listed(folder, fetch: fetch)
         case .expanded(let url):
             // Its parts (a tag's layers), each pinned by its hash.
             yaml = ManifestWriter.yaml(name: name, baseURL: nil, items: try await engine(fetch).expandedManifest(url))
@@ -249,25 +250,24 @@ struct ManifestCommand: AsyncParsableCommand {
         return SyncEngine(options: options, context: .command(stop: stop))
     }
 
-    /// The manifest of a bucket's objects under a prefix, and how many could not be pinned.
-    private func listed(_ location: S3URL, fetch: FetchSettings) async throws -> (String, Int) {
-        let base = "s3://\(location.bucket)/\(location.key)"
-        let earlier = try earlierPins(base: base)
-        let result: SyncEngine.BucketManifest = try await engine(fetch).bucketManifest(bucket: location.bucket, prefix: location.key, earlier: earlier)
+    /// The manifest of the files below a listable kind's `folder`, and how many could not be pinned.
+    private func listed(_ folder: String, fetch: FetchSettings) async throws -> (String, Int) {
+        let earlier = try earlierPins(base: folder)
+        let result = try await engine(fetch).folderManifest(folder, earlier: earlier)
         if let problem = result.listingFailure {
             // Nothing is written: an earlier manifest at -o stays as it is.
-            throw CommandFailure.unfinished(["worker: cannot list \(base): \(problem)"])
+            throw CommandFailure.unfinished(["worker: cannot list \(folder): \(problem)"])
         }
         for entry in result.failed {
             Console.error(TextReportWriter.failureLine(entry) + " (left out of the manifest)")
         }
-        for key in result.skipped.prefix(20) {
-            Console.error("worker: s3://\(location.bucket)/\(key): left out: the key cannot be a file's path in a tree")
+        for url in result.skipped.prefix(20) {
+            Console.error("worker: \(url): left out: the key cannot be a file's path in a tree")
         }
-        Console.notice("worker manifest: \(result.listed) objects under \(base): \(result.unchanged) unchanged since the last run, "
-            + "\(result.byChecksum) pinned by the bucket's SHA-256, \(result.byDownload) downloaded and hashed"
+        Console.notice("worker manifest: \(result.listed) \(result.noun) under \(folder): \(result.unchanged) unchanged since the last run, "
+            + "\(result.byChecksum) pinned by \(result.storedHashSource), \(result.byDownload) downloaded and hashed"
             + (result.failed.isEmpty ? "" : ", \(result.failed.count) failed"))
-        return (ManifestWriter.yaml(name: manifestName, baseURL: base, items: result.items), result.failed.count)
+        return (ManifestWriter.yaml(name: manifestName, baseURL: folder, items: result.items), result.failed.count)
     }
 
     /// The pins of the earlier manifest (--update FILE, else -o FILE when worker wrote it), by

@@ -2,10 +2,13 @@ import Testing
 @testable import WorkerFetch
 @testable import WorkerManifest
 import WorkerTestSupport
+import WorkerKinds
 
 /// The pieces of mirrors as values: which origin admits a group, which mirrors a manifest map
 /// gives. No I/O (`--rewrite`'s rules: URLRewriteTests).
 @Suite(.hangLimit) struct MirrorPartsTests {
+    init() { Kinds.install() }
+
     let a = Origin.of("http://a.test:80")
     let b = Origin.of("http://b.test:80")
     let c = Origin.of("http://c.test:80")

@@ -2,8 +2,11 @@ import Testing
 import WorkerManifest
 import WorkerTestSupport
 @testable import WorkerFetch
+import WorkerKinds
 
 @Suite(.hangLimit) struct RedirectTests {
+    init() { Kinds.install() }
+
     func target(_ from: String, _ location: String?, hop: Int = 0, visited: Set<String> = []) -> Result<String, FetchFailure> {
         var seen = visited.union([from])
         return Fetcher.redirectTarget(from: from, location: location, status: 302, hop: hop, maxRedirects: 5, visited: &seen)
@@ -46,6 +49,8 @@ import WorkerTestSupport
 /// same URL with user info (which the byte-level one leaves to the general one) is the same
 /// origin, named alike.
 @Suite(.hangLimit) struct OriginKeyTests {
+    init() { Kinds.install() }
+
     @Test(arguments: [
         "http://a.example/x", "HTTP://A.Example:80/y", "https://cdn.example.com/u/1.png?x=1#f", "http://127.0.0.1:8080",
         "https://h:443/", "http://h:1/a", "https://Sub.Domain.example:65535/p", "http://h?q", "http://h#f", "http://h:00080/x",
@@ -76,6 +81,8 @@ import WorkerTestSupport
 }
 
 @Suite(.hangLimit) struct OriginMemoTests {
+    init() { Kinds.install() }
+
     /// A run of URLs as a plan meets them: each gets `Origin.of`'s origin, the one object again
     /// for the same authority, a fresh reading for a longer host or port, another scheme or user
     /// info, or a URL of another kind in between.

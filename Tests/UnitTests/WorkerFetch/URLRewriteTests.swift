@@ -1,10 +1,13 @@
 import Testing
 @testable import WorkerFetch
 @testable import WorkerManifest
+import WorkerKinds
 
 /// `--rewrite`'s rules as values: what a rule covers (its origin in every spelling, its path at a
 /// segment boundary, an s3:// bucket whole) and what it sends there.
 @Suite struct URLRewriteTests {
+    init() { Kinds.install() }
+
     @Test func aRuleRewritesItsPrefixOnlyWithTheHostMatchedWhole() throws {
         let rewrite = try URLRewrite.parse(["https://cdn.example.com/assets/=http://127.0.0.1:8080/mirror/",
                                             "https://cdn.example.com/=http://127.0.0.1:8080/all/"]).get()

@@ -5,10 +5,13 @@ import Testing
 @testable import WorkerStore
 import WorkerSupport
 import WorkerTestSupport
+@testable import WorkerKinds
 
 /// The parts of `worker manifest s3://` that need no server: a listing page read, the listing
 /// state kept in the index, keys mapped between s3:// and http(s) mirrors.
 @Suite(.hangLimit) struct BucketPartsTests {
+    init() { Kinds.install() }
+
     @Test func aListingPageIsReadWithItsEntitiesAndItsNextToken() throws {
         let xml = """
             <?xml version="1.0" encoding="UTF-8"?>

@@ -3,11 +3,14 @@ import Testing
 @testable import WorkerFetch
 @testable import WorkerManifest
 import WorkerTestSupport
+@testable import WorkerKinds
 
 
 /// `s3://` URLs, where they are requested, and the AWS settings chain, as values (the files are
 /// real files in a temporary folder; no network).
 @Suite(.hangLimit) struct S3PartsTests {
+    init() { Kinds.install() }
+
     @Test func bucketsS3WouldRefuseAndKeysAreNamed() {
         #expect((try? S3URL.parse("s3://assets/a/b.png").get()) == S3URL(bucket: "assets", key: "a/b.png"))
         #expect(S3URL.isS3("s3://a") && S3URL.isS3("S3://a") && S3URL.isS3("s3://"))

@@ -1,10 +1,13 @@
 import Testing
 import WorkerManifest
 @testable import WorkerFetch
+import WorkerKinds
 
 /// Dot segments removed as RFC 3986 §5.2.4 removes them (its §5.4 examples, as absolute URLs),
 /// and the rules of `--rewrite` compare the path a server is asked for.
 @Suite struct DotSegmentsTests {
+    init() { Kinds.install() }
+
     @Test(arguments: [
         ("http://a/b/c/./../../g", "http://a/g"), ("http://a/b/c/../../../g", "http://a/g"), ("http://a/b/c/g/.", "http://a/b/c/g/"),
         ("http://a/b/c/g/..", "http://a/b/c/"), ("http://a/b/c/./g;x=1/../y", "http://a/b/c/y"), ("http://a/b/c/g/./h?x=/../y#s/../z",

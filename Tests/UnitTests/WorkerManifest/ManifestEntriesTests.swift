@@ -1,8 +1,11 @@
 import Testing
 @testable import WorkerManifest
 import WorkerTestSupport
+import WorkerKinds
 
 @Suite(.hangLimit) struct ManifestEntriesTests {
+    init() { Kinds.install() }
+
     static let sha256 = try! ContentHash.parse("sha256:" + String(repeating: "ab", count: 32)).get()
     static let sha512 = try! ContentHash.parse("sha512:" + String(repeating: "0f", count: 64)).get()
     static let md5 = try! ContentHash.parse("md5:098f6bcd4621d373cade4e832627b4f6").get()

@@ -1,8 +1,11 @@
 import Testing
 @testable import WorkerManifest
+import WorkerKinds
 
 /// Where an http(s) URL connects, in one spelling (what every per-origin rule compares).
 @Suite struct ConnectOriginTests {
+    init() { Kinds.install() }
+
     private func origin(_ url: String) -> String? {
         Origin.http(url).map { "\($0.origin.scheme)://\($0.origin.host):\($0.origin.port ?? -1)" }
     }

@@ -1,9 +1,12 @@
 import Testing
 @testable import WorkerManifest
+import WorkerKinds
 
 
 /// Tree paths: what an entry's `path` may be, and the path its URL gives without one.
 @Suite struct TreePathTests {
+    init() { Kinds.install() }
+
     @Test(arguments: [
         ("https://cdn.example.com/u/42.png", "u/42.png"),
         ("https://user:pw@cdn.example.com:8443/u/42.png?v=2#top", "u/42.png"),

@@ -1,10 +1,13 @@
 import Testing
 import WorkerTestSupport
 @testable import WorkerManifest
+import WorkerKinds
 
 /// A scheme is read up to its colon; a byte no scheme holds before it (a relative path's `/`)
 /// means there is none.
 @Suite(.hangLimit) struct SchemeTests {
+    init() { Kinds.install() }
+
     @Test func schemesAreReadUpToTheirColonAndLowercased() {
         #expect(URLKinds.scheme(of: "HTTP://h/x") == "http")
         #expect(URLKinds.scheme(of: "s3://bucket/key") == "s3")

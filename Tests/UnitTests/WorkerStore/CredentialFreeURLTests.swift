@@ -5,9 +5,12 @@ import Testing
 @testable import WorkerStore
 @testable import WorkerSupport
 import WorkerTestSupport
+import WorkerKinds
 
 /// How a group-shared cache keys URLs with user info: no credential in the key, one key per URL.
 @Suite(.hangLimit) struct CredentialFreeURLTests {
+    init() { Kinds.install() }
+
     static let secret = [UInt8](repeating: 7, count: 32)
 
     @Test func userInfoIsReplacedByItsKeyedDigest() {
