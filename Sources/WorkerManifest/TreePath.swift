@@ -68,7 +68,7 @@ package enum TreePath {
 
     /// An S3 key's tree path: the key itself (keys are literal: `a%20b.png` and `x?y` are names),
     /// checked as any tree path.
-    package static func derived(fromS3Key key: String) -> Result<String, TreePathProblem> {
+    package static func derived(fromLiteralPath key: String) -> Result<String, TreePathProblem> {
         guard !key.isEmpty, !key.hasSuffix("/") else {
             return .failure(TreePathProblem(message: "the S3 key is empty or ends in '/': give the entry a 'path' for the tree"))
         }

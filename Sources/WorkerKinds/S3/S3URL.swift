@@ -40,8 +40,8 @@ package struct S3Kind: URLKind {
     /// The key, literal (`a%20b.png` and `x?y` are names): after the bucket of an absolute URL,
     /// else as written below an `s3://` base.
     package func treePath(written: String) -> Result<String, TreePathProblem> {
-        guard S3URL.isS3(written) else { return TreePath.derived(fromS3Key: written) }
-        return TreePath.derived(fromS3Key: String(written.dropFirst(5).drop { $0 != "/" }.dropFirst()))
+        guard S3URL.isS3(written) else { return TreePath.derived(fromLiteralPath: written) }
+        return TreePath.derived(fromLiteralPath: String(written.dropFirst(5).drop { $0 != "/" }.dropFirst()))
     }
 }
 
