@@ -2,6 +2,7 @@ import FoundationEssentials
 import Synchronization
 import WorkerManifest
 import WorkerStore
+import WorkerSupport
 
 /// How the fetch stage reaches the URLs of one registered kind (`s3://`, `oci://`): its settings
 /// and credentials, where a URL is requested and how that request is authorized, the parts a URL
@@ -87,11 +88,17 @@ extension KindAccess where Self: Equatable {
 }
 
 /// Why a kind's settings cannot be read (an unreadable AWS config, a profile that is nowhere):
-/// a usage error, exit 2, before any request.
-package struct KindSettingsProblem: Error, Sendable, CustomStringConvertible {
-    package let description: String
+/// a usage error, exit 2, before any request. Never a secret.
+package struct KindSettingsProblem: Error, Sendable, CustomStringConvertible, ExitClassified {
+    /// The kind's scheme (`Locator.configuring` names it).
+    package var scheme = ""
+    package let reason: String
 
-    package init(_ description: String) { self.description = description }
+    package init(_ reason: String) { self.reason = reason }
+
+    package var description: String { "cannot reach \(scheme):// URLs: \(reason)" }
+    package var exitClass: ExitClass { .usage }
+    package var exitMessage: String { "worker: \(self)" }
 }
 
 /// The registered kinds' accesses, as the program installs them (`WorkerKinds.install()`): a new

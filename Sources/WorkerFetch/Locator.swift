@@ -33,13 +33,15 @@ package struct Locator: Sendable, Equatable {
     /// This locator with the settings of each kind of `kinds` read from `environment` (once a
     /// kind); a setting that cannot be read is an error (exit 2).
     package func configuring(_ kinds: Set<URLKindID>,
-                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(CacheError) -> Locator {
+                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(KindSettingsProblem) -> Locator {
         var locator = self
         for (position, access) in accesses.enumerated() where kinds.contains(access.kind.id) && !configured.contains(access.kind.id) {
             do throws(KindSettingsProblem) {
                 locator.accesses[position] = try access.configured(environment: environment)
             } catch {
-                throw .kindSettings(scheme: access.kind.schemes.first ?? access.kind.id.name, error.description)
+                var named = error
+                named.scheme = access.kind.schemes.first ?? access.kind.id.name
+                throw named
             }
             locator.configured.insert(access.kind.id)
         }

@@ -3,7 +3,8 @@ import Glibc
 import WorkerManifest
 import WorkerSupport
 
-/// Problems that stop a whole run: the cache itself cannot be used, or another run holds it.
+/// Problems of the cache that stop a whole run: the cache itself cannot be used, or another run
+/// holds it; the fetch stage's set-up (libcurl, threads) too.
 package enum CacheError: Error, Sendable, CustomStringConvertible {
     /// Disk full, permissions, a damaged folder: exit 4.
     case unusable(path: String, reason: String)
@@ -34,19 +35,6 @@ package enum CacheError: Error, Sendable, CustomStringConvertible {
     /// A tree's folder (`--tree`, `export --atomic`) exists and is not a link this program made:
     /// left as it is (exit 2).
     case treeRefused(path: String, reason: String)
-    /// `--rewrite-strict`: locations no rule covers and no `--allow-origin` allows (exit 2,
-    /// before any request), in words.
-    case rewriteRefused(String)
-    /// The settings of a kind a run has URLs of cannot be used (an unreadable AWS credentials
-    /// file, a profile that is nowhere): exit 2, which and why (never a secret).
-    case kindSettings(scheme: String, String)
-    /// A remote manifest could not be fetched and no accepted copy of it is young enough
-    /// (`--manifest-max-age`): exit 3, nothing fetched — the next run may succeed.
-    case manifestUnavailable(String)
-    /// What a manifest's entry stands for (a tag's layers) could not be read: its origin refused
-    /// the credentials, or the rules a request (`--rewrite-strict`, credentials that would go
-    /// where they must not). Exit 2, nothing fetched: the next run with the same settings fails alike.
-    case refused(String)
 
     /// The disk had no room for an index write.
     package var isDiskFull: Bool {
@@ -83,37 +71,6 @@ package enum CacheError: Error, Sendable, CustomStringConvertible {
             "refusing to publish: \(problem)"
         case .treeRefused(let path, let reason):
             "refusing to publish a tree at \(path): \(reason)"
-        case .rewriteRefused(let problem):
-            "refusing to run (--rewrite-strict): \(problem)"
-        case .kindSettings(let scheme, let problem):
-            "cannot reach \(scheme):// URLs: \(problem)"
-        case .manifestUnavailable(let problem):
-            "cannot get the manifest: \(problem)"
-        case .refused(let problem):
-            "cannot read what the manifest lists: \(problem)"
-        }
-    }
-}
-
-/// Why a sync did not run to its report: its manifests are wrong (exit 2, nothing touched), or
-/// the cache cannot be used or is locked.
-package enum SyncFailure: Error, Sendable {
-    case manifest(ManifestErrors)
-    case cache(CacheError)
-}
-
-extension SyncFailure: ExitClassified {
-    package var exitClass: ExitClass {
-        switch self {
-        case .manifest(let errors): errors.exitClass
-        case .cache(let error): error.exitClass
-        }
-    }
-
-    package var exitMessage: String {
-        switch self {
-        case .manifest(let errors): errors.exitMessage
-        case .cache(let error): error.exitMessage
         }
     }
 }
@@ -138,8 +95,8 @@ package struct SystemError: Error, Sendable, Equatable, CustomStringConvertible 
 extension CacheError: ExitClassified {
     package var exitClass: ExitClass {
         switch self {
-        case .locked, .manifestUnavailable: .busy
-        case .treeRefused, .kindSettings, .rewriteRefused, .refused: .usage
+        case .locked: .busy
+        case .treeRefused: .usage
         case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources: .unusable
         }
     }

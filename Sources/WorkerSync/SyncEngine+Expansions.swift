@@ -36,7 +36,7 @@ extension SyncEngine {
         }
         guard let first = positions.first else { return (set, options.fetch.locator) }
         guard !options.offline else {
-            throw .cache(.manifestUnavailable("\(set.entries.url(at: first)): the files it stands for are read from its origin, which --offline does not ask"))
+            throw .manifestUnavailable("\(set.entries.url(at: first)): the files it stands for are read from its origin, which --offline does not ask")
         }
         let store: ContentStore
         do {
@@ -57,9 +57,9 @@ extension SyncEngine {
         for (position, url) in zip(positions, urls) {
             switch results[url] {
             case .success(let list)?: parts[position] = list
-            case .failure(let problem)? where problem.refused: throw .cache(.refused(problem.description))
-            case .failure(let problem)?: throw .cache(.manifestUnavailable(problem.description))
-            case nil: throw .cache(.manifestUnavailable("\(url): not read"))
+            case .failure(let problem)? where problem.refused: throw .refused(problem.description)
+            case .failure(let problem)?: throw .manifestUnavailable(problem.description)
+            case nil: throw .manifestUnavailable("\(url): not read")
             }
         }
         switch set.expanding(parts) {

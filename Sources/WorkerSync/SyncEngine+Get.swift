@@ -134,11 +134,7 @@ extension SyncEngine {
         options.outputs = SyncOutputs()
         options.shownRows = 0
         options.keepsOutcomes = true
-        do {
-            return try await SyncEngine(options: options, context: context).syncLoaded(ManifestSet(manifests: [manifest], entries: entries))
-        } catch {
-            throw .cache(error)
-        }
+        return try await SyncEngine(options: options, context: context).syncLoaded(ManifestSet(manifests: [manifest], entries: entries))
     }
 
     /// Why `url` is not one a manifest entry could name absolutely (the manifest reader's own

@@ -41,11 +41,11 @@ extension SyncEngine {
     /// pin to be kept without asking.
     package func folderManifest(_ folder: String, earlier: [String: String]?) async throws(SyncFailure) -> FolderManifest {
         var options = options
-        do throws(CacheError) {
+        do throws(KindSettingsProblem) {
             let kinds = URLKinds.kind(of: folder).map { Set([$0.id]) } ?? []
             options.fetch.locator = try options.fetch.locator.configuring(kinds)
         } catch {
-            throw .cache(error)
+            throw .settings(error)
         }
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) { throw .cache(.notWritable(problem)) }
         let prefixURL = folder
@@ -53,7 +53,9 @@ extension SyncEngine {
         let objects: [ListedFile]
         let known: [String: ListedObject]
         let width = min(16, max(1, options.fetch.jobs))
-        do throws(CacheError) {
+        // What pinning by download failed with besides the cache (a rule refusing a request).
+        var pinFailure: SyncFailure?
+        listing: do throws(CacheError) {
             let store = try ContentStore(root: options.cacheDirectory)
             let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
             known = try index.listedObjects(under: prefixURL)
@@ -120,6 +122,9 @@ extension SyncEngine {
                     switch error {
                     case .cache(let cause): throw cause
                     case .manifest(let errors): throw CacheError.unusable(path: prefixURL, reason: errors.description)
+                    case .manifestUnavailable, .refused, .rewriteRefused, .settings:
+                        pinFailure = error
+                        break listing
                     }
                 }
                 for item in pinned.items { pins[item.url] = item.sha256 }
@@ -144,6 +149,7 @@ extension SyncEngine {
         } catch {
             throw .cache(error)
         }
+        if let pinFailure { throw pinFailure }
         result.items.sort { FileName.precedes($0.url, $1.url) }
         return result
     }

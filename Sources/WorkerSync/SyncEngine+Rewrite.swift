@@ -9,7 +9,7 @@ import WorkerSupport
 /// `--rewrite-strict` the locations no rule covers and no `--allow-origin` allows, refused whole.
 extension SyncEngine {
     /// The run's `rewrite` report object, or why a strict run may not start.
-    static func checkRewrite(_ manifests: ManifestSet, locator: Locator) -> Result<SyncReport.Rewrite?, CacheError> {
+    static func checkRewrite(_ manifests: ManifestSet, locator: Locator) -> Result<SyncReport.Rewrite?, SyncFailure> {
         let rewrite = locator.rewrite
         guard !rewrite.rules.isEmpty || rewrite.strict else { return .success(nil) }
         var matched = Set<Int>()

@@ -67,8 +67,8 @@ package struct SyncEngine: Sendable {
             return try await readAndSync(arguments)
         } catch {
             switch error {
-            case .manifest, .cache(.manifestUnavailable), .cache(.refused): writeUnread(arguments, error: error, startedAt: startedAt)
-            case .cache: break
+            case .manifest, .manifestUnavailable, .refused: writeUnread(arguments, error: error, startedAt: startedAt)
+            case .rewriteRefused, .settings, .cache: break
             }
             throw error
         }
@@ -89,7 +89,7 @@ package struct SyncEngine: Sendable {
         if let report = try await keeping(opened).syncOpened(opened, confirmation: confirmation) { return report }
         let fetched = try await openManifests(arguments, documents: await confirmation?.value.documents ?? [:])
         guard let report = try await keeping(fetched).syncOpened(fetched, confirmation: nil) else {
-            throw .cache(.manifestUnavailable("the manifests changed while they were read"))
+            throw .manifestUnavailable("the manifests changed while they were read")
         }
         return report
     }
@@ -162,16 +162,16 @@ package struct SyncEngine: Sendable {
             _ = await prefetched?.value
             return nil
         }
-        do {
-            // The registries its tags were read from, as reached and authorized then.
-            var reached = options
-            reached.fetch.locator = locator
-            let report = try await SyncEngine(options: reached, context: context).syncLoaded(set, prefetched: prefetched).report
+        // The registries its tags were read from, as reached and authorized then.
+        var reached = options
+        reached.fetch.locator = locator
+        let report = try await SyncEngine(options: reached, context: context).syncLoaded(set, prefetched: prefetched).report
+        do throws(CacheError) {
             try record(accepted)
-            return report
         } catch {
             throw .cache(error)
         }
+        return report
     }
 
     /// The run of manifests already read: plans, downloads what is missing or changed, verifies,
@@ -181,11 +181,17 @@ package struct SyncEngine: Sendable {
     /// Several runs may write one cache at once: each joins its writers (`WriterSlot`) and holds
     /// the cache's lock only to start (tidy, plan), to commit each batch and to finish; its
     /// downloads overlap the other runs'.
-    func syncLoaded(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>? = nil) async throws(CacheError) -> SyncResult {
+    func syncLoaded(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>? = nil) async throws(SyncFailure) -> SyncResult {
         let startedAt = Date()
         // Settings of its kinds a run cannot use (AWS's, for s3:// URLs) stop it before the cache
         // is touched (the run's requests are made with this locator).
-        let locator = try options.fetch.locator.configuring(Self.signedKinds(manifests))
+        let locator: Locator
+        do throws(KindSettingsProblem) {
+            locator = try options.fetch.locator.configuring(Self.signedKinds(manifests))
+        } catch {
+            _ = await prefetched?.value
+            throw .settings(error)
+        }
         // --rewrite's rules against the run's locations, before any request (strict: refused whole).
         let rewrite: SyncReport.Rewrite?
         switch Self.checkRewrite(manifests, locator: locator) {
@@ -199,8 +205,18 @@ package struct SyncEngine: Sendable {
         }
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) {
             _ = await prefetched?.value
-            throw .notWritable(problem)
+            throw .cache(.notWritable(problem))
         }
+        do throws(CacheError) {
+            return try await syncChecked(manifests, prefetched: prefetched, startedAt: startedAt, locator: locator, rewrite: rewrite)
+        } catch {
+            throw .cache(error)
+        }
+    }
+
+    /// `syncLoaded` once the run's settings and rules are checked: the cache's part.
+    private func syncChecked(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?, startedAt: Date, locator: Locator,
+                             rewrite: SyncReport.Rewrite?) async throws(CacheError) -> SyncResult {
         let store = try ContentStore(root: options.cacheDirectory)
         let job = options.recordsManifestRuns
             ? try await JobLock.take(directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },

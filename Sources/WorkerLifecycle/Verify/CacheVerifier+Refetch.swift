@@ -9,15 +9,15 @@ import WorkerSupport
 extension CacheVerifier {
     /// Downloads the rows whose objects are gone again (no manifest headers are known here);
     /// a row that cannot be fetched is dropped, and the next sync of its manifest adds it back.
-    func refetch(_ broken: [IndexRecord], store: ContentStore, index: CacheIndex,
+    /// `locator`: the run's, with the settings of the kinds of `broken` read.
+    func refetch(_ broken: [IndexRecord], store: ContentStore, index: CacheIndex, locator: Locator,
                          report: inout VerifyReport) async throws(CacheError) {
         guard !broken.isEmpty else { return }
         // A local entry is read again only from inside the folder of a manifest given to this
         // command (the same confinement as `sync`); any other local row is dropped.
         let folders = manifestPaths.map { URLResolver(manifestPath: $0).folder }
         let network = broken.contains { !LocalFile.isLocal($0.url) }
-        let kinds = Set(broken.compactMap { URLKinds.kind(of: $0.url) }.filter { $0.roles.contains(.signed) }.map(\.id))
-        var locator = try fetch.locator.configuring(kinds)
+        var locator = locator
         // What the kinds of these URLs ask before their requests (a registry's token).
         if network {
             let problems: [String]

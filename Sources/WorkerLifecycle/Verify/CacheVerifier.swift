@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import Logging
 import WorkerFetch
+import WorkerManifest
 import WorkerStore
 import WorkerSupport
 
@@ -80,23 +81,49 @@ package struct CacheVerifier: Sendable {
         self.context = context
     }
 
-    package func verify(repair: Bool) async throws(CacheError) -> VerifyReport {
+    package func verify(repair: Bool) async throws(VerifyFailure) -> VerifyReport {
         if repair {
-            if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
-            let store = try ContentStore(root: cacheDirectory)
-            let slot = try await WriterSlot(directory: cacheDirectory, wait: waitLock, stop: context.stop)
+            if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .cache(.notWritable(problem)) }
+            let store: ContentStore, slot: WriterSlot, lock: CacheLock
+            do throws(CacheError) {
+                store = try ContentStore(root: cacheDirectory)
+                slot = try await WriterSlot(directory: cacheDirectory, wait: waitLock, stop: context.stop)
+            } catch {
+                throw .cache(error)
+            }
             defer { slot.release() }
-            let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)
+            do throws(CacheError) {
+                lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)
+            } catch {
+                throw .cache(error)
+            }
             defer { lock.release() }
             var report = VerifyReport()
             // `tmp/` holds the bodies of other runs in flight unless this one is alone.
             if slot.alone { report.temporaryFiles = store.removeStaleTemporaryFiles() }
-            let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
-            if let damage = try index.damage() {
-                throw .index(path: index.path, cause: SQLiteError(code: 11, message: damage))  // SQLITE_CORRUPT
+            let index: CacheIndex, findings: Findings
+            do throws(CacheError) {
+                index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: true)
+                if let damage = try index.damage() {
+                    throw .index(path: index.path, cause: SQLiteError(code: 11, message: damage))  // SQLITE_CORRUPT
+                }
+                findings = try await check(index: index, report: &report, settled: true)
+            } catch {
+                throw .cache(error)
             }
-            let findings = try await check(index: index, report: &report, settled: true)
-            try await self.repair(findings, index: index, store: store, report: &report)
+            // The settings of the kinds the rows to fetch again are of (AWS's for s3://).
+            let kinds = Set(findings.broken.compactMap { URLKinds.kind(of: $0.url) }.filter { $0.roles.contains(.signed) }.map(\.id))
+            let locator: Locator
+            do throws(KindSettingsProblem) {
+                locator = try fetch.locator.configuring(kinds)
+            } catch {
+                throw .settings(error)
+            }
+            do throws(CacheError) {
+                try await self.repair(findings, index: index, store: store, locator: locator, report: &report)
+            } catch {
+                throw .cache(error)
+            }
             return report
         }
         // Without --repair it only reads: no lock, a read-only index, while syncs write.
@@ -109,6 +136,8 @@ package struct CacheVerifier: Sendable {
             if report.indexDamage == nil { _ = try await check(index: index, report: &report, settled: false) }
         } catch .index(_, let cause) where cause.isCorrupt {
             report.indexDamage = cause.message
+        } catch {
+            throw .cache(error)
         }
         // What dead runs left in `tmp/` (counted, not removed); while a sync runs, its own are there.
         if !WriterSlot.anyRunning(directory: cacheDirectory) {
@@ -183,7 +212,7 @@ package struct CacheVerifier: Sendable {
 
     /// Deletes what is wrong, sets sizes, re-downloads what the index still names and drops rows
     /// that cannot be fetched again. Holding the lock.
-    private func repair(_ findings: Findings, index: CacheIndex, store: ContentStore,
+    private func repair(_ findings: Findings, index: CacheIndex, store: ContentStore, locator: Locator,
                         report: inout VerifyReport) async throws(CacheError) {
 
         report.repaired = true
@@ -210,7 +239,8 @@ package struct CacheVerifier: Sendable {
             try index.apply(upserts: fixed, touches: [], removals: [], at: Date().timeIntervalSince1970)
         }
         let droppedURLs = Set(findings.damaged.map(\.url))
-        try await refetch(findings.broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, report: &report)
+        try await refetch(findings.broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, locator: locator,
+                          report: &report)
     }
 
     /// Object names in the fan-out folders, and everything there that is not a well-named file.
@@ -242,4 +272,25 @@ package struct CacheVerifier: Sendable {
         await FileDigest.hashAll(files, width: min(fetch.jobs, ProcessInfo.processInfo.activeProcessorCount))
     }
 
+}
+
+/// Why `verify` did not run to its report: the cache cannot be used or is locked, or the settings
+/// of a kind its rows to fetch again are of cannot be read (exit 2).
+package enum VerifyFailure: Error, Sendable, ExitClassified {
+    case cache(CacheError)
+    case settings(KindSettingsProblem)
+
+    package var exitClass: ExitClass {
+        switch self {
+        case .cache(let error): error.exitClass
+        case .settings(let problem): problem.exitClass
+        }
+    }
+
+    package var exitMessage: String {
+        switch self {
+        case .cache(let error): error.exitMessage
+        case .settings(let problem): problem.exitMessage
+        }
+    }
 }

@@ -103,17 +103,17 @@ extension SyncEngine {
     private func keptCopy(of argument: String, source: String, accepted: AcceptedManifest?,
                           reason: String) throws(SyncFailure) -> (path: String, bytes: [UInt8]) {
         guard let accepted, let (copy, bytes) = Self.readAcceptedCopy(options.cacheDirectory, source: source, object: accepted.object) else {
-            throw .cache(.manifestUnavailable("\(Redact.url(argument)): \(reason); no copy of it was accepted before"))
+            throw .manifestUnavailable("\(Redact.url(argument)): \(reason); no copy of it was accepted before")
         }
         // An unsigned copy is only as good as the cache it came in, which this run does not vouch for.
         guard !options.refreshUnpinned || !options.trust.keys.isEmpty else {
-            throw .cache(.manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before is unsigned, "
-                + "and not used under --refresh-unpinned"))
+            throw .manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before is unsigned, "
+                + "and not used under --refresh-unpinned")
         }
         let age = Date().timeIntervalSince1970 - accepted.checkedAt
         guard age <= options.trust.maxAge else {
-            throw .cache(.manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before was last "
-                + "current \(Units.formatAge(age)) ago, more than --manifest-max-age \(Units.formatDuration(options.trust.maxAge))"))
+            throw .manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before was last "
+                + "current \(Units.formatAge(age)) ago, more than --manifest-max-age \(Units.formatDuration(options.trust.maxAge))")
         }
         context.logger.warning("\(Redact.url(argument)): \(reason); using the copy accepted \(Units.formatAge(age)) ago")
         return (copy, bytes)
@@ -252,7 +252,7 @@ extension SyncEngine {
             switch error {
             // The cache's own disk failing (an fsync's EIO, the index) is not the manifest's
             // origin failing: nothing after it is trusted, a copy accepted before included.
-            case .locked, .rewriteRefused, .kindSettings, .system, .index, .unusable: throw .cache(error)
+            case .locked, .system, .index, .unusable: throw .cache(error)
             default: return Dictionary(urls.map { ($0, .failure(DocumentFailure(reason: "\(error)"))) }, uniquingKeysWith: { a, _ in a })
             }
         } catch {

@@ -61,7 +61,7 @@ struct Get: AsyncParsableCommand {
             lookup = try await SyncEngine(options: options, context: .command(stop: stop)).get(url: url, hash: expected)
         } catch .manifest(let errors) {
             throw CommandFailure.badInput(errors.diagnostics.map(\.message).joined(separator: "; "))
-        } catch .cache(let error) {
+        } catch {
             throw error
         }
         guard let path = lookup.path else {

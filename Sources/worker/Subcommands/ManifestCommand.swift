@@ -216,7 +216,7 @@ struct ManifestCommand: AsyncParsableCommand {
                 let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line
                 return "\(diagnostic.path):\(line): \(diagnostic.message)"
             })
-        } catch .cache(let error) {
+        } catch {
             throw error
         }
         for entry in result.failed {
