@@ -43,8 +43,8 @@ let package = Package(
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "CWorkerSystem"),
         // The engine, one target per layer; each uses only the layers above it in this list
-        // (docs/ARCHITECTURE.md draws the graph). `package` marks what a layer below offers the
-        // layers above; everything else stays inside its layer.
+        // (docs/ARCHITECTURE.md draws the graph). `public` marks what a layer below offers the
+        // layers above (cross-module optimization inlines only that); everything else stays inside.
         .target(
             name: "WorkerSupport",
             dependencies: ["CWorkerSystem", .product(name: "Crypto", package: "swift-crypto"),

@@ -9,18 +9,18 @@ import WorkerStore
 /// authorities. libcurl is loaded the first time a run starts engines, or ahead of it on its own
 /// thread when asked to `prepare`; the rest of the program never links it (this target is the
 /// only one that imports `CCurl`).
-package struct CurlTransport: Transport {
-    package init() {}
+public struct CurlTransport: Transport {
+    public init() {}
 
-    package func prepare() {
+    public func prepare() {
         Libcurl.loadAhead()
     }
 
-    package func settle() {
+    public func settle() {
         Libcurl.settle()
     }
 
-    package func startEngines(shares: [Int], settings: FetchSettings) throws(CacheError) -> EngineSet {
+    public func startEngines(shares: [Int], settings: FetchSettings) throws(CacheError) -> EngineSet {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         let trusted = CertificateBundle(files: settings.caCertificates)
         var started: [CurlEngine] = []

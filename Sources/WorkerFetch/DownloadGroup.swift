@@ -4,27 +4,27 @@ import WorkerManifest
 /// others reuse the object. Hashless entries, and every entry under `--refresh`, are groups of one.
 /// A group holds what the queue schedules it by, not its requests: those are made as its members
 /// start (a million-entry run does not hold a million of them).
-package struct DownloadGroup: Sendable {
+public struct DownloadGroup: Sendable {
     /// The items after the first (most groups have none: no allocation).
     private let others: [Int]
     /// The first item's origin (one string per origin, shared by its groups); nil for a local file.
-    package let origin: Origin?
+    public let origin: Origin?
     /// The origins of the first item's mirrors, in order (a pinned entry's).
-    package let mirrorOrigins: [Origin]
+    public let mirrorOrigins: [Origin]
     /// The first item (beside the flag: a group is 40 bytes, and a million-entry run holds a
     /// million groups).
     private let first: Int32
     /// Whether the first item is pinned by SHA-256 on an origin: the shared tier may have it.
-    package let pinnedBySHA256: Bool
+    public let pinnedBySHA256: Bool
 
     /// Plan item numbers, in manifest order: tried in that order until one delivers.
-    package var items: GroupItems { GroupItems(first: Int(first), others: others) }
+    public var items: GroupItems { GroupItems(first: Int(first), others: others) }
 
-    package init(items: [Int], origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
+    public init(items: [Int], origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
         self.init(items: GroupItems(items), origin: origin, mirrorOrigins: mirrorOrigins, pinnedBySHA256: pinnedBySHA256)
     }
 
-    package init(items: GroupItems, origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
+    public init(items: GroupItems, origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
         first = Int32(items[0])
         others = items.others
         self.origin = origin
@@ -35,26 +35,26 @@ package struct DownloadGroup: Sendable {
 
 /// A group's plan items: the first held inline, the others (most groups have none) in an array,
 /// so a million groups of one are not a million arrays.
-package struct GroupItems: RandomAccessCollection, Sendable {
+public struct GroupItems: RandomAccessCollection, Sendable {
     private let head: Int
     private let rest: [Int]
 
     /// `items` must not be empty: a group has a first item.
-    package init(_ items: [Int]) {
+    public init(_ items: [Int]) {
         precondition(!items.isEmpty, "a download group has at least one item")
         head = items[0]
         rest = items.count > 1 ? Array(items.dropFirst()) : []
     }
 
-    package init(first: Int, others: [Int]) {
+    public init(first: Int, others: [Int]) {
         head = first
         rest = others
     }
 
     /// The items after the first.
-    package var others: [Int] { rest }
+    public var others: [Int] { rest }
 
-    package var startIndex: Int { 0 }
-    package var endIndex: Int { 1 + rest.count }
-    package subscript(position: Int) -> Int { position == 0 ? head : rest[position - 1] }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { 1 + rest.count }
+    public subscript(position: Int) -> Int { position == 0 ? head : rest[position - 1] }
 }

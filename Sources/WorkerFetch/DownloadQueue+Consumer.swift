@@ -9,25 +9,25 @@ extension DownloadQueue {
     /// long downloads go on) — the coordinator's rule (`RunCoordinator`). The sequence ends once
     /// every started group was handed over and no more will start. Cancelling the consuming task
     /// stops the queue: the downloads in flight end as `cancelled` and are handed over as usual.
-    package func batches(every seconds: Double) -> Batches {
+    public func batches(every seconds: Double) -> Batches {
         Batches(queue: self, every: seconds)
     }
 
-    package struct Batches: AsyncSequence, Sendable {
-        package typealias Element = [Finished]
+    public struct Batches: AsyncSequence, Sendable {
+        public typealias Element = [Finished]
         let queue: DownloadQueue
         let every: Double
 
-        package struct AsyncIterator: AsyncIteratorProtocol {
+        public struct AsyncIterator: AsyncIteratorProtocol {
             let queue: DownloadQueue
             let every: Double
 
-            package mutating func next() async -> [Finished]? {
+            public mutating func next() async -> [Finished]? {
                 await queue.next(within: every)
             }
         }
 
-        package func makeAsyncIterator() -> AsyncIterator {
+        public func makeAsyncIterator() -> AsyncIterator {
             AsyncIterator(queue: queue, every: every)
         }
     }

@@ -10,8 +10,8 @@ import WorkerSupport
 /// may have is looked up there first, and goes to its sources only when it missed. A group
 /// starts on the fetch engine with the most room (a finished group's slot is refilled on its own
 /// engine); finished groups reach the one consumer in batches (`DownloadQueue+Consumer.swift`).
-package final class DownloadQueue: Sendable, DownloadRun {
-    package typealias Finished = FinishedGroup
+public final class DownloadQueue: Sendable, DownloadRun {
+    public typealias Finished = FinishedGroup
 
     /// The coordinator, and what carries out what it says: the consumer's continuation, the
     /// engine timer of its wait, and the walks a tier missed, waiting for their origin's turn.
@@ -43,7 +43,7 @@ package final class DownloadQueue: Sendable, DownloadRun {
     let state: Mutex<State>
     /// The default `highWater`: a consumer committing a slow disk's batch holds at most a few
     /// batches' worth of results.
-    package static let highWater = 4096
+    public static let highWater = 4096
 
     package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
                  highWater: Int = DownloadQueue.highWater,
@@ -80,7 +80,7 @@ package final class DownloadQueue: Sendable, DownloadRun {
     }
 
     /// Whether every group has started (none waits for room or behind a probe).
-    package var allStarted: Bool { state.withLock { $0.coordinator.schedule.allTaken } }
+    public var allStarted: Bool { state.withLock { $0.coordinator.schedule.allTaken } }
 
     private static func now() -> Double {
         Monotonic.now()
@@ -90,28 +90,28 @@ package final class DownloadQueue: Sendable, DownloadRun {
     var engine: any FetchEngine { fetcher.engines[0] }
 
     /// Starts the first groups.
-    package func start() {
+    public func start() {
         send(.start)
     }
 
     /// Starts no more groups and cancels the downloads in flight (they finish as `cancelled`).
-    package func stop(because reason: String = "the run was cancelled") {
+    public func stop(because reason: String = "the run was cancelled") {
         send(.stop)
         control.stop(because: reason)
     }
 
     /// Why the queue was stopped (the message of what a stop cancelled).
-    package var stopReason: String { control.stopReason }
+    public var stopReason: String { control.stopReason }
 
-    package var isStopped: Bool { control.isStopped }
+    public var isStopped: Bool { control.isStopped }
 
     /// The groups never started (after a stop), once `next()` has returned nil.
-    package var unstarted: [Int] {
+    public var unstarted: [Int] {
         state.withLock { $0.coordinator.schedule.unstarted }
     }
 
     /// How each origin fared.
-    package var originSummaries: [OriginBreaker.Summary] {
+    public var originSummaries: [OriginBreaker.Summary] {
         state.withLock { $0.coordinator.schedule.breaker.summaries }
     }
 

@@ -1,15 +1,15 @@
 import WorkerStore
 
 /// What one HTTP exchange ended with, and what it said of its connection.
-package struct ExchangeReply: Sendable {
-    package let result: Result<ExchangeOutcome, FetchFailure>
-    package let bytes: Int64
+public struct ExchangeReply: Sendable {
+    public let result: Result<ExchangeOutcome, FetchFailure>
+    public let bytes: Int64
     /// The response came over HTTP/2.
-    package let multiplexed: Bool
+    public let multiplexed: Bool
     /// The server closes the connection after this response.
-    package let closesConnection: Bool
+    public let closesConnection: Bool
 
-    package init(result: Result<ExchangeOutcome, FetchFailure>, bytes: Int64, multiplexed: Bool, closesConnection: Bool) {
+    public init(result: Result<ExchangeOutcome, FetchFailure>, bytes: Int64, multiplexed: Bool, closesConnection: Bool) {
         self.result = result
         self.bytes = bytes
         self.multiplexed = multiplexed
@@ -18,14 +18,14 @@ package struct ExchangeReply: Sendable {
 }
 
 /// A closed temporary file whose bytes matched the expected hash.
-package struct VerifiedFile: Sendable, Equatable {
-    package let path: String
-    package let sha256: String
-    package let size: Int64
+public struct VerifiedFile: Sendable, Equatable {
+    public let path: String
+    public let sha256: String
+    public let size: Int64
 }
 
 /// What one HTTP exchange's response asked for.
-package enum ExchangeOutcome: Sendable {
+public enum ExchangeOutcome: Sendable {
     case body(VerifiedFile, etag: String?, lastModified: String?)
     case redirect(status: Int, location: String?)
     case status(Int, retryAfter: Double?)

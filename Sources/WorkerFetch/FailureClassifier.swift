@@ -4,16 +4,16 @@ import WorkerSupport
 
 /// Plain words for how a transfer failed ("connection refused", not a library's wording; the
 /// transport maps its own codes with these), and what a failure means for the origin's health.
-package enum FailureClassifier {
+public enum FailureClassifier {
     /// The host (and port) of `url`, for messages.
-    package static func host(of url: String) -> String {
+    public static func host(of url: String) -> String {
         URLComponents(string: url).map { components in
             (components.host ?? url) + (components.port.map { ":\($0)" } ?? "")
         } ?? url
     }
 
     /// Plain words for a socket error number.
-    package static func socketProblem(_ code: Int32) -> String {
+    public static func socketProblem(_ code: Int32) -> String {
         switch code {
         case ECONNREFUSED: "connection refused"
         case ECONNRESET: "connection reset by the server"

@@ -3,7 +3,7 @@ import WorkerManifest
 import WorkerStore
 
 /// Why an entry failed: the report's `reason` codes.
-package enum FailureReason: String, Sendable, Codable, CaseIterable {
+public enum FailureReason: String, Sendable, Codable, CaseIterable {
     case httpStatus = "http_status"
     case hashMismatch = "hash_mismatch"
     case timeout, connection
@@ -13,7 +13,7 @@ package enum FailureReason: String, Sendable, Codable, CaseIterable {
 
 /// What is known about a failure beyond its reason code, as data rather than words in the
 /// message: what decides retries, the origin breaker and the report's fields reads this.
-package enum FailureDetail: Sendable, Equatable {
+public enum FailureDetail: Sendable, Equatable {
     /// The body arrived whole but hashed to something else.
     case hashMismatch(expected: ContentHash, actual: ContentHash)
     /// The TLS handshake failed: the certificate is not trusted, or the server refused us.
@@ -24,7 +24,7 @@ package enum FailureDetail: Sendable, Equatable {
     case noSpace
 }
 
-package enum TLSProblem: Sendable, Equatable {
+public enum TLSProblem: Sendable, Equatable {
     /// The chain does not lead to a trusted root: fixed by `--ca-cert`, not by another try.
     case untrustedCertificate
     /// The handshake failed for another reason (a plain-HTTP port, no common protocol).
@@ -32,18 +32,18 @@ package enum TLSProblem: Sendable, Equatable {
 }
 
 /// A failed download attempt: a reason code, a message safe to print, and the HTTP status if any.
-package struct FetchFailure: Error, Sendable, Equatable {
-    package let reason: FailureReason
-    package let message: String
-    package let httpStatus: Int?
+public struct FetchFailure: Error, Sendable, Equatable {
+    public let reason: FailureReason
+    public let message: String
+    public let httpStatus: Int?
     /// Seconds the server asked us to wait (`Retry-After`).
-    package let retryAfter: Double?
-    package let detail: FailureDetail?
+    public let retryAfter: Double?
+    public let detail: FailureDetail?
     /// A resumed body that went wrong (a hash mismatch, a refused range): the kept part is gone
     /// and another attempt starts from the first byte.
-    package var restartsFromScratch = false
+    public var restartsFromScratch = false
 
-    package init(_ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil,
+    public init(_ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil,
                 detail: FailureDetail? = nil) {
         self.reason = reason
         self.message = message
@@ -70,13 +70,13 @@ package struct FetchFailure: Error, Sendable, Equatable {
     }
 
     /// The hash the body had, for a hash mismatch.
-    package var actualHash: ContentHash? {
+    public var actualHash: ContentHash? {
         if case .hashMismatch(_, let actual) = detail { actual } else { nil }
     }
 
     /// A failure another attempt cannot fix although its reason is usually transient: an
     /// untrusted certificate, an encoding the server always adds.
-    package var isPermanent: Bool {
+    public var isPermanent: Bool {
         switch detail {
         case .tls(.untrustedCertificate), .unrequestedEncoding: true
         default: false
@@ -84,7 +84,7 @@ package struct FetchFailure: Error, Sendable, Equatable {
     }
 
     /// Transient failures are retried: connect errors, resets, truncated bodies, timeouts, 5xx, 408, 429.
-    package var isTransient: Bool {
+    public var isTransient: Bool {
         if isPermanent { return false }
         if restartsFromScratch { return true }
         return switch reason {

@@ -1,20 +1,20 @@
 import WorkerManifest
 
 /// One place a request may be fetched from.
-package struct FetchLocation: Sendable, Equatable {
+public struct FetchLocation: Sendable, Equatable {
     /// As the manifest lists it (what a report names).
-    package let listed: String
+    public let listed: String
     /// As requested (after `--rewrite`).
-    package let url: String
-    package let origin: Origin
+    public let url: String
+    public let origin: Origin
     /// How requests to it are signed (an `s3://` URL with credentials).
-    package let signing: AWSSigning?
+    public let signing: AWSSigning?
     /// The `Authorization` value its requests carry (a registry's token).
-    package let authorization: String?
+    public let authorization: String?
     /// Whose credentials `authorization` carries (nil: none, or an anonymous token).
-    package let credentialUser: String?
+    public let credentialUser: String?
 
-    package init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
+    public init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
          credentialUser: String? = nil) {
         self.listed = listed
         self.url = url

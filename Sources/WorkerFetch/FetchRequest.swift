@@ -3,9 +3,9 @@ import WorkerStore
 
 /// One download to make: where from, what it must hash to, what to send. A class: the steps of
 /// a download (callbacks on the fetch engine's thread) share it instead of copying its strings.
-package final class FetchRequest: Sendable {
+public final class FetchRequest: Sendable {
     /// The manifest's URL: what the cache records it under (the index, partial bodies, reports).
-    package let url: String
+    public let url: String
     /// What is requested for `url`: `url` itself, where `--rewrite` sends it, or an `s3://`
     /// URL's endpoint URL (`Locator`).
     let fetchURL: String
@@ -28,13 +28,13 @@ package final class FetchRequest: Sendable {
     let etag: String?
     let lastModified: String?
     /// The origin (scheme, host, port) of `fetchURL` for the per-origin rules; nil for `file://`.
-    package let origin: Origin?
+    public let origin: Origin?
     /// Sent with credentials (the manifest's headers, URL user info, a signed bucket request, a
     /// registry's token): what it fetches is as private as the origin.
-    package let carriesCredentials: Bool
+    public let carriesCredentials: Bool
 
     /// `origin`: `url`'s, when the caller worked it out already (`Locator.origin(of:)`).
-    package init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
+    public init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
          etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator(),
          origin knownOrigin: Origin? = nil) {
         self.url = url
@@ -130,9 +130,9 @@ package final class FetchRequest: Sendable {
 
 /// A mirror served because the entry's own URL failed: that URL's origin (the bucket for an
 /// `s3://` URL, else scheme, host and port) and its failure.
-package struct Failover: Sendable {
-    package let origin: Origin
-    package let failure: FetchFailure
+public struct Failover: Sendable {
+    public let origin: Origin
+    public let failure: FetchFailure
 
     /// The failover from `location` (the entry's own), which failed with `failure`.
     init(from location: FetchLocation, _ failure: FetchFailure) {
@@ -142,7 +142,7 @@ package struct Failover: Sendable {
 }
 
 /// What a successful download delivered.
-package enum Delivery: Sendable, Equatable {
+public enum Delivery: Sendable, Equatable {
     case body(FetchedBody)
     /// 304 to a conditional request: the stored version is current.
     case notModified
@@ -151,14 +151,14 @@ package enum Delivery: Sendable, Equatable {
 /// A body that was received completely and matched its hash, waiting in `tmp/` to be installed
 /// as an object when its batch commits. A class: a delivery is handed on several times between
 /// the engine's thread and the commit, and a copy is then one reference, not its four strings.
-package final class FetchedBody: Sendable, Equatable {
-    package let temporaryPath: String
-    package let sha256: String
-    package let size: Int64
-    package let etag: String?
-    package let lastModified: String?
+public final class FetchedBody: Sendable, Equatable {
+    public let temporaryPath: String
+    public let sha256: String
+    public let size: Int64
+    public let etag: String?
+    public let lastModified: String?
 
-    package init(temporaryPath: String, sha256: String, size: Int64, etag: String?, lastModified: String?) {
+    public init(temporaryPath: String, sha256: String, size: Int64, etag: String?, lastModified: String?) {
         self.temporaryPath = temporaryPath
         self.sha256 = sha256
         self.size = size
@@ -166,25 +166,25 @@ package final class FetchedBody: Sendable, Equatable {
         self.lastModified = lastModified
     }
 
-    package static func == (left: FetchedBody, right: FetchedBody) -> Bool {
+    public static func == (left: FetchedBody, right: FetchedBody) -> Bool {
         left.temporaryPath == right.temporaryPath && left.sha256 == right.sha256 && left.size == right.size
             && left.etag == right.etag && left.lastModified == right.lastModified
     }
 }
 
 /// The outcome of a download with its retries.
-package struct FetchResult: Sendable {
-    package let result: Result<Delivery, FetchFailure>
-    package let attempts: Int
+public struct FetchResult: Sendable {
+    public let result: Result<Delivery, FetchFailure>
+    public let attempts: Int
     /// Body bytes received over all attempts.
-    package var bytesReceived: Int64
+    public var bytesReceived: Int64
     /// The source that delivered or failed it; nil when none was asked.
-    package let source: SourceKind?
+    public let source: SourceKind?
     /// A mirror that delivered the body (as the manifest lists it); nil for the entry's URL.
-    package var servedBy: String? = nil
+    public var servedBy: String? = nil
     /// The entry's own URL failed and a mirror served instead: what failed there.
-    package var failover: Failover?
+    public var failover: Failover?
     /// The body was fetched with credentials (`FetchRequest.sent(to:)`'s `isPrivate` of the
     /// location that delivered it): private, kept off the shared tier.
-    package var isPrivate = false
+    public var isPrivate = false
 }

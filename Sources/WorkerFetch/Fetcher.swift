@@ -13,8 +13,8 @@ import WorkerSupport
 /// downloads share a few `CurlEngine`s (one thread each, as many as the machine has cores, at most
 /// `maxEngines`): a download and its retries and redirects stay on the engine it started on, each
 /// engine keeps and multiplexes its own connections.
-package final class Fetcher: Sendable {
-    package let engines: [any FetchEngine]
+public final class Fetcher: Sendable {
+    public let engines: [any FetchEngine]
     /// Downloads handed to each engine and not yet finished (`engineForNext` balances on them),
     /// and each engine's share of an origin's connections.
     private let loads: Mutex<[EngineLoad]>
@@ -26,25 +26,25 @@ package final class Fetcher: Sendable {
     /// so their number is kept small on machines with many cores.
     static let maxEngines = 4
     /// Heads and body bytes as the transfers go (the window's growth, byte progress).
-    package let meter = TransferMeter()
+    public let meter = TransferMeter()
 
     /// The shared tier (`--remote-cache`), its lookups and the uploads to it, in a run with downloads.
-    package let remote: RemoteTier?
+    public let remote: RemoteTier?
     let tier: RemoteCacheLookup?
-    package let uploads: RemoteUploads?
+    public let uploads: RemoteUploads?
 
     /// What the transport made for the run, removed at `shutdown`.
     private let cleanup: @Sendable () -> Void
 
     /// One engine per core, at most `maxEngines`.
-    package static var defaultEngineCount: Int {
+    public static var defaultEngineCount: Int {
         max(1, min(maxEngines, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// Fails when the transport cannot start its engines (see `Transport.startEngines`). Without
     /// `network` (every request names a local file) no transport is used: one `LocalEngine`.
     /// `knownFolders`: where a local entry without a manifest of its own may be read from.
-    package init(store: ContentStore, settings: FetchSettings, logger: Logger, network: Bool = true, knownFolders: [String] = [],
+    public init(store: ContentStore, settings: FetchSettings, logger: Logger, network: Bool = true, knownFolders: [String] = [],
          engineCount: Int = Fetcher.defaultEngineCount) throws(CacheError) {
         // `--jobs` caps an origin's connections across all engines: each engine keeps its own,
         // so each gets its share (and there are never more engines than jobs). `engineForNext`
@@ -90,7 +90,7 @@ package final class Fetcher: Sendable {
     }
 
     /// Stops every engine (they close their connections at the same time) and waits for all.
-    package func shutdown() async {
+    public func shutdown() async {
         await withDiscardingTaskGroup { group in
             for engine in engines { group.addTask { await engine.shutdown() } }
         }

@@ -1,7 +1,7 @@
 /// What `worker manifest URL` asks a listable kind's folder (an `s3://` prefix) besides
 /// downloads, through the run's transport: every file below it, and a file's stored SHA-256 when
 /// its origin keeps one. Made by the kind's access (`KindAccess.lister`).
-package protocol FolderLister: Sendable {
+public protocol FolderLister: Sendable {
     /// What the kind calls the files it lists, in a summary ("objects").
     var noun: String { get }
     /// Where a stored SHA-256 comes from, in a summary ("the bucket's SHA-256").
@@ -19,20 +19,20 @@ package protocol FolderLister: Sendable {
 
 /// One file of a folder's listing, as the listing says it (what a later run compares to ask only
 /// about files that changed).
-package struct ListedFile: Sendable, Equatable {
+public struct ListedFile: Sendable, Equatable {
     /// Its absolute URL.
-    package var url: String
+    public var url: String
     /// Its path below the listed folder, as the origin names it.
-    package var relative: String
+    public var relative: String
     /// The origin's tag of its version (an ETag; empty when the origin gives none).
-    package var etag: String
-    package var size: Int64
+    public var etag: String
+    public var size: Int64
     /// When it last changed, as the listing writes it.
-    package var lastModified: String
+    public var lastModified: String
     /// The origin stores its SHA-256 (`storedSHA256` can say it without a download).
-    package var storesSHA256: Bool
+    public var storesSHA256: Bool
 
-    package init(url: String, relative: String, etag: String, size: Int64, lastModified: String, storesSHA256: Bool) {
+    public init(url: String, relative: String, etag: String, size: Int64, lastModified: String, storesSHA256: Bool) {
         self.url = url
         self.relative = relative
         self.etag = etag

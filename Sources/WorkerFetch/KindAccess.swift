@@ -8,7 +8,7 @@ import WorkerSupport
 /// and credentials, where a URL is requested and how that request is authorized, the parts a URL
 /// stands for, and its listing for `worker manifest`. One type per kind, in the kind's folder
 /// (Sources/WorkerKinds); `Locator` holds one value of each, and knows no kind by name.
-package protocol KindAccess: Sendable {
+public protocol KindAccess: Sendable {
     /// The kind whose URLs this reaches.
     var kind: any URLKind { get }
 
@@ -55,62 +55,62 @@ package protocol KindAccess: Sendable {
 }
 
 extension KindAccess {
-    package func with(options: [String: String]) -> any KindAccess { self }
+    public func with(options: [String: String]) -> any KindAccess { self }
 
-    package func configured(environment: [String: String]) throws(KindSettingsProblem) -> any KindAccess {
+    public func configured(environment: [String: String]) throws(KindSettingsProblem) -> any KindAccess {
         self
     }
 
-    package func beforeRewrite(_ listed: String) -> [String] { [listed] }
+    public func beforeRewrite(_ listed: String) -> [String] { [listed] }
 
-    package func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
+    public func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
                              environment: [String: String]) async -> (access: any KindAccess, problems: [String]) {
         (self, [])
     }
 
-    package func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
+    public func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
         -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess) {
         (Dictionary(uniqueKeysWithValues: urls.map { ($0, .failure(ManifestSet.PartsProblem("\($0): stands for no other files"))) }), self)
     }
 
-    package var renewBy: Double? { nil }
-    package var unauthorized: any KindAccess { self }
+    public var renewBy: Double? { nil }
+    public var unauthorized: any KindAccess { self }
 
-    package func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
+    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
         nil
     }
 }
 
 extension KindAccess where Self: Equatable {
-    package func isSame(as other: any KindAccess) -> Bool {
+    public func isSame(as other: any KindAccess) -> Bool {
         (other as? Self) == self
     }
 }
 
 /// Why a kind's settings cannot be read (an unreadable AWS config, a profile that is nowhere):
 /// a usage error, exit 2, before any request. Never a secret.
-package struct KindSettingsProblem: Error, Sendable, CustomStringConvertible, ExitClassified {
+public struct KindSettingsProblem: Error, Sendable, CustomStringConvertible, ExitClassified {
     /// The kind's scheme (`Locator.configuring` names it).
-    package var scheme = ""
-    package let reason: String
+    public var scheme = ""
+    public let reason: String
 
-    package init(_ reason: String) { self.reason = reason }
+    public init(_ reason: String) { self.reason = reason }
 
-    package var description: String { "cannot reach \(scheme):// URLs: \(reason)" }
-    package var exitClass: ExitClass { .usage }
-    package var exitMessage: String { "worker: \(self)" }
+    public var description: String { "cannot reach \(scheme):// URLs: \(reason)" }
+    public var exitClass: ExitClass { .usage }
+    public var exitMessage: String { "worker: \(self)" }
 }
 
 /// The registered kinds' accesses, as the program installs them (`WorkerKinds.install()`): a new
 /// `Locator` starts with these.
-package enum KindAccesses {
+public enum KindAccesses {
     private static let installed = Mutex<[any KindAccess]>([])
 
     /// Every installed access, in its order.
-    package static var all: [any KindAccess] { installed.withLock { $0 } }
+    public static var all: [any KindAccess] { installed.withLock { $0 } }
 
     /// Makes `accesses` the registered kinds: their URLs parse (`URLKinds`) and are reached.
-    package static func install(_ accesses: [any KindAccess]) {
+    public static func install(_ accesses: [any KindAccess]) {
         installed.withLock { $0 = accesses }
         URLKinds.install(accesses.map(\.kind))
     }

@@ -6,18 +6,18 @@ import WorkerSupport
 /// The run's locator while its downloads last, with what the kinds of its URLs ask before their
 /// requests (`Locator.authorizing`: a registry's token) kept current: a token is asked for again
 /// 30 seconds before it expires, and each request made after that carries the new one.
-package final class LiveLocator: Sendable {
+public final class LiveLocator: Sendable {
     private let locator: Mutex<Locator>
     private let renewal: Mutex<Task<Void, Never>?> = Mutex(nil)
 
     /// The locator to make a request with now.
-    package var current: Locator { locator.withLock { $0 } }
+    public var current: Locator { locator.withLock { $0 } }
 
     /// Whether its authorizations are renewed while the downloads last (else `current` stays).
-    package var renews: Bool { renewal.withLock { $0 != nil } }
+    public var renews: Bool { renewal.withLock { $0 != nil } }
 
     /// `base` authorized for `urls`; what could not be had is said through `warn`.
-    package init(_ base: Locator, for urls: [String], store: ContentStore, settings: FetchSettings,
+    public init(_ base: Locator, for urls: [String], store: ContentStore, settings: FetchSettings,
                  warn: @escaping @Sendable (String) -> Void) async {
         let (authorized, problems) = await base.authorizing(urls, store: store, settings: settings)
         for problem in problems { warn(problem) }
@@ -39,12 +39,12 @@ package final class LiveLocator: Sendable {
     }
 
     /// A locator that needs nothing kept current.
-    package init(fixed: Locator) {
+    public init(fixed: Locator) {
         locator = Mutex(fixed)
     }
 
     /// Ends the renewals; call once the downloads are done.
-    package func stop() {
+    public func stop() {
         renewal.withLock { $0?.cancel() }
     }
 }

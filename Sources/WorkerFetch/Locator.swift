@@ -8,11 +8,11 @@ import WorkerStore
 /// registry's token). http(s) and files are requested where `--rewrite` sends them. A
 /// `FetchRequest` holds the resulting locations; everything after (the breaker, the window,
 /// retries, resume, rate limits) works on them alike.
-package struct Locator: Sendable, Equatable {
-    package var rewrite = URLRewrite()
+public struct Locator: Sendable, Equatable {
+    public var rewrite = URLRewrite()
     /// The command line's options of the registered kinds, by long name (`plain-http`): each
     /// kind reads its own.
-    package var options: [String: String] = [:] {
+    public var options: [String: String] = [:] {
         didSet { accesses = accesses.map { $0.with(options: options) } }
     }
     /// One access per registered kind, in their order.
@@ -20,11 +20,11 @@ package struct Locator: Sendable, Equatable {
     /// The kinds configured already (`configuring`).
     private var configured: Set<URLKindID> = []
 
-    package init() {
+    public init() {
         accesses = KindAccesses.all
     }
 
-    package static func == (left: Locator, right: Locator) -> Bool {
+    public static func == (left: Locator, right: Locator) -> Bool {
         left.rewrite == right.rewrite && left.options == right.options && left.configured == right.configured
             && left.accesses.count == right.accesses.count
             && zip(left.accesses, right.accesses).allSatisfy { $0.isSame(as: $1) }
@@ -32,7 +32,7 @@ package struct Locator: Sendable, Equatable {
 
     /// This locator with the settings of each kind of `kinds` read from `environment` (once a
     /// kind); a setting that cannot be read is an error (exit 2).
-    package func configuring(_ kinds: Set<URLKindID>,
+    public func configuring(_ kinds: Set<URLKindID>,
                              environment: [String: String] = ProcessInfo.processInfo.environment) throws(KindSettingsProblem) -> Locator {
         var locator = self
         for (position, access) in accesses.enumerated() where kinds.contains(access.kind.id) && !configured.contains(access.kind.id) {
@@ -49,7 +49,7 @@ package struct Locator: Sendable, Equatable {
     }
 
     /// The kinds with `role` that `hasURL` says a run has URLs of (asked once a kind).
-    package static func kinds(with role: URLRoles, where hasURL: (any URLKind) -> Bool) -> Set<URLKindID> {
+    public static func kinds(with role: URLRoles, where hasURL: (any URLKind) -> Bool) -> Set<URLKindID> {
         Set(URLKinds.all.filter { $0.roles.contains(role) && hasURL($0) }.map(\.id))
     }
 
@@ -76,7 +76,7 @@ package struct Locator: Sendable, Equatable {
 
     /// This locator with what the kinds of `urls` must ask before their requests (a registry's
     /// token); what could not be had is said in `problems`.
-    package func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
+    public func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
                              environment: [String: String] = ProcessInfo.processInfo.environment) async -> (Locator, problems: [String]) {
         var byKind: [URLKindID: [String]] = [:]
         for url in urls where !HTTPKind.matches(url) {
@@ -97,7 +97,7 @@ package struct Locator: Sendable, Equatable {
     /// could not be had is said, after the URL, as the failure. (`mirrors`: where else each URL
     /// may be read, as the manifest's mirrors give it.) `locator`: this one with what the kinds
     /// asked while reading them (a registry's token, how it is reached), for the run's requests.
-    package func parts(of urls: [String], mirrors: [String: [String]] = [:], store: ContentStore, settings: FetchSettings) async
+    public func parts(of urls: [String], mirrors: [String: [String]] = [:], store: ContentStore, settings: FetchSettings) async
         -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], locator: Locator) {
         var byKind: [URLKindID: [String]] = [:]
         var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
@@ -120,11 +120,11 @@ package struct Locator: Sendable, Equatable {
 
     /// When what its kinds asked must be asked again (monotonic seconds: 30 s before a
     /// registry's first token expires); nil when nothing expires.
-    package var renewBy: Double? { accesses.compactMap(\.renewBy).min() }
+    public var renewBy: Double? { accesses.compactMap(\.renewBy).min() }
 
     /// This locator without what its kinds asked before their requests (to ask again: a
     /// registry's tokens that expire).
-    package var unauthorized: Locator {
+    public var unauthorized: Locator {
         var locator = self
         locator.accesses = accesses.map(\.unauthorized)
         return locator
@@ -132,25 +132,25 @@ package struct Locator: Sendable, Equatable {
 
     /// The access of `url`'s kind, for what only that kind does (its listing); nil for http(s),
     /// files and a kind not registered.
-    package func access(of url: String) -> (any KindAccess)? {
+    public func access(of url: String) -> (any KindAccess)? {
         URLKinds.kind(of: url).flatMap { access($0.id) }
     }
 
     /// Where `listed` would be requested without `--rewrite`: where its kind sends it (an
     /// `s3://` URL's endpoint URL, a registry's API URL), else `listed` itself.
-    package func beforeRewrite(_ listed: String) -> [String] {
+    public func beforeRewrite(_ listed: String) -> [String] {
         guard !HTTPKind.matches(listed), let id = URLKinds.kind(of: listed)?.id, let access = access(id) else { return [listed] }
         return access.beforeRewrite(listed)
     }
 
     /// The origin `listed` is requested from; nil for a local file.
-    package func origin(of listed: String) -> Origin? {
+    public func origin(of listed: String) -> Origin? {
         LocalFile.isLocal(listed) ? nil : location(listed).origin
     }
 
     /// The origin `listed` is requested from, for a loop over many URLs: `memo` keeps the last
     /// one's, given again (the same object) for a URL on the same authority.
-    package func origin(of listed: String, memo: inout OriginMemo) -> Origin? {
+    public func origin(of listed: String, memo: inout OriginMemo) -> Origin? {
         LocalFile.isLocal(listed) ? nil : location(listed, origin: nil, expected: nil, memo: &memo).origin
     }
 }

@@ -7,8 +7,8 @@ import WorkerManifest
 /// An origin that fails too often in a row is *open*: its remaining entries fail at once instead
 /// of each waiting out its retries, while other origins go on. An origin remembered as down by an
 /// earlier run starts *probing*: one entry goes first and the others wait for its answer.
-package struct OriginBreaker: Sendable {
-    package struct Settings: Sendable {
+public struct OriginBreaker: Sendable {
+    public struct Settings: Sendable {
         /// Failed attempts in a row (no healthy answer between) that open the breaker. Several
         /// windows' worth, so a burst of entries that each fail once and then succeed does not.
         var failedAttempts = 48
@@ -63,14 +63,14 @@ package struct OriginBreaker: Sendable {
     }
 
     /// How one origin ended the run.
-    package struct Summary: Sendable, Equatable {
-        package let origin: Origin
+    public struct Summary: Sendable, Equatable {
+        public let origin: Origin
         /// It answered at least once.
-        package let answered: Bool
+        public let answered: Bool
         /// The problem that opened the breaker, if it opened.
-        package let openedFor: String?
+        public let openedFor: String?
         /// Entries failed at once without a request.
-        package let notTried: Int
+        public let notTried: Int
     }
 
     let settings: Settings

@@ -6,7 +6,7 @@ import WorkerSupport
 /// every connection, as curl's `--limit-rate` and rclone's `--bwlimit`) and the requests to each
 /// origin. Answers are delays; the fetch engine waits them out, and a delayed
 /// body read is back-pressure, so the server is read no faster than the budget.
-package final class RateLimits: Sendable {
+public final class RateLimits: Sendable {
     private struct State {
         /// When the bytes received so far are paid for.
         var bytesPaidAt = 0.0
@@ -15,7 +15,7 @@ package final class RateLimits: Sendable {
     }
 
     let bytesPerSecond: Double?
-    package let requestsPerSecond: Double?
+    public let requestsPerSecond: Double?
     private let state = Mutex(State())
 
     init?(bytesPerSecond: Int64?, requestsPerSecond: Double?) {

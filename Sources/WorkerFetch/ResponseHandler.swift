@@ -10,7 +10,7 @@ import WorkerSupport
 /// (`BodySink`), and a body cut off past the resume threshold is kept to be resumed.
 /// libcurl's callbacks (`CurlTransfer`) feed it; it makes no request and knows no thread, one
 /// response's calls come one at a time.
-package struct ResponseHandler {
+public struct ResponseHandler {
     /// Where bodies go; nil for a handler that reads the status only.
     private let store: ContentStore?
     private let expected: ContentHash?
@@ -38,13 +38,13 @@ package struct ResponseHandler {
     private var etag: String?
     private var lastModified: String?
     /// Content bytes received.
-    package private(set) var bytesReceived: Int64 = 0
+    public private(set) var bytesReceived: Int64 = 0
     /// The response came over HTTP/2.
-    package private(set) var multiplexed = false
+    public private(set) var multiplexed = false
     /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
-    package private(set) var closesConnection = false
+    public private(set) var closesConnection = false
 
-    package init(store: ContentStore?, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
+    public init(store: ContentStore?, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
          entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64,
          readsStatusOnly: Bool = false) {
         self.readsStatusOnly = readsStatusOnly
@@ -67,19 +67,19 @@ package struct ResponseHandler {
 
     /// A handler that reads a response's status and one header (one of `headerNames`): a HEAD
     /// in S3's checksum mode (`x-amz-checksum-sha256`), a registry's challenge (`www-authenticate`).
-    package static func statusAndHeader(_ name: String, url: String, deadline: Double) -> ResponseHandler {
+    public static func statusAndHeader(_ name: String, url: String, deadline: Double) -> ResponseHandler {
         var handler = statusOnly(url: url, deadline: deadline)
         handler.readsHeader = name
         return handler
     }
 
     /// The response headers `head` reads (lowercase): a transport may keep only these.
-    package static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
+    public static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
                               "location", "retry-after", "transfer-encoding", "www-authenticate", "x-amz-checksum-sha256"]
 
     /// The status line and headers (`headers` gives every instance of one, by its lowercase name,
     /// one of `headerNames`, in the order received). A failure ends the exchange; nil reads on.
-    package mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, headers: (String) -> [String]) -> FetchFailure? {
+    public mutating func head(status: Int, httpMajorVersion: Int, keepAlive: Bool, headers: (String) -> [String]) -> FetchFailure? {
         let failure = readHead(status: status, httpMajorVersion: httpMajorVersion, keepAlive: keepAlive, headers: headers)
         bytesToCome = sink.map { sink in declared.map { $0 - (resumed ? sink.size : 0) } } ?? 0
         return failure
@@ -149,16 +149,16 @@ package struct ResponseHandler {
 
     /// The content bytes this response's head said will follow (for a resumed body, the rest
     /// only); nil when it did not say, 0 for a body that is not content.
-    package private(set) var bytesToCome: Int64? = 0
+    public private(set) var bytesToCome: Int64? = 0
 
     /// Whether this response's body is content (not a redirect's or an error status's, which
     /// are read so the connection stays usable, and dropped). Stored, as `bytesToCome` is: the
     /// transfer reads them in place, where a computed property's getter would copy the handler.
-    package private(set) var keepsBody = false
+    public private(set) var keepsBody = false
 
     /// A part of the body. A failure ends the exchange (what arrived is kept to be resumed when
     /// the entry ran out of time, else deleted).
-    package mutating func body(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
+    public mutating func body(_ bytes: UnsafeRawBufferPointer) -> FetchFailure? {
         guard sink != nil else { return nil }
         bytesReceived += Int64(bytes.count)
         if Monotonic.now() > deadline {
@@ -172,12 +172,12 @@ package struct ResponseHandler {
 
     /// The connection failed or was cut: a body past the threshold with a validator is kept to
     /// be resumed.
-    package mutating func cut() {
+    public mutating func cut() {
         keepOrDiscard()
     }
 
     /// The response ended: its outcome, or why it is no use (a truncated body, a hash mismatch).
-    package mutating func finish() -> Result<ExchangeOutcome, FetchFailure> {
+    public mutating func finish() -> Result<ExchangeOutcome, FetchFailure> {
         if let outcome { return .success(outcome) }
         guard let body = sink else { return .failure(FetchFailure(.connection, "the response ended without a body")) }
         if let declared, body.size != declared {

@@ -1,19 +1,19 @@
 /// When to try a failed download again: transient failures only, exponential backoff with full
 /// jitter, and the server's `Retry-After` when it gives one (capped).
-package struct RetryPolicy: Sendable {
+public struct RetryPolicy: Sendable {
     /// Extra attempts after the first.
-    package var retries: Int
-    package var baseDelay: Double
-    package var maxDelay: Double
+    public var retries: Int
+    public var baseDelay: Double
+    public var maxDelay: Double
 
-    package init(retries: Int = 3, baseDelay: Double = 0.25, maxDelay: Double = 30) {
+    public init(retries: Int = 3, baseDelay: Double = 0.25, maxDelay: Double = 30) {
         self.retries = retries
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
     }
 
     /// Seconds to wait before attempt `attempt + 1` (attempt counts from 1), or nil: give up.
-    package func delay(after failure: FetchFailure, attempt: Int) -> Double? {
+    public func delay(after failure: FetchFailure, attempt: Int) -> Double? {
         delay(after: failure, attempt: attempt, jitter: { Double.random(in: 0...1) })
     }
 

@@ -5,27 +5,27 @@ import WorkerSupport
 /// One engine of the run's transport for the few exchanges besides its downloads (a bucket's
 /// listing, a remote manifest asked for again): each exchange retried as a download is
 /// (connection failures, timeouts, 5xx, 408, 429; `--retries`).
-package final class SingleEngine: Sendable {
+public final class SingleEngine: Sendable {
     private let settings: FetchSettings
     private let engines: EngineSet
     private let control = StopRequest()
 
     /// Starts one engine of `settings`' transport with `width` connections.
-    package init(settings: FetchSettings, width: Int = 1) throws(CacheError) {
+    public init(settings: FetchSettings, width: Int = 1) throws(CacheError) {
         guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
         self.settings = settings
         engines = try transport.startEngines(shares: [max(1, width)], settings: settings)
     }
 
     /// Stops the engine; call once, when done.
-    package func close() async {
+    public func close() async {
         for engine in engines.engines { await engine.shutdown() }
         engines.cleanup()
     }
 
     /// One exchange, tried again after a transient failure up to `--retries` times; `handler`
     /// reads the response of an attempt that must end by the deadline it is given.
-    package func exchange(_ request: TransferRequest, handler: @escaping @Sendable (Double) -> ResponseHandler) async -> ExchangeReply {
+    public func exchange(_ request: TransferRequest, handler: @escaping @Sendable (Double) -> ResponseHandler) async -> ExchangeReply {
         var attempt = 0
         while true {
             attempt += 1
@@ -59,7 +59,7 @@ package final class SingleEngine: Sendable {
     /// Whether the document the cache holds for `url` (an http(s) URL, reached after `--rewrite`)
     /// is unchanged: a conditional GET with its validators answered 304. Anything else — a new
     /// body, a redirect, a failure — is `false`: the caller fetches it the usual way.
-    package func isUnchanged(url: String, etag: String?, lastModified: String?, store: ContentStore) async -> Bool {
+    public func isUnchanged(url: String, etag: String?, lastModified: String?, store: ContentStore) async -> Bool {
         let rewrite = settings.locator.rewrite
         // Under --rewrite-strict a location no rule covers is never asked (the usual fetch refuses it).
         guard etag != nil || lastModified != nil, rewrite.rule(for: url) != nil || rewrite.mayRequest(url) else { return false }

@@ -5,15 +5,15 @@ import Synchronization
 /// (an origin's window grows when answers begin, so a few large files from a slow server run in
 /// parallel from the start) and the body bytes received (progress counts bytes while one long
 /// download is the only thing running). Called on the fetch engines' threads.
-package final class TransferMeter: Sendable {
+public final class TransferMeter: Sendable {
     /// A response's status line and headers arrived.
-    package struct Head: Sendable, Equatable {
-        package let origin: Origin?
-        package let status: Int
-        package let multiplexed: Bool
-        package let closesConnection: Bool
+    public struct Head: Sendable, Equatable {
+        public let origin: Origin?
+        public let status: Int
+        public let multiplexed: Bool
+        public let closesConnection: Bool
 
-        package init(origin: Origin?, status: Int, multiplexed: Bool, closesConnection: Bool) {
+        public init(origin: Origin?, status: Int, multiplexed: Bool, closesConnection: Bool) {
             self.origin = origin
             self.status = status
             self.multiplexed = multiplexed
@@ -43,25 +43,25 @@ package final class TransferMeter: Sendable {
     private let headHandler = Mutex<Handler?>(nil)
 
     /// Body bytes received so far, over every attempt.
-    package var bytes: Int64 { counts.withLock { $0.received } }
+    public var bytes: Int64 { counts.withLock { $0.received } }
 
     /// The bytes still to come, when every transfer in flight has said how many (else nil).
-    package var bytesOutstanding: Int64? {
+    public var bytesOutstanding: Int64? {
         counts.withLock { $0.unknown == 0 ? max(0, $0.outstanding) : nil }
     }
 
     /// Who is told of each head (the download queue), until nil.
-    package func onHead(_ handler: (@Sendable (Head) -> Void)?) {
+    public func onHead(_ handler: (@Sendable (Head) -> Void)?) {
         headHandler.withLock { $0 = handler.map(Handler.init(call:)) }
     }
 
     /// A request was sent: its length is unknown until its head.
-    package func requestSent() {
+    public func requestSent() {
         counts.withLock { $0.unknown += 1 }
     }
 
     /// Its head arrived: `declared` content bytes will follow (nil: unknown until the end).
-    package func headArrived(_ head: Head, declared: Int64?) {
+    public func headArrived(_ head: Head, declared: Int64?) {
         if let declared {
             counts.withLock { counts in
                 counts.unknown -= 1
@@ -72,7 +72,7 @@ package final class TransferMeter: Sendable {
         handler?.call(head)
     }
 
-    package func bodyReceived(_ count: Int) {
+    public func bodyReceived(_ count: Int) {
         counts.withLock { counts in
             counts.received &+= Int64(count)
             counts.outstanding &-= Int64(count)
@@ -81,7 +81,7 @@ package final class TransferMeter: Sendable {
 
     /// The exchange ended: what it declared and did not receive is no longer to come, and a
     /// length it never declared (no head, or no Content-Length) is no longer unknown.
-    package func exchangeEnded(declared: Int64?, received count: Int64, headArrived: Bool) {
+    public func exchangeEnded(declared: Int64?, received count: Int64, headArrived: Bool) {
         counts.withLock { counts in
             if let declared, headArrived {
                 counts.outstanding &-= max(0, declared &- count)

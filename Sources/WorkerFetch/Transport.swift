@@ -4,7 +4,7 @@ import WorkerStore
 
 /// How downloads reach HTTP servers. The command line hands one in (`CurlTransport`, the only
 /// code that links libcurl) with the fetch settings; a run that downloads asks it for its engines.
-package protocol Transport: Sendable {
+public protocol Transport: Sendable {
     /// Starts what a run with downloads will need (loading a library) on a thread of its own, so
     /// that it overlaps reading the manifests and the index; `startEngines` and `settle` wait for
     /// it. Never fails: a problem is `startEngines`'s to report, and only if the run downloads.
@@ -21,12 +21,12 @@ package protocol Transport: Sendable {
 }
 
 /// A run's engines and what ends them.
-package struct EngineSet: Sendable {
-    package let engines: [any FetchEngine]
+public struct EngineSet: Sendable {
+    public let engines: [any FetchEngine]
     /// Called once every engine has stopped (removes what the transport made for the run).
-    package let cleanup: @Sendable () -> Void
+    public let cleanup: @Sendable () -> Void
 
-    package init(engines: [any FetchEngine], cleanup: @escaping @Sendable () -> Void) {
+    public init(engines: [any FetchEngine], cleanup: @escaping @Sendable () -> Void) {
         self.engines = engines
         self.cleanup = cleanup
     }
@@ -35,7 +35,7 @@ package struct EngineSet: Sendable {
 /// A thread that runs transfers, the timers around them and the work they start, one at a time:
 /// bodies are hashed and written where they arrive, a download's retries and redirects stay on
 /// its engine. Other threads reach it through `execute`, `schedule` and `start`.
-package protocol FetchEngine: AnyObject, Sendable {
+public protocol FetchEngine: AnyObject, Sendable {
     /// Whether the caller runs on the engine's thread.
     var isCurrent: Bool { get }
 
@@ -69,7 +69,7 @@ package protocol FetchEngine: AnyObject, Sendable {
 extension FetchEngine {
     /// `schedule` with a new id, which is returned for `cancelTimer`.
     @discardableResult
-    package func schedule(in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
+    public func schedule(in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) -> Int {
         let id = newTimerID()
         schedule(id, in: seconds, work)
         return id
@@ -77,28 +77,28 @@ extension FetchEngine {
 }
 
 /// One exchange made by an engine (its own type behind this name).
-package protocol EngineTransfer: AnyObject, Sendable {}
+public protocol EngineTransfer: AnyObject, Sendable {}
 
 /// What one exchange sends, and what watches it.
-package struct TransferRequest: Sendable {
-    package let url: String
+public struct TransferRequest: Sendable {
+    public let url: String
     /// `Name: value` lines sent besides the User-Agent.
-    package let headers: [String]
+    public let headers: [String]
     /// When the exchange must have ended (monotonic seconds).
-    package let deadline: Double
+    public let deadline: Double
     /// `--limit-rate`'s budget, shared by the run's transfers.
-    package let limits: RateLimits?
-    package let meter: TransferMeter?
+    public let limits: RateLimits?
+    public let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
-    package let origin: Origin?
-    package var method = TransferMethod.get
+    public let origin: Origin?
+    public var method = TransferMethod.get
     /// Timeouts of this request instead of the engine's (a near server that must answer fast:
     /// the shared tier); nil keeps the engine's.
-    package var timeouts: TransferTimeouts?
+    public var timeouts: TransferTimeouts?
     /// AWS Signature Version 4 (libcurl's `CURLOPT_AWS_SIGV4`) with these credentials.
-    package var signing: AWSSigning?
+    public var signing: AWSSigning?
 
-    package init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
+    public init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
                  meter: TransferMeter? = nil, origin: Origin? = nil) {
         self.url = url
         self.headers = headers
@@ -110,7 +110,7 @@ package struct TransferRequest: Sendable {
 }
 
 /// What one exchange asks of its server.
-package enum TransferMethod: Sendable, Equatable {
+public enum TransferMethod: Sendable, Equatable {
     /// The body, into the `ResponseHandler`.
     case get
     /// The head only.
@@ -123,15 +123,15 @@ package enum TransferMethod: Sendable, Equatable {
 }
 
 /// A request's own connect and read limits.
-package struct TransferTimeouts: Sendable, Equatable {
-    package var connect: Double
+public struct TransferTimeouts: Sendable, Equatable {
+    public var connect: Double
     /// Longest silence while waiting for or reading the response.
-    package var read: Double
+    public var read: Double
     /// The exchange ends when it moves fewer than `slowestRate` bytes a second for `read`
     /// seconds (a slow drip that is never silent).
-    package var slowestRate: Int
+    public var slowestRate: Int
 
-    package init(connect: Double, read: Double, slowestRate: Int) {
+    public init(connect: Double, read: Double, slowestRate: Int) {
         self.connect = connect
         self.read = read
         self.slowestRate = slowestRate

@@ -9,31 +9,31 @@ import WorkerSupport
 /// signed as any, or an http(s) URL, unsigned, with the rest of the key percent-encoded). What
 /// the cache records (the index, `path`, `get`, reports) keeps the manifest's URL: only the
 /// request changes. The first matching rule wins.
-package struct URLRewrite: Sendable, Equatable {
-    package struct Rule: Sendable, Equatable {
-        package let from: String
-        package let to: String
+public struct URLRewrite: Sendable, Equatable {
+    public struct Rule: Sendable, Equatable {
+        public let from: String
+        public let to: String
         /// FROM and TO parsed: what "under" compares.
         let fromURL: ParsedURL
         let toURL: ParsedURL
 
-        package static func == (left: Rule, right: Rule) -> Bool {
+        public static func == (left: Rule, right: Rule) -> Bool {
             left.from == right.from && left.to == right.to
         }
     }
 
-    package private(set) var rules: [Rule] = []
+    public private(set) var rules: [Rule] = []
     /// `--rewrite-strict`: every location a run requests must be under a rule or on an allowed
     /// origin (the air-gapped CI's guarantee); checked before any request, and at each redirect.
-    package var strict = false
+    public var strict = false
     /// `--allow-origin`: origins a strict run may reach without a rule (where TO points is one).
-    package private(set) var allowed: Set<Origin> = []
+    public private(set) var allowed: Set<Origin> = []
 
-    package init() {}
+    public init() {}
 
     /// Allows `origins` (absolute http(s) URLs; only their scheme, host and port count) in a strict
     /// run; the error names the one that is not a URL.
-    package mutating func allow(_ origins: [String]) -> RewriteError? {
+    public mutating func allow(_ origins: [String]) -> RewriteError? {
         for text in origins {
             guard let parsed = URLKinds.parse(text), parsed.kind.id == .http else {
                 return RewriteError("--allow-origin '\(Redact.refusedURL(text))' is not an absolute http or https URL")
@@ -44,7 +44,7 @@ package struct URLRewrite: Sendable, Equatable {
     }
 
     /// The number of the first rule `url` is under, or nil.
-    package func rule(for url: String) -> Int? {
+    public func rule(for url: String) -> Int? {
         guard !rules.isEmpty, let parsed = Self.parse(url) else { return nil }
         return rule(for: parsed)
     }
@@ -65,17 +65,17 @@ package struct URLRewrite: Sendable, Equatable {
 
     /// Whether a strict run may request `url` as it is (after the rules): it is where a rule's TO
     /// points, or on an allowed origin. (Not strict: always.)
-    package func mayRequest(_ url: String) -> Bool {
+    public func mayRequest(_ url: String) -> Bool {
         guard strict else { return true }
         guard let parsed = Self.parse(url) else { return false }
         return allowed.contains(parsed.origin) || rules.contains { parsed.isUnder($0.toURL) }
     }
 
-    package var isEmpty: Bool { rules.isEmpty }
+    public var isEmpty: Bool { rules.isEmpty }
 
     /// Parses `FROM=TO` rules (absolute URLs of kinds a manifest may list: http, https, or an
     /// `s3://BUCKET/PREFIX/`); the error names the rule and what is wrong.
-    package static func parse(_ texts: [String]) -> Result<URLRewrite, RewriteError> {
+    public static func parse(_ texts: [String]) -> Result<URLRewrite, RewriteError> {
         var rewrite = URLRewrite()
         for text in texts {
             guard let equals = text.firstIndex(of: "=") else {
@@ -106,7 +106,7 @@ package struct URLRewrite: Sendable, Equatable {
 
     /// The URL to request for `url`: TO + the rest under the first rule FROM it is under (an S3
     /// key percent-encoded for an http(s) TO), else `url` itself.
-    package func apply(_ url: String) -> String {
+    public func apply(_ url: String) -> String {
         guard !rules.isEmpty, let parsed = Self.parse(url), let number = rule(for: parsed) else { return url }
         let rule = rules[number]
         return ParsedURL.joining(rule.to, of: rule.toURL.kind, parsed.rest(after: rule.fromURL), from: parsed.kind) ?? url
@@ -114,8 +114,8 @@ package struct URLRewrite: Sendable, Equatable {
 }
 
 /// A `--rewrite` rule that cannot be used.
-package struct RewriteError: Error, Sendable, CustomStringConvertible {
-    package let description: String
+public struct RewriteError: Error, Sendable, CustomStringConvertible {
+    public let description: String
 
     init(_ description: String) {
         self.description = description

@@ -2,15 +2,15 @@ import WorkerFetch
 
 /// The kinds of URL beyond http(s) and files, one folder each beside this file: a kind's URLs
 /// (`URLKind`) and its access (`KindAccess`). A kind is added by its folder and its line here.
-package enum Kinds {
-    package static let all: [any KindAccess] = [
+public enum Kinds {
+    public static let all: [any KindAccess] = [
         S3Access(),
         RegistryAccess(),
     ]
 
     /// Makes every kind known to the layers that parse and reach URLs; once, as the program
     /// starts (again: the same kinds).
-    package static func install() {
+    public static func install() {
         KindAccesses.install(all)
     }
 }

@@ -5,14 +5,14 @@ import WorkerSupport
 
 /// What `worker status` prints: the cache in numbers, the last sync of each manifest, and the
 /// entries whose last sync failed.
-package struct StatusReport: Sendable, Codable {
-    package struct ManifestLine: Sendable, Codable {
-        package let path: String
-        package let name: String
-        package let entries: Int
-        package let lastSync: String
+public struct StatusReport: Sendable, Codable {
+    public struct ManifestLine: Sendable, Codable {
+        public let path: String
+        public let name: String
+        public let entries: Int
+        public let lastSync: String
         /// `ok`, or `N failed`.
-        package let result: String
+        public let result: String
 
         enum CodingKeys: String, CodingKey {
             case path, name, entries
@@ -21,26 +21,26 @@ package struct StatusReport: Sendable, Codable {
         }
     }
 
-    package var cacheDir: String
-    package var entries = 0
-    package var objects = 0
-    package var bytes: Int64 = 0
-    package var bytesSavedByDeduplication: Int64 = 0
-    package var oldestEntry: String?
-    package var newestEntry: String?
-    package var manifests: [ManifestLine] = []
-    package var failedPending = 0
-    package var failures: [FailureRecord] = []
+    public var cacheDir: String
+    public var entries = 0
+    public var objects = 0
+    public var bytes: Int64 = 0
+    public var bytesSavedByDeduplication: Int64 = 0
+    public var oldestEntry: String?
+    public var newestEntry: String?
+    public var manifests: [ManifestLine] = []
+    public var failedPending = 0
+    public var failures: [FailureRecord] = []
     /// Origins the last sync that tried them gave up on; the next sync probes each with one request.
-    package var unhealthyOrigins: [OriginLine] = []
+    public var unhealthyOrigins: [OriginLine] = []
     /// `local`, or the network file system the cache is on (the index then journals without WAL).
-    package var fileSystem = "local"
+    public var fileSystem = "local"
 
-    package struct OriginLine: Sendable, Codable {
-        package let origin: String
-        package let since: String
-        package let lastChecked: String
-        package let problem: String
+    public struct OriginLine: Sendable, Codable {
+        public let origin: String
+        public let since: String
+        public let lastChecked: String
+        public let problem: String
 
         enum CodingKeys: String, CodingKey {
             case origin, since, problem
@@ -63,7 +63,7 @@ package struct StatusReport: Sendable, Codable {
 
     /// Reads the index (read-only: it works while syncs write, and in a cache this user may only
     /// read); a cache that does not exist yet is an empty report. Takes no lock.
-    package static func read(cacheDirectory: String) throws(CacheError) -> StatusReport {
+    public static func read(cacheDirectory: String) throws(CacheError) -> StatusReport {
         var report = StatusReport(cacheDir: cacheDirectory)
         let path = CacheLayout.indexPath(cacheDirectory)
         guard access(path, F_OK) == 0 else { return report }

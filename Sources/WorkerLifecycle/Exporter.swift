@@ -14,24 +14,24 @@ import WorkerSupport
 /// following a link: a link where a folder goes is refused (exit 2, naming it), and a link where
 /// a file goes is replaced (the link itself). `atomic` publishes the folder as `TreePublisher`
 /// does instead.
-package struct Exporter: Sendable {
-    package let cacheDirectory: String
+public struct Exporter: Sendable {
+    public let cacheDirectory: String
 
-    package init(cacheDirectory: String) {
+    public init(cacheDirectory: String) {
         self.cacheDirectory = cacheDirectory
     }
 
-    package struct Result: Sendable {
-        package var linked = 0
-        package var copied = 0
-        package var unchanged = 0
+    public struct Result: Sendable {
+        public var linked = 0
+        public var copied = 0
+        public var unchanged = 0
         /// Files an earlier export wrote that this one does not name, removed.
-        package var removed = 0
-        package var missing: [String] = []
+        public var removed = 0
+        public var missing: [String] = []
         /// Entries exported (several may share one file).
-        package var entries = 0
+        public var entries = 0
         /// What `atomic` published.
-        package var tree: TreeOutcome?
+        public var tree: TreeOutcome?
         /// Rows whose object was gone when it was linked (a writer's race), looked up again.
         var vanished = Set<String>()
         /// What the folder holds now, for the list.
@@ -52,7 +52,7 @@ package struct Exporter: Sendable {
     /// again once the commit in progress is done (twice at most), so a race is never reported
     /// as a missing entry; an atomic export holds the cache's lock while it links (after the
     /// tree's lock, waited for up to `wait` seconds).
-    package func export(layout: TreeLayout, to folder: String, urls: Set<String>?,
+    public func export(layout: TreeLayout, to folder: String, urls: Set<String>?,
                        tree: [(path: String, url: String)]? = nil, atomic: Bool = false, wait: Double? = nil,
                        context: RunContext = RunContext()) async throws(CacheError) -> Result {
         if atomic {

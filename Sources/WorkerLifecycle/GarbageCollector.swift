@@ -7,30 +7,30 @@ import WorkerSupport
 /// for `maxAge` go (used = named by a synced manifest, or read through `worker path`); then, while
 /// the distinct objects take more than `maxSize`, the least recently used entries go until they
 /// take at most `targetShare` of it (SDImageCache trims to half; 80 % keeps more of a warm cache).
-package struct GarbageCollector: Sendable {
-    package var cacheDirectory: String
-    package var maxAge: Double? = 7 * 86400
-    package var maxSize: Int64?
-    package var targetShare = 0.8
-    package var dryRun = false
-    package var waitLock: Double?
+public struct GarbageCollector: Sendable {
+    public var cacheDirectory: String
+    public var maxAge: Double? = 7 * 86400
+    public var maxSize: Int64?
+    public var targetShare = 0.8
+    public var dryRun = false
+    public var waitLock: Double?
     /// The command's lock notices and stop request.
-    package var context = RunContext()
+    public var context = RunContext()
 
-    package init(cacheDirectory: String) {
+    public init(cacheDirectory: String) {
         self.cacheDirectory = cacheDirectory
     }
 
-    package struct Result: Sendable, Codable {
-        package var dryRun: Bool
-        package var removedByAge: [String] = []
-        package var removedBySize: [String] = []
-        package var objectsDeleted = 0
-        package var bytesFreed: Int64 = 0
-        package var bytesBefore: Int64 = 0
-        package var bytesAfter: Int64 = 0
+    public struct Result: Sendable, Codable {
+        public var dryRun: Bool
+        public var removedByAge: [String] = []
+        public var removedBySize: [String] = []
+        public var objectsDeleted = 0
+        public var bytesFreed: Int64 = 0
+        public var bytesBefore: Int64 = 0
+        public var bytesAfter: Int64 = 0
         /// Object files no entry named (an interrupted sync's), removed.
-        package var unindexedObjectsDeleted = 0
+        public var unindexedObjectsDeleted = 0
 
         enum CodingKeys: String, CodingKey {
             case dryRun = "dry_run"
@@ -44,7 +44,7 @@ package struct GarbageCollector: Sendable {
         }
     }
 
-    package func collect(now: Double = Date().timeIntervalSince1970) async throws(CacheError) -> Result {
+    public func collect(now: Double = Date().timeIntervalSince1970) async throws(CacheError) -> Result {
         var result = Result(dryRun: dryRun)
         guard access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0 else { return result }
         if dryRun { return try plan(now: now, index: CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)).result }

@@ -9,31 +9,31 @@ import WorkerSync
 /// then `PUT {base}/cas/{hex}`), so that an existing cache seeds a tier. Reads the cache only.
 /// Each object is hashed again first: a damaged one is never sent under its name. Objects only
 /// rows fetched with credentials name stay local unless the tier is declared private.
-package struct RemotePush: Sendable {
-    package let cacheDirectory: String
+public struct RemotePush: Sendable {
+    public let cacheDirectory: String
     /// The network settings, with the tier in `remoteCache`.
-    package let settings: FetchSettings
-    package let context: RunContext
+    public let settings: FetchSettings
+    public let context: RunContext
 
-    package init(cacheDirectory: String, settings: FetchSettings, context: RunContext = RunContext()) {
+    public init(cacheDirectory: String, settings: FetchSettings, context: RunContext = RunContext()) {
         self.cacheDirectory = cacheDirectory
         self.settings = settings
         self.context = context
     }
 
     /// What a push did.
-    package struct Result: Sendable {
+    public struct Result: Sendable {
         /// Distinct objects the index names that are in the cache.
-        package var objects = 0
+        public var objects = 0
         /// What the tier did (`present`, `uploads`, `upload_errors`, …; `givenUp`).
-        package var counts: RemoteTierCounts
+        public var counts: RemoteTierCounts
         /// Whether a stop request (a signal) ended it.
-        package var stopped = false
+        public var stopped = false
         /// Objects whose bytes no longer hash to their name: not uploaded (`verify --repair`).
-        package var damaged: [String] = []
+        public var damaged: [String] = []
 
         /// Every object is on the tier now.
-        package var complete: Bool {
+        public var complete: Bool {
             !stopped && counts.givenUp == nil && counts.uploadErrors == 0 && counts.uploadsNotDone == 0 && counts.errors == 0
                 && damaged.isEmpty
         }
@@ -41,7 +41,7 @@ package struct RemotePush: Sendable {
 
     /// Pushes every object; `onProgress` is called a few times a second (objects done, failed,
     /// bytes sent). Fails only when the cache or the transport cannot be used.
-    package func run(onProgress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(CacheError) -> Result {
+    public func run(onProgress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(CacheError) -> Result {
         guard let remote = settings.remoteCache else { throw .resources("no remote cache was given") }
         guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
         let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)

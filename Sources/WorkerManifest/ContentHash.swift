@@ -3,11 +3,11 @@ import Glibc
 import WorkerSupport
 
 /// A digest algorithm a manifest may name.
-package enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
+public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
     case md5, sha1, sha256, sha384, sha512
 
     /// Digest length in bytes.
-    package var byteCount: Int {
+    public var byteCount: Int {
         switch self {
         case .md5: 16
         case .sha1: 20
@@ -40,28 +40,28 @@ package enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
 
 /// An expected content digest, normalized to algorithm + digest whatever form the manifest used.
 /// The digest is stored inline (no allocation per entry: manifests may list a million of them).
-package struct ContentHash: Hashable, Sendable, CustomStringConvertible {
-    package let algorithm: HashAlgorithm
+public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
+    public let algorithm: HashAlgorithm
     private let storage: DigestStorage
 
-    package init(algorithm: HashAlgorithm, digest: some Sequence<UInt8>) {
+    public init(algorithm: HashAlgorithm, digest: some Sequence<UInt8>) {
         self.algorithm = algorithm
         storage = DigestStorage(digest)
     }
 
     /// The digest bytes (`algorithm.byteCount` of them).
-    package var bytes: [UInt8] { storage.prefix(algorithm.byteCount) }
+    public var bytes: [UInt8] { storage.prefix(algorithm.byteCount) }
 
     /// Calls `body` with the digest bytes in place.
-    package func withDigest<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+    public func withDigest<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         storage.withBytes { body(UnsafeRawBufferPointer(rebasing: $0.prefix(algorithm.byteCount))) }
     }
 
     /// Lowercase hex of the digest: `algorithm.byteCount * 2` characters of `[0-9a-f]`.
-    package var hex: String { text(prefix: "") }
+    public var hex: String { text(prefix: "") }
 
     /// Normalized form, `sha256:9f86…`; the form the index and the report use.
-    package var description: String { text(prefix: algorithm.rawValue + ":") }
+    public var description: String { text(prefix: algorithm.rawValue + ":") }
 
     /// `prefix` and the digest's hex, written into one new string (every synced row names its
     /// hash: no intermediate array or string).
@@ -77,7 +77,7 @@ package struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// True when `text` is exactly `hex` (lowercase), compared without building a string.
-    package func hasHex(_ text: String) -> Bool {
+    public func hasHex(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { hasHex(digits: UnsafeRawBufferPointer($0)) }
     }
@@ -97,7 +97,7 @@ package struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// True when `text` is this hash's normalized form (`description`), compared in place.
-    package func isDescribed(by text: String) -> Bool {
+    public func isDescribed(by text: String) -> Bool {
         var text = text
         let name = algorithm.rawValue.utf8
         return text.withUTF8 { utf8 in
@@ -124,7 +124,7 @@ package struct ContentHash: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses every form docs/MANIFEST.md allows: `ALGO:HEX`, bare hex whose length names the algorithm,
     /// and SRI `ALGO-BASE64`. Returns a message (no location) for anything else.
-    package static func parse(_ text: String) -> Result<ContentHash, HashParseError> {
+    public static func parse(_ text: String) -> Result<ContentHash, HashParseError> {
         if let hash = parseCanonicalSHA256(text) { return .success(hash) }
         let utf8 = text.utf8
         if let colon = utf8.firstIndex(of: UInt8(ascii: ":")) {
@@ -156,7 +156,7 @@ package struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     /// Parses a hash as the index stores it (`description`: `ALGO:HEX` for every algorithm,
     /// sha384 included, which a manifest can only spell in SRI form). nil for anything else: a
     /// stored hash that does not parse marks its row as damaged, it never turns verification off.
-    package static func parseStored(_ text: String) -> ContentHash? {
+    public static func parseStored(_ text: String) -> ContentHash? {
         if let hash = parseCanonicalSHA256(text) { return hash }
         let utf8 = text.utf8
         guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
@@ -239,7 +239,7 @@ private struct DigestStorage: Hashable, Sendable {
 }
 
 /// Why a hash field was refused.
-package struct HashParseError: Error, Sendable, Equatable {
-    package let message: String
+public struct HashParseError: Error, Sendable, Equatable {
+    public let message: String
     init(_ message: String) { self.message = message }
 }

@@ -1,10 +1,10 @@
 /// HTTP field-name syntax (RFC 9110 token), and the fields a manifest may not set.
-package enum HTTPToken {
+public enum HTTPToken {
     /// Why a request header is refused, or nil. Headers that change the representation would
     /// make the server send bytes other than the content (compressed, a range), which would then
     /// be stored or fail its hash; hop-by-hop and framing headers are the client's to send;
     /// conditional headers are what `--revalidate` sends itself.
-    package static func refusal(forName name: String) -> String? {
+    public static func refusal(forName name: String) -> String? {
         switch name.lowercased() {
         case "accept-encoding", "te":
             "it makes the server encode the body (compressed bytes would be stored as the content)"
@@ -21,19 +21,19 @@ package enum HTTPToken {
     }
 
     /// A byte RFC 9110 does not allow in a field value: controls other than horizontal tab.
-    package static func isForbiddenInValue(_ byte: UInt8) -> Bool {
+    public static func isForbiddenInValue(_ byte: UInt8) -> Bool {
         (byte < 0x20 && byte != 0x09) || byte == 0x7f
     }
 
     /// Every byte of `value` ASCII and allowed in a field value. One call a value: a caller in
     /// another module asking `isForbiddenInValue` of each byte made a call per byte.
-    package static func isASCIIFieldValue(_ value: String) -> Bool {
+    public static func isASCIIFieldValue(_ value: String) -> Bool {
         var value = value
         // The contiguous bytes, not the UTF-8 view an index at a time (~25 instructions a byte).
         return value.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 && !isForbiddenInValue($0) } }
     }
 
-    package static func isValidName(_ name: String) -> Bool {
+    public static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

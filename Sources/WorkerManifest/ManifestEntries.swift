@@ -4,7 +4,7 @@
 /// costs ~120 bytes plus its URL's allocation; here 32 bytes plus the URL's and the digest's own
 /// bytes, and a million entries are read without a string each. Entries are made as they are read
 /// (`self[i]`); `withURL(at:)` and `hash(at:)` read one field.
-package struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
+public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
     /// One entry's fixed part.
     private struct Fixed {
         /// Where the entry's URL starts in `text`; its digest (if any) follows the URL.
@@ -23,41 +23,41 @@ package struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLitera
     /// The `mirrors` of the few entries that list them, by position.
     private var mirrorLists: [Int32: [String]] = [:]
 
-    package init() {}
+    public init() {}
 
-    package init(_ entries: some Sequence<ManifestEntry>) {
+    public init(_ entries: some Sequence<ManifestEntry>) {
         for entry in entries { append(entry) }
     }
 
-    package init(arrayLiteral entries: ManifestEntry...) {
+    public init(arrayLiteral entries: ManifestEntry...) {
         self.init(entries)
     }
 
-    package var startIndex: Int { 0 }
-    package var endIndex: Int { fixed.count }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { fixed.count }
 
     /// The entry at `position`, its strings made now.
-    package subscript(position: Int) -> ManifestEntry {
+    public subscript(position: Int) -> ManifestEntry {
         ManifestEntry(url: url(at: position), hash: hash(at: position), manifest: Int(fixed[position].manifest),
                       line: Int(fixed[position].line), column: Int(fixed[position].column), mirrors: mirrors(at: position))
     }
 
-    package func url(at position: Int) -> String {
+    public func url(at position: Int) -> String {
         withURL(at: position) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Calls `body` with the URL's UTF-8 bytes, in place.
-    package func withURL<T>(at position: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+    public func withURL<T>(at position: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T {
         let entry = fixed[position]
         return text.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[entry.start..<entry.start + Int(entry.urlCount)])) }
     }
 
     /// The position of the manifest that listed the entry at `position`.
-    package func manifest(at position: Int) -> Int {
+    public func manifest(at position: Int) -> Int {
         Int(fixed[position].manifest)
     }
 
-    package func hash(at position: Int) -> ContentHash? {
+    public func hash(at position: Int) -> ContentHash? {
         let entry = fixed[position]
         guard entry.algorithm > 0 else { return nil }
         let algorithm = HashAlgorithm.allCases[Int(entry.algorithm) - 1]
@@ -65,23 +65,23 @@ package struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLitera
         return ContentHash(algorithm: algorithm, digest: text[digest..<digest + algorithm.byteCount])
     }
 
-    package func mirrors(at position: Int) -> [String] {
+    public func mirrors(at position: Int) -> [String] {
         fixed[position].hasMirrors ? mirrorLists[Int32(position)] ?? [] : []
     }
 
     /// Makes room for `count` entries and `textBytes` of URLs and digests (pages not yet written
     /// cost no memory).
-    package mutating func reserve(_ count: Int, textBytes: Int) {
+    public mutating func reserve(_ count: Int, textBytes: Int) {
         fixed.reserveCapacity(count)
         text.reserveCapacity(textBytes)
     }
 
-    package mutating func append(_ entry: ManifestEntry) {
+    public mutating func append(_ entry: ManifestEntry) {
         append(url: entry.url, hash: entry.hash, manifest: entry.manifest, line: entry.line, column: entry.column,
                mirrors: entry.mirrors)
     }
 
-    package mutating func append(url: String, hash: ContentHash?, manifest: Int, line: Int, column: Int, mirrors: [String]) {
+    public mutating func append(url: String, hash: ContentHash?, manifest: Int, line: Int, column: Int, mirrors: [String]) {
         let start = text.count
         text.append(contentsOf: url.utf8)
         let urlCount = text.count - start
@@ -94,7 +94,7 @@ package struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLitera
 
     /// Gives the entry at `position` a hash (it had none) and `mirrors` in place of its own. Its URL
     /// is written again with the digest after it (the old bytes stay unused: this is rare).
-    package mutating func setHash(_ hash: ContentHash, mirrors: [String], at position: Int) {
+    public mutating func setHash(_ hash: ContentHash, mirrors: [String], at position: Int) {
         let url = url(at: position)
         let start = text.count
         text.append(contentsOf: url.utf8)
@@ -105,12 +105,12 @@ package struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLitera
     }
 
     /// Adds `mirrors` after the entry's own (those it lists already are skipped).
-    package mutating func addMirrors(_ mirrors: [String], at position: Int) {
+    public mutating func addMirrors(_ mirrors: [String], at position: Int) {
         let own = self.mirrors(at: position)
         setMirrors(own + mirrors.filter { !own.contains($0) }, at: position)
     }
 
-    package static func == (lhs: Self, rhs: Self) -> Bool {
+    public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.elementsEqual(rhs)
     }
 

@@ -1,9 +1,9 @@
 import WorkerSupport
 
 /// A manifest problem with the place it was found, printed as `path:line:column: message`.
-package struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
+public struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong, as far as the rest of the load cares.
-    package enum Kind: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
         /// The file could not be opened or read: nothing in it was checked.
         case unreadable
         /// libyaml gave up: the file ends at this point, later problems are unknown.
@@ -12,14 +12,14 @@ package struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConve
         case content
     }
 
-    package let kind: Kind
-    package let path: String
+    public let kind: Kind
+    public let path: String
     /// 1-based; 0 when the problem has no position (the file could not be read).
-    package let line: Int
-    package let column: Int
-    package let message: String
+    public let line: Int
+    public let column: Int
+    public let message: String
 
-    package init(path: String, line: Int, column: Int, message: String, kind: Kind = .content) {
+    public init(path: String, line: Int, column: Int, message: String, kind: Kind = .content) {
         self.kind = kind
         self.path = path
         self.line = line
@@ -27,22 +27,22 @@ package struct ManifestDiagnostic: Error, Sendable, Equatable, CustomStringConve
         self.message = message
     }
 
-    package var description: String {
+    public var description: String {
         line > 0 ? "\(path):\(line):\(column): \(message)" : "\(path): \(message)"
     }
 }
 
 /// One or more manifest problems; the run stops before any network or cache access.
-package struct ManifestErrors: Error, Sendable, CustomStringConvertible {
-    package let diagnostics: [ManifestDiagnostic]
+public struct ManifestErrors: Error, Sendable, CustomStringConvertible {
+    public let diagnostics: [ManifestDiagnostic]
     /// True when more problems were found than `diagnostics` holds.
-    package let truncated: Bool
+    public let truncated: Bool
 
-    package var description: String {
+    public var description: String {
         diagnostics.map(\.description).joined(separator: "\n") + (truncated ? "\n(more errors not shown)" : "")
     }
 
-    package init(diagnostics: [ManifestDiagnostic], truncated: Bool) {
+    public init(diagnostics: [ManifestDiagnostic], truncated: Bool) {
         self.diagnostics = diagnostics
         self.truncated = truncated
     }
@@ -50,6 +50,6 @@ package struct ManifestErrors: Error, Sendable, CustomStringConvertible {
 
 /// Manifests that cannot be used end the run as input that cannot be used, every problem located.
 extension ManifestErrors: ExitClassified {
-    package var exitClass: ExitClass { .usage }
-    package var exitMessage: String { description }
+    public var exitClass: ExitClass { .usage }
+    public var exitMessage: String { description }
 }

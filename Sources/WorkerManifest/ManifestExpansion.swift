@@ -7,13 +7,13 @@ import WorkerSupport
 /// located manifest errors. A part whose URL the set lists already is that entry.
 extension ManifestSet {
     /// One part of an entry.
-    package struct Part: Sendable, Equatable {
-        package let url: String
-        package let hash: ContentHash
+    public struct Part: Sendable, Equatable {
+        public let url: String
+        public let hash: ContentHash
         /// Its path below the entry's (a relative tree path; empty: the entry's own path).
-        package let name: String
+        public let name: String
 
-        package init(url: String, hash: ContentHash, name: String) {
+        public init(url: String, hash: ContentHash, name: String) {
             self.url = url
             self.hash = hash
             self.name = name
@@ -21,20 +21,20 @@ extension ManifestSet {
     }
 
     /// Why the parts of an entry could not be had (the URL, then what its origin said).
-    package struct PartsProblem: Error, Sendable, CustomStringConvertible {
-        package let description: String
+    public struct PartsProblem: Error, Sendable, CustomStringConvertible {
+        public let description: String
         /// Refused: the credentials by the origin, or a request by the rules (`--rewrite-strict`,
         /// credentials that would go where they must not): another run with the same settings
         /// fails alike.
-        package let refused: Bool
-        package init(_ description: String, refused: Bool = false) {
+        public let refused: Bool
+        public init(_ description: String, refused: Bool = false) {
             self.description = description
             self.refused = refused
         }
     }
 
     /// This set with the entry at each key of `parts` replaced by its parts.
-    package func expanding(_ parts: [Int: [Part]]) -> Result<ManifestSet, ManifestErrors> {
+    public func expanding(_ parts: [Int: [Part]]) -> Result<ManifestSet, ManifestErrors> {
         guard !parts.isEmpty else { return .success(self) }
         var expanded = ManifestEntries()
         var moved = [Int](repeating: -1, count: entries.count)

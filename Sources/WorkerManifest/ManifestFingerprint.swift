@@ -5,8 +5,8 @@ import WorkerSupport
 /// normalized hash) pairs plus each manifest's name, base URL and header names. Key order,
 /// comments, whitespace, quoting, hash spelling and entry order do not change it; header values are
 /// left out (they hold secrets that rotate without changing what is cached).
-package enum ManifestFingerprint {
-    package static func digest(_ manifests: ManifestSet) -> String {
+public enum ManifestFingerprint {
+    public static func digest(_ manifests: ManifestSet) -> String {
         var lines: [String] = ["worker-fingerprint 1"]
         for manifest in manifests.manifests {
             lines.append("manifest \(manifest.name) base=\(manifest.baseURL ?? "-") headers=\(manifest.headers.map { $0.name.lowercased() }.sorted().joined(separator: ","))")

@@ -4,28 +4,28 @@ import WorkerSupport
 
 /// Reads and validates manifests completely (a streaming pass each) before anything else happens:
 /// URL resolution, `${VAR}` expansion, and the same URL listed with two hashes.
-package struct ManifestLoader {
-    package var environment: [String: String]
-    package var maxDiagnostics = 50
+public struct ManifestLoader {
+    public var environment: [String: String]
+    public var maxDiagnostics = 50
     /// Expand `${VAR}` in header values (off for `worker fingerprint`, which never needs them).
-    package var expandsHeaders = true
+    public var expandsHeaders = true
     /// Collect and check every entry's tree path (`--tree`, `export --layout tree`): a URL
     /// without a usable path, two entries at one path, a file where another needs a folder.
     /// (An explicit `path:` is checked whatever this says, and against the other explicit ones.)
-    package var collectsTree = false
+    public var collectsTree = false
     /// Manifests read from a copy of a remote one: the copy's path → the URL it came from. Errors
     /// and the report name the URL; relative entries resolve against it (unless `base_url` is set).
-    package var remoteSources: [String: String] = [:]
+    public var remoteSources: [String: String] = [:]
     /// The only variables a remote manifest's `${VAR}` may read (`--manifest-env`): whoever
     /// publishes or serves it must not read the runner's environment.
-    package var remoteEnvironment: Set<String> = []
+    public var remoteEnvironment: Set<String> = []
 
-    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
     }
 
     /// Loads every manifest; throws `ManifestErrors` listing each problem as `path:line:column`.
-    package func load(paths: [String]) throws(ManifestErrors) -> ManifestSet {
+    public func load(paths: [String]) throws(ManifestErrors) -> ManifestSet {
         var diagnostics: [ManifestDiagnostic] = []
         var manifests: [Manifest] = []
         var collector = EntryCollector(collectsTree: collectsTree)
@@ -131,7 +131,7 @@ package struct ManifestLoader {
 
     /// The manifests' sizes together (unreadable ones count 0). By stat, not FileManager's
     /// attributes: those look up the owner's user and group names (/etc/passwd, nscd).
-    package static func totalBytes(_ paths: [String]) -> Int {
+    public static func totalBytes(_ paths: [String]) -> Int {
         paths.reduce(0) { total, path in
             var info = stat()
             return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
@@ -145,7 +145,7 @@ package struct ManifestLoader {
         return String(path[...slash])
     }
 
-    package static func defaultName(_ path: String) -> String {
+    public static func defaultName(_ path: String) -> String {
         let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         return file.isEmpty ? "manifest" : file
     }

@@ -4,10 +4,10 @@ import WorkerSupport
 /// A manifest's `mirrors` mapping: URL prefixes and the prefixes of other servers holding the
 /// same files. An entry pinned by a hash whose URL starts with a prefix may also be fetched from
 /// each mirror prefix + the rest of its URL (after the entry's own `mirrors`).
-package struct ManifestMirrors: Sendable, Equatable {
-    package struct Prefix: Sendable, Equatable {
-        package let prefix: String
-        package let mirrors: [String]
+public struct ManifestMirrors: Sendable, Equatable {
+    public struct Prefix: Sendable, Equatable {
+        public let prefix: String
+        public let mirrors: [String]
         /// `prefix` parsed (a map is read only when it parses).
         let parsed: ParsedURL?
         /// Each mirror's kind, in `mirrors`' order.
@@ -20,24 +20,24 @@ package struct ManifestMirrors: Sendable, Equatable {
             kinds = mirrors.map(URLKinds.kind(of:))
         }
 
-        package static func == (left: Prefix, right: Prefix) -> Bool {
+        public static func == (left: Prefix, right: Prefix) -> Bool {
             left.prefix == right.prefix && left.mirrors == right.mirrors
         }
     }
 
-    package private(set) var prefixes: [Prefix] = []
+    public private(set) var prefixes: [Prefix] = []
 
-    package init(_ prefixes: [Prefix] = []) {
+    public init(_ prefixes: [Prefix] = []) {
         self.prefixes = prefixes
     }
 
-    package var isEmpty: Bool { prefixes.isEmpty }
+    public var isEmpty: Bool { prefixes.isEmpty }
 
     /// The mirror URLs the map gives `url`, in the map's order: a prefix covers the URLs of its
     /// origin (any spelling of it; user info apart) whose path goes on from its own at a segment
     /// boundary. S3 keys are literal and URL paths percent-encoded: the rest of an `s3://` URL is
     /// encoded for an http(s) mirror, and the rest of an http(s) URL decoded for an `s3://` one.
-    package func mirrors(for url: String) -> [String] {
+    public func mirrors(for url: String) -> [String] {
         guard !prefixes.isEmpty, let parsed = URLKinds.parse(url) else { return [] }
         var found: [String] = []
         for entry in prefixes {
@@ -53,7 +53,7 @@ package struct ManifestMirrors: Sendable, Equatable {
 
     /// Where an entry pinned by a hash may be fetched from besides its URL, in order: its own
     /// `mirrors`, then this map's. None without a hash (the bytes could not be checked).
-    package func of(_ entry: ManifestEntry) -> [String] {
+    public func of(_ entry: ManifestEntry) -> [String] {
         guard entry.hash != nil else { return [] }
         if prefixes.isEmpty { return entry.mirrors }
         var all = entry.mirrors

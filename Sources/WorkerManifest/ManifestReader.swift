@@ -4,21 +4,21 @@ import WorkerSupport
 
 /// Streams a manifest's YAML events and yields its entries one at a time, collecting every
 /// problem it finds with its position. Nothing but the current event and the header is held.
-package struct ManifestReader {
-    package let path: String
+public struct ManifestReader {
+    public let path: String
     /// Stop collecting after this many problems.
-    package var maxDiagnostics = 50
+    public var maxDiagnostics = 50
     /// Files at least this large are parsed on a thread of their own (tests set 0 to use it always).
     var threadedFromBytes = YAMLEventStream.threadedFromBytes
 
-    package init(path: String) {
+    public init(path: String) {
         self.path = path
     }
 
     /// Reads the whole manifest, calling `onEntry` for each well-formed entry in document order,
     /// with the header fields read so far (`base_url` may come before or after the entries).
     /// Problems are appended to `diagnostics`; a YAML syntax error ends the read.
-    package func read(diagnostics: inout [ManifestDiagnostic], onEntry: (RawEntry, ManifestHeader) -> Void) -> ManifestHeader {
+    public func read(diagnostics: inout [ManifestDiagnostic], onEntry: (RawEntry, ManifestHeader) -> Void) -> ManifestHeader {
         var header = ManifestHeader()
         let stream: YAMLEventStream
         do {

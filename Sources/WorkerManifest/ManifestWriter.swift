@@ -5,29 +5,29 @@ import WorkerSupport
 /// Writes manifests: for the files under folders (pooch's `make_registry`: every file, SHA-256,
 /// relative URLs in a stable order), or for URLs whose hashes a sync pinned. What it writes the
 /// reader reads back.
-package enum ManifestWriter {
+public enum ManifestWriter {
     /// One file found under a folder: its URL relative to `base_url`, and its SHA-256.
-    package struct Item: Sendable, Equatable {
-        package let url: String
-        package let sha256: String
+    public struct Item: Sendable, Equatable {
+        public let url: String
+        public let sha256: String
 
-        package init(url: String, sha256: String) {
+        public init(url: String, sha256: String) {
             self.url = url
             self.sha256 = sha256
         }
     }
 
     /// A problem with the folders: the path and what is wrong.
-    package struct Failure: Error, Sendable, CustomStringConvertible {
-        package let path: String
-        package let reason: String
-        package var description: String { "\(path): \(reason)" }
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public let path: String
+        public let reason: String
+        public var description: String { "\(path): \(reason)" }
     }
 
     /// Every regular file under `folders` (hidden ones and symlinks skipped), hashed as a stream,
     /// sorted by relative path. The same relative path under two folders is an error. Each URL is
     /// the path percent-encoded, or with `literal` (keys under an s3:// base) the path as it is.
-    package static func scan(_ folders: [String], literal: Bool = false) throws(Failure) -> [Item] {
+    public static func scan(_ folders: [String], literal: Bool = false) throws(Failure) -> [Item] {
         var byPath: [String: (folder: String, sha256: String)] = [:]
         for folder in folders {
             var isDirectory = false
@@ -102,7 +102,7 @@ package enum ManifestWriter {
 
     /// The manifest's YAML: `base_url` (with a trailing slash, so the relative URLs resolve below
     /// it) when given, then one entry per item, URLs quoted.
-    package static func yaml(name: String?, baseURL: String?, items: [Item]) -> String {
+    public static func yaml(name: String?, baseURL: String?, items: [Item]) -> String {
         var lines = ["# Written by worker manifest \(WorkerVersion.current); hashes are SHA-256 of the content.", "version: 1"]
         if let name { lines.append("name: \(quote(name))") }
         if let baseURL { lines.append("base_url: \(quote(baseURL.hasSuffix("/") ? baseURL : baseURL + "/"))") }
@@ -116,7 +116,7 @@ package enum ManifestWriter {
 
     /// `yaml` (as `yaml(…)` wrote it) with the signed header fields after `version`: `serial`, the
     /// publisher's number that only grows, and `expires`, after which readers refuse it.
-    package static func stamped(_ yaml: String, serial: Int64?, expires: Double?) -> String {
+    public static func stamped(_ yaml: String, serial: Int64?, expires: Double?) -> String {
         var fields = ""
         if let serial { fields += "serial: \(serial)\n" }
         if let expires { fields += "expires: \(quote(RFC3339.format(expires)))\n" }

@@ -1,8 +1,8 @@
 import FoundationEssentials
 
 /// RFC 3339 times (`2026-12-31T23:59:59Z`, `…T23:59:59.5+01:00`) as Unix seconds, and back.
-package enum RFC3339 {
-    package static func parse(_ text: String) -> Double? {
+public enum RFC3339 {
+    public static func parse(_ text: String) -> Double? {
         let upper = text.uppercased()
         for style in [Date.ISO8601FormatStyle(), Date.ISO8601FormatStyle(includingFractionalSeconds: true)] {
             if let date = try? style.parse(upper) { return date.timeIntervalSince1970 }
@@ -10,7 +10,7 @@ package enum RFC3339 {
         return nil
     }
 
-    package static func format(_ seconds: Double) -> String {
+    public static func format(_ seconds: Double) -> String {
         Date(timeIntervalSince1970: seconds.rounded(.down)).formatted(Date.ISO8601FormatStyle())
     }
 }

@@ -3,7 +3,7 @@ import WorkerSupport
 /// Where an entry appears in a tree of files at their names (`sync --tree`, `export --layout
 /// tree`): its `path`, or else its URL's path, percent-decoded, without scheme, host, query or
 /// fragment (a relative URL's as written, not resolved against `base_url`).
-package enum TreePath {
+public enum TreePath {
     /// The longest name of one component, and of a whole path, in bytes (NAME_MAX; a portable
     /// PATH_MAX share that leaves room for the tree's own folder).
     static let maxComponent = 255
@@ -11,7 +11,7 @@ package enum TreePath {
 
     /// Why `path` cannot be a tree path, or nil. (On its UTF-8 bytes: a manifest of a million
     /// entries checks a million paths.)
-    package static func problem(_ path: String) -> String? {
+    public static func problem(_ path: String) -> String? {
         var bytes = path
         return bytes.withUTF8 { problem(bytes: $0, shown: path) }
     }
@@ -46,7 +46,7 @@ package enum TreePath {
     private static let dot = UInt8(ascii: ".")
 
     /// The tree path of an entry without `path`, from its URL as written; or why there is none.
-    package static func derived(fromURL url: String) -> Result<String, TreePathProblem> {
+    public static func derived(fromURL url: String) -> Result<String, TreePathProblem> {
         let bytes = Array(url.utf8)
         var start = 0
         let end = bytes.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.count
@@ -68,7 +68,7 @@ package enum TreePath {
 
     /// An S3 key's tree path: the key itself (keys are literal: `a%20b.png` and `x?y` are names),
     /// checked as any tree path.
-    package static func derived(fromLiteralPath key: String) -> Result<String, TreePathProblem> {
+    public static func derived(fromLiteralPath key: String) -> Result<String, TreePathProblem> {
         guard !key.isEmpty, !key.hasSuffix("/") else {
             return .failure(TreePathProblem(message: "the S3 key is empty or ends in '/': give the entry a 'path' for the tree"))
         }
@@ -96,17 +96,17 @@ package enum TreePath {
     }
 }
 
-package struct TreePathProblem: Error, Sendable {
-    package let message: String
+public struct TreePathProblem: Error, Sendable {
+    public let message: String
 
-    package init(message: String) { self.message = message }
+    public init(message: String) { self.message = message }
 }
 
 /// One file of a tree: its path, and the entry (of `ManifestSet.entries`) whose content it holds.
-package struct TreeEntry: Sendable, Equatable {
-    package let path: String
-    package let entry: Int
-    package let manifest: Int
-    package let line: Int
-    package let column: Int
+public struct TreeEntry: Sendable, Equatable {
+    public let path: String
+    public let entry: Int
+    public let manifest: Int
+    public let line: Int
+    public let column: Int
 }

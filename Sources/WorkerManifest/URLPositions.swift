@@ -13,7 +13,7 @@ import CWorkerSystem
 /// Every insert misses the CPU's caches: `digest(_:)`
 /// also asks for the slot's cache line, so a caller that inserts an entry later (the loader
 /// inserts each one after reading the next) finds it loaded.
-package struct URLPositions: Sendable {
+public struct URLPositions: Sendable {
     /// A digest and its position + 1 (0: the slot is empty), side by side: a probe reads one
     /// cache line.
     private struct Slot {
@@ -29,24 +29,24 @@ package struct URLPositions: Sendable {
     private let digester: @Sendable (UnsafeRawBufferPointer) -> UInt64
 
     /// `digest` is replaceable so tests can force collisions.
-    package init(digest: @escaping @Sendable (UnsafeRawBufferPointer) -> UInt64 = URLPositions.digest64) {
+    public init(digest: @escaping @Sendable (UnsafeRawBufferPointer) -> UInt64 = URLPositions.digest64) {
         digester = digest
     }
 
     /// Makes room for `count` URLs without growing (the table stays at most three quarters full).
-    package mutating func reserve(_ count: Int) {
+    public mutating func reserve(_ count: Int) {
         if count * 4 > slots.count * 3 { rehash(minimumSlots: count * 4 / 3 + 1) }
     }
 
     /// The position of `url`, given how to read the URL stored at a position.
-    package func find(_ url: String, urlAt: (Int) -> String) -> Int? {
+    public func find(_ url: String, urlAt: (Int) -> String) -> Int? {
         var bytes = url
         return bytes.withUTF8 { find(UnsafeRawBufferPointer($0), isURL: { urlAt($0) == url }) }
     }
 
     /// The position of the URL whose UTF-8 bytes are `url`; `isURL` tells whether the URL stored
     /// at a position is that one (only asked when the digests match).
-    package func find(_ url: UnsafeRawBufferPointer, isURL: (Int) -> Bool) -> Int? {
+    public func find(_ url: UnsafeRawBufferPointer, isURL: (Int) -> Bool) -> Int? {
         guard !slots.isEmpty else { return nil }
         guard case .taken(let slot) = probe(Self.fold(digester(url))) else { return nil }
         let position = Int(slots[slot].position - 1)
@@ -56,12 +56,12 @@ package struct URLPositions: Sendable {
 
     /// The position of `url` if it is recorded; else records it at `index` and returns nil.
     /// One digest and one probe.
-    package mutating func insertIfAbsent(_ url: String, at index: Int, urlAt: (Int) -> String) -> Int? {
+    public mutating func insertIfAbsent(_ url: String, at index: Int, urlAt: (Int) -> String) -> Int? {
         insertIfAbsent(url, digest: digest(url), at: index, urlAt: urlAt)
     }
 
     /// `insertIfAbsent` of the URL whose UTF-8 bytes are `url` (`isURL` as for `find`).
-    package mutating func insertIfAbsent(_ url: UnsafeRawBufferPointer, at index: Int, isURL: (Int) -> Bool) -> Int? {
+    public mutating func insertIfAbsent(_ url: UnsafeRawBufferPointer, at index: Int, isURL: (Int) -> Bool) -> Int? {
         insert(digest: digester(url), at: index, isURL: isURL) { String(decoding: url, as: UTF8.self) }
     }
 
@@ -149,7 +149,7 @@ package struct URLPositions: Sendable {
     /// A 64-bit digest of `bytes`, eight bytes a step (a byte a step, FNV-1a, was a large share
     /// of reading a million URLs), each step a multiply and a fold of the high bits down, then
     /// MurmurHash3's finalizer so every input bit reaches the bits a slot uses.
-    package static func digest64(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    public static func digest64(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         var offset = 0

@@ -4,11 +4,11 @@ import WorkerSupport
 
 /// Resolves entry URLs: absolute http(s) as written; relative ones against `base_url`, or, without
 /// one, as local files inside the manifest's own folder.
-package struct URLResolver {
-    package struct Problem: Error { package let message: String }
+public struct URLResolver {
+    public struct Problem: Error { public let message: String }
 
     /// The manifest's folder, absolute, symlinks resolved.
-    package let folder: String
+    public let folder: String
     private(set) var base: String?
     private var baseURL: URL?
     /// `base` ends in `/` and has no query or fragment: a plain relative path resolves against it
@@ -24,7 +24,7 @@ package struct URLResolver {
     /// second pass over the whole result.
     private var baseIsWellFormed = false
 
-    package init(manifestPath: String) {
+    public init(manifestPath: String) {
         let absolute = URL(fileURLWithPath: manifestPath).deletingLastPathComponent().standardizedFileURL.path
         folder = absolute.withCString { pointer in
             guard let real = realpath(pointer, nil) else { return absolute }
@@ -117,7 +117,7 @@ package struct URLResolver {
     /// An absolute URL checked as every command checks one (a manifest entry, `get`, `manifest
     /// --urls`): of a kind an entry may be, and as its kind checks it. Nil when `raw` has no scheme
     /// (a relative reference).
-    package static func absolute(_ raw: String) -> Result<String, Problem>? {
+    public static func absolute(_ raw: String) -> Result<String, Problem>? {
         guard let kind = URLKinds.kind(of: raw) else {
             guard let scheme = URLKinds.scheme(of: raw) else { return nil }
             return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only \(URLKinds.schemes(with: .remote)))"))
@@ -184,7 +184,7 @@ package struct URLResolver {
 
     /// `%XX` sequences decoded; nil when a `%` is not followed by two hex digits or the bytes
     /// are not UTF-8 (as Foundation's `removingPercentEncoding`).
-    package static func percentDecoded(_ text: Substring) -> String? {
+    public static func percentDecoded(_ text: Substring) -> String? {
         var bytes: [UInt8] = []
         var utf8 = text.utf8[...]
         while let byte = utf8.popFirst() {
@@ -201,7 +201,7 @@ package struct URLResolver {
     /// A cheap check of an absolute http(s) URL, made once per entry instead of a full parse: a
     /// non-empty host after `://`, printable ASCII only (no space, quote, angle bracket or
     /// backslash), and every `%` followed by two hex digits.
-    package static func isWellFormedAbsolute(_ text: String) -> Bool {
+    public static func isWellFormedAbsolute(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { utf8 in
             guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),

@@ -6,7 +6,7 @@ import WorkerStore
 /// Index rows and an object listing read before the run holds the lock, with the index's data
 /// version at the time: if another writer commits before the run takes the lock, the version
 /// moves and the run reads again under the lock.
-package final class CachePrefetch: Sendable {
+public final class CachePrefetch: Sendable {
     /// What the read opened, made on the prefetching thread and taken by the run: the index's
     /// connection (closed once the run has used it: the last connection to close checkpoints the
     /// WAL, which is the run's connection's job, under the lock) and the objects read so far.
@@ -17,17 +17,17 @@ package final class CachePrefetch: Sendable {
 
     private let opened: Mutex<Opened>
     private let version: Int64
-    package let rows: IndexRows
+    public let rows: IndexRows
     /// Whether the objects were listed (decided from the manifests' size before they were
     /// parsed, and the number of rows).
-    package let listed: Bool
+    public let listed: Bool
 
     /// Manifest bytes per entry, taken low: an estimate of the entry count from file sizes.
     private static let bytesPerEntry = 100
 
     /// nil without a usable index (a new cache, a planted link, a damaged file): the run then
     /// reads under the lock as usual, and reports what is wrong.
-    package init?(cacheDirectory: String, validators: Bool, shards: Int, manifestBytes: Int) {
+    public init?(cacheDirectory: String, validators: Bool, shards: Int, manifestBytes: Int) {
         let path = CacheLayout.indexPath(cacheDirectory)
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
@@ -52,12 +52,12 @@ package final class CachePrefetch: Sendable {
     }
 
     /// No other connection has committed since the rows were read.
-    package var isCurrent: Bool {
+    public var isCurrent: Bool {
         opened.withLock { (try? $0.index?.dataVersion()) == version }
     }
 
     /// The objects read ahead, for the run that uses the rows (nil once taken).
-    package func takeObjects() -> sending ObjectDirectory? {
+    public func takeObjects() -> sending ObjectDirectory? {
         opened.withLock { opened -> sending ObjectDirectory? in
             let objects = opened.objects
             opened.objects = nil
@@ -65,7 +65,7 @@ package final class CachePrefetch: Sendable {
         }
     }
 
-    package func close() {
+    public func close() {
         opened.withLock { $0 = Opened() }
     }
 }

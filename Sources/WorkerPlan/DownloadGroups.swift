@@ -5,7 +5,7 @@ import WorkerStore
 extension SyncPlan {
     /// The items that need the network (download, revalidate, refresh), grouped by content in
     /// the order their first item comes in the manifests.
-    package func downloadGroups(refresh: Bool, locator: Locator = Locator()) -> [DownloadGroup] {
+    public func downloadGroups(refresh: Bool, locator: Locator = Locator()) -> [DownloadGroup] {
         let entries = manifests.entries
         /// What makes an item's group, made only when two items' fingerprints meet.
         func key(_ item: Int) -> GroupKey {
@@ -82,7 +82,7 @@ extension SyncPlan {
 
     /// What to send for a plan item: its manifest's headers, the stored version's validators when
     /// it is revalidated, its mirrors; where `--rewrite` sends it (`origin`: its origin, when known).
-    package func request(for item: Int, locator: Locator = Locator(), origin: Origin? = nil) -> FetchRequest {
+    public func request(for item: Int, locator: Locator = Locator(), origin: Origin? = nil) -> FetchRequest {
         let planned = self.item(at: item)
         // The manifest's fields read one by one: a copy of the whole manifest a request is a
         // dozen retains.

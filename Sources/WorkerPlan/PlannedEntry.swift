@@ -2,8 +2,8 @@ import WorkerManifest
 import WorkerStore
 
 /// What a sync will do with one manifest entry.
-package struct PlannedEntry: Sendable {
-    package enum Action: Sendable, Equatable {
+public struct PlannedEntry: Sendable {
+    public enum Action: Sendable, Equatable {
         /// The index has this URL at this hash and the object is present.
         case keep
         /// Missing or changed: download it.
@@ -20,13 +20,13 @@ package struct PlannedEntry: Sendable {
         case repair
     }
 
-    package let entry: ManifestEntry
-    package let action: Action
+    public let entry: ManifestEntry
+    public let action: Action
     /// The URL's current row, if it has one.
-    package let previous: IndexRow?
+    public let previous: IndexRow?
 
     /// The status this entry will have if its action succeeds.
-    package var plannedStatus: EntryStatus {
+    public var plannedStatus: EntryStatus {
         switch action {
         case .keep, .revalidate: .unchanged
         case .refresh: previous == nil ? .added : .unchanged
@@ -37,7 +37,7 @@ package struct PlannedEntry: Sendable {
     }
 
     /// True when the URL is stored at another version (its hash changed).
-    package var isUpdate: Bool {
+    public var isUpdate: Bool {
         Self.isUpdate(of: previous, to: entry.hash)
     }
 

@@ -4,38 +4,38 @@ import WorkerSupport
 
 /// Diffs manifests against the index: which entries are unchanged, need a download, or can reuse
 /// content already stored under another URL; and which index rows no manifest names.
-package struct Planner {
+public struct Planner {
     /// Tells whether an object file is present; checked once per distinct object.
-    package var objectExists: (String) -> Bool
+    public var objectExists: (String) -> Bool
     /// Finds stored content by hash (the index answers this with its own lookups); nil: scan the
     /// records given to `plan`.
-    package var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
+    public var storedObject: ((ContentHash) -> (object: String, size: Int64)?)?
     /// Plan a conditional request for every cached entry without a hash.
-    package var revalidate = false
+    public var revalidate = false
     /// Download every entry again, whatever the index says (SDWebImage's RefreshCached).
-    package var refresh = false
+    public var refresh = false
     /// Download every entry without a hash again (a cache whose rows this run cannot vouch for).
-    package var refreshUnpinned = false
+    public var refreshUnpinned = false
     /// Only rows of this shard can be orphans (the other shards' rows belong to other workers).
-    package var shard = Shard.all
+    public var shard = Shard.all
     /// URLs that are never orphans (remote manifests and their signatures, kept for their ETags).
-    package var kept: Set<String> = []
+    public var kept: Set<String> = []
     /// The size of an object file (nil: absent), checked once per object: with it, a row whose
     /// object is there but of another size (changed on disk) is fetched again (`.repair`).
-    package var objectSize: ((String) -> Int64?)?
+    public var objectSize: ((String) -> Int64?)?
     /// The size of a row's object file (nil: absent), when sizes are checked: read ahead by row
     /// (`ObjectDirectory.preloadSizes`). Without it, rows' objects are checked as others are.
-    package var rowObjectSize: ((IndexRow) -> Int64?)?
+    public var rowObjectSize: ((IndexRow) -> Int64?)?
     /// How the index keys an entry's URL (`CacheIndex.key`: without user info in a shared cache).
-    package var urlKey: ((String) -> String)?
+    public var urlKey: ((String) -> String)?
 
-    package init(objectExists: @escaping (String) -> Bool,
+    public init(objectExists: @escaping (String) -> Bool,
                 storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
         self.objectExists = objectExists
         self.storedObject = storedObject
     }
 
-    package func plan(_ manifests: ManifestSet, records: IndexRows) -> SyncPlan {
+    public func plan(_ manifests: ManifestSet, records: IndexRows) -> SyncPlan {
         /// Stored content by hash, built only if some entry needs content and no lookup was given.
         var scanned: StoredContent?
         func stored(_ hash: ContentHash) -> (object: String, size: Int64)? {
@@ -135,7 +135,7 @@ package struct Planner {
         isSameVersion(hash, object: row.objectName, storedHash: row.hash)
     }
 
-    package static func isSameVersion(_ entry: ManifestEntry, _ record: IndexRecord) -> Bool {
+    public static func isSameVersion(_ entry: ManifestEntry, _ record: IndexRecord) -> Bool {
         isSameVersion(entry.hash, object: ObjectName(hex: record.object), storedHash: record.hash)
     }
 

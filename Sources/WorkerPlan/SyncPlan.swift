@@ -3,49 +3,49 @@ import WorkerStore
 
 /// The diff of a run's manifests against the index. Compact at scale: an action and a row number
 /// per entry; `items` builds each `PlannedEntry` when it is read.
-package struct SyncPlan: Sendable {
-    package let manifests: ManifestSet
+public struct SyncPlan: Sendable {
+    public let manifests: ManifestSet
     /// The index rows when planned.
-    package let records: IndexRows
+    public let records: IndexRows
     let actions: PlanActions
     /// Per entry, its row in `records`, or -1.
     let previousRows: [Int32]
     /// Index rows that no given manifest names.
-    package let orphans: [IndexRecord]
+    public let orphans: [IndexRecord]
 
     /// How many rows the index had when planned.
-    package var indexedEntries: Int { records.count }
+    public var indexedEntries: Int { records.count }
 
     /// One item per distinct URL, in manifest order.
-    package var items: Items { Items(plan: self) }
+    public var items: Items { Items(plan: self) }
 
     /// One item, made without copying the plan (`items[position]` copies it, a retain of each
     /// of its parts, for every item read).
-    package func item(at position: Int) -> PlannedEntry {
+    public func item(at position: Int) -> PlannedEntry {
         PlannedEntry(entry: manifests.entries[position], action: actions[position], previous: previous(at: position))
     }
 
     /// An item's action, read without making the item (its entry's strings).
-    package func action(at position: Int) -> PlannedEntry.Action { actions[position] }
+    public func action(at position: Int) -> PlannedEntry.Action { actions[position] }
 
     /// `item(at:).isUpdate`, read without making the item.
-    package func isUpdate(at position: Int) -> Bool {
+    public func isUpdate(at position: Int) -> Bool {
         let previous = previous(at: position)
         // A URL with no row is no update: its hash is not read (a digest made per new entry).
         return PlannedEntry.isUpdate(of: previous, to: previous == nil ? nil : manifests.entries.hash(at: position))
     }
 
     /// An item's current row, if it has one, read without making the item.
-    package func previous(at position: Int) -> IndexRow? {
+    public func previous(at position: Int) -> IndexRow? {
         let row = previousRows[position]
         return row >= 0 ? records.row(Int(row)) : nil
     }
 
-    package struct Items: RandomAccessCollection, Sendable {
+    public struct Items: RandomAccessCollection, Sendable {
         let plan: SyncPlan
-        package var startIndex: Int { 0 }
-        package var endIndex: Int { plan.actions.count }
-        package subscript(position: Int) -> PlannedEntry { plan.item(at: position) }
+        public var startIndex: Int { 0 }
+        public var endIndex: Int { plan.actions.count }
+        public subscript(position: Int) -> PlannedEntry { plan.item(at: position) }
     }
 }
 

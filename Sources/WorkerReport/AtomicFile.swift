@@ -7,15 +7,15 @@ import WorkerSupport
 /// The sibling has a random name and is created exclusively without following links
 /// (`mkstemp`'s rules): someone who can write the folder cannot aim the write elsewhere by
 /// planting a symlink under a name they guessed.
-package enum AtomicFile {
-    package static func write(_ data: Data, to path: String, mode: mode_t? = nil) throws {
+public enum AtomicFile {
+    public static func write(_ data: Data, to path: String, mode: mode_t? = nil) throws {
         try write(to: path, mode: mode) { output in try output(data) }
     }
 
     /// Writes what `produce` hands its output, piece by piece, then renames the file into place;
     /// the temporary file is removed when `produce` or a write fails.
     /// `mode`, when given, is the file's whatever the umask.
-    package static func write(to path: String, mode: mode_t? = nil, _ produce: ((Data) throws -> Void) throws -> Void) throws {
+    public static func write(to path: String, mode: mode_t? = nil, _ produce: ((Data) throws -> Void) throws -> Void) throws {
         let url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         var created: (fd: Int32, path: String)?
@@ -57,7 +57,7 @@ package enum AtomicFile {
     }
 
     /// Appends `data` to the existing file at `path` (GitHub's step summary, which the runner made).
-    package static func append(_ data: Data, to path: String) throws {
+    public static func append(_ data: Data, to path: String) throws {
         let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
         guard fd >= 0 else { throw failure(path, errno) }
         let written = data.withUnsafeBytes { FileChunks.writeAll(fd, $0) }

@@ -8,18 +8,18 @@ import WorkerSupport
 /// updated (old and new side by side) or failed (with the version still served), as thumbnails
 /// embedded from the cache. No external resource, no script. Written as well-formed XHTML (void
 /// elements closed), so XML tools can read it too.
-package struct HTMLReportWriter: ReportFormat {
-    package init() {}
+public struct HTMLReportWriter: ReportFormat {
+    public init() {}
 
-    package var option: String { "--report-html" }
+    public var option: String { "--report-html" }
 
-    package func recognizes(_ head: String) -> Bool {
+    public func recognizes(_ head: String) -> Bool {
         head.hasPrefix("<!DOCTYPE html>") && head.contains("<title>worker sync")
     }
 
-    package var rows: ReportRowNeeds { .changed }
+    public var rows: ReportRowNeeds { .changed }
 
-    package func data(_ report: SyncReport, success: Bool) throws -> Data {
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
         Data(Self.html(report).utf8)
     }
 
@@ -28,7 +28,7 @@ package struct HTMLReportWriter: ReportFormat {
     /// Cards per section at most; the rest is counted.
     static let cardLimit = 300
 
-    package static func html(_ report: SyncReport) -> String {
+    public static func html(_ report: SyncReport) -> String {
         let totals = report.totals
         let names = report.manifests.map(\.name).joined(separator: ", ")
         var body = """

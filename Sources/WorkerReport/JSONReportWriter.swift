@@ -9,28 +9,28 @@ import WorkerSupport
 /// exists as one encoded tree or one block of bytes (JSONEncoder's output for the whole document,
 /// byte for byte: `JSONReportWriterTests`). As a format (`--report`): the entries that are not
 /// unchanged, or every entry (`all`, `--report-all`).
-package struct JSONReportWriter: ReportFormat {
-    package var all: Bool
+public struct JSONReportWriter: ReportFormat {
+    public var all: Bool
 
-    package init(all: Bool = false) {
+    public init(all: Bool = false) {
         self.all = all
     }
 
-    package var option: String { "--report" }
+    public var option: String { "--report" }
 
     /// Keys are sorted: `cache_dir` leads.
-    package func recognizes(_ head: String) -> Bool {
+    public func recognizes(_ head: String) -> Bool {
         head.hasPrefix("{") && head.contains("\"cache_dir\"")
     }
 
-    package var rows: ReportRowNeeds { all ? [.changed, .unchanged] : .changed }
+    public var rows: ReportRowNeeds { all ? [.changed, .unchanged] : .changed }
 
-    package func data(_ report: SyncReport, success: Bool) throws -> Data {
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
         try Self.data(report) { all || $0.status != .unchanged }
     }
 
     /// Streamed to the file, row by row (never appended: a JSON document).
-    package func write(_ report: SyncReport, success: Bool, to path: String, appending: Bool) throws {
+    public func write(_ report: SyncReport, success: Bool, to path: String, appending: Bool) throws {
         try Self.write(report, to: path) { all || $0.status != .unchanged }
     }
 
@@ -100,14 +100,14 @@ package struct JSONReportWriter: ReportFormat {
     }
 
     /// The report's bytes, rows with `keep` (every row by default).
-    package static func data(_ report: SyncReport, keep: (SyncReport.Entry) -> Bool = { _ in true }) throws -> Data {
+    public static func data(_ report: SyncReport, keep: (SyncReport.Entry) -> Bool = { _ in true }) throws -> Data {
         var data = Data()
         try encode(report, keep: keep) { data.append($0) }
         return data
     }
 
     /// Writes the report to `path` atomically, rows with `keep`.
-    package static func write(_ report: SyncReport, to path: String, keep: (SyncReport.Entry) -> Bool = { _ in true }) throws {
+    public static func write(_ report: SyncReport, to path: String, keep: (SyncReport.Entry) -> Bool = { _ in true }) throws {
         try AtomicFile.write(to: path) { output in try encode(report, keep: keep, to: output) }
     }
 

@@ -6,23 +6,23 @@ import WorkerSupport
 
 /// JUnit XML (GitLab, Jenkins and GitHub test reporters read it): one test suite per manifest,
 /// one test case per entry checked, a `<failure>` with the reason and message per failed entry.
-package struct JUnitReportWriter: ReportFormat {
-    package init() {}
+public struct JUnitReportWriter: ReportFormat {
+    public init() {}
 
-    package var option: String { "--junit" }
+    public var option: String { "--junit" }
 
-    package func recognizes(_ head: String) -> Bool {
+    public func recognizes(_ head: String) -> Bool {
         head.hasPrefix("<?xml") && head.contains("<testsuites")
     }
 
     /// A case per entry checked, unchanged ones too.
-    package var rows: ReportRowNeeds { [.changed, .unchanged] }
+    public var rows: ReportRowNeeds { [.changed, .unchanged] }
 
-    package func data(_ report: SyncReport, success: Bool) throws -> Data {
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
         Data(Self.xml(report).utf8)
     }
 
-    package static func xml(_ report: SyncReport) -> String {
+    public static func xml(_ report: SyncReport) -> String {
         let byManifest = Dictionary(grouping: report.entries.with { $0 != .removed }) { $0.manifest ?? "manifest" }
         let failures = report.entries.with { $0 == .failed }.count + (report.error == nil ? 0 : 1)
         var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"

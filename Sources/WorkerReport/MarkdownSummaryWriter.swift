@@ -4,22 +4,22 @@ import WorkerFetch
 import WorkerSupport
 
 /// A Markdown summary for CI pages (`$GITHUB_STEP_SUMMARY`): totals, then the failed entries.
-package struct MarkdownSummaryWriter: ReportFormat {
-    package init() {}
+public struct MarkdownSummaryWriter: ReportFormat {
+    public init() {}
 
-    package var option: String { "--summary-md" }
+    public var option: String { "--summary-md" }
 
-    package func recognizes(_ head: String) -> Bool {
+    public func recognizes(_ head: String) -> Bool {
         head.hasPrefix("### ") && head.contains("worker sync")
     }
 
-    package var rows: ReportRowNeeds { .changed }
+    public var rows: ReportRowNeeds { .changed }
 
-    package func data(_ report: SyncReport, success: Bool) throws -> Data {
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
         Data(Self.markdown(report).utf8)
     }
 
-    package static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
+    public static func markdown(_ report: SyncReport, failureLimit: Int = 50) -> String {
         let totals = report.totals
         let names = report.manifests.map { Sanitize.markdown($0.name) }.joined(separator: ", ")
         let icon = totals.failed == 0 && report.error == nil ? "✅" : "❌"

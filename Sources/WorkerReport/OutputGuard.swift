@@ -4,12 +4,12 @@ import WorkerStore
 import WorkerSupport
 
 /// `worker verify --report`'s JSON, as the guard knows it.
-package struct VerifyReportFormat: OutputFormat {
-    package init() {}
+public struct VerifyReportFormat: OutputFormat {
+    public init() {}
 
-    package var option: String { "--report" }
+    public var option: String { "--report" }
 
-    package func recognizes(_ head: String) -> Bool {
+    public func recognizes(_ head: String) -> Bool {
         head.hasPrefix("{") && head.contains("\"bytes_checked\"")
     }
 }
@@ -19,9 +19,9 @@ package struct VerifyReportFormat: OutputFormat {
 /// earlier output of the same format (`OutputFormat.recognizes`). `worker sync --report
 /// manifests/*.yaml` (the shell hands the first manifest to `--report`) must fail, not overwrite
 /// it with JSON.
-package enum OutputGuard {
+public enum OutputGuard {
     /// A message naming the option and the file when an output may not be written, else nil.
-    package static func problem(outputs: [(format: any OutputFormat, path: String)], manifests: [String]) -> String? {
+    public static func problem(outputs: [(format: any OutputFormat, path: String)], manifests: [String]) -> String? {
         let inputs = manifests.compactMap(identity)
         var seen: [String: any OutputFormat] = [:]
         for (format, path) in outputs {
@@ -52,7 +52,7 @@ package enum OutputGuard {
 
     /// Why a file cannot be created at `path` (its folder is missing, is not a folder, or is not
     /// writable), or nil. Checked before the run, so a sync does not do its work for nothing.
-    package static func folderProblem(_ path: String) -> String? {
+    public static func folderProblem(_ path: String) -> String? {
         let folder = PathName.parent(URL(fileURLWithPath: path).standardizedFileURL.path)
         var info = stat()
         guard stat(folder, &info) == 0 else {

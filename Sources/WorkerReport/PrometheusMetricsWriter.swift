@@ -5,23 +5,23 @@ import WorkerSupport
 
 /// Prometheus text format for node_exporter's textfile collector: when the last run finished,
 /// whether it succeeded, entries by status, bytes, duration. Written atomically by the caller.
-package struct PrometheusMetricsWriter: ReportFormat {
-    package init() {}
+public struct PrometheusMetricsWriter: ReportFormat {
+    public init() {}
 
-    package var option: String { "--metrics" }
+    public var option: String { "--metrics" }
 
-    package func recognizes(_ head: String) -> Bool {
+    public func recognizes(_ head: String) -> Bool {
         head.hasPrefix("# HELP worker_")
     }
 
     /// Totals only.
-    package var rows: ReportRowNeeds { [] }
+    public var rows: ReportRowNeeds { [] }
 
-    package func data(_ report: SyncReport, success: Bool) throws -> Data {
+    public func data(_ report: SyncReport, success: Bool) throws -> Data {
         Data(Self.text(report, success: success).utf8)
     }
 
-    package static func text(_ report: SyncReport, success: Bool) -> String {
+    public static func text(_ report: SyncReport, success: Bool) -> String {
         let manifests = report.manifests.map(\.name).joined(separator: ",")
         let labels = #"manifests="\#(escape(manifests))""#
         var lines: [String] = []

@@ -12,8 +12,8 @@ import WorkerStore
 /// (`entries(making:)`): a million-row report does not hold a million rows. Facts go to an
 /// unlinked file in `factsDirectory` beyond a batch (`RowFactsFile`): what such a row keeps in
 /// memory is its place and status (12 bytes).
-package struct ReportBuilder {
-    package var totals = SyncReport.Totals()
+public struct ReportBuilder {
+    public var totals = SyncReport.Totals()
     private let listLimit: Int
     private let reportAll: Bool
     private var rows: [Row] = []
@@ -34,7 +34,7 @@ package struct ReportBuilder {
 
     /// `factsDirectory`: where the facts of many rows are written (the cache's `tmp/`); nil keeps
     /// them in memory.
-    package init(listLimit: Int?, reportAll: Bool, factsDirectory: String? = nil) {
+    public init(listLimit: Int?, reportAll: Bool, factsDirectory: String? = nil) {
         self.listLimit = listLimit ?? .max
         self.reportAll = reportAll
         facts = RowFactsFile(directory: factsDirectory)
@@ -52,7 +52,7 @@ package struct ReportBuilder {
     /// Counts an entry, and lists its row when the rule keeps it. `order` places the row (the
     /// plan item's number); the row is built only when listed: without a report file, a cold
     /// sync of a million entries builds none.
-    package mutating func add(_ status: EntryStatus, order: Int, row: () -> SyncReport.Entry) {
+    public mutating func add(_ status: EntryStatus, order: Int, row: () -> SyncReport.Entry) {
         guard count(status) else { return }
         whole.append(row())
         rows.append(Row(order: Int32(order), whole: Int32(whole.count - 1), status: status))
@@ -60,7 +60,7 @@ package struct ReportBuilder {
 
     /// Counts an entry, and lists it by its facts when the rule keeps it: its row is made from
     /// them when the report is written.
-    package mutating func add(_ status: EntryStatus, order: Int, facts: RowFacts) {
+    public mutating func add(_ status: EntryStatus, order: Int, facts: RowFacts) {
         guard count(status) else { return }
         rows.append(Row(order: Int32(order), whole: -1, status: status))
         self.facts.put(facts, order: order)
@@ -76,7 +76,7 @@ package struct ReportBuilder {
 
     /// The listed rows, in order: those kept whole as they are, the others made by `make` (from
     /// the row's order, status and facts) as each is read.
-    package func entries(making make: @escaping @Sendable (Int, EntryStatus, RowFacts) -> SyncReport.Entry) -> ReportRows {
+    public func entries(making make: @escaping @Sendable (Int, EntryStatus, RowFacts) -> SyncReport.Entry) -> ReportRows {
         var rows = rows
         if !zip(rows, rows.dropFirst()).allSatisfy({ $0.order < $1.order }) {
             rows.sort { $0.order < $1.order }

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// A file a command writes besides the cache, as `OutputGuard` knows it: the option that names it
 /// and how an earlier one is recognised (an output replaces nothing else).
-package protocol OutputFormat: Sendable {
+public protocol OutputFormat: Sendable {
     /// The option that names the file (`--junit`).
     var option: String { get }
     /// Whether `head` (the first bytes of an existing file) is what this format writes.
@@ -14,7 +14,7 @@ package protocol OutputFormat: Sendable {
 /// The command line names the formats it offers with their options (`OutputOptions`); the rest
 /// (`SyncOutputs`, `OutputGuard`, the rows a run keeps) asks each format, so a new one is its
 /// own file and its option.
-package protocol ReportFormat: OutputFormat {
+public protocol ReportFormat: OutputFormat {
     /// The rows it lists.
     var rows: ReportRowNeeds { get }
     /// Its bytes for `report` (`success`: whether the run's exit rule let it succeed).
@@ -25,7 +25,7 @@ package protocol ReportFormat: OutputFormat {
 }
 
 extension ReportFormat {
-    package func write(_ report: SyncReport, success: Bool, to path: String, appending: Bool) throws {
+    public func write(_ report: SyncReport, success: Bool, to path: String, appending: Bool) throws {
         let bytes = try data(report, success: success)
         if appending {
             try AtomicFile.append(bytes, to: path)
@@ -37,12 +37,12 @@ extension ReportFormat {
 
 /// Which of a run's rows a format lists. Failures are always kept; without any format that
 /// lists rows, a run keeps only as many as its terminal summary shows.
-package struct ReportRowNeeds: OptionSet, Sendable {
-    package let rawValue: Int
-    package init(rawValue: Int) { self.rawValue = rawValue }
+public struct ReportRowNeeds: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Every entry that is not unchanged, however many.
-    package static let changed = ReportRowNeeds(rawValue: 1)
+    public static let changed = ReportRowNeeds(rawValue: 1)
     /// Unchanged entries too.
-    package static let unchanged = ReportRowNeeds(rawValue: 2)
+    public static let unchanged = ReportRowNeeds(rawValue: 2)
 }

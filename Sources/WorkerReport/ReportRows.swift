@@ -5,7 +5,7 @@ import WorkerPlan
 /// compact rows: a million-entry report is written without a million `Entry` values in memory).
 /// Each row's status is known without making the row, so a writer that lists only some statuses
 /// makes only those rows (`with(_:)`).
-package struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
+public struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Equatable, Sendable {
     private let positions: [Int]?
     private let count_: Int
     private let statusAt: @Sendable (Int) -> EntryStatus
@@ -13,18 +13,18 @@ package struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Eq
 
     /// Rows made on demand: `make(position)` for each position below `count`, whose status is
     /// `status(position)`.
-    package init(count: Int, status: @escaping @Sendable (Int) -> EntryStatus, make: @escaping @Sendable (Int) -> SyncReport.Entry) {
+    public init(count: Int, status: @escaping @Sendable (Int) -> EntryStatus, make: @escaping @Sendable (Int) -> SyncReport.Entry) {
         positions = nil
         count_ = count
         statusAt = status
         self.make = make
     }
 
-    package init(_ rows: [SyncReport.Entry]) {
+    public init(_ rows: [SyncReport.Entry]) {
         self.init(count: rows.count, status: { rows[$0].status }, make: { rows[$0] })
     }
 
-    package init(arrayLiteral rows: SyncReport.Entry...) {
+    public init(arrayLiteral rows: SyncReport.Entry...) {
         self.init(rows)
     }
 
@@ -35,19 +35,19 @@ package struct ReportRows: RandomAccessCollection, ExpressibleByArrayLiteral, Eq
         make = rows.make
     }
 
-    package var startIndex: Int { 0 }
-    package var endIndex: Int { count_ }
-    package subscript(position: Int) -> SyncReport.Entry { make(positions?[position] ?? position) }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count_ }
+    public subscript(position: Int) -> SyncReport.Entry { make(positions?[position] ?? position) }
 
     /// The status of the row at `position`, without making the row.
-    package func status(at position: Int) -> EntryStatus { statusAt(positions?[position] ?? position) }
+    public func status(at position: Int) -> EntryStatus { statusAt(positions?[position] ?? position) }
 
     /// The rows whose status `keep` takes, in order, each made only when read.
-    package func with(_ keep: (EntryStatus) -> Bool) -> ReportRows {
+    public func with(_ keep: (EntryStatus) -> Bool) -> ReportRows {
         ReportRows(positions: indices.filter { keep(status(at: $0)) }.map { positions?[$0] ?? $0 }, of: self)
     }
 
-    package static func == (a: ReportRows, b: ReportRows) -> Bool {
+    public static func == (a: ReportRows, b: ReportRows) -> Bool {
         a.elementsEqual(b)
     }
 }

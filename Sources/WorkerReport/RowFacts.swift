@@ -3,21 +3,21 @@ import WorkerStore
 
 /// What an entry's row is made from besides its plan item and status: the object it names, its
 /// size, the attempts it took and where its bytes came from.
-package struct RowFacts: Sendable, Equatable {
-    package var object: ObjectName?
+public struct RowFacts: Sendable, Equatable {
+    public var object: ObjectName?
     /// -1: none.
     private var storedSize: Int64 = -1
     /// -1: none.
     private var storedAttempts: Int32 = -1
-    package var source: SourceKind?
+    public var source: SourceKind?
 
-    package init(object: ObjectName? = nil, size: Int64? = nil, attempts: Int? = nil, source: SourceKind? = nil) {
+    public init(object: ObjectName? = nil, size: Int64? = nil, attempts: Int? = nil, source: SourceKind? = nil) {
         self.object = object
         storedSize = size ?? -1
         storedAttempts = attempts.map { Int32(clamping: $0) } ?? -1
         self.source = source
     }
 
-    package var size: Int64? { storedSize >= 0 ? storedSize : nil }
-    package var attempts: Int? { storedAttempts >= 0 ? Int(storedAttempts) : nil }
+    public var size: Int64? { storedSize >= 0 ? storedSize : nil }
+    public var attempts: Int? { storedAttempts >= 0 ? Int(storedAttempts) : nil }
 }

@@ -7,14 +7,14 @@ import WorkerSupport
 /// The files a sync writes besides the cache, each in its format (`ReportFormat`). Written by
 /// the engine at the end of the run, under its lock, before the previous versions of updated
 /// entries are deleted (the HTML report shows them as "before").
-package struct SyncOutputs: Sendable {
+public struct SyncOutputs: Sendable {
     /// One file: its format, its path, and whether it is appended to (a file others write too).
-    package struct File: Sendable {
-        package let format: any ReportFormat
-        package let path: String
-        package let appends: Bool
+    public struct File: Sendable {
+        public let format: any ReportFormat
+        public let path: String
+        public let appends: Bool
 
-        package init(_ format: any ReportFormat, _ path: String, appends: Bool = false) {
+        public init(_ format: any ReportFormat, _ path: String, appends: Bool = false) {
             self.format = format
             self.path = path
             self.appends = appends
@@ -22,19 +22,19 @@ package struct SyncOutputs: Sendable {
     }
 
     /// In the order they are written.
-    package var files: [File] = []
+    public var files: [File] = []
 
-    package init(_ files: [File] = []) {
+    public init(_ files: [File] = []) {
         self.files = files
     }
 
     /// The rows the files list together.
-    package var rows: ReportRowNeeds {
+    public var rows: ReportRowNeeds {
         files.reduce(into: []) { $0.formUnion($1.format.rows) }
     }
 
     /// Writes each file (atomically, or appended).
-    package func write(_ report: SyncReport, success: Bool) throws(CacheError) {
+    public func write(_ report: SyncReport, success: Bool) throws(CacheError) {
         for file in files {
             do {
                 try file.format.write(report, success: success, to: file.path, appending: file.appends)
@@ -46,18 +46,18 @@ package struct SyncOutputs: Sendable {
 }
 
 /// `--max-failures`: how many failed entries a run may have and still succeed.
-package struct FailureBudget: Sendable, Equatable {
-    package var count: Int?
+public struct FailureBudget: Sendable, Equatable {
+    public var count: Int?
     /// A share of the entries (0...1).
-    package var share: Double?
+    public var share: Double?
     /// `--fail-on-failover`: a run in which mirrors served because an entry's own URL failed
     /// does not succeed.
-    package var failsOnFailover = false
+    public var failsOnFailover = false
 
-    package static let none = FailureBudget(count: 0, share: nil)
+    public static let none = FailureBudget(count: 0, share: nil)
 
     /// `10` or `2%`; nil for anything else.
-    package init?(_ text: String) {
+    public init?(_ text: String) {
         if text.hasSuffix("%"), let percent = Double(text.dropLast()), (0...100).contains(percent) {
             self.init(count: nil, share: percent / 100)
         } else if let count = Int(text), count >= 0 {
@@ -67,13 +67,13 @@ package struct FailureBudget: Sendable, Equatable {
         }
     }
 
-    package init(count: Int?, share: Double?) {
+    public init(count: Int?, share: Double?) {
         self.count = count
         self.share = share
     }
 
     /// The success rule: failures within the budget, no refused prune, and (when asked) no failover.
-    package func allows(_ report: SyncReport) -> Bool {
+    public func allows(_ report: SyncReport) -> Bool {
         let allowed = count ?? Int((Double(report.totals.entries) * (share ?? 0)).rounded(.down))
         return report.totals.failed <= allowed && report.pruneRefused == nil && !(failsOnFailover && !report.failover.isEmpty)
     }

@@ -5,32 +5,32 @@ import WorkerPlan
 import WorkerStore
 
 /// The outcome of a run (`plan` or `sync`): the report schema of docs/REPORT.md.
-package struct SyncReport: Sendable {
-    package struct ManifestSummary: Sendable, Codable, Equatable {
-        package let path: String
-        package let name: String
-        package let entries: Int
+public struct SyncReport: Sendable {
+    public struct ManifestSummary: Sendable, Codable, Equatable {
+        public let path: String
+        public let name: String
+        public let entries: Int
 
-        package init(path: String, name: String, entries: Int) {
+        public init(path: String, name: String, entries: Int) {
             self.path = path
             self.name = name
             self.entries = entries
         }
     }
 
-    package struct Totals: Sendable, Codable, Equatable {
-        package var entries = 0
-        package var unchanged = 0
-        package var added = 0
-        package var updated = 0
-        package var reused = 0
-        package var failed = 0
-        package var removed = 0
-        package var bytesDownloaded: Int64 = 0
+    public struct Totals: Sendable, Codable, Equatable {
+        public var entries = 0
+        public var unchanged = 0
+        public var added = 0
+        public var updated = 0
+        public var reused = 0
+        public var failed = 0
+        public var removed = 0
+        public var bytesDownloaded: Int64 = 0
         /// Entries downloaded again by `--refresh` although the index had them.
-        package var refreshed = 0
+        public var refreshed = 0
         /// Entries fetched again because their cached file had changed on disk (counted as updated).
-        package var repaired = 0
+        public var repaired = 0
 
         enum CodingKeys: String, CodingKey {
             case entries, unchanged, added, updated, reused, failed, removed
@@ -51,30 +51,30 @@ package struct SyncReport: Sendable {
     }
 
     /// One entry's outcome. URLs are stored redacted (no user info).
-    package struct Entry: Sendable, Codable, Equatable {
-        package var url: String
-        package var hash: String?
-        package var status: EntryStatus
-        package var previousHash: String?
-        package var bytes: Int64?
-        package var attempts: Int?
-        package var path: String?
-        package var reason: FailureReason?
-        package var error: String?
-        package var httpStatus: Int?
+    public struct Entry: Sendable, Codable, Equatable {
+        public var url: String
+        public var hash: String?
+        public var status: EntryStatus
+        public var previousHash: String?
+        public var bytes: Int64?
+        public var attempts: Int?
+        public var path: String?
+        public var reason: FailureReason?
+        public var error: String?
+        public var httpStatus: Int?
         /// What the body hashed to, for a `hash_mismatch` (`hash` is what was expected).
-        package var actualHash: String?
-        package var stale: Bool?
+        public var actualHash: String?
+        public var stale: Bool?
         /// The name of the manifest that lists the entry.
-        package var manifest: String?
+        public var manifest: String?
         /// The object of the earlier version (updated entries, and failed ones still served).
-        package var previousPath: String?
+        public var previousPath: String?
         /// Why an entry the index had was fetched again though its version had not changed.
-        package var refetched: String?
+        public var refetched: String?
         /// Where a fetched body came from: `origin`, `remote` (the shared tier) or `local`.
-        package var source: SourceKind?
+        public var source: SourceKind?
         /// The mirror that delivered the body, when not the entry's URL (redacted).
-        package var servedBy: String?
+        public var servedBy: String?
 
         enum CodingKeys: String, CodingKey {
             case url, hash, status
@@ -88,7 +88,7 @@ package struct SyncReport: Sendable {
             case servedBy = "served_by"
         }
 
-        package init(
+        public init(
             url: String,
             hash: String? = nil,
             status: EntryStatus,
@@ -127,70 +127,70 @@ package struct SyncReport: Sendable {
         }
     }
 
-    package var dryRun = false
-    package var startedAt: Date
-    package var finishedAt: Date
-    package var cacheDirectory: String
-    package var manifests: [ManifestSummary]
-    package var totals = Totals()
+    public var dryRun = false
+    public var startedAt: Date
+    public var finishedAt: Date
+    public var cacheDirectory: String
+    public var manifests: [ManifestSummary]
+    public var totals = Totals()
     /// Every entry that is not `unchanged` (all of them when the run asked for it).
-    package var entries: ReportRows = []
+    public var entries: ReportRows = []
     /// Orphans that `--prune` would remove or was not allowed to remove.
-    package var orphans = 0
+    public var orphans = 0
     /// Set when pruning was refused by `--prune-max`.
-    package var pruneRefused: String?
+    public var pruneRefused: String?
     /// Orphans kept because their `--prune-after` grace period has not passed.
-    package var pruneWaiting = 0
+    public var pruneWaiting = 0
     /// The rate limits the run kept (`--limit-rate`, `--max-rps`), if any.
-    package var limits: Limits?
+    public var limits: Limits?
 
-    package struct Limits: Sendable, Codable, Equatable {
-        package var limitRate: Int64?
-        package var maxRequestsPerSecond: Double?
+    public struct Limits: Sendable, Codable, Equatable {
+        public var limitRate: Int64?
+        public var maxRequestsPerSecond: Double?
 
         enum CodingKeys: String, CodingKey {
             case limitRate = "limit_rate_bytes_per_second"
             case maxRequestsPerSecond = "max_requests_per_second"
         }
 
-        package init(limitRate: Int64? = nil, maxRequestsPerSecond: Double? = nil) {
+        public init(limitRate: Int64? = nil, maxRequestsPerSecond: Double? = nil) {
             self.limitRate = limitRate
             self.maxRequestsPerSecond = maxRequestsPerSecond
         }
     }
 
     /// What the shared tier did (a run with `--remote-cache` that downloaded).
-    package var remoteCache: RemoteCache?
+    public var remoteCache: RemoteCache?
     /// The tree `--tree` published (or, on a dry run, would publish).
-    package var tree: TreeOutcome?
+    public var tree: TreeOutcome?
     /// Why publishing the tree failed (its `error` says it in the outputs): the run ends with
     /// this error's exit code once every output is written.
-    package var treeFailure: CacheError?
+    public var treeFailure: CacheError?
 
     /// The report's `remote_cache` object: the tier's own counts.
-    package typealias RemoteCache = RemoteTierCounts
+    public typealias RemoteCache = RemoteTierCounts
 
     /// What stopped the run before its entries were planned (a manifest that could not be read):
     /// the outputs say it, and the run ends with its exit code.
-    package var error: String?
+    public var error: String?
 
     /// Whether the run met its success rule (failures within `--max-failures`, no refused prune).
-    package var succeeded = true
+    public var succeeded = true
     /// Origins the run gave up on: their remaining entries failed without a request.
-    package var unreachableOrigins: [OriginProblem] = []
+    public var unreachableOrigins: [OriginProblem] = []
     /// Entries' own origins that failed while a mirror served them, one per origin.
-    package var failover: [Failover] = []
+    public var failover: [Failover] = []
     /// What `--rewrite` did: whether the run was strict, and the rules no location was under.
-    package var rewrite: Rewrite?
+    public var rewrite: Rewrite?
 
     /// The report's `rewrite` object.
-    package struct Rewrite: Sendable, Codable, Equatable {
-        package var strict: Bool
-        package var rules: Int
+    public struct Rewrite: Sendable, Codable, Equatable {
+        public var strict: Bool
+        public var rules: Int
         /// Each rule no location of the run was under (its FROM, without user info).
-        package var unmatched: [String]
+        public var unmatched: [String]
 
-        package init(strict: Bool, rules: Int, unmatched: [String]) {
+        public init(strict: Bool, rules: Int, unmatched: [String]) {
             self.strict = strict
             self.rules = rules
             self.unmatched = unmatched
@@ -199,13 +199,13 @@ package struct SyncReport: Sendable {
 
     /// Mirrors served `entries` entries because their own URLs on `origin` failed: the first
     /// failure's reason and words, and which mirrors served.
-    package struct Failover: Sendable, Codable, Equatable {
-        package var origin: String
-        package var entries: Int
-        package var reason: FailureReason
-        package var httpStatus: Int?
-        package var error: String
-        package var servedBy: [String]
+    public struct Failover: Sendable, Codable, Equatable {
+        public var origin: String
+        public var entries: Int
+        public var reason: FailureReason
+        public var httpStatus: Int?
+        public var error: String
+        public var servedBy: [String]
 
         enum CodingKeys: String, CodingKey {
             case origin, entries, reason, error
@@ -213,7 +213,7 @@ package struct SyncReport: Sendable {
             case servedBy = "served_by"
         }
 
-        package init(origin: String, entries: Int, reason: FailureReason, httpStatus: Int?, error: String, servedBy: [String]) {
+        public init(origin: String, entries: Int, reason: FailureReason, httpStatus: Int?, error: String, servedBy: [String]) {
             self.origin = origin
             self.entries = entries
             self.reason = reason
@@ -224,21 +224,21 @@ package struct SyncReport: Sendable {
     }
 
     /// An origin given up in a run, and what that cost.
-    package struct OriginProblem: Sendable, Codable, Equatable {
-        package var origin: String
-        package var problem: String
+    public struct OriginProblem: Sendable, Codable, Equatable {
+        public var origin: String
+        public var problem: String
         /// When a run first found it down (this one, or an earlier one).
-        package var since: String
+        public var since: String
         /// Entries of this origin that failed, and how many of them were not tried at all.
-        package var failed: Int
-        package var notTried: Int
+        public var failed: Int
+        public var notTried: Int
 
         enum CodingKeys: String, CodingKey {
             case origin, problem, since, failed
             case notTried = "not_tried"
         }
 
-        package init(origin: String, problem: String, since: String, failed: Int, notTried: Int) {
+        public init(origin: String, problem: String, since: String, failed: Int, notTried: Int) {
             self.origin = origin
             self.problem = problem
             self.since = since
@@ -247,9 +247,9 @@ package struct SyncReport: Sendable {
         }
     }
 
-    package var duration: Double { finishedAt.timeIntervalSince(startedAt) }
+    public var duration: Double { finishedAt.timeIntervalSince(startedAt) }
 
-    package var failedEntries: [Entry] { Array(entries.with { $0 == .failed }) }
+    public var failedEntries: [Entry] { Array(entries.with { $0 == .failed }) }
 
     package init(
         dryRun: Bool = false,

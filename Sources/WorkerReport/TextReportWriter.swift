@@ -6,14 +6,14 @@ import WorkerStore
 import WorkerSupport
 
 /// The human summary: counts, bytes and time on stdout; failed entries with reasons on stderr.
-package struct TextReportWriter {
+public struct TextReportWriter {
     /// Changed entries listed on stdout before the rest is summed up as "… and N more".
-    package var listLimit = 20
+    public var listLimit = 20
     /// Failed entries listed one a line on stderr (a handful); the rest are counted (the report
     /// has them all).
-    package var failureLimit = 5
+    public var failureLimit = 5
 
-    package init() {}
+    public init() {}
 
     /// The tree `--tree` published, or would publish.
     static func treeLine(_ tree: TreeOutcome, dryRun: Bool) -> String {
@@ -36,7 +36,7 @@ package struct TextReportWriter {
         return "  tree \(tree.path): switched to \(tree.version) (\(counts); \(made))\(partial)"
     }
 
-    package func summary(_ report: SyncReport) -> String {
+    public func summary(_ report: SyncReport) -> String {
         let totals = report.totals
         let count = report.manifests.count
         // One line each: a name with a line break must not add a line (a CI runner's commands, a forged summary).
@@ -97,12 +97,12 @@ package struct TextReportWriter {
 
     /// For stderr: a line per origin given up, then failed entries one a line, at most
     /// `failureLimit`, then how many more; empty when none failed.
-    package func failures(_ report: SyncReport, reportPath: String? = nil) -> String {
+    public func failures(_ report: SyncReport, reportPath: String? = nil) -> String {
         failureLines(report, reportPath: reportPath).map { $0 + "\n" }.joined()
     }
 
     /// The lines of `failures`, one message each (for `--log-format json`).
-    package func failureLines(_ report: SyncReport, reportPath: String? = nil) -> [String] {
+    public func failureLines(_ report: SyncReport, reportPath: String? = nil) -> [String] {
         let failed = report.failedEntries
         var lines = report.failover.map(Self.failoverLine)
         guard !failed.isEmpty || report.pruneRefused != nil else { return lines }
@@ -129,7 +129,7 @@ package struct TextReportWriter {
         return "warning: failover: \(entries) from \(mirrors): \(failover.origin) \(what)\(Sanitize.terminal(failover.error))"
     }
 
-    package static func failureLine(_ entry: SyncReport.Entry) -> String {
+    public static func failureLine(_ entry: SyncReport.Entry) -> String {
         let reason = entry.reason?.rawValue ?? "failed"
         var line = "failed: \(entry.url): \(reason): \(entry.error ?? "")"
         if let attempts = entry.attempts, attempts > 1 { line += " (\(attempts) attempts)" }

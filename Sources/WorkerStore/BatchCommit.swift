@@ -22,56 +22,56 @@ import Glibc
 /// this batch installed, an eighth of them at a time, with those objects — until what is left fits.
 /// What was dropped is `notStored`: those entries fail as "no space left on the device", and
 /// the next run asks only for them.
-package struct BatchCommit {
+public struct BatchCommit {
     let store: ContentStore
     /// Told of the rows whose bodies each commit installed, once they are in the index.
-    package var observer: (any InstallObserver)?
-    package private(set) var upserts: [IndexRecord] = []
+    public var observer: (any InstallObserver)?
+    public private(set) var upserts: [IndexRecord] = []
     /// The plan item of each row in `upserts` (nil for rows of no plan: `verify --repair`), and
     /// whether the row reuses content rather than installing a body.
     private var items: [Origin] = []
 
-    package struct Origin {
-        package let item: Int?
-        package let reused: Bool
+    public struct Origin {
+        public let item: Int?
+        public let reused: Bool
     }
     private(set) var failures: [FailureRecord] = []
     /// Verified bodies waiting for the commit: their temporary files and object names.
     private var installs: [(temporary: String, sha256: String)] = []
     /// Body bytes waiting to be made durable (a batch also closes by size).
-    package private(set) var bytes: Int64 = 0
+    public private(set) var bytes: Int64 = 0
     /// Whether this process has marked the cache unclean (objects may be installed before their
     /// rows): the run clears its mark when it ends normally.
-    package private(set) var markedUnclean = false
+    public private(set) var markedUnclean = false
     /// Rows the last commit dropped because their stored object had gone meanwhile (by URL).
-    package private(set) var vanished: [String] = []
+    public private(set) var vanished: [String] = []
     /// Rows the last commit dropped for want of space, with their objects (deleted).
-    package private(set) var notStored: [(origin: Origin, url: String, object: String)] = []
+    public private(set) var notStored: [(origin: Origin, url: String, object: String)] = []
 
-    package init(store: ContentStore) {
+    public init(store: ContentStore) {
         self.store = store
     }
 
-    package var isEmpty: Bool { upserts.isEmpty && failures.isEmpty }
+    public var isEmpty: Bool { upserts.isEmpty && failures.isEmpty }
 
     /// A verified body to install under its SHA-256 at the commit, and the row that names it.
-    package mutating func add(_ record: consuming IndexRecord, item: Int? = nil, installing temporary: String?) {
+    public mutating func add(_ record: consuming IndexRecord, item: Int? = nil, installing temporary: String?) {
         if let temporary { installs.append((temporary, record.object)) }
         items.append(Origin(item: item, reused: temporary == nil))
         upserts.append(record)
     }
 
-    package mutating func addBytes(_ count: Int64) {
+    public mutating func addBytes(_ count: Int64) {
         bytes += count
     }
 
-    package mutating func add(failure: FailureRecord) {
+    public mutating func add(failure: FailureRecord) {
         failures.append(failure)
     }
 
     /// Commits the batch with `touches` (URLs used) and `removals` (rows to delete), then empties
     /// it. Call holding the cache's lock.
-    package mutating func commit(index: CacheIndex, touches: [String] = [], removals: [String] = [],
+    public mutating func commit(index: CacheIndex, touches: [String] = [], removals: [String] = [],
                          at time: Double) throws(CacheError) {
         guard !isEmpty || !touches.isEmpty || !removals.isEmpty else { return }
         (notStored, vanished) = ([], [])
@@ -175,7 +175,7 @@ package struct BatchCommit {
 
     /// Marks the cache unclean before objects are installed, or rows are removed ahead of their
     /// files (prune, rm); once a process.
-    package mutating func markUnclean() throws(CacheError) {
+    public mutating func markUnclean() throws(CacheError) {
         guard !markedUnclean else { return }
         try store.markUnclean()
         markedUnclean = true
@@ -190,7 +190,7 @@ package struct BatchCommit {
 
 /// Told of the objects a commit installed (`BatchCommit.observer`): the shared tier's uploads
 /// take what they were promised once it is in the cache.
-package protocol InstallObserver: AnyObject, Sendable {
+public protocol InstallObserver: AnyObject, Sendable {
     /// The rows whose bodies the last commit installed, once the index holds them (rows the disk
     /// had no room for are not among them).
     func installed(_ rows: [IndexRecord])

@@ -2,11 +2,11 @@ import Glibc
 
 /// Who may do what with a cache: whether this process can write it (and, in words, why not),
 /// and whether its administrator shares it with a group of readers.
-package enum CacheAccess {
+public enum CacheAccess {
     /// Why a command that writes cannot write the cache at `root`, in words (the path, and the
     /// read-only file system or its owner and mode), or nil. A cache that does not exist yet is
     /// made by the command (whose own error names a parent it cannot create).
-    package static func writeProblem(root: String) -> String? {
+    public static func writeProblem(root: String) -> String? {
         var info = stat()
         // A missing root is made by the command; one that is not a folder is its error to name.
         guard stat(root, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
@@ -32,7 +32,7 @@ package enum CacheAccess {
     }
 
     /// `owner worker (uid 999), group worker (gid 999), mode 0755`.
-    package static func owner(_ info: stat) -> String {
+    public static func owner(_ info: stat) -> String {
         let user = getpwuid(info.st_uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
         let group = getgrgid(info.st_gid).flatMap { $0.pointee.gr_name.map { String(cString: $0) } }
         let mode = String(info.st_mode & 0o7777, radix: 8)
@@ -41,7 +41,7 @@ package enum CacheAccess {
     }
 
     /// `user nobody (uid 65534)`: who this process is.
-    package static func currentUser() -> String {
+    public static func currentUser() -> String {
         let uid = geteuid()
         let name = getpwuid(uid).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
         return "user \(name.map { "\($0) " } ?? "")(uid \(uid))"
@@ -50,7 +50,7 @@ package enum CacheAccess {
     /// Whether the cache's administrator shares it with a group: the root folder is set-group-ID
     /// and group-readable (`chgrp readers CACHE && chmod 2750 CACHE`). Its index is then readable
     /// by that group (0640) rather than by its owner only, and URL user info is kept out of it.
-    package static func isGroupShared(_ root: String) -> Bool {
+    public static func isGroupShared(_ root: String) -> Bool {
         var info = stat()
         return stat(root, &info) == 0 && info.st_mode & S_ISGID != 0 && info.st_mode & 0o040 != 0
     }

@@ -5,7 +5,7 @@ import WorkerSupport
 
 /// Problems of the cache that stop a whole run: the cache itself cannot be used, or another run
 /// holds it; the fetch stage's set-up (libcurl, threads) too.
-package enum CacheError: Error, Sendable, CustomStringConvertible {
+public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// Disk full, permissions, a damaged folder: exit 4.
     case unusable(path: String, reason: String)
     /// SQLite refused the index (corrupt, full disk, read-only): exit 4, its code kept.
@@ -37,12 +37,12 @@ package enum CacheError: Error, Sendable, CustomStringConvertible {
     case treeRefused(path: String, reason: String)
 
     /// The disk had no room for an index write.
-    package var isDiskFull: Bool {
+    public var isDiskFull: Bool {
         if case .index(_, let cause) = self { return cause.isFull }
         return false
     }
 
-    package var description: String {
+    public var description: String {
         switch self {
         case .unusable(let path, let reason):
             "cache unusable: \(path): \(reason)"
@@ -76,10 +76,10 @@ package enum CacheError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A system call on a file failed: what was tried, on which path, and `errno`.
-package struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    package let operation: String
-    package let path: String
-    package let code: Int32
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let operation: String
+    public let path: String
+    public let code: Int32
 
     /// The error of the call that just failed (reads `errno`).
     init(_ operation: String, _ path: String, code: Int32 = errno) {
@@ -88,12 +88,12 @@ package struct SystemError: Error, Sendable, Equatable, CustomStringConvertible 
         self.code = code
     }
 
-    package var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
+    public var description: String { "cannot \(operation) \(path): \(String(cString: strerror(code)))" }
 }
 
 /// Which way a run stopped by a cache error ends.
 extension CacheError: ExitClassified {
-    package var exitClass: ExitClass {
+    public var exitClass: ExitClass {
         switch self {
         case .locked: .busy
         case .treeRefused: .usage
@@ -101,5 +101,5 @@ extension CacheError: ExitClassified {
         }
     }
 
-    package var exitMessage: String { "worker: \(self)" }
+    public var exitMessage: String { "worker: \(self)" }
 }

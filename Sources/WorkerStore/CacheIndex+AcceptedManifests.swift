@@ -1,14 +1,14 @@
 /// What the cache last accepted of a manifest (a remote one by URL — in a group-shared cache
 /// without its user info, as every URL the index keeps — a local one by its absolute path): its serial (a lower one is a rollback), the SHA-256 of the accepted bytes (kept as
 /// `manifests/KEY.yaml` beside the index), when it was accepted and when it was last found current.
-package struct AcceptedManifest: Sendable, Equatable {
-    package let source: String
-    package let serial: Int64?
-    package let object: String
-    package let acceptedAt: Double
-    package let checkedAt: Double
+public struct AcceptedManifest: Sendable, Equatable {
+    public let source: String
+    public let serial: Int64?
+    public let object: String
+    public let acceptedAt: Double
+    public let checkedAt: Double
 
-    package init(source: String, serial: Int64?, object: String, acceptedAt: Double, checkedAt: Double) {
+    public init(source: String, serial: Int64?, object: String, acceptedAt: Double, checkedAt: Double) {
         self.source = source
         self.serial = serial
         self.object = object
@@ -19,7 +19,7 @@ package struct AcceptedManifest: Sendable, Equatable {
 
 extension CacheIndex {
     /// The row for `source`; nil when none (or in an index older than the table).
-    package func acceptedManifest(_ source: String) throws(CacheError) -> AcceptedManifest? {
+    public func acceptedManifest(_ source: String) throws(CacheError) -> AcceptedManifest? {
         try wrap {
             guard try Self.hasTable(database, "accepted_manifests") else { return nil }
             let statement = try database.prepare("""
@@ -33,7 +33,7 @@ extension CacheIndex {
     }
 
     /// Records (or replaces) what was accepted for its source.
-    package func recordAccepted(_ manifest: AcceptedManifest) throws(CacheError) {
+    public func recordAccepted(_ manifest: AcceptedManifest) throws(CacheError) {
         try wrap {
             try database.prepare("""
                 INSERT INTO accepted_manifests(source, serial, object, accepted_at, checked_at) VALUES (?, ?, ?, ?, ?)
@@ -48,14 +48,14 @@ extension CacheIndex {
 /// The serial last accepted for a manifest's name and the key that signed it, wherever the
 /// manifest was read from (TUF's rollback check is by role, not by location), with the SHA-256
 /// of the bytes accepted under it (the same serial with other bytes is refused).
-package struct AcceptedSerial: Sendable, Equatable {
-    package let identity: String
+public struct AcceptedSerial: Sendable, Equatable {
+    public let identity: String
     /// The key that signed it ("" for an unsigned remote manifest).
-    package let signer: String
-    package let serial: Int64
-    package let object: String
+    public let signer: String
+    public let serial: Int64
+    public let object: String
 
-    package init(identity: String, signer: String, serial: Int64, object: String) {
+    public init(identity: String, signer: String, serial: Int64, object: String) {
         self.identity = identity
         self.signer = signer
         self.serial = serial
@@ -65,7 +65,7 @@ package struct AcceptedSerial: Sendable, Equatable {
 
 extension CacheIndex {
     /// The serial accepted for `identity` signed by `signer`; nil when none.
-    package func acceptedSerial(identity: String, signer: String) throws(CacheError) -> AcceptedSerial? {
+    public func acceptedSerial(identity: String, signer: String) throws(CacheError) -> AcceptedSerial? {
         try wrap {
             guard try Self.hasTable(database, "manifest_serials") else { return nil }
             let statement = try database.prepare("SELECT serial, object FROM manifest_serials WHERE identity = ? AND signer = ?")
@@ -76,7 +76,7 @@ extension CacheIndex {
     }
 
     /// Records the serial accepted now (it only grows: a lower one is never written over a higher).
-    package func recordSerial(_ accepted: AcceptedSerial) throws(CacheError) {
+    public func recordSerial(_ accepted: AcceptedSerial) throws(CacheError) {
         try wrap {
             try database.prepare("""
                 INSERT INTO manifest_serials(identity, signer, serial, object) VALUES (?, ?, ?, ?)
@@ -90,7 +90,7 @@ extension CacheIndex {
 extension CacheIndex {
     /// Marks the rows of these URLs as a manifest's or a signature's documents: kept, never an
     /// orphan, and not counted as entries.
-    package func recordDocuments(_ urls: [String]) throws(CacheError) {
+    public func recordDocuments(_ urls: [String]) throws(CacheError) {
         guard !urls.isEmpty else { return }
         try wrap {
             let statement = try database.prepare("INSERT OR IGNORE INTO manifest_documents(url) VALUES (?)")
@@ -99,7 +99,7 @@ extension CacheIndex {
     }
 
     /// The documents' URLs as the index keys them.
-    package func manifestDocuments() throws(CacheError) -> Set<String> {
+    public func manifestDocuments() throws(CacheError) -> Set<String> {
         try wrap {
             guard try Self.hasTable(database, "manifest_documents") else { return [] }
             let statement = try database.prepare("SELECT url FROM manifest_documents")

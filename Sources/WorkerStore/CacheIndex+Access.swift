@@ -140,7 +140,7 @@ extension CacheIndex {
     }
 
     /// The key of `url`'s rows: the URL itself, or without its user info in a shared cache.
-    package func key(_ url: String) -> String {
+    public func key(_ url: String) -> String {
         credentialFree ? CredentialFreeURL.key(url, secret: credentialKey) : url
     }
 }

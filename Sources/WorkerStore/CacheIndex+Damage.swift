@@ -8,7 +8,7 @@ extension CacheIndex {
     /// URLs of rows that cannot be trusted: an object name that is not 64 lowercase hex digits
     /// (it would be turned into a path), or a stored hash that does not parse (the row could not
     /// be verified again). Reads skip such rows; `verify` reports them and `--repair` drops them.
-    package func damagedRows() throws(CacheError) -> [DamagedRow] {
+    public func damagedRows() throws(CacheError) -> [DamagedRow] {
         try wrap {
             let statement = try database.prepare("SELECT CAST(url AS BLOB), hash, object FROM entries")
             var rows: [DamagedRow] = []
@@ -29,7 +29,7 @@ extension CacheIndex {
 
     /// What SQLite's own check of the file finds wrong (a damaged page, an index that disagrees
     /// with its table), or nil when it is sound.
-    package func damage() throws(CacheError) -> String? {
+    public func damage() throws(CacheError) -> String? {
         do {
             let statement = try database.prepare("PRAGMA quick_check(5)")
             var problems: [String] = []
@@ -43,13 +43,13 @@ extension CacheIndex {
     }
 
     /// An index row that cannot be trusted: its URL as it may be shown, and its key's bytes.
-    package struct DamagedRow: Sendable, Equatable {
-        package let url: String
+    public struct DamagedRow: Sendable, Equatable {
+        public let url: String
         let key: [UInt8]
     }
 
     /// Removes damaged rows by their keys' bytes (a URL that is not valid text included).
-    package func removeDamaged(_ rows: [DamagedRow]) throws(CacheError) {
+    public func removeDamaged(_ rows: [DamagedRow]) throws(CacheError) {
         guard !rows.isEmpty else { return }
         try wrap {
             try database.transaction {

@@ -1,13 +1,13 @@
 /// What `worker manifest s3://…` last saw of each object it pinned: the listing's ETag, size and
 /// date, and the SHA-256 it pinned. A later run asks only about objects whose listing differs.
-package struct ListedObject: Sendable, Equatable {
-    package let url: String
-    package let etag: String
-    package let size: Int64
-    package let lastModified: String
-    package let sha256: String
+public struct ListedObject: Sendable, Equatable {
+    public let url: String
+    public let etag: String
+    public let size: Int64
+    public let lastModified: String
+    public let sha256: String
 
-    package init(url: String, etag: String, size: Int64, lastModified: String, sha256: String) {
+    public init(url: String, etag: String, size: Int64, lastModified: String, sha256: String) {
         self.url = url
         self.etag = etag
         self.size = size
@@ -16,7 +16,7 @@ package struct ListedObject: Sendable, Equatable {
     }
 
     /// Whether the listing says the same of the object (ETag, size and date unchanged).
-    package func isSameListing(as other: ListedObject) -> Bool {
+    public func isSameListing(as other: ListedObject) -> Bool {
         etag == other.etag && size == other.size && lastModified == other.lastModified
     }
 }
@@ -24,7 +24,7 @@ package struct ListedObject: Sendable, Equatable {
 extension CacheIndex {
     /// The objects recorded under `prefix` (an `s3://BUCKET/PREFIX/` URL), by URL; none in an
     /// index made before the table existed.
-    package func listedObjects(under prefix: String) throws(CacheError) -> [String: ListedObject] {
+    public func listedObjects(under prefix: String) throws(CacheError) -> [String: ListedObject] {
         try wrap {
             let exists = try database.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'listed_objects'")
             guard try exists.step() else { return [:] }
@@ -44,7 +44,7 @@ extension CacheIndex {
     }
 
     /// Replaces what is recorded under `prefix` with `objects` (objects no longer listed go).
-    package func recordListing(under prefix: String, _ objects: [ListedObject]) throws(CacheError) {
+    public func recordListing(under prefix: String, _ objects: [ListedObject]) throws(CacheError) {
         try wrap {
             try database.transaction {
                 try database.prepare("DELETE FROM listed_objects WHERE url >= ? AND url < ?")

@@ -7,7 +7,7 @@ import WorkerSupport
 /// of many URLs at once. Part of `CacheIndex` (all SQL stays in the `CacheIndex` files).
 extension CacheIndex {
     /// Whether a row exists for `url`, damaged or not.
-    package func hasRow(url: String) throws(CacheError) -> Bool {
+    public func hasRow(url: String) throws(CacheError) -> Bool {
         try wrap {
             let statement = try database.prepare("SELECT 1 FROM entries WHERE url = ?")
             statement.bind([.text(key(url))])
@@ -18,7 +18,7 @@ extension CacheIndex {
     /// The object each URL's row names (nil without a row), in the order given: one statement
     /// and one read transaction for all of them (a tree's thousands of lookups; each alone took
     /// and dropped the file's lock: two fcntl calls a row).
-    package func objects(urls: [String]) throws(CacheError) -> [String?] {
+    public func objects(urls: [String]) throws(CacheError) -> [String?] {
         try wrap {
             try database.execute("BEGIN")
             defer { try? database.execute("COMMIT") }
@@ -33,7 +33,7 @@ extension CacheIndex {
         }
     }
 
-    package func record(url: String) throws(CacheError) -> IndexRecord? {
+    public func record(url: String) throws(CacheError) -> IndexRecord? {
         try wrap {
             let statement = try database.prepare(
                 "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified FROM entries WHERE url = ?")
@@ -54,7 +54,7 @@ extension CacheIndex {
     /// docs/ARCHITECTURE.md, "Measurements behind the code"). Schema 3: an older cache's index of every row is
     /// remade so by the first run that writes (an older worker then refuses the cache, naming
     /// its schema, rather than scanning every row for each new entry without an index it can use).
-    package func storedObject(for hash: ContentHash) throws(CacheError) -> (object: String, size: Int64)? {
+    public func storedObject(for hash: ContentHash) throws(CacheError) -> (object: String, size: Int64)? {
         try wrap {
             if hash.algorithm == .sha256 {
                 let byName = try database.prepare("SELECT size FROM entries WHERE object = ? LIMIT 1")
@@ -70,7 +70,7 @@ extension CacheIndex {
     }
 
     /// Whether a failure is pending for `url`.
-    package func hasFailure(url: String) throws(CacheError) -> Bool {
+    public func hasFailure(url: String) throws(CacheError) -> Bool {
         try wrap {
             let statement = try database.prepare("SELECT 1 FROM failures WHERE url = ?")
             statement.bind([.text(key(url))])
@@ -79,7 +79,7 @@ extension CacheIndex {
     }
 
     /// How many rows name `object`.
-    package func references(object: String) throws(CacheError) -> Int {
+    public func references(object: String) throws(CacheError) -> Int {
         try wrap {
             let statement = try database.prepare("SELECT count(*) FROM entries WHERE object = ?")
             statement.bind([.text(object)])

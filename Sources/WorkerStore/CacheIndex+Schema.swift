@@ -113,7 +113,7 @@ extension CacheIndex {
 
     /// Builds the index of rows by object that this connection left out when it made the tables
     /// (`deferObjectIndex`); nothing when it did not. Call holding the cache's lock.
-    package func buildObjectIndex() throws(CacheError) {
+    public func buildObjectIndex() throws(CacheError) {
         guard objectIndexDeferred else { return }
         // The build sorts every row's object name in memory up to the page cache's size, then
         // in temporary files: the page cache is given back (to the system too: the allocator

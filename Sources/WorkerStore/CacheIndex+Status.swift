@@ -6,7 +6,7 @@ import WorkerSupport
 /// sync of each manifest, origins found down. Part of `CacheIndex` (all SQL stays in this type).
 extension CacheIndex {
     /// Counts for `worker status`.
-    package func statistics() throws(CacheError) -> CacheStatistics {
+    public func statistics() throws(CacheError) -> CacheStatistics {
         try wrap {
             // A remote manifest's and its signature's rows are the cache's, not entries.
             let entries = try Self.hasTable(database, "manifest_documents")
@@ -32,7 +32,7 @@ extension CacheIndex {
     }
 
     /// Entries whose last sync failed and that have not succeeded since.
-    package func failures() throws(CacheError) -> [FailureRecord] {
+    public func failures() throws(CacheError) -> [FailureRecord] {
         try wrap {
             let getOnly = try Self.hasColumn(database, "failures", "get_only") ? "get_only" : "0"
             let statement = try database.prepare(
@@ -55,7 +55,7 @@ extension CacheIndex {
         return " WHERE get_only = 0 OR at >= \(cutoff)"
     }
 
-    package func manifestRuns() throws(CacheError) -> [ManifestRun] {
+    public func manifestRuns() throws(CacheError) -> [ManifestRun] {
         try wrap {
             let statement = try database.prepare(
                 "SELECT path, name, entries, finished_at, failed FROM manifest_runs ORDER BY path")
@@ -71,7 +71,7 @@ extension CacheIndex {
 
     /// Origins a run gave up on and no later run has reached. An index made before the table
     /// existed (and opened without migrating) has none.
-    package func unhealthyOrigins() throws(CacheError) -> [UnhealthyOrigin] {
+    public func unhealthyOrigins() throws(CacheError) -> [UnhealthyOrigin] {
         try wrap {
             let exists = try database.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'origins'")
             guard try exists.step() else { return [] }
@@ -87,7 +87,7 @@ extension CacheIndex {
 
     /// Records what a run learnt of its origins: `down` ones are kept (since when they first
     /// were), `reached` ones are forgotten.
-    package func recordOrigins(down: [(origin: String, problem: String)], reached: [String], at time: Double) throws(CacheError) {
+    public func recordOrigins(down: [(origin: String, problem: String)], reached: [String], at time: Double) throws(CacheError) {
         guard !down.isEmpty || !reached.isEmpty else { return }
         try wrap {
             try database.transaction {
@@ -104,7 +104,7 @@ extension CacheIndex {
         }
     }
 
-    package func recordRuns(_ runs: [ManifestRun]) throws(CacheError) {
+    public func recordRuns(_ runs: [ManifestRun]) throws(CacheError) {
         try wrap {
             try database.transaction {
                 let statement = try database.prepare("""

@@ -4,20 +4,20 @@ import WorkerManifest
 import WorkerSupport
 
 /// The SQLite index (`index.sqlite`, WAL): url → object. All of the project's SQL lives here.
-package final class CacheIndex {
+public final class CacheIndex {
     /// Used by this type's extensions only (all SQL stays in `CacheIndex`).
     let database: SQLiteDatabase
     /// The index file, named in errors.
-    package let path: String
+    public let path: String
     /// Where it lives: on a network file system the index journals without WAL.
-    package private(set) var fileSystem = FileSystemKind.local
+    public private(set) var fileSystem = FileSystemKind.local
 
     /// A stand-in for an index file no run has made the tables of yet (read-only): empty.
-    package var isStandIn: Bool { database.isInMemory }
+    public var isStandIn: Bool { database.isInMemory }
 
     /// Whether URL user info is kept out of the index (a group-shared cache, `CacheAccess`): rows
     /// are keyed by `CredentialFreeURL.key`.
-    package let credentialFree: Bool
+    public let credentialFree: Bool
     /// The secret of the digests of URL user info in a group-shared cache (nil elsewhere, and for
     /// a reader who may not read it).
     let credentialKey: [UInt8]?
@@ -28,7 +28,7 @@ package final class CacheIndex {
 
     /// Whether this connection made the tables without the index of rows by object, to build it
     /// once its first run's rows are in (`buildObjectIndex`).
-    package internal(set) var objectIndexDeferred = false
+    public internal(set) var objectIndexDeferred = false
 
     /// Opens or creates the index; throws `CacheError.unusable` on a corrupt or unreadable file.
     /// A read-only connection never writes, not even the checkpoint a last connection makes; it
@@ -39,7 +39,7 @@ package final class CacheIndex {
     /// first sync took 16 % more CPU with it than without it); built once over the rows, it is a
     /// sort. Lookups by object work without it (a scan), and any connection that may change the
     /// schema builds it when it finds it missing (a first run that stopped before its end).
-    package init(path: String, create: Bool, readOnly: Bool = false, deferObjectIndex: Bool = false) throws(CacheError) {
+    public init(path: String, create: Bool, readOnly: Bool = false, deferObjectIndex: Bool = false) throws(CacheError) {
         self.path = path
         let folder = PathName.parent(path)
         credentialFree = CacheAccess.isGroupShared(folder)
@@ -93,7 +93,7 @@ package final class CacheIndex {
     // MARK: - Reads
 
     /// SQLite's data version of this connection: it changes when another connection commits.
-    package func dataVersion() throws(CacheError) -> Int64 {
+    public func dataVersion() throws(CacheError) -> Int64 {
         try wrap {
             let statement = try database.prepare("PRAGMA data_version")
             _ = try statement.step()
@@ -103,12 +103,12 @@ package final class CacheIndex {
 
     /// Every row, in one scan (cheaper than one lookup per manifest entry at scale). Validators
     /// (ETag, Last-Modified) only when asked: only revalidation uses them.
-    package func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
+    public func allRecords(validators: Bool = true) throws(CacheError) -> [IndexRecord] {
         Array(try allRows(validators: validators))
     }
 
     /// Every row, as a run holds them (`IndexRows`): read without a string per row.
-    package func allRows(validators: Bool = true) throws(CacheError) -> IndexRows {
+    public func allRows(validators: Bool = true) throws(CacheError) -> IndexRows {
         try wrap {
             // In URL order (the table's key: no sort): a plan of a manifest in that order meets
             // the rows one after another.
@@ -145,12 +145,12 @@ package final class CacheIndex {
 
     /// Gives back the connection's page cache (a run that touched a million rows need not keep
     /// the pages it will not read again).
-    package func releaseMemory() throws(CacheError) {
+    public func releaseMemory() throws(CacheError) {
         try wrap { try database.execute("PRAGMA shrink_memory") }
     }
 
     /// SQLite's journal mode (`wal`, or `delete` on a network file system).
-    package func journalMode() throws(CacheError) -> String {
+    public func journalMode() throws(CacheError) -> String {
         try wrap {
             let statement = try database.prepare("PRAGMA journal_mode")
             _ = try statement.step()
@@ -162,7 +162,7 @@ package final class CacheIndex {
 
     /// Applies one batch in a single transaction. Callers make the batch's objects durable first.
     /// A URL that is stored again clears its pending failure; `failures` records new ones.
-    package func apply(upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
+    public func apply(upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
                       at time: Double) throws(CacheError) {
         try wrap {
             try database.transaction {
@@ -227,7 +227,7 @@ package final class CacheIndex {
     }
 
     /// Sets when entries were last used (`gc` evicts by it; tests set it to control time).
-    package func setLastUsed(_ time: Double, urls: [String]) throws(CacheError) {
+    public func setLastUsed(_ time: Double, urls: [String]) throws(CacheError) {
         try wrap {
             try database.transaction {
                 let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url = ?")
@@ -239,7 +239,7 @@ package final class CacheIndex {
     /// Sets "last used" of every row whose key lies in one of `ranges` (stored keys, both ends
     /// included), a statement a range: a run whose due rows lie side by side in key order
     /// refreshes them without a lookup each.
-    package func touch(ranges: [(first: String, last: String)], at time: Double) throws(CacheError) {
+    public func touch(ranges: [(first: String, last: String)], at time: Double) throws(CacheError) {
         try wrap {
             try database.transaction {
                 let touch = try database.prepare("UPDATE entries SET last_used = ? WHERE url >= ? AND url <= ?")
@@ -249,7 +249,7 @@ package final class CacheIndex {
     }
 
     /// Deletes every row: entries, pending failures, manifest runs.
-    package func removeAll() throws(CacheError) {
+    public func removeAll() throws(CacheError) {
         try wrap {
             try database.transaction {
                 try database.execute("DELETE FROM entries; DELETE FROM failures; DELETE FROM manifest_runs; DELETE FROM origins;")

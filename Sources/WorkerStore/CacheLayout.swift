@@ -1,15 +1,15 @@
 import Glibc
 
 /// Where things live in a cache directory (docs/CACHE.md's layout), in one place.
-package enum CacheLayout {
-    package static func indexPath(_ root: String) -> String { root + "/index.sqlite" }
+public enum CacheLayout {
+    public static func indexPath(_ root: String) -> String { root + "/index.sqlite" }
 
-    package static func objectsDirectory(_ root: String) -> String { root + "/objects/sha256" }
+    public static func objectsDirectory(_ root: String) -> String { root + "/objects/sha256" }
 
     /// Present while this process may have installed objects it has not indexed yet: one mark per
     /// writing process (`unclean.<pid>-<random>`), so that one writer ending never clears the mark
     /// of another still running. `unclean` alone is an older worker's.
-    package static func uncleanMarkPath(_ root: String) -> String { root + "/" + uncleanMarkPrefix + "." + processToken }
+    public static func uncleanMarkPath(_ root: String) -> String { root + "/" + uncleanMarkPrefix + "." + processToken }
 
     static let uncleanMarkPrefix = "unclean"
 
@@ -18,13 +18,13 @@ package enum CacheLayout {
     static let processToken = "\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
 
     /// `objects/sha256/ab/abcdef…` for an object named by its SHA-256 hex.
-    package static func objectPath(_ root: String, _ sha256: String) -> String {
+    public static func objectPath(_ root: String, _ sha256: String) -> String {
         objectPath(inObjectsDirectory: objectsDirectory(root), sha256)
     }
 
     /// The same, from `objectsDirectory(root)` computed once (a tree's thousands of paths), as
     /// one string built in place.
-    package static func objectPath(inObjectsDirectory directory: String, _ sha256: String) -> String {
+    public static func objectPath(inObjectsDirectory directory: String, _ sha256: String) -> String {
         let (folder, name) = (directory.utf8.count, sha256.utf8.count)
         guard name >= 2 else { return directory + "/" + sha256 + "/" + sha256 }
         // Written as bytes into a string of the right size: appending the fan-out folder as a

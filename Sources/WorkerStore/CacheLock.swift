@@ -7,13 +7,13 @@ import WorkerSupport
 /// crashed run never leaves the cache locked. Held only to change what others may see at once:
 /// a sync's start (tidy, plan) and each of its commits, prune, `rm`, `gc`, `verify --repair`.
 /// Readers never take it. Hold it for a scope with `withLock`.
-package final class CacheLock: Sendable {
+public final class CacheLock: Sendable {
     private let fd: Int32
-    package let path: String
+    public let path: String
     private let released = Mutex(false)
 
     /// Runs `body` holding the lock, and releases it when `body` returns or throws.
-    package static func withLock<T>(directory: String, wait: Double?, context: RunContext,
+    public static func withLock<T>(directory: String, wait: Double?, context: RunContext,
                                    _ body: () async throws(CacheError) -> T) async throws(CacheError) -> T {
         let lock = try await CacheLock(directory: directory, wait: wait, context: context)
         defer { lock.release() }
@@ -24,13 +24,13 @@ package final class CacheLock: Sendable {
     static let waitNoticeInterval = 30.0
 
     /// Takes the lock, waiting up to `wait` seconds (nil: without limit).
-    package convenience init(directory: String, wait: Double?, context: RunContext) async throws(CacheError) {
+    public convenience init(directory: String, wait: Double?, context: RunContext) async throws(CacheError) {
         try await self.init(path: directory + "/lock", wait: wait, noun: "the cache lock", context: context)
     }
 
     /// The lock for a commit (or a prune, or a run's end): waited for without limit, said only
     /// when the wait is long (another run's commit takes milliseconds; a `gc` may take longer).
-    package static func forCommit(directory: String, context: RunContext) async throws(CacheError) -> CacheLock {
+    public static func forCommit(directory: String, context: RunContext) async throws(CacheError) -> CacheLock {
         try await CacheLock(path: directory + "/lock", wait: nil, noun: "the cache lock", firstNotice: 2, context: context)
     }
 
@@ -97,7 +97,7 @@ package final class CacheLock: Sendable {
 
     /// Waits until no run is committing (a shared `flock` on `lock` once it is free, let go at
     /// once), up to `seconds`; a reader that may not open the file does not wait.
-    package static func waitForCommit(directory: String, upTo seconds: Double) {
+    public static func waitForCommit(directory: String, upTo seconds: Double) {
         let fd = open(directory + "/lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return }
         defer { close(fd) }
@@ -106,7 +106,7 @@ package final class CacheLock: Sendable {
     }
 
     /// Releases the lock (once; the end of the process releases it too).
-    package func release() {
+    public func release() {
         guard released.setFirst() else { return }
         flock(fd, LOCK_UN)
         close(fd)

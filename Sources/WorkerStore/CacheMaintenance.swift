@@ -4,13 +4,13 @@ import WorkerSupport
 
 /// `worker path`, `worker rm`, `worker clear`: look-ups and removals, under the lock where they
 /// write. Rows go before their files, and an object goes only when no row names it.
-package struct CacheMaintenance: Sendable {
-    package let cacheDirectory: String
-    package var waitLock: Double?
+public struct CacheMaintenance: Sendable {
+    public let cacheDirectory: String
+    public var waitLock: Double?
     /// The command's lock notices and stop request.
-    package var context: RunContext
+    public var context: RunContext
 
-    package init(cacheDirectory: String, waitLock: Double? = nil, context: RunContext = RunContext()) {
+    public init(cacheDirectory: String, waitLock: Double? = nil, context: RunContext = RunContext()) {
         self.cacheDirectory = cacheDirectory
         self.waitLock = waitLock
         self.context = context
@@ -23,7 +23,7 @@ package struct CacheMaintenance: Sendable {
     /// The object path of `url`'s current version, or nil when it is not cached. Reads only (it
     /// answers while syncs write, and in a cache this user may only read); the read counts as a
     /// use for `gc` when that costs no wait (`recordUse`).
-    package func path(for url: String) async throws(CacheError) -> String? {
+    public func path(for url: String) async throws(CacheError) -> String? {
         guard access(indexPath, F_OK) == 0 else { return nil }
         let index = try CacheIndex(path: indexPath, create: false, readOnly: true)
         guard let record = try index.record(url: url) else { return nil }
@@ -36,7 +36,7 @@ package struct CacheMaintenance: Sendable {
     /// Refreshes a read entry's "last used" (what `gc` evicts by) like relatime: at most hourly,
     /// and only when it costs no wait — a cache this user cannot write, or another connection
     /// writing for more than a moment, leaves it as it is.
-    package static func recordUse(_ record: IndexRecord, url: String, cacheDirectory: String,
+    public static func recordUse(_ record: IndexRecord, url: String, cacheDirectory: String,
                           now: Double = Date().timeIntervalSince1970) {
         let path = CacheLayout.indexPath(cacheDirectory)
         guard record.lastUsed < now - 3600, access(path, W_OK) == 0, access(cacheDirectory, W_OK) == 0,
@@ -47,18 +47,18 @@ package struct CacheMaintenance: Sendable {
 
     // MARK: - rm
 
-    package struct Removal: Sendable {
-        package var removed: [String] = []
+    public struct Removal: Sendable {
+        public var removed: [String] = []
         /// URLs that had no entry but a pending failure, now forgotten.
-        package var failuresCleared: [String] = []
-        package var notCached: [String] = []
-        package var objectsDeleted = 0
-        package var bytesFreed: Int64 = 0
+        public var failuresCleared: [String] = []
+        public var notCached: [String] = []
+        public var objectsDeleted = 0
+        public var bytesFreed: Int64 = 0
     }
 
     /// Removes the entries of `urls` (rows first, then the objects no row names) and their pending
     /// failures, holding the lock for that only.
-    package func remove(urls: [String]) async throws(CacheError) -> Removal {
+    public func remove(urls: [String]) async throws(CacheError) -> Removal {
         var result = Removal()
         guard access(indexPath, F_OK) == 0 else {
             result.notCached = urls
@@ -97,7 +97,7 @@ package struct CacheMaintenance: Sendable {
     }
 
     /// Deletes the objects of `removed` rows that no remaining row names.
-    package static func deleteUnreferenced(_ removed: [IndexRecord], index: CacheIndex,
+    public static func deleteUnreferenced(_ removed: [IndexRecord], index: CacheIndex,
                                    store: ContentStore) throws(CacheError) -> (objects: Int, bytes: Int64) {
         var sizes: [String: Int64] = [:]
         for record in removed { sizes[record.object] = record.size }
@@ -115,7 +115,7 @@ package struct CacheMaintenance: Sendable {
 
     /// Removes every entry and object (the rows first), and what `tmp/` holds: once no other run
     /// writes (it waits, up to `--wait-lock`, for running syncs to end).
-    package func clear() async throws(CacheError) -> (entries: Int, objects: Int) {
+    public func clear() async throws(CacheError) -> (entries: Int, objects: Int) {
         guard access(indexPath, F_OK) == 0 else { return (0, 0) }
         if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
         let store = try ContentStore(root: cacheDirectory)

@@ -6,21 +6,21 @@ import WorkerSupport
 
 /// The content-addressed part of the cache: `objects/sha256/ab/abcdef…` (read-only files named by
 /// the SHA-256 of their bytes) and `tmp/` for in-flight downloads.
-package struct ContentStore: Sendable {
-    package let root: String
-    package let objectsDirectory: String
-    package let tmpDirectory: String
+public struct ContentStore: Sendable {
+    public let root: String
+    public let objectsDirectory: String
+    public let tmpDirectory: String
     /// Bodies cut off part-way, kept to be resumed.
-    package let partials: PartialDownloads
+    public let partials: PartialDownloads
     /// The object folders were made by this value's `init`: the cache holds no object yet.
-    package let isNew: Bool
+    public let isNew: Bool
     /// `tmp/` and `objects/sha256/`, open: files are created and installed by relative names.
     private let folders: StoreFolders
     /// How a batch's objects reach the disk: one syncfs, or an fsync of each (FUSE).
-    package let durability: Durability
+    public let durability: Durability
 
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
-    package init(root: String) throws(CacheError) {
+    public init(root: String) throws(CacheError) {
         self.root = root
         objectsDirectory = CacheLayout.objectsDirectory(root)
         tmpDirectory = root + "/tmp"
@@ -69,18 +69,18 @@ package struct ContentStore: Sendable {
 
     /// Makes the fan-out folders a new cache's objects have not needed yet (see `init`); call
     /// before a run that made the store ends, so that every cache a run leaves has all 256.
-    package func completeLayout() {
+    public func completeLayout() {
         folders.completeFanOut()
     }
 
     /// The path an object with this SHA-256 (64 lowercase hex digits) has or will have.
-    package func objectPath(_ sha256: String) -> String {
+    public func objectPath(_ sha256: String) -> String {
         precondition(Hex.isLowercaseHex(sha256, length: 64), "object names are 64 lowercase hex digits")
         return CacheLayout.objectPath(root, sha256)
     }
 
     /// True when the object file is present (not followed if it is a symlink planted in the cache).
-    package func contains(_ sha256: String) -> Bool {
+    public func contains(_ sha256: String) -> Bool {
         var info = stat()
         return lstat(objectPath(sha256), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
@@ -88,7 +88,7 @@ package struct ContentStore: Sendable {
     /// A new, exclusive temporary file under `tmp/`, created read-only (the descriptor can still
     /// write it), so installing it needs no chmod. Names are the process's token and a counter:
     /// O_EXCL settles the rest without a random draw per file.
-    package func makeTemporaryFile() throws(SystemError) -> (fd: Int32, path: String) {
+    public func makeTemporaryFile() throws(SystemError) -> (fd: Int32, path: String) {
         for _ in 0..<8 {
             let number = temporaryCounter.withLock { counter in
                 counter += 1
@@ -182,7 +182,7 @@ package struct ContentStore: Sendable {
     }
 
     /// Removes an object file; a missing file is fine.
-    package func remove(_ sha256: String) {
+    public func remove(_ sha256: String) {
         unlink(objectPath(sha256))
     }
 
@@ -221,25 +221,25 @@ package struct ContentStore: Sendable {
         do throws(SystemError) { try Durability.flushFolder(root) } catch { throw .system(error) }
     }
 
-    package func markClean() {
+    public func markClean() {
         unlink(CacheLayout.uncleanMarkPath(root))
     }
 
     /// The marks in the cache root, this process's and others' (`unclean`, `unclean.<token>`).
     /// Found by a writer that is alone (`WriterSlot.alone`), they are those of runs that died.
-    package func uncleanMarks() -> [String] {
+    public func uncleanMarks() -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: root) else { return [] }
         return names.filter { $0 == CacheLayout.uncleanMarkPrefix || $0.hasPrefix(CacheLayout.uncleanMarkPrefix + ".") }
     }
 
     /// Removes the marks `uncleanMarks` found (their objects were swept).
-    package func removeMarks(_ names: [String]) {
+    public func removeMarks(_ names: [String]) {
         for name in names { unlink(root + "/" + name) }
     }
 
     /// Deletes object files no row of `index` names (left by a run that stopped between
     /// installing and indexing them) and returns how many. Call only under the lock.
-    package func sweepUnreferenced(_ index: CacheIndex) throws(CacheError) -> Int {
+    public func sweepUnreferenced(_ index: CacheIndex) throws(CacheError) -> Int {
         let objects = ObjectDirectory(objectsDirectory: objectsDirectory)
         objects.preload()
         return removeUnreferenced(objects, rows: try index.allRows(validators: false))
@@ -247,7 +247,7 @@ package struct ContentStore: Sendable {
 
     /// Deletes the objects `objects` listed that no record names; how many went (0 when the
     /// folders were not listed).
-    package func removeUnreferenced(_ objects: ObjectDirectory, rows: IndexRows) -> Int {
+    public func removeUnreferenced(_ objects: ObjectDirectory, rows: IndexRows) -> Int {
         let leftovers = objects.unreferenced(by: rows) ?? []
         for object in leftovers { remove(object) }
         return leftovers.count
@@ -255,7 +255,7 @@ package struct ContentStore: Sendable {
 
     /// Deletes every file in `tmp/`: leftovers of runs that crashed. Call only as the one writer
     /// (`WriterSlot.alone`): the files of a running writer are there too.
-    package func removeStaleTemporaryFiles() -> Int {
+    public func removeStaleTemporaryFiles() -> Int {
         folders.removeTemporaryFiles()
     }
 

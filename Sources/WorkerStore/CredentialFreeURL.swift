@@ -7,7 +7,7 @@ import WorkerSupport
 /// and nothing the group can read lets it test a guessed password. Such a row can be matched
 /// (a sync of the same manifest, `get` and `rm` of the same URL, by the owner) but not fetched
 /// from the index alone: `verify --repair` drops it and the next sync fetches it again.
-package enum CredentialFreeURL {
+public enum CredentialFreeURL {
     /// `url` with its user info replaced, or `url` when it has none (or is a key already).
     /// Without the cache's key (a reader of the group) the digest matches no row.
     static func key(_ url: String, secret: [UInt8]?) -> String {
@@ -22,18 +22,18 @@ package enum CredentialFreeURL {
     }
 
     /// Whether `url` carries user info (a credential) in its authority.
-    package static func hasUserInfo(_ url: String) -> Bool {
+    public static func hasUserInfo(_ url: String) -> Bool {
         var url = url
         return url.withUTF8 { hasUserInfo(UnsafeRawBufferPointer($0)) }
     }
 
     /// Whether a URL's UTF-8 bytes carry user info in its authority.
-    package static func hasUserInfo(_ url: UnsafeRawBufferPointer) -> Bool {
+    public static func hasUserInfo(_ url: UnsafeRawBufferPointer) -> Bool {
         URLBytes.userInfo(in: url) != nil
     }
 
     /// Whether a row's URL is such a key (it cannot be fetched as it is).
-    package static func isKey(_ url: String) -> Bool {
+    public static func isKey(_ url: String) -> Bool {
         let bytes = Array(url.utf8)
         return bytes.withUnsafeBytes { URLBytes.userInfo(in: $0) }.map { isDigest(bytes[$0]) } ?? false
     }

@@ -7,21 +7,21 @@ import Glibc
 /// folder to its server but never syncfs (Linux sends FUSE_SYNCFS to virtiofs only): there
 /// syncfs flushes nothing, and each file written and each folder whose names changed is flushed
 /// on its own.
-package enum Durability: Sendable, Equatable {
+public enum Durability: Sendable, Equatable {
     case fileSystem
     case eachFile
 
     /// statfs(2)'s magic number of FUSE (linux/magic.h).
     private static let fuse: Int64 = 0x6573_5546
 
-    package static func of(_ path: String) -> Durability {
+    public static func of(_ path: String) -> Durability {
         Int64(worker_fs_type(path)) == fuse ? .eachFile : .fileSystem
     }
 
     /// Flushes `files` (their bytes) and `folders` (their names): one syncfs of the file system
     /// holding `root`, or an fsync of each. The first failure throws, naming its path: what it
     /// covered may be lost, and is never taken as kept.
-    package func flush(root: String, files: @autoclosure () -> [String], folders: @autoclosure () -> [String]) throws(SystemError) {
+    public func flush(root: String, files: @autoclosure () -> [String], folders: @autoclosure () -> [String]) throws(SystemError) {
         switch self {
         case .fileSystem:
             try Self.sync(root, O_RDONLY | O_DIRECTORY) { worker_syncfs($0) }
@@ -32,12 +32,12 @@ package enum Durability: Sendable, Equatable {
     }
 
     /// Flushes the folder at `path` (its names).
-    package static func flushFolder(_ path: String) throws(SystemError) {
+    public static func flushFolder(_ path: String) throws(SystemError) {
         try sync(path, O_RDONLY | O_DIRECTORY) { fsync($0) }
     }
 
     /// Flushes the folder open at `fd` (its names), naming it `shown` when that fails.
-    package static func flushFolder(_ fd: Int32, shown: String) throws(SystemError) {
+    public static func flushFolder(_ fd: Int32, shown: String) throws(SystemError) {
         guard fsync(fd) == 0 else { throw SystemError("flush", shown) }
     }
 

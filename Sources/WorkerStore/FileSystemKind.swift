@@ -6,7 +6,7 @@ import Glibc
 /// shared-memory index (`-shm`) is mapped per host, so two hosts writing one index through
 /// NFS or SMB would corrupt it. On such a file system the index uses a rollback journal, which
 /// relies only on the file system's POSIX locks, as SQLite's documentation asks.
-package enum FileSystemKind: Sendable, Equatable {
+public enum FileSystemKind: Sendable, Equatable {
     case local
     case network(String)
 
@@ -19,7 +19,7 @@ package enum FileSystemKind: Sendable, Equatable {
 
     /// The kind of the file system holding `path`. `WORKER_NETWORK_FS=1` forces `network` (for a
     /// file system the magic numbers miss), `=0` forces `local`.
-    package static func of(_ path: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> FileSystemKind {
+    public static func of(_ path: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> FileSystemKind {
         switch environment["WORKER_NETWORK_FS"] {
         case "1": return .network("WORKER_NETWORK_FS=1")
         case "0": return .local
@@ -31,7 +31,7 @@ package enum FileSystemKind: Sendable, Equatable {
         return networkTypes[magic].map { .network($0) } ?? .local
     }
 
-    package var isNetwork: Bool {
+    public var isNetwork: Bool {
         if case .network = self { true } else { false }
     }
 }

@@ -1,21 +1,21 @@
 /// One row of the index: a URL and the stored object that is its current version.
-package struct IndexRecord: Sendable, Equatable {
-    package var url: String
+public struct IndexRecord: Sendable, Equatable {
+    public var url: String
     /// The manifest hash it was verified against (normalized), nil for hashless entries.
-    package var hash: String?
+    public var hash: String?
     /// SHA-256 hex of the stored bytes: the object's name.
-    package var object: String
-    package var size: Int64
-    package var fetchedAt: Double
+    public var object: String
+    public var size: Int64
+    public var fetchedAt: Double
     /// Last time a synced manifest named this URL (or `worker path` read it).
-    package var lastUsed: Double
-    package var etag: String?
-    package var lastModified: String?
+    public var lastUsed: Double
+    public var etag: String?
+    public var lastModified: String?
     /// Fetched with credentials (manifest headers, URL user info): its object is not uploaded
     /// to a shared tier unless the tier is declared as private as the origin.
-    package var isPrivate: Bool
+    public var isPrivate: Bool
 
-    package init(url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
+    public init(url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
                 etag: String? = nil, lastModified: String? = nil, isPrivate: Bool = false) {
         self.url = url
         self.hash = hash
@@ -30,14 +30,14 @@ package struct IndexRecord: Sendable, Equatable {
 }
 
 /// What the last sync of one manifest did, for `worker status`.
-package struct ManifestRun: Sendable, Equatable {
-    package var path: String
-    package var name: String
-    package var entries: Int
-    package var finishedAt: Double
-    package var failed: Int
+public struct ManifestRun: Sendable, Equatable {
+    public var path: String
+    public var name: String
+    public var entries: Int
+    public var finishedAt: Double
+    public var failed: Int
 
-    package init(path: String, name: String, entries: Int, finishedAt: Double, failed: Int) {
+    public init(path: String, name: String, entries: Int, finishedAt: Double, failed: Int) {
         self.path = path
         self.name = name
         self.entries = entries
@@ -47,20 +47,20 @@ package struct ManifestRun: Sendable, Equatable {
 }
 
 /// An entry whose last sync failed (`worker status` lists them as pending).
-package struct FailureRecord: Sendable, Equatable, Codable {
-    package var url: String
-    package var reason: String
-    package var error: String
-    package var attempts: Int
-    package var at: Double
+public struct FailureRecord: Sendable, Equatable, Codable {
+    public var url: String
+    public var reason: String
+    public var error: String
+    public var attempts: Int
+    public var at: Double
     /// Only `get` or `manifest --urls` asked for the URL (no manifest entry failed on it): the
     /// failure ages out after `FailureRecord.getOnlyLifetime` instead of staying until it clears.
-    package var getOnly = false
+    public var getOnly = false
 
     /// How long a failure of a URL only `get` asked for stays pending.
-    package static let getOnlyLifetime = 86400.0
+    public static let getOnlyLifetime = 86400.0
 
-    package init(url: String, reason: String, error: String, attempts: Int, at: Double, getOnly: Bool = false) {
+    public init(url: String, reason: String, error: String, attempts: Int, at: Double, getOnly: Bool = false) {
         self.url = url
         self.reason = reason
         self.error = error
@@ -76,25 +76,25 @@ package struct FailureRecord: Sendable, Equatable, Codable {
 }
 
 /// What the index holds, in numbers.
-package struct CacheStatistics: Sendable, Equatable {
-    package var entries: Int
-    package var objects: Int
+public struct CacheStatistics: Sendable, Equatable {
+    public var entries: Int
+    public var objects: Int
     /// Sum of entry sizes (what the cache would take without deduplication).
-    package var entryBytes: Int64
+    public var entryBytes: Int64
     /// Sum of distinct object sizes (what it takes).
-    package var objectBytes: Int64
-    package var oldestFetch: Double?
-    package var newestFetch: Double?
-    package var pendingFailures: Int
+    public var objectBytes: Int64
+    public var oldestFetch: Double?
+    public var newestFetch: Double?
+    public var pendingFailures: Int
 }
 
 /// An origin a sync gave up on (refused, unreachable, or failing with 5xx / 429), until a later
 /// run reaches it again.
-package struct UnhealthyOrigin: Sendable, Equatable, Codable {
-    package var origin: String
+public struct UnhealthyOrigin: Sendable, Equatable, Codable {
+    public var origin: String
     /// When a run first found it down.
-    package var since: Double
-    package var problem: String
+    public var since: Double
+    public var problem: String
     /// The last run that found it down.
-    package var checked: Double
+    public var checked: Double
 }

@@ -8,7 +8,7 @@ import WorkerManifest
 /// ~450 bytes and four allocations; here ~80 bytes plus its URL's, and a million rows are read
 /// without a string each. `IndexRow` reads one row's fields; `IndexRecord`s are made only for
 /// the rows a caller asks for.
-package struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
+public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
     /// One row's fixed part.
     struct Fixed {
         var object: ObjectName
@@ -72,48 +72,48 @@ package struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sen
     let storage: Storage
 
     /// No rows.
-    package init() {
+    public init() {
         storage = Storage()
     }
 
     /// Rows made from records (tests, and callers that have records already).
-    package init(_ records: some Sequence<IndexRecord>) {
+    public init(_ records: some Sequence<IndexRecord>) {
         var builder = Builder()
         for record in records { builder.append(record) }
         self = builder.rows
     }
 
-    package init(arrayLiteral records: IndexRecord...) {
+    public init(arrayLiteral records: IndexRecord...) {
         self.init(records)
     }
 
-    package var startIndex: Int { 0 }
-    package var endIndex: Int { storage.fixed.count }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { storage.fixed.count }
 
     /// The row as a record (its strings made now).
-    package subscript(position: Int) -> IndexRecord { row(position).record }
+    public subscript(position: Int) -> IndexRecord { row(position).record }
 
     /// Whether the rows are the index's in its key order, none left out but damaged rows (which
     /// reads skip): rows side by side here have no other readable row between them in the index
     /// (when they were read).
-    package var inKeyOrder: Bool { storage.inKeyOrder }
+    public var inKeyOrder: Bool { storage.inKeyOrder }
 
     /// The row at `position`, read field by field.
-    package func row(_ position: Int) -> IndexRow { IndexRow(storage: storage, position: position) }
+    public func row(_ position: Int) -> IndexRow { IndexRow(storage: storage, position: position) }
 
     /// The row of `url` (the index's key), if there is one.
-    package func find(_ url: String) -> Int? {
+    public func find(_ url: String) -> Int? {
         var url = url
         return url.withUTF8 { find(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// The row of the URL whose UTF-8 bytes are `url`, if there is one.
-    package func find(bytes url: UnsafeRawBufferPointer) -> Int? {
+    public func find(bytes url: UnsafeRawBufferPointer) -> Int? {
         storage.find(url)
     }
 
     /// Builds rows one at a time (from the index, or from records).
-    package struct Builder {
+    public struct Builder {
         private var fixed: [Fixed] = []
         private var text: [UInt8] = []
         private let inKeyOrder: Bool
@@ -124,7 +124,7 @@ package struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sen
         /// made as they come); the index's rows need not be checked (the URL is its key).
         /// `inKeyOrder`: the rows will be given in the index's key order, every row between two
         /// of them given too (`IndexRows.inKeyOrder`).
-        package init(checksDuplicates: Bool = true, inKeyOrder: Bool = false) {
+        public init(checksDuplicates: Bool = true, inKeyOrder: Bool = false) {
             self.inKeyOrder = inKeyOrder
             if checksDuplicates { positions = URLPositions() }
         }
@@ -186,7 +186,7 @@ package struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sen
         }
 
         /// A row from a record (skipped when its object is not a SHA-256 name: never a path).
-        package mutating func append(_ record: IndexRecord) {
+        public mutating func append(_ record: IndexRecord) {
             guard let object = ObjectName(hex: record.object) else { return }
             append(url: record.url.utf8, hash: record.hash?.utf8, object: object, size: record.size, fetchedAt: record.fetchedAt,
                    lastUsed: record.lastUsed, etag: record.etag?.utf8, lastModified: record.lastModified?.utf8,
@@ -202,7 +202,7 @@ package struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sen
         }
 
         /// The rows built so far (the builder is not to be used after).
-        package var rows: IndexRows {
+        public var rows: IndexRows {
             IndexRows(storage: Storage(fixed: fixed, text: text, inKeyOrder: inKeyOrder, positions: positions))
         }
 
@@ -215,39 +215,39 @@ package struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Sen
 }
 
 /// One index row, read field by field without making the others.
-package struct IndexRow: Sendable {
+public struct IndexRow: Sendable {
     let storage: IndexRows.Storage
     /// Its place in the rows it was read from.
-    package let position: Int
+    public let position: Int
 
     private var fixed: IndexRows.Fixed { storage.fixed[position] }
 
-    package var size: Int64 { fixed.size }
-    package var fetchedAt: Double { fixed.fetchedAt }
-    package var lastUsed: Double { fixed.lastUsed }
-    package var isPrivate: Bool { fixed.flags.contains(.isPrivate) }
+    public var size: Int64 { fixed.size }
+    public var fetchedAt: Double { fixed.fetchedAt }
+    public var lastUsed: Double { fixed.lastUsed }
+    public var isPrivate: Bool { fixed.flags.contains(.isPrivate) }
     /// The object's name (SHA-256 of the stored bytes) as 32 bytes.
-    package var objectName: ObjectName { fixed.object }
+    public var objectName: ObjectName { fixed.object }
     /// The object's name as 64 hex digits.
-    package var object: String { fixed.object.hex }
+    public var object: String { fixed.object.hex }
 
-    package var url: String { withURL { String(decoding: $0, as: UTF8.self) } }
+    public var url: String { withURL { String(decoding: $0, as: UTF8.self) } }
 
     /// The manifest hash the row was verified against (normalized), nil for a hashless entry.
-    package var hash: String? {
+    public var hash: String? {
         let fixed = fixed
         guard fixed.flags.contains(.hasHash) else { return nil }
         if fixed.flags.contains(.hashIsObject) { return "sha256:" + fixed.object.hex }
         return text(at: fixed.start + Int(fixed.urlCount), count: Int(fixed.hashCount))
     }
 
-    package var etag: String? {
+    public var etag: String? {
         let fixed = fixed
         guard fixed.flags.contains(.hasETag) else { return nil }
         return text(at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount), count: Int(fixed.etagCount))
     }
 
-    package var lastModified: String? {
+    public var lastModified: String? {
         let fixed = fixed
         guard fixed.flags.contains(.hasLastModified) else { return nil }
         return text(at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount) + Int(fixed.etagCount),
@@ -255,18 +255,18 @@ package struct IndexRow: Sendable {
     }
 
     /// The row as a record.
-    package var record: IndexRecord {
+    public var record: IndexRecord {
         IndexRecord(url: url, hash: hash, object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed,
                     etag: etag, lastModified: lastModified, isPrivate: isPrivate)
     }
 
     /// Whether this row was read from `rows` (not from other rows that have a row at its place).
-    package func isOne(of rows: IndexRows) -> Bool {
+    public func isOne(of rows: IndexRows) -> Bool {
         storage === rows.storage
     }
 
     /// Whether the row's URL is the one whose UTF-8 bytes are `url`.
-    package func hasURL(_ url: UnsafeRawBufferPointer) -> Bool {
+    public func hasURL(_ url: UnsafeRawBufferPointer) -> Bool {
         withURL { own in own.count == url.count && (url.isEmpty || memcmp(own.baseAddress!, url.baseAddress!, url.count) == 0) }
     }
 

@@ -8,8 +8,8 @@ import WorkerSupport
 /// the whole cache was locked for a run. Syncs of other manifests, other shards and `get` overlap.
 /// The lock is a `flock` on `CACHE/jobs/<digest of the manifest paths and shard>`, a file made
 /// inside the folder's descriptor: `jobs` must be this user's real folder, never a link.
-package enum JobLock {
-    package static func take(directory: String, manifests: [String], shard: Shard, wait: Double?,
+public enum JobLock {
+    public static func take(directory: String, manifests: [String], shard: Shard, wait: Double?,
                      context: RunContext) async throws(CacheError) -> CacheLock {
         let path = directory + "/jobs"
         if mkdir(path, 0o700) != 0, errno != EEXIST { throw .system(SystemError("create", path)) }

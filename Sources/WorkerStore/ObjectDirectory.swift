@@ -6,7 +6,7 @@ import WorkerSupport
 /// Answers "is this object present?" for many objects at once: one `fstatat` per object against
 /// an open descriptor of its fan-out folder, instead of resolving the whole path each time.
 /// Links are not followed; only regular files count.
-package final class ObjectDirectory {
+public final class ObjectDirectory {
     private let objectsDirectory: String
     /// Descriptors of the 256 fan-out folders, opened on first use; -1 when it cannot be opened.
     private var folders = [Int32](repeating: -2, count: 256)
@@ -16,7 +16,7 @@ package final class ObjectDirectory {
     /// Sizes `preloadSizes` read, by row of the rows it was given (-1: not a regular file there).
     private var rowSizes: (rows: IndexRows, sizes: [Int64])?
 
-    package init(objectsDirectory: String) {
+    public init(objectsDirectory: String) {
         self.objectsDirectory = objectsDirectory
     }
 
@@ -28,7 +28,7 @@ package final class ObjectDirectory {
     /// worth it when most of the cache is about to be checked. Only regular files are taken: as
     /// the listing says, or by `fstatat` where the file system does not say (`DT_UNKNOWN`: FUSE
     /// servers, XFS without ftype).
-    package func preload() {
+    public func preload() {
         var names = Set<ObjectName>()
         for slot in 0..<256 {
             guard let folder = opendir(objectsDirectory + "/" + Hex.encode([UInt8(slot)])) else { continue }
@@ -62,7 +62,7 @@ package final class ObjectDirectory {
     }
 
     /// Lists the folders unless that was done already.
-    package func preloadIfNeeded() {
+    public func preloadIfNeeded() {
         if listed == nil { preload() }
     }
 
@@ -72,7 +72,7 @@ package final class ObjectDirectory {
     /// `twoThreadsFrom` rows on they are read on two threads, half each: a stat is ~2 µs of the
     /// kernel's time here, the longest part of a warm run of a million entries, which would
     /// otherwise end alone on one core after the parse.
-    package func preloadSizes(of rows: IndexRows, twoThreadsFrom: Int = 20_000) {
+    public func preloadSizes(of rows: IndexRows, twoThreadsFrom: Int = 20_000) {
         let half = rows.count >= max(2, twoThreadsFrom) ? rows.count / 2 : rows.count
         if half < rows.count {
             for slot in 0..<256 { openFolder(slot) }
@@ -123,11 +123,11 @@ package final class ObjectDirectory {
     }
 
     /// Whether `preloadSizes` ran.
-    package var hasSizes: Bool { rowSizes != nil }
+    public var hasSizes: Bool { rowSizes != nil }
 
     /// The size of the row's object file, or nil when it is not a regular file here: read ahead
     /// by `preloadSizes` when the row is one of the rows it was given, else a stat.
-    package func size(of row: IndexRow) -> Int64? {
+    public func size(of row: IndexRow) -> Int64? {
         if let rowSizes, row.isOne(of: rowSizes.rows) {
             let size = rowSizes.sizes[row.position]
             return size >= 0 ? size : nil
@@ -139,13 +139,13 @@ package final class ObjectDirectory {
 
     /// The size of the object's file, or nil when it is not a regular file here (a listing
     /// tells names, not sizes: a stat).
-    package func size(_ sha256: String) -> Int64? {
+    public func size(_ sha256: String) -> Int64? {
         var info = stat()
         guard status(sha256, &info), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int64(info.st_size)
     }
 
-    package func contains(_ sha256: String) -> Bool {
+    public func contains(_ sha256: String) -> Bool {
         if let listed {
             var hex = sha256
             if let name = hex.withUTF8({ ObjectName(hex: UnsafeRawBufferPointer($0)) }), listed.contains(name) { return true }

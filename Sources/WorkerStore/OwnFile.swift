@@ -4,8 +4,8 @@ import Glibc
 /// (a kept part to resume, the lock, the index): a regular file with one name, owned by us. A hard
 /// link planted under such a name would otherwise have our bytes written into, or truncate, the
 /// file it links to.
-package enum OwnFile {
-    package static func isPrivate(_ fd: Int32) -> Bool {
+public enum OwnFile {
+    public static func isPrivate(_ fd: Int32) -> Bool {
         var info = stat()
         return fstat(fd, &info) == 0 && isPrivate(info)
     }

@@ -11,7 +11,7 @@ import WorkerSupport
 /// final hash still covers every byte. Only bodies past a threshold are kept (small ones are
 /// cheaper to fetch again), and only with a validator (without one a resumed body could mix two
 /// versions; the hash would catch it, but the request would be wasted).
-package struct PartialDownloads: Sendable {
+public struct PartialDownloads: Sendable {
     let directory: String
     /// Whether any part may be kept: looked up once, then set when a part is kept. Most runs have
     /// none, and then a request costs no hash of its URL and no stat for them.
@@ -29,10 +29,10 @@ package struct PartialDownloads: Sendable {
     }
 
     /// A body to resume: where its bytes are, how many, and the validator to send as If-Range.
-    package struct Resume: Sendable, Equatable {
-        package let path: String
-        package let offset: Int64
-        package let validator: String
+    public struct Resume: Sendable, Equatable {
+        public let path: String
+        public let offset: Int64
+        public let validator: String
     }
 
     func key(_ url: String) -> String {
@@ -43,7 +43,7 @@ package struct PartialDownloads: Sendable {
     private func metaPath(_ url: String) -> String { bodyPath(url) + ".meta" }
 
     /// The kept part of `url`'s body, if any (and if its record is whole and for this URL).
-    package func resume(for url: String) -> Resume? {
+    public func resume(for url: String) -> Resume? {
         guard present.flag.withLock({ $0 }) else { return nil }
         let body = bodyPath(url)
         var info = stat()
@@ -61,7 +61,7 @@ package struct PartialDownloads: Sendable {
     }
 
     /// Keeps the body at `temporary` (closed) as `url`'s part, with its validator.
-    package func keep(_ temporary: String, url: String, validator: String) {
+    public func keep(_ temporary: String, url: String, validator: String) {
         present.flag.withLock { $0 = true }
         let meta = metaPath(url)
         // The URL may carry user info: the record is the owner's only, like the index.
@@ -82,13 +82,13 @@ package struct PartialDownloads: Sendable {
     }
 
     /// Forgets `url`'s part (the body was completed, replaced, or cannot be resumed).
-    package func discard(_ url: String) {
+    public func discard(_ url: String) {
         unlink(bodyPath(url))
         unlink(metaPath(url))
     }
 
     /// Deletes kept parts not touched for `age` seconds (all of them with nil).
-    package func removeAll(olderThan age: Double?, now: Double = Date().timeIntervalSince1970) {
+    public func removeAll(olderThan age: Double?, now: Double = Date().timeIntervalSince1970) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for name in names {
             var info = stat()
@@ -99,7 +99,7 @@ package struct PartialDownloads: Sendable {
     }
 
     /// Forgets the record of a body that was completed and moved away.
-    package func completed(_ url: String) {
+    public func completed(_ url: String) {
         unlink(metaPath(url))
     }
 }

@@ -3,10 +3,10 @@ import FoundationEssentials
 import Glibc
 
 /// An error from SQLite, with the statement's purpose for context.
-package struct SQLiteError: Error, CustomStringConvertible, Sendable {
-    package let code: Int32
-    package let message: String
-    package var description: String { "SQLite error \(code): \(message)" }
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let message: String
+    public var description: String { "SQLite error \(code): \(message)" }
 
     /// A refusal that comes from permissions or a read-only file system (the primary code:
     /// read-only, cannot open, permission, authorization).
@@ -15,21 +15,21 @@ package struct SQLiteError: Error, CustomStringConvertible, Sendable {
     }
 
     /// Another connection holds the file (or, read as immutable, changed it under the read).
-    package var isBusy: Bool {
+    public var isBusy: Bool {
         [SQLITE_BUSY, SQLITE_LOCKED].contains(code & 0xff)
     }
 
     /// The disk (or the file system's quota) has no room for what the statement writes.
-    package var isFull: Bool {
+    public var isFull: Bool {
         code & 0xff == SQLITE_FULL
     }
 
     /// The file is damaged (a malformed page, not a database): only starting over helps.
-    package var isCorrupt: Bool {
+    public var isCorrupt: Bool {
         [SQLITE_CORRUPT, SQLITE_NOTADB].contains(code & 0xff)
     }
 
-    package init(code: Int32, message: String) {
+    public init(code: Int32, message: String) {
         self.code = code
         self.message = message
     }

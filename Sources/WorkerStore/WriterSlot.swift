@@ -9,17 +9,17 @@ import WorkerSupport
 /// Whoever can take it exclusively is the only writer alive, and may do what would hurt a
 /// running writer: delete `tmp/` (other runs' bodies in flight) and the marks of runs that
 /// died (`ContentStore.uncleanMarks`). `clear` holds it exclusively for its whole work.
-package final class WriterSlot: Sendable {
+public final class WriterSlot: Sendable {
     private let fd: Int32
     /// Whether no other writer was running when this one joined (the slot was taken exclusively).
-    package let alone: Bool
+    public let alone: Bool
     private let released = Mutex(false)
 
     /// Joins the writers of the cache at `directory`. With `exclusive`, waits (up to `wait`
     /// seconds, nil: without limit) until no other writer runs; otherwise waits only while one
     /// holds it exclusively (a starting run tidying up, or `clear`), and is `alone` when it could
     /// have it exclusively at once (then `share()` when done tidying).
-    package init(directory: String, exclusive: Bool = false, wait: Double?, stop: StopRequest) async throws(CacheError) {
+    public init(directory: String, exclusive: Bool = false, wait: Double?, stop: StopRequest) async throws(CacheError) {
         let path = directory + "/writers"
         let fd = try CacheLock.openOwnerOnly(path, flags: O_RDONLY)
         if flock(fd, LOCK_EX | LOCK_NB) == 0 {
@@ -47,7 +47,7 @@ package final class WriterSlot: Sendable {
     }
 
     /// Whether a writer runs on the cache now (a reader's question: nothing is created or held).
-    package static func anyRunning(directory: String) -> Bool {
+    public static func anyRunning(directory: String) -> Bool {
         let fd = open(directory + "/writers", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -57,7 +57,7 @@ package final class WriterSlot: Sendable {
     }
 
     /// From exclusive to shared, once the tidying is done, so other writers may join.
-    package func share() {
+    public func share() {
         guard alone else { return }
         flock(fd, LOCK_SH)
     }
@@ -68,7 +68,7 @@ package final class WriterSlot: Sendable {
         flock(fd, LOCK_EX | LOCK_NB) == 0
     }
 
-    package func release() {
+    public func release() {
         guard released.setFirst() else { return }
         flock(fd, LOCK_UN)
         close(fd)

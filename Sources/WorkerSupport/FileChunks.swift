@@ -4,10 +4,10 @@ import Glibc
 /// Reads a file descriptor to its end in 64 KiB chunks (retrying EINTR), handing each chunk to
 /// `body`; stops at the first error `body` returns. A read error is `unreadable`'s, given words
 /// that name `path`. And the one loop that writes all of a buffer.
-package enum FileChunks {
+public enum FileChunks {
     /// Writes all of `bytes` to `fd` (at `position` in the file when given, else where it
     /// stands), again after a signal or a short write; false (errno set) when a write fails.
-    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int? = nil) -> Bool {
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at position: Int? = nil) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         var offset = 0
         while offset < bytes.count {
@@ -22,7 +22,7 @@ package enum FileChunks {
         return true
     }
 
-    package static func read<Failure: Error>(_ fd: Int32, path: String, unreadable: (String) -> Failure,
+    public static func read<Failure: Error>(_ fd: Int32, path: String, unreadable: (String) -> Failure,
                                      _ body: (UnsafeRawBufferPointer) -> Failure?) -> Result<Void, Failure> {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
         defer { buffer.deallocate() }

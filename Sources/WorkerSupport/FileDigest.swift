@@ -4,18 +4,18 @@ import Glibc
 
 /// The one file hasher: a file's SHA-256 (lowercase hex) and size, read in chunks; for `verify`,
 /// `push` and the manifests `worker manifest` writes.
-package enum FileDigest {
+public enum FileDigest {
     /// Why a file could not be read (strerror's words; a read error names the path).
-    package struct Unreadable: Error, Sendable {
-        package let message: String
+    public struct Unreadable: Error, Sendable {
+        public let message: String
 
-        package init(_ message: String) {
+        public init(_ message: String) {
             self.message = message
         }
     }
 
     /// SHA-256 and size of each file, `width` at a time.
-    package static func hashAll(_ files: [(name: String, path: String)], width: Int) async -> [(String, Result<(String, Int64), Unreadable>)] {
+    public static func hashAll(_ files: [(name: String, path: String)], width: Int) async -> [(String, Result<(String, Int64), Unreadable>)] {
         let width = max(1, width)
         return await withTaskGroup(of: (String, Result<(String, Int64), Unreadable>).self) { group in
             var results: [(String, Result<(String, Int64), Unreadable>)] = []
@@ -37,7 +37,7 @@ package enum FileDigest {
         }
     }
 
-    package static func sha256(_ path: String) -> Result<(String, Int64), Unreadable> {
+    public static func sha256(_ path: String) -> Result<(String, Int64), Unreadable> {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return .failure(Unreadable(String(cString: strerror(errno)))) }
         defer { close(fd) }

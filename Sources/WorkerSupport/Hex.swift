@@ -1,7 +1,7 @@
 /// The one hex codec: lowercase encoding and strict decoding, for strings and, in place, for
 /// buffers (a digest's text is written and read without an intermediate array).
-package enum Hex {
-    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
+public enum Hex {
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         let bytes = Array(bytes)
         return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
             bytes.withUnsafeBytes { encode($0, into: out, at: 0) }
@@ -10,7 +10,7 @@ package enum Hex {
 
     /// Writes `bytes` as lowercase hex into `out` from `start`; returns the index after the last digit.
     @discardableResult
-    package static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
+    public static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>, at start: Int) -> Int {
         precondition(start >= 0 && out.count - start >= bytes.count * 2, "no room for the hex digits")
         guard let base = out.baseAddress else { return start }
         // Checked once above, then written through the pointer (a digest's 64 digits are written
@@ -25,7 +25,7 @@ package enum Hex {
     }
 
     /// Decodes case-insensitive hex; nil for odd length or any other character.
-    package static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { return nil }
         var out = [UInt8](repeating: 0, count: utf8.count / 2)
@@ -37,7 +37,7 @@ package enum Hex {
 
     /// Decodes case-insensitive hex `digits` (an even count) into the first bytes of `out`;
     /// false at any other character.
-    package static func decode(_ digits: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Bool {
+    public static func decode(_ digits: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard digits.count % 2 == 0, out.count >= digits.count / 2 else { return false }
         var offset = 0
         while offset * 2 < digits.count {
@@ -51,7 +51,7 @@ package enum Hex {
     /// Decodes exactly `out.count * 2` lowercase hex `digits` into `out`; false for another
     /// count or any other character. One loop in this module, where the digit rule inlines: the
     /// index's and the manifests' digests (a million of each in a large run) are read through it.
-    package static func decodeLowercase(_ digits: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+    public static func decodeLowercase(_ digits: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard digits.count == out.count * 2 else { return false }
         var invalid: UInt8 = 0
         for offset in 0..<out.count {
@@ -61,7 +61,7 @@ package enum Hex {
     }
 
     /// True when `text` is exactly `length` lowercase hex digits (a safe object file name).
-    package static func isLowercaseHex(_ text: String, length: Int) -> Bool {
+    public static func isLowercaseHex(_ text: String, length: Int) -> Bool {
         guard text.utf8.count == length else { return false }
         var text = text
         return text.withUTF8 { bytes in
@@ -73,7 +73,7 @@ package enum Hex {
 
     /// The value of a lowercase hex digit, without branches; sets `invalid` for any other byte.
     @inline(__always)
-    package static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
+    public static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
         let digit = char &- 48
         let letter = char &- 97
         let isDigit: UInt8 = digit < 10 ? 1 : 0
@@ -82,13 +82,13 @@ package enum Hex {
         return isDigit == 1 ? digit : letter &+ 10
     }
 
-    package static func lowercaseDigit(_ nibble: UInt8) -> UInt8 {
+    public static func lowercaseDigit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? 48 + nibble : 87 + nibble
     }
 
     /// The value of a hex digit (either case), or nil.
     @inline(__always)
-    package static func value(_ char: UInt8) -> UInt8? {
+    public static func value(_ char: UInt8) -> UInt8? {
         let value = table[Int(char)]
         return value == 0xff ? nil : value
     }

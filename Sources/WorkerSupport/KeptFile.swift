@@ -3,9 +3,9 @@ import Glibc
 /// A small file the program kept or was given (an accepted manifest's copy, a signature), read
 /// whole without following a link at its last component: a link another user planted is not
 /// read through.
-package enum KeptFile {
+public enum KeptFile {
     /// The file's bytes; nil when it is missing, a link, not a regular file, or over `limit` bytes.
-    package static func read(_ path: String, upTo limit: Int = 1 << 30) -> [UInt8]? {
+    public static func read(_ path: String, upTo limit: Int = 1 << 30) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }

@@ -3,8 +3,8 @@ import Glibc
 
 /// What the program sets up first thing in `main`, while it has one thread: the descriptor
 /// table's size (`DescriptorTable`).
-package enum ProcessSetup {
-    package static func atStart() {
+public enum ProcessSetup {
+    public static func atStart() {
         DescriptorTable.reserve()
     }
 }

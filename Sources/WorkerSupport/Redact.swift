@@ -2,9 +2,9 @@ import FoundationEssentials
 import Glibc
 
 /// Turns values that may hold secrets into forms safe for output.
-package enum Redact {
+public enum Redact {
     /// The URL with any user info (`user:password@`) removed; everything else unchanged.
-    package static func url(_ text: String) -> String {
+    public static func url(_ text: String) -> String {
         // Read as contiguous bytes (every report row's URL passes here): most URLs have no user
         // info, and come back as they are.
         let found = text.utf8.withContiguousStorageIfAvailable { URLBytes.userInfo(in: UnsafeRawBufferPointer($0)) }
@@ -24,14 +24,14 @@ package enum Redact {
     /// A URL given by the user that may not parse, as it may be shown: everything between `://`
     /// and the last `@` anywhere in it is dropped (a password may hold `/`, `?` or `#`, which end
     /// the authority for `url(_:)`).
-    package static func refusedURL(_ text: String) -> String {
+    public static func refusedURL(_ text: String) -> String {
         guard let schemeEnd = text.firstRange(of: "://"), let at = text.lastIndex(of: "@"), at > schemeEnd.upperBound
         else { return url(text) }
         return String(text[..<schemeEnd.upperBound]) + "…" + String(text[at...])
     }
 
     /// A bounded, printable excerpt of user input for an error message (`Sanitize.terminal`).
-    package static func short(_ text: String, limit: Int = 40) -> String {
+    public static func short(_ text: String, limit: Int = 40) -> String {
         Sanitize.terminal(text, limit: limit)
     }
 }

@@ -3,14 +3,14 @@ import Synchronization
 
 /// What a command gives the library for one run, instead of process-wide state: its logger,
 /// where to say that it waits for another run's lock, and what stops it from outside.
-package struct RunContext: Sendable {
-    package var logger: Logger
+public struct RunContext: Sendable {
+    public var logger: Logger
     /// Told when the run starts waiting for a lock another run holds, and every 30 s after.
-    package var lockNotice: (@Sendable (String) -> Void)?
+    public var lockNotice: (@Sendable (String) -> Void)?
     /// A stop asked for from outside the run (the command's signal handler).
-    package var stop: StopRequest
+    public var stop: StopRequest
 
-    package init(logger: Logger = Logger(label: "worker"), lockNotice: (@Sendable (String) -> Void)? = nil,
+    public init(logger: Logger = Logger(label: "worker"), lockNotice: (@Sendable (String) -> Void)? = nil,
                 stop: StopRequest = StopRequest()) {
         self.logger = logger
         self.lockNotice = lockNotice
@@ -23,7 +23,7 @@ package struct RunContext: Sendable {
 /// kept). The first request's reason stands. The one registry of what a stop cancels: the
 /// command's signal handler, lock waits, and each set of downloads (the fetch stage's
 /// `register`, `send` and `wait` are watches of one).
-package final class StopRequest: Sendable {
+public final class StopRequest: Sendable {
     private struct State {
         var reason: String?
         var nextToken = 0
@@ -32,15 +32,15 @@ package final class StopRequest: Sendable {
 
     private let state = Mutex(State())
 
-    package init() {}
+    public init() {}
 
     /// Why the run was asked to stop, or nil.
-    package var reason: String? {
+    public var reason: String? {
         state.withLock { $0.reason }
     }
 
     /// Asks the run to stop; the watchers are told (once).
-    package func request(_ reason: String) {
+    public func request(_ reason: String) {
         let watchers = state.withLock { state -> [@Sendable (String) -> Void] in
             guard state.reason == nil else { return [] }
             state.reason = reason
@@ -50,7 +50,7 @@ package final class StopRequest: Sendable {
     }
 
     /// Until `unwatch`, a request calls `onStop` with its reason (at once, if one came already).
-    package func watch(_ onStop: @escaping @Sendable (String) -> Void) -> Int {
+    public func watch(_ onStop: @escaping @Sendable (String) -> Void) -> Int {
         let (token, reason) = state.withLock { state in
             state.nextToken += 1
             state.watchers[state.nextToken] = onStop
@@ -61,7 +61,7 @@ package final class StopRequest: Sendable {
     }
 
     /// `watch`, unless a stop came already: then nil, and `onStop` is not called.
-    package func watchUnlessStopped(_ onStop: @escaping @Sendable (String) -> Void) -> Int? {
+    public func watchUnlessStopped(_ onStop: @escaping @Sendable (String) -> Void) -> Int? {
         state.withLock { state -> Int? in
             guard state.reason == nil else { return nil }
             state.nextToken += 1
@@ -70,7 +70,7 @@ package final class StopRequest: Sendable {
         }
     }
 
-    package func unwatch(_ token: Int) {
+    public func unwatch(_ token: Int) {
         _ = state.withLock { $0.watchers.removeValue(forKey: token) }
     }
 }

@@ -2,11 +2,11 @@
 /// function per kind, used everywhere that kind is written. A manifest `name`, a server's header
 /// or a lock file's contents must not move a terminal's cursor, add a link or an image to a CI
 /// page, or make a report invalid.
-package enum Sanitize {
+public enum Sanitize {
     /// For a terminal, one line: every control character (C0, DEL, C1), line and paragraph
     /// separator and bidirectional override becomes `?`; longer than `limit` characters, cut
     /// with `…`.
-    package static func terminal(_ text: some StringProtocol, limit: Int? = nil) -> String {
+    public static func terminal(_ text: some StringProtocol, limit: Int? = nil) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -17,7 +17,7 @@ package enum Sanitize {
     }
 
     /// For a terminal, several lines: as `terminal`, but line feeds and tabs stay.
-    package static func terminalLines(_ text: String) -> String {
+    public static func terminalLines(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0 != "\n" && $0 != "\t" && isUnsafeForTerminal($0) }) else { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)
@@ -31,7 +31,7 @@ package enum Sanitize {
     /// Markdown or its inline HTML gives a meaning to escaped with a backslash, so the text shows
     /// as written and never becomes a link, an image, a tag, math or a table column. (A bare
     /// http(s) URL may still be shown as a link to itself: GitHub's autolinks.)
-    package static func markdown(_ text: some StringProtocol) -> String {
+    public static func markdown(_ text: some StringProtocol) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -56,7 +56,7 @@ package enum Sanitize {
     /// For HTML and XML (the HTML report, JUnit): the five markup characters as entities, and the
     /// characters XML 1.0 does not allow or discourages (C0 but tab and line breaks, DEL, C1,
     /// U+FFFE, U+FFFF) as `?`.
-    package static func markup(_ text: some StringProtocol) -> String {
+    public static func markup(_ text: some StringProtocol) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -81,7 +81,7 @@ package enum Sanitize {
 
     /// C0, DEL and C1 controls, the Unicode line and paragraph separators, and the bidirectional
     /// embeddings, overrides and isolates (which reorder what a terminal shows).
-    package static func isUnsafeForTerminal(_ scalar: Unicode.Scalar) -> Bool {
+    public static func isUnsafeForTerminal(_ scalar: Unicode.Scalar) -> Bool {
         let value = scalar.value
         return value < 0x20 || (0x7f...0x9f).contains(value) || value == 0x2028 || value == 0x2029
             || (0x202a...0x202e).contains(value) || (0x2066...0x2069).contains(value) || value == 0x200e || value == 0x200f

@@ -4,9 +4,9 @@ import Glibc
 /// The few text operations worker needs beyond the standard library, written here so that the
 /// program links FoundationEssentials only: Foundation brings CoreFoundation and ICU (a binary
 /// twice the size and a slower start; docs/ARCHITECTURE.md).
-package enum Text {
+public enum Text {
     /// `value` as C's printf formats it with `format` (one double: `%.2f`, `%g`).
-    package static func format(_ format: String, _ value: Double) -> String {
+    public static func format(_ format: String, _ value: Double) -> String {
         withVaList([value]) { arguments in
             var buffer = [CChar](repeating: 0, count: 64)
             let count = Int(vsnprintf(&buffer, buffer.count, format, arguments))
@@ -20,7 +20,7 @@ package enum Text {
 
     /// `text` without leading and trailing spaces and tabs (Unicode space separators too), as
     /// Foundation's `trimmingCharacters(in: .whitespaces)`; line breaks are kept.
-    package static func trimmingSpaces(_ text: some StringProtocol) -> String {
+    public static func trimmingSpaces(_ text: some StringProtocol) -> String {
         let scalars = text.unicodeScalars
         func isSpace(_ scalar: Unicode.Scalar) -> Bool {
             scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator
@@ -34,7 +34,7 @@ package enum Text {
 
     /// `text` with each Unicode scalar that `replacement` names replaced (by scalar, not by
     /// character: the line feed of a `\r\n` is found too).
-    package static func escaping(_ text: String, _ replacement: (Unicode.Scalar) -> String?) -> String {
+    public static func escaping(_ text: String, _ replacement: (Unicode.Scalar) -> String?) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -44,7 +44,7 @@ package enum Text {
     }
 
     /// `text` without leading and trailing white space, line breaks included.
-    package static func trimmingWhitespace(_ text: some StringProtocol) -> String {
+    public static func trimmingWhitespace(_ text: some StringProtocol) -> String {
         guard let first = text.firstIndex(where: { !$0.isWhitespace }) else { return "" }
         let last = text.lastIndex(where: { !$0.isWhitespace })!
         return String(text[first...last])
@@ -52,16 +52,16 @@ package enum Text {
 }
 
 /// Path names as Foundation's NSString path methods treat them, for the cases worker has.
-package enum PathName {
+public enum PathName {
     /// The last component: `/a/b.png` → `b.png`, `/a/b/` → `b`, `/` → `/`.
-    package static func lastComponent(_ path: String) -> String {
+    public static func lastComponent(_ path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
         if trimmed == "/" || trimmed.isEmpty { return trimmed }
         return String(trimmed.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
     }
 
     /// Without its last component: `/a/b` → `/a`, `/a` → `/`, `a` → ``.
-    package static func parent(_ path: String) -> String {
+    public static func parent(_ path: String) -> String {
         let trimmed = trimmingTrailingSlashes(path)
         guard let slash = trimmed.lastIndex(of: "/") else { return "" }
         let head = trimmingTrailingSlashes(String(trimmed[..<slash]))
@@ -69,7 +69,7 @@ package enum PathName {
     }
 
     /// Without the last component's extension: `out/a.yaml` → `out/a`, `.hidden` stays.
-    package static func deletingExtension(_ path: String) -> String {
+    public static func deletingExtension(_ path: String) -> String {
         let name = lastComponent(path)
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return path }
         let cut = name.distance(from: dot, to: name.endIndex)
@@ -86,8 +86,8 @@ package enum PathName {
 
 /// An error as a short reason for a message: the system's words for a file system error
 /// (`No such file or directory`), a message an error carries, or its description.
-package enum ErrorText {
-    package static func describe(_ error: any Error) -> String {
+public enum ErrorText {
+    public static func describe(_ error: any Error) -> String {
         if let error = error as? CocoaError {
             if let message = error.userInfo["NSLocalizedDescription"] as? String { return message }
             if let posix = error.underlying as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }

@@ -4,14 +4,14 @@ import CWorkerSystem
 /// alone: the thread says so first thing (`enter`), and a check compares the caller's own
 /// thread-local value with the object — no thread reads what another wrote, so there is nothing
 /// to order between threads.
-package enum ThreadOwner {
+public enum ThreadOwner {
     /// Called first thing on a thread that works for `owner` (and holds it) until the thread ends.
-    package static func enter(_ owner: ObjectIdentifier) {
+    public static func enter(_ owner: ObjectIdentifier) {
         worker_set_thread_owner(UInt(bitPattern: owner))
     }
 
     /// Whether the calling thread is the one that entered for `owner`.
-    package static func isCurrent(_ owner: ObjectIdentifier) -> Bool {
+    public static func isCurrent(_ owner: ObjectIdentifier) -> Bool {
         worker_thread_owner() == UInt(bitPattern: owner)
     }
 }

@@ -6,7 +6,7 @@ import Synchronization
 /// once it is done with one. For blocking work kept off the fetch engines' threads and off
 /// Swift's cooperative pool (a local file's reads, a large body's hash). `close()` lets the
 /// threads end once what was queued has run.
-package final class ThreadQueue: Sendable {
+public final class ThreadQueue: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
         /// The first job not taken yet.
@@ -27,14 +27,14 @@ package final class ThreadQueue: Sendable {
     private let limit: Int
 
     /// `name`: the threads' (at most 15 bytes, as Linux keeps).
-    package init(name: String, limit: Int) {
+    public init(name: String, limit: Int) {
         self.name = name
         self.limit = max(1, limit)
     }
 
     /// Queues `job`; a thread runs it after the jobs queued before it have been taken. When no
     /// thread can be started and none runs, `job` runs here, on the caller's thread.
-    package func async(_ job: @escaping @Sendable () -> Void) {
+    public func async(_ job: @escaping @Sendable () -> Void) {
         let start = state.withLock { state -> Bool in
             precondition(!state.closed, "ThreadQueue: work queued after close()")
             state.jobs.append(job)
@@ -56,7 +56,7 @@ package final class ThreadQueue: Sendable {
     }
 
     /// Lets the threads end once every job queued has run.
-    package func close() {
+    public func close() {
         let threads = state.withLock { state -> Int in
             state.closed = true
             return state.started

@@ -4,29 +4,29 @@ import Dispatch
 
 /// Something a thread of the program's own finishes once, waited for asleep (a semaphore, not
 /// a spin) by any number of waiters: a load or a share of work handed to another thread.
-package final class ThreadLatch: Sendable {
+public final class ThreadLatch: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
-    package init() {}
+    public init() {}
 
-    package func finish() {
+    public func finish() {
         finished.signal()
     }
 
     /// Returns once `finish` has been called (passing the signal on to the next waiter).
-    package func wait() {
+    public func wait() {
         finished.wait()
         finished.signal()
     }
 }
 
-package enum Threads {
+public enum Threads {
     /// Runs `body` on a new detached thread named `name` (at most 15 bytes, as Linux keeps).
     /// False when the system cannot start one (a thread limit, no memory): the caller does
     /// without it, never traps. `body` is sent to the thread: what it holds is the thread's alone
     /// (and released with it when no thread starts).
     @discardableResult
-    package static func detach(name: String, _ body: sending @escaping () -> Void) -> Bool {
+    public static func detach(name: String, _ body: sending @escaping () -> Void) -> Bool {
         final class Start {
             let name: String
             let body: () -> Void

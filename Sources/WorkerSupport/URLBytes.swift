@@ -1,10 +1,10 @@
 /// A URL's parts found in its UTF-8 bytes, in place: every report row's URL is redacted, every
 /// request's checked for credentials. The delimiters are ASCII. One function over raw bytes for
 /// every caller, not a generic one: called from another module, a generic ran unspecialized.
-package enum URLBytes {
+public enum URLBytes {
     /// The user info: the bytes between the first `://` and the last `@` of the authority after
     /// it (which ends at the first `/`, `?` or `#`); nil when there is none.
-    package static func userInfo(in bytes: UnsafeRawBufferPointer) -> Range<Int>? {
+    public static func userInfo(in bytes: UnsafeRawBufferPointer) -> Range<Int>? {
         guard let start = authorityStart(bytes) else { return nil }
         var at: Int?
         var end = start

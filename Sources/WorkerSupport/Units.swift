@@ -3,9 +3,9 @@ import Glibc
 
 /// Parsers for the human units of the command line: durations (`30s`, `5m`, `7d`) and sizes
 /// (`256MiB`, `1MB`, `1048576`).
-package enum Units {
+public enum Units {
     /// Seconds in `text`: a number with an optional unit ms, s, m, h, d, w (plain numbers are seconds).
-    package static func duration(_ text: String) -> Double? {
+    public static func duration(_ text: String) -> Double? {
         let (number, unit) = split(text)
         guard let value = Double(number), value >= 0, value.isFinite else { return nil }
         let scale: Double? = switch unit.lowercased() {
@@ -24,11 +24,11 @@ package enum Units {
     }
 
     /// The longest duration an option takes: 100 years, in seconds.
-    package static let maxDuration = 3_155_760_000.0
+    public static let maxDuration = 3_155_760_000.0
 
     /// Bytes in `text`: a number with an optional unit B, KB/MB/GB/TB (powers of 1000) or
     /// KiB/MiB/GiB/TiB (powers of 1024); K, M, G, T alone are powers of 1024, as in rclone.
-    package static func size(_ text: String) -> Int64? {
+    public static func size(_ text: String) -> Int64? {
         let (number, unit) = split(text)
         guard let value = Double(number), value >= 0, value.isFinite else { return nil }
         let scale: Double? = switch unit.lowercased() {
@@ -50,7 +50,7 @@ package enum Units {
     /// `1.2 MB` style, powers of 1000.
     /// A transfer rate in bytes per second, in curl's `--limit-rate` forms: `500000`, `256K`,
     /// `1M`, `2G` (K = 1024), optionally with `B` or `/s` (`1MB/s`).
-    package static func rate(_ text: String) -> Int64? {
+    public static func rate(_ text: String) -> Int64? {
         var rest = Text.trimmingSpaces(text)
         if rest.lowercased().hasSuffix("/s") { rest.removeLast(2) }
         if rest.hasSuffix("B") || rest.hasSuffix("b") { rest.removeLast() }
@@ -68,7 +68,7 @@ package enum Units {
     }
 
     /// A duration as `--deadline` and friends take it: `45s`, `1m30s`, `2h5m`, `0.5s`.
-    package static func formatDuration(_ seconds: Double) -> String {
+    public static func formatDuration(_ seconds: Double) -> String {
         if seconds < 60 {
             return seconds == seconds.rounded() ? "\(Int(seconds))s" : Text.format("%g", seconds) + "s"
         }
@@ -78,11 +78,11 @@ package enum Units {
     }
 
     /// How long ago something was, in the duration's format to the whole second (`9s`, `3m5s`).
-    package static func formatAge(_ seconds: Double) -> String {
+    public static func formatAge(_ seconds: Double) -> String {
         formatDuration(max(0, seconds.rounded()))
     }
 
-    package static func formatBytes(_ bytes: Int64) -> String {
+    public static func formatBytes(_ bytes: Int64) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]
         var value = Double(bytes)
         var unit = 0

@@ -1,13 +1,13 @@
 /// `${VAR}` in a header value, replaced by the environment variable's value (manifest headers,
 /// `--remote-header`). A variable that is not set is named in the problem, never a value.
-package enum VariableExpansion {
-    package enum Problem: Error, Equatable {
+public enum VariableExpansion {
+    public enum Problem: Error, Equatable {
         case unclosed
         case unset(String)
         /// A variable the operator did not name (a remote manifest reads only `--manifest-env` ones).
         case unnamed(String)
 
-        package var message: String {
+        public var message: String {
             switch self {
             case .unclosed: "'${' without a closing '}'"
             case .unset(let name): "environment variable '\(Redact.short(name))' is not set"
@@ -19,7 +19,7 @@ package enum VariableExpansion {
     }
 
     /// `allowed`, when given, names the only variables that may be read.
-    package static func expand(_ text: String, environment: [String: String], allowed: Set<String>? = nil) -> Result<String, Problem> {
+    public static func expand(_ text: String, environment: [String: String], allowed: Set<String>? = nil) -> Result<String, Problem> {
         var value = ""
         var rest = Substring(text)
         while let open = rest.firstRange(of: "${") {

@@ -19,12 +19,12 @@ final class LiveProgress: Sendable {
 }
 
 /// Work repeated on a fetch engine's timers until `stop()`.
-package final class Ticker: Sendable {
+public final class Ticker: Sendable {
     private let stopped = Mutex(false)
 
-    package init() {}
+    public init() {}
 
-    package func every(_ seconds: Double, on engine: any FetchEngine, _ work: @escaping @Sendable () -> Void) {
+    public func every(_ seconds: Double, on engine: any FetchEngine, _ work: @escaping @Sendable () -> Void) {
         engine.schedule(in: seconds) { [self] fired in
             guard fired, !stopped.withLock({ $0 }) else { return }
             work()
@@ -32,7 +32,7 @@ package final class Ticker: Sendable {
         }
     }
 
-    package func stop() {
+    public func stop() {
         stopped.withLock { $0 = true }
     }
 }

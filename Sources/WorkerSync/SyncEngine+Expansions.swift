@@ -12,7 +12,7 @@ import WorkerStore
 /// (another run with the same settings fails alike); `--offline` asks nobody, so it cannot read them.
 extension SyncEngine {
     /// `worker manifest URL`: the parts `url` stands for, each pinned by its hash.
-    package func expandedManifest(_ url: String) async throws(SyncFailure) -> [ManifestWriter.Item] {
+    public func expandedManifest(_ url: String) async throws(SyncFailure) -> [ManifestWriter.Item] {
         let set = ManifestSet(manifests: [Manifest(path: url, name: "", headers: [], localRoot: "/", entryCount: 1)],
                               entries: [ManifestEntry(url: url, manifest: 0, line: 1, column: 1)])
         let expanded = try await resolvingExpansions(set)

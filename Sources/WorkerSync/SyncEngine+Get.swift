@@ -11,15 +11,15 @@ import WorkerSupport
 /// verification, storage, lock and index rules), so the entry then exists like any other.
 extension SyncEngine {
     /// What `get` found or fetched.
-    package struct Lookup: Sendable {
+    public struct Lookup: Sendable {
         /// The object file, when the URL is cached (now).
-        package let path: String?
+        public let path: String?
         /// The entry's report row: its status (`unchanged` for a hit), or why it failed.
-        package let entry: SyncReport.Entry?
+        public let entry: SyncReport.Entry?
     }
 
     /// Looks `url` up, fetching it on a miss; `hash` pins the content it must have.
-    package func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
+    public func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
         if let problem = Self.urlProblem(url) {
             throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(path: "get", line: 0, column: 0, message: problem)],
                                            truncated: false))
@@ -42,7 +42,7 @@ extension SyncEngine {
 extension SyncEngine {
     /// The pinned URLs in the order given (duplicates once), and the entries that failed.
     /// `source` names the list in errors (`urls.txt:3: …`).
-    package func pin(urls: [String], source: String) async throws(SyncFailure) -> (items: [ManifestWriter.Item], failed: [SyncReport.Entry]) {
+    public func pin(urls: [String], source: String) async throws(SyncFailure) -> (items: [ManifestWriter.Item], failed: [SyncReport.Entry]) {
         var diagnostics: [ManifestDiagnostic] = []
         var entries: [ManifestEntry] = []
         var seen = Set<String>()

@@ -16,30 +16,30 @@ import WorkerSupport
 extension SyncEngine {
     /// A folder's manifest: each file's path relative to the folder with its SHA-256, and what
     /// it took.
-    package struct FolderManifest: Sendable {
-        package var items: [ManifestWriter.Item] = []
+    public struct FolderManifest: Sendable {
+        public var items: [ManifestWriter.Item] = []
         /// Why the folder could not be listed (then nothing else was asked, and no manifest is due).
-        package var listingFailure: String?
+        public var listingFailure: String?
         /// Files that could not be pinned (each a report row), left out.
-        package var failed: [SyncReport.Entry] = []
+        public var failed: [SyncReport.Entry] = []
         /// URLs left out because they cannot be a file's path in a tree (`a//b`, `a/./b`, a folder marker).
-        package var skipped: [String] = []
-        package var listed = 0
+        public var skipped: [String] = []
+        public var listed = 0
         /// Pins kept from the last run (the listing said the same of them).
-        package var unchanged = 0
+        public var unchanged = 0
         /// Pinned by the checksum the origin stores (a HEAD each).
-        package var byChecksum = 0
+        public var byChecksum = 0
         /// Pinned by hashing a download (through the cache).
-        package var byDownload = 0
+        public var byDownload = 0
         /// What the kind calls its files ("objects"), and where a stored hash comes from.
-        package var noun = "files"
-        package var storedHashSource = "the origin's SHA-256"
+        public var noun = "files"
+        public var storedHashSource = "the origin's SHA-256"
     }
 
     /// Lists `folder` (a URL of a listable kind, ending in `/`) and pins each file; `earlier`
     /// (an earlier manifest's pins, by absolute URL) must agree with what the index kept for a
     /// pin to be kept without asking.
-    package func folderManifest(_ folder: String, earlier: [String: String]?) async throws(SyncFailure) -> FolderManifest {
+    public func folderManifest(_ folder: String, earlier: [String: String]?) async throws(SyncFailure) -> FolderManifest {
         var options = options
         do throws(KindSettingsProblem) {
             let kinds = URLKinds.kind(of: folder).map { Set([$0.id]) } ?? []

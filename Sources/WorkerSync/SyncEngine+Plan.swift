@@ -9,7 +9,7 @@ import WorkerStore
 extension SyncEngine {
     /// `worker plan` and `sync --dry-run`: reads the manifests, plans them against the cache as
     /// it is, and returns (and writes, if asked) the report of what a sync would do.
-    package func dryRun(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
+    public func dryRun(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
         let startedAt = Date()
         let (manifests, opened) = try await openAndLoad(arguments, collectsTree: options.collectsTree)
         guard opened.fetchedURLs.isEmpty else {
@@ -33,7 +33,7 @@ extension SyncEngine {
     }
 
     /// The plan against the cache as it is. Creates nothing; a missing cache plans everything.
-    package func plan(_ manifests: ManifestSet) throws(CacheError) -> SyncPlan {
+    public func plan(_ manifests: ManifestSet) throws(CacheError) -> SyncPlan {
         let indexPath = CacheLayout.indexPath(options.cacheDirectory)
         guard access(indexPath, F_OK) == 0 else {
             return Planner(objectExists: { _ in false }).plan(options.shard.filter(manifests), records: IndexRows())
@@ -76,7 +76,7 @@ extension SyncEngine {
     }
 
     /// The report of a plan: what a sync would do, without doing it (the same ledger as a sync's).
-    package func report(of plan: SyncPlan, startedAt: Date, tree: TreeOutcome? = nil) -> SyncReport {
+    public func report(of plan: SyncPlan, startedAt: Date, tree: TreeOutcome? = nil) -> SyncReport {
         var ledger = SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt,
                                 outputs: options.outputs, shownRows: options.shownRows, limits: nil, dryRun: true)
         for item in plan.items.indices {

@@ -16,13 +16,13 @@ struct SyncResult {
 }
 
 /// Runs the pipeline: Manifest → SyncPlan → fetch results → store + index → SyncReport.
-package struct SyncEngine: Sendable {
-    package let options: SyncOptions
+public struct SyncEngine: Sendable {
+    public let options: SyncOptions
     /// The command's logger, lock notices and stop request.
-    package let context: RunContext
+    public let context: RunContext
     var logger: Logger { context.logger }
 
-    package init(options: SyncOptions, context: RunContext = RunContext()) {
+    public init(options: SyncOptions, context: RunContext = RunContext()) {
         self.options = options
         self.context = context
     }
@@ -43,7 +43,7 @@ package struct SyncEngine: Sendable {
 
     /// Whether a sync into `cacheDirectory` surely downloads over the network: it has no index
     /// yet (every http(s) entry is a download) and the run is not `--offline`.
-    package static func surelyDownloads(cacheDirectory: String, offline: Bool) -> Bool {
+    public static func surelyDownloads(cacheDirectory: String, offline: Bool) -> Bool {
         surelyDownloads(indexed: hasIndex(cacheDirectory), offline: offline)
     }
 
@@ -61,7 +61,7 @@ package struct SyncEngine: Sendable {
     /// Reads the manifests (while another thread reads the index ahead) and syncs them: the
     /// whole run from manifest paths to report, outputs written. A run that cannot read its
     /// manifests publishes nothing and still writes its outputs, with the error.
-    package func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
+    public func sync(manifestPaths arguments: [String]) async throws(SyncFailure) -> SyncReport {
         let startedAt = Date()
         do {
             return try await readAndSync(arguments)

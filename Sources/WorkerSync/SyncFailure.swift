@@ -5,7 +5,7 @@ import WorkerSupport
 
 /// Why a sync did not run to its report: its manifests are wrong (exit 2, nothing touched), what
 /// they need cannot be had or is refused, or the cache cannot be used or is locked.
-package enum SyncFailure: Error, Sendable {
+public enum SyncFailure: Error, Sendable {
     case manifest(ManifestErrors)
     /// A remote manifest could not be fetched and no accepted copy of it is young enough
     /// (`--manifest-max-age`): exit 3, nothing fetched — the next run may succeed.
@@ -23,7 +23,7 @@ package enum SyncFailure: Error, Sendable {
 }
 
 extension SyncFailure: ExitClassified, CustomStringConvertible {
-    package var exitClass: ExitClass {
+    public var exitClass: ExitClass {
         switch self {
         case .manifest(let errors): errors.exitClass
         case .manifestUnavailable: .busy
@@ -33,7 +33,7 @@ extension SyncFailure: ExitClassified, CustomStringConvertible {
         }
     }
 
-    package var description: String {
+    public var description: String {
         switch self {
         case .manifest(let errors): errors.exitMessage
         case .manifestUnavailable(let problem): "cannot get the manifest: \(problem)"
@@ -44,7 +44,7 @@ extension SyncFailure: ExitClassified, CustomStringConvertible {
         }
     }
 
-    package var exitMessage: String {
+    public var exitMessage: String {
         switch self {
         case .manifest(let errors): errors.exitMessage
         case .settings(let problem): problem.exitMessage

@@ -5,70 +5,70 @@ import WorkerReport
 import WorkerStore
 
 /// Options of a `sync` run beyond the manifests.
-package struct SyncOptions: Sendable {
-    package var cacheDirectory: String
-    package var fetch = FetchSettings()
+public struct SyncOptions: Sendable {
+    public var cacheDirectory: String
+    public var fetch = FetchSettings()
     /// Seconds to wait for another run's lock; nil waits without limit.
-    package var waitLock: Double?
-    package var prune = false
+    public var waitLock: Double?
+    public var prune = false
     /// Prune only orphans not used for this many seconds (a grace period; 0 = at once).
-    package var pruneAfter = 0.0
+    public var pruneAfter = 0.0
     /// Check hashless entries with conditional requests.
-    package var revalidate = false
+    public var revalidate = false
     /// Whether the run is recorded per manifest for `worker status` (not for `get`'s one URL).
-    package var recordsManifestRuns = true
+    public var recordsManifestRuns = true
     /// Download and verify every selected entry again (`--refresh`).
-    package var refresh = false
+    public var refresh = false
     /// Download every entry without a hash again, in full, and never serve a remote manifest's
     /// kept copy (`--refresh-unpinned`: a cache restored from somewhere the run cannot vouch for).
-    package var refreshUnpinned = false
+    public var refreshUnpinned = false
     /// No network: report what is missing or out of date, fetch nothing.
-    package var offline = false
+    public var offline = false
     /// Handle only the entries of this shard (orphans too are only this shard's).
-    package var shard = Shard.all
+    public var shard = Shard.all
     /// The publishers' keys and the remote manifests' rules (`--trusted-keys`, `--signature`,
     /// `--manifest-max-age`).
-    package var trust = ManifestTrust()
+    public var trust = ManifestTrust()
     /// URLs the index keeps whatever the manifests list (remote manifests and their signatures):
     /// never pruned as orphans.
-    package var keptURLs: Set<String> = []
+    public var keptURLs: Set<String> = []
     /// Whether the command may create the cache (`sync`, `get`, `manifest --urls`); a remote
     /// manifest of one that may not (`plan`, `verify`) is read through a scratch cache instead.
-    package var mayCreateCache = true
+    public var mayCreateCache = true
     /// Called after each finished download (from one task at a time).
-    package var onProgress: (@Sendable (SyncProgress) -> Void)?
+    public var onProgress: (@Sendable (SyncProgress) -> Void)?
     /// The largest share of the index `--prune` may remove in one run (0...1).
-    package var pruneMax = 0.5
-    package var force = false
+    public var pruneMax = 0.5
+    public var force = false
     /// How many rows other than failures the caller shows of the report itself (the text
     /// summary's list; nil: all). The outputs decide the rest (`SyncLedger.rowsKept`).
-    package var shownRows: Int?
+    public var shownRows: Int?
     /// Seconds the whole run may take; entries not done by then fail as `cancelled`.
-    package var deadline: Double?
+    public var deadline: Double?
     /// Rows committed per batch (one flush each), and the longest a finished entry waits uncommitted.
     /// Small enough that the flushes overlap the downloads (the last batch's flush is what a run
     /// waits for at its end; docs/ARCHITECTURE.md, "Measurements behind the code").
-    package var batchSize = 1024
-    package var batchInterval = 0.5
+    public var batchSize = 1024
+    public var batchInterval = 0.5
     /// Files to write at the end of the run (reports, metrics), and the failures it may have.
-    package var outputs = SyncOutputs()
-    package var failureBudget = FailureBudget.none
+    public var outputs = SyncOutputs()
+    public var failureBudget = FailureBudget.none
     /// Body bytes per batch: large bodies are flushed while later ones still download, so the
     /// run does not end waiting for all of them to reach the disk at once.
-    package var batchBytes: Int64 = 64 << 20
+    public var batchBytes: Int64 = 64 << 20
     /// Publish the manifests' entries as a tree of files at their names here after the run
     /// (`--tree`): `TreePublisher`.
-    package var tree: String?
+    public var tree: String?
     /// How the tree names its files (`--layout`): at their tree paths, or an app library's layout.
-    package var treeLayout = TreeLayout.tree
+    public var treeLayout = TreeLayout.tree
     /// Whether the manifests' tree paths are read (a `--tree` in the tree layout).
     var collectsTree: Bool { tree != nil && treeLayout.namesByTreePath }
     /// Switch the tree only to a version that holds every entry (`--tree-complete`).
-    package var treeComplete = false
+    public var treeComplete = false
     /// Keep each item's outcome (status and SHA-256) for the caller (`get`, `manifest --urls`).
     var keepsOutcomes = false
 
-    package init(cacheDirectory: String) {
+    public init(cacheDirectory: String) {
         self.cacheDirectory = cacheDirectory
     }
 }

@@ -219,7 +219,7 @@ struct FallbackWalk: Sendable {
 }
 
 /// A plan item's download result.
-package struct ItemResult: Sendable {
-    package let item: Int
-    package let result: FetchResult
+public struct ItemResult: Sendable {
+    public let item: Int
+    public let result: FetchResult
 }

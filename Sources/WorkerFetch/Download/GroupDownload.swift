@@ -137,7 +137,7 @@ protocol DownloadRun: OriginGate {
 extension Fetcher {
     /// Downloads one request with its retries (for callers outside a queue: `verify --repair`):
     /// a group of one, without the tier. Cancelling the calling task cancels the download.
-    package func fetch(_ request: FetchRequest) async -> FetchResult {
+    public func fetch(_ request: FetchRequest) async -> FetchResult {
         let control = StopRequest()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -1,8 +1,8 @@
 /// Why a `--remote-cache` setting was refused (a usage error).
-package struct RemoteCacheProblem: Error, Sendable, Equatable {
-    package let message: String
+public struct RemoteCacheProblem: Error, Sendable, Equatable {
+    public let message: String
 
-    package init(_ message: String) {
+    public init(_ message: String) {
         self.message = message
     }
 }

@@ -5,27 +5,27 @@ import WorkerSupport
 /// A shared content-addressed tier (`--remote-cache`): Bazel's remote-cache protocol, where the
 /// object of SHA-256 `hex` is `GET`/`HEAD`/`PUT {base}/cas/{hex}` (bazel-remote, nginx with
 /// WebDAV, …). docs/REMOTE-CACHE.md describes what is sent where.
-package struct RemoteCacheSettings: Sendable, Equatable {
+public struct RemoteCacheSettings: Sendable, Equatable {
     /// The tier's URL without a trailing slash (user info kept: libcurl sends it as Basic auth).
-    package let base: String
+    public let base: String
     /// `Name: value` lines sent to the tier only, variables expanded (never printed).
-    package let headers: [String]
+    public let headers: [String]
     /// Never uploads (`--remote-cache-read-only`).
-    package var readOnly = false
+    public var readOnly = false
     /// Connect timeout, and the longest silence (or crawl) of a tier answer: a tier is near.
-    package var timeout = 2.0
+    public var timeout = 2.0
     /// Uploads in flight at once: enough to keep pace with the downloads, so that a body is on the
     /// tier soon after it is verified and runners started together find what another fetched
     /// (BENCHMARKS.md, "Mirrors and machines that start together").
-    package var uploadsAtOnce = 32
+    public var uploadsAtOnce = 32
     /// Errors in a row after which the tier is left alone for the rest of the run.
-    package var errorsToGiveUp = 3
+    public var errorsToGiveUp = 3
     /// Uploads bodies of entries without a SHA-256 pin too (`manifest --urls`: the hashes it
     /// writes are the names the runners of its manifest will ask the tier for).
-    package var uploadsUnpinned = false
+    public var uploadsUnpinned = false
     /// Uploads bodies fetched with credentials too (`--remote-cache-upload-private`: the tier is
     /// as private as the origins). Without it they stay local.
-    package var uploadsPrivate = false
+    public var uploadsPrivate = false
 
     /// A tier answer slower than this many bytes a second for `timeout` seconds is cut (a drip).
     static let slowestRate = 16 << 10
@@ -36,13 +36,13 @@ package struct RemoteCacheSettings: Sendable, Equatable {
 
     /// Checks the URL (http or https, a host, no query or fragment) and the headers
     /// (`Name: value`, `${VAR}` expanded from `environment`). The problem names the option.
-    package static func make(url: String, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
+    public static func make(url: String, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
         RemoteCacheURL.parse(url).flatMap { make(url: $0, headers: headers, environment: environment) }
     }
 
     /// The settings for a checked URL, with the headers checked (`Name: value`, `${VAR}` expanded
     /// from `environment`). The problem names the option.
-    package static func make(url: RemoteCacheURL, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
+    public static func make(url: RemoteCacheURL, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
         var lines: [String] = []
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {
@@ -96,7 +96,7 @@ package struct RemoteCacheSettings: Sendable, Equatable {
     }
 
     /// The URL as it may be shown: without user info.
-    package var shownURL: String { Redact.url(base) }
+    public var shownURL: String { Redact.url(base) }
 
     var timeouts: TransferTimeouts {
         TransferTimeouts(connect: timeout, read: timeout, slowestRate: Self.slowestRate)

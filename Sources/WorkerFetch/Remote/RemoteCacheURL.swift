@@ -4,13 +4,13 @@ import WorkerSupport
 
 /// The shared tier's base URL (`--remote-cache`, `WORKER_REMOTE_CACHE`): http or https, a host,
 /// no query or fragment, without a trailing slash; user info kept (libcurl sends it as Basic auth).
-package struct RemoteCacheURL: Sendable, Equatable {
+public struct RemoteCacheURL: Sendable, Equatable {
     /// The URL without a trailing slash.
-    package let base: String
+    public let base: String
 
     /// The URL checked, or why it cannot be the tier's, in words that name `--remote-cache` and
     /// never show its password.
-    package static func parse(_ url: String) -> Result<RemoteCacheURL, RemoteCacheProblem> {
+    public static func parse(_ url: String) -> Result<RemoteCacheURL, RemoteCacheProblem> {
         var trimmed = url
         while trimmed.hasSuffix("/"), !trimmed.hasSuffix("://") { trimmed.removeLast() }
         guard !url.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }),

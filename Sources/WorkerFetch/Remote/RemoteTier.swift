@@ -3,7 +3,7 @@ import Synchronization
 
 /// A run's shared tier: its settings, its health (`RemoteTierHealth`) and what it did, shared by
 /// the lookups (`RemoteCacheLookup`) and the uploads (`RemoteUploads`) on every engine's thread.
-package final class RemoteTier: Sendable {
+public final class RemoteTier: Sendable {
     let settings: RemoteCacheSettings
     private let logger: Logger
     private let state: Mutex<State>
@@ -14,7 +14,7 @@ package final class RemoteTier: Sendable {
         var pace = RemoteTierPace()
     }
 
-    package init(settings: RemoteCacheSettings, logger: Logger) {
+    public init(settings: RemoteCacheSettings, logger: Logger) {
         self.settings = settings
         self.logger = logger
         state = Mutex(State(health: RemoteTierHealth(limit: settings.errorsToGiveUp),
@@ -24,7 +24,7 @@ package final class RemoteTier: Sendable {
     var isUsable: Bool { state.withLock { $0.health.isUsable } }
 
     /// What the run's tier did so far: the report's `remote_cache` object.
-    package var summary: RemoteTierCounts { state.withLock { $0.counts } }
+    public var summary: RemoteTierCounts { state.withLock { $0.counts } }
 
 
     /// Counts what does not tell of the tier's health (an upload dropped, a lookup skipped).

@@ -1,32 +1,32 @@
 /// What the shared tier did in one run (a sync's or `worker push`'s): its URL (redacted) and its
 /// counts, kept by the tier and shown as the report's `remote_cache` object.
-package struct RemoteTierCounts: Sendable, Codable, Equatable {
-    package var url: String
-    package var readOnly: Bool
+public struct RemoteTierCounts: Sendable, Codable, Equatable {
+    public var url: String
+    public var readOnly: Bool
     /// Bodies the tier had and that matched their hash (stored).
-    package var hits = 0
+    public var hits = 0
     /// Lookups the tier answered 404 (or with a redirect, not followed).
-    package var misses = 0
+    public var misses = 0
     /// Bodies that failed their hash or were cut: discarded, the origin asked.
-    package var corrupt = 0
+    public var corrupt = 0
     /// Lookups that failed (refused, timeout, 5xx, …): the origin asked.
-    package var errors = 0
+    public var errors = 0
     /// Lookups not made because the tier had been given up.
-    package var skipped = 0
-    package var uploads = 0
-    package var uploadErrors = 0
+    public var skipped = 0
+    public var uploads = 0
+    public var uploadErrors = 0
     /// Uploads queued or in flight when the run was stopped (deadline, signal).
-    package var uploadsNotDone = 0
-    package var bytesDown: Int64 = 0
-    package var bytesUp: Int64 = 0
+    public var uploadsNotDone = 0
+    public var bytesDown: Int64 = 0
+    public var bytesUp: Int64 = 0
     /// Why the run stopped asking the tier, if it did.
-    package var givenUp: String?
+    public var givenUp: String?
     /// Objects `worker push` found on the tier already (not in the sync report).
-    package var present = 0
+    public var present = 0
     /// Bodies fetched with credentials, kept off the tier (no `--remote-cache-upload-private`).
-    package var privateNotUploaded = 0
+    public var privateNotUploaded = 0
 
-    package init(url: String, readOnly: Bool) {
+    public init(url: String, readOnly: Bool) {
         self.url = url
         self.readOnly = readOnly
     }

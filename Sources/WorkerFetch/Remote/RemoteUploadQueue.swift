@@ -47,7 +47,7 @@ struct RemoteUploadQueue {
 }
 
 /// An object to upload to the tier (`RemoteUploads.offer`).
-package struct PendingUpload: Sendable {
+public struct PendingUpload: Sendable {
     let sha256: String
     let size: Int64
     /// Asks with `HEAD` first and sends only what the tier lacks (`worker push`).
@@ -57,7 +57,7 @@ package struct PendingUpload: Sendable {
     /// Sent again after a transient failure (once).
     var retried = false
 
-    package init(sha256: String, size: Int64, checksFirst: Bool = false, afterCollections: Bool = false) {
+    public init(sha256: String, size: Int64, checksFirst: Bool = false, afterCollections: Bool = false) {
         self.sha256 = sha256
         self.size = size
         self.checksFirst = checksFirst

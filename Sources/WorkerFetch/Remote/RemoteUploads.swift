@@ -10,7 +10,7 @@ import WorkerSupport
 /// discarded). The run closes the offers after its last commit and waits for the uploads
 /// (`finished`); a stop (deadline, signal) drops what is queued and cuts what is in flight, and
 /// both are counted as not done.
-package final class RemoteUploads: Sendable, InstallObserver {
+public final class RemoteUploads: Sendable, InstallObserver {
     typealias Collections = RemoteUploadQueue.Collections
 
 
@@ -22,7 +22,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
     private let control = StopRequest()
     private let state = Mutex(RemoteUploadQueue())
 
-    package init(tier: RemoteTier, cacheDirectory: String, engines: [any FetchEngine], entryTimeout: Double) {
+    public init(tier: RemoteTier, cacheDirectory: String, engines: [any FetchEngine], entryTimeout: Double) {
         self.tier = tier
         self.cacheDirectory = cacheDirectory
         self.engines = engines
@@ -36,12 +36,12 @@ package final class RemoteUploads: Sendable, InstallObserver {
 
     /// A commit installed these rows: the objects promised are queued (the uploads observe the
     /// run's commits; `BatchCommit.observer`).
-    package func installed(_ rows: [IndexRecord]) {
+    public func installed(_ rows: [IndexRecord]) {
         let due = state.withLock { state in rows.filter { state.promised.remove($0.object) != nil } }
         for row in due { offer(PendingUpload(sha256: row.object, size: row.size)) }
     }
 
-    package func offer(_ pending: PendingUpload) {
+    public func offer(_ pending: PendingUpload) {
         let accepted = state.withLock { state in
             guard !state.stopped else { return false }
             state.queue.append(pending)
@@ -51,7 +51,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
     }
 
     /// No more offers come: `finished` returns once those made have ended.
-    package func closeOffers() {
+    public func closeOffers() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open = false
             guard state.inFlight == 0, state.waiting == 0 || state.stopped else { return [] }
@@ -63,7 +63,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
 
     /// Returns once the offers are closed (or the uploads stopped) and every upload offered has
     /// ended (or was dropped by `stop`).
-    package func finished() async {
+    public func finished() async {
         await withCheckedContinuation { continuation in
             let idle = state.withLock { state in
                 guard state.inFlight > 0 || (state.waiting > 0 || state.open) && !state.stopped else { return true }
@@ -75,7 +75,7 @@ package final class RemoteUploads: Sendable, InstallObserver {
     }
 
     /// Drops what is queued and cuts what is in flight (each counted as not done).
-    package func stop(because reason: String) {
+    public func stop(because reason: String) {
         let (dropped, waiters) = state.withLock { state in
             let dropped = state.stopped ? 0 : state.waiting
             state.stopped = true

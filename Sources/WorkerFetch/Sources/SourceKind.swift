@@ -1,5 +1,5 @@
 /// The sources a download can come from.
-package enum SourceKind: String, Sendable, Codable {
+public enum SourceKind: String, Sendable, Codable {
     /// The URL itself, over HTTP(S).
     case origin
     /// A `file://` URL: a file in the manifest's folder.

@@ -28,7 +28,7 @@ extension RegistryAccess {
     /// of the artifact. A tag is read where `--rewrite` sends it, then from each of its `mirrors`
     /// (by URL) in turn while it cannot be. A failure says what the registry said, after the URL.
     /// `access`: the run's, with what the registries asked for (the downloads use it).
-    package func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
+    public func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
         -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess) {
         var asked: [String: [OCIReference]] = [:]
         for url in urls {

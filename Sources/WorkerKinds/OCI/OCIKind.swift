@@ -12,37 +12,37 @@ import WorkerSupport
 /// `https://REGISTRY/v2/REPOSITORY/blobs/sha256:DIGEST` (plain http for a loopback registry that
 /// does not speak TLS, and under `--plain-http`), authorized as the registry asks (the fetch
 /// stage's `RegistryAccess`).
-package struct OCIKind: URLKind {
-    package var id: URLKindID { .oci }
-    package var schemes: [String] { Self.schemes }
+public struct OCIKind: URLKind {
+    public var id: URLKindID { .oci }
+    public var schemes: [String] { Self.schemes }
     private static let schemes = ["oci"]
-    package var roles: URLRoles { [.remote, .signed] }
-    package var literalPaths: Bool { false }
-    package var sentWithoutCredentials: String? { "sent without credentials: none for this registry (docker login, or REGISTRY_AUTH_FILE)" }
+    public var roles: URLRoles { [.remote, .signed] }
+    public var literalPaths: Bool { false }
+    public var sentWithoutCredentials: String? { "sent without credentials: none for this registry (docker login, or REGISTRY_AUTH_FILE)" }
 
     /// The registry (any spelling of its host and port, as http(s) compares them), and
     /// `/REPOSITORY@sha256:DIGEST`.
     /// (A prefix — `oci://REGISTRY/`, `oci://REGISTRY/team/` — has one too: the rest need not be
     /// a whole reference.)
-    package func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
         OCIReference.registry(of: url).map { ($0.origin, url[$0.restStart...]) }
     }
 
-    package func problem(entry url: String) -> String? {
+    public func problem(entry url: String) -> String? {
         switch OCIReference.parse(url) {
         case .success: nil
         case .failure(let problem): problem.description
         }
     }
 
-    package func problem(prefix: String) -> String? {
+    public func problem(prefix: String) -> String? {
         let registry = prefix.dropFirst("oci://".count).prefix { $0 != "/" }
         return Origin.http("https://" + registry) == nil ? ": '\(Redact.short(String(registry)))' is not a registry (HOST[:PORT])" : nil
     }
 
     /// A blob's: `REPOSITORY@sha256:DIGEST`, as Docker writes a reference without its registry.
     /// A tag's: the folder its layers are put in, by title (`REPOSITORY`); one layer's: its title.
-    package func treePath(written: String) -> Result<String, TreePathProblem> {
+    public func treePath(written: String) -> Result<String, TreePathProblem> {
         guard let reference = OCIReference(written) else {
             return .failure(TreePathProblem(message: "not an oci:// reference: give the entry a 'path'"))
         }
@@ -50,44 +50,44 @@ package struct OCIKind: URLKind {
         return .success(reference.title ?? reference.repository)
     }
 
-    package func impliedHash(of url: String) -> ContentHash? {
+    public func impliedHash(of url: String) -> ContentHash? {
         guard let reference = OCIReference(url), reference.isBlob else { return nil }
         return reference.digest.flatMap { try? ContentHash.parse("sha256:" + $0).get() }
     }
 
     /// A tag stands for its titled layers; a layer's title (`:TAG#TITLE`) for that layer until
     /// it is pinned by its digest.
-    package func expands(_ url: String, pinned: Bool) -> Bool {
+    public func expands(_ url: String, pinned: Bool) -> Bool {
         guard let reference = OCIReference(url), reference.tag != nil else { return false }
         return reference.title == nil || !pinned
     }
 
-    package var expandedForm: String? { "oci://REGISTRY/REPOSITORY:TAG" }
+    public var expandedForm: String? { "oci://REGISTRY/REPOSITORY:TAG" }
 }
 
 /// A parsed `oci://` reference: the registry, the repository (the distribution spec's grammar:
 /// lowercase path components joined by `.`, `_`, `__` or dashes), and a digest or a tag.
-package struct OCIReference: Sendable, Equatable {
+public struct OCIReference: Sendable, Equatable {
     /// HOST[:PORT] as written.
-    package let registry: String
-    package let repository: String
+    public let registry: String
+    public let repository: String
     /// The SHA-256 in hex, for `@sha256:`: a blob's, or with a tag (`:TAG@sha256:`, as Docker
     /// pins a reference) the artifact's manifest's.
-    package let digest: String?
+    public let digest: String?
     /// The tag, for `:TAG`.
-    package let tag: String?
+    public let tag: String?
     /// The layer of a tag's artifact, for `:TAG#TITLE` (its title annotation).
-    package let title: String?
+    public let title: String?
     /// Where the registry is (its host and port as http(s) compares them).
-    package let origin: Origin
+    public let origin: Origin
     let restStart: String.Index
 
-    package static func == (left: OCIReference, right: OCIReference) -> Bool {
+    public static func == (left: OCIReference, right: OCIReference) -> Bool {
         left.registry == right.registry && left.repository == right.repository && left.digest == right.digest && left.tag == right.tag
             && left.title == right.title
     }
 
-    package init?(_ url: String) {
+    public init?(_ url: String) {
         guard case .success(let reference) = Self.parse(url) else { return nil }
         self = reference
     }
@@ -99,16 +99,16 @@ package struct OCIReference: Sendable, Equatable {
     }
 
     /// A blob (a digest without a tag).
-    package var isBlob: Bool { tag == nil && digest != nil }
+    public var isBlob: Bool { tag == nil && digest != nil }
 
     /// `oci://REGISTRY/REPOSITORY:TAG` (`@sha256:` of its manifest, when pinned) without a
     /// layer's title.
-    package var tagURL: String? {
+    public var tagURL: String? {
         tag.map { "oci://\(registry)/\(repository):\($0)" + (digest.map { "@sha256:" + $0 } ?? "") }
     }
 
     /// The reference in `url`, or what is wrong with it.
-    package static func parse(_ url: String) -> Result<OCIReference, OCIReferenceProblem> {
+    public static func parse(_ url: String) -> Result<OCIReference, OCIReferenceProblem> {
         guard url.utf8.count > 6, url.prefix(6).lowercased() == "oci://" else { return .failure(OCIReferenceProblem("not an oci:// URL")) }
         let after = url.dropFirst(6)
         guard let slash = after.firstIndex(of: "/") else {
@@ -207,8 +207,8 @@ package struct OCIReference: Sendable, Equatable {
 }
 
 /// What is wrong with an `oci://` reference.
-package struct OCIReferenceProblem: Error, Sendable, Equatable, CustomStringConvertible {
-    package let description: String
+public struct OCIReferenceProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
 
     init(_ description: String) {
         self.description = description
@@ -216,5 +216,5 @@ package struct OCIReferenceProblem: Error, Sendable, Equatable, CustomStringConv
 }
 
 extension URLKindID {
-    package static let oci = URLKindID("oci")
+    public static let oci = URLKindID("oci")
 }

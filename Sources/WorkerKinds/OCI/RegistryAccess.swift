@@ -22,7 +22,7 @@ import WorkerSupport
 /// origin (a blob the registry redirects to its storage is fetched without it). A registry is
 /// asked over https; one on loopback that does not speak TLS over plain http (as Docker asks
 /// one), and every one under `--plain-http` (ORAS's option).
-package struct RegistryAccess: Sendable, Equatable {
+public struct RegistryAccess: Sendable, Equatable {
     /// An authorization a registry gave or asked for: the header's value, the origin it goes to
     /// (no other), and the user whose credentials it carries (nil: anonymous).
     struct Grant: Sendable, Equatable {
@@ -38,16 +38,16 @@ package struct RegistryAccess: Sendable, Equatable {
     /// When each token stops being good (monotonic seconds), by `REGISTRY/REPOSITORY`.
     private var expiries: [String: Double] = [:]
     /// `--plain-http`: every registry over plain http.
-    package var plainHTTP = false
+    public var plainHTTP = false
     /// Loopback registries that did not speak TLS when asked over https: asked over http since.
     private var plain: Set<String> = []
 
     /// When the first token must be asked for again: 30 s before it expires (nil: no token).
-    package var refreshBy: Double? {
+    public var refreshBy: Double? {
         expiries.values.min().map { $0 - 30 }
     }
 
-    package init() {}
+    public init() {}
 
     /// This access as it was before any registry was asked, but for how each is reached (to ask
     /// again: tokens that expire).
@@ -250,12 +250,12 @@ package struct RegistryAccess: Sendable, Equatable {
 }
 
 /// Why a registry's token or document could not be had.
-package struct RegistryProblem: Error, Sendable, CustomStringConvertible {
-    package let description: String
+public struct RegistryProblem: Error, Sendable, CustomStringConvertible {
+    public let description: String
     /// Refused: the credentials by the registry, or a request by the rules (credentials that
     /// would go where they must not, `--rewrite-strict`): another run with the same settings
     /// fails alike.
-    package let refused: Bool
+    public let refused: Bool
 
     init(_ description: String, refused: Bool = false) {
         self.description = description
@@ -373,10 +373,10 @@ struct DockerCredentials {
 }
 
 extension RegistryAccess: KindAccess {
-    package var kind: any URLKind { OCIKind() }
+    public var kind: any URLKind { OCIKind() }
 
     /// `--plain-http`: every registry over plain http.
-    package func with(options: [String: String]) -> any KindAccess {
+    public func with(options: [String: String]) -> any KindAccess {
         var access = self
         access.plainHTTP = options["plain-http"] != nil
         return access
@@ -385,7 +385,7 @@ extension RegistryAccess: KindAccess {
     /// An `oci://` FROM sends the blob to another registry (a pull-through cache), and the
     /// registry's API URL goes where an http(s) rule sends it. A tag's layer is the blob of the
     /// digest it is `expected` to have.
-    package func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+    public func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
                           memo: inout OriginMemo) -> FetchLocation {
         let target = rewrite.apply(listed)
         guard let reference = OCIReference(target),
@@ -399,7 +399,7 @@ extension RegistryAccess: KindAccess {
 
     /// The registry's API URL over https, and over http for one on loopback that may not speak
     /// TLS (either may be asked).
-    package func beforeRewrite(_ listed: String) -> [String] {
+    public func beforeRewrite(_ listed: String) -> [String] {
         guard let reference = OCIReference(listed) else { return [listed] }
         let path = reference.isBlob ? "/blobs/sha256:" + (reference.digest ?? "") : "/manifests/" + (reference.tag ?? "")
         let api = apiBase(of: reference) + path
@@ -408,7 +408,7 @@ extension RegistryAccess: KindAccess {
     }
 
     /// Each registry's token for its repositories (where `--rewrite` sends them).
-    package func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
+    public func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
                              environment: [String: String]) async -> (access: any KindAccess, problems: [String]) {
         let references = urls.compactMap { OCIReference(settings.locator.rewrite.apply($0)) }
         guard !references.isEmpty else { return (self, []) }
@@ -416,7 +416,7 @@ extension RegistryAccess: KindAccess {
         return (access, problems.map(\.description))
     }
 
-    package var renewBy: Double? { refreshBy }
+    public var renewBy: Double? { refreshBy }
 
-    package var unauthorized: any KindAccess { renewing }
+    public var unauthorized: any KindAccess { renewing }
 }

@@ -134,8 +134,8 @@ enum AWSConfig {
 }
 
 /// An S3 setting or file that cannot be used (exit 2).
-package struct S3ConfigError: Error, Sendable, CustomStringConvertible {
-    package let description: String
+public struct S3ConfigError: Error, Sendable, CustomStringConvertible {
+    public let description: String
 
     init(_ description: String) {
         self.description = description
@@ -144,7 +144,7 @@ package struct S3ConfigError: Error, Sendable, CustomStringConvertible {
 
 extension S3Access {
     /// Resolves the AWS settings of `environment` (`AWSConfig`).
-    package static func resolve(environment: [String: String]) -> Result<S3Access, S3ConfigError> {
+    public static func resolve(environment: [String: String]) -> Result<S3Access, S3ConfigError> {
         AWSConfig.access(environment: environment)
     }
 }

@@ -4,15 +4,15 @@ import WorkerStore
 
 /// How `s3://` URLs are reached: the endpoint (AWS itself, virtual-hosted style; or a custom one,
 /// path-style), the region, and the credentials requests are signed with (none: unsigned).
-package struct S3Access: Sendable, Equatable {
-    package var region: String
+public struct S3Access: Sendable, Equatable {
+    public var region: String
     /// A custom endpoint (MinIO, Ceph, R2, GCS): `ENDPOINT/BUCKET/KEY`.
-    package var endpoint: String?
-    package var credentials: AWSCredentials?
+    public var endpoint: String?
+    public var credentials: AWSCredentials?
     /// Where the credentials came from, for messages ("the environment", "profile 'ci' in …").
-    package var credentialSource: String
+    public var credentialSource: String
 
-    package init(region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,
+    public init(region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,
                 credentialSource: String = "none: requests are unsigned") {
         self.region = region
         self.endpoint = endpoint
@@ -36,10 +36,10 @@ package struct S3Access: Sendable, Equatable {
 }
 
 extension S3Access: KindAccess {
-    package var kind: any URLKind { S3Kind() }
+    public var kind: any URLKind { S3Kind() }
 
     /// The AWS settings chain (`AWSConfig`): the environment, then the config and credentials files.
-    package func configured(environment: [String: String]) throws(KindSettingsProblem) -> any KindAccess {
+    public func configured(environment: [String: String]) throws(KindSettingsProblem) -> any KindAccess {
         switch Self.resolve(environment: environment) {
         case .success(let access): return access
         case .failure(let error): throw KindSettingsProblem(error.description)
@@ -48,7 +48,7 @@ extension S3Access: KindAccess {
 
     /// An `s3://` FROM sends the key to another bucket (signed) or to an http(s) URL (unsigned);
     /// the endpoint's URL then goes where an http(s) rule sends it (a proxy).
-    package func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+    public func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
                           memo: inout OriginMemo) -> FetchLocation {
         let target = rewrite.apply(listed)
         guard case .success(let object) = S3URL.parse(target) else {
@@ -60,12 +60,12 @@ extension S3Access: KindAccess {
     }
 
     /// The endpoint's URL of the object.
-    package func beforeRewrite(_ listed: String) -> [String] {
+    public func beforeRewrite(_ listed: String) -> [String] {
         guard case .success(let object) = S3URL.parse(listed) else { return [listed] }
         return [location(of: object).url]
     }
 
-    package func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
+    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
         try BucketReader(access: self, store: store, settings: settings, width: width)
     }
 }

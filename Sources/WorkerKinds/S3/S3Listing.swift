@@ -3,16 +3,16 @@ import WorkerSupport
 /// One page of a bucket's listing (S3's ListObjectsV2 answer, `ListBucketResult`): the objects
 /// and the token of the next page. S3's XML is flat and fixed, so it is read by its element names
 /// alone; the five entities XML predefines and character references are decoded.
-package struct S3ListingPage: Sendable, Equatable {
-    package struct Object: Sendable, Equatable {
-        package var key: String
-        package var etag: String
-        package var size: Int64
-        package var lastModified: String
+public struct S3ListingPage: Sendable, Equatable {
+    public struct Object: Sendable, Equatable {
+        public var key: String
+        public var etag: String
+        public var size: Int64
+        public var lastModified: String
         /// The checksum algorithms S3 stores for it (`ChecksumAlgorithm`, e.g. SHA256, CRC32).
-        package var checksumAlgorithms: [String]
+        public var checksumAlgorithms: [String]
 
-        package init(key: String, etag: String, size: Int64, lastModified: String, checksumAlgorithms: [String]) {
+        public init(key: String, etag: String, size: Int64, lastModified: String, checksumAlgorithms: [String]) {
             self.key = key
             self.etag = etag
             self.size = size
@@ -21,15 +21,15 @@ package struct S3ListingPage: Sendable, Equatable {
         }
 
         /// The bucket stores the object's SHA-256 (a HEAD in checksum mode returns it).
-        package var hasSHA256: Bool { checksumAlgorithms.contains { $0.uppercased() == "SHA256" } }
+        public var hasSHA256: Bool { checksumAlgorithms.contains { $0.uppercased() == "SHA256" } }
     }
 
-    package var objects: [Object] = []
+    public var objects: [Object] = []
     /// Set when the listing goes on: the `continuation-token` of the next page.
-    package var nextToken: String?
+    public var nextToken: String?
 
     /// Reads a `ListBucketResult` document; nil when it is not one (an error document, HTML).
-    package static func parse(_ xml: String) -> S3ListingPage? {
+    public static func parse(_ xml: String) -> S3ListingPage? {
         guard xml.contains("<ListBucketResult") else { return nil }
         var page = S3ListingPage()
         var rest = Substring(xml)

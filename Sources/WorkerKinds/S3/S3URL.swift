@@ -3,16 +3,16 @@ import WorkerSupport
 
 /// `s3://BUCKET/KEY` URLs: keys literal, the bucket its origin, requests signed with the run's
 /// AWS settings (the fetch stage's `S3Access`), a prefix listable into a manifest.
-package struct S3Kind: URLKind {
-    package var id: URLKindID { .s3 }
-    package var schemes: [String] { Self.schemes }
+public struct S3Kind: URLKind {
+    public var id: URLKindID { .s3 }
+    public var schemes: [String] { Self.schemes }
     private static let schemes = ["s3"]
-    package var roles: URLRoles { [.remote, .base, .manifest, .signed, .listable] }
-    package var literalPaths: Bool { true }
-    package var sentWithoutCredentials: String? { "unsigned: no AWS credentials were found" }
+    public var roles: URLRoles { [.remote, .base, .manifest, .signed, .listable] }
+    public var literalPaths: Bool { true }
+    public var sentWithoutCredentials: String? { "unsigned: no AWS credentials were found" }
 
     /// `s3://BUCKET` (a bucket S3 accepts), and the key with its leading `/`.
-    package func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
         guard S3URL.isS3(url) else { return nil }
         let after = url.dropFirst(5)
         let bucket = after.prefix { $0 != "/" }
@@ -20,26 +20,26 @@ package struct S3Kind: URLKind {
         return (Origin(scheme: "s3", host: String(bucket), port: nil, written: String(bucket)), after[bucket.endIndex...])
     }
 
-    package func problem(entry url: String) -> String? {
+    public func problem(entry url: String) -> String? {
         if case .failure(let problem) = S3URL.parse(url) { return problem.description }
         return nil
     }
 
-    package var listedForm: String? { "s3://BUCKET/PREFIX/" }
+    public var listedForm: String? { "s3://BUCKET/PREFIX/" }
 
     /// Parsed with a key below it: the bucket checked as S3 checks it, the prefix as written.
-    package func problem(folder: String) -> String? {
+    public func problem(folder: String) -> String? {
         guard case .success = S3URL.parse(folder + "x") else { return "a bucket S3 accepts, then the prefix" }
         return nil
     }
 
-    package func problem(prefix: String) -> String? {
+    public func problem(prefix: String) -> String? {
         S3URL.bucketProblem(String(prefix.dropFirst(5).prefix { $0 != "/" })).map { ": " + $0 }
     }
 
     /// The key, literal (`a%20b.png` and `x?y` are names): after the bucket of an absolute URL,
     /// else as written below an `s3://` base.
-    package func treePath(written: String) -> Result<String, TreePathProblem> {
+    public func treePath(written: String) -> Result<String, TreePathProblem> {
         guard S3URL.isS3(written) else { return TreePath.derived(fromLiteralPath: written) }
         return TreePath.derived(fromLiteralPath: String(written.dropFirst(5).drop { $0 != "/" }.dropFirst()))
     }
@@ -47,12 +47,12 @@ package struct S3Kind: URLKind {
 
 /// An `s3://BUCKET/KEY` URL: the bucket, checked against S3's naming rules, and the key as
 /// written (S3 keys are taken literally, as the AWS CLI takes them: `%20` is three characters).
-package struct S3URL: Sendable, Equatable {
-    package let bucket: String
-    package let key: String
+public struct S3URL: Sendable, Equatable {
+    public let bucket: String
+    public let key: String
 
     /// A bucket and a key already checked (an empty key: the bucket itself).
-    package init(bucket: String, key: String) {
+    public init(bucket: String, key: String) {
         self.bucket = bucket
         self.key = key
     }
@@ -75,7 +75,7 @@ package struct S3URL: Sendable, Equatable {
     }
 
     /// Parses an `s3://` URL; the error says what is wrong (no bucket, a bucket S3 refuses, no key).
-    package static func parse(_ text: String) -> Result<S3URL, S3URLProblem> {
+    public static func parse(_ text: String) -> Result<S3URL, S3URLProblem> {
         guard isS3(text) else { return .failure(S3URLProblem("not an s3:// URL")) }
         let rest = text.dropFirst(5)
         guard let slash = rest.firstIndex(of: "/") else {
@@ -118,13 +118,13 @@ package struct S3URL: Sendable, Equatable {
 
     /// The key as a URL path: every byte but unreserved ones and `/` percent-encoded (what S3's
     /// canonical request expects once).
-    package var encodedKey: String { LiteralPath.encoded(key) }
+    public var encodedKey: String { LiteralPath.encoded(key) }
 
 }
 
 /// What is wrong with an `s3://` URL.
-package struct S3URLProblem: Error, Sendable, Equatable, CustomStringConvertible {
-    package let description: String
+public struct S3URLProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
 
     init(_ description: String) {
         self.description = description
@@ -132,5 +132,5 @@ package struct S3URLProblem: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 extension URLKindID {
-    package static let s3 = URLKindID("s3")
+    public static let s3 = URLKindID("s3")
 }

@@ -8,37 +8,37 @@ import WorkerStore
 import WorkerSupport
 
 /// What `worker verify` found, and what `--repair` did about it.
-package struct VerifyReport: Sendable, Codable {
-    package var objectsChecked = 0
-    package var bytesChecked: Int64 = 0
+public struct VerifyReport: Sendable, Codable {
+    public var objectsChecked = 0
+    public var bytesChecked: Int64 = 0
     /// Object files whose bytes do not hash to their name.
-    package var corruptObjects: [String] = []
+    public var corruptObjects: [String] = []
     /// Index rows whose object file is missing (or was corrupt), by URL.
-    package var missingObjects: [String] = []
+    public var missingObjects: [String] = []
     /// Object files no index row names: left by a run that stopped between installing an object
     /// and indexing it. Not a problem (the next sync or `gc` removes them); `--repair` does too.
-    package var unreferencedObjects: [String] = []
+    public var unreferencedObjects: [String] = []
     /// Index rows that cannot be trusted (an object name that is not one, a hash that does not
     /// parse), by URL. Never used as paths; `--repair` drops them.
-    package var damagedRows: [String] = []
+    public var damagedRows: [String] = []
     /// Index rows whose size column is not their object's size (`gc` and `status` count by it),
     /// by URL. `--repair` sets the object's size.
-    package var sizeMismatches: [String] = []
+    public var sizeMismatches: [String] = []
     /// Anything else under `objects/`: symlinks, wrongly named files, folders where files belong.
-    package var strayFiles: [String] = []
+    public var strayFiles: [String] = []
     /// Files a crashed run left in `tmp/` (removed by `--repair`).
-    package var temporaryFiles = 0
-    package var repaired = false
-    package var redownloaded: [String] = []
+    public var temporaryFiles = 0
+    public var repaired = false
+    public var redownloaded: [String] = []
     /// Rows dropped because their URL could not be fetched again.
-    package var droppedEntries: [String] = []
-    package var deletedFiles = 0
+    public var droppedEntries: [String] = []
+    public var deletedFiles = 0
     /// What SQLite found wrong with the index file itself: no repair helps, `clear` starts over.
-    package var indexDamage: String?
+    public var indexDamage: String?
 
     /// True when nothing is wrong: every object hashes to its name, every row has its object
     /// and can be trusted, and nothing foreign lies under `objects/`.
-    package var isClean: Bool {
+    public var isClean: Bool {
         corruptObjects.isEmpty && missingObjects.isEmpty && strayFiles.isEmpty && damagedRows.isEmpty && sizeMismatches.isEmpty
             && indexDamage == nil
     }
@@ -64,24 +64,24 @@ package struct VerifyReport: Sendable, Codable {
 /// wrong, re-downloads what the index still names (verified against its hash), and drops rows
 /// that cannot be fetched again. Without `--repair` it only reads, while syncs write; with it,
 /// it holds the cache's lock.
-package struct CacheVerifier: Sendable {
-    package let cacheDirectory: String
-    package var fetch = FetchSettings()
-    package var waitLock: Double?
+public struct CacheVerifier: Sendable {
+    public let cacheDirectory: String
+    public var fetch = FetchSettings()
+    public var waitLock: Double?
     /// The manifests `--repair` may read local entries again from (their folders), given on the
     /// command line: never taken from the index, which only its owner should write but which
     /// names folders a planted row could point anywhere.
-    package var manifestPaths: [String] = []
+    public var manifestPaths: [String] = []
     /// The command's logger, lock notices and stop request.
-    package let context: RunContext
+    public let context: RunContext
     var logger: Logger { context.logger }
 
-    package init(cacheDirectory: String, context: RunContext = RunContext()) {
+    public init(cacheDirectory: String, context: RunContext = RunContext()) {
         self.cacheDirectory = cacheDirectory
         self.context = context
     }
 
-    package func verify(repair: Bool) async throws(VerifyFailure) -> VerifyReport {
+    public func verify(repair: Bool) async throws(VerifyFailure) -> VerifyReport {
         if repair {
             if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .cache(.notWritable(problem)) }
             let store: ContentStore, slot: WriterSlot, lock: CacheLock
@@ -276,18 +276,18 @@ package struct CacheVerifier: Sendable {
 
 /// Why `verify` did not run to its report: the cache cannot be used or is locked, or the settings
 /// of a kind its rows to fetch again are of cannot be read (exit 2).
-package enum VerifyFailure: Error, Sendable, ExitClassified {
+public enum VerifyFailure: Error, Sendable, ExitClassified {
     case cache(CacheError)
     case settings(KindSettingsProblem)
 
-    package var exitClass: ExitClass {
+    public var exitClass: ExitClass {
         switch self {
         case .cache(let error): error.exitClass
         case .settings(let problem): problem.exitClass
         }
     }
 
-    package var exitMessage: String {
+    public var exitMessage: String {
         switch self {
         case .cache(let error): error.exitMessage
         case .settings(let problem): problem.exitMessage

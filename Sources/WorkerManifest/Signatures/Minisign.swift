@@ -5,14 +5,14 @@ import WorkerSupport
 /// minisign's formats (Ed25519): a public key, and a detached signature with its trusted
 /// comment. Both algorithms minisign writes verify: `Ed` (the file's bytes signed) and `ED`, its
 /// default (their BLAKE2b-512 signed). The trusted comment is signed too (the global signature).
-package enum Minisign {
-    package struct PublicKey: Sendable, Equatable {
+public enum Minisign {
+    public struct PublicKey: Sendable, Equatable {
         /// minisign's key number: 8 bytes.
         let keyNumber: [UInt8]
         /// The Ed25519 key's 32 bytes.
         let keyBytes: [UInt8]
 
-        package var id: String { Self.id(keyNumber) }
+        public var id: String { Self.id(keyNumber) }
 
         var key: Curve25519.Signing.PublicKey? { try? Curve25519.Signing.PublicKey(rawRepresentation: keyBytes) }
 
@@ -22,7 +22,7 @@ package enum Minisign {
         }
 
         /// The base64 line of a public key file (`RW…`): "Ed", the key number, the key.
-        package init?(base64 line: String) {
+        public init?(base64 line: String) {
             guard let data = Data(base64Encoded: Text.trimmingWhitespace(line)), data.count == 42 else { return nil }
             let bytes = [UInt8](data)
             guard bytes[0] == UInt8(ascii: "E"), bytes[1] == UInt8(ascii: "d"),

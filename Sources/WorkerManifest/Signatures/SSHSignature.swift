@@ -5,12 +5,12 @@ import WorkerSupport
 /// OpenSSH's detached signatures (`ssh-keygen -Y sign -n worker-manifest`, PROTOCOL.sshsig) and
 /// the allowed-signers file git uses to check them (`gpg.ssh.allowedSignersFile`; ssh-keygen(1),
 /// "ALLOWED SIGNERS"). Keys: ssh-ed25519 and ecdsa-sha2-nistp256; others are named and refused.
-package enum SSHSignature {
+public enum SSHSignature {
     /// The namespace a manifest's signature must be made in.
-    package static let namespace = "worker-manifest"
+    public static let namespace = "worker-manifest"
 
     /// One allowed-signers line: who, which key, and in which namespaces and times it may sign.
-    package struct AllowedSigner: Sendable {
+    public struct AllowedSigner: Sendable {
         let principals: String
         let keyType: String
         let keyBlob: [UInt8]
@@ -19,12 +19,12 @@ package enum SSHSignature {
         let validBefore: Double?
 
         /// `SHA256:…`, as ssh-keygen -l prints it.
-        package var fingerprint: String {
+        public var fingerprint: String {
             SSHSignature.fingerprint(keyBlob)
         }
 
         /// A line of the file (not a comment or blank); nil when it is not one.
-        package static func parse(_ line: String) -> Result<AllowedSigner, SignatureProblem> {
+        public static func parse(_ line: String) -> Result<AllowedSigner, SignatureProblem> {
             let fields = tokens(line)
             guard fields.count >= 3 else { return .failure(.malformed("an allowed-signers line needs principals, a key type and a key")) }
             var index = 1

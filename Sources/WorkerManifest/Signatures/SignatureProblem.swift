@@ -1,5 +1,5 @@
 /// Why a manifest's signature was not accepted.
-package enum SignatureProblem: Error, Equatable, Sendable {
+public enum SignatureProblem: Error, Equatable, Sendable {
     /// The file is not a signature of a known form.
     case malformed(String)
     /// Made by a key that is not trusted (named).
@@ -7,7 +7,7 @@ package enum SignatureProblem: Error, Equatable, Sendable {
     /// Made by a trusted key (named), but not over these bytes.
     case invalid(String)
 
-    package var message: String {
+    public var message: String {
         switch self {
         case .malformed(let text): text
         case .untrustedKey(let key): "signed by \(key), which is not a trusted key"

@@ -4,17 +4,17 @@ import WorkerSupport
 /// The publishers a run trusts (`--trusted-keys FILE`, `WORKER_TRUSTED_KEYS`): minisign public
 /// keys (the `.pub` file minisign writes, or its `RW…` line) and SSH allowed-signers lines, in any
 /// number of files. With keys, every manifest must carry a signature one of them made.
-package struct TrustedKeys: Sendable {
-    package private(set) var minisign: [Minisign.PublicKey] = []
-    package private(set) var sshSigners: [SSHSignature.AllowedSigner] = []
+public struct TrustedKeys: Sendable {
+    public private(set) var minisign: [Minisign.PublicKey] = []
+    public private(set) var sshSigners: [SSHSignature.AllowedSigner] = []
 
-    package init() {}
+    public init() {}
 
-    package var isEmpty: Bool { minisign.isEmpty && sshSigners.isEmpty }
+    public var isEmpty: Bool { minisign.isEmpty && sshSigners.isEmpty }
 
     /// Reads a keys file; a line that is neither a minisign key nor an allowed signer is an
     /// error naming `path:line`.
-    package mutating func load(_ path: String) throws(ManifestErrors) {
+    public mutating func load(_ path: String) throws(ManifestErrors) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ManifestErrors(diagnostics: [ManifestDiagnostic(path: path, line: 0, column: 0,
                                                                   message: "cannot read the trusted keys file", kind: .unreadable)],
@@ -44,19 +44,19 @@ package struct TrustedKeys: Sendable {
 
     /// The signature files to look for beside a manifest, in order: `NAME.minisig` when minisign
     /// keys are trusted, `NAME.sig` (ssh-keygen's name) when SSH keys are.
-    package var signatureSuffixes: [String] {
+    public var signatureSuffixes: [String] {
         (minisign.isEmpty ? [] : [".minisig"]) + (sshSigners.isEmpty ? [] : [".sig"])
     }
 
     /// What an error names as the keys it expected.
-    package var expected: String {
+    public var expected: String {
         let names = minisign.map { "minisign key \($0.id)" } + sshSigners.map { "SSH key \($0.fingerprint) (\($0.principals))" }
         let shown = names.prefix(4).joined(separator: ", ")
         return names.count > 4 ? shown + " or \(names.count - 4) more" : shown
     }
 
     /// Checks `signature` (a .minisig or an armored SSH signature) over `message`.
-    package func verify(_ message: [UInt8], signature: [UInt8], now: Double = Date().timeIntervalSince1970) -> Result<SignatureCheck, SignatureProblem> {
+    public func verify(_ message: [UInt8], signature: [UInt8], now: Double = Date().timeIntervalSince1970) -> Result<SignatureCheck, SignatureProblem> {
         let text = String(decoding: signature, as: UTF8.self)
         if text.contains("-----BEGIN SSH SIGNATURE-----") {
             guard !sshSigners.isEmpty else { return .failure(.untrustedKey("an SSH key (no SSH key is trusted)")) }
@@ -73,7 +73,7 @@ package struct TrustedKeys: Sendable {
 
 /// A signature that verified: the key that made it, and the file name it names (minisign's
 /// trusted comment `file:`, as `minisign -S` writes it), if any.
-package struct SignatureCheck: Sendable, Equatable {
-    package let signer: String
-    package let file: String?
+public struct SignatureCheck: Sendable, Equatable {
+    public let signer: String
+    public let file: String?
 }

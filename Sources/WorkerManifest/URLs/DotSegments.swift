@@ -2,10 +2,10 @@
 /// libcurl removes them before it sends a request, and servers before they serve one, so a
 /// rule that decides where a request may go looks at the path without them — what is checked is
 /// what the server is asked for.
-package enum DotSegments {
+public enum DotSegments {
     /// `url` with its path's dot segments removed (the query and fragment as they are); `url`
     /// itself when its path has none.
-    package static func removing(in url: String) -> String {
+    public static func removing(in url: String) -> String {
         guard let (start, end) = path(of: url) else { return url }
         let path = url[start..<end]
         guard path.contains("/.") else { return url }
@@ -28,7 +28,7 @@ package enum DotSegments {
 
     /// Whether `url`'s path has a segment that is a dot segment once percent-decoded (`%2e`,
     /// `.%2E`): libcurl sends it as it is, and a server may read it as `.` or `..`.
-    package static func hasEncoded(in url: String) -> Bool {
+    public static func hasEncoded(in url: String) -> Bool {
         guard let (start, end) = path(of: url) else { return false }
         return url[start..<end].split(separator: "/").contains { segment in
             segment.contains("%") && (URLResolver.percentDecoded(segment) == "." || URLResolver.percentDecoded(segment) == "..")

@@ -2,15 +2,15 @@ import FoundationEssentials
 
 /// `http://` and `https://` URLs: entries, mirrors, base URLs and remote manifests; their paths
 /// percent-encoded, their origin where libcurl connects (`Origin.http`).
-package struct HTTPKind: URLKind {
-    package var id: URLKindID { .http }
-    package var schemes: [String] { Self.schemes }
+public struct HTTPKind: URLKind {
+    public var id: URLKindID { .http }
+    public var schemes: [String] { Self.schemes }
     private static let schemes = ["http", "https"]
-    package var roles: URLRoles { [.remote, .base, .manifest] }
-    package var literalPaths: Bool { false }
+    public var roles: URLRoles { [.remote, .base, .manifest] }
+    public var literalPaths: Bool { false }
 
     /// True when `text` starts with `http://` or `https://` (any case).
-    package static func matches(_ text: String) -> Bool {
+    public static func matches(_ text: String) -> Bool {
         // A native string's own bytes; a bridged one's through a copy.
         if let answer = text.utf8.withContiguousStorageIfAvailable({ matches(bytes: UnsafeRawBufferPointer($0)) }) {
             return answer
@@ -19,7 +19,7 @@ package struct HTTPKind: URLKind {
     }
 
     /// `matches` on a URL's bytes.
-    package static func matches(bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func matches(bytes: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count >= 7, bytes[0] | 0x20 == UInt8(ascii: "h"), bytes[1] | 0x20 == UInt8(ascii: "t"),
               bytes[2] | 0x20 == UInt8(ascii: "t"), bytes[3] | 0x20 == UInt8(ascii: "p") else { return false }
         let colon = bytes[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4
@@ -29,19 +29,19 @@ package struct HTTPKind: URLKind {
 
     /// Whether going from a URL of scheme `from` to one of `to` (lowercase) leaves TLS: a redirect
     /// the fetch stage refuses.
-    package static func isDowngrade(from: String, to: String) -> Bool {
+    public static func isDowngrade(from: String, to: String) -> Bool {
         from == "https" && to == "http"
     }
 
-    package func origin(of url: String) -> (origin: Origin, rest: Substring)? {
+    public func origin(of url: String) -> (origin: Origin, rest: Substring)? {
         Origin.http(url)
     }
 
-    package func problem(entry url: String) -> String? {
+    public func problem(entry url: String) -> String? {
         URLResolver.isWellFormedAbsolute(url) ? nil : "not a valid URL: \(Redact.short(Redact.url(url), limit: 80))"
     }
 
-    package func problem(prefix: String) -> String? {
+    public func problem(prefix: String) -> String? {
         guard let parsed = URL(string: prefix), let host = parsed.host, !host.isEmpty, Origin.http(prefix) != nil else {
             return " is not a valid URL"
         }
@@ -49,7 +49,7 @@ package struct HTTPKind: URLKind {
     }
 
     /// The URL's path, percent-decoded, without scheme, authority, query or fragment.
-    package func treePath(written: String) -> Result<String, TreePathProblem> {
+    public func treePath(written: String) -> Result<String, TreePathProblem> {
         TreePath.derived(fromURL: written)
     }
 }

@@ -2,10 +2,10 @@ import WorkerSupport
 
 /// A kind's literal paths (`URLKind.literalPaths`: S3 keys, where `%20` is three characters and
 /// `..` a name) written as URL paths, and values written into a query.
-package enum LiteralPath {
+public enum LiteralPath {
     /// Part of a literal path as part of a URL path: an s3:// prefix mirrored by an http(s) one
     /// names the same object at the path that spells its key.
-    package static func encoded(_ key: some StringProtocol) -> String {
+    public static func encoded(_ key: some StringProtocol) -> String {
         // S3 keys are literal: a `.` or `..` segment is a name, which libcurl (and every URL
         // parser) would otherwise remove with the segment before it — `a/../b` would fetch `b`,
         // and a path-style `BUCKET/../other/k` another bucket's key.
@@ -19,7 +19,7 @@ package enum LiteralPath {
 
     /// Every byte but S3's unreserved ones (and `/`, when `keepingSlashes`) as `%XX`: a key in a
     /// path, or any value in a query.
-    package static func percentEncoded(_ text: some StringProtocol, keepingSlashes: Bool) -> String {
+    public static func percentEncoded(_ text: some StringProtocol, keepingSlashes: Bool) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {

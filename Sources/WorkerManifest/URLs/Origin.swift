@@ -14,13 +14,13 @@ import Glibc
 ///
 /// A class: made once per URL and shared by every request and table that carries it (a copy is
 /// one reference, and two requests of one group compare by identity first).
-package final class Origin: Hashable, Sendable, CustomStringConvertible {
+public final class Origin: Hashable, Sendable, CustomStringConvertible {
     /// The scheme as the kind names it (`https`, `s3`): `http` and `https` differ.
-    package let scheme: String
+    public let scheme: String
     /// The host in its one spelling (a bucket for `s3`).
-    package let host: String
+    public let host: String
     /// The port; nil for a kind without ports (`s3`).
-    package let port: Int?
+    public let port: Int?
     /// The host as written (lowercased, without user info), for `name`.
     private let written: String
     /// Host and port hashed once: the per-origin tables look an origin up for every request.
@@ -28,15 +28,15 @@ package final class Origin: Hashable, Sendable, CustomStringConvertible {
 
     /// The origin as reports and logs name it: `scheme://host:port` with the host as written, or
     /// `s3://BUCKET`.
-    package var name: String {
+    public var name: String {
         scheme.isEmpty ? written : scheme + "://" + written + (port.map { ":" + String($0) } ?? "")
     }
 
-    package var description: String { name }
+    public var description: String { name }
 
     /// `written`: the host as the URL spells it (its name shows it); with an empty scheme, the
     /// whole name of a URL no kind reads.
-    package init(scheme: String, host: String, port: Int?, written: String) {
+    public init(scheme: String, host: String, port: Int?, written: String) {
         self.scheme = scheme
         self.host = host
         self.port = port
@@ -48,19 +48,19 @@ package final class Origin: Hashable, Sendable, CustomStringConvertible {
         hashed = hasher.finalize()
     }
 
-    package static func == (left: Origin, right: Origin) -> Bool {
+    public static func == (left: Origin, right: Origin) -> Bool {
         left === right
             || (left.hashed == right.hashed && left.port == right.port && left.host == right.host && left.scheme == right.scheme)
     }
 
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         hasher.combine(hashed)
     }
 
     /// The origin of an absolute http or https URL and where its authority ends (the rest: path,
     /// query, fragment); nil for another scheme, a port that is not a port, or a host that cannot
     /// be decoded.
-    package static func http(_ url: some StringProtocol) -> (origin: Origin, rest: Substring)? {
+    public static func http(_ url: some StringProtocol) -> (origin: Origin, rest: Substring)? {
         let text = Substring(url)
         if let plain = plain(text) { return plain }
         guard let separator = text.firstRange(of: "://") else { return nil }

@@ -6,15 +6,15 @@ import Glibc
 /// tenth of reading them again (BENCHMARKS.md, issue 61). The same text is the same origin, so
 /// the answer is `Origin.of`'s, and the one object is shared (compared by identity). A value
 /// kept by one loop, never shared between threads.
-package struct OriginMemo {
+public struct OriginMemo {
     /// The URL read last, the length of its `scheme://authority` (user info and all, as
     /// written) in bytes, and its origin.
     private var last: (url: String, authority: Int, origin: Origin)?
 
-    package init() {}
+    public init() {}
 
     /// `Origin.of(url)`.
-    package mutating func origin(of url: String) -> Origin {
+    public mutating func origin(of url: String) -> Origin {
         if let last, Self.starts(url, with: last.url, authority: last.authority) { return last.origin }
         guard let parsed = URLKinds.parse(url) else { return Origin.of(url) }
         last = parsed.kind.id == .http

@@ -2,7 +2,7 @@
 /// ones in Sources/WorkerKinds): how its URLs parse and are checked, where they connect, what an
 /// entry's tree path is; its access (`KindAccess`, in the fetch stage) says how it is reached.
 /// Nothing outside the kinds tells a URL's kind by its text: it asks `URLKinds`.
-package protocol URLKind: Sendable {
+public protocol URLKind: Sendable {
     /// Which kind this is.
     var id: URLKindID { get }
     /// The schemes it reads, lowercase.
@@ -44,40 +44,40 @@ package protocol URLKind: Sendable {
 }
 
 extension URLKind {
-    package func impliedHash(of url: String) -> ContentHash? { nil }
-    package func expands(_ url: String, pinned: Bool) -> Bool { false }
-    package var expandedForm: String? { nil }
-    package var listedForm: String? { nil }
-    package func problem(folder: String) -> String? { "not a folder that can be listed" }
-    package var sentWithoutCredentials: String? { nil }
+    public func impliedHash(of url: String) -> ContentHash? { nil }
+    public func expands(_ url: String, pinned: Bool) -> Bool { false }
+    public var expandedForm: String? { nil }
+    public var listedForm: String? { nil }
+    public func problem(folder: String) -> String? { "not a folder that can be listed" }
+    public var sentWithoutCredentials: String? { nil }
 }
 
 /// A kind by name (its first scheme: `http`, `s3`, `oci`). The two kinds every run knows are
 /// named here; the rest are registered (`URLKinds.install`).
-package struct URLKindID: Sendable, Hashable, CustomStringConvertible {
-    package let name: String
+public struct URLKindID: Sendable, Hashable, CustomStringConvertible {
+    public let name: String
 
-    package init(_ name: String) { self.name = name }
+    public init(_ name: String) { self.name = name }
 
-    package static let http = URLKindID("http")
-    package static let file = URLKindID("file")
+    public static let http = URLKindID("http")
+    public static let file = URLKindID("file")
 
-    package var description: String { name }
+    public var description: String { name }
 }
 
 /// Where a kind of URL may be written.
-package struct URLRoles: OptionSet, Sendable {
-    package let rawValue: Int
-    package init(rawValue: Int) { self.rawValue = rawValue }
+public struct URLRoles: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// An entry's URL, a mirror, a mirrored prefix, `--rewrite`'s FROM and TO.
-    package static let remote = URLRoles(rawValue: 1)
+    public static let remote = URLRoles(rawValue: 1)
     /// A `base_url`.
-    package static let base = URLRoles(rawValue: 2)
+    public static let base = URLRoles(rawValue: 2)
     /// A remote manifest (`worker sync URL`).
-    package static let manifest = URLRoles(rawValue: 4)
+    public static let manifest = URLRoles(rawValue: 4)
     /// Signed with the run's credentials: its settings are read when a run has one.
-    package static let signed = URLRoles(rawValue: 8)
+    public static let signed = URLRoles(rawValue: 8)
     /// A folder of it can be listed into a manifest (`worker manifest URL`).
-    package static let listable = URLRoles(rawValue: 16)
+    public static let listable = URLRoles(rawValue: 16)
 }

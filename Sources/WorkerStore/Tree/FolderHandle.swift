@@ -7,10 +7,10 @@ import WorkerSupport
 /// it is never followed — not to make a folder, not to place a file, not to delete one. The
 /// folder itself is opened as the user named it (its own path may go through links the user
 /// chose); nothing found inside it is trusted.
-package final class FolderHandle: Sendable {
-    package let fd: Int32
+public final class FolderHandle: Sendable {
+    public let fd: Int32
     /// For messages.
-    package let path: String
+    public let path: String
 
     private init(fd: Int32, path: String) {
         self.fd = fd
@@ -22,7 +22,7 @@ package final class FolderHandle: Sendable {
     }
 
     /// The folder at `path`; nil when there is none (or a file is in the way of its path).
-    package static func open(_ path: String) throws(CacheError) -> FolderHandle? {
+    public static func open(_ path: String) throws(CacheError) -> FolderHandle? {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 { return FolderHandle(fd: fd, path: path) }
         if errno == ENOENT || errno == ENOTDIR { return nil }
@@ -30,7 +30,7 @@ package final class FolderHandle: Sendable {
     }
 
     /// The folder at `path`, made (with its parents) when missing; `noun` names it in a failure.
-    package static func make(_ path: String, noun: String) throws(CacheError) -> FolderHandle {
+    public static func make(_ path: String, noun: String) throws(CacheError) -> FolderHandle {
         if let folder = try open(path) { return folder }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -42,18 +42,18 @@ package final class FolderHandle: Sendable {
     }
 
     /// The path of `name` under this folder, for messages.
-    package func shown(_ name: some StringProtocol) -> String {
+    public func shown(_ name: some StringProtocol) -> String {
         path.hasSuffix("/") ? path + name : path + "/" + name
     }
 
     /// What `name` is, without following a link; nil when there is nothing by that name.
-    package func info(_ name: String) -> stat? {
+    public func info(_ name: String) -> stat? {
         var info = stat()
         return fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 ? info : nil
     }
 
     /// What this folder is (its descriptor's `fstat`).
-    package func info() -> stat? {
+    public func info() -> stat? {
         var info = stat()
         return fstat(fd, &info) == 0 ? info : nil
     }
@@ -61,7 +61,7 @@ package final class FolderHandle: Sendable {
     /// The folder `name` (one component) inside this one, made with `mode` when missing and
     /// `create`; nil when missing and not `create`. A link or a file by that name is refused
     /// (exit 2, naming it) and left alone.
-    package func child(_ name: some StringProtocol, create: Bool, mode: mode_t = 0o755) throws(CacheError) -> FolderHandle? {
+    public func child(_ name: some StringProtocol, create: Bool, mode: mode_t = 0o755) throws(CacheError) -> FolderHandle? {
         let name = String(name)
         let shown = shown(name)
         var fd = openat(self.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -80,7 +80,7 @@ package final class FolderHandle: Sendable {
 
     /// The folder at `relative` (components separated by `/`) below this one, each reached
     /// without following a link, made when missing and `create`.
-    package func descend(_ relative: some StringProtocol, create: Bool) throws(CacheError) -> FolderHandle? {
+    public func descend(_ relative: some StringProtocol, create: Bool) throws(CacheError) -> FolderHandle? {
         var folder = self
         for component in relative.split(separator: "/", omittingEmptySubsequences: true) {
             guard let next = try folder.child(component, create: create) else { return nil }
@@ -91,13 +91,13 @@ package final class FolderHandle: Sendable {
 
     /// Removes the name `name` (a file or a link itself, never what a link names).
     @discardableResult
-    package func unlink(_ name: String) -> Bool {
+    public func unlink(_ name: String) -> Bool {
         unlinkat(fd, name, 0) == 0
     }
 
     /// Why another user could write into this folder (the cache's rule: this user's own, and
     /// writable by no one else), or nil.
-    package func ownershipProblem(instead: String) -> String? {
+    public func ownershipProblem(instead: String) -> String? {
         guard let info = info() else { return "\(path) cannot be inspected: \(String(cString: strerror(errno)))" }
         return CacheOwnership.folderProblem(path, info, uid: geteuid(), instead: instead)
     }

@@ -4,7 +4,7 @@ import WorkerSupport
 /// The folders of files visited in path order, each entered from the one above it without
 /// following a link: the open ones are the current path's (as deep as it is), so a tree of any
 /// size holds a few descriptors.
-package struct FolderWalk {
+public struct FolderWalk {
     private let root: FolderHandle
     /// The current folder path's components and their folders (compared as bytes: two spellings
     /// of `café` are two folders).
@@ -15,14 +15,14 @@ package struct FolderWalk {
     /// does not make their names durable (`Durability.eachFile`).
     private let flushes: Bool
 
-    package init(root: FolderHandle, create: Bool = true, flushes: Bool = false) {
+    public init(root: FolderHandle, create: Bool = true, flushes: Bool = false) {
         self.root = root
         self.create = create
         self.flushes = flushes
     }
 
     /// Flushes the folders still open and the root, when the walk flushes folders.
-    package mutating func finish() throws(CacheError) {
+    public mutating func finish() throws(CacheError) {
         try leave(downTo: 0)
         if flushes { try Self.flush(root) }
     }
@@ -42,12 +42,12 @@ package struct FolderWalk {
     /// The folder holding `path` (relative to the root) and the file's own name in it; nil
     /// when a folder is missing and the walk makes none. A link or a file where a folder goes
     /// is refused (exit 2, naming it).
-    package mutating func parent(of path: String) throws(CacheError) -> (folder: FolderHandle, name: String) {
+    public mutating func parent(of path: String) throws(CacheError) -> (folder: FolderHandle, name: String) {
         guard let found = try find(path) else { throw .system(SystemError("open", root.shown(path), code: ENOENT)) }
         return found
     }
 
-    package mutating func find(_ path: String) throws(CacheError) -> (folder: FolderHandle, name: String)? {
+    public mutating func find(_ path: String) throws(CacheError) -> (folder: FolderHandle, name: String)? {
         var components = path.split(separator: "/", omittingEmptySubsequences: true)
         guard let leaf = components.popLast() else { throw .system(SystemError("open", root.shown(path), code: EISDIR)) }
         var depth = 0
@@ -63,7 +63,7 @@ package struct FolderWalk {
     }
 
     /// Removes the current path's folders while they are empty, deepest first.
-    package mutating func removeEmptyFolders() {
+    public mutating func removeEmptyFolders() {
         while let last = open.popLast() {
             let above = open.last?.folder ?? root
             guard unlinkat(above.fd, last.name, AT_REMOVEDIR) == 0 else {

@@ -4,15 +4,15 @@ import Glibc
 /// A cached object placed at another name — in a tree's version, in an export's folder — as a
 /// hard link (read-only, no second copy), or as a copy where no link can be made there (another
 /// file system, a link count at its limit): a reflink first where the file system offers one.
-package enum LinkOrCopy {
-    package enum Placed {
+public enum LinkOrCopy {
+    public enum Placed {
         case linked, copied
     }
 
     /// Places `source` at `target` (relative to the folder `folder`, or absolute with
     /// `AT_FDCWD`); nil when `source` is gone (a writer replaced that version meanwhile).
     /// `flushCopy`: a copy's bytes are flushed before it is done (where one syncfs does not).
-    package static func place(_ source: String, in folder: Int32, _ target: String, shownAs shown: String,
+    public static func place(_ source: String, in folder: Int32, _ target: String, shownAs shown: String,
                               flushCopy: Bool = false) throws(CacheError) -> Placed? {
         if linkat(AT_FDCWD, source, folder, target, 0) == 0 { return .linked }
         if errno == ENOENT, access(source, F_OK) != 0 { return nil }

@@ -8,7 +8,7 @@ import WorkerSupport
 /// manifests' tree paths (`tree`) or by the entry's URL or content (an app library's cache
 /// folder); the folder holds each cached entry once under that name. Adding a layout is a case
 /// here: its `summary`, its `fileName`.
-package enum TreeLayout: String, Sendable, CaseIterable {
+public enum TreeLayout: String, Sendable, CaseIterable {
     /// Files at their names: each entry at its tree path (`path`, else its URL's path). Needs the
     /// manifests.
     case tree
@@ -23,7 +23,7 @@ package enum TreeLayout: String, Sendable, CaseIterable {
     case hash
 
     /// One line for the command line's help.
-    package var summary: String {
+    public var summary: String {
         switch self {
         case .tree: "each entry at its tree path (its `path`, else its URL's path); needs manifests"
         case .sdwebimage: "MD5 of the URL + its path extension (SDImageCache)"
@@ -33,16 +33,16 @@ package enum TreeLayout: String, Sendable, CaseIterable {
     }
 
     /// The layouts, as the command line lists them ("tree, sdwebimage, kingfisher or hash").
-    package static var names: String {
+    public static var names: String {
         let all = allCases.map(\.rawValue)
         return all.dropLast().joined(separator: ", ") + " or " + all[all.count - 1]
     }
 
     /// Whether files are named by the manifests' tree paths (`ManifestSet.tree`), not by URL or content.
-    package var namesByTreePath: Bool { self == .tree }
+    public var namesByTreePath: Bool { self == .tree }
 
     /// The file name this layout gives `url`, whose content has SHA-256 `object`.
-    package func fileName(url: String, object: String) -> String {
+    public func fileName(url: String, object: String) -> String {
         let ext = Self.pathExtension(of: url)
         switch self {
         case .sdwebimage:
@@ -63,7 +63,7 @@ package enum TreeLayout: String, Sendable, CaseIterable {
     /// names (nil: nothing cached, counted as missing): at each tree place for `tree` (an entry at
     /// two paths is there twice), else each entry at its `fileName`, one file per name (entries
     /// of one content in a layout named by content make one file).
-    package func files(of manifests: ManifestSet, objectsDirectory: String, object: (Int) -> String?) -> [TreeFile] {
+    public func files(of manifests: ManifestSet, objectsDirectory: String, object: (Int) -> String?) -> [TreeFile] {
         if namesByTreePath {
             return manifests.tree.map { TreeFile(path: $0.path, object: object($0.entry), objectsDirectory: objectsDirectory) }
         }
@@ -83,7 +83,7 @@ package enum TreeLayout: String, Sendable, CaseIterable {
     }
 
     /// The entries a folder in this layout shows: the tree's places' for `tree`, else every one.
-    package func entries(of manifests: ManifestSet) -> [Int] {
+    public func entries(of manifests: ManifestSet) -> [Int] {
         namesByTreePath ? manifests.tree.map(\.entry) : Array(manifests.entries.indices)
     }
 

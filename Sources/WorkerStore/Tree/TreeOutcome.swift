@@ -1,28 +1,28 @@
 /// What a publish did: the report's `tree` object.
-package struct TreeOutcome: Sendable, Codable, Equatable {
+public struct TreeOutcome: Sendable, Codable, Equatable {
     /// The tree's link, absolute.
-    package var path: String
+    public var path: String
     /// The version folder the link names (`.NAME.worker/v-…` beside it).
-    package var version: String
+    public var version: String
     /// Files in the version.
-    package var files = 0
+    public var files = 0
     /// Files made for this version: hard links to the objects, or copies on another file system.
-    package var linked = 0
-    package var copied = 0
+    public var linked = 0
+    public var copied = 0
     /// Entries with nothing to show (never fetched): absent from the tree.
-    package var missing = 0
+    public var missing = 0
     /// Whether the link now names another version than before the run.
-    package var switched = false
+    public var switched = false
     /// Why the publish failed (the link still names the version before), when it did.
-    package var error: String?
+    public var error: String?
     /// Not switched because entries are missing and only a complete tree may be published
     /// (`--tree-complete`): the link still names the version before.
-    package var withheld = false
+    public var withheld = false
     /// Withheld because the run was stopped from outside (Ctrl-C, SIGTERM) with entries not done
     /// (`missing` counts them): the link still names the version before.
-    package var stopped = false
+    public var stopped = false
 
-    package init(
+    public init(
         path: String,
         version: String,
         files: Int = 0,

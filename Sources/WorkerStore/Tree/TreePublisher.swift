@@ -18,13 +18,13 @@ import WorkerSupport
 /// lock in that folder, waited for as the cache's lock is, and never while holding it); a
 /// half-built version a killed run left is deleted by the next publish, and one a failed
 /// publish was building is deleted before it returns.
-package struct TreePublisher: Sendable {
+public struct TreePublisher: Sendable {
     /// The tree's path, absolute.
-    package let path: String
+    public let path: String
     let parent: String
     let name: String
 
-    package init(path: String) {
+    public init(path: String) {
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         self.path = absolute
         let slash = absolute.lastIndex(of: "/")!
@@ -43,7 +43,7 @@ package struct TreePublisher: Sendable {
     /// Every check that can be made before a run's first request: the path's name, the parent
     /// (run as root), the link, and `.NAME.worker/` (a real folder, this user's own, writable by
     /// no one else). Nothing is touched.
-    package func check() throws(CacheError) {
+    public func check() throws(CacheError) {
         guard !name.isEmpty, name != ".", name != ".." else {
             throw .treeRefused(path: path, reason: "give a folder's path to publish the tree at")
         }
@@ -94,7 +94,7 @@ package struct TreePublisher: Sendable {
     }
 
     /// The version the link names now; nil when there is no link yet.
-    package func currentVersion() throws(CacheError) -> String? {
+    public func currentVersion() throws(CacheError) -> String? {
         guard let parent = try FolderHandle.open(parent) else { return nil }
         return try currentVersion(in: parent)
     }
@@ -122,7 +122,7 @@ package struct TreePublisher: Sendable {
     }
 
     /// The version's name: a digest of every path and what it holds.
-    package static func version(of files: [TreeFile]) -> String {
+    public static func version(of files: [TreeFile]) -> String {
         var hasher = SHA256()
         let separators: [UInt8] = [0, 10]
         for file in files {
@@ -138,7 +138,7 @@ package struct TreePublisher: Sendable {
 
     /// The files with something to show, in one order whatever the manifests': by bytes, as the
     /// file system tells names apart (for ASCII names String's `<`).
-    package static func ordered(_ files: [TreeFile]) -> [TreeFile] {
+    public static func ordered(_ files: [TreeFile]) -> [TreeFile] {
         files.filter { $0.object != nil }.sorted { FileName.precedes($0.path, $1.path) }
     }
 
@@ -150,7 +150,7 @@ package struct TreePublisher: Sendable {
     /// lookup and its link. With `exact`, `files()` is what the caller believes (a sync's own
     /// plan and outcomes), and `exact` reads the truth (the index) if an object it names is gone
     /// by the time it is linked (another run replaced that version): the build starts again from it.
-    package func publish(cacheDirectory: String?, wait: Double?, context: RunContext, onlyComplete: Bool = false,
+    public func publish(cacheDirectory: String?, wait: Double?, context: RunContext, onlyComplete: Bool = false,
                         files: () throws(CacheError) -> [TreeFile],
                         exact: (() throws(CacheError) -> [TreeFile])? = nil) async throws(CacheError) -> TreeOutcome {
         try check()

@@ -14,7 +14,7 @@ extension SyncEngine {
     /// Phase two, after the load: `expires` and `serial` checked (reads only). What is accepted
     /// is recorded by `record` — after the sync's plan, so that no write lands between the index
     /// read ahead and its use.
-    package func acceptManifests(_ set: ManifestSet, _ opened: OpenedManifests) throws(SyncFailure) -> AcceptedManifests {
+    public func acceptManifests(_ set: ManifestSet, _ opened: OpenedManifests) throws(SyncFailure) -> AcceptedManifests {
         let now = Date().timeIntervalSince1970
         var diagnostics: [ManifestDiagnostic] = []
         var accepted = AcceptedManifests()
@@ -86,7 +86,7 @@ extension SyncEngine {
     /// bytes' SHA-256, so a power cut between the copy and the row leaves the copy the row names.
     /// Nothing when the cache cannot be written (a reader's `plan`); a write that fails there
     /// (the cache's disk) throws: what was accepted is not recorded, and the run says so.
-    package func record(_ accepted: AcceptedManifests) throws(CacheError) {
+    public func record(_ accepted: AcceptedManifests) throws(CacheError) {
         guard !accepted.records.isEmpty || !accepted.documents.isEmpty, let index = try? acceptedIndex() else { return }
         try index.recordDocuments(accepted.documents)
         for (opening, row, kept) in accepted.records {

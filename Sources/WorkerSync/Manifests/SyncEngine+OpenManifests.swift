@@ -17,14 +17,14 @@ import WorkerSupport
 /// manifest cannot be fetched, for `--manifest-max-age`.
 extension SyncEngine {
     /// Whether an argument names a remote manifest.
-    package static func isRemoteManifest(_ argument: String) -> Bool {
+    public static func isRemoteManifest(_ argument: String) -> Bool {
         URLKinds.has(.manifest, argument)
     }
 
     /// Phase one, before the load: remote manifests fetched (or their accepted copies, when they
     /// cannot be and are young enough), every signature verified when keys are trusted.
     /// `documents` holds what this run already fetched (a confirmation's 200s).
-    package func openManifests(_ arguments: [String]) async throws(SyncFailure) -> OpenedManifests {
+    public func openManifests(_ arguments: [String]) async throws(SyncFailure) -> OpenedManifests {
         try await openManifests(arguments, documents: [:])
     }
 
@@ -135,7 +135,7 @@ extension SyncEngine {
 
     /// The three phases for commands that only read manifests (`plan`, `export`, `verify
     /// --repair`): opened, loaded, accepted.
-    package func openAndLoad(_ arguments: [String], collectsTree: Bool = false,
+    public func openAndLoad(_ arguments: [String], collectsTree: Bool = false,
                             expandsHeaders: Bool = true) async throws(SyncFailure) -> (set: ManifestSet, opened: OpenedManifests) {
         let opened = try await openManifests(arguments)
         let set: ManifestSet
@@ -271,7 +271,7 @@ extension SyncEngine {
 
     /// The process's scratch cache for manifests read by commands that never create one: made
     /// once, removed at exit.
-    package static var scratchCacheDirectory: String { scratchCache }
+    public static var scratchCacheDirectory: String { scratchCache }
 
     static let scratchCache: String = {
         var template = Array((FileManager.default.temporaryDirectory.path + "/worker-manifests-XXXXXX").utf8CString)

@@ -91,22 +91,22 @@ struct Percentage: ParsedArgument {
 
 extension FailureBudget: ExpressibleByArgument {
     /// `10` or `2%`.
-    package init?(argument: String) {
+    public init?(argument: String) {
         self.init(argument)
     }
 
-    package var defaultValueDescription: String {
+    public var defaultValueDescription: String {
         share.map { "\($0 * 100)%" } ?? "\(count ?? 0)"
     }
 }
 
 extension Shard: ExpressibleByArgument {
     /// `I/N` with 0 ≤ I < N.
-    package init?(argument: String) {
+    public init?(argument: String) {
         self.init(argument)
     }
 
-    package var defaultValueDescription: String { description }
+    public var defaultValueDescription: String { description }
 }
 
 /// `--log-format`.
