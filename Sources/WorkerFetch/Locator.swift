@@ -48,11 +48,6 @@ public struct Locator: Sendable, Equatable {
         return locator
     }
 
-    /// The kinds with `role` that `hasURL` says a run has URLs of (asked once a kind).
-    public static func kinds(with role: URLRoles, where hasURL: (any URLKind) -> Bool) -> Set<URLKindID> {
-        Set(URLKinds.all.filter { $0.roles.contains(role) && hasURL($0) }.map(\.id))
-    }
-
     /// The access of the kind `id`, nil for http(s), files and a kind not registered.
     private func access(_ id: URLKindID) -> (any KindAccess)? {
         accesses.first { $0.kind.id == id }
