@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import WorkerStore
 import WorkerSupport
@@ -33,6 +34,7 @@ public final class SingleEngine: Sendable {
                                        deadline: Monotonic.now() + settings.entryTimeout)
             next.method = request.method
             next.signing = request.signing
+            next.ssh = request.ssh
             let sent = next
             let deadline = sent.deadline
             let engine = engines.engines[0]
@@ -44,6 +46,33 @@ public final class SingleEngine: Sendable {
             guard attempt <= settings.retry.retries, Self.isTransient(reply) else { return reply }
             try? await Task.sleep(nanoseconds: UInt64(min(2.0, 0.2 * Double(attempt)) * 1e9))
         }
+    }
+
+    /// A GET's body as text (a small document: a listing, through a temporary file in the
+    /// cache's `tmp/`, at most `maxSize` bytes), or the reply when it was not a body.
+    public func document(_ request: TransferRequest, store: ContentStore, maxSize: Int64) async -> Result<String, DocumentProblem> {
+        let url = request.url
+        let reply = await exchange(request) { [settings] deadline in
+            ResponseHandler(store: store, expected: nil, maxSize: min(settings.maxSize, maxSize), conditional: false,
+                            deadline: deadline, entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
+        }
+        switch reply.result {
+        case .success(.body(let file, _, _)):
+            defer { unlink(file.path) }
+            guard let data = FileManager.default.contents(atPath: file.path) else {
+                return .failure(.failed(FetchFailure(.io, "cannot read the temporary file of \(Redact.url(url))")))
+            }
+            return .success(String(decoding: data, as: UTF8.self))
+        case .success(let outcome): return .failure(.answered(outcome))
+        case .failure(let failure): return .failure(.failed(failure))
+        }
+    }
+
+    /// Why `document` has no text: the server answered otherwise (a status, a redirect), or the
+    /// exchange failed.
+    public enum DocumentProblem: Error {
+        case answered(ExchangeOutcome)
+        case failed(FetchFailure)
     }
 
     private static func isTransient(_ reply: ExchangeReply) -> Bool {

@@ -108,31 +108,22 @@ final class BucketReader: FolderLister {
         rewrite.apply(access.location(of: S3URL(bucket: bucket, key: "")).url)
     }
 
-    /// A GET's body as text (a small XML document, through a temporary file in the cache's `tmp/`).
+    /// A GET's body as text (a small XML document).
     private func body(_ url: String) async -> Result<String, FetchFailure> {
         var request = TransferRequest(url: url, headers: [], deadline: 0)
         request.signing = access.credentials.map { AWSSigning(credentials: $0, region: access.region) }
         let signing = request.signing
-        let reply = await exchange(request) { [store, settings] deadline in
-            ResponseHandler(store: store, expected: nil, maxSize: min(settings.maxSize, 64 << 20), conditional: false,
-                            deadline: deadline, entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
-        }
-        switch reply.result {
-        case .success(.body(let file, _, _)):
-            defer { unlink(file.path) }
-            guard let data = FileManager.default.contents(atPath: file.path) else {
-                return .failure(FetchFailure(.io, "cannot read the listing's temporary file"))
+        return await engine.document(request, store: store, maxSize: 64 << 20).mapError { problem in
+            switch problem {
+            case .answered(.status(let status, _)), .answered(.statusAndHeader(let status, _)):
+                Self.refusal(status, signing: signing)
+            case .answered(.redirect(let status, _)):
+                FetchFailure(.redirect, "HTTP \(status): the bucket is in another region or behind a redirect", httpStatus: status)
+            case .answered:
+                FetchFailure(.httpStatus, "an unasked 304", httpStatus: 304)
+            case .failed(let failure):
+                failure
             }
-            return .success(String(decoding: data, as: UTF8.self))
-        case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
-            return .failure(Self.refusal(status, signing: signing))
-        case .success(.redirect(let status, _)):
-            return .failure(FetchFailure(.redirect, "HTTP \(status): the bucket is in another region or behind a redirect",
-                                         httpStatus: status))
-        case .success(.notModified):
-            return .failure(FetchFailure(.httpStatus, "an unasked 304", httpStatus: 304))
-        case .failure(let failure):
-            return .failure(failure)
         }
     }
 
