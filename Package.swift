@@ -103,7 +103,8 @@ let package = Package(
         // The transport: libcurl's engines behind the fetch layer's `Transport` protocol.
         .target(
             name: "CurlTransport",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem"],
+            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem",
+                           .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: essentialsOnly
         ),
         .executableTarget(

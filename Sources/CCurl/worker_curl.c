@@ -112,6 +112,14 @@ CURLcode worker_curl_set_data_callback(CURL *easy, CURLoption option, worker_cur
 CURLcode worker_curl_set_prereq_callback(CURL *easy, worker_curl_prereq_callback callback) {
     return api.easy_setopt(easy, CURLOPT_PREREQFUNCTION, callback);
 }
+CURLcode worker_curl_set_ssh_key_callback(CURL *easy, worker_curl_ssh_key_callback callback) {
+    return api.easy_setopt(easy, CURLOPT_SSH_KEYFUNCTION, callback);
+}
+curl_off_t worker_curl_info_off_t(CURL *easy, CURLINFO info) {
+    curl_off_t value = -1;
+    if (api.easy_getinfo(easy, info, &value) != CURLE_OK) return -1;
+    return value;
+}
 long worker_curl_info_long(CURL *easy, CURLINFO info) {
     long value = 0;
     api.easy_getinfo(easy, info, &value);

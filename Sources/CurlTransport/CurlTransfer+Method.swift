@@ -11,7 +11,7 @@ extension CurlTransfer {
     /// URL, headers and context, so it may take and leave a kept handle.
     var isPlainGet: Bool {
         guard case .get = method else { return false }
-        return timeouts == nil && signing == nil
+        return timeouts == nil && signing == nil && ssh == nil
     }
 
     /// A HEAD or a PUT (a new or kept handle is a GET), the request's own timeouts and its AWS signing;
@@ -37,6 +37,7 @@ extension CurlTransfer {
             check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(timeouts.read.rounded(.up)))), "CURLOPT_LOW_SPEED_TIME")
         }
         guard refused.isEmpty else { return FetchFailure(.io, "libcurl refused " + refused.joined(separator: ", ")) }
+        if let ssh, let failure = setSFTPOptions(handle, login: ssh) { return failure }
         if let signing {
             // libcurl signs the method, path, query and the request's headers; the secret stays in it.
             guard worker_curl_set_string(handle, CURLOPT_AWS_SIGV4, signing.provider) == CURLE_OK,

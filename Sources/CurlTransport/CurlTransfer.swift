@@ -20,12 +20,14 @@ final class CurlTransfer: EngineTransfer {
     private let limits: RateLimits?
     private let meter: TransferMeter?
     /// The request's origin (its group's, redirects or not): the window a head grows.
-    private let origin: Origin?
+    let origin: Origin?
     let method: TransferMethod
     /// The request's own timeouts (nil: the engine's).
     let timeouts: TransferTimeouts?
     /// Signed by libcurl (AWS Signature Version 4).
     let signing: AWSSigning?
+    /// An `sftp://` request's login (`CurlTransfer+SFTP`); nil for http(s).
+    let ssh: SSHLogin?
     /// Made with the transfer, then touched only on the engine's thread (checked).
     let state: EngineBound<State>
 
@@ -51,6 +53,8 @@ final class CurlTransfer: EngineTransfer {
         var deadlineTimer: Int?
         var silenceTimer: Int?
         var pauseTimer: Int?
+        /// How an SFTP host's key compared with the known_hosts file, and the key it offered.
+        var hostKey: (match: curl_khmatch, offered: OfferedHostKey?)?
 
         init(handler: sending ResponseHandler, upload: Int32) {
             self.handler = handler
@@ -73,6 +77,7 @@ final class CurlTransfer: EngineTransfer {
         method = request.method
         timeouts = request.timeouts
         signing = request.signing
+        ssh = request.ssh
         var upload: Int32 = -1
         if case .put(let fd, _) = request.method { upload = fd }
         state = EngineBound(State(handler: handler, upload: upload), on: thread)
@@ -113,6 +118,7 @@ final class CurlTransfer: EngineTransfer {
         worker_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
         worker_curl_set_pointer(handle, CURLOPT_PREREQDATA, context)
         if state.upload >= 0 { worker_curl_set_pointer(handle, CURLOPT_READDATA, context) }
+        if ssh != nil { worker_curl_set_pointer(handle, CURLOPT_SSH_KEYDATA, context) }
         meter?.requestSent()
         state.metered.sent = true
         return nil
@@ -155,6 +161,10 @@ final class CurlTransfer: EngineTransfer {
         } else if let failure = state.failure {
             // The handler said so itself (and dealt with its body).
             result = .failure(failure)
+        } else if ssh != nil, !state.head.isDone, code == CURLE_OK || code == CURLE_BAD_DOWNLOAD_RESUME || code == CURLE_RANGE_ERROR,
+                  !sftpHeadArrived(rangeRefused: code != CURLE_OK) {
+            // An SFTP file without a body, or a kept part longer than the file: its answer now.
+            result = .failure(state.failure ?? FetchFailure(.connection, "the response ended without a head"))
         } else if code == CURLE_OK, state.head.isDone {
             result = state.handler.finish()
         } else if code == CURLE_OK {
@@ -173,8 +183,9 @@ final class CurlTransfer: EngineTransfer {
 
     private func classify(_ code: CURLcode, _ state: State) -> FetchFailure {
         let osErrno = state.handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
-        return CurlFailure.failure(code, osErrno: osErrno, url: url, connected: state.connected,
-                                   crawl: timeouts.map { (max(1, $0.slowestRate), $0.read.rounded(.up)) })
+        let failure = CurlFailure.failure(code, osErrno: osErrno, url: url, connected: state.connected,
+                                          crawl: timeouts.map { (max(1, $0.slowestRate), $0.read.rounded(.up)) })
+        return ssh == nil ? failure : sftpFailure(code, otherwise: failure)
     }
 
     // MARK: - libcurl's callbacks, on the engine's thread
@@ -213,6 +224,8 @@ final class CurlTransfer: EngineTransfer {
         let state = state.value
         state.activity &+= 1
         guard state.failure == nil else { return 0 }
+        // An SFTP file has no head: it is made of what libcurl knows once the body starts.
+        if ssh != nil, !state.head.isDone, !sftpHeadArrived() { return 0 }
         guard state.head.isDone, state.handler.keepsBody else { return bytes.count }
         if let limits, case let wait = limits.wait(), wait > 0 {
             // --limit-rate: the run's budget is spent for now; this part is handed over again
@@ -243,6 +256,13 @@ final class CurlTransfer: EngineTransfer {
         state.activity &+= 1
         // One access to the head a line: a line after the final head (a trailer) is not read.
         guard state.head.takeLine(line) else { return line.count }
+        return headEnded() ? line.count : 0
+    }
+
+    /// The final head has been read: the handler reads it and the meter is told. False when the
+    /// handler ended the exchange (`state.failure` says why).
+    func headEnded() -> Bool {
+        let state = state.value
         let failure = state.handler.head(status: state.head.status, httpMajorVersion: state.head.version.major,
                                          keepAlive: state.head.keepsAlive) { name in
             state.head.values(name)
@@ -250,7 +270,7 @@ final class CurlTransfer: EngineTransfer {
         state.head.dropHeaders()
         if let failure {
             state.failure = failure
-            return 0
+            return false
         }
         if let meter {
             state.metered.head = true
@@ -259,6 +279,6 @@ final class CurlTransfer: EngineTransfer {
                                                  closesConnection: state.handler.closesConnection),
                               declared: state.metered.declared)
         }
-        return line.count
+        return true
     }
 }

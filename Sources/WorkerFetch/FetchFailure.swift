@@ -22,6 +22,20 @@ public enum FailureDetail: Sendable, Equatable {
     case unrequestedEncoding(String)
     /// The cache's disk is full (ENOSPC, EDQUOT): no other download can be stored either.
     case noSpace
+    /// The server of a protocol without statuses (SFTP) refused us, or has no such file.
+    case denied(Denial)
+}
+
+/// What a server without HTTP statuses (SFTP) said no to: fixed by a person, not another try.
+public enum Denial: Sendable, Equatable {
+    /// The host's key is not in the known_hosts file.
+    case unknownHostKey
+    /// The host's key differs from the one the known_hosts file has for it.
+    case changedHostKey
+    /// The server refused every key (and the agent's).
+    case loginRefused
+    /// The path names no file.
+    case noSuchFile
 }
 
 public enum TLSProblem: Sendable, Equatable {
@@ -78,7 +92,7 @@ public struct FetchFailure: Error, Sendable, Equatable {
     /// untrusted certificate, an encoding the server always adds.
     public var isPermanent: Bool {
         switch detail {
-        case .tls(.untrustedCertificate), .unrequestedEncoding: true
+        case .tls(.untrustedCertificate), .unrequestedEncoding, .denied: true
         default: false
         }
     }

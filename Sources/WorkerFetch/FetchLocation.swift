@@ -13,14 +13,17 @@ public struct FetchLocation: Sendable, Equatable {
     public let authorization: String?
     /// Whose credentials `authorization` carries (nil: none, or an anonymous token).
     public let credentialUser: String?
+    /// How an `sftp://` location logs in and which host keys it trusts.
+    public let ssh: SSHLogin?
 
     public init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
-         credentialUser: String? = nil) {
+         credentialUser: String? = nil, ssh: SSHLogin? = nil) {
         self.listed = listed
         self.url = url
         self.origin = origin ?? Origin.of(url)
         self.signing = signing
         self.authorization = authorization
         self.credentialUser = credentialUser
+        self.ssh = ssh
     }
 }

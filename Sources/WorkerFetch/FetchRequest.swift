@@ -16,6 +16,8 @@ public final class FetchRequest: Sendable {
     let authorization: String?
     /// Whose credentials `authorization` carries (nil: none, or an anonymous token).
     let credentialUser: String?
+    /// How an `sftp://` `fetchURL` logs in and which host keys it trusts.
+    let ssh: SSHLogin?
     /// Other places serving the same bytes, tried in order after `fetchURL` fails (pinned
     /// entries' `mirrors`, after `--rewrite`).
     let mirrors: [FetchLocation]
@@ -30,7 +32,7 @@ public final class FetchRequest: Sendable {
     /// The origin (scheme, host, port) of `fetchURL` for the per-origin rules; nil for `file://`.
     public let origin: Origin?
     /// Sent with credentials (the manifest's headers, URL user info, a signed bucket request, a
-    /// registry's token): what it fetches is as private as the origin.
+    /// registry's token, an SSH login): what it fetches is as private as the origin.
     public let carriesCredentials: Bool
 
     /// `origin`: `url`'s, when the caller worked it out already (`Locator.origin(of:)`).
@@ -44,11 +46,11 @@ public final class FetchRequest: Sendable {
         self.etag = etag
         self.lastModified = lastModified
         if LocalFile.isLocal(url) {
-            (fetchURL, origin, signing, authorization, credentialUser, self.mirrors) = (url, nil, nil, nil, nil, [])
+            (fetchURL, origin, signing, authorization, credentialUser, ssh, self.mirrors) = (url, nil, nil, nil, nil, nil, [])
         } else {
             let primary = locator.location(url, origin: knownOrigin, expected: expected)
-            (fetchURL, origin, signing, authorization, credentialUser) = (primary.url, primary.origin, primary.signing, primary.authorization,
-                                                                          primary.credentialUser)
+            (fetchURL, origin, signing, authorization, credentialUser, ssh) = (primary.url, primary.origin, primary.signing,
+                                                                               primary.authorization, primary.credentialUser, primary.ssh)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             var locations: [FetchLocation] = []
             if expected != nil, !mirrors.isEmpty {
@@ -60,7 +62,8 @@ public final class FetchRequest: Sendable {
             }
             self.mirrors = locations
         }
-        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, url: url)
+        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, ssh: ssh,
+                                                     url: url)
     }
 
     /// The request as sent to `location`: named by the URL requested, with the manifest's headers
@@ -71,6 +74,7 @@ public final class FetchRequest: Sendable {
         signing = location.signing
         authorization = location.authorization
         credentialUser = location.credentialUser
+        ssh = location.ssh
         mirrors = []
         expected = request.expected
         origin = location.origin
@@ -78,7 +82,8 @@ public final class FetchRequest: Sendable {
         localRoot = nil
         etag = request.etag
         lastModified = request.lastModified
-        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, url: url)
+        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, ssh: ssh,
+                                                     url: url)
     }
 
     /// How many places this request is fetched from: `fetchURL`, then the mirrors (none for a
@@ -89,7 +94,7 @@ public final class FetchRequest: Sendable {
     func location(at index: Int) -> FetchLocation {
         guard index > 0 else {
             return FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing,
-                                 authorization: authorization, credentialUser: credentialUser)
+                                 authorization: authorization, credentialUser: credentialUser, ssh: ssh)
         }
         return mirrors[index - 1]
     }
@@ -102,14 +107,16 @@ public final class FetchRequest: Sendable {
     /// The request to send to one of `locations`: this one itself when it is `url`.
     func at(_ location: FetchLocation) -> FetchRequest {
         location.url == url && location.origin == origin && location.signing == signing && location.authorization == authorization
+            && location.ssh == ssh
             ? self : FetchRequest(self, at: location)
     }
 
     var isConditional: Bool { etag != nil || lastModified != nil }
 
-    private static func carriesCredentials(headers: [RequestHeader], signing: AWSSigning?, authorization: String?,
+    /// An SSH login is a user's own: what it reads is private.
+    private static func carriesCredentials(headers: [RequestHeader], signing: AWSSigning?, authorization: String?, ssh: SSHLogin?,
                                            url: String) -> Bool {
-        !headers.isEmpty || signing != nil || authorization != nil || CredentialFreeURL.hasUserInfo(url)
+        !headers.isEmpty || signing != nil || authorization != nil || ssh != nil || CredentialFreeURL.hasUserInfo(url)
     }
 
     /// The request as sent to the place at `index` (`location(at:)`): this one for the first

@@ -97,6 +97,8 @@ public struct TransferRequest: Sendable {
     public var timeouts: TransferTimeouts?
     /// AWS Signature Version 4 (libcurl's `CURLOPT_AWS_SIGV4`) with these credentials.
     public var signing: AWSSigning?
+    /// The SSH login of an `sftp://` URL (libcurl's SFTP); the transport refuses sftp without one.
+    public var ssh: SSHLogin?
 
     public init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
                  meter: TransferMeter? = nil, origin: Origin? = nil) {

@@ -35,7 +35,13 @@ CURLcode worker_curl_set_string(CURL *easy, CURLoption option, const char *value
 CURLcode worker_curl_set_off_t(CURL *easy, CURLoption option, curl_off_t value);
 CURLcode worker_curl_set_data_callback(CURL *easy, CURLoption option, worker_curl_data_callback callback);
 CURLcode worker_curl_set_prereq_callback(CURL *easy, worker_curl_prereq_callback callback);
+/// CURLOPT_SSH_KEYFUNCTION: how an SFTP host's key compares with the known_hosts file.
+typedef int (*worker_curl_ssh_key_callback)(CURL *, const struct curl_khkey *, const struct curl_khkey *, enum curl_khmatch,
+                                            void *);
+CURLcode worker_curl_set_ssh_key_callback(CURL *easy, worker_curl_ssh_key_callback callback);
 long worker_curl_info_long(CURL *easy, CURLINFO info);
+/// A CURLINFO_*_T value; -1 when libcurl does not know it.
+curl_off_t worker_curl_info_off_t(CURL *easy, CURLINFO info);
 void *worker_curl_info_private(CURL *easy);
 
 // A share (one per engine, used from its thread only: no lock callbacks) keeps TLS sessions

@@ -39,6 +39,8 @@ struct DownloadMachine: Sendable {
         let resume: PartialDownloads.Resume?
         /// AWS Signature Version 4 for the request (an `s3://` URL's, same origin only).
         var signing: AWSSigning? = nil
+        /// The SSH login of an `sftp://` request.
+        var ssh: SSHLogin? = nil
     }
 
     enum Action: Sendable, Equatable {
@@ -243,7 +245,8 @@ struct DownloadMachine: Sendable {
         if let signing { lines += signing.headers }
         // A location's own authorization (a registry's token), like signing: its origin only.
         if sendHeaders, let authorization = request.authorization { lines.append("Authorization: " + authorization) }
-        let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing)
+        let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing,
+                                ssh: request.ssh)
         if rules.pacesRequests {
             state = .takingSlot(exchange)
             let origin = url == request.url ? request.origin ?? Origin.of(url) : Origin.of(url)

@@ -83,6 +83,7 @@ final class OriginDownload: Sendable {
         var sent = TransferRequest(url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
                                    limits: source.limits, meter: source.meter, origin: request.origin)
         sent.signing = exchange.signing
+        sent.ssh = exchange.ssh
         // Stopped before it was sent: it ends as cancelled, without a request.
         lane.control.send(sent, handler: handler, on: lane.engine) { reply in
             let stopped = self.stopReason

@@ -34,6 +34,9 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { name }
 
+    /// The host as the URL spells it (lowercased, without user info or port).
+    public var hostAsWritten: String { written }
+
     /// `written`: the host as the URL spells it (its name shows it); with an empty scheme, the
     /// whole name of a URL no kind reads.
     public init(scheme: String, host: String, port: Int?, written: String) {
