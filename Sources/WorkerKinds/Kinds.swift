@@ -6,6 +6,7 @@ public enum Kinds {
     public static let all: [any KindAccess] = [
         S3Access(),
         RegistryAccess(),
+        SFTPAccess(),
     ]
 
     /// Makes every kind known to the layers that parse and reach URLs; once, as the program

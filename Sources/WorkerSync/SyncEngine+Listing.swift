@@ -49,6 +49,7 @@ extension SyncEngine {
         }
         if let problem = CacheAccess.writeProblem(root: options.cacheDirectory) { throw .cache(.notWritable(problem)) }
         let prefixURL = folder
+        let literalPaths = URLKinds.kind(of: folder)?.literalPaths ?? true
         var result = FolderManifest()
         let objects: [ListedFile]
         let known: [String: ListedObject]
@@ -137,9 +138,10 @@ extension SyncEngine {
                 guard let sha256 = pins[url] else { continue }
                 recorded.append(ListedObject(url: url, etag: object.etag, size: object.size, lastModified: object.lastModified,
                                              sha256: sha256))
-                // Paths are literal under an s3:// base_url; one whose first segment has a colon
-                // would read as a scheme, and is written whole.
-                let relative = object.relative
+                // Paths are literal under an s3:// base_url, percent-encoded under others (the
+                // URL's own spelling); one whose first segment has a colon would read as a scheme,
+                // and is written whole.
+                let relative = literalPaths ? object.relative : String(url.dropFirst(prefixURL.count))
                 let written = relative.prefix { $0 != "/" }.contains(":") ? url : relative
                 result.items.append(ManifestWriter.Item(url: written, sha256: sha256))
             }

@@ -47,8 +47,7 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("allow-origin"), help: ArgumentHelp("An origin a --rewrite-strict run may reach without a rule (repeatable).", valueName: "URL"))
     var allowOrigin: [String] = []
 
-    @Flag(name: .customLong("plain-http"), help: "Ask oci:// registries over plain http instead of https (as ORAS's --plain-http). Without it, a loopback registry that does not speak TLS is asked over http after https.")
-    var plainHTTP = false
+    @OptionGroup(title: "Kinds of URL") var kinds: KindOptions
 
     @OptionGroup(title: "Remote cache") var remote: RemoteCacheOptions
 
@@ -77,7 +76,7 @@ struct NetworkOptions: ParsableArguments {
         fetch.locator.rewrite = try Self.rewrite(rewrite)
         fetch.locator.rewrite.strict = rewriteStrict || ProcessInfo.processInfo.environment["WORKER_REWRITE_STRICT"] == "1"
         if let problem = fetch.locator.rewrite.allow(allowOrigin) { throw ValidationError(problem.description) }
-        if plainHTTP { fetch.locator.options["plain-http"] = "" }
+        fetch.locator.options = kinds.options
         guard maxSize.value > 0 else { throw ValidationError("--max-size must be above 0") }
         fetch.maxSize = maxSize.value
         fetch.limitRate = limitRate?.value

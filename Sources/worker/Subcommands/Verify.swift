@@ -58,6 +58,8 @@ struct Verify: AsyncParsableCommand {
         valueName: "FROM=TO"))
     var rewrite: [String] = []
 
+    @OptionGroup(title: "Kinds of URL") var kinds: KindOptions
+
     @OptionGroup(title: "Signed and remote manifests") var trust: ManifestTrustOptions
 
     @OptionGroup var lock: LockOptions
@@ -72,6 +74,7 @@ struct Verify: AsyncParsableCommand {
         fetch.jobs = max(1, jobs)
         fetch.retry = RetryPolicy(retries: retries)
         fetch.caCertificates = caCertificates
+        fetch.locator.options = kinds.options
         fetch.locator.rewrite = try optionChecked(for: Self.self) { try NetworkOptions.rewrite(self.rewrite) }
         // Checked like any manifest (exit 2 with file:line:column; signed ones verified, remote
         // ones fetched, where --rewrite sends them) before the cache is used.
