@@ -119,7 +119,7 @@ import WorkerTestSupport
         let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
         #expect(result.code == 2)
         #expect(result.stderr.contains("\(manifest):4:11: bad hash: sha256 hash needs 64 hex digits, got 6"))
-        #expect(result.stderr.contains("\(manifest):5:10: URL scheme 'gopher' is not allowed (only http, https, s3 and oci)"))
+        #expect(result.stderr.contains("\(manifest):5:10: URL scheme 'gopher' is not allowed (only http, https, s3, oci and sftp)"))
         #expect(!FileManager.default.fileExists(atPath: cache), "nothing was touched")
     }
 

@@ -24,6 +24,8 @@ enum Conditions {
     /// Root, /dev/fuse and fusermount3 (Debian's fuse3): lossyfs can be mounted.
     static let canUseFUSE = isRoot && access("/dev/fuse", R_OK | W_OK) == 0
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/fusermount3")
+    /// Root and openssh-server's sshd: an SFTP server of the test's own.
+    static let canRunSSHD = isRoot && SSHServer.isInstalled
 }
 
 @Suite(.hangLimit) struct ConditionsTests {
@@ -34,5 +36,6 @@ enum Conditions {
         #expect(Conditions.canRunAsOtherUsers, "tests that run the binary as other users were skipped (setpriv, prlimit)")
         #expect(Conditions.canMount, "tests that need a mount namespace were skipped (unshare -m, mount)")
         #expect(Conditions.canUseFUSE, "the power-cut tests were skipped (root, /dev/fuse, fusermount3)")
+        #expect(Conditions.canRunSSHD, "the SFTP tests were skipped (root, openssh-server)")
     }
 }

@@ -46,7 +46,8 @@ build_packages=(pkg-config libyaml-dev libsqlite3-dev libcurl4-openssl-dev)
 # servers that want their collections made), Python with venv (moto's S3 server, from PyPI), and
 # minisign and ssh-keygen (SignedManifestTests' signatures are made by the real tools), and
 # docker-registry (distribution 2.8) with htpasswd from apache2-utils (RegistryTests' registries),
-# and fuse3 (PowerCutTests' lossyfs, a FUSE file system that forgets what was not synced).
+# fuse3 (PowerCutTests' lossyfs, a FUSE file system that forgets what was not synced), and
+# openssh-server (SFTPTests' SFTP servers, sshd on loopback).
 # shellcheck disable=SC2034
 test_packages=(openssl bsdutils nginx curl util-linux apache2 apache2-utils rclone python3 python3-venv minisign openssh-client
-  docker-registry fuse3)
+  docker-registry fuse3 openssh-server)

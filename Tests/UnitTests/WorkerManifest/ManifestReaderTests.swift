@@ -2,8 +2,12 @@ import Foundation
 import Testing
 @testable import WorkerManifest
 import WorkerTestSupport
+import WorkerKinds
 
 @Suite(.hangLimit) struct ManifestReaderTests {
+    /// The schemes a refusal lists are the registered kinds'.
+    init() { Kinds.install() }
+
     // MARK: - Valid manifests
 
     @Test func readsEveryFieldOfTheFixture() throws {
@@ -120,11 +124,11 @@ import WorkerTestSupport
 
     @Test func badScheme() {
         #expect(problems("version: 1\nentries:\n  - url: ftp://h/a\n") ==
-                ["3:10: URL scheme 'ftp' is not allowed (only http, https, s3 and oci)"])
+                ["3:10: URL scheme 'ftp' is not allowed (only http, https, s3, oci and sftp)"])
         #expect(problems("version: 1\nentries:\n  - url: file:///etc/passwd\n") ==
-                ["3:10: URL scheme 'file' is not allowed (only http, https, s3 and oci)"])
+                ["3:10: URL scheme 'file' is not allowed (only http, https, s3, oci and sftp)"])
         #expect(problems("version: 1\nbase_url: ftp://h/\nentries: []\n") ==
-                ["2:11: 'base_url' has scheme 'ftp'; only http, https and s3 are allowed"])
+                ["2:11: 'base_url' has scheme 'ftp'; only http, https, s3 and sftp are allowed"])
     }
 
     @Test func relativeURLsThatDoNotResolveToHTTPAreRefused() {
