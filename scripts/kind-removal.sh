@@ -3,7 +3,7 @@
 # Sources/WorkerKinds/KIND/ and the line of Kinds.swift that names a type of it, then build the
 # program (debug). Prints what it removed and whether the build passed; exit 1 if it did not.
 #
-#   scripts/kind-removal.sh S3|OCI [SCRATCH]
+#   scripts/kind-removal.sh S3|OCI|SFTP [SCRATCH]
 set -euo pipefail
 kind=${1:?usage: scripts/kind-removal.sh KIND [SCRATCH]}
 root="$(cd "$(dirname "$0")/.." && pwd)"
