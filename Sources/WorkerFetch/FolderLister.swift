@@ -4,8 +4,9 @@
 public protocol FolderLister: Sendable {
     /// What the kind calls the files it lists, in a summary ("objects").
     var noun: String { get }
-    /// Where a stored SHA-256 comes from, in a summary ("the bucket's SHA-256").
-    var storedHashSource: String { get }
+    /// Where a stored SHA-256 comes from, in a summary ("the bucket's SHA-256"); nil for an
+    /// origin that stores none (every file is pinned by a download).
+    var storedHashSource: String? { get }
 
     /// Every file below `folder` (a URL of the kind ending in `/`), in the origin's order.
     func list(_ folder: String) async -> Result<[ListedFile], FetchFailure>

@@ -33,7 +33,7 @@ extension SyncEngine {
         public var byDownload = 0
         /// What the kind calls its files ("objects"), and where a stored hash comes from.
         public var noun = "files"
-        public var storedHashSource = "the origin's SHA-256"
+        public var storedHashSource: String? = "the origin's SHA-256"
     }
 
     /// Lists `folder` (a URL of a listable kind, ending in `/`) and pins each file; `earlier`

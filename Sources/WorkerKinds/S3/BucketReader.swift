@@ -27,7 +27,7 @@ final class BucketReader: FolderLister {
     }
 
     var noun: String { "objects" }
-    var storedHashSource: String { "the bucket's SHA-256" }
+    var storedHashSource: String? { "the bucket's SHA-256" }
 
     /// Stops the engine; call once, when done.
     func close() async {

@@ -27,7 +27,7 @@ final class SFTPLister: FolderLister {
     }
 
     var noun: String { "files" }
-    var storedHashSource: String { "the server's SHA-256" }
+    var storedHashSource: String? { nil }
 
     func close() async {
         await engine.close()

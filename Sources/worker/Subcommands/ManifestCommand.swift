@@ -21,7 +21,9 @@ struct ManifestCommand: AsyncParsableCommand {
             the bucket is listed and the manifest's base_url is that prefix, each key relative to it \
             (so tree paths are the keys below the prefix); each object is pinned by the SHA-256 the \
             bucket stores for it when it has one (a HEAD, no download), else by hashing one download \
-            through the cache. Run again, it asks only about objects whose ETag, size or date changed \
+            through the cache. With sftp://[USER@]HOST[:PORT]/FOLDER/, the folder and those below it are \
+            listed and each file is pinned by hashing one download. Run again, it asks only about files \
+            whose ETag, size or date changed \
             (what it saw is kept in the cache's index; --update FILE, or -o FILE when that is a \
             manifest it wrote, names the earlier manifest whose pins must agree). With --urls (one URL \
             a line; blank lines and # comments skipped; - for standard input), each URL is downloaded \
@@ -33,11 +35,12 @@ struct ManifestCommand: AsyncParsableCommand {
             Examples:
               worker manifest public/avatars --base-url https://cdn.example.com/avatars/ -o manifests/avatars.yaml
               worker manifest s3://assets/avatars/ -o manifests/avatars.yaml
+              worker manifest sftp://deploy@files.example.com/srv/drop/ -o manifests/drop.yaml
               worker manifest --urls urls.txt -o manifests/pinned.yaml
               printf 'https://cdn.example.com/a.png\\n' | worker manifest --urls -
             """)
 
-    @Argument(help: "Folders whose files the manifest lists, or one s3://BUCKET/PREFIX/ to list.")
+    @Argument(help: "Folders whose files the manifest lists, or one s3://BUCKET/PREFIX/ or sftp://HOST/FOLDER/ to list.")
     var folders: [String] = []
 
     @Option(name: .customLong("base-url"), help: "The URL the folders are published at (each file's URL is relative to it).")
@@ -265,7 +268,7 @@ struct ManifestCommand: AsyncParsableCommand {
             Console.error("worker: \(url): left out: the key cannot be a file's path in a tree")
         }
         Console.notice("worker manifest: \(result.listed) \(result.noun) under \(folder): \(result.unchanged) unchanged since the last run, "
-            + "\(result.byChecksum) pinned by \(result.storedHashSource), \(result.byDownload) downloaded and hashed"
+            + (result.storedHashSource.map { "\(result.byChecksum) pinned by \($0), " } ?? "") + "\(result.byDownload) downloaded and hashed"
             + (result.failed.isEmpty ? "" : ", \(result.failed.count) failed"))
         return (ManifestWriter.yaml(name: manifestName, baseURL: folder, items: result.items), result.failed.count)
     }
