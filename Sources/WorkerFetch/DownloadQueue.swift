@@ -103,6 +103,13 @@ public final class DownloadQueue: Sendable, DownloadRun {
     /// Why the queue was stopped (the message of what a stop cancelled).
     public var stopReason: String { control.stopReason }
 
+    /// Why a queue stops itself when a body found the disk full.
+    public static let noSpaceReason = "no space left on the device"
+
+    /// The queue stopped itself because a body found the disk full: what it cancelled met a full
+    /// disk, even when the body that found it is told after them.
+    public var stoppedForSpace: Bool { control.isStopped && control.stopReason == Self.noSpaceReason }
+
     public var isStopped: Bool { control.isStopped }
 
     /// The groups never started (after a stop), once `next()` has returned nil.

@@ -123,10 +123,10 @@ extension SyncRun {
             guard full, !stoppedForSpace else { return }
             stoppedForSpace = true
             logger.warning("the disk is full: no new downloads start; what was verified and fits is kept")
-            stop.request("no space left on the device")
+            stop.request(DownloadQueue.noSpaceReason)
         }
         for await finished in queue.batches(every: interval / 2) {
-            if finished.contains(where: { $0.results.contains { Self.isNoSpace($0.result) } }) { diskFull = true }
+            if queue.stoppedForSpace || finished.contains(where: { $0.results.contains { Self.isNoSpace($0.result) } }) { diskFull = true }
             stopIfFull(diskFull)
             for group in finished {
                 record(groups[group.group], group.results, progress: snapshot)

@@ -112,7 +112,7 @@ final class GroupDownload: Sendable {
     private func answered(_ outcome: SourceOutcome) {
         // A body that found the disk full stops the downloads at once: every later one would too.
         if case .failed(let failure) = outcome.answer, failure.detail == .noSpace, !control.isStopped {
-            queue?.stop(because: "no space left on the device")
+            queue?.stop(because: DownloadQueue.noSpaceReason)
         }
         state.withLock { $0.walk.answered(outcome) }
         advance()
