@@ -13,17 +13,6 @@ struct SFTPTests {
         try RegistryTests.rows(report)
     }
 
-    /// Returns once `bytes` of bodies have arrived in the cache's `tmp/` (at most 15 s).
-    private static func waitForBody(in cache: String, bytes: Int) async throws {
-        let tmp = cache + "/tmp"
-        for _ in 0..<300 {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []
-            let arrived = names.compactMap { try? FileManager.default.attributesOfItem(atPath: tmp + "/" + $0)[.size] as? Int }.reduce(0, +)
-            if arrived >= bytes { return }
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
-    }
-
     /// The options every run against `server` takes: its user key and known_hosts.
     private static func login(_ server: SSHServer) -> [String] {
         ["--ssh-key", server.userKey, "--ssh-known-hosts", server.knownHosts]
@@ -176,11 +165,10 @@ struct SFTPTests {
                                        + "  - url: \(server.url("missing.bin"))\n    hash: sha256:\(String(repeating: "1", count: 64))\n")
         let report = directory.path + "/r.json"
         let log = directory.path + "/run.log"
+        // Cut once a sixth has arrived.
+        server.cutConnections(onceBodiesIn: directory.path + "/c", reach: 2_000_000)
         let run = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report, "--limit-rate", "3M"]
                                          + Self.login(server), log: log)
-        // Cut once a sixth has arrived.
-        try await Self.waitForBody(in: directory.path + "/c", bytes: 2_000_000)
-        server.cutConnections()
         await run.exited()
         let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(run.terminationStatus == 1, "\(said)")
@@ -207,10 +195,9 @@ struct SFTPTests {
         let directory = TemporaryDirectory()
         let cache = directory.path + "/c", report = directory.path + "/r.json"
         let oldManifest = directory.write("old.yaml", "version: 1\nentries:\n  - url: \(server.url("f.bin"))\n    hash: sha256:\(try server.serve("f.bin", old))\n")
+        server.cutConnections(onceBodiesIn: cache, reach: 2_000_000)
         let run = try WorkerBinary.spawn(["sync", oldManifest, "--cache-dir", cache, "--retries", "0", "--limit-rate", "2M"] + Self.login(server),
                                          log: directory.path + "/run.log")
-        try await Self.waitForBody(in: cache, bytes: 2_000_000)
-        server.cutConnections()
         await run.exited()
         #expect(run.terminationStatus == 1, "\((try? String(contentsOfFile: directory.path + "/run.log", encoding: .utf8)) ?? "")")
         let newHash = try server.serve("f.bin", new)

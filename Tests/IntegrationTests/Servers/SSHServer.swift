@@ -89,7 +89,29 @@ final class SSHServer {
 
     /// Cuts every connection (kills the listener's session processes); the listener stays.
     func cutConnections() {
-        let killer = try? ChildProcess("/usr/bin/pkill", ["-KILL", "-P", String(process.processIdentifier)])
+        Self.cutConnections(of: process.processIdentifier)
+    }
+
+    /// Cuts the connections of the server `listener` (its session processes), on a thread of
+    /// its own once `bytes` of bodies are in `cache`'s `tmp/` (or after 60 s): the moment does not
+    /// wait for the test's tasks, which a busy machine may hold back for seconds.
+    func cutConnections(onceBodiesIn cache: String, reach bytes: Int) {
+        let listener = process.processIdentifier
+        Thread.detachNewThread {
+            let tmp = cache + "/tmp"
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []
+                let arrived = names.compactMap { try? FileManager.default.attributesOfItem(atPath: tmp + "/" + $0)[.size] as? Int }.reduce(0, +)
+                if arrived >= bytes { break }
+                usleep(10_000)
+            }
+            Self.cutConnections(of: listener)
+        }
+    }
+
+    private static func cutConnections(of listener: pid_t) {
+        let killer = try? ChildProcess("/usr/bin/pkill", ["-KILL", "-P", String(listener)])
         killer?.waitUntilExit()
     }
 
