@@ -25,9 +25,8 @@ public final class SSHLogin: Sendable, Equatable, CustomStringConvertible {
                 && left.acceptsNewHosts == right.acceptsNewHosts)
     }
 
-    /// What a refusal names: the key (or the agent) and the known_hosts file.
+    /// What a refused login names: the key, the agent, or both.
     public var description: String {
-        let key = privateKey.map { "the key \($0)" + (usesAgent ? " and the ssh-agent" : "") } ?? (usesAgent ? "the ssh-agent" : "no key")
-        return key
+        privateKey.map { "the key \($0)" + (usesAgent ? " and the ssh-agent" : "") } ?? (usesAgent ? "the ssh-agent" : "no key")
     }
 }
