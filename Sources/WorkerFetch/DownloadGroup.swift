@@ -2,15 +2,13 @@ import WorkerManifest
 
 /// Plan items that want the same content: the first URL that delivers it is downloaded, the
 /// others reuse the object. Hashless entries, and every entry under `--refresh`, are groups of one.
-/// A group holds what the queue schedules it by, not its requests: those are made as its members
-/// start (a million-entry run does not hold a million of them).
+/// A group holds what the queue schedules it by and its first member's route, not its requests:
+/// those are made as its members start (a million-entry run does not hold a million of them).
 public struct DownloadGroup: Sendable {
     /// The items after the first (most groups have none: no allocation).
     private let others: [Int]
-    /// The first item's origin (one string per origin, shared by its groups); nil for a local file.
-    public let origin: Origin?
-    /// The origins of the first item's mirrors, in order (a pinned entry's).
-    public let mirrorOrigins: [Origin]
+    /// Where the first item is fetched, worked out when the plan was grouped.
+    public let route: Route
     /// The first item (beside the flag: a group is 40 bytes, and a million-entry run holds a
     /// million groups).
     private let first: Int32
@@ -20,15 +18,17 @@ public struct DownloadGroup: Sendable {
     /// Plan item numbers, in manifest order: tried in that order until one delivers.
     public var items: GroupItems { GroupItems(first: Int(first), others: others) }
 
-    public init(items: [Int], origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
-        self.init(items: GroupItems(items), origin: origin, mirrorOrigins: mirrorOrigins, pinnedBySHA256: pinnedBySHA256)
+    /// The first item's origin; nil for a local file.
+    public var origin: Origin? { route.origin }
+
+    public init(items: [Int], route: Route = .local, pinnedBySHA256: Bool = false) {
+        self.init(items: GroupItems(items), route: route, pinnedBySHA256: pinnedBySHA256)
     }
 
-    public init(items: GroupItems, origin: Origin?, mirrorOrigins: [Origin] = [], pinnedBySHA256: Bool = false) {
+    public init(items: GroupItems, route: Route, pinnedBySHA256: Bool = false) {
         first = Int32(items[0])
         others = items.others
-        self.origin = origin
-        self.mirrorOrigins = mirrorOrigins
+        self.route = route
         self.pinnedBySHA256 = pinnedBySHA256
     }
 }

@@ -37,8 +37,8 @@ public final class DownloadQueue: Sendable, DownloadRun {
 
     private let fetcher: Fetcher
     private let groups: [DownloadGroup]
-    /// The request of a plan item (its origin given when known), made as the item starts.
-    private let request: @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest
+    /// The request of a plan item (its route given when known: a group's first), made as the item starts.
+    private let request: @Sendable (_ item: Int, _ route: Route?) -> FetchRequest
     private let control = StopRequest()
     let state: Mutex<State>
     /// The default `highWater`: a consumer committing a slow disk's batch holds at most a few
@@ -47,14 +47,14 @@ public final class DownloadQueue: Sendable, DownloadRun {
 
     package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
                  highWater: Int = DownloadQueue.highWater,
-                 request: @escaping @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest) {
+                 request: @escaping @Sendable (_ item: Int, _ route: Route?) -> FetchRequest) {
         self.fetcher = fetcher
         self.groups = groups
         self.request = request
         let origins = groups.map(\.origin)
         var alternates: [Int: [Origin]] = [:]
-        for (number, group) in groups.enumerated() where !group.mirrorOrigins.isEmpty {
-            alternates[number] = group.mirrorOrigins
+        for (number, group) in groups.enumerated() where !group.route.mirrors.isEmpty {
+            alternates[number] = group.route.mirrorOrigins
         }
         let inTier = fetcher.tier == nil ? [] : groups.map(\.pinnedBySHA256)
         let schedule = DownloadSchedule(origins: origins, alternates: alternates, jobs: jobs, streams: streams, breaker: breaker,
@@ -219,7 +219,7 @@ public final class DownloadQueue: Sendable, DownloadRun {
     /// the group back to the schedule, first in line for its origin, where it goes on.
     private func groupDownload(_ number: Int, tier: Bool, on engine: any FetchEngine) -> GroupDownload {
         let group = groups[number]
-        return GroupDownload(items: group.items, origin: group.origin, tier: tier, fetcher: fetcher, control: control, queue: self,
+        return GroupDownload(items: group.items, route: group.route, tier: tier, fetcher: fetcher, control: control, queue: self,
                              engine: engine, request: request) { ended, engine in
             self.fetcher.finished(on: engine)
             switch ended {

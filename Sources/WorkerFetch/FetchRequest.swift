@@ -35,32 +35,26 @@ public final class FetchRequest: Sendable {
     /// registry's token, an SSH login): what it fetches is as private as the origin.
     public let carriesCredentials: Bool
 
-    /// `origin`: `url`'s, when the caller worked it out already (`Locator.origin(of:)`).
+    /// `route`: where `url` is fetched, when the caller worked it out already (`Locator.route`,
+    /// a download group's); else `locator` works it out.
     public init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
          etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator(),
-         origin knownOrigin: Origin? = nil) {
+         route known: Route? = nil) {
         self.url = url
         self.expected = expected
         self.headers = headers
         self.localRoot = localRoot
         self.etag = etag
         self.lastModified = lastModified
-        if LocalFile.isLocal(url) {
-            (fetchURL, origin, signing, authorization, credentialUser, ssh, self.mirrors) = (url, nil, nil, nil, nil, nil, [])
-        } else {
-            let primary = locator.location(url, origin: knownOrigin, expected: expected)
-            (fetchURL, origin, signing, authorization, credentialUser, ssh) = (primary.url, primary.origin, primary.signing,
-                                                                               primary.authorization, primary.credentialUser, primary.ssh)
+        let route = known ?? locator.route(url, mirrors: mirrors, expected: expected)
+        let (first, located) = locator.locations(of: route, listed: url)
+        if let first {
+            (fetchURL, origin, signing, authorization, credentialUser, ssh) = (first.url, first.origin, first.signing,
+                                                                               first.authorization, first.credentialUser, first.ssh)
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
-            var locations: [FetchLocation] = []
-            if expected != nil, !mirrors.isEmpty {
-                var seen: Set<String> = [fetchURL]
-                for mirror in mirrors {
-                    let location = locator.location(mirror, expected: expected)
-                    if seen.insert(location.url).inserted { locations.append(location) }
-                }
-            }
-            self.mirrors = locations
+            self.mirrors = expected == nil ? [] : located
+        } else {
+            (fetchURL, origin, signing, authorization, credentialUser, ssh, self.mirrors) = (url, nil, nil, nil, nil, nil, [])
         }
         carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, ssh: ssh,
                                                      url: url)

@@ -27,6 +27,10 @@ public protocol KindAccess: Sendable {
     func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
                   memo: inout OriginMemo) -> FetchLocation
 
+    /// `location` (one this access made) with the authorization its requests carry now: a route
+    /// keeps where a URL is requested for the whole run, while a registry's token is renewed.
+    func authorized(_ location: FetchLocation, rewrite: URLRewrite) -> FetchLocation
+
     /// Where `listed` would be requested without `--rewrite` (every URL it may be asked at).
     func beforeRewrite(_ listed: String) -> [String]
 
@@ -60,6 +64,8 @@ extension KindAccess {
     public func configured(environment: [String: String]) throws(KindSettingsProblem) -> any KindAccess {
         self
     }
+
+    public func authorized(_ location: FetchLocation, rewrite: URLRewrite) -> FetchLocation { location }
 
     public func beforeRewrite(_ listed: String) -> [String] { [listed] }
 

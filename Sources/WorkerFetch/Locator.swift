@@ -53,20 +53,62 @@ public struct Locator: Sendable, Equatable {
         accesses.first { $0.kind.id == id }
     }
 
-    /// The location `listed` is requested at (its `origin`, when the caller knows it already;
-    /// `expected`, the hash its bytes must have: a tag's layer is the blob of that digest).
-    func location(_ listed: String, origin: Origin? = nil, expected: ContentHash? = nil) -> FetchLocation {
-        var memo = OriginMemo()
-        return location(listed, origin: origin, expected: expected, memo: &memo)
+    /// Where `listed` is fetched (`Route`): its location after `--rewrite` and its kind, and —
+    /// pinned by `expected`, the hash its bytes must have (a tag's layer is the blob of that
+    /// digest) — the locations of its `mirrors` that request another URL. `memo`: the origin of
+    /// the URL routed before, given again for one on the same authority.
+    public func route(_ listed: String, mirrors: [String] = [], expected: ContentHash?, memo: inout OriginMemo) -> Route {
+        guard !LocalFile.isLocal(listed) else { return .local }
+        let first = locate(listed, expected: expected, memo: &memo)
+        var located: [FetchLocation] = []
+        if expected != nil, !mirrors.isEmpty {
+            var seen: Set<String> = [first.location.url]
+            for mirror in mirrors {
+                let location = locate(mirror, expected: expected, memo: &memo).location
+                if seen.insert(location.url).inserted { located.append(location) }
+            }
+        }
+        return Route(origin: first.location.origin, location: first.ofKind ? first.location : nil, rule: first.rule, mirrors: located)
     }
 
-    /// `memo`: the origin of the URL located before, given again for one on the same authority.
-    private func location(_ listed: String, origin: Origin?, expected: ContentHash?, memo: inout OriginMemo) -> FetchLocation {
+    /// `route`, for one URL.
+    public func route(_ listed: String, mirrors: [String] = [], expected: ContentHash?) -> Route {
+        var memo = OriginMemo()
+        return route(listed, mirrors: mirrors, expected: expected, memo: &memo)
+    }
+
+    /// The location of `listed`; whether a kind's access made it (else: an http(s) URL, and the
+    /// rule it is under, nil when requested as listed).
+    private func locate(_ listed: String, expected: ContentHash?,
+                        memo: inout OriginMemo) -> (location: FetchLocation, ofKind: Bool, rule: Int?) {
         if !HTTPKind.matches(listed), let id = URLKinds.kind(of: listed)?.id, let access = access(id) {
-            return access.location(listed, rewrite: rewrite, origin: origin, expected: expected, memo: &memo)
+            return (access.location(listed, rewrite: rewrite, origin: nil, expected: expected, memo: &memo), true, nil)
         }
-        let url = rewrite.apply(listed)
-        return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url))
+        let (url, rule) = rewrite.applied(listed)
+        return (FetchLocation(listed: listed, url: url, origin: memo.origin(of: url)), false, rule)
+    }
+
+    /// The locations `route` names for `listed` (the URL it was made for), the first with what
+    /// its kind authorizes requests with now (a registry's current token).
+    func locations(of route: Route, listed: String) -> (first: FetchLocation?, mirrors: [FetchLocation]) {
+        guard let origin = route.origin else { return (nil, []) }
+        let first: FetchLocation
+        if let kept = route.keptLocation {
+            first = authorized(kept)
+        } else if let rule = route.ruleNumber {
+            first = FetchLocation(listed: listed, url: rewrite.apply(listed, rule: rule), origin: origin)
+        } else {
+            first = FetchLocation(listed: listed, url: listed, origin: origin)
+        }
+        return (first, route.mirrors.map(authorized))
+    }
+
+    /// `location` with the authorization its kind gives its requests now.
+    private func authorized(_ location: FetchLocation) -> FetchLocation {
+        guard !HTTPKind.matches(location.listed), let id = URLKinds.kind(of: location.listed)?.id, let access = access(id) else {
+            return location
+        }
+        return access.authorized(location, rewrite: rewrite)
     }
 
     /// This locator with what the kinds of `urls` must ask before their requests (a registry's
@@ -140,12 +182,6 @@ public struct Locator: Sendable, Equatable {
 
     /// The origin `listed` is requested from; nil for a local file.
     public func origin(of listed: String) -> Origin? {
-        LocalFile.isLocal(listed) ? nil : location(listed).origin
-    }
-
-    /// The origin `listed` is requested from, for a loop over many URLs: `memo` keeps the last
-    /// one's, given again (the same object) for a URL on the same authority.
-    public func origin(of listed: String, memo: inout OriginMemo) -> Origin? {
-        LocalFile.isLocal(listed) ? nil : location(listed, origin: nil, expected: nil, memo: &memo).origin
+        route(listed, expected: nil).origin
     }
 }

@@ -142,7 +142,7 @@ struct RunCoordinator {
             case .refuse(let group, let message):
                 let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
                                          source: nil)
-                readied(FinishedGroup(group: group, results: groups[group].items.map { ItemResult(item: $0, result: result) }))
+                readied(FinishedGroup(group: group, results: groups[group].items.map { ItemResult(item: $0, result: result, origin: groups[group].origin) }))
             }
         }
     }

@@ -107,9 +107,24 @@ public struct URLRewrite: Sendable, Equatable {
     /// The URL to request for `url`: TO + the rest under the first rule FROM it is under (an S3
     /// key percent-encoded for an http(s) TO), else `url` itself.
     public func apply(_ url: String) -> String {
-        guard !rules.isEmpty, let parsed = Self.parse(url), let number = rule(for: parsed) else { return url }
+        applied(url).url
+    }
+
+    /// `apply`, and the number of the rule that sent `url` elsewhere (nil: none did).
+    public func applied(_ url: String) -> (url: String, rule: Int?) {
+        guard !rules.isEmpty, let parsed = Self.parse(url), let number = rule(for: parsed) else { return (url, nil) }
+        return joined(parsed, under: number).map { ($0, number) } ?? (url, nil)
+    }
+
+    /// `url` sent where rule `number` sends it (the rule `applied` named for it).
+    public func apply(_ url: String, rule number: Int) -> String {
+        guard let parsed = Self.parse(url) else { return url }
+        return joined(parsed, under: number) ?? url
+    }
+
+    private func joined(_ parsed: ParsedURL, under number: Int) -> String? {
         let rule = rules[number]
-        return ParsedURL.joining(rule.to, of: rule.toURL.kind, parsed.rest(after: rule.fromURL), from: parsed.kind) ?? url
+        return ParsedURL.joining(rule.to, of: rule.toURL.kind, parsed.rest(after: rule.fromURL), from: parsed.kind)
     }
 }
 

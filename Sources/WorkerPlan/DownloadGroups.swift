@@ -46,24 +46,25 @@ extension SyncPlan {
             }
             firsts.append(offset)
         }
-        // One string per origin, shared by every group of it.
+        // One object per origin, shared by every group of it.
         var origins: [Origin: Origin] = [:]
-        func shared(_ origin: Origin?) -> Origin? {
-            guard let origin else { return nil }
-            if let known = origins[origin] { return known }
-            origins[origin] = origin
-            return origin
-        }
         var groups: [DownloadGroup] = []
         groups.reserveCapacity(firsts.count)
         var memo = OriginMemo()
         for (number, first) in firsts.enumerated() {
             let entry = entries[first]
-            let origin = shared(locator.origin(of: entry.url, memo: &memo))
-            let mirrors = origin == nil || entry.hash == nil ? [] : manifests.manifests[entry.manifest].mirrors.of(entry)
-            groups.append(DownloadGroup(items: GroupItems(first: first, others: others[number] ?? []), origin: origin,
-                                        mirrorOrigins: mirrors.compactMap { shared(locator.origin(of: $0)) },
-                                        pinnedBySHA256: origin != nil && entry.hash?.algorithm == .sha256))
+            // The one place an item is located: its route goes with the group to its requests.
+            var route = locator.route(entry.url, mirrors: manifests.manifests[entry.manifest].mirrors.of(entry), expected: entry.hash,
+                                      memo: &memo)
+            if let origin = route.origin {
+                if let known = origins[origin] {
+                    route = route.with(origin: known)
+                } else {
+                    origins[origin] = origin
+                }
+            }
+            groups.append(DownloadGroup(items: GroupItems(first: first, others: others[number] ?? []), route: route,
+                                        pinnedBySHA256: route.origin != nil && entry.hash?.algorithm == .sha256))
         }
         return groups
     }
@@ -81,8 +82,9 @@ extension SyncPlan {
     }
 
     /// What to send for a plan item: its manifest's headers, the stored version's validators when
-    /// it is revalidated, its mirrors; where `--rewrite` sends it (`origin`: its origin, when known).
-    public func request(for item: Int, locator: Locator = Locator(), origin: Origin? = nil) -> FetchRequest {
+    /// it is revalidated, its mirrors; where `--rewrite` sends it (`route`: where it is fetched,
+    /// when known: a download group's; else `locator` works it out).
+    public func request(for item: Int, locator: Locator = Locator(), route: Route? = nil) -> FetchRequest {
         let planned = self.item(at: item)
         // The manifest's fields read one by one: a copy of the whole manifest a request is a
         // dozen retains.
@@ -92,6 +94,15 @@ extension SyncPlan {
                             localRoot: manifests.manifests[number].baseURL == nil ? manifests.manifests[number].localRoot : nil,
                             etag: revalidate ? planned.previous?.etag : nil,
                             lastModified: revalidate ? planned.previous?.lastModified : nil,
-                            mirrors: manifests.manifests[number].mirrors.of(planned.entry), locator: locator, origin: origin)
+                            mirrors: route == nil ? manifests.manifests[number].mirrors.of(planned.entry) : [], locator: locator,
+                            route: route)
+    }
+
+    /// Whether a request for the item would carry credentials (`FetchRequest.carriesCredentials`):
+    /// its manifest's headers, user info in its URL, or what its kind signs or logs in with.
+    public func carriesCredentials(_ item: Int, locator: Locator) -> Bool {
+        let entry = manifests.entries[item]
+        if !manifests.manifests[entry.manifest].headers.isEmpty || CredentialFreeURL.hasUserInfo(entry.url) { return true }
+        return !HTTPKind.matches(entry.url) && locator.access(of: entry.url) != nil && request(for: item, locator: locator).carriesCredentials
     }
 }

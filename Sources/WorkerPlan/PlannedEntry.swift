@@ -18,6 +18,14 @@ public struct PlannedEntry: Sendable {
         /// The index has this URL at this version, but its object's size is not the row's (the
         /// file changed on disk): download and verify it again, replacing the file.
         case repair
+
+        /// Whether the action fetches (download, revalidate, refresh, repair).
+        public var needsNetwork: Bool {
+            switch self {
+            case .keep, .reuse: false
+            case .download, .revalidate, .refresh, .repair: true
+            }
+        }
     }
 
     public let entry: ManifestEntry

@@ -289,7 +289,7 @@ public struct SyncEngine: Sendable {
         var options = options
         options.fetch.locator = locator
         var run = SyncRun(plan: plan, store: store, index: index, options: options, context: context,
-                          ledger: ledger(for: plan, startedAt: startedAt, store: store, locator: locator))
+                          ledger: ledger(for: plan, startedAt: startedAt, store: store))
         try await run.execute()
         if options.recordsManifestRuns {
             try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
@@ -313,13 +313,13 @@ public struct SyncEngine: Sendable {
 
     /// The run's ledger: rows kept for the outputs that list them (JUnit has a case per entry
     /// checked), the limits the run keeps, one outcome per item when asked for.
-    func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore, locator: Locator) -> SyncLedger {
+    func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore) -> SyncLedger {
         let limited = options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil
         return SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt, outputs: options.outputs,
                           shownRows: options.shownRows,
                           limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
                                                               maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
-                          store: store, keepsOutcomes: options.keepsOutcomes, keepsObjects: options.tree != nil, locator: locator)
+                          store: store, keepsOutcomes: options.keepsOutcomes, keepsObjects: options.tree != nil)
     }
 
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {

@@ -21,7 +21,8 @@ struct SyncLedger {
         /// A verified body for the item, from `source`.
         case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil,
                        servedBy: String? = nil)
-        case failed(item: Int, FetchFailure, attempts: Int, stale: Bool)
+        /// `origin`: where its request went (its route's), counted for a given-up origin.
+        case failed(item: Int, FetchFailure, attempts: Int, stale: Bool, origin: Origin?)
         /// A dry run: what a sync would do with the item.
         case planned(item: Int)
         /// An orphan `--prune` removed (or, in a dry run, would remove); `position` orders it.
@@ -62,9 +63,6 @@ struct SyncLedger {
     /// Failed entries per manifest (its run's record) and per origin (a given-up origin's count).
     private(set) var failuresPerManifest: [Int]
     private var failuresPerOrigin: [Origin: Int] = [:]
-    /// Where each URL is requested (its bucket's endpoint, where `--rewrite` sends it): failures
-    /// are counted by the origin the breaker counts.
-    private let locator: Locator
     /// Failovers by the failed origin, in the order first seen.
     private var failovers: [Origin: SyncReport.Failover] = [:]
     private var failoverOrder: [Origin] = []
@@ -73,9 +71,8 @@ struct SyncLedger {
     /// object paths (none in a dry run's rows); `keepsOutcomes` keeps one `Outcome` per item.
     init(plan: SyncPlan, cacheDirectory: String, startedAt: Date, outputs: SyncOutputs, shownRows: Int?,
          limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false,
-         keepsObjects: Bool = false, locator: Locator = Locator()) {
+         keepsObjects: Bool = false) {
         self.plan = plan
-        self.locator = locator
         report = SyncReport(dryRun: dryRun, startedAt: startedAt, finishedAt: startedAt, cacheDirectory: cacheDirectory,
                             manifests: plan.manifests.manifests.map {
                                 SyncReport.ManifestSummary(path: $0.path, name: $0.name, entries: $0.entryCount)
@@ -133,11 +130,11 @@ struct SyncLedger {
             let status = deliveredStatus(item, object: object)
             add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
                 servedBy: servedBy)
-        case .failed(let item, let failure, let attempts, let stale):
+        case .failed(let item, let failure, let attempts, let stale, let origin):
             let planned = plan.item(at: item)
             if item < objects.count { objects[item] = nil }
             failuresPerManifest[planned.entry.manifest] += 1
-            if let origin = locator.origin(of: planned.entry.url) { failuresPerOrigin[origin, default: 0] += 1 }
+            if let origin { failuresPerOrigin[origin, default: 0] += 1 }
             add(item, .failed, sha256: nil) { [maker] in
                 var row = maker.entry(planned, status: .failed, object: nil, size: nil, attempts: attempts)
                 row.reason = failure.reason

@@ -23,52 +23,59 @@ extension SyncRun {
         max(min(64, largest), min(largest, downloads / 4))
     }
 
+    /// The run's locator while its downloads last (`LiveLocator`): what the kinds of the URLs to
+    /// fetch ask before their requests (a registry reached, its token), asked before the plan is
+    /// grouped, so that each group's route is where its requests go; tokens are kept current.
+    func liveLocator() async -> LiveLocator {
+        guard network else { return LiveLocator(fixed: options.fetch.locator) }
+        // Only URLs of kinds whose requests carry the run's credentials are kept (told from the
+        // entries' bytes: no string is made for the rest).
+        // A pinned entry's mirrors are looked at as written; the map's are made only in a
+        // manifest that maps to a kind of that sort (the routes locate the mirrors once).
+        var urls: [String] = []
+        let entries = plan.manifests.entries
+        let mapsSigned = plan.manifests.manifests.map { $0.mirrors.prefixes.contains { $0.mirrors.contains { URLKinds.has(.signed, $0) } } }
+        for position in plan.items.indices where plan.action(at: position).needsNetwork {
+            if entries.withURL(at: position, { URLKinds.kind(utf8: $0)?.roles.contains(.signed) == true }) {
+                urls.append(entries.url(at: position))
+            }
+            guard entries.hash(at: position) != nil else { continue }
+            urls += entries.mirrors(at: position).filter { URLKinds.has(.signed, $0) }
+            let manifest = entries.manifest(at: position)
+            if mapsSigned[manifest] {
+                urls += plan.manifests.manifests[manifest].mirrors.mirrors(for: entries.url(at: position)).filter { URLKinds.has(.signed, $0) }
+            }
+        }
+        let logger = logger
+        return await LiveLocator(options.fetch.locator, for: urls, store: store, settings: options.fetch) { logger.warning("\($0)") }
+    }
+
+    /// Whether an item of the plan needs the network: one to fetch that is not a local file.
+    var network: Bool {
+        plan.items.indices.contains { plan.action(at: $0).needsNetwork && !LocalFile.isLocal(plan.manifests.entries.url(at: $0)) }
+    }
+
     /// Runs the groups through a `DownloadQueue`, recording results as they come and committing
     /// a batch whenever it is full or old enough. The fetch engines, idle once every group is
     /// done, close their connections while the last batch commits: `execute` waits for
-    /// `stopping` after it, or before it throws.
-    mutating func download(_ groups: [DownloadGroup]) async throws(CacheError) {
+    /// `stopping` after it, or before it throws. `locators`: the run's (`liveLocator`), which
+    /// the groups' routes were made with.
+    mutating func download(_ groups: [DownloadGroup], locators: LiveLocator) async throws(CacheError) {
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
         let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.item(at: $0).entry.url) } }
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
         let breaker = OriginBreaker(down: Set(remembered.map { Origin.of($0.origin) }))
-        // What the kinds of the URLs to fetch ask before their requests (a registry's token), kept
-        // current while the downloads last.
-        let locators: LiveLocator
-        if network {
-            // Only URLs of kinds whose requests carry the run's credentials are kept (told from
-            // the entries' bytes: no string is made for the rest).
-            var urls: [String] = []
-            let entries = plan.manifests.entries
-            let mapped = plan.manifests.manifests.map { !$0.mirrors.isEmpty }
-            for group in groups {
-                for position in group.items {
-                    if entries.withURL(at: position, { URLKinds.kind(utf8: $0)?.roles.contains(.signed) == true }) {
-                        urls.append(entries.url(at: position))
-                    }
-                    let manifest = entries.manifest(at: position)
-                    guard mapped[manifest] || !entries.mirrors(at: position).isEmpty, entries.hash(at: position) != nil else { continue }
-                    urls += plan.manifests.manifests[manifest].mirrors.of(entries[position]).filter { URLKinds.has(.signed, $0) }
-                }
-            }
-            let logger = logger
-            locators = await LiveLocator(options.fetch.locator, for: urls, store: store, settings: options.fetch) { logger.warning("\($0)") }
-            options.fetch.locator = locators.current
-        } else {
-            locators = LiveLocator(fixed: options.fetch.locator)
-        }
-        defer { locators.stop() }
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
-        // Each request is made as its item starts.
+        // Each request is made as its item starts, the first of a group on the group's route.
         // (A locator whose tokens are not renewed is read once, not per request.)
         let planned = plan
-        let request: @Sendable (Int, Origin?) -> FetchRequest
+        let request: @Sendable (Int, Route?) -> FetchRequest
         if locators.renews {
-            request = { item, origin in planned.request(for: item, locator: locators.current, origin: origin) }
+            request = { item, route in planned.request(for: item, locator: locators.current, route: route) }
         } else {
             let locator = locators.current
-            request = { item, origin in planned.request(for: item, locator: locator, origin: origin) }
+            request = { item, route in planned.request(for: item, locator: locator, route: route) }
         }
         let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
                                   streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker, request: request)
@@ -159,7 +166,7 @@ extension SyncRun {
             : FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")
         for number in queue.unstarted {
             for item in groups[number].items {
-                fail(item, unstarted, attempts: 0)
+                fail(item, unstarted, attempts: 0, origin: groups[number].origin)
             }
         }
         if let failure { throw failure }
@@ -203,7 +210,7 @@ extension SyncRun {
             let planned = plan.item(at: item)
             if planned.action == .revalidate { continue }
             let message = planned.isUpdate ? "offline: the cached version is out of date" : "offline: not in the cache"
-            fail(item, FetchFailure(.cancelled, message), attempts: 0)
+            fail(item, FetchFailure(.cancelled, message), attempts: 0, origin: group.origin)
         }
     }
 }

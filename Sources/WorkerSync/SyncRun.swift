@@ -79,7 +79,7 @@ struct SyncRun {
                 }
             case .reuse(let object, let size):
                 link(UncommittedRow(reusing: object, size: size, item: offset), body: nil,
-                     isPrivate: plan.request(for: offset, locator: options.fetch.locator).carriesCredentials)
+                     isPrivate: plan.carriesCredentials(offset, locator: options.fetch.locator))
             case .repair:
                 let url = plan.manifests.entries.url(at: offset)
                 logger.warning("\(Redact.url(url)): the cached file's size is not the index's (changed on disk); fetching it again")
@@ -87,7 +87,12 @@ struct SyncRun {
                 break
             }
         }
-        var groups = plan.downloadGroups(refresh: options.refresh, locator: options.fetch.locator)
+        // The kinds are asked first (a registry's token), so that each group's route is where
+        // its requests go.
+        let locators = options.offline ? LiveLocator(fixed: options.fetch.locator) : await liveLocator()
+        defer { locators.stop() }
+        options.fetch.locator = locators.current
+        var groups = plan.downloadGroups(refresh: options.refresh, locator: locators.current)
         if options.fetch.remoteCache != nil {
             // Machines that start together on one tier each walk the entries in an order of their
             // own: one's misses are then rarely where another is about to upload.
@@ -102,7 +107,7 @@ struct SyncRun {
             if options.offline {
                 for group in groups { failOffline(group) }
             } else if !groups.isEmpty {
-                try await download(groups)
+                try await download(groups, locators: locators)
             }
             let (ranges, alone) = Self.touchRanges(touched, plan: plan)
             for range in ranges {
@@ -169,13 +174,13 @@ struct SyncRun {
                     ledger.record(.failedOver(failover, servedBy: servedBy))
                 }
                 link(UncommittedRow(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
-                                    source: result.source, servedBy: result.servedBy),
+                                    source: result.source, servedBy: result.servedBy, origin: tried.origin),
                      body: body, isPrivate: result.isPrivate)
             case .failure(let failure) where diskFull && failure.reason == .cancelled:
                 fail(item, FetchFailure(.io, "no space left on the device: cut short when the disk filled", detail: .noSpace),
-                     attempts: result.attempts)
+                     attempts: result.attempts, origin: tried.origin)
             case .failure(let failure):
-                fail(item, failure, attempts: result.attempts)
+                fail(item, failure, attempts: result.attempts, origin: tried.origin)
             }
         }
         // A group of one (most are) has no other item to link.
@@ -201,10 +206,11 @@ struct SyncRun {
         uncommitted.append(row)
     }
 
-    mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int) {
+    /// `origin`: the one the item's request was for (its group's, when it was never made).
+    mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int, origin: Origin?) {
         let planned = plan.item(at: item)
         ledger.record(.failed(item: item, failure, attempts: attempts,
-                              stale: planned.previous.map { store.contains($0.object) } ?? false))
+                              stale: planned.previous.map { store.contains($0.object) } ?? false, origin: origin))
         if failure.reason != .cancelled || attempts > 0 {
             batch.add(failure: FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
                                              attempts: attempts, at: Date().timeIntervalSince1970,

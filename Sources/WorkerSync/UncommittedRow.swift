@@ -1,4 +1,5 @@
 import WorkerFetch
+import WorkerManifest
 
 /// A row of the batch waiting for its commit: a body delivered for an item, or content stored
 /// before that now serves it. The ledger hears of it once the commit decided it (`event`), so an
@@ -11,15 +12,18 @@ struct UncommittedRow {
     let attempts: Int?
     let source: SourceKind?
     let servedBy: String?
+    /// The origin the body's request went to; nil for a row that reuses stored content.
+    let origin: Origin?
 
     /// A delivered body's row.
-    init(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind?, servedBy: String?) {
+    init(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind?, servedBy: String?, origin: Origin?) {
         (self.item, self.object, self.size, self.attempts, self.source, self.servedBy) = (item, object, size, attempts, source, servedBy)
+        self.origin = origin
     }
 
     /// A row that reuses stored content.
     init(reusing object: String, size: Int64, item: Int) {
-        (self.item, self.object, self.size, attempts, source, servedBy) = (item, object, size, nil, nil, nil)
+        (self.item, self.object, self.size, attempts, source, servedBy, origin) = (item, object, size, nil, nil, nil, nil)
     }
 
     /// What the ledger is told once the commit stored the row (`stored`), or had no room for it
@@ -28,7 +32,7 @@ struct UncommittedRow {
     func event(stored: Bool, stale: @autoclosure () -> Bool) -> SyncLedger.Event {
         guard stored else {
             return .failed(item: item, FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
-                           attempts: attempts ?? 1, stale: stale())
+                           attempts: attempts ?? 1, stale: stale(), origin: origin)
         }
         guard let attempts else { return .reused(item: item, object: object, size: size) }
         return .delivered(item: item, object: object, size: size, attempts: attempts, source: source, servedBy: servedBy)

@@ -187,7 +187,7 @@ struct FallbackWalk: Sendable {
     private mutating func end(with result: FetchResult) {
         var result = result
         if results.isEmpty, tierBytes > 0 { result.bytesReceived += tierBytes }
-        results.append(ItemResult(item: items[member], result: result))
+        results.append(ItemResult(item: items[member], result: result, origin: request?.origin))
         let delivered = if case .success = result.result { true } else { false }
         member = delivered ? items.count : member + 1
         request = nil
@@ -222,4 +222,11 @@ struct FallbackWalk: Sendable {
 public struct ItemResult: Sendable {
     public let item: Int
     public let result: FetchResult
+    /// The origin its request was made for (its route's); nil for a local file, or an item not
+    /// requested.
+    public let origin: Origin?
+
+    public init(item: Int, result: FetchResult, origin: Origin? = nil) {
+        (self.item, self.result, self.origin) = (item, result, origin)
+    }
 }

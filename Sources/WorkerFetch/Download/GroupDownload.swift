@@ -28,9 +28,9 @@ final class GroupDownload: Sendable {
 
     private let state: Mutex<State>
     private let fetcher: Fetcher
-    /// The group's first origin, given to its first member's request.
-    private let origin: Origin?
-    private let request: @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest
+    /// The group's route, given to its first member's request.
+    private let route: Route?
+    private let request: @Sendable (_ item: Int, _ route: Route?) -> FetchRequest
     private let control: StopRequest
     /// The queue the group runs in: the origin gate its attempts report to, and what a full disk
     /// stops. None for a download of its own (`Fetcher.fetch`).
@@ -39,12 +39,12 @@ final class GroupDownload: Sendable {
 
     /// `tier`: the shared tier is asked first. `done` is called once for each `start` (from any
     /// thread: a local file is read off the engine), with the engine it was started on.
-    init(items: GroupItems, origin: Origin?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: (any DownloadRun)?,
-         engine: any FetchEngine, request: @escaping @Sendable (_ item: Int, _ origin: Origin?) -> FetchRequest,
+    init(items: GroupItems, route: Route?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: (any DownloadRun)?,
+         engine: any FetchEngine, request: @escaping @Sendable (_ item: Int, _ route: Route?) -> FetchRequest,
          done: @escaping @Sendable (Ended, any FetchEngine) -> Void) {
         state = Mutex(State(walk: FallbackWalk(items: items, tier: tier && fetcher.tier != nil), engine: engine))
         self.fetcher = fetcher
-        self.origin = origin
+        self.route = route
         self.request = request
         self.control = control
         self.queue = queue
@@ -67,7 +67,7 @@ final class GroupDownload: Sendable {
             }
             switch step {
             case .tier(let item):
-                let made = request(item, origin)
+                let made = request(item, route)
                 state.withLock { $0.request = made }
                 // (A walk asks the tier only when the fetcher has one.)
                 guard let tier = fetcher.tier else { return done(.tierMissed(self), engine) }
@@ -81,7 +81,7 @@ final class GroupDownload: Sendable {
                 return
             case .open(let item, let first):
                 // The first member's request was made for the tier already, if it was asked.
-                let made = first ? current ?? request(item, origin) : request(item, nil)
+                let made = first ? current ?? request(item, route) : request(item, nil)
                 let sources = fetcher.serving(made)
                 let now = fetcher.tier == nil ? 0 : Monotonic.now()
                 state.withLock { state in
@@ -142,7 +142,7 @@ extension Fetcher {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let engine = engineForNext()
-                let download = GroupDownload(items: GroupItems([0]), origin: request.origin, tier: false, fetcher: self,
+                let download = GroupDownload(items: GroupItems([0]), route: nil, tier: false, fetcher: self,
                                              control: control, queue: nil, engine: engine, request: { _, _ in request }) { ended, engine in
                     self.finished(on: engine)
                     // A walk without the tier ends with one result for its one member.

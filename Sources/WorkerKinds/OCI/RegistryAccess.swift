@@ -397,6 +397,14 @@ extension RegistryAccess: KindAccess {
                              credentialUser: grant?.user)
     }
 
+    /// The registry's current grant for the repository, on the location's origin only.
+    public func authorized(_ location: FetchLocation, rewrite: URLRewrite) -> FetchLocation {
+        guard let reference = OCIReference(rewrite.apply(location.listed)) else { return location }
+        let grant = grant(for: reference, at: location.url)
+        return FetchLocation(listed: location.listed, url: location.url, origin: location.origin, signing: location.signing,
+                             authorization: grant?.value, credentialUser: grant?.user, ssh: location.ssh)
+    }
+
     /// The registry's API URL over https, and over http for one on loopback that may not speak
     /// TLS (either may be asked).
     public func beforeRewrite(_ listed: String) -> [String] {

@@ -23,7 +23,7 @@ import WorkerTestSupport
 
         func queue(jobs: Int, highWater: Int = DownloadQueue.highWater) -> DownloadQueue {
             let (files, root) = (files, directory.path)
-            return DownloadQueue(fetcher: fetcher, groups: files.indices.map { DownloadGroup(items: [$0], origin: nil) }, jobs: jobs,
+            return DownloadQueue(fetcher: fetcher, groups: files.indices.map { DownloadGroup(items: [$0]) }, jobs: jobs,
                                  streams: 1, highWater: highWater) { item, _ in
                 FetchRequest(url: "file://" + files[item], expected: nil, headers: [], localRoot: root)
             }

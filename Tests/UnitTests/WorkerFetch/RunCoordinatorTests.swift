@@ -11,7 +11,7 @@ import WorkerTestSupport
     /// `count` groups of one local file each, `jobs` at once.
     static func local(_ count: Int, jobs: Int, highWater: Int = 4096) -> RunCoordinator {
         RunCoordinator(schedule: DownloadSchedule(origins: Array(repeating: nil, count: count), jobs: jobs),
-                       groups: (0..<count).map { DownloadGroup(items: [$0], origin: nil) }, highWater: highWater)
+                       groups: (0..<count).map { DownloadGroup(items: [$0]) }, highWater: highWater)
     }
 
     static func launched(_ effects: RunCoordinator.Effects) -> [Int] {
@@ -101,7 +101,8 @@ import WorkerTestSupport
 
     @Test func theTiersHitIsReadyAndItsMissWaitsForTheOriginsTurn() {
         var run = RunCoordinator(schedule: DownloadSchedule(origins: [a, a], jobs: 2, inTier: [true, true], tierLookups: 2),
-                                 groups: [DownloadGroup(items: [0], origin: a), DownloadGroup(items: [1], origin: a)],
+                                 groups: [DownloadGroup(items: [0], route: Locator().route("http://a.test/0", expected: nil)),
+                                          DownloadGroup(items: [1], route: Locator().route("http://a.test/1", expected: nil))],
                                  highWater: 4096)
         #expect(run.handle(.start, now: 0).launches == [.lookUp(group: 0), .lookUp(group: 1)])
         let hit = run.handle(.lookedUp(group: 0, hit: [ItemResult(item: 0, result: FetchResult(

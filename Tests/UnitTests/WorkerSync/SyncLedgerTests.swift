@@ -68,8 +68,8 @@ import WorkerTestSupport
                               entry("http://h/c", "sha256:" + objectA)],
                              [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
         let rows = [
-            UncommittedRow(item: 0, object: objectA, size: 3, attempts: 1, source: .origin, servedBy: nil),
-            UncommittedRow(item: 1, object: objectB, size: 3, attempts: 3, source: .origin, servedBy: nil),
+            UncommittedRow(item: 0, object: objectA, size: 3, attempts: 1, source: .origin, servedBy: nil, origin: nil),
+            UncommittedRow(item: 1, object: objectB, size: 3, attempts: 3, source: .origin, servedBy: nil, origin: nil),
             UncommittedRow(reusing: objectA, size: 3, item: 2),
         ]
         let told = rows.map { $0.event(stored: $0.item == 0, stale: $0.item == 1) }
@@ -136,7 +136,7 @@ import WorkerTestSupport
                                      outputs: outputs, shownRows: shown, limits: nil)
             for item in 0..<3 { account.record(.unchanged(item: item, attempts: nil)) }
             for item in 3..<6 { account.record(.delivered(item: item, object: objectB, size: 1, attempts: 1)) }
-            account.record(.failed(item: 6, FetchFailure(.connection, "connection refused"), attempts: 1, stale: false))
+            account.record(.failed(item: 6, FetchFailure(.connection, "connection refused"), attempts: 1, stale: false, origin: nil))
             return account.report(finishedAt: started, budget: FailureBudget.none).entries.map(\.status)
         }
         #expect(kept { _ in } == [.added, .failed], "no file: failures and what the caller shows")
@@ -155,10 +155,10 @@ import WorkerTestSupport
         let urls = (0..<4).map { entry("http://h/\($0)", nil) }
         var account = ledger(plan(urls), listLimit: 1, reportAll: false)
         // Events in another order than the manifest's.
-        account.record(.failed(item: 3, FetchFailure(.httpStatus, "HTTP 404", httpStatus: 404), attempts: 1, stale: false))
+        account.record(.failed(item: 3, FetchFailure(.httpStatus, "HTTP 404", httpStatus: 404), attempts: 1, stale: false, origin: nil))
         account.record(.delivered(item: 2, object: objectB, size: 1, attempts: 1))
         account.record(.delivered(item: 1, object: objectA, size: 1, attempts: 1))
-        account.record(.failed(item: 0, FetchFailure(.connection, "connection refused"), attempts: 4, stale: false))
+        account.record(.failed(item: 0, FetchFailure(.connection, "connection refused"), attempts: 4, stale: false, origin: nil))
         let report = account.report(finishedAt: started, budget: FailureBudget.none)
         // Failures always; one other row while the list has room (the first to come).
         #expect(report.entries.map(\.url) == ["http://h/0", "http://h/2", "http://h/3"])
@@ -175,7 +175,7 @@ import WorkerTestSupport
         let limits = SyncReport.Limits(limitRate: 1000, maxRequestsPerSecond: nil)
         var account = SyncLedger(plan: plan([entry("http://h/a", nil)]), cacheDirectory: "/cache", startedAt: started,
                                  outputs: outputs(), shownRows: nil, limits: limits)
-        account.record(.failed(item: 0, FetchFailure(.timeout, "read timeout"), attempts: 1, stale: true))
+        account.record(.failed(item: 0, FetchFailure(.timeout, "read timeout"), attempts: 1, stale: true, origin: nil))
         account.record(.received(1234))
         account.record(.originGivenUp(SyncReport.OriginProblem(origin: "http://h", problem: "connection refused",
                                                                since: "2026-11-25T00:00:00Z", failed: 1, notTried: 0)))
@@ -196,7 +196,7 @@ import WorkerTestSupport
         // The report lists no row but failures: the outcomes still have each item's.
         var kept = ledger(plan(entries), listLimit: 0, reportAll: false, outcomes: true)
         kept.record(.delivered(item: 0, object: objectA, size: 1, attempts: 1))
-        kept.record(.failed(item: 1, FetchFailure(.io, "disk full"), attempts: 1, stale: false))
+        kept.record(.failed(item: 1, FetchFailure(.io, "disk full"), attempts: 1, stale: false, origin: nil))
         let added = kept.outcome(of: 0)
         #expect(added?.status == .added && added?.sha256 == objectA)
         #expect(added?.row.url == "http://h/a" && added?.row.status == .added && added?.row.bytes == 1)
@@ -213,11 +213,14 @@ import WorkerTestSupport
         let entries = [entry("http://h/a", nil), entry("http://h/b", nil), entry("https://other:8443/c", nil),
                        entry("file:///srv/d", nil)]
         var account = ledger(plan(entries))
-        account.record(.failed(item: 0, FetchFailure(.connection, "refused"), attempts: 1, stale: false))
+        // Each counted by the origin its request went to (its route's), a local file by none.
+        account.record(.failed(item: 0, FetchFailure(.connection, "refused"), attempts: 1, stale: false,
+                               origin: Origin.of("http://h/a")))
         // Delivered, then no room for its row: a failure of its origin.
-        account.record(.failed(item: 1, FetchFailure(.io, "no space"), attempts: 1, stale: false))
-        account.record(.failed(item: 2, FetchFailure(.httpStatus, "HTTP 500"), attempts: 1, stale: false))
-        account.record(.failed(item: 3, FetchFailure(.io, "missing"), attempts: 1, stale: false))
+        account.record(.failed(item: 1, FetchFailure(.io, "no space"), attempts: 1, stale: false, origin: Origin.of("HTTP://h:80/b")))
+        account.record(.failed(item: 2, FetchFailure(.httpStatus, "HTTP 500"), attempts: 1, stale: false,
+                               origin: Origin.of("https://other:8443/c")))
+        account.record(.failed(item: 3, FetchFailure(.io, "missing"), attempts: 1, stale: false, origin: nil))
         #expect(account.failuresPerManifest == [4])
         #expect(account.failures(of: Origin.of("http://h/")) == 2)
         #expect(account.failures(of: Origin.of("https://other:8443/")) == 1)
