@@ -179,9 +179,4 @@ public struct Locator: Sendable, Equatable {
         guard !HTTPKind.matches(listed), let id = URLKinds.kind(of: listed)?.id, let access = access(id) else { return [listed] }
         return access.beforeRewrite(listed)
     }
-
-    /// The origin `listed` is requested from; nil for a local file.
-    public func origin(of listed: String) -> Origin? {
-        route(listed, expected: nil).origin
-    }
 }

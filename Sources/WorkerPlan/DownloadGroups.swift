@@ -21,13 +21,7 @@ extension SyncPlan {
         var byFingerprint: [UInt64: Int] = [:]
         var byKey: [GroupKey: Int] = [:]
         // Items are made only for the entries that need the network (a warm run: none).
-        for offset in items.indices {
-            switch action(at: offset) {
-            case .keep, .reuse:
-                continue
-            case .download, .revalidate, .refresh, .repair:
-                break
-            }
+        for offset in items.indices where action(at: offset).needsNetwork {
             let fingerprint = (!refresh ? entries.hash(at: offset)?.withDigest(Self.fingerprint) : nil)
                 ?? entries.withURL(at: offset, URLPositions.digest64)
             if let group = byFingerprint[fingerprint] {

@@ -29,9 +29,8 @@ extension SyncRun {
     func liveLocator() async -> LiveLocator {
         guard network else { return LiveLocator(fixed: options.fetch.locator) }
         // Only URLs of kinds whose requests carry the run's credentials are kept (told from the
-        // entries' bytes: no string is made for the rest).
-        // A pinned entry's mirrors are looked at as written; the map's are made only in a
-        // manifest that maps to a kind of that sort (the routes locate the mirrors once).
+        // entries' bytes: no string is made for the rest). A pinned entry's mirrors are read as
+        // written; the map's are made only where the map points at such a kind.
         var urls: [String] = []
         let entries = plan.manifests.entries
         let mapsSigned = plan.manifests.manifests.map { $0.mirrors.prefixes.contains { $0.mirrors.contains { URLKinds.has(.signed, $0) } } }
@@ -63,7 +62,6 @@ extension SyncRun {
     mutating func download(_ groups: [DownloadGroup], locators: LiveLocator) async throws(CacheError) {
         // Origins an earlier run gave up on are probed with one request before the rest.
         let remembered = try index.unhealthyOrigins()
-        let network = groups.contains { $0.items.contains { !LocalFile.isLocal(plan.item(at: $0).entry.url) } }
         let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
         let breaker = OriginBreaker(down: Set(remembered.map { Origin.of($0.origin) }))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
