@@ -18,7 +18,7 @@ let package = Package(
     name: "worker",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "worker", targets: ["worker"]),
+        .executable(name: "worker", targets: ["worker"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -47,8 +47,10 @@ let package = Package(
         // layers above (cross-module optimization inlines only that); everything else stays inside.
         .target(
             name: "WorkerSupport",
-            dependencies: ["CWorkerSystem", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "CWorkerSystem", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: essentialsOnly
         ),
         .target(
@@ -58,14 +60,18 @@ let package = Package(
         ),
         .target(
             name: "WorkerStore",
-            dependencies: ["WorkerSupport", "WorkerManifest", "CSQLite", "CWorkerSystem",
-                           .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "WorkerSupport", "WorkerManifest", "CSQLite", "CWorkerSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: essentialsOnly
         ),
         .target(
             name: "WorkerFetch",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "WorkerSupport", "WorkerManifest", "WorkerStore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: essentialsOnly
         ),
         // The kinds of URL beyond http(s) and files (s3://, oci://), a folder each, registered in
@@ -73,7 +79,9 @@ let package = Package(
         // `URLKind` and `KindAccess`.
         .target(
             name: "WorkerKinds",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: essentialsOnly
         ),
         .target(
@@ -88,23 +96,29 @@ let package = Package(
         ),
         .target(
             name: "WorkerSync",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport",
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "WorkerPlan", "WorkerReport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: essentialsOnly
         ),
         // The commands beside a sync: verify, status, path, rm, clear, gc, export, push.
         .target(
             name: "WorkerLifecycle",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch",
-                           "WorkerSync", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch",
+                "WorkerSync", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: essentialsOnly
         ),
         // The transport: libcurl's engines behind the fetch layer's `Transport` protocol.
         .target(
             name: "CurlTransport",
-            dependencies: ["WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem",
-                           .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "WorkerSupport", "WorkerManifest", "WorkerStore", "WorkerFetch", "CCurl", "CWorkerSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: essentialsOnly
         ),
         .executableTarget(

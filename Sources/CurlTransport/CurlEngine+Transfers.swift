@@ -18,7 +18,8 @@ extension CurlEngine {
         let loop = loop.value
         let state = transfer.state.value
         if let failure = state.abortedBeforeStart
-            ?? (loop.stopped != nil ? FetchFailure(.cancelled, "the run was cancelled") : nil) {
+            ?? (loop.stopped != nil ? FetchFailure(.cancelled, "the run was cancelled") : nil)
+        {
             transfer.complete(with: failure)
             return
         }
@@ -53,8 +54,10 @@ extension CurlEngine {
 
     /// `--read-timeout`: once connected, a transfer that receives nothing for that long (and is
     /// not paused by `--limit-rate`) ends as a timeout (`SilenceWatch` decides, on a timer).
-    private func armSilenceTimer(_ transfer: CurlTransfer, _ state: CurlTransfer.State, at due: Double, watch: SilenceWatch,
-                                 in loop: Loop) {
+    private func armSilenceTimer(
+        _ transfer: CurlTransfer, _ state: CurlTransfer.State, at due: Double, watch: SilenceWatch,
+        in loop: Loop
+    ) {
         state.silenceTimer = addTimer(at: due, to: loop) { [unowned self] fired in
             let state = transfer.state.value
             guard fired, state.handle != nil else { return }

@@ -82,8 +82,9 @@ final class CurlEngine: FetchEngine {
     init(options: CurlOptions) throws(CacheError) {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         self.options = options
-        let handles = HandlePool(enabled: options.reusesHandles
-            ?? HandlePool.reusesHandles(libcurlVersion: UInt32(worker_curl_version_number())))
+        let handles = HandlePool(
+            enabled: options.reusesHandles
+                ?? HandlePool.reusesHandles(libcurlVersion: UInt32(worker_curl_version_number())))
         let multi = try options.makeMulti()
         let share: UnsafeMutableRawPointer
         do {
@@ -96,13 +97,15 @@ final class CurlEngine: FetchEngine {
         loop = EngineBound(Loop(multi: multi, share: share, handles: handles), on: thread)
         let context = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
-        let created = pthread_create(&thread, nil, { context in
-            let engine = Unmanaged<CurlEngine>.fromOpaque(context!).takeRetainedValue()
-            engine.thread.enter()
-            worker_name_thread("worker-fetch")
-            engine.run()
-            return nil
-        }, context)
+        let created = pthread_create(
+            &thread, nil,
+            { context in
+                let engine = Unmanaged<CurlEngine>.fromOpaque(context!).takeRetainedValue()
+                engine.thread.enter()
+                worker_name_thread("worker-fetch")
+                engine.run()
+                return nil
+            }, context)
         guard created == 0 else {
             // The engine goes, and its loop with it (libcurl's handles cleaned up).
             Unmanaged<CurlEngine>.fromOpaque(context).release()
@@ -139,8 +142,10 @@ final class CurlEngine: FetchEngine {
         submit(.cancelTimer(id))
     }
 
-    func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
-                  done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
+    func transfer(
+        _ request: TransferRequest, handler: consuming sending ResponseHandler,
+        done: @escaping @Sendable (ExchangeReply) -> Void
+    ) -> any EngineTransfer {
         CurlTransfer(request, handler: handler, engine: self, thread: thread, done: done)
     }
 
@@ -203,7 +208,8 @@ final class CurlEngine: FetchEngine {
             var left: Int32 = 0
             while let message = worker_curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                      let context = worker_curl_info_private(easy) else { continue }
+                    let context = worker_curl_info_private(easy)
+                else { continue }
                 let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
                 end(transfer, code: message.pointee.data.result, failure: nil)
             }

@@ -9,8 +9,10 @@ import WorkerSupport
 enum CurlFailure {
     /// `connected`: the connection was made (a timeout then is not the connect's); `crawl`: the
     /// request's own floor on pace (bytes a second, for seconds), when it has one.
-    static func failure(_ code: CURLcode, osErrno: Int32, url: String, connected: Bool = false,
-                        crawl: (rate: Int, seconds: Double)? = nil) -> FetchFailure {
+    static func failure(
+        _ code: CURLcode, osErrno: Int32, url: String, connected: Bool = false,
+        crawl: (rate: Int, seconds: Double)? = nil
+    ) -> FetchFailure {
         switch code {
         case CURLE_COULDNT_RESOLVE_HOST:
             return FetchFailure(.connection, "host not found: \(Redact.short(FailureClassifier.host(of: url)))")
@@ -21,12 +23,14 @@ enum CurlFailure {
             // libcurl keeps two timeouts for us: the connect's, and a request's floor on pace
             // (the read and entry timeouts are the engine's).
             if connected, let crawl {
-                return FetchFailure(.timeout, "too slow: under \(Units.formatBytes(Int64(crawl.rate)))/s for \(Units.formatDuration(crawl.seconds))")
+                return FetchFailure(
+                    .timeout, "too slow: under \(Units.formatBytes(Int64(crawl.rate)))/s for \(Units.formatDuration(crawl.seconds))")
             }
             return FetchFailure(.timeout, "connect timeout: no connection within --connect-timeout")
         case CURLE_PEER_FAILED_VERIFICATION:
-            return FetchFailure(.connection, "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)",
-                                detail: .tls(.untrustedCertificate))
+            return FetchFailure(
+                .connection, "TLS: the server's certificate is not trusted (a private CA can be added with --ca-cert)",
+                detail: .tls(.untrustedCertificate))
         case CURLE_SSL_CONNECT_ERROR:
             return FetchFailure(.connection, "TLS handshake rejected", detail: .tls(.handshakeRejected))
         case CURLE_GOT_NOTHING:

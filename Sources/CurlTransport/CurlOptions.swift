@@ -30,14 +30,16 @@ struct CurlOptions: Sendable {
         var refused: [String] = []
         func check(_ code: CURLMcode, _ option: String) { if code != CURLM_OK { refused.append("\(option) (code \(code.rawValue))") } }
         check(worker_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
-        check(worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, connectionsPerHost)),
-              "CURLMOPT_MAX_HOST_CONNECTIONS")
+        check(
+            worker_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, connectionsPerHost)),
+            "CURLMOPT_MAX_HOST_CONNECTIONS")
         // Room to keep every connection the window uses: libcurl's default (four per transfer
         // added) shrinks as transfers end and are removed, and closed connections the window
         // then opened again (HTTPS HTTP/1.1 10k: 66–83 TLS handshakes instead of 50).
         check(worker_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, 4 * max(1, connectionsPerHost)), "CURLMOPT_MAXCONNECTS")
-        check(worker_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, streamsPerConnection)),
-              "CURLMOPT_MAX_CONCURRENT_STREAMS")
+        check(
+            worker_curl_multi_set_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(1, streamsPerConnection)),
+            "CURLMOPT_MAX_CONCURRENT_STREAMS")
         guard refused.isEmpty else {
             worker_curl_multi_cleanup(multi)
             throw .library(name: "libcurl.so.4", reason: "it refused " + refused.joined(separator: ", "))
@@ -76,8 +78,9 @@ struct CurlOptions: Sendable {
         check(worker_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "CURLOPT_HTTP_VERSION")
         // Wait for a connection that may multiplex rather than open another one.
         check(worker_curl_set_long(handle, CURLOPT_PIPEWAIT, 1), "CURLOPT_PIPEWAIT")
-        check(worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(connectTimeout, upTo: Int(Int32.max))),
-              "CURLOPT_CONNECTTIMEOUT_MS")
+        check(
+            worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(connectTimeout, upTo: Int(Int32.max))),
+            "CURLOPT_CONNECTTIMEOUT_MS")
         check(worker_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "CURLOPT_PROTOCOLS_STR")
         // Proxies from the environment are not used (they never were): a manifest's origins
         // are reached directly.

@@ -31,8 +31,9 @@ extension CurlTransfer {
             check(worker_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, "MKCOL"), "CURLOPT_CUSTOMREQUEST")
         }
         if let timeouts {
-            check(worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(timeouts.connect, upTo: Int(Int32.max))),
-                  "CURLOPT_CONNECTTIMEOUT_MS")
+            check(
+                worker_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Checked.milliseconds(timeouts.connect, upTo: Int(Int32.max))),
+                "CURLOPT_CONNECTTIMEOUT_MS")
             check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, max(1, timeouts.slowestRate)), "CURLOPT_LOW_SPEED_LIMIT")
             check(worker_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, Int(timeouts.read.rounded(.up)))), "CURLOPT_LOW_SPEED_TIME")
         }
@@ -41,7 +42,7 @@ extension CurlTransfer {
         if let signing {
             // libcurl signs the method, path, query and the request's headers; the secret stays in it.
             guard worker_curl_set_string(handle, CURLOPT_AWS_SIGV4, signing.provider) == CURLE_OK,
-                  worker_curl_set_string(handle, CURLOPT_USERPWD, signing.userPassword) == CURLE_OK
+                worker_curl_set_string(handle, CURLOPT_USERPWD, signing.userPassword) == CURLE_OK
             else { return FetchFailure(.connection, "this libcurl cannot sign requests (AWS Signature Version 4 needs 7.75 or later)") }
         }
         return nil

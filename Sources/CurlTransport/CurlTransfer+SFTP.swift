@@ -23,12 +23,14 @@ extension CurlTransfer {
         check(worker_curl_set_long(handle, CURLOPT_SSH_AUTH_TYPES, Int(types)), "CURLOPT_SSH_AUTH_TYPES")
         // Without a key of the login's, libcurl would look for ~/.ssh/id_rsa itself: a missing
         // file then, so that only the agent is asked.
-        check(worker_curl_set_string(handle, CURLOPT_SSH_PRIVATE_KEYFILE, login.privateKey ?? "/nonexistent/worker-no-key"),
-              "CURLOPT_SSH_PRIVATE_KEYFILE")
+        check(
+            worker_curl_set_string(handle, CURLOPT_SSH_PRIVATE_KEYFILE, login.privateKey ?? "/nonexistent/worker-no-key"),
+            "CURLOPT_SSH_PRIVATE_KEYFILE")
         check(worker_curl_set_string(handle, CURLOPT_SSH_KNOWNHOSTS, login.knownHosts), "CURLOPT_SSH_KNOWNHOSTS")
-        check(worker_curl_set_ssh_key_callback(handle) { _, known, found, match, context in
-            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().hostKeyChecked(known: known, found: found, match: match)
-        }, "CURLOPT_SSH_KEYFUNCTION")
+        check(
+            worker_curl_set_ssh_key_callback(handle) { _, known, found, match, context in
+                Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().hostKeyChecked(known: known, found: found, match: match)
+            }, "CURLOPT_SSH_KEYFUNCTION")
         check(worker_curl_set_long(handle, CURLOPT_FILETIME, 1), "CURLOPT_FILETIME")
         if let offset = sftpRange.offset {
             check(worker_curl_set_string(handle, CURLOPT_RANGE, "\(offset)-"), "CURLOPT_RANGE")
@@ -143,22 +145,29 @@ extension CurlTransfer {
         case CURLE_PEER_FAILED_VERIFICATION:
             let offered = state.hostKey?.offered.map { "its \($0.type) key \($0.fingerprint)" } ?? "its key"
             if state.hostKey?.match == CURLKHMATCH_MISMATCH {
-                return FetchFailure(.connection, "changed host key: \(host) offers \(offered), not the key \(knownHosts) has for it "
-                                    + "(refused: if the host was given a new key, remove the old one with ssh-keygen -R)",
-                                    detail: .denied(.changedHostKey))
+                return FetchFailure(
+                    .connection,
+                    "changed host key: \(host) offers \(offered), not the key \(knownHosts) has for it "
+                        + "(refused: if the host was given a new key, remove the old one with ssh-keygen -R)",
+                    detail: .denied(.changedHostKey))
             }
-            return FetchFailure(.connection, "unknown host key: \(host) offers \(offered), which is not in \(knownHosts) "
-                                + "(refused: add it after checking the fingerprint, or trust new hosts with --ssh-accept-new-hosts)",
-                                detail: .denied(.unknownHostKey))
+            return FetchFailure(
+                .connection,
+                "unknown host key: \(host) offers \(offered), which is not in \(knownHosts) "
+                    + "(refused: add it after checking the fingerprint, or trust new hosts with --ssh-accept-new-hosts)",
+                detail: .denied(.unknownHostKey))
         case CURLE_LOGIN_DENIED:
             let user = SFTPUser.of(url) ?? "the user"
-            return FetchFailure(.connection, "login refused: \(host) did not accept \(ssh?.description ?? "no key") for \(user)",
-                                detail: .denied(.loginRefused))
+            return FetchFailure(
+                .connection, "login refused: \(host) did not accept \(ssh?.description ?? "no key") for \(user)",
+                detail: .denied(.loginRefused))
         case CURLE_REMOTE_FILE_NOT_FOUND:
-            return FetchFailure(.connection, "no such file on \(host): \(Redact.short(SFTPUser.path(of: url), limit: 240))", detail: .denied(.noSuchFile))
+            return FetchFailure(
+                .connection, "no such file on \(host): \(Redact.short(SFTPUser.path(of: url), limit: 240))", detail: .denied(.noSuchFile))
         case CURLE_REMOTE_ACCESS_DENIED:
-            return FetchFailure(.connection, "permission denied on \(host): \(Redact.short(SFTPUser.path(of: url), limit: 240))",
-                                detail: .denied(.noSuchFile))
+            return FetchFailure(
+                .connection, "permission denied on \(host): \(Redact.short(SFTPUser.path(of: url), limit: 240))",
+                detail: .denied(.noSuchFile))
         default:
             return failure
         }

@@ -66,8 +66,10 @@ final class CurlTransfer: EngineTransfer {
         }
     }
 
-    init(_ request: TransferRequest, handler: sending ResponseHandler, engine: any FetchEngine, thread: EngineThread,
-         done: @escaping @Sendable (ExchangeReply) -> Void) {
+    init(
+        _ request: TransferRequest, handler: sending ResponseHandler, engine: any FetchEngine, thread: EngineThread,
+        done: @escaping @Sendable (ExchangeReply) -> Void
+    ) {
         meter = request.meter
         origin = request.origin
         url = request.url
@@ -162,7 +164,8 @@ final class CurlTransfer: EngineTransfer {
             // The handler said so itself (and dealt with its body).
             result = .failure(failure)
         } else if ssh != nil, !state.head.isDone, code == CURLE_OK || code == CURLE_BAD_DOWNLOAD_RESUME || code == CURLE_RANGE_ERROR,
-                  !sftpHeadArrived(rangeRefused: code != CURLE_OK) {
+            !sftpHeadArrived(rangeRefused: code != CURLE_OK)
+        {
             // An SFTP file without a body, or a kept part longer than the file: its answer now.
             result = .failure(state.failure ?? FetchFailure(.connection, "the response ended without a head"))
         } else if code == CURLE_OK, state.head.isDone {
@@ -174,17 +177,20 @@ final class CurlTransfer: EngineTransfer {
             result = .failure(code.map { classify($0, state) } ?? FetchFailure(.connection, "the response ended without a head"))
         }
         if state.metered.sent, let meter {
-            meter.exchangeEnded(declared: state.metered.declared, received: state.handler.bytesReceived,
-                                headArrived: state.metered.head)
+            meter.exchangeEnded(
+                declared: state.metered.declared, received: state.handler.bytesReceived,
+                headArrived: state.metered.head)
         }
-        return ExchangeReply(result: result, bytes: state.handler.bytesReceived, multiplexed: state.handler.multiplexed,
-                       closesConnection: state.handler.closesConnection)
+        return ExchangeReply(
+            result: result, bytes: state.handler.bytesReceived, multiplexed: state.handler.multiplexed,
+            closesConnection: state.handler.closesConnection)
     }
 
     private func classify(_ code: CURLcode, _ state: State) -> FetchFailure {
         let osErrno = state.handle.map { Int32(worker_curl_info_long($0, CURLINFO_OS_ERRNO)) } ?? 0
-        let failure = CurlFailure.failure(code, osErrno: osErrno, url: url, connected: state.connected,
-                                          crawl: timeouts.map { (max(1, $0.slowestRate), $0.read.rounded(.up)) })
+        let failure = CurlFailure.failure(
+            code, osErrno: osErrno, url: url, connected: state.connected,
+            crawl: timeouts.map { (max(1, $0.slowestRate), $0.read.rounded(.up)) })
         return ssh == nil ? failure : sftpFailure(code, otherwise: failure)
     }
 
@@ -214,10 +220,11 @@ final class CurlTransfer: EngineTransfer {
         let read = worker_curl_set_data_callback(handle, CURLOPT_READFUNCTION) { data, size, count, context in
             Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().send(into: data, capacity: size * count)
         }
-        return [(write, "CURLOPT_WRITEFUNCTION"), (header, "CURLOPT_HEADERFUNCTION"), (prereq, "CURLOPT_PREREQFUNCTION"),
-                (read, "CURLOPT_READFUNCTION")]
+        return [
+            (write, "CURLOPT_WRITEFUNCTION"), (header, "CURLOPT_HEADERFUNCTION"), (prereq, "CURLOPT_PREREQFUNCTION"),
+            (read, "CURLOPT_READFUNCTION"),
+        ]
     }
-
 
     /// A part of the body. Returning less than its size ends the exchange (libcurl: write error).
     private func received(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -263,8 +270,10 @@ final class CurlTransfer: EngineTransfer {
     /// handler ended the exchange (`state.failure` says why).
     func headEnded() -> Bool {
         let state = state.value
-        let failure = state.handler.head(status: state.head.status, httpMajorVersion: state.head.version.major,
-                                         keepAlive: state.head.keepsAlive) { name in
+        let failure = state.handler.head(
+            status: state.head.status, httpMajorVersion: state.head.version.major,
+            keepAlive: state.head.keepsAlive
+        ) { name in
             state.head.values(name)
         }
         state.head.dropHeaders()
@@ -275,9 +284,11 @@ final class CurlTransfer: EngineTransfer {
         if let meter {
             state.metered.head = true
             state.metered.declared = state.handler.bytesToCome
-            meter.headArrived(TransferMeter.Head(origin: origin, status: state.head.status, multiplexed: state.handler.multiplexed,
-                                                 closesConnection: state.handler.closesConnection),
-                              declared: state.metered.declared)
+            meter.headArrived(
+                TransferMeter.Head(
+                    origin: origin, status: state.head.status, multiplexed: state.handler.multiplexed,
+                    closesConnection: state.handler.closesConnection),
+                declared: state.metered.declared)
         }
         return true
     }

@@ -26,9 +26,11 @@ public struct CurlTransport: Transport {
         var started: [CurlEngine] = []
         for share in shares {
             do {
-                started.append(try CurlEngine(options: CurlOptions(
-                    connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout, connectionsPerHost: share,
-                    streamsPerConnection: settings.maxStreams, trustedCertificates: trusted?.path)))
+                started.append(
+                    try CurlEngine(
+                        options: CurlOptions(
+                            connectTimeout: settings.connectTimeout, readTimeout: settings.readTimeout, connectionsPerHost: share,
+                            streamsPerConnection: settings.maxStreams, trustedCertificates: trusted?.path)))
             } catch {
                 for engine in started { Task { await engine.shutdown() } }
                 trusted?.remove()

@@ -35,7 +35,12 @@ enum Libcurl {
     static func loadAhead() {
         guard aheadStarted.setFirst() else { return }
         // No thread (a limit): libcurl is loaded when the first download needs it, as without it.
-        if !Threads.detach(name: "worker-libcurl", { _ = initializeOnce; ahead.finish() }) {
+        if !Threads.detach(
+            name: "worker-libcurl",
+            {
+                _ = initializeOnce; ahead.finish()
+            })
+        {
             ahead.finish()
             aheadStarted.withLock { $0 = false }
         }

@@ -36,7 +36,8 @@ struct ResponseHeadReader {
         if Self.isStatusLine(text) {
             parseStatusLine(text)
         } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
-                  let name = Self.keptHeaders.first(where: { Self.spells($0.bytes, text[..<colon]) })?.name {
+            let name = Self.keptHeaders.first(where: { Self.spells($0.bytes, text[..<colon]) })?.name
+        {
             var start = colon + 1
             var end = text.count
             while start < end, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }

@@ -1,5 +1,5 @@
-import WorkerManifest
 import Synchronization
+import WorkerManifest
 import WorkerSupport
 
 /// Runs groups of downloads as its `RunCoordinator` decides: what happens (a response's head, an
@@ -45,9 +45,11 @@ public final class DownloadQueue: Sendable, DownloadRun {
     /// batches' worth of results.
     public static let highWater = 4096
 
-    package init(fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
-                 highWater: Int = DownloadQueue.highWater,
-                 request: @escaping @Sendable (_ item: Int, _ route: Route?) -> FetchRequest) {
+    package init(
+        fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),
+        highWater: Int = DownloadQueue.highWater,
+        request: @escaping @Sendable (_ item: Int, _ route: Route?) -> FetchRequest
+    ) {
         self.fetcher = fetcher
         self.groups = groups
         self.request = request
@@ -57,8 +59,9 @@ public final class DownloadQueue: Sendable, DownloadRun {
             alternates[number] = group.route.mirrorOrigins
         }
         let inTier = fetcher.tier == nil ? [] : groups.map(\.pinnedBySHA256)
-        let schedule = DownloadSchedule(origins: origins, alternates: alternates, jobs: jobs, streams: streams, breaker: breaker,
-                                        inTier: inTier, tierLookups: jobs)
+        let schedule = DownloadSchedule(
+            origins: origins, alternates: alternates, jobs: jobs, streams: streams, breaker: breaker,
+            inTier: inTier, tierLookups: jobs)
         state = Mutex(State(coordinator: RunCoordinator(schedule: schedule, groups: groups, highWater: highWater)))
         // Held strongly until the queue's end (`next` returns nil) lets it go: a weak reference
         // would give the queue a side table, which sends every retain and release of it down
@@ -147,8 +150,10 @@ public final class DownloadQueue: Sendable, DownloadRun {
     /// go: the consumer answered, its timer armed or cancelled, groups launched. `waiter`: the
     /// consumer asking (`next`); `parking`: the walk of a group the tier missed, kept until the
     /// group's turn at its origin.
-    func send(_ event: RunCoordinator.Event, waiter: Waiter? = nil,
-              parking: (group: Int, download: GroupDownload)? = nil) {
+    func send(
+        _ event: RunCoordinator.Event, waiter: Waiter? = nil,
+        parking: (group: Int, download: GroupDownload)? = nil
+    ) {
         let now = Self.now()
         var answer: (Waiter, [Finished]?)?
         var cancel: Int?
@@ -219,8 +224,10 @@ public final class DownloadQueue: Sendable, DownloadRun {
     /// the group back to the schedule, first in line for its origin, where it goes on.
     private func groupDownload(_ number: Int, tier: Bool, on engine: any FetchEngine) -> GroupDownload {
         let group = groups[number]
-        return GroupDownload(items: group.items, route: group.route, tier: tier, fetcher: fetcher, control: control, queue: self,
-                             engine: engine, request: request) { ended, engine in
+        return GroupDownload(
+            items: group.items, route: group.route, tier: tier, fetcher: fetcher, control: control, queue: self,
+            engine: engine, request: request
+        ) { ended, engine in
             self.fetcher.finished(on: engine)
             switch ended {
             case .tierHit(let results): self.send(.lookedUp(group: number, hit: results))

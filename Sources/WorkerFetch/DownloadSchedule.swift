@@ -58,8 +58,10 @@ struct DownloadSchedule: Sendable {
     private var tierWindow: TierWindow
     private var tierRunning = 0
 
-    init(origins: [Origin?], alternates: [Int: [Origin]] = [:], jobs: Int, streams: Int = 100,
-         breaker: OriginBreaker = OriginBreaker(), inTier: [Bool] = [], tierLookups: Int = 32) {
+    init(
+        origins: [Origin?], alternates: [Int: [Origin]] = [:], jobs: Int, streams: Int = 100,
+        breaker: OriginBreaker = OriginBreaker(), inTier: [Bool] = [], tierLookups: Int = 32
+    ) {
         self.origins = origins
         self.alternates = alternates
         self.inTier = inTier
@@ -167,8 +169,10 @@ struct DownloadSchedule: Sendable {
 
     /// A response's head arrived: its origin's window grows (not for 429 and 503, which halve it
     /// when the attempt ends), and a wider window may have room for the next groups.
-    mutating func headArrived(_ origin: Origin, status: Int, multiplexed: Bool, closesConnections: Bool,
-                              now: Double) -> [Step] {
+    mutating func headArrived(
+        _ origin: Origin, status: Int, multiplexed: Bool, closesConnections: Bool,
+        now: Double
+    ) -> [Step] {
         // Found once, and changed in place.
         guard status != 429, status != 503, let found = windows.index(forKey: origin) else { return [] }
         let before = windows.values[found].limit(jobs: jobs, streams: streams)

@@ -52,12 +52,12 @@ public enum FailureClassifier {
         let parts = Text.trimmingSpaces(value).split(separator: " ")
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), parts[5] == "GMT",
-              let day = Int(parts[1]), (1...31).contains(day), let month = months.firstIndex(of: String(parts[2])),
-              let year = Int(parts[3]), year >= 1970
+            let day = Int(parts[1]), (1...31).contains(day), let month = months.firstIndex(of: String(parts[2])),
+            let year = Int(parts[3]), year >= 1970
         else { return nil }
         let clock = parts[4].split(separator: ":")
         guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
-              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+            (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
         var fields = tm()
         fields.tm_year = Int32(year - 1900)

@@ -43,8 +43,10 @@ extension StopRequest {
     /// Sends `request` on `engine`, registered so that a stop cancels it; `done` gets the reply
     /// once, on the engine's thread — a `cancelled` one, without a request, when the downloads
     /// were stopped already (then on the caller's thread).
-    func send(_ request: TransferRequest, handler: consuming sending ResponseHandler, on engine: any FetchEngine,
-              done: @escaping @Sendable (ExchangeReply) -> Void) {
+    func send(
+        _ request: TransferRequest, handler: consuming sending ResponseHandler, on engine: any FetchEngine,
+        done: @escaping @Sendable (ExchangeReply) -> Void
+    ) {
         // Set before the transfer starts, so always there when it ends.
         let token = Mutex<Int?>(nil)
         let transfer = engine.transfer(request, handler: handler) { reply in
@@ -52,8 +54,10 @@ extension StopRequest {
             done(reply)
         }
         guard let registered = register(.transfer(transfer, on: engine)) else {
-            done(ExchangeReply(result: .failure(FetchFailure(.cancelled, stopReason)), bytes: 0, multiplexed: false,
-                               closesConnection: false))
+            done(
+                ExchangeReply(
+                    result: .failure(FetchFailure(.cancelled, stopReason)), bytes: 0, multiplexed: false,
+                    closesConnection: false))
             return
         }
         token.withLock { $0 = registered }

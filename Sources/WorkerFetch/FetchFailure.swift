@@ -57,8 +57,10 @@ public struct FetchFailure: Error, Sendable, Equatable {
     /// and another attempt starts from the first byte.
     public var restartsFromScratch = false
 
-    public init(_ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil,
-                detail: FailureDetail? = nil) {
+    public init(
+        _ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil,
+        detail: FailureDetail? = nil
+    ) {
         self.reason = reason
         self.message = message
         self.httpStatus = httpStatus
@@ -67,8 +69,9 @@ public struct FetchFailure: Error, Sendable, Equatable {
     }
 
     static func hashMismatch(expected: ContentHash, actual: ContentHash) -> FetchFailure {
-        FetchFailure(.hashMismatch, "expected \(expected) got \(actual)",
-                     detail: .hashMismatch(expected: expected, actual: actual))
+        FetchFailure(
+            .hashMismatch, "expected \(expected) got \(actual)",
+            detail: .hashMismatch(expected: expected, actual: actual))
     }
 
     /// The store could not take the body (a full disk, permissions): reported as `io`.

@@ -16,8 +16,10 @@ public struct FetchLocation: Sendable, Equatable {
     /// How an `sftp://` location logs in and which host keys it trusts.
     public let ssh: SSHLogin?
 
-    public init(listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
-         credentialUser: String? = nil, ssh: SSHLogin? = nil) {
+    public init(
+        listed: String, url: String, origin: Origin? = nil, signing: AWSSigning? = nil, authorization: String? = nil,
+        credentialUser: String? = nil, ssh: SSHLogin? = nil
+    ) {
         self.listed = listed
         self.url = url
         self.origin = origin ?? Origin.of(url)

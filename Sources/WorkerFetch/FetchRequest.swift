@@ -37,9 +37,11 @@ public final class FetchRequest: Sendable {
 
     /// `route`: where `url` is fetched, when the caller worked it out already (`Locator.route`,
     /// a download group's); else `locator` works it out.
-    public init(url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
-         etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator(),
-         route known: Route? = nil) {
+    public init(
+        url: String, expected: ContentHash?, headers: [RequestHeader], localRoot: String?,
+        etag: String? = nil, lastModified: String? = nil, mirrors: [String] = [], locator: Locator = Locator(),
+        route known: Route? = nil
+    ) {
         self.url = url
         self.expected = expected
         self.headers = headers
@@ -49,15 +51,18 @@ public final class FetchRequest: Sendable {
         let route = known ?? locator.route(url, mirrors: mirrors, expected: expected)
         let (first, located) = locator.locations(of: route, listed: url)
         if let first {
-            (fetchURL, origin, signing, authorization, credentialUser, ssh) = (first.url, first.origin, first.signing,
-                                                                               first.authorization, first.credentialUser, first.ssh)
+            (fetchURL, origin, signing, authorization, credentialUser, ssh) = (
+                first.url, first.origin, first.signing,
+                first.authorization, first.credentialUser, first.ssh
+            )
             // Only a pinned entry may come from elsewhere: the hash proves the bytes.
             self.mirrors = expected == nil ? [] : located
         } else {
             (fetchURL, origin, signing, authorization, credentialUser, ssh, self.mirrors) = (url, nil, nil, nil, nil, nil, [])
         }
-        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, ssh: ssh,
-                                                     url: url)
+        carriesCredentials = Self.carriesCredentials(
+            headers: headers, signing: signing, authorization: authorization, ssh: ssh,
+            url: url)
     }
 
     /// The request as sent to `location`: named by the URL requested, with the manifest's headers
@@ -76,8 +81,9 @@ public final class FetchRequest: Sendable {
         localRoot = nil
         etag = request.etag
         lastModified = request.lastModified
-        carriesCredentials = Self.carriesCredentials(headers: headers, signing: signing, authorization: authorization, ssh: ssh,
-                                                     url: url)
+        carriesCredentials = Self.carriesCredentials(
+            headers: headers, signing: signing, authorization: authorization, ssh: ssh,
+            url: url)
     }
 
     /// How many places this request is fetched from: `fetchURL`, then the mirrors (none for a
@@ -87,8 +93,9 @@ public final class FetchRequest: Sendable {
     /// The place at `index` of those (`fetchURL` first).
     func location(at index: Int) -> FetchLocation {
         guard index > 0 else {
-            return FetchLocation(listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing,
-                                 authorization: authorization, credentialUser: credentialUser, ssh: ssh)
+            return FetchLocation(
+                listed: url, url: fetchURL, origin: origin ?? Origin.of(fetchURL), signing: signing,
+                authorization: authorization, credentialUser: credentialUser, ssh: ssh)
         }
         return mirrors[index - 1]
     }
@@ -108,8 +115,10 @@ public final class FetchRequest: Sendable {
     var isConditional: Bool { etag != nil || lastModified != nil }
 
     /// An SSH login is a user's own: what it reads is private.
-    private static func carriesCredentials(headers: [RequestHeader], signing: AWSSigning?, authorization: String?, ssh: SSHLogin?,
-                                           url: String) -> Bool {
+    private static func carriesCredentials(
+        headers: [RequestHeader], signing: AWSSigning?, authorization: String?, ssh: SSHLogin?,
+        url: String
+    ) -> Bool {
         !headers.isEmpty || signing != nil || authorization != nil || ssh != nil || CredentialFreeURL.hasUserInfo(url)
     }
 

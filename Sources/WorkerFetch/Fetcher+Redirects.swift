@@ -9,8 +9,10 @@ import WorkerSupport
 extension Fetcher {
     /// Where a redirect leads (its path without dot segments), or why it is refused: no Location,
     /// too many hops, a loop, a scheme other than http(s), or a downgrade from https to http.
-    static func redirectTarget(from current: String, location: String?, status: Int, hop: Int, maxRedirects: Int,
-                               visited: inout Set<String>) -> Result<String, FetchFailure> {
+    static func redirectTarget(
+        from current: String, location: String?, status: Int, hop: Int, maxRedirects: Int,
+        visited: inout Set<String>
+    ) -> Result<String, FetchFailure> {
         guard let location, !location.isEmpty else {
             return .failure(FetchFailure(.redirect, "HTTP \(status) redirect without a Location"))
         }
@@ -18,7 +20,7 @@ extension Fetcher {
             return .failure(FetchFailure(.redirect, "more than \(maxRedirects) redirects"))
         }
         guard let base = URL(string: current), let target = URL(string: location, relativeTo: base)?.absoluteURL,
-              let scheme = target.scheme?.lowercased()
+            let scheme = target.scheme?.lowercased()
         else {
             return .failure(FetchFailure(.redirect, "redirect to an invalid Location"))
         }

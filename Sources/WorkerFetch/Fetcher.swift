@@ -44,8 +44,10 @@ public final class Fetcher: Sendable {
     /// Fails when the transport cannot start its engines (see `Transport.startEngines`). Without
     /// `network` (every request names a local file) no transport is used: one `LocalEngine`.
     /// `knownFolders`: where a local entry without a manifest of its own may be read from.
-    public init(store: ContentStore, settings: FetchSettings, logger: Logger, network: Bool = true, knownFolders: [String] = [],
-         engineCount: Int = Fetcher.defaultEngineCount) throws(CacheError) {
+    public init(
+        store: ContentStore, settings: FetchSettings, logger: Logger, network: Bool = true, knownFolders: [String] = [],
+        engineCount: Int = Fetcher.defaultEngineCount
+    ) throws(CacheError) {
         // `--jobs` caps an origin's connections across all engines: each engine keeps its own,
         // so each gets its share (and there are never more engines than jobs). `engineForNext`
         // sends each its share of the requests in flight.
@@ -64,8 +66,11 @@ public final class Fetcher: Sendable {
         engines = started.engines
         let remote = network ? settings.remoteCache.map { RemoteTier(settings: $0, logger: logger) } : nil
         let uploads = remote.flatMap { tier in
-            tier.settings.readOnly ? nil : RemoteUploads(tier: tier, cacheDirectory: store.root, engines: started.engines,
-                                                         entryTimeout: settings.entryTimeout)
+            tier.settings.readOnly
+                ? nil
+                : RemoteUploads(
+                    tier: tier, cacheDirectory: store.root, engines: started.engines,
+                    entryTimeout: settings.entryTimeout)
         }
         (self.remote, self.uploads) = (remote, uploads)
         let meter = meter

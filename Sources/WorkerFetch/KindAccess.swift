@@ -24,8 +24,10 @@ public protocol KindAccess: Sendable {
     /// The location `listed` (of this kind) is requested at: `rewrite` applied where the kind
     /// says (to the URL as listed and to the one requested); `expected`, the hash its bytes must
     /// have; `origin`, when the caller knows it already; `memo`, the origin located before.
-    func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
-                  memo: inout OriginMemo) -> FetchLocation
+    func location(
+        _ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+        memo: inout OriginMemo
+    ) -> FetchLocation
 
     /// `location` (one this access made) with the authorization its requests carry now: a route
     /// keeps where a URL is requested for the whole run, while a registry's token is renewed.
@@ -36,12 +38,16 @@ public protocol KindAccess: Sendable {
 
     /// This access with what `urls` (of this kind) must ask before their requests (a registry's
     /// token), and what could not be had.
-    func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
-                     environment: [String: String]) async -> (access: any KindAccess, problems: [String])
+    func authorizing(
+        _ urls: [String], store: ContentStore, settings: FetchSettings,
+        environment: [String: String]
+    ) async -> (access: any KindAccess, problems: [String])
 
     /// The parts each of `urls` stands for (`URLKind.expands`), by URL, and this access with what
     /// reading them asked.
-    func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
+    func parts(
+        of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings
+    ) async
         -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess)
 
     /// When what it asked must be asked again (monotonic seconds); nil when nothing expires.
@@ -69,13 +75,18 @@ extension KindAccess {
 
     public func beforeRewrite(_ listed: String) -> [String] { [listed] }
 
-    public func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
-                             environment: [String: String]) async -> (access: any KindAccess, problems: [String]) {
+    public func authorizing(
+        _ urls: [String], store: ContentStore, settings: FetchSettings,
+        environment: [String: String]
+    ) async -> (access: any KindAccess, problems: [String]) {
         (self, [])
     }
 
-    public func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
-        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess) {
+    public func parts(
+        of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings
+    ) async
+        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess)
+    {
         (Dictionary(uniqueKeysWithValues: urls.map { ($0, .failure(ManifestSet.PartsProblem("\($0): stands for no other files"))) }), self)
     }
 

@@ -17,8 +17,10 @@ public final class LiveLocator: Sendable {
     public var renews: Bool { renewal.withLock { $0 != nil } }
 
     /// `base` authorized for `urls`; what could not be had is said through `warn`.
-    public init(_ base: Locator, for urls: [String], store: ContentStore, settings: FetchSettings,
-                 warn: @escaping @Sendable (String) -> Void) async {
+    public init(
+        _ base: Locator, for urls: [String], store: ContentStore, settings: FetchSettings,
+        warn: @escaping @Sendable (String) -> Void
+    ) async {
         let (authorized, problems) = await base.authorizing(urls, store: store, settings: settings)
         for problem in problems { warn(problem) }
         locator = Mutex(authorized)

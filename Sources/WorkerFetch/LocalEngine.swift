@@ -76,16 +76,20 @@ final class LocalEngine: FetchEngine {
     }
 
     /// Never asked for (no request of such a run goes over the network); ends as a failure.
-    func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
-                  done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
+    func transfer(
+        _ request: TransferRequest, handler: consuming sending ResponseHandler,
+        done: @escaping @Sendable (ExchangeReply) -> Void
+    ) -> any EngineTransfer {
         NoTransfer(done: done)
     }
 
     func start(_ transfer: any EngineTransfer) {
         guard let transfer = transfer as? NoTransfer else { return }
         execute {
-            transfer.done(ExchangeReply(result: .failure(FetchFailure(.io, "this run has no network transport")),
-                                        bytes: 0, multiplexed: false, closesConnection: false))
+            transfer.done(
+                ExchangeReply(
+                    result: .failure(FetchFailure(.io, "this run has no network transport")),
+                    bytes: 0, multiplexed: false, closesConnection: false))
         }
     }
 

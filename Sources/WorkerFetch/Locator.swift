@@ -32,8 +32,10 @@ public struct Locator: Sendable, Equatable {
 
     /// This locator with the settings of each kind of `kinds` read from `environment` (once a
     /// kind); a setting that cannot be read is an error (exit 2).
-    public func configuring(_ kinds: Set<URLKindID>,
-                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(KindSettingsProblem) -> Locator {
+    public func configuring(
+        _ kinds: Set<URLKindID>,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(KindSettingsProblem) -> Locator {
         var locator = self
         for (position, access) in accesses.enumerated() where kinds.contains(access.kind.id) && !configured.contains(access.kind.id) {
             do throws(KindSettingsProblem) {
@@ -79,8 +81,10 @@ public struct Locator: Sendable, Equatable {
 
     /// The location of `listed`; whether a kind's access made it (else: an http(s) URL, and the
     /// rule it is under, nil when requested as listed).
-    private func locate(_ listed: String, expected: ContentHash?,
-                        memo: inout OriginMemo) -> (location: FetchLocation, ofKind: Bool, rule: Int?) {
+    private func locate(
+        _ listed: String, expected: ContentHash?,
+        memo: inout OriginMemo
+    ) -> (location: FetchLocation, ofKind: Bool, rule: Int?) {
         if !HTTPKind.matches(listed), let id = URLKinds.kind(of: listed)?.id, let access = access(id) {
             return (access.location(listed, rewrite: rewrite, origin: nil, expected: expected, memo: &memo), true, nil)
         }
@@ -113,8 +117,10 @@ public struct Locator: Sendable, Equatable {
 
     /// This locator with what the kinds of `urls` must ask before their requests (a registry's
     /// token); what could not be had is said in `problems`.
-    public func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
-                             environment: [String: String] = ProcessInfo.processInfo.environment) async -> (Locator, problems: [String]) {
+    public func authorizing(
+        _ urls: [String], store: ContentStore, settings: FetchSettings,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async -> (Locator, problems: [String]) {
         var byKind: [URLKindID: [String]] = [:]
         for url in urls where !HTTPKind.matches(url) {
             if let id = URLKinds.kind(of: url)?.id, access(id) != nil { byKind[id, default: []].append(url) }
@@ -134,8 +140,11 @@ public struct Locator: Sendable, Equatable {
     /// could not be had is said, after the URL, as the failure. (`mirrors`: where else each URL
     /// may be read, as the manifest's mirrors give it.) `locator`: this one with what the kinds
     /// asked while reading them (a registry's token, how it is reached), for the run's requests.
-    public func parts(of urls: [String], mirrors: [String: [String]] = [:], store: ContentStore, settings: FetchSettings) async
-        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], locator: Locator) {
+    public func parts(
+        of urls: [String], mirrors: [String: [String]] = [:], store: ContentStore, settings: FetchSettings
+    ) async
+        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], locator: Locator)
+    {
         var byKind: [URLKindID: [String]] = [:]
         var results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>] = [:]
         for url in urls {

@@ -134,8 +134,10 @@ public struct OriginBreaker: Sendable {
         return events
     }
 
-    private static func record(_ state: inout State, _ origin: Origin, _ outcome: Outcome, now: Double,
-                               settings: Settings) -> [Event] {
+    private static func record(
+        _ state: inout State, _ origin: Origin, _ outcome: Outcome, now: Double,
+        settings: Settings
+    ) -> [Event] {
         switch outcome {
         case .healthy:
             state.failedAttempts = 0

@@ -1,5 +1,5 @@
-import WorkerManifest
 import Synchronization
+import WorkerManifest
 import WorkerSupport
 
 /// `--limit-rate` and `--max-rps`: paces the body bytes of the whole run (one budget shared by

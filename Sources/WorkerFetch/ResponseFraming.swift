@@ -43,12 +43,18 @@ enum ResponseFraming {
     /// removes only that one; the bytes of any other are not the content).
     static func codingProblem(contentEncoding: [String], transferEncoding: [String]) -> (problem: Problem, encoding: String)? {
         for coding in codings(contentEncoding) where coding != "identity" {
-            return (Problem("the server sent the body with Content-Encoding: \(Sanitize.terminal(coding, limit: 40)), "
-                            + "which was not asked for; encoded bytes are never stored as the content"), coding)
+            return (
+                Problem(
+                    "the server sent the body with Content-Encoding: \(Sanitize.terminal(coding, limit: 40)), "
+                        + "which was not asked for; encoded bytes are never stored as the content"), coding
+            )
         }
         for coding in codings(transferEncoding) where coding != "chunked" && coding != "identity" {
-            return (Problem("the server sent the body with Transfer-Encoding: \(Sanitize.terminal(coding, limit: 40)), "
-                            + "which was not asked for; encoded bytes are never stored as the content"), coding)
+            return (
+                Problem(
+                    "the server sent the body with Transfer-Encoding: \(Sanitize.terminal(coding, limit: 40)), "
+                        + "which was not asked for; encoded bytes are never stored as the content"), coding
+            )
         }
         return nil
     }
@@ -75,7 +81,7 @@ enum ResponseFraming {
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
         guard bounds.count == 2, let first = Checked.decimal(bounds[0]), let last = Checked.decimal(bounds[1]),
-              first <= last
+            first <= last
         else { return nil }
         if halves[1] == "*" { return ContentRange(first: first, last: last, total: nil) }
         guard let total = Checked.decimal(halves[1]), last < total else { return nil }
@@ -99,7 +105,8 @@ enum ResponseFraming {
         case .failure(let problem):
             return .failure(problem)
         case .success(let length?) where length != range.length:
-            return .failure(Problem("the resumed answer's Content-Length (\(length)) disagrees with its Content-Range (\(range.length) bytes)"))
+            return .failure(
+                Problem("the resumed answer's Content-Length (\(length)) disagrees with its Content-Range (\(range.length) bytes)"))
         case .success:
             return .success(total)
         }

@@ -44,9 +44,11 @@ public struct ResponseHandler {
     /// The server closes the connection after this response (HTTP/1.0, `Connection: close`).
     public private(set) var closesConnection = false
 
-    public init(store: ContentStore?, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
-         entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64,
-         readsStatusOnly: Bool = false) {
+    public init(
+        store: ContentStore?, expected: ContentHash?, maxSize: Int64, conditional: Bool, deadline: Double,
+        entryTimeout: Double, url: String, resume: PartialDownloads.Resume?, resumeThreshold: Int64,
+        readsStatusOnly: Bool = false
+    ) {
         self.readsStatusOnly = readsStatusOnly
         self.store = store
         self.expected = expected
@@ -61,8 +63,9 @@ public struct ResponseHandler {
 
     /// A handler that reads a response's status only (a HEAD, the answer to a PUT).
     static func statusOnly(url: String, deadline: Double) -> ResponseHandler {
-        ResponseHandler(store: nil, expected: nil, maxSize: 0, conditional: false, deadline: deadline, entryTimeout: 0,
-                        url: url, resume: nil, resumeThreshold: .max, readsStatusOnly: true)
+        ResponseHandler(
+            store: nil, expected: nil, maxSize: 0, conditional: false, deadline: deadline, entryTimeout: 0,
+            url: url, resume: nil, resumeThreshold: .max, readsStatusOnly: true)
     }
 
     /// A handler that reads a response's status and one header (one of `headerNames`): a HEAD
@@ -74,8 +77,10 @@ public struct ResponseHandler {
     }
 
     /// The response headers `head` reads (lowercase): a transport may keep only these.
-    public static let headerNames = ["content-encoding", "content-length", "content-range", "etag", "last-modified",
-                              "location", "retry-after", "transfer-encoding", "www-authenticate", "x-amz-checksum-sha256"]
+    public static let headerNames = [
+        "content-encoding", "content-length", "content-range", "etag", "last-modified",
+        "location", "retry-after", "transfer-encoding", "www-authenticate", "x-amz-checksum-sha256",
+    ]
 
     /// The status line and headers (`headers` gives every instance of one, by its lowercase name,
     /// one of `headerNames`, in the order received). A failure ends the exchange; nil reads on.
@@ -107,8 +112,10 @@ public struct ResponseHandler {
         }
         // Whatever the status, a body coded in a way nobody asked for is not the content (and a
         // 206's rest would be spliced onto the kept part in that coding).
-        if (200..<300).contains(status), let (problem, coding) = ResponseFraming.codingProblem(
-            contentEncoding: headers("content-encoding"), transferEncoding: headers("transfer-encoding")) {
+        if (200..<300).contains(status),
+            let (problem, coding) = ResponseFraming.codingProblem(
+                contentEncoding: headers("content-encoding"), transferEncoding: headers("transfer-encoding"))
+        {
             if resume != nil { store?.partials.discard(url) }
             return FetchFailure(.httpStatus, problem.message, httpStatus: status, detail: .unrequestedEncoding(coding))
         }
@@ -198,8 +205,10 @@ public struct ResponseHandler {
             return .failure(failure)
         case .success(let digests):
             if resumed { store?.partials.completed(url) }
-            return .success(.body(VerifiedFile(path: closing.path, sha256: digests.sha256, size: closing.size),
-                                  etag: etag, lastModified: lastModified))
+            return .success(
+                .body(
+                    VerifiedFile(path: closing.path, sha256: digests.sha256, size: closing.size),
+                    etag: etag, lastModified: lastModified))
         }
     }
 
@@ -231,8 +240,10 @@ public struct ResponseHandler {
     /// range must start where the kept part ends and run to the end of the body.
     private mutating func continueBody(from resume: PartialDownloads.Resume, headers: (String) -> [String]) -> FetchFailure? {
         let total: Int64
-        switch ResponseFraming.resumedTotal(offset: resume.offset, contentRange: headers("content-range"),
-                                            contentLength: headers("content-length")) {
+        switch ResponseFraming.resumedTotal(
+            offset: resume.offset, contentRange: headers("content-range"),
+            contentLength: headers("content-length"))
+        {
         case .failure(let problem):
             store?.partials.discard(url)
             return restart(problem.message)

@@ -83,8 +83,9 @@ struct RunCoordinator {
         case .start:
             launch(schedule.take(now: now), &effects)
         case .headArrived(let origin, let status, let multiplexed, let closes):
-            launch(schedule.headArrived(origin, status: status, multiplexed: multiplexed, closesConnections: closes, now: now),
-                   &effects)
+            launch(
+                schedule.headArrived(origin, status: status, multiplexed: multiplexed, closesConnections: closes, now: now),
+                &effects)
         case .attemptEnded(let origin, let report):
             launch(schedule.record(origin, report, now: now), &effects)
         case .entryGaveUp(let origin):
@@ -140,9 +141,13 @@ struct RunCoordinator {
             case .lookUp(let group):
                 effects.launches.append(.lookUp(group: group))
             case .refuse(let group, let message):
-                let result = FetchResult(result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
-                                         source: nil)
-                readied(FinishedGroup(group: group, results: groups[group].items.map { ItemResult(item: $0, result: result, origin: groups[group].origin) }))
+                let result = FetchResult(
+                    result: .failure(FetchFailure(.connection, message)), attempts: 0, bytesReceived: 0,
+                    source: nil)
+                readied(
+                    FinishedGroup(
+                        group: group,
+                        results: groups[group].items.map { ItemResult(item: $0, result: result, origin: groups[group].origin) }))
             }
         }
     }

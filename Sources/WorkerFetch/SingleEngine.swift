@@ -30,8 +30,9 @@ public final class SingleEngine: Sendable {
         var attempt = 0
         while true {
             attempt += 1
-            var next = TransferRequest(url: request.url, headers: request.headers + (request.signing?.headers ?? []),
-                                       deadline: Monotonic.now() + settings.entryTimeout)
+            var next = TransferRequest(
+                url: request.url, headers: request.headers + (request.signing?.headers ?? []),
+                deadline: Monotonic.now() + settings.entryTimeout)
             next.method = request.method
             next.signing = request.signing
             next.ssh = request.ssh
@@ -53,8 +54,9 @@ public final class SingleEngine: Sendable {
     public func document(_ request: TransferRequest, store: ContentStore, maxSize: Int64) async -> Result<String, DocumentProblem> {
         let url = request.url
         let reply = await exchange(request) { [settings] deadline in
-            ResponseHandler(store: store, expected: nil, maxSize: min(settings.maxSize, maxSize), conditional: false,
-                            deadline: deadline, entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
+            ResponseHandler(
+                store: store, expected: nil, maxSize: min(settings.maxSize, maxSize), conditional: false,
+                deadline: deadline, entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
         }
         switch reply.result {
         case .success(.body(let file, _, _)):
@@ -98,8 +100,9 @@ public final class SingleEngine: Sendable {
         if let lastModified { headers.append("If-Modified-Since: " + lastModified) }
         let request = TransferRequest(url: located, headers: headers, deadline: 0)
         let reply = await exchange(request) { [settings] deadline in
-            ResponseHandler(store: store, expected: nil, maxSize: settings.maxSize, conditional: true, deadline: deadline,
-                            entryTimeout: settings.entryTimeout, url: located, resume: nil, resumeThreshold: .max)
+            ResponseHandler(
+                store: store, expected: nil, maxSize: settings.maxSize, conditional: true, deadline: deadline,
+                entryTimeout: settings.entryTimeout, url: located, resume: nil, resumeThreshold: .max)
         }
         switch reply.result {
         case .success(.notModified): return true

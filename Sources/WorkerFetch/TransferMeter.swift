@@ -1,5 +1,5 @@
-import WorkerManifest
 import Synchronization
+import WorkerManifest
 
 /// What a run's transfers report while they go, before any of them ends: each response's head
 /// (an origin's window grows when answers begin, so a few large files from a slow server run in

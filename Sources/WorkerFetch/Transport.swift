@@ -1,5 +1,5 @@
-import WorkerManifest
 import Synchronization
+import WorkerManifest
 import WorkerStore
 
 /// How downloads reach HTTP servers. The command line hands one in (`CurlTransport`, the only
@@ -53,8 +53,10 @@ public protocol FetchEngine: AnyObject, Sendable {
 
     /// A transfer for one exchange, made but not started (so that a stop can find it first).
     /// `done` is called once, on the engine's thread.
-    func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
-                  done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer
+    func transfer(
+        _ request: TransferRequest, handler: consuming sending ResponseHandler,
+        done: @escaping @Sendable (ExchangeReply) -> Void
+    ) -> any EngineTransfer
 
     /// Starts a transfer this engine made.
     func start(_ transfer: any EngineTransfer)
@@ -100,8 +102,10 @@ public struct TransferRequest: Sendable {
     /// The SSH login of an `sftp://` URL (libcurl's SFTP); the transport refuses sftp without one.
     public var ssh: SSHLogin?
 
-    public init(url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
-                 meter: TransferMeter? = nil, origin: Origin? = nil) {
+    public init(
+        url: String, headers: [String], deadline: Double, limits: RateLimits? = nil,
+        meter: TransferMeter? = nil, origin: Origin? = nil
+    ) {
         self.url = url
         self.headers = headers
         self.deadline = deadline

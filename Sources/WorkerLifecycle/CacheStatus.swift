@@ -76,8 +76,9 @@ public struct StatusReport: Sendable, Codable {
         report.oldestEntry = numbers.oldestFetch.map(Timestamp.iso)
         report.newestEntry = numbers.newestFetch.map(Timestamp.iso)
         report.manifests = try index.manifestRuns().map { run in
-            ManifestLine(path: run.path, name: run.name, entries: run.entries, lastSync: Timestamp.iso(run.finishedAt),
-                         result: run.failed == 0 ? "ok" : "\(run.failed) failed")
+            ManifestLine(
+                path: run.path, name: run.name, entries: run.entries, lastSync: Timestamp.iso(run.finishedAt),
+                result: run.failed == 0 ? "ok" : "\(run.failed) failed")
         }
         report.failures = try index.failures().map { failure in
             var redacted = failure

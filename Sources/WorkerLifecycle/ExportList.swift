@@ -50,7 +50,7 @@ struct ExportList {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid(),
-              info.st_mode & 0o022 == 0, info.st_size < 1 << 30
+            info.st_mode & 0o022 == 0, info.st_size < 1 << 30
         else { return [] }
         var bytes: [UInt8] = []
         let read = FileChunks.read(fd, path: folder.shown(Self.fileName), unreadable: { _ in CancellationError() }) { chunk in
@@ -67,7 +67,8 @@ struct ExportList {
     private static func item(_ line: Substring) -> Item? {
         let fields = line.split(separator: " ", maxSplits: 4, omittingEmptySubsequences: false)
         guard fields.count == 5, let device = UInt64(fields[0]), let inode = UInt64(fields[1]), let size = Int64(fields[2]),
-              Hex.isLowercaseHex(String(fields[3]), length: 64) else { return nil }
+            Hex.isLowercaseHex(String(fields[3]), length: 64)
+        else { return nil }
         let name = String(fields[4])
         guard TreePath.problem(name) == nil, name != Self.fileName else { return nil }
         return Item(name: name, object: String(fields[3]), device: device, inode: inode, size: size)
@@ -82,7 +83,8 @@ struct ExportList {
         unlinkat(folder.fd, temporary, 0)
         let fd = openat(folder.fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .output(path: shown, reason: String(cString: strerror(errno))) }
-        let written = text.utf8.withContiguousStorageIfAvailable { FileChunks.writeAll(fd, UnsafeRawBufferPointer($0)) }
+        let written =
+            text.utf8.withContiguousStorageIfAvailable { FileChunks.writeAll(fd, UnsafeRawBufferPointer($0)) }
             ?? Array(text.utf8).withUnsafeBytes { FileChunks.writeAll(fd, $0) }
         let code = errno
         fchmod(fd, 0o644)
@@ -102,13 +104,15 @@ struct ExportList {
         for item in items.sorted(by: { FileName.precedes($0.name, $1.name) }) {
             // A link where a folder goes (`try?`): the listed file is not reached, and stays.
             guard let found = try? walk.find(item.name), let info = found.folder.info(found.name),
-                  info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid()
+                info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid()
             else { continue }
             // A copy is written read-only: one made writable since is someone's file now.
-            let recorded = UInt64(info.st_dev) == item.device && UInt64(info.st_ino) == item.inode
+            let recorded =
+                UInt64(info.st_dev) == item.device && UInt64(info.st_ino) == item.inode
                 && Int64(info.st_size) == item.size && info.st_mode & 0o222 == 0
             var object = stat()
-            let linked = lstat(CacheLayout.objectPath(inObjectsDirectory: objectsDirectory, item.object), &object) == 0
+            let linked =
+                lstat(CacheLayout.objectPath(inObjectsDirectory: objectsDirectory, item.object), &object) == 0
                 && object.st_dev == info.st_dev && object.st_ino == info.st_ino
             guard recorded || linked, found.folder.unlink(found.name) else { continue }
             removed += 1

@@ -52,14 +52,17 @@ public struct Exporter: Sendable {
     /// again once the commit in progress is done (twice at most), so a race is never reported
     /// as a missing entry; an atomic export holds the cache's lock while it links (after the
     /// tree's lock, waited for up to `wait` seconds).
-    public func export(layout: TreeLayout, to folder: String, urls: Set<String>?,
-                       tree: [(path: String, url: String)]? = nil, atomic: Bool = false, wait: Double? = nil,
-                       context: RunContext = RunContext()) async throws(CacheError) -> Result {
+    public func export(
+        layout: TreeLayout, to folder: String, urls: Set<String>?,
+        tree: [(path: String, url: String)]? = nil, atomic: Bool = false, wait: Double? = nil,
+        context: RunContext = RunContext()
+    ) async throws(CacheError) -> Result {
         if atomic {
             let publisher = TreePublisher(path: folder)
             let objects = CacheLayout.objectsDirectory(cacheDirectory)
             var result = Result()
-            let outcome = try await publisher.publish(cacheDirectory: cacheDirectory, wait: wait, context: context) { () throws(CacheError) in
+            let outcome = try await publisher.publish(cacheDirectory: cacheDirectory, wait: wait, context: context) {
+                () throws(CacheError) in
                 let planned = try plan(layout: layout, urls: urls, tree: tree)
                 result = planned.summary
                 return planned.files.map { TreeFile(path: $0.name, object: $0.object, objectsDirectory: objects) }
@@ -90,15 +93,18 @@ public struct Exporter: Sendable {
         result.missing.sort()
         result.vanished = []
         let names = Set(planned.files.map { FileName.Key($0.name) })
-        result.removed = list.removeFiles(previous.filter { !names.contains(FileName.Key($0.name)) },
-                                          objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
+        result.removed = list.removeFiles(
+            previous.filter { !names.contains(FileName.Key($0.name)) },
+            objectsDirectory: CacheLayout.objectsDirectory(cacheDirectory))
         try list.write(result.written)
         return result
     }
 
     /// The files to write and the entries with nothing cached, from the index as it is now.
-    private func plan(layout: TreeLayout, urls: Set<String>?,
-                      tree: [(path: String, url: String)]?) throws(CacheError) -> (files: [File], summary: Result) {
+    private func plan(
+        layout: TreeLayout, urls: Set<String>?,
+        tree: [(path: String, url: String)]?
+    ) throws(CacheError) -> (files: [File], summary: Result) {
         var summary = Result()
         let indexPath = CacheLayout.indexPath(cacheDirectory)
         guard access(indexPath, F_OK) == 0 else {
@@ -160,8 +166,10 @@ public struct Exporter: Sendable {
                     continue
                 }
                 guard existing.st_mode & S_IFMT != S_IFDIR else {
-                    throw .treeRefused(path: folder.shown(name), reason: "it is a folder where the export writes a file; "
-                        + "move it away or choose another folder")
+                    throw .treeRefused(
+                        path: folder.shown(name),
+                        reason: "it is a folder where the export writes a file; "
+                            + "move it away or choose another folder")
                 }
                 folder.unlink(name)
             }

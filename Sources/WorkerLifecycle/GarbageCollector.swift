@@ -47,7 +47,9 @@ public struct GarbageCollector: Sendable {
     public func collect(now: Double = Date().timeIntervalSince1970) async throws(CacheError) -> Result {
         var result = Result(dryRun: dryRun)
         guard access(CacheLayout.indexPath(cacheDirectory), F_OK) == 0 else { return result }
-        if dryRun { return try plan(now: now, index: CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)).result }
+        if dryRun {
+            return try plan(now: now, index: CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)).result
+        }
         if let problem = CacheAccess.writeProblem(root: cacheDirectory) { throw .notWritable(problem) }
         let store = try ContentStore(root: cacheDirectory)
         let lock = try await CacheLock(directory: cacheDirectory, wait: waitLock, context: context)

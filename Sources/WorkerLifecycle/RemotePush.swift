@@ -65,8 +65,9 @@ public struct RemotePush: Sendable {
         result.counts.privateNotUploaded = kept.count
         result.objects = sizes.count + kept.count
         // Hashed again before anything is sent: a damaged object is not uploaded under its name.
-        let hashed = await FileDigest.hashAll(sizes.keys.map { (name: $0, path: CacheLayout.objectPath(cacheDirectory, $0)) },
-                                                 width: ProcessInfo.processInfo.activeProcessorCount)
+        let hashed = await FileDigest.hashAll(
+            sizes.keys.map { (name: $0, path: CacheLayout.objectPath(cacheDirectory, $0)) },
+            width: ProcessInfo.processInfo.activeProcessorCount)
         for (name, outcome) in hashed {
             if case .success(let (digest, size)) = outcome, digest == name, size == sizes[name] { continue }
             sizes.removeValue(forKey: name)
@@ -79,16 +80,18 @@ public struct RemotePush: Sendable {
         let shares = (0..<count).map { remote.uploadsAtOnce / count + ($0 < remote.uploadsAtOnce % count ? 1 : 0) }
         let started = try transport.startEngines(shares: shares, settings: settings)
         let tier = RemoteTier(settings: remote, logger: context.logger)
-        let uploads = RemoteUploads(tier: tier, cacheDirectory: cacheDirectory, engines: started.engines,
-                                    entryTimeout: settings.entryTimeout)
+        let uploads = RemoteUploads(
+            tier: tier, cacheDirectory: cacheDirectory, engines: started.engines,
+            entryTimeout: settings.entryTimeout)
         let stopWatch = context.stop.watch { reason in uploads.stop(because: reason) }
         let begun = Date()
         let total = sizes.count
         let progress = { @Sendable () -> SyncProgress in
             let counts = tier.summary
             let done = counts.present + counts.uploads + counts.uploadErrors + counts.uploadsNotDone + counts.errors
-            return SyncProgress(total: total, done: done, failed: counts.uploadErrors + counts.errors,
-                                bytes: counts.bytesUp, started: begun)
+            return SyncProgress(
+                total: total, done: done, failed: counts.uploadErrors + counts.errors,
+                bytes: counts.bytesUp, started: begun)
         }
         let ticker = Ticker()
         if let onProgress, let first = started.engines.first {

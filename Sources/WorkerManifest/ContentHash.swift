@@ -19,10 +19,12 @@ public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
 
     /// The algorithm named by `name`, compared case-insensitively without allocating.
     init?(named name: Substring.UTF8View) {
-        guard let match = HashAlgorithm.allCases.first(where: { algorithm in
-            algorithm.rawValue.utf8.count == name.count
-                && zip(algorithm.rawValue.utf8, name).allSatisfy { $0 == ((65...90).contains($1) ? $1 | 0x20 : $1) }
-        }) else { return nil }
+        guard
+            let match = HashAlgorithm.allCases.first(where: { algorithm in
+                algorithm.rawValue.utf8.count == name.count
+                    && zip(algorithm.rawValue.utf8, name).allSatisfy { $0 == ((65...90).contains($1) ? $1 | 0x20 : $1) }
+            })
+        else { return nil }
         self = match
     }
 
@@ -89,7 +91,7 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
             for offset in 0..<count {
                 let byte = digest[offset]
                 guard digits[offset * 2] == Hex.lowercaseDigit(byte >> 4),
-                      digits[offset * 2 + 1] == Hex.lowercaseDigit(byte & 0x0f)
+                    digits[offset * 2 + 1] == Hex.lowercaseDigit(byte & 0x0f)
                 else { return false }
             }
             return true
@@ -102,7 +104,7 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         let name = algorithm.rawValue.utf8
         return text.withUTF8 { utf8 in
             guard utf8.count == name.count + 1 + algorithm.byteCount * 2, utf8[name.count] == UInt8(ascii: ":"),
-                  name.elementsEqual(utf8[..<name.count])
+                name.elementsEqual(utf8[..<name.count])
             else { return false }
             return hasHex(digits: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[(name.count + 1)...])))
         }
@@ -114,8 +116,8 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         var text = text
         let storage: DigestStorage? = text.withUTF8 { utf8 in
             guard utf8.count == 71, utf8[0] == UInt8(ascii: "s"), utf8[1] == UInt8(ascii: "h"), utf8[2] == UInt8(ascii: "a"),
-                  utf8[3] == UInt8(ascii: "2"), utf8[4] == UInt8(ascii: "5"), utf8[5] == UInt8(ascii: "6"),
-                  utf8[6] == UInt8(ascii: ":")
+                utf8[3] == UInt8(ascii: "2"), utf8[4] == UInt8(ascii: "5"), utf8[5] == UInt8(ascii: "6"),
+                utf8[6] == UInt8(ascii: ":")
             else { return nil }
             return DigestStorage.fromLowercaseHex(UnsafeBufferPointer(rebasing: utf8[7...]))
         }
@@ -137,7 +139,7 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         if let dash = utf8.firstIndex(of: UInt8(ascii: "-")) {
             let name = String(decoding: utf8[..<dash], as: UTF8.self)
             guard let algorithm = HashAlgorithm(rawValue: name.lowercased()),
-                  [.sha256, .sha384, .sha512].contains(algorithm)
+                [.sha256, .sha384, .sha512].contains(algorithm)
             else {
                 return .failure(.init("unknown SRI hash algorithm '\(Redact.short(name))' (expected sha256, sha384 or sha512)"))
             }
@@ -160,9 +162,9 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         if let hash = parseCanonicalSHA256(text) { return hash }
         let utf8 = text.utf8
         guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
-              let algorithm = HashAlgorithm(named: utf8[..<colon]),
-              case .success(let hash) = fromHex(utf8[utf8.index(after: colon)...], algorithm: algorithm),
-              hash.description == text
+            let algorithm = HashAlgorithm(named: utf8[..<colon]),
+            case .success(let hash) = fromHex(utf8[utf8.index(after: colon)...], algorithm: algorithm),
+            hash.description == text
         else { return nil }
         return hash
     }

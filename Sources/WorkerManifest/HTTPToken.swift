@@ -13,7 +13,7 @@ public enum HTTPToken {
         case "if-none-match", "if-modified-since", "if-match", "if-unmodified-since":
             "conditional requests are made by worker itself (--revalidate)"
         case "host", "content-length", "transfer-encoding", "connection", "upgrade", "expect", "keep-alive",
-             "proxy-connection", "trailer":
+            "proxy-connection", "trailer":
             "the HTTP client sets it"
         default:
             nil
@@ -34,14 +34,15 @@ public enum HTTPToken {
     }
 
     public static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"):
-                true
-            default:
-                "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    true
+                default:
+                    "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
             }
-        }
     }
 }

@@ -40,10 +40,12 @@ final class LibYAMLParser {
         byteCount = Int(info.st_size)
         parser.initialize(to: yaml_parser_t())
         yaml_parser_initialize(parser)
-        yaml_parser_set_input(parser, { data, buffer, size, sizeRead in
-            let parser = Unmanaged<LibYAMLParser>.fromOpaque(data!).takeUnretainedValue()
-            return parser.read(into: buffer!, size: size, sizeRead: sizeRead!)
-        }, Unmanaged.passUnretained(self).toOpaque())
+        yaml_parser_set_input(
+            parser,
+            { data, buffer, size, sizeRead in
+                let parser = Unmanaged<LibYAMLParser>.fromOpaque(data!).takeUnretainedValue()
+                return parser.read(into: buffer!, size: size, sizeRead: sizeRead!)
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// libyaml's read handler: 1 with the bytes read (0 at the end of the file), 0 on an error.
@@ -116,9 +118,10 @@ final class LibYAMLParser {
                     message: "a value of \(scalar.length) bytes; the longest a manifest allows is \(Self.maxScalarBytes)")
                 return
             }
-            batch.append(.scalar, line: line, column: column,
-                         text: UnsafeBufferPointer(start: scalar.value, count: scalar.length),
-                         isPlain: scalar.style == YAML_PLAIN_SCALAR_STYLE, hasAnchor: scalar.anchor != nil)
+            batch.append(
+                .scalar, line: line, column: column,
+                text: UnsafeBufferPointer(start: scalar.value, count: scalar.length),
+                isPlain: scalar.style == YAML_PLAIN_SCALAR_STYLE, hasAnchor: scalar.anchor != nil)
             return
         case YAML_ALIAS_EVENT: kind = .alias
         default:
@@ -138,7 +141,8 @@ final class LibYAMLParser {
         if parser.error == YAML_READER_ERROR {
             return YAMLSyntaxError(line: 1, column: 1, message: "\(message) at byte offset \(parser.problem_offset)")
         }
-        return YAMLSyntaxError(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1,
-                               message: message)
+        return YAMLSyntaxError(
+            line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1,
+            message: message)
     }
 }

@@ -38,8 +38,9 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
 
     /// The entry at `position`, its strings made now.
     public subscript(position: Int) -> ManifestEntry {
-        ManifestEntry(url: url(at: position), hash: hash(at: position), manifest: Int(fixed[position].manifest),
-                      line: Int(fixed[position].line), column: Int(fixed[position].column), mirrors: mirrors(at: position))
+        ManifestEntry(
+            url: url(at: position), hash: hash(at: position), manifest: Int(fixed[position].manifest),
+            line: Int(fixed[position].line), column: Int(fixed[position].column), mirrors: mirrors(at: position))
     }
 
     public func url(at position: Int) -> String {
@@ -77,8 +78,9 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
     }
 
     public mutating func append(_ entry: ManifestEntry) {
-        append(url: entry.url, hash: entry.hash, manifest: entry.manifest, line: entry.line, column: entry.column,
-               mirrors: entry.mirrors)
+        append(
+            url: entry.url, hash: entry.hash, manifest: entry.manifest, line: entry.line, column: entry.column,
+            mirrors: entry.mirrors)
     }
 
     public mutating func append(url: String, hash: ContentHash?, manifest: Int, line: Int, column: Int, mirrors: [String]) {
@@ -86,9 +88,11 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
         text.append(contentsOf: url.utf8)
         let urlCount = text.count - start
         appendDigest(hash)
-        fixed.append(Fixed(start: start, urlCount: UInt32(urlCount), manifest: UInt32(manifest),
-                           line: UInt32(clamping: line), column: UInt32(clamping: column),
-                           algorithm: Self.code(hash), hasMirrors: false))
+        fixed.append(
+            Fixed(
+                start: start, urlCount: UInt32(urlCount), manifest: UInt32(manifest),
+                line: UInt32(clamping: line), column: UInt32(clamping: column),
+                algorithm: Self.code(hash), hasMirrors: false))
         setMirrors(mirrors, at: fixed.count - 1)
     }
 

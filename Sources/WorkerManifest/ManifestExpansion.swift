@@ -57,8 +57,9 @@ extension ManifestSet {
                 }
                 listed[part.url] = -1
                 partPositions[position, default: []].append(expanded.count)
-                expanded.append(url: part.url, hash: part.hash, manifest: entry.manifest, line: entry.line, column: entry.column,
-                                mirrors: [])
+                expanded.append(
+                    url: part.url, hash: part.hash, manifest: entry.manifest, line: entry.line, column: entry.column,
+                    mirrors: [])
             }
         }
         // Entries listed before an expanded one keep their place; a part that is a listed entry
@@ -68,8 +69,10 @@ extension ManifestSet {
         var newTree: [TreeEntry] = []
         for place in tree {
             guard let list = parts[place.entry], let positions = partPositions[place.entry] else {
-                newTree.append(TreeEntry(path: place.path, entry: moved[place.entry], manifest: place.manifest, line: place.line,
-                                         column: place.column))
+                newTree.append(
+                    TreeEntry(
+                        path: place.path, entry: moved[place.entry], manifest: place.manifest, line: place.line,
+                        column: place.column))
                 continue
             }
             // A tree place at the entry's own position is derived from its URL; one elsewhere is
@@ -78,9 +81,11 @@ extension ManifestSet {
             let folder = place.line == entry.line && place.column == entry.column ? nil : place.path
             for (part, position) in zip(list, positions) {
                 let path = part.name.isEmpty ? place.path : folder.map { $0 + "/" + part.name } ?? part.name
-                newTree.append(TreeEntry(path: path, entry: resolved(position),
-                                         manifest: place.manifest,
-                                         line: place.line, column: place.column))
+                newTree.append(
+                    TreeEntry(
+                        path: path, entry: resolved(position),
+                        manifest: place.manifest,
+                        line: place.line, column: place.column))
             }
         }
         let sorted = TreeConflicts.sorted(newTree)

@@ -9,7 +9,9 @@ public enum ManifestFingerprint {
     public static func digest(_ manifests: ManifestSet) -> String {
         var lines: [String] = ["worker-fingerprint 1"]
         for manifest in manifests.manifests {
-            lines.append("manifest \(manifest.name) base=\(manifest.baseURL ?? "-") headers=\(manifest.headers.map { $0.name.lowercased() }.sorted().joined(separator: ","))")
+            lines.append(
+                "manifest \(manifest.name) base=\(manifest.baseURL ?? "-") headers=\(manifest.headers.map { $0.name.lowercased() }.sorted().joined(separator: ","))"
+            )
         }
         let entries = manifests.entries.map { "\($0.url) \($0.hash?.description ?? "-")" }.sorted()
         lines.append(contentsOf: entries)

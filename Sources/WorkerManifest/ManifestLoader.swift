@@ -65,8 +65,9 @@ public struct ManifestLoader {
                     deferred.append(item)
                     return
                 }
-                collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
-                              into: &entryDiagnostics)
+                collector.add(
+                    item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
+                    into: &entryDiagnostics)
             }
             collector.flush(manifests: manifests, path: path, into: &entryDiagnostics)
             if fileDiagnostics.contains(where: { $0.kind != .content }) {
@@ -84,12 +85,14 @@ public struct ManifestLoader {
                 fileDiagnostics.append(report(header.baseURLPosition.line, header.baseURLPosition.column, baseProblem))
             } else {
                 for item in deferred {
-                    collector.add(item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
-                                  into: &fileDiagnostics)
+                    collector.add(
+                        item, resolver.resolve(item.url), manifest: index, manifests: manifests, path: path,
+                        into: &fileDiagnostics)
                 }
                 collector.flush(manifests: manifests, path: path, into: &fileDiagnostics)
             }
-            let headers = expandsHeaders
+            let headers =
+                expandsHeaders
                 ? expand(header.headers, path: path, into: &fileDiagnostics)
                 : header.headers.map { RequestHeader(name: $0.name, value: $0.value) }
             diagnostics += (fileDiagnostics + entryDiagnostics).sorted { ($0.line, $0.column) < ($1.line, $1.column) }
@@ -118,13 +121,15 @@ public struct ManifestLoader {
             if !remoteSources.isEmpty {
                 diagnostics = diagnostics.map { diagnostic in
                     remoteSources[diagnostic.path].map {
-                        ManifestDiagnostic(path: $0, line: diagnostic.line, column: diagnostic.column, message: diagnostic.message,
-                                           kind: diagnostic.kind)
+                        ManifestDiagnostic(
+                            path: $0, line: diagnostic.line, column: diagnostic.column, message: diagnostic.message,
+                            kind: diagnostic.kind)
                     } ?? diagnostic
                 }
             }
-            throw ManifestErrors(diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
-                                 truncated: diagnostics.count >= maxDiagnostics)
+            throw ManifestErrors(
+                diagnostics: Array(diagnostics.prefix(maxDiagnostics)),
+                truncated: diagnostics.count >= maxDiagnostics)
         }
         return ManifestSet(manifests: manifests, entries: collector.entries, tree: collectsTree ? tree : [])
     }
@@ -176,8 +181,9 @@ public struct ManifestLoader {
             }
             // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
             if value.utf8.contains(where: HTTPToken.isForbiddenInValue) {
-                report(header.line, header.column,
-                       "header '\(header.name)': the value contains a control character (CR, LF, NUL or another)")
+                report(
+                    header.line, header.column,
+                    "header '\(header.name)': the value contains a control character (CR, LF, NUL or another)")
                 continue
             }
             out.append(RequestHeader(name: header.name, value: value))
@@ -210,13 +216,17 @@ private struct EntryCollector {
 
     /// Adds `item`, whose URL resolved to `resolved`. (The resolver itself is not passed: that
     /// copied it, with its strings and URL, for every entry.)
-    mutating func add(_ item: RawEntry, _ resolved: Result<String, URLResolver.Problem>, manifest index: Int,
-                      manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]) {
+    mutating func add(
+        _ item: RawEntry, _ resolved: Result<String, URLResolver.Problem>, manifest index: Int,
+        manifests: [Manifest], path: String, into diagnostics: inout [ManifestDiagnostic]
+    ) {
         let url: String
         switch resolved {
         case .success(let resolved) where !item.mirrors.isEmpty && LocalFile.isLocal(resolved):
-            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column,
-                                                  message: "'mirrors' apply to http and https entries; this one is a local file"))
+            diagnostics.append(
+                ManifestDiagnostic(
+                    path: path, line: item.line, column: item.column,
+                    message: "'mirrors' apply to http and https entries; this one is a local file"))
             return
         case .success(let resolved): url = resolved
         case .failure(let problem):
@@ -226,8 +236,10 @@ private struct EntryCollector {
         // A URL that names its own hash (an OCI blob's digest) pins the entry; a `hash:` agrees.
         let implied = URLKinds.impliedHash(of: url)
         if let implied, let given = item.hash, given != implied {
-            diagnostics.append(ManifestDiagnostic(path: path, line: item.line, column: item.column,
-                                                  message: "the hash is not the digest the URL names (\(ManifestLoader.abbreviate(implied)))"))
+            diagnostics.append(
+                ManifestDiagnostic(
+                    path: path, line: item.line, column: item.column,
+                    message: "the hash is not the digest the URL names (\(ManifestLoader.abbreviate(implied)))"))
             return
         }
         let previous = pending
@@ -246,8 +258,10 @@ private struct EntryCollector {
 
     /// The entry's tree path: its own, or its URL's as its kind says (an `s3://` URL's key,
     /// literal: below an `s3://` base_url the key as written, else the key after the bucket).
-    private mutating func addToTree(_ item: RawEntry, resolved: String, entry: Int, manifest: Int, path: String,
-                                    into diagnostics: inout [ManifestDiagnostic]) {
+    private mutating func addToTree(
+        _ item: RawEntry, resolved: String, entry: Int, manifest: Int, path: String,
+        into diagnostics: inout [ManifestDiagnostic]
+    ) {
         if let explicit = item.path {
             tree.append(TreeEntry(path: explicit, entry: entry, manifest: manifest, line: item.pathLine, column: item.pathColumn))
             return
@@ -260,16 +274,19 @@ private struct EntryCollector {
         }
     }
 
-    private mutating func record(_ waiting: Pending, manifests: [Manifest], path: String,
-                                 into diagnostics: inout [ManifestDiagnostic]) {
+    private mutating func record(
+        _ waiting: Pending, manifests: [Manifest], path: String,
+        into diagnostics: inout [ManifestDiagnostic]
+    ) {
         let (item, url, digest, index) = (waiting.item, waiting.url, waiting.digest, waiting.manifest)
         // The stored URL is read (a string made) only when the digests match: a URL listed again.
         guard let existing = positions.insertIfAbsent(url, digest: digest, at: entries.count, urlAt: { entries.url(at: $0) }) else {
             if collectsTree || item.path != nil {
                 addToTree(item, resolved: url, entry: entries.count, manifest: index, path: path, into: &diagnostics)
             }
-            entries.append(url: url, hash: item.hash, manifest: index, line: item.line, column: item.column,
-                           mirrors: item.mirrors)
+            entries.append(
+                url: url, hash: item.hash, manifest: index, line: item.line, column: item.column,
+                mirrors: item.mirrors)
             return
         }
         if collectsTree || item.path != nil {
@@ -278,10 +295,11 @@ private struct EntryCollector {
         let first = entries[existing]
         if let a = first.hash, let b = item.hash, a != b {
             let place = first.manifest == index ? "line \(first.line)" : "\(manifests[first.manifest].path):\(first.line)"
-            diagnostics.append(ManifestDiagnostic(
-                path: path, line: item.line, column: item.column,
-                message: "URL \(Redact.short(Redact.url(url), limit: 80)) is listed with two hashes: "
-                    + "\(ManifestLoader.abbreviate(b)) here, \(ManifestLoader.abbreviate(a)) at \(place)"))
+            diagnostics.append(
+                ManifestDiagnostic(
+                    path: path, line: item.line, column: item.column,
+                    message: "URL \(Redact.short(Redact.url(url), limit: 80)) is listed with two hashes: "
+                        + "\(ManifestLoader.abbreviate(b)) here, \(ManifestLoader.abbreviate(a)) at \(place)"))
         } else if first.hash == nil, let hash = item.hash {
             entries.setHash(hash, mirrors: item.mirrors, at: existing)
         } else if !item.mirrors.isEmpty {

@@ -186,8 +186,10 @@ struct ManifestWalker {
                     header.serial = number
                     header.serialPosition = (value.line, value.column)
                 } else {
-                    report(value, "'serial' must be a non-negative integer, found "
-                           + (value.kind == .scalar ? "'\(Redact.short(value.value))'" : Self.describe(value)))
+                    report(
+                        value,
+                        "'serial' must be a non-negative integer, found "
+                            + (value.kind == .scalar ? "'\(Redact.short(value.value))'" : Self.describe(value)))
                     skip(after: value)
                 }
             case "expires":
@@ -208,7 +210,10 @@ struct ManifestWalker {
                 let current = header
                 readEntries(value) { onEntry($0, current) }
             default:
-                report(key, "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, serial, expires, headers, mirrors, entries)")
+                report(
+                    key,
+                    "unknown key '\(Redact.short(key.value))' (expected version, name, base_url, serial, expires, headers, mirrors, entries)"
+                )
                 skip(after: value)
             }
         }

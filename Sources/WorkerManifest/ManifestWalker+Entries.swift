@@ -11,7 +11,9 @@ extension ManifestWalker {
         }
         while let item = next(), item.kind != .sequenceEnd {
             guard item.kind == .mappingStart else {
-                report(item, "each entry must be a mapping with 'url' (and optional 'hash', 'path' and 'mirrors'), found \(Self.describe(item))")
+                report(
+                    item,
+                    "each entry must be a mapping with 'url' (and optional 'hash', 'path' and 'mirrors'), found \(Self.describe(item))")
                 skip(after: item)
                 continue
             }
@@ -92,7 +94,8 @@ extension ManifestWalker {
             valid = false
         }
         guard valid else { return nil }
-        return RawEntry(url: url, hash: hash, line: urlPosition.line, column: urlPosition.column,
-                        path: path?.text, pathLine: path?.line ?? 0, pathColumn: path?.column ?? 0, mirrors: mirrors)
+        return RawEntry(
+            url: url, hash: hash, line: urlPosition.line, column: urlPosition.column,
+            path: path?.text, pathLine: path?.line ?? 0, pathColumn: path?.column ?? 0, mirrors: mirrors)
     }
 }

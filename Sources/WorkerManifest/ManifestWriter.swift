@@ -41,7 +41,8 @@ public enum ManifestWriter {
                     throw Failure(path: path, reason: "cannot be read")
                 }
                 if let other = byPath[relative] {
-                    throw Failure(path: path, reason: "'\(relative)' is also under \(other.folder); give folders whose files do not overlap")
+                    throw Failure(
+                        path: path, reason: "'\(relative)' is also under \(other.folder); give folders whose files do not overlap")
                 }
                 byPath[relative] = (folder, sha256)
             }

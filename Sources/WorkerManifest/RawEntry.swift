@@ -12,4 +12,3 @@ public struct RawEntry: Sendable {
     /// Other URLs serving the same bytes (`mirrors:`), as written; only on an entry with a hash.
     public var mirrors: [String] = []
 }
-

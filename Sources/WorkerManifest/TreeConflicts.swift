@@ -22,8 +22,11 @@ enum TreeConflicts {
             if offset > 0, FileName.same(tree[offset - 1].path, entry.path) {
                 let earlier = tree[firstOfPath]
                 if earlier.entry != entry.entry {
-                    diagnostics.append(diagnostic(entry, manifests, "tree path '\(Redact.short(entry.path))' is also the path of "
-                        + "the entry at \(place(earlier, manifests)): two files cannot have one name"))
+                    diagnostics.append(
+                        diagnostic(
+                            entry, manifests,
+                            "tree path '\(Redact.short(entry.path))' is also the path of "
+                                + "the entry at \(place(earlier, manifests)): two files cannot have one name"))
                 }
             } else {
                 firstOfPath = offset
@@ -40,8 +43,11 @@ enum TreeConflicts {
             lastFolder = folder
             while true {
                 if let file = firstEntry(at: folder, in: tree) {
-                    diagnostics.append(diagnostic(tree[offset], manifests, "tree path '\(Redact.short(path))' needs a folder "
-                        + "'\(Redact.short(String(folder)))', which is the file of the entry at \(place(file, manifests))"))
+                    diagnostics.append(
+                        diagnostic(
+                            tree[offset], manifests,
+                            "tree path '\(Redact.short(path))' needs a folder "
+                                + "'\(Redact.short(String(folder)))', which is the file of the entry at \(place(file, manifests))"))
                     lastFolder = ""
                     break
                 }

@@ -52,7 +52,8 @@ public enum TreePath {
         let end = bytes.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.count
         // Past the scheme and the authority (user info, host, port) of an absolute URL.
         if let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")), colon + 2 < end,
-           bytes[colon + 1] == slash, bytes[colon + 2] == slash {
+            bytes[colon + 1] == slash, bytes[colon + 2] == slash
+        {
             start = bytes[(colon + 3)..<end].firstIndex(of: slash) ?? end
         }
         while start < end, bytes[start] == slash { start += 1 }
@@ -62,7 +63,9 @@ public enum TreePath {
         guard let decoded = percentDecoded(bytes[start..<end]) else {
             return .failure(TreePathProblem(message: "the URL's path is not valid UTF-8 once percent-decoded: give the entry a 'path'"))
         }
-        if let problem = problem(decoded) { return .failure(TreePathProblem(message: problem + " (from the URL; give the entry a 'path')")) }
+        if let problem = problem(decoded) {
+            return .failure(TreePathProblem(message: problem + " (from the URL; give the entry a 'path')"))
+        }
         return .success(decoded)
     }
 

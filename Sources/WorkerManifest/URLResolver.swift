@@ -82,8 +82,8 @@ public struct URLResolver {
                         guard index + 2 < utf8.count, Hex.value(utf8[index + 1]) != nil, Hex.value(utf8[index + 2]) != nil
                         else { return false }
                     case UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "{"),
-                         UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "^"), UInt8(ascii: "`"), UInt8(ascii: "["),
-                         UInt8(ascii: "]"):
+                        UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "^"), UInt8(ascii: "`"), UInt8(ascii: "["),
+                        UInt8(ascii: "]"):
                         return false
                     case 0x21...0x7e:
                         break
@@ -120,7 +120,8 @@ public struct URLResolver {
     public static func absolute(_ raw: String) -> Result<String, Problem>? {
         guard let kind = URLKinds.kind(of: raw) else {
             guard let scheme = URLKinds.scheme(of: raw) else { return nil }
-            return .failure(Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only \(URLKinds.schemes(with: .remote)))"))
+            return .failure(
+                Problem(message: "URL scheme '\(Redact.short(scheme))' is not allowed (only \(URLKinds.schemes(with: .remote)))"))
         }
         if let problem = kind.problem(entry: raw) { return .failure(Problem(message: problem)) }
         return .success(raw)
@@ -131,7 +132,8 @@ public struct URLResolver {
         if let base, baseIsLiteral, let baseKind {
             // A key under an s3:// base is appended as written (keys are literal).
             guard !raw.hasPrefix("/") else {
-                return .failure(Problem(message: "'\(Redact.short(raw))' under an \(baseKind.schemes[0]):// base_url must not start with '/'"))
+                return .failure(
+                    Problem(message: "'\(Redact.short(raw))' under an \(baseKind.schemes[0]):// base_url must not start with '/'"))
             }
             if let problem = baseKind.problem(entry: base + raw) { return .failure(Problem(message: problem)) }
             return .success(base + raw)
@@ -146,7 +148,7 @@ public struct URLResolver {
             // Check what resolution produced, not only its input: Foundation hands some malformed
             // references (`:x/y`) back unresolved.
             guard let resolved = URL(string: raw, relativeTo: baseURL)?.absoluteString,
-                  URLKinds.kind(of: resolved)?.id == .http, Self.isWellFormedAbsolute(resolved)
+                URLKinds.kind(of: resolved)?.id == .http, Self.isWellFormedAbsolute(resolved)
             else {
                 return .failure(Problem(message: "not a valid relative URL: \(Redact.short(raw, limit: 80))"))
             }
@@ -157,7 +159,8 @@ public struct URLResolver {
 
     private func resolveLocal(_ raw: String) -> Result<String, Problem> {
         guard !raw.hasPrefix("/"), !raw.contains("\0"), !raw.contains("\\") else {
-            return .failure(Problem(message: "local path '\(Redact.short(raw))' must be relative to the manifest's folder (no base_url is set)"))
+            return .failure(
+                Problem(message: "local path '\(Redact.short(raw))' must be relative to the manifest's folder (no base_url is set)"))
         }
         let pathPart = raw.split(separator: "?", maxSplits: 1).first.map(String.init) ?? raw
         var components: [Substring] = []
@@ -205,13 +208,14 @@ public struct URLResolver {
         var text = text
         return text.withUTF8 { utf8 in
             guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
-                  utf8.count > colon + 2, utf8[colon + 1] == UInt8(ascii: "/"), utf8[colon + 2] == UInt8(ascii: "/")
+                utf8.count > colon + 2, utf8[colon + 1] == UInt8(ascii: "/"), utf8[colon + 2] == UInt8(ascii: "/")
             else { return false }
             var hostLength = 0
             var index = colon + 3
             // The authority: userinfo@host:port, up to the path, query or fragment.
             while index < utf8.count, utf8[index] != UInt8(ascii: "/"), utf8[index] != UInt8(ascii: "?"),
-                  utf8[index] != UInt8(ascii: "#") {
+                utf8[index] != UInt8(ascii: "#")
+            {
                 hostLength = utf8[index] == UInt8(ascii: "@") ? 0 : hostLength + 1
                 index += 1
             }
@@ -224,7 +228,7 @@ public struct URLResolver {
                     else { return false }
                     index += 3
                 case UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "{"),
-                     UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "^"), UInt8(ascii: "`"):
+                    UInt8(ascii: "}"), UInt8(ascii: "|"), UInt8(ascii: "^"), UInt8(ascii: "`"):
                     return false
                 case 0x21...0x7e:
                     index += 1

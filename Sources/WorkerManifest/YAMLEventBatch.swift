@@ -22,12 +22,16 @@ struct YAMLEventBatch {
         failure != nil || events.last?.kind == .streamEnd
     }
 
-    mutating func append(_ kind: YAMLEvent.Kind, line: Int, column: Int, text bytes: UnsafeBufferPointer<UInt8>?,
-                         isPlain: Bool, hasAnchor: Bool) {
+    mutating func append(
+        _ kind: YAMLEvent.Kind, line: Int, column: Int, text bytes: UnsafeBufferPointer<UInt8>?,
+        isPlain: Bool, hasAnchor: Bool
+    ) {
         let start = text.count
         if let bytes { text.append(contentsOf: bytes) }
-        events.append(Event(kind: kind, isPlain: isPlain, hasAnchor: hasAnchor, line: line, column: column,
-                            textStart: start, textCount: text.count - start))
+        events.append(
+            Event(
+                kind: kind, isPlain: isPlain, hasAnchor: hasAnchor, line: line, column: column,
+                textStart: start, textCount: text.count - start))
     }
 
     /// Empties the batch for refilling, keeping its buffers.
@@ -40,11 +44,16 @@ struct YAMLEventBatch {
     /// The event at `index`, its text as a string.
     func event(at index: Int) -> YAMLEvent {
         let packed = events[index]
-        let value = packed.textCount == 0 ? "" : text.withUnsafeBufferPointer { buffer in
-            String(decoding: UnsafeBufferPointer(rebasing: buffer[packed.textStart ..< packed.textStart + packed.textCount]),
-                   as: UTF8.self)
-        }
-        return YAMLEvent(kind: packed.kind, line: packed.line, column: packed.column, value: value,
-                         isPlain: packed.isPlain, hasAnchor: packed.hasAnchor)
+        let value =
+            packed.textCount == 0
+            ? ""
+            : text.withUnsafeBufferPointer { buffer in
+                String(
+                    decoding: UnsafeBufferPointer(rebasing: buffer[packed.textStart..<packed.textStart + packed.textCount]),
+                    as: UTF8.self)
+            }
+        return YAMLEvent(
+            kind: packed.kind, line: packed.line, column: packed.column, value: value,
+            isPlain: packed.isPlain, hasAnchor: packed.hasAnchor)
     }
 }

@@ -77,4 +77,3 @@ struct YAMLEventStream {
         return .success(event)
     }
 }
-

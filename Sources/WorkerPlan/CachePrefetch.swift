@@ -31,9 +31,9 @@ public final class CachePrefetch: Sendable {
         let path = CacheLayout.indexPath(cacheDirectory)
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
-              let index = try? CacheIndex(path: path, create: false, readOnly: true), !index.isStandIn,
-              let version = try? index.dataVersion(),
-              let rows = try? index.allRows(validators: validators)
+            let index = try? CacheIndex(path: path, create: false, readOnly: true), !index.isStandIn,
+            let version = try? index.dataVersion(),
+            let rows = try? index.allRows(validators: validators)
         else { return nil }
         self.version = version
         self.rows = rows
@@ -45,7 +45,8 @@ public final class CachePrefetch: Sendable {
         if sized { objects.preloadSizes(of: rows) }
         // A small cache is listed by the run anyway (to sweep objects no row names): listed
         // here, the plan checks its objects in that listing instead of one lookup each.
-        listed = ListingRule.listsEveryRun(records: rows.count)
+        listed =
+            ListingRule.listsEveryRun(records: rows.count)
             || !sized && ListingRule.worthListing(entries: entries, records: rows.count)
         if listed { objects.preload() }
         opened = Mutex(Opened(index: index, objects: objects))

@@ -22,7 +22,8 @@ extension SyncPlan {
         var byKey: [GroupKey: Int] = [:]
         // Items are made only for the entries that need the network (a warm run: none).
         for offset in items.indices where action(at: offset).needsNetwork {
-            let fingerprint = (!refresh ? entries.hash(at: offset)?.withDigest(Self.fingerprint) : nil)
+            let fingerprint =
+                (!refresh ? entries.hash(at: offset)?.withDigest(Self.fingerprint) : nil)
                 ?? entries.withURL(at: offset, URLPositions.digest64)
             if let group = byFingerprint[fingerprint] {
                 let mine = key(offset)
@@ -48,8 +49,9 @@ extension SyncPlan {
         for (number, first) in firsts.enumerated() {
             let entry = entries[first]
             // The one place an item is located: its route goes with the group to its requests.
-            var route = locator.route(entry.url, mirrors: manifests.manifests[entry.manifest].mirrors.of(entry), expected: entry.hash,
-                                      memo: &memo)
+            var route = locator.route(
+                entry.url, mirrors: manifests.manifests[entry.manifest].mirrors.of(entry), expected: entry.hash,
+                memo: &memo)
             if let origin = route.origin {
                 if let known = origins[origin] {
                     route = route.with(origin: known)
@@ -57,8 +59,10 @@ extension SyncPlan {
                     origins[origin] = origin
                 }
             }
-            groups.append(DownloadGroup(items: GroupItems(first: first, others: others[number] ?? []), route: route,
-                                        pinnedBySHA256: route.origin != nil && entry.hash?.algorithm == .sha256))
+            groups.append(
+                DownloadGroup(
+                    items: GroupItems(first: first, others: others[number] ?? []), route: route,
+                    pinnedBySHA256: route.origin != nil && entry.hash?.algorithm == .sha256))
         }
         return groups
     }
@@ -84,12 +88,13 @@ extension SyncPlan {
         // dozen retains.
         let number = planned.entry.manifest
         let revalidate = planned.action == .revalidate
-        return FetchRequest(url: planned.entry.url, expected: planned.entry.hash, headers: manifests.manifests[number].headers,
-                            localRoot: manifests.manifests[number].baseURL == nil ? manifests.manifests[number].localRoot : nil,
-                            etag: revalidate ? planned.previous?.etag : nil,
-                            lastModified: revalidate ? planned.previous?.lastModified : nil,
-                            mirrors: route == nil ? manifests.manifests[number].mirrors.of(planned.entry) : [], locator: locator,
-                            route: route)
+        return FetchRequest(
+            url: planned.entry.url, expected: planned.entry.hash, headers: manifests.manifests[number].headers,
+            localRoot: manifests.manifests[number].baseURL == nil ? manifests.manifests[number].localRoot : nil,
+            etag: revalidate ? planned.previous?.etag : nil,
+            lastModified: revalidate ? planned.previous?.lastModified : nil,
+            mirrors: route == nil ? manifests.manifests[number].mirrors.of(planned.entry) : [], locator: locator,
+            route: route)
     }
 
     /// Whether a request for the item would carry credentials (`FetchRequest.carriesCredentials`):
@@ -97,6 +102,7 @@ extension SyncPlan {
     public func carriesCredentials(_ item: Int, locator: Locator) -> Bool {
         let entry = manifests.entries[item]
         if !manifests.manifests[entry.manifest].headers.isEmpty || CredentialFreeURL.hasUserInfo(entry.url) { return true }
-        return !HTTPKind.matches(entry.url) && locator.access(of: entry.url) != nil && request(for: item, locator: locator).carriesCredentials
+        return !HTTPKind.matches(entry.url) && locator.access(of: entry.url) != nil
+            && request(for: item, locator: locator).carriesCredentials
     }
 }

@@ -29,8 +29,10 @@ public struct Planner {
     /// How the index keys an entry's URL (`CacheIndex.key`: without user info in a shared cache).
     public var urlKey: ((String) -> String)?
 
-    public init(objectExists: @escaping (String) -> Bool,
-                storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil) {
+    public init(
+        objectExists: @escaping (String) -> Bool,
+        storedObject: ((ContentHash) -> (object: String, size: Int64)?)? = nil
+    ) {
         self.objectExists = objectExists
         self.storedObject = storedObject
     }
@@ -82,11 +84,13 @@ public struct Planner {
         var next = 0
         for position in entries.indices {
             // The entry's URL is looked up as its bytes lie (no string), unless the index keys it otherwise.
-            let found = records.isEmpty ? nil
+            let found =
+                records.isEmpty
+                ? nil
                 : urlKey.map { records.find($0(entries.url(at: position))) }
-                ?? entries.withURL(at: position) { url in
-                    next < records.count && records.row(next).hasURL(url) ? next : records.find(bytes: url)
-                }
+                    ?? entries.withURL(at: position) { url in
+                        next < records.count && records.row(next).hasURL(url) ? next : records.find(bytes: url)
+                    }
             if let found { next = found + 1 }
             let row = found.map(records.row)
             let hash = entries.hash(at: position)

@@ -48,4 +48,3 @@ public struct SyncPlan: Sendable {
         public subscript(position: Int) -> PlannedEntry { plan.item(at: position) }
     }
 }
-

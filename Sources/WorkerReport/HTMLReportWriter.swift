@@ -38,9 +38,11 @@ public struct HTMLReportWriter: ReportFormat {
             \(escape(Units.formatBytes(totals.bytesDownloaded))) downloaded · cache <code>\(escape(report.cacheDirectory))</code></p>
             <ul class="totals">
             """
-        for (label, value) in [("entries", totals.entries), ("unchanged", totals.unchanged), ("added", totals.added),
-                               ("updated", totals.updated), ("reused", totals.reused), ("failed", totals.failed),
-                               ("removed", totals.removed)] {
+        for (label, value) in [
+            ("entries", totals.entries), ("unchanged", totals.unchanged), ("added", totals.added),
+            ("updated", totals.updated), ("reused", totals.reused), ("failed", totals.failed),
+            ("removed", totals.removed),
+        ] {
             body += "<li class=\"\(label)\"><b>\(value)</b>\(label)</li>"
         }
         body += "</ul></header>\n"
@@ -49,7 +51,8 @@ public struct HTMLReportWriter: ReportFormat {
         }
         body += section("Added", report.entries.with { $0 == .added }) { entry in figure(entry.path, caption: nil) }
         body += section("Failed", report.failedEntries) { entry in
-            let served = entry.stale == true ? figure(entry.previousPath, caption: "still served") : "<div class=\"missing\">not cached</div>"
+            let served =
+                entry.stale == true ? figure(entry.previousPath, caption: "still served") : "<div class=\"missing\">not cached</div>"
             return served + "<p class=\"reason\"><b>\(escape(entry.reason?.rawValue ?? "failed"))</b> \(escape(entry.error ?? ""))</p>"
         }
         return """
@@ -65,15 +68,18 @@ public struct HTMLReportWriter: ReportFormat {
             """
     }
 
-    private static func section(_ title: String, _ entries: some Collection<SyncReport.Entry>,
-                                card: (SyncReport.Entry) -> String) -> String {
+    private static func section(
+        _ title: String, _ entries: some Collection<SyncReport.Entry>,
+        card: (SyncReport.Entry) -> String
+    ) -> String {
         guard !entries.isEmpty else { return "" }
         var out = "<section><h2>\(title) <small>\(entries.count)</small></h2><div class=\"grid\">\n"
         for entry in entries.prefix(cardLimit) {
             let url = URL(string: entry.url)
             let name = url?.lastPathComponent ?? entry.url
             let place = url?.host ?? (url?.isFileURL == true ? url?.deletingLastPathComponent().path : nil) ?? ""
-            out += "<article title=\"\(escape(entry.url))\"><div class=\"images\">\(card(entry))</div>"
+            out +=
+                "<article title=\"\(escape(entry.url))\"><div class=\"images\">\(card(entry))</div>"
                 + "<p class=\"url\"><b>\(escape(name))</b><br/>\(escape(place))</p></article>\n"
         }
         out += "</div>"

@@ -118,7 +118,9 @@ public struct JSONReportWriter: ReportFormat {
         let document = try encoder.encode(Document(report))
         // The top level is indented by two spaces, and only it: the one `entries` key there.
         let marker = Data("\n  \"entries\" : [".utf8)
-        guard let found = document.firstRange(of: marker) else { throw EncodingError.invalidValue(report, .init(codingPath: [], debugDescription: "no entries array")) }
+        guard let found = document.firstRange(of: marker) else {
+            throw EncodingError.invalidValue(report, .init(codingPath: [], debugDescription: "no entries array"))
+        }
         // An empty array is `[\n\n  ]`; a full one `[\n    {…},\n    {…}\n  ]`.
         let emptyRest = Data("\n\n  ]".utf8)
         guard document[found.upperBound...].starts(with: emptyRest) else {
@@ -141,4 +143,3 @@ public struct JSONReportWriter: ReportFormat {
         try output(Data(pending))
     }
 }
-

@@ -26,7 +26,9 @@ public struct JUnitReportWriter: ReportFormat {
         let byManifest = Dictionary(grouping: report.entries.with { $0 != .removed }) { $0.manifest ?? "manifest" }
         let failures = report.entries.with { $0 == .failed }.count + (report.error == nil ? 0 : 1)
         var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
-        out += #"<testsuites name="worker sync" tests="\#(report.totals.entries + (report.error == nil ? 0 : 1))" failures="\#(failures)" time="\#(format(report.duration))">"# + "\n"
+        out +=
+            #"<testsuites name="worker sync" tests="\#(report.totals.entries + (report.error == nil ? 0 : 1))" failures="\#(failures)" time="\#(format(report.duration))">"#
+            + "\n"
         if let error = report.error {
             // The run stopped before its entries: one case says why.
             out += #"  <testsuite name="manifests" tests="1" failures="1">"# + "\n"
@@ -37,7 +39,9 @@ public struct JUnitReportWriter: ReportFormat {
         for manifest in report.manifests {
             let cases = byManifest[manifest.name] ?? []
             let failed = cases.filter { $0.status == .failed }.count
-            out += #"  <testsuite name="\#(escape(manifest.name))" tests="\#(cases.count)" failures="\#(failed)" file="\#(escape(manifest.path))">"# + "\n"
+            out +=
+                #"  <testsuite name="\#(escape(manifest.name))" tests="\#(cases.count)" failures="\#(failed)" file="\#(escape(manifest.path))">"#
+                + "\n"
             for entry in cases {
                 out += #"    <testcase classname="\#(escape(manifest.name))" name="\#(escape(entry.url))""#
                 guard entry.status == .failed else {
@@ -48,7 +52,9 @@ public struct JUnitReportWriter: ReportFormat {
                 let message = entry.error ?? reason
                 out += ">\n"
                 out += #"      <failure type="\#(reason)" message="\#(escape(message))">"#
-                out += escape("\(reason): \(message)\(entry.attempts.map { " (attempts: \($0))" } ?? "")\(entry.stale == true ? "; " + TextReportWriter.staleNote(entry) : "")")
+                out += escape(
+                    "\(reason): \(message)\(entry.attempts.map { " (attempts: \($0))" } ?? "")\(entry.stale == true ? "; " + TextReportWriter.staleNote(entry) : "")"
+                )
                 out += "</failure>\n    </testcase>\n"
             }
             out += "  </testsuite>\n"

@@ -37,7 +37,9 @@ public struct MarkdownSummaryWriter: ReportFormat {
         if !failed.isEmpty {
             lines += ["", "| failed entry | reason | detail |", "|---|---|---|"]
             for entry in failed.prefix(failureLimit) {
-                lines.append("| \(cell(entry.url)) | `\(entry.reason?.rawValue ?? "failed")` | \(cell(entry.error ?? ""))\(entry.stale == true ? " (earlier version kept)" : "") |")
+                lines.append(
+                    "| \(cell(entry.url)) | `\(entry.reason?.rawValue ?? "failed")` | \(cell(entry.error ?? ""))\(entry.stale == true ? " (earlier version kept)" : "") |"
+                )
             }
             if failed.count > failureLimit { lines += ["", "… and \(failed.count - failureLimit) more failed entries."] }
         }

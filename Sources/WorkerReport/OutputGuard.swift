@@ -60,7 +60,8 @@ public enum OutputGuard {
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else { return "\(folder) is not a folder" }
         guard access(folder, W_OK | X_OK) == 0 else {
-            return errno == EROFS ? "its folder \(folder) is on a read-only file system"
+            return errno == EROFS
+                ? "its folder \(folder) is on a read-only file system"
                 : "its folder \(folder) is not writable (\(CacheAccess.owner(info)))"
         }
         return nil

@@ -32,31 +32,38 @@ public struct PrometheusMetricsWriter: ReportFormat {
                 lines.append("\(name){\(labels)\(extra.isEmpty ? "" : "," + extra)} \(value)")
             }
         }
-        metric("worker_build_info", "The worker version that wrote these metrics.", "gauge",
-               [(#"version="\#(escape(WorkerVersion.current))""#, "1")])
+        metric(
+            "worker_build_info", "The worker version that wrote these metrics.", "gauge",
+            [(#"version="\#(escape(WorkerVersion.current))""#, "1")])
         if let rate = report.limits?.limitRate {
-            metric("worker_sync_limit_rate_bytes_per_second", "--limit-rate: body bytes per second for the whole run.", "gauge",
-                   [("", "\(rate)")])
+            metric(
+                "worker_sync_limit_rate_bytes_per_second", "--limit-rate: body bytes per second for the whole run.", "gauge",
+                [("", "\(rate)")])
         }
         if let rps = report.limits?.maxRequestsPerSecond {
-            metric("worker_sync_max_requests_per_second", "--max-rps: requests per second to each origin.", "gauge",
-                   [("", Text.format("%g", rps))])
+            metric(
+                "worker_sync_max_requests_per_second", "--max-rps: requests per second to each origin.", "gauge",
+                [("", Text.format("%g", rps))])
         }
-        metric("worker_sync_last_run_timestamp_seconds", "When the last sync finished (Unix time).", "gauge",
-               [("", Text.format("%.3f", report.finishedAt.timeIntervalSince1970))])
+        metric(
+            "worker_sync_last_run_timestamp_seconds", "When the last sync finished (Unix time).", "gauge",
+            [("", Text.format("%.3f", report.finishedAt.timeIntervalSince1970))])
         metric("worker_sync_success", "1 if the last sync ended with exit code 0.", "gauge", [("", success ? "1" : "0")])
         metric("worker_sync_duration_seconds", "How long the last sync took.", "gauge", [("", Text.format("%.3f", report.duration))])
         let totals = report.totals
-        metric("worker_sync_entries", "Entries of the last sync by status.", "gauge", [
-            (#"status="unchanged""#, "\(totals.unchanged)"), (#"status="added""#, "\(totals.added)"),
-            (#"status="updated""#, "\(totals.updated)"), (#"status="reused""#, "\(totals.reused)"),
-            (#"status="failed""#, "\(totals.failed)"), (#"status="removed""#, "\(totals.removed)"),
-        ])
+        metric(
+            "worker_sync_entries", "Entries of the last sync by status.", "gauge",
+            [
+                (#"status="unchanged""#, "\(totals.unchanged)"), (#"status="added""#, "\(totals.added)"),
+                (#"status="updated""#, "\(totals.updated)"), (#"status="reused""#, "\(totals.reused)"),
+                (#"status="failed""#, "\(totals.failed)"), (#"status="removed""#, "\(totals.removed)"),
+            ])
         if !report.failover.isEmpty {
             var byReason: [String: Int] = [:]
             for failover in report.failover { byReason[failover.reason.rawValue, default: 0] += failover.entries }
-            metric("worker_sync_failover_entries", "Entries a mirror served because their own URL failed, by reason (last sync).",
-                   "gauge", byReason.sorted { $0.key < $1.key }.map { (#"reason="\#($0.key)""#, "\($0.value)") })
+            metric(
+                "worker_sync_failover_entries", "Entries a mirror served because their own URL failed, by reason (last sync).",
+                "gauge", byReason.sorted { $0.key < $1.key }.map { (#"reason="\#($0.key)""#, "\($0.value)") })
         }
         metric("worker_sync_bytes_downloaded", "Body bytes received by the last sync.", "gauge", [("", "\(totals.bytesDownloaded)")])
         if let remote = report.remoteCache {
@@ -75,8 +82,9 @@ public struct PrometheusMetricsWriter: ReportFormat {
             ] {
                 metric("worker_remote_cache_\(name)", help + " (last sync)", "gauge", [(tier, "\(value)")])
             }
-            metric("worker_remote_cache_given_up", "1 if the last sync stopped asking the remote cache after errors.", "gauge",
-                   [(tier, remote.givenUp == nil ? "0" : "1")])
+            metric(
+                "worker_remote_cache_given_up", "1 if the last sync stopped asking the remote cache after errors.", "gauge",
+                [(tier, remote.givenUp == nil ? "0" : "1")])
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -62,7 +62,9 @@ final class RowFactsFile: Sendable {
             }
             let offset = (order - state.windowStart) * Self.recordSize
             guard offset + Self.recordSize <= state.windowBytes.count else { return RowFacts() }
-            return state.windowBytes.withUnsafeBytes { Self.decode(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + Self.recordSize])) }
+            return state.windowBytes.withUnsafeBytes {
+                Self.decode(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + Self.recordSize]))
+            }
         }
     }
 
@@ -154,9 +156,10 @@ final class RowFactsFile: Sendable {
         let flags = raw[45]
         let source = Int(raw[44])
         let words = (load(0, as: UInt64.self), load(8, as: UInt64.self), load(16, as: UInt64.self), load(24, as: UInt64.self))
-        return RowFacts(object: flags & 1 != 0 ? ObjectName(words: words) : nil,
-                        size: flags & 2 != 0 ? load(32, as: Int64.self) : nil,
-                        attempts: flags & 4 != 0 ? Int(load(40, as: Int32.self)) : nil,
-                        source: source > 0 && source <= sources.count ? sources[source - 1] : nil)
+        return RowFacts(
+            object: flags & 1 != 0 ? ObjectName(words: words) : nil,
+            size: flags & 2 != 0 ? load(32, as: Int64.self) : nil,
+            attempts: flags & 4 != 0 ? Int(load(40, as: Int32.self)) : nil,
+            source: source > 0 && source <= sources.count ? sources[source - 1] : nil)
     }
 }

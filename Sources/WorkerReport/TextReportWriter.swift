@@ -43,13 +43,16 @@ public struct TextReportWriter {
         let names = report.manifests.map { Sanitize.terminal($0.name) }.joined(separator: ", ")
         var lines: [String] = []
         let verb = report.dryRun ? "plan" : "sync"
-        lines.append("worker \(verb): \(totals.entries) entries from \(count) manifest\(count == 1 ? "" : "s") (\(names)), cache \(report.cacheDirectory)")
+        lines.append(
+            "worker \(verb): \(totals.entries) entries from \(count) manifest\(count == 1 ? "" : "s") (\(names)), cache \(report.cacheDirectory)"
+        )
         let listed = report.entries.with { $0 != .failed && $0 != .unchanged }
         for entry in listed.prefix(listLimit) {
             let label = report.dryRun ? Self.plannedLabel(entry.status) : entry.status.rawValue
             var line = "  \(pad(label))  \(entry.url)"
             if let bytes = entry.bytes, !report.dryRun {
-                line += "  (\(Units.formatBytes(bytes))\(entry.source == .remote ? ", from the remote cache" : "")"
+                line +=
+                    "  (\(Units.formatBytes(bytes))\(entry.source == .remote ? ", from the remote cache" : "")"
                     + "\(entry.servedBy.map { ", from " + Sanitize.terminal($0) } ?? ""))"
             }
             lines.append(line)
@@ -59,7 +62,8 @@ public struct TextReportWriter {
         if changed > shown {
             lines.append("  … and \(changed - shown) more (--report FILE lists them all)")
         }
-        var counts = "  \(report.dryRun ? "to add" : "added") \(totals.added), \(report.dryRun ? "to update" : "updated") \(totals.updated), "
+        var counts =
+            "  \(report.dryRun ? "to add" : "added") \(totals.added), \(report.dryRun ? "to update" : "updated") \(totals.updated), "
             + "\(report.dryRun ? "to reuse" : "reused") \(totals.reused), unchanged \(totals.unchanged)"
         if !report.dryRun { counts += ", failed \(totals.failed)" }
         if totals.refreshed > 0 { counts += ", refreshed \(totals.refreshed)" }
@@ -68,15 +72,20 @@ public struct TextReportWriter {
         lines.append(counts)
         if let tree = report.tree { lines.append(Self.treeLine(tree, dryRun: report.dryRun)) }
         if report.pruneWaiting > 0 {
-            lines.append("  \(report.pruneWaiting) unnamed entr\(report.pruneWaiting == 1 ? "y waits" : "ies wait") for the --prune-after grace period")
+            lines.append(
+                "  \(report.pruneWaiting) unnamed entr\(report.pruneWaiting == 1 ? "y waits" : "ies wait") for the --prune-after grace period"
+            )
         } else if report.orphans > 0, totals.removed == 0 {
-            lines.append("  \(report.orphans) cached entr\(report.orphans == 1 ? "y is" : "ies are") named by no given manifest (--prune removes them)")
+            lines.append(
+                "  \(report.orphans) cached entr\(report.orphans == 1 ? "y is" : "ies are") named by no given manifest (--prune removes them)"
+            )
         }
         if !report.dryRun {
             let seconds = max(report.duration, 0.000_001)
             let rate = Double(totals.bytesDownloaded) / seconds
-            lines.append("  downloaded \(Units.formatBytes(totals.bytesDownloaded)) in \(Text.format("%.2f", report.duration)) s "
-                + "(\(Units.formatBytes(Checked.int64(rate) ?? 0))/s)")
+            lines.append(
+                "  downloaded \(Units.formatBytes(totals.bytesDownloaded)) in \(Text.format("%.2f", report.duration)) s "
+                    + "(\(Units.formatBytes(Checked.int64(rate) ?? 0))/s)")
         }
         if let remote = report.remoteCache { lines.append(Self.remoteLine(remote)) }
         return lines.joined(separator: "\n") + "\n"
@@ -84,12 +93,15 @@ public struct TextReportWriter {
 
     /// Where bytes came from: the tier's hits and what it was given.
     static func remoteLine(_ remote: SyncReport.RemoteCache) -> String {
-        var line = "  remote cache \(remote.url): \(remote.hits) hit\(remote.hits == 1 ? "" : "s") "
+        var line =
+            "  remote cache \(remote.url): \(remote.hits) hit\(remote.hits == 1 ? "" : "s") "
             + "(\(Units.formatBytes(remote.bytesDown))), \(remote.misses) miss\(remote.misses == 1 ? "" : "es")"
         if !remote.readOnly { line += ", \(remote.uploads) uploaded (\(Units.formatBytes(remote.bytesUp)))" }
-        let trouble = [(remote.corrupt, "corrupt"), (remote.errors, "errors"), (remote.uploadErrors, "upload errors"),
-                       (remote.uploadsNotDone, "uploads not done"),
-                       (remote.privateNotUploaded, "private (fetched with credentials) not uploaded")].filter { $0.0 > 0 }
+        let trouble = [
+            (remote.corrupt, "corrupt"), (remote.errors, "errors"), (remote.uploadErrors, "upload errors"),
+            (remote.uploadsNotDone, "uploads not done"),
+            (remote.privateNotUploaded, "private (fetched with credentials) not uploaded"),
+        ].filter { $0.0 > 0 }
         for (count, what) in trouble { line += ", \(count) \(what)" }
         if let givenUp = remote.givenUp { line += "; given up after errors (\(Sanitize.terminal(givenUp, limit: 120)))" }
         return line
@@ -107,8 +119,9 @@ public struct TextReportWriter {
         var lines = report.failover.map(Self.failoverLine)
         guard !failed.isEmpty || report.pruneRefused != nil else { return lines }
         for origin in report.unreachableOrigins {
-            lines.append("origin unreachable: \(origin.origin): \(origin.problem); \(origin.failed) entr\(origin.failed == 1 ? "y" : "ies") "
-                         + "failed, \(origin.notTried) not tried (since \(origin.since))")
+            lines.append(
+                "origin unreachable: \(origin.origin): \(origin.problem); \(origin.failed) entr\(origin.failed == 1 ? "y" : "ies") "
+                    + "failed, \(origin.notTried) not tried (since \(origin.since))")
         }
         for entry in failed.prefix(failureLimit) {
             lines.append(Self.failureLine(entry))

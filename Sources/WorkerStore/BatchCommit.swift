@@ -71,8 +71,10 @@ public struct BatchCommit {
 
     /// Commits the batch with `touches` (URLs used) and `removals` (rows to delete), then empties
     /// it. Call holding the cache's lock.
-    public mutating func commit(index: CacheIndex, touches: [String] = [], removals: [String] = [],
-                         at time: Double) throws(CacheError) {
+    public mutating func commit(
+        index: CacheIndex, touches: [String] = [], removals: [String] = [],
+        at time: Double
+    ) throws(CacheError) {
         guard !isEmpty || !touches.isEmpty || !removals.isEmpty else { return }
         (notStored, vanished) = ([], [])
         defer {
@@ -114,9 +116,10 @@ public struct BatchCommit {
         if origins.contains(where: \.reused) {
             let installed = Set(installs.map(\.sha256))
             // A row for content stored earlier is written only if its object is still there.
-            let gone = Set(origins.indices.filter { row in
-                origins[row].reused && !installed.contains(records[row].object) && !store.contains(records[row].object)
-            })
+            let gone = Set(
+                origins.indices.filter { row in
+                    origins[row].reused && !installed.contains(records[row].object) && !store.contains(records[row].object)
+                })
             if !gone.isEmpty {
                 vanished += gone.sorted().map { records[$0].url }
                 Self.keepRows(&records, &origins) { !gone.contains($0) }
@@ -131,9 +134,11 @@ public struct BatchCommit {
 
     /// The index transaction, made smaller while the disk is too full for it (see the type's
     /// documentation). `origins` is parallel to `records`. Returns the rows committed.
-    private mutating func apply(_ records: [IndexRecord], _ origins: [Origin], index: CacheIndex, touches: [String],
-                                removals: [String],
-                                at time: Double) throws(CacheError) -> (records: [IndexRecord], origins: [Origin]) {
+    private mutating func apply(
+        _ records: [IndexRecord], _ origins: [Origin], index: CacheIndex, touches: [String],
+        removals: [String],
+        at time: Double
+    ) throws(CacheError) -> (records: [IndexRecord], origins: [Origin]) {
         var records = records
         var origins = origins
         var failures = failures

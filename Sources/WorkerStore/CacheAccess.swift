@@ -15,9 +15,11 @@ public enum CacheAccess {
             return "\(root) is on a read-only file system; commands that only read (get of a cached URL, path, "
                 + "status, plan, export, fingerprint, verify) work, nothing can be written"
         }
-        let layout = [root, root + "/objects", CacheLayout.objectsDirectory(root), root + "/tmp", root + "/partial",
-                      CacheLayout.indexPath(root), CacheLayout.indexPath(root) + "-wal",
-                      CacheLayout.indexPath(root) + "-shm", root + "/lock"]
+        let layout = [
+            root, root + "/objects", CacheLayout.objectsDirectory(root), root + "/tmp", root + "/partial",
+            CacheLayout.indexPath(root), CacheLayout.indexPath(root) + "-wal",
+            CacheLayout.indexPath(root) + "-shm", root + "/lock",
+        ]
         for path in layout {
             guard access(path, W_OK) != 0 else { continue }
             let code = errno

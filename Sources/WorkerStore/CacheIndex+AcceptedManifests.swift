@@ -22,25 +22,31 @@ extension CacheIndex {
     public func acceptedManifest(_ source: String) throws(CacheError) -> AcceptedManifest? {
         try wrap {
             guard try Self.hasTable(database, "accepted_manifests") else { return nil }
-            let statement = try database.prepare("""
+            let statement = try database.prepare(
+                """
                 SELECT serial, object, accepted_at, checked_at FROM accepted_manifests WHERE source = ?
                 """)
             statement.bind([.text(key(source))])
             guard try statement.step() else { return nil }
-            return AcceptedManifest(source: source, serial: statement.isNull(0) ? nil : statement.int(0),
-                                    object: statement.text(1) ?? "", acceptedAt: statement.double(2), checkedAt: statement.double(3))
+            return AcceptedManifest(
+                source: source, serial: statement.isNull(0) ? nil : statement.int(0),
+                object: statement.text(1) ?? "", acceptedAt: statement.double(2), checkedAt: statement.double(3))
         }
     }
 
     /// Records (or replaces) what was accepted for its source.
     public func recordAccepted(_ manifest: AcceptedManifest) throws(CacheError) {
         try wrap {
-            try database.prepare("""
+            try database.prepare(
+                """
                 INSERT INTO accepted_manifests(source, serial, object, accepted_at, checked_at) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT(source) DO UPDATE SET serial = excluded.serial, object = excluded.object,
                     accepted_at = excluded.accepted_at, checked_at = excluded.checked_at
-                """).run([.text(key(manifest.source)), manifest.serial.map { .int($0) } ?? .null, .text(manifest.object),
-                          .double(manifest.acceptedAt), .double(manifest.checkedAt)])
+                """
+            ).run([
+                .text(key(manifest.source)), manifest.serial.map { .int($0) } ?? .null, .text(manifest.object),
+                .double(manifest.acceptedAt), .double(manifest.checkedAt),
+            ])
         }
     }
 }
@@ -78,11 +84,13 @@ extension CacheIndex {
     /// Records the serial accepted now (it only grows: a lower one is never written over a higher).
     public func recordSerial(_ accepted: AcceptedSerial) throws(CacheError) {
         try wrap {
-            try database.prepare("""
+            try database.prepare(
+                """
                 INSERT INTO manifest_serials(identity, signer, serial, object) VALUES (?, ?, ?, ?)
                 ON CONFLICT(identity, signer) DO UPDATE SET serial = excluded.serial, object = excluded.object
                     WHERE excluded.serial >= manifest_serials.serial
-                """).run([.text(accepted.identity), .text(accepted.signer), .int(accepted.serial), .text(accepted.object)])
+                """
+            ).run([.text(accepted.identity), .text(accepted.signer), .int(accepted.serial), .text(accepted.object)])
         }
     }
 }

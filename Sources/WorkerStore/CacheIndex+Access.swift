@@ -59,7 +59,10 @@ extension CacheIndex {
             let made = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
             guard made >= 0 || errno == EEXIST else {
                 if errno == EACCES || errno == EROFS || errno == EPERM,
-                   let problem = CacheAccess.writeProblem(root: PathName.parent(path)) { throw .notWritable(problem) }
+                    let problem = CacheAccess.writeProblem(root: PathName.parent(path))
+                {
+                    throw .notWritable(problem)
+                }
                 throw .system(SystemError("create", path))
             }
             if made >= 0 { close(made) }
@@ -106,8 +109,9 @@ extension CacheIndex {
             throw .unusable(path: path, reason: "it has \(info.st_nlink) names (a hard link elsewhere); the index must have one")
         }
         guard info.st_uid == geteuid() else {
-            throw .unsafe("\(path) belongs to another user (\(CacheAccess.owner(info))): run the command as the cache's owner, "
-                          + "or use a cache of your own (--cache-dir)")
+            throw .unsafe(
+                "\(path) belongs to another user (\(CacheAccess.owner(info))): run the command as the cache's owner, "
+                    + "or use a cache of your own (--cache-dir)")
         }
     }
 

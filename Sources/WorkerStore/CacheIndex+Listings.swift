@@ -29,14 +29,16 @@ extension CacheIndex {
             let exists = try database.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'listed_objects'")
             guard try exists.step() else { return [:] }
             // A range on the primary key: every URL that starts with the prefix.
-            let statement = try database.prepare("""
+            let statement = try database.prepare(
+                """
                 SELECT url, etag, size, last_modified, sha256 FROM listed_objects WHERE url >= ? AND url < ?
                 """)
             statement.bind([.text(prefix), .text(prefix + "\u{10FFFF}")])
             var found: [String: ListedObject] = [:]
             while try statement.step() {
-                let object = ListedObject(url: statement.text(0) ?? "", etag: statement.text(1) ?? "", size: statement.int(2),
-                                          lastModified: statement.text(3) ?? "", sha256: statement.text(4) ?? "")
+                let object = ListedObject(
+                    url: statement.text(0) ?? "", etag: statement.text(1) ?? "", size: statement.int(2),
+                    lastModified: statement.text(3) ?? "", sha256: statement.text(4) ?? "")
                 found[object.url] = object
             }
             return found
@@ -49,14 +51,17 @@ extension CacheIndex {
             try database.transaction {
                 try database.prepare("DELETE FROM listed_objects WHERE url >= ? AND url < ?")
                     .run([.text(prefix), .text(prefix + "\u{10FFFF}")])
-                let insert = try database.prepare("""
+                let insert = try database.prepare(
+                    """
                     INSERT INTO listed_objects(url, etag, size, last_modified, sha256) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT(url) DO UPDATE SET etag = excluded.etag, size = excluded.size,
                         last_modified = excluded.last_modified, sha256 = excluded.sha256
                     """)
                 for object in objects {
-                    try insert.run([.text(object.url), .text(object.etag), .int(object.size), .text(object.lastModified),
-                                    .text(object.sha256)])
+                    try insert.run([
+                        .text(object.url), .text(object.etag), .int(object.size), .text(object.lastModified),
+                        .text(object.sha256),
+                    ])
                 }
             }
         }

@@ -41,9 +41,10 @@ extension CacheIndex {
             guard try statement.step(), let object = statement.text(2), Hex.isLowercaseHex(object, length: 64) else {
                 return nil
             }
-            return IndexRecord(url: url, hash: statement.text(1), object: object,
-                               size: statement.int(3), fetchedAt: statement.double(4), lastUsed: statement.double(5),
-                               etag: statement.text(6), lastModified: statement.text(7))
+            return IndexRecord(
+                url: url, hash: statement.text(1), object: object,
+                size: statement.int(3), fetchedAt: statement.double(4), lastUsed: statement.double(5),
+                etag: statement.text(6), lastModified: statement.text(7))
         }
     }
 

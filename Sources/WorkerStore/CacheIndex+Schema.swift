@@ -32,13 +32,16 @@ extension CacheIndex {
         }
         let deferred = try deferObjectIndex && !hasTable(database, "entries")
         // Schemas 2–3 had `failures` without `get_only`: it is added in the same transaction.
-        let addGetOnly = try hasTable(database, "failures") && !hasColumn(database, "failures", "get_only")
+        let addGetOnly =
+            try hasTable(database, "failures") && !hasColumn(database, "failures", "get_only")
             ? "ALTER TABLE failures ADD COLUMN get_only INTEGER NOT NULL DEFAULT 0;" : ""
         // Schemas 1–4 had `entries` without `private` (rows fetched with credentials).
-        let addPrivate = try hasTable(database, "entries") && !hasColumn(database, "entries", "private")
+        let addPrivate =
+            try hasTable(database, "entries") && !hasColumn(database, "entries", "private")
             ? "ALTER TABLE entries ADD COLUMN private INTEGER NOT NULL DEFAULT 0;" : ""
         // One transaction: each statement on its own was a commit of its own (seven).
-        try database.execute("""
+        try database.execute(
+            """
             BEGIN IMMEDIATE;
             CREATE TABLE IF NOT EXISTS entries(
                 url TEXT PRIMARY KEY NOT NULL,

@@ -9,9 +9,11 @@ extension CacheIndex {
     public func statistics() throws(CacheError) -> CacheStatistics {
         try wrap {
             // A remote manifest's and its signature's rows are the cache's, not entries.
-            let entries = try Self.hasTable(database, "manifest_documents")
+            let entries =
+                try Self.hasTable(database, "manifest_documents")
                 ? "entries WHERE url NOT IN (SELECT url FROM manifest_documents)" : "entries"
-            let totals = try database.prepare("""
+            let totals = try database.prepare(
+                """
                 SELECT count(*), count(DISTINCT object), total(size), min(fetched_at), max(fetched_at)
                 FROM \(entries)
                 """)
@@ -39,9 +41,11 @@ extension CacheIndex {
                 "SELECT url, reason, error, attempts, at, \(getOnly) FROM failures\(try pendingFilter()) ORDER BY url")
             var rows: [FailureRecord] = []
             while try statement.step() {
-                rows.append(FailureRecord(url: statement.text(0) ?? "", reason: statement.text(1) ?? "",
-                                          error: statement.text(2) ?? "", attempts: Int(statement.int(3)),
-                                          at: statement.double(4), getOnly: statement.int(5) != 0))
+                rows.append(
+                    FailureRecord(
+                        url: statement.text(0) ?? "", reason: statement.text(1) ?? "",
+                        error: statement.text(2) ?? "", attempts: Int(statement.int(3)),
+                        at: statement.double(4), getOnly: statement.int(5) != 0))
             }
             return rows
         }
@@ -61,9 +65,11 @@ extension CacheIndex {
                 "SELECT path, name, entries, finished_at, failed FROM manifest_runs ORDER BY path")
             var runs: [ManifestRun] = []
             while try statement.step() {
-                runs.append(ManifestRun(path: statement.text(0) ?? "", name: statement.text(1) ?? "",
-                                        entries: Int(statement.int(2)), finishedAt: statement.double(3),
-                                        failed: Int(statement.int(4))))
+                runs.append(
+                    ManifestRun(
+                        path: statement.text(0) ?? "", name: statement.text(1) ?? "",
+                        entries: Int(statement.int(2)), finishedAt: statement.double(3),
+                        failed: Int(statement.int(4))))
             }
             return runs
         }
@@ -78,8 +84,10 @@ extension CacheIndex {
             let statement = try database.prepare("SELECT origin, since, problem, checked FROM origins ORDER BY origin")
             var rows: [UnhealthyOrigin] = []
             while try statement.step() {
-                rows.append(UnhealthyOrigin(origin: statement.text(0) ?? "", since: statement.double(1),
-                                            problem: statement.text(2) ?? "", checked: statement.double(3)))
+                rows.append(
+                    UnhealthyOrigin(
+                        origin: statement.text(0) ?? "", since: statement.double(1),
+                        problem: statement.text(2) ?? "", checked: statement.double(3)))
             }
             return rows
         }
@@ -91,7 +99,8 @@ extension CacheIndex {
         guard !down.isEmpty || !reached.isEmpty else { return }
         try wrap {
             try database.transaction {
-                let mark = try database.prepare("""
+                let mark = try database.prepare(
+                    """
                     INSERT INTO origins(origin, since, problem, checked) VALUES (?, ?, ?, ?)
                     ON CONFLICT(origin) DO UPDATE SET problem = excluded.problem, checked = excluded.checked
                     """)
@@ -107,14 +116,17 @@ extension CacheIndex {
     public func recordRuns(_ runs: [ManifestRun]) throws(CacheError) {
         try wrap {
             try database.transaction {
-                let statement = try database.prepare("""
+                let statement = try database.prepare(
+                    """
                     INSERT INTO manifest_runs(path, name, entries, finished_at, failed) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT(path) DO UPDATE SET name = excluded.name, entries = excluded.entries,
                         finished_at = excluded.finished_at, failed = excluded.failed
                     """)
                 for run in runs {
-                    try statement.run([.text(run.path), .text(run.name), .int(Int64(run.entries)),
-                                       .double(run.finishedAt), .int(Int64(run.failed))])
+                    try statement.run([
+                        .text(run.path), .text(run.name), .int(Int64(run.entries)),
+                        .double(run.finishedAt), .int(Int64(run.failed)),
+                    ])
                 }
             }
         }

@@ -78,8 +78,9 @@ public final class CacheIndex {
             // read-only connection keeps the default: it scans the rows once (the read-ahead, a
             // plan) or looks a few up, and a scan of a million rows would fill 64 MB for nothing.
             if !readOnly { try database.execute("PRAGMA cache_size=-\(Self.writerCacheKiB)") }
-            objectIndexDeferred = try Self.prepareSchema(database, path: path, create: create && !readOnly,
-                                                         deferObjectIndex: deferObjectIndex)
+            objectIndexDeferred = try Self.prepareSchema(
+                database, path: path, create: create && !readOnly,
+                deferObjectIndex: deferObjectIndex)
             if try Self.hasTable(database, "entries"), try !Self.hasColumn(database, "entries", "private") { privateColumn = "0" }
         } catch let error as CacheError {
             throw error
@@ -112,9 +113,10 @@ public final class CacheIndex {
         try wrap {
             // In URL order (the table's key: no sort): a plan of a manifest in that order meets
             // the rows one after another.
-            let statement = try database.prepare(validators
-                ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries ORDER BY url"
-                : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries ORDER BY url")
+            let statement = try database.prepare(
+                validators
+                    ? "SELECT url, hash, object, size, fetched_at, last_used, etag, last_modified, \(privateColumn) FROM entries ORDER BY url"
+                    : "SELECT url, hash, object, size, fetched_at, last_used, NULL, NULL, \(privateColumn) FROM entries ORDER BY url")
             var rows = IndexRows.Builder(checksDuplicates: false, inKeyOrder: true)
             // Sized from the file: a row takes at least ~256 bytes of it (URL, hash, object name,
             // numbers, its index entries), and its texts kept in memory are a part of those.
@@ -125,10 +127,12 @@ public final class CacheIndex {
                 // A row whose object name is not one, or whose URL is not text, is damaged: never
                 // a path or a request (see `damagedRows`).
                 guard let object = statement.textBytes(2).flatMap(ObjectName.init(hex:)),
-                      let url = statement.validTextBytes(0) else { continue }
-                rows.append(url: url, hash: statement.textBytes(1), object: object, size: statement.int(3),
-                            fetchedAt: statement.double(4), lastUsed: statement.double(5), etag: statement.textBytes(6),
-                            lastModified: statement.textBytes(7), isPrivate: statement.int(8) != 0)
+                    let url = statement.validTextBytes(0)
+                else { continue }
+                rows.append(
+                    url: url, hash: statement.textBytes(1), object: object, size: statement.int(3),
+                    fetchedAt: statement.double(4), lastUsed: statement.double(5), etag: statement.textBytes(6),
+                    lastModified: statement.textBytes(7), isPrivate: statement.int(8) != 0)
             }
             return rows.rows
         }
@@ -162,8 +166,10 @@ public final class CacheIndex {
 
     /// Applies one batch in a single transaction. Callers make the batch's objects durable first.
     /// A URL that is stored again clears its pending failure; `failures` records new ones.
-    public func apply(upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
-                      at time: Double) throws(CacheError) {
+    public func apply(
+        upserts: [IndexRecord], touches: [String], removals: [String], failures: [FailureRecord] = [],
+        at time: Double
+    ) throws(CacheError) {
         try wrap {
             try database.transaction {
                 // Most runs have no failure pending: then nothing is looked up per URL.
@@ -181,19 +187,23 @@ public final class CacheIndex {
                 }
                 if !failures.isEmpty {
                     // A manifest's failure of a URL stays a manifest's (get_only = 0) until it clears.
-                    let fail = try database.prepare("""
+                    let fail = try database.prepare(
+                        """
                         INSERT INTO failures(url, reason, error, attempts, at, get_only) VALUES (?, ?, ?, ?, ?, ?)
                         ON CONFLICT(url) DO UPDATE SET reason = excluded.reason, error = excluded.error,
                             attempts = excluded.attempts, at = excluded.at,
                             get_only = min(failures.get_only, excluded.get_only)
                         """)
                     for failure in failures {
-                        try fail.run([.text(key(failure.url)), .text(failure.reason), .text(failure.error),
-                                      .int(Int64(failure.attempts)), .double(failure.at), .int(failure.getOnly ? 1 : 0)])
+                        try fail.run([
+                            .text(key(failure.url)), .text(failure.reason), .text(failure.error),
+                            .int(Int64(failure.attempts)), .double(failure.at), .int(failure.getOnly ? 1 : 0),
+                        ])
                     }
                 }
                 if !upserts.isEmpty {
-                    let upsert = try database.prepare("""
+                    let upsert = try database.prepare(
+                        """
                         INSERT INTO entries(url, hash, object, size, fetched_at, last_used, etag, last_modified, private)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         ON CONFLICT(url) DO UPDATE SET hash = excluded.hash, object = excluded.object,

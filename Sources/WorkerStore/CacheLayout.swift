@@ -39,8 +39,10 @@ public enum CacheLayout {
     }
 
     /// Copies `text`'s UTF-8 (at most `limit` bytes) into `buffer` at `start`; where it ended.
-    private static func copy(_ text: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int,
-                             limit: Int = .max) -> Int {
+    private static func copy(
+        _ text: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at start: Int,
+        limit: Int = .max
+    ) -> Int {
         let copied = text.utf8.withContiguousStorageIfAvailable { bytes -> Int in
             let count = min(limit, bytes.count)
             if count > 0, let from = bytes.baseAddress, let to = buffer.baseAddress {

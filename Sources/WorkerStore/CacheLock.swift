@@ -13,8 +13,10 @@ public final class CacheLock: Sendable {
     private let released = Mutex(false)
 
     /// Runs `body` holding the lock, and releases it when `body` returns or throws.
-    public static func withLock<T>(directory: String, wait: Double?, context: RunContext,
-                                   _ body: () async throws(CacheError) -> T) async throws(CacheError) -> T {
+    public static func withLock<T>(
+        directory: String, wait: Double?, context: RunContext,
+        _ body: () async throws(CacheError) -> T
+    ) async throws(CacheError) -> T {
         let lock = try await CacheLock(directory: directory, wait: wait, context: context)
         defer { lock.release() }
         return try await body()

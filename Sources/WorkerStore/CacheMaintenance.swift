@@ -36,11 +36,14 @@ public struct CacheMaintenance: Sendable {
     /// Refreshes a read entry's "last used" (what `gc` evicts by) like relatime: at most hourly,
     /// and only when it costs no wait — a cache this user cannot write, or another connection
     /// writing for more than a moment, leaves it as it is.
-    public static func recordUse(_ record: IndexRecord, url: String, cacheDirectory: String,
-                          now: Double = Date().timeIntervalSince1970) {
+    public static func recordUse(
+        _ record: IndexRecord, url: String, cacheDirectory: String,
+        now: Double = Date().timeIntervalSince1970
+    ) {
         let path = CacheLayout.indexPath(cacheDirectory)
         guard record.lastUsed < now - 3600, access(path, W_OK) == 0, access(cacheDirectory, W_OK) == 0,
-              let index = try? CacheIndex(path: path, create: false) else { return }
+            let index = try? CacheIndex(path: path, create: false)
+        else { return }
         index.database.setBusyTimeout(milliseconds: 100)
         try? index.setLastUsed(now, urls: [url])
     }
@@ -97,8 +100,10 @@ public struct CacheMaintenance: Sendable {
     }
 
     /// Deletes the objects of `removed` rows that no remaining row names.
-    public static func deleteUnreferenced(_ removed: [IndexRecord], index: CacheIndex,
-                                   store: ContentStore) throws(CacheError) -> (objects: Int, bytes: Int64) {
+    public static func deleteUnreferenced(
+        _ removed: [IndexRecord], index: CacheIndex,
+        store: ContentStore
+    ) throws(CacheError) -> (objects: Int, bytes: Int64) {
         var sizes: [String: Int64] = [:]
         for record in removed { sizes[record.object] = record.size }
         var objects = 0

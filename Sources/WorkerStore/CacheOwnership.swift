@@ -48,8 +48,10 @@ enum CacheOwnership {
 
     /// Why another user could write into the folder `path` (its `info`), with the fix, or nil;
     /// `instead` is the way out besides fixing the folder.
-    static func folderProblem(_ path: String, _ info: stat, uid: uid_t,
-                              instead: String = "use a cache of your own (--cache-dir)") -> String? {
+    static func folderProblem(
+        _ path: String, _ info: stat, uid: uid_t,
+        instead: String = "use a cache of your own (--cache-dir)"
+    ) -> String? {
         let fix = "; fix: chmod -R go-w \(Sanitize.terminal(path)) (as its owner), or \(instead)"
         guard info.st_uid == uid else {
             return "\(path) belongs to another user (\(CacheAccess.owner(info))), who could plant links in it that this "

@@ -103,7 +103,9 @@ public struct ContentStore: Sendable {
             let nameStart = path.utf8.count
             path += temporaryPrefix
             path += digits
-            let fd = path.withCString { openat(folders.temporary, $0 + nameStart, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444) }
+            let fd = path.withCString {
+                openat(folders.temporary, $0 + nameStart, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o444)
+            }
             if fd >= 0 { return (fd, path) }
             if errno != EEXIST {
                 throw SystemError("create", path)
@@ -149,7 +151,8 @@ public struct ContentStore: Sendable {
             return path.withCString { path in
                 target.withCString { target in
                     let name = path + nameStart
-                    return replacing ? renameat(folders.temporary, name, folders.objects, target)
+                    return replacing
+                        ? renameat(folders.temporary, name, folders.objects, target)
                         : worker_renameat_noreplace(folders.temporary, name, folders.objects, target)
                 }
             }
@@ -167,8 +170,8 @@ public struct ContentStore: Sendable {
             path.withUTF8 { bytes -> Int? in
                 let slash = UInt8(ascii: "/")
                 guard let base = bytes.baseAddress, let start = prefix.baseAddress, bytes.count > prefix.count + 1,
-                      memcmp(base, start, prefix.count) == 0, bytes[prefix.count] == slash,
-                      memchr(base + prefix.count + 1, Int32(slash), bytes.count - prefix.count - 1) == nil
+                    memcmp(base, start, prefix.count) == 0, bytes[prefix.count] == slash,
+                    memchr(base + prefix.count + 1, Int32(slash), bytes.count - prefix.count - 1) == nil
                 else { return nil }
                 return prefix.count + 1
             }
@@ -311,7 +314,8 @@ public struct ContentStore: Sendable {
             var info = stat()
             let status = followLink ? stat(path, &info) : lstat(path, &info)
             if status == 0, (info.st_mode & S_IFMT) == S_IFDIR { return false }
-            throw CacheError.unusable(path: path, reason: "exists and is not a directory\(followLink ? "" : " (symlinks are not followed inside the cache)")")
+            throw CacheError.unusable(
+                path: path, reason: "exists and is not a directory\(followLink ? "" : " (symlinks are not followed inside the cache)")")
         }
         throw .system(SystemError("create", path))
     }

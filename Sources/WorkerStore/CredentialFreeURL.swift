@@ -15,7 +15,8 @@ public enum CredentialFreeURL {
         guard let userInfo = bytes.withUnsafeBytes({ URLBytes.userInfo(in: $0) }) else { return url }
         let info = bytes[userInfo]
         if isDigest(info) { return url }
-        let digest: [UInt8] = secret.map { Array(HMAC<SHA256>.authenticationCode(for: info, using: SymmetricKey(data: $0)).prefix(16)) }
+        let digest: [UInt8] =
+            secret.map { Array(HMAC<SHA256>.authenticationCode(for: info, using: SymmetricKey(data: $0)).prefix(16)) }
             ?? [UInt8](repeating: 0, count: 16)
         return String(decoding: bytes[..<userInfo.lowerBound], as: UTF8.self) + "~" + Hex.encode(digest)
             + String(decoding: bytes[userInfo.upperBound...], as: UTF8.self)
@@ -39,6 +40,7 @@ public enum CredentialFreeURL {
     }
 
     private static func isDigest(_ info: ArraySlice<UInt8>) -> Bool {
-        info.count == 33 && info.first == UInt8(ascii: "~") && Hex.isLowercaseHex(String(decoding: info.dropFirst(), as: UTF8.self), length: 32)
+        info.count == 33 && info.first == UInt8(ascii: "~")
+            && Hex.isLowercaseHex(String(decoding: info.dropFirst(), as: UTF8.self), length: 32)
     }
 }

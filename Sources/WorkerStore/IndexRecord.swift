@@ -15,8 +15,10 @@ public struct IndexRecord: Sendable, Equatable {
     /// to a shared tier unless the tier is declared as private as the origin.
     public var isPrivate: Bool
 
-    public init(url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
-                etag: String? = nil, lastModified: String? = nil, isPrivate: Bool = false) {
+    public init(
+        url: String, hash: String?, object: String, size: Int64, fetchedAt: Double, lastUsed: Double,
+        etag: String? = nil, lastModified: String? = nil, isPrivate: Bool = false
+    ) {
         self.url = url
         self.hash = hash
         self.object = object

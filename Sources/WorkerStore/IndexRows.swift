@@ -133,9 +133,11 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         /// A URL the rows hold already is skipped (the index's key is unique). A hash, ETag or
         /// Last-Modified longer than 64 KiB is not kept (no stored hash is; the row is then
         /// checked by its object's name, or fetched unconditionally).
-        mutating func append(url: some Collection<UInt8>, hash: (some Collection<UInt8>)?, object: ObjectName, size: Int64,
-                             fetchedAt: Double, lastUsed: Double, etag: (some Collection<UInt8>)?,
-                             lastModified: (some Collection<UInt8>)?, isPrivate: Bool) {
+        mutating func append(
+            url: some Collection<UInt8>, hash: (some Collection<UInt8>)?, object: ObjectName, size: Int64,
+            fetchedAt: Double, lastUsed: Double, etag: (some Collection<UInt8>)?,
+            lastModified: (some Collection<UInt8>)?, isPrivate: Bool
+        ) {
             let position = fixed.count
             let start = text.count
             text.append(contentsOf: url)
@@ -158,10 +160,12 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
             let hashCount = appendText(hash)
             if let hashCount {
                 flags.insert(.hasHash)
-                let isObject = hashCount == 71 && text.withUnsafeBytes { text in
-                    text[hashStart...].starts(with: Self.sha256Prefix)
-                        && object.isSpelled(by: UnsafeRawBufferPointer(rebasing: text[(hashStart + 7)...]))
-                }
+                let isObject =
+                    hashCount == 71
+                    && text.withUnsafeBytes { text in
+                        text[hashStart...].starts(with: Self.sha256Prefix)
+                            && object.isSpelled(by: UnsafeRawBufferPointer(rebasing: text[(hashStart + 7)...]))
+                    }
                 if isObject {
                     flags.insert(.hashIsObject)
                     text.removeLast(hashCount)
@@ -171,10 +175,12 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
             if etagCount != nil { flags.insert(.hasETag) }
             let lastModifiedCount = appendText(lastModified)
             if lastModifiedCount != nil { flags.insert(.hasLastModified) }
-            fixed.append(Fixed(object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed, start: start,
-                               urlCount: UInt32(urlCount), hashCount: flags.contains(.hashIsObject) ? 0 : UInt16(hashCount ?? 0),
-                               etagCount: UInt16(etagCount ?? 0), lastModifiedCount: UInt16(lastModifiedCount ?? 0),
-                               flags: flags))
+            fixed.append(
+                Fixed(
+                    object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed, start: start,
+                    urlCount: UInt32(urlCount), hashCount: flags.contains(.hashIsObject) ? 0 : UInt16(hashCount ?? 0),
+                    etagCount: UInt16(etagCount ?? 0), lastModifiedCount: UInt16(lastModifiedCount ?? 0),
+                    flags: flags))
         }
 
         /// Appends `text` to the buffer; its length, or nil (nothing kept) without one or when it
@@ -188,9 +194,10 @@ public struct IndexRows: RandomAccessCollection, ExpressibleByArrayLiteral, Send
         /// A row from a record (skipped when its object is not a SHA-256 name: never a path).
         public mutating func append(_ record: IndexRecord) {
             guard let object = ObjectName(hex: record.object) else { return }
-            append(url: record.url.utf8, hash: record.hash?.utf8, object: object, size: record.size, fetchedAt: record.fetchedAt,
-                   lastUsed: record.lastUsed, etag: record.etag?.utf8, lastModified: record.lastModified?.utf8,
-                   isPrivate: record.isPrivate)
+            append(
+                url: record.url.utf8, hash: record.hash?.utf8, object: object, size: record.size, fetchedAt: record.fetchedAt,
+                lastUsed: record.lastUsed, etag: record.etag?.utf8, lastModified: record.lastModified?.utf8,
+                isPrivate: record.isPrivate)
         }
 
         /// Makes room for about `rows` rows and `textBytes` of their texts at once: grown by
@@ -250,14 +257,16 @@ public struct IndexRow: Sendable {
     public var lastModified: String? {
         let fixed = fixed
         guard fixed.flags.contains(.hasLastModified) else { return nil }
-        return text(at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount) + Int(fixed.etagCount),
-                    count: Int(fixed.lastModifiedCount))
+        return text(
+            at: fixed.start + Int(fixed.urlCount) + Int(fixed.hashCount) + Int(fixed.etagCount),
+            count: Int(fixed.lastModifiedCount))
     }
 
     /// The row as a record.
     public var record: IndexRecord {
-        IndexRecord(url: url, hash: hash, object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed,
-                    etag: etag, lastModified: lastModified, isPrivate: isPrivate)
+        IndexRecord(
+            url: url, hash: hash, object: object, size: size, fetchedAt: fetchedAt, lastUsed: lastUsed,
+            etag: etag, lastModified: lastModified, isPrivate: isPrivate)
     }
 
     /// Whether this row was read from `rows` (not from other rows that have a row at its place).

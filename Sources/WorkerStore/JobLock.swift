@@ -9,8 +9,10 @@ import WorkerSupport
 /// The lock is a `flock` on `CACHE/jobs/<digest of the manifest paths and shard>`, a file made
 /// inside the folder's descriptor: `jobs` must be this user's real folder, never a link.
 public enum JobLock {
-    public static func take(directory: String, manifests: [String], shard: Shard, wait: Double?,
-                     context: RunContext) async throws(CacheError) -> CacheLock {
+    public static func take(
+        directory: String, manifests: [String], shard: Shard, wait: Double?,
+        context: RunContext
+    ) async throws(CacheError) -> CacheLock {
         let path = directory + "/jobs"
         if mkdir(path, 0o700) != 0, errno != EEXIST { throw .system(SystemError("create", path)) }
         let folder = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -21,13 +23,15 @@ public enum JobLock {
         defer { close(folder) }
         var info = stat()
         guard fstat(folder, &info) == 0, info.st_uid == geteuid() else {
-            throw .unsafe("\(path) belongs to another user (\(CacheAccess.owner(info))): run the command as the cache's owner, "
-                          + "or use a cache of your own (--cache-dir)")
+            throw .unsafe(
+                "\(path) belongs to another user (\(CacheAccess.owner(info))): run the command as the cache's owner, "
+                    + "or use a cache of your own (--cache-dir)")
         }
         let job = manifests.sorted().joined(separator: "\n") + "\nshard " + shard.description
         let name = Hex.encode(Array(SHA256.hash(data: Array(job.utf8)).prefix(8)))
         let fd = try CacheLock.openOwnerOnly(path + "/" + name, at: folder, name: name, flags: O_RDWR)
-        return try await CacheLock(fd: fd, path: path + "/" + name, wait: wait, noun: "the lock of a sync of the same manifests",
-                                   context: context)
+        return try await CacheLock(
+            fd: fd, path: path + "/" + name, wait: wait, noun: "the lock of a sync of the same manifests",
+            context: context)
     }
 }

@@ -108,9 +108,13 @@ enum LockWait {
         init?(fd: Int32, operation: Int32, result: Result) {
             self.result = result
             let context = Unmanaged.passRetained(result).toOpaque()
-            guard let pointer = worker_lock_wait_start(fd, operation, { context, code in
-                Unmanaged<Result>.fromOpaque(context!).takeRetainedValue().finish(code)
-            }, context) else {
+            guard
+                let pointer = worker_lock_wait_start(
+                    fd, operation,
+                    { context, code in
+                        Unmanaged<Result>.fromOpaque(context!).takeRetainedValue().finish(code)
+                    }, context)
+            else {
                 Unmanaged<Result>.fromOpaque(context).release()
                 return nil
             }

@@ -15,8 +15,10 @@ public struct ObjectName: Hashable, Sendable {
     public init?(hex: UnsafeRawBufferPointer) {
         var bigEndian: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         guard withUnsafeMutableBytes(of: &bigEndian, { Hex.decodeLowercase(hex, into: $0) }) else { return nil }
-        words = (UInt64(bigEndian: bigEndian.0), UInt64(bigEndian: bigEndian.1), UInt64(bigEndian: bigEndian.2),
-                 UInt64(bigEndian: bigEndian.3))
+        words = (
+            UInt64(bigEndian: bigEndian.0), UInt64(bigEndian: bigEndian.1), UInt64(bigEndian: bigEndian.2),
+            UInt64(bigEndian: bigEndian.3)
+        )
     }
 
     /// nil unless `hex` is exactly 64 lowercase hex digits.

@@ -48,11 +48,11 @@ public struct PartialDownloads: Sendable {
         let body = bodyPath(url)
         var info = stat()
         guard lstat(body, &info) == 0, OwnFile.isPrivate(info), info.st_size > 0,
-              let meta = try? String(contentsOfFile: metaPath(url), encoding: .utf8)
+            let meta = try? String(contentsOfFile: metaPath(url), encoding: .utf8)
         else { return nil }
         let lines = meta.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard lines.count >= 2, lines[1] == url, !lines[0].isEmpty,
-              !lines[0].utf8.contains(where: HTTPToken.isForbiddenInValue)
+            !lines[0].utf8.contains(where: HTTPToken.isForbiddenInValue)
         else {
             discard(url)
             return nil

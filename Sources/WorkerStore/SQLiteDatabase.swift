@@ -42,7 +42,8 @@ final class SQLiteDatabase {
     /// Opens `path`; with `immutable`, read-only as a file nothing changes (SQLite's `immutable=1`:
     /// no locks, no WAL or shared-memory file), for a cache on a read-only file system.
     init(path: String, create: Bool, readOnly: Bool = false, immutable: Bool = false) throws(SQLiteError) {
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0))
+        let flags =
+            (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0))
             | SQLITE_OPEN_NOMUTEX | (immutable ? SQLITE_OPEN_URI : 0)
         let name = immutable ? "file:" + Self.uriPath(path) + "?immutable=1" : path
         let status = sqlite3_open_v2(name, &handle, flags, nil)
@@ -212,7 +213,8 @@ final class SQLiteStatement {
     /// A text column that is valid UTF-8 without a NUL, or nil (a damaged value).
     func validText(_ column: Int32) -> String? {
         guard let pointer = sqlite3_column_text(statement, column),
-              strlen(pointer) == Int(sqlite3_column_bytes(statement, column)) else { return nil }
+            strlen(pointer) == Int(sqlite3_column_bytes(statement, column))
+        else { return nil }
         return pointer.withMemoryRebound(to: CChar.self, capacity: 1) { String(validatingCString: $0) }
     }
 

@@ -11,7 +11,8 @@ public enum FileChunks {
         guard let base = bytes.baseAddress else { return true }
         var offset = 0
         while offset < bytes.count {
-            let count = position.map { Glibc.pwrite(fd, base + offset, bytes.count - offset, off_t($0 + offset)) }
+            let count =
+                position.map { Glibc.pwrite(fd, base + offset, bytes.count - offset, off_t($0 + offset)) }
                 ?? Glibc.write(fd, base + offset, bytes.count - offset)
             if count < 0 {
                 if errno == EINTR { continue }
@@ -22,8 +23,10 @@ public enum FileChunks {
         return true
     }
 
-    public static func read<Failure: Error>(_ fd: Int32, path: String, unreadable: (String) -> Failure,
-                                     _ body: (UnsafeRawBufferPointer) -> Failure?) -> Result<Void, Failure> {
+    public static func read<Failure: Error>(
+        _ fd: Int32, path: String, unreadable: (String) -> Failure,
+        _ body: (UnsafeRawBufferPointer) -> Failure?
+    ) -> Result<Void, Failure> {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
         defer { buffer.deallocate() }
         while true {

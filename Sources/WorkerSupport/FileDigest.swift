@@ -15,7 +15,8 @@ public enum FileDigest {
     }
 
     /// SHA-256 and size of each file, `width` at a time.
-    public static func hashAll(_ files: [(name: String, path: String)], width: Int) async -> [(String, Result<(String, Int64), Unreadable>)] {
+    public static func hashAll(_ files: [(name: String, path: String)], width: Int) async -> [(String, Result<(String, Int64), Unreadable>)]
+    {
         let width = max(1, width)
         return await withTaskGroup(of: (String, Result<(String, Int64), Unreadable>).self) { group in
             var results: [(String, Result<(String, Int64), Unreadable>)] = []
@@ -43,11 +44,14 @@ public enum FileDigest {
         defer { close(fd) }
         var hasher = SHA256()
         var size: Int64 = 0
-        if case .failure(let failure) = FileChunks.read(fd, path: path, unreadable: Unreadable.init, { chunk in
-            hasher.update(bufferPointer: chunk)
-            size += Int64(chunk.count)
-            return nil
-        }) {
+        if case .failure(let failure) = FileChunks.read(
+            fd, path: path, unreadable: Unreadable.init,
+            { chunk in
+                hasher.update(bufferPointer: chunk)
+                size += Int64(chunk.count)
+                return nil
+            })
+        {
             return .failure(failure)
         }
         return .success((Hex.encode(hasher.finalize()), size))

@@ -10,8 +10,10 @@ public struct RunContext: Sendable {
     /// A stop asked for from outside the run (the command's signal handler).
     public var stop: StopRequest
 
-    public init(logger: Logger = Logger(label: "worker"), lockNotice: (@Sendable (String) -> Void)? = nil,
-                stop: StopRequest = StopRequest()) {
+    public init(
+        logger: Logger = Logger(label: "worker"), lockNotice: (@Sendable (String) -> Void)? = nil,
+        stop: StopRequest = StopRequest()
+    ) {
         self.logger = logger
         self.lockNotice = lockNotice
         self.stop = stop

@@ -1,6 +1,6 @@
 import CWorkerSystem
-import Glibc
 import Dispatch
+import Glibc
 
 /// Something a thread of the program's own finishes once, waited for asleep (a semaphore, not
 /// a spin) by any number of waiters: a load or a share of work handed to another thread.
@@ -37,12 +37,14 @@ public enum Threads {
         }
         let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { context in
-            let start = Unmanaged<Start>.fromOpaque(context!).takeRetainedValue()
-            worker_name_thread(start.name)
-            start.body()
-            return nil
-        }, start)
+        let status = pthread_create(
+            &thread, nil,
+            { context in
+                let start = Unmanaged<Start>.fromOpaque(context!).takeRetainedValue()
+                worker_name_thread(start.name)
+                start.body()
+                return nil
+            }, start)
         guard status == 0 else {
             Unmanaged<Start>.fromOpaque(start).release()
             return false

@@ -8,15 +8,16 @@ public enum Units {
     public static func duration(_ text: String) -> Double? {
         let (number, unit) = split(text)
         guard let value = Double(number), value >= 0, value.isFinite else { return nil }
-        let scale: Double? = switch unit.lowercased() {
-        case "", "s", "sec", "secs", "second", "seconds": 1
-        case "ms": 0.001
-        case "m", "min", "mins", "minute", "minutes": 60
-        case "h", "hr", "hour", "hours": 3600
-        case "d", "day", "days": 86400
-        case "w", "week", "weeks": 604_800
-        default: nil
-        }
+        let scale: Double? =
+            switch unit.lowercased() {
+            case "", "s", "sec", "secs", "second", "seconds": 1
+            case "ms": 0.001
+            case "m", "min", "mins", "minute", "minutes": 60
+            case "h", "hr", "hour", "hours": 3600
+            case "d", "day", "days": 86400
+            case "w", "week", "weeks": 604_800
+            default: nil
+            }
         // Longer than a century is no duration a run can mean, and would overflow the
         // nanoseconds and milliseconds the waits are made of.
         guard let scale, value * scale <= maxDuration else { return nil }
@@ -31,18 +32,19 @@ public enum Units {
     public static func size(_ text: String) -> Int64? {
         let (number, unit) = split(text)
         guard let value = Double(number), value >= 0, value.isFinite else { return nil }
-        let scale: Double? = switch unit.lowercased() {
-        case "", "b": 1
-        case "kb": 1e3
-        case "mb": 1e6
-        case "gb": 1e9
-        case "tb": 1e12
-        case "k", "kib": 1024
-        case "m", "mib": 1_048_576
-        case "g", "gib": 1_073_741_824
-        case "t", "tib": 1_099_511_627_776
-        default: nil
-        }
+        let scale: Double? =
+            switch unit.lowercased() {
+            case "", "b": 1
+            case "kb": 1e3
+            case "mb": 1e6
+            case "gb": 1e9
+            case "tb": 1e12
+            case "k", "kib": 1024
+            case "m", "mib": 1_048_576
+            case "g", "gib": 1_073_741_824
+            case "t", "tib": 1_099_511_627_776
+            default: nil
+            }
         guard let scale, value * scale < 9e18 else { return nil }
         return Int64((value * scale).rounded())
     }

@@ -13,8 +13,9 @@ import WorkerStore
 extension SyncEngine {
     /// `worker manifest URL`: the parts `url` stands for, each pinned by its hash.
     public func expandedManifest(_ url: String) async throws(SyncFailure) -> [ManifestWriter.Item] {
-        let set = ManifestSet(manifests: [Manifest(path: url, name: "", headers: [], localRoot: "/", entryCount: 1)],
-                              entries: [ManifestEntry(url: url, manifest: 0, line: 1, column: 1)])
+        let set = ManifestSet(
+            manifests: [Manifest(path: url, name: "", headers: [], localRoot: "/", entryCount: 1)],
+            entries: [ManifestEntry(url: url, manifest: 0, line: 1, column: 1)])
         let expanded = try await resolvingExpansions(set)
         return expanded.entries.indices.compactMap { position in
             expanded.entries.hash(at: position).map { ManifestWriter.Item(url: expanded.entries.url(at: position), sha256: $0.hex) }
@@ -36,7 +37,8 @@ extension SyncEngine {
         }
         guard let first = positions.first else { return (set, options.fetch.locator) }
         guard !options.offline else {
-            throw .manifestUnavailable("\(set.entries.url(at: first)): the files it stands for are read from its origin, which --offline does not ask")
+            throw .manifestUnavailable(
+                "\(set.entries.url(at: first)): the files it stands for are read from its origin, which --offline does not ask")
         }
         let store: ContentStore
         do {

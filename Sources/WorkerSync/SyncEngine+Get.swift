@@ -21,8 +21,10 @@ extension SyncEngine {
     /// Looks `url` up, fetching it on a miss; `hash` pins the content it must have.
     public func get(url: String, hash: ContentHash?) async throws(SyncFailure) -> Lookup {
         if let problem = Self.urlProblem(url) {
-            throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(path: "get", line: 0, column: 0, message: problem)],
-                                           truncated: false))
+            throw .manifest(
+                ManifestErrors(
+                    diagnostics: [ManifestDiagnostic(path: "get", line: 0, column: 0, message: problem)],
+                    truncated: false))
         }
         let entry = ManifestEntry(url: url, hash: hash, manifest: 0, line: 0, column: 0)
         if !options.refresh, let hit = try cached(entry) { return hit }
@@ -42,7 +44,8 @@ extension SyncEngine {
 extension SyncEngine {
     /// The pinned URLs in the order given (duplicates once), and the entries that failed.
     /// `source` names the list in errors (`urls.txt:3: …`).
-    public func pin(urls: [String], source: String) async throws(SyncFailure) -> (items: [ManifestWriter.Item], failed: [SyncReport.Entry]) {
+    public func pin(urls: [String], source: String) async throws(SyncFailure) -> (items: [ManifestWriter.Item], failed: [SyncReport.Entry])
+    {
         var diagnostics: [ManifestDiagnostic] = []
         var entries: [ManifestEntry] = []
         var seen = Set<String>()
@@ -114,8 +117,9 @@ extension SyncEngine {
         }
         guard let (record, path) = found else { return nil }
         CacheMaintenance.recordUse(record, url: entry.url, cacheDirectory: options.cacheDirectory)
-        let row = SyncReport.Entry(url: Redact.url(entry.url), hash: entry.hash?.description, status: .unchanged,
-                                   bytes: record.size, path: path, manifest: "get")
+        let row = SyncReport.Entry(
+            url: Redact.url(entry.url), hash: entry.hash?.description, status: .unchanged,
+            bytes: record.size, path: path, manifest: "get")
         return Lookup(path: path, entry: row)
     }
 

@@ -110,9 +110,11 @@ extension SyncEngine {
                 case .success(nil)?, nil:
                     toDownload.append(url)
                 case .failure(let failure)?:
-                    result.failed.append(SyncReport.Entry(url: url, status: .failed, reason: failure.reason,
-                                                          error: failure.message, httpStatus: failure.httpStatus,
-                                                          manifest: prefixURL))
+                    result.failed.append(
+                        SyncReport.Entry(
+                            url: url, status: .failed, reason: failure.reason,
+                            error: failure.message, httpStatus: failure.httpStatus,
+                            manifest: prefixURL))
                 }
             }
             if !toDownload.isEmpty {
@@ -136,8 +138,10 @@ extension SyncEngine {
             for object in objects {
                 let url = object.url
                 guard let sha256 = pins[url] else { continue }
-                recorded.append(ListedObject(url: url, etag: object.etag, size: object.size, lastModified: object.lastModified,
-                                             sha256: sha256))
+                recorded.append(
+                    ListedObject(
+                        url: url, etag: object.etag, size: object.size, lastModified: object.lastModified,
+                        sha256: sha256))
                 // Paths are literal under an s3:// base_url, percent-encoded under others (the
                 // URL's own spelling); one whose first segment has a colon would read as a scheme,
                 // and is written whole.
@@ -157,8 +161,10 @@ extension SyncEngine {
     }
 
     /// The SHA-256 the origin stores of each file, by URL, asked `width` at a time.
-    private static func storedChecksums(_ objects: [ListedFile], reader: any FolderLister,
-                                        width: Int) async -> [String: Result<String?, FetchFailure>] {
+    private static func storedChecksums(
+        _ objects: [ListedFile], reader: any FolderLister,
+        width: Int
+    ) async -> [String: Result<String?, FetchFailure>] {
         await withTaskGroup(of: (String, Result<String?, FetchFailure>).self) { group in
             var answers: [String: Result<String?, FetchFailure>] = [:]
             var next = 0

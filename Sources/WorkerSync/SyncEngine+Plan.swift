@@ -43,8 +43,10 @@ extension SyncEngine {
 
     /// The one way both `plan` and `sync` diff manifests against the index. Uses what
     /// `prefetch` read ahead when no other writer has committed since.
-    func makePlan(_ manifests: ManifestSet, index: CacheIndex,
-                          prefetched: CachePrefetch? = nil) throws(CacheError) -> (plan: SyncPlan, objects: ObjectDirectory) {
+    func makePlan(
+        _ manifests: ManifestSet, index: CacheIndex,
+        prefetched: CachePrefetch? = nil
+    ) throws(CacheError) -> (plan: SyncPlan, objects: ObjectDirectory) {
         let shard = options.shard.filter(manifests)
         let records: IndexRows
         let objects: ObjectDirectory
@@ -77,8 +79,9 @@ extension SyncEngine {
 
     /// The report of a plan: what a sync would do, without doing it (the same ledger as a sync's).
     public func report(of plan: SyncPlan, startedAt: Date, tree: TreeOutcome? = nil) -> SyncReport {
-        var ledger = SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt,
-                                outputs: options.outputs, shownRows: options.shownRows, limits: nil, dryRun: true)
+        var ledger = SyncLedger(
+            plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt,
+            outputs: options.outputs, shownRows: options.shownRows, limits: nil, dryRun: true)
         for item in plan.items.indices {
             ledger.record(.planned(item: item))
         }

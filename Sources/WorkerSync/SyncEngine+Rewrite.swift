@@ -36,8 +36,10 @@ extension SyncEngine {
             for mirror in mirrors { look(mirror) }
         }
         if !refused.isEmpty {
-            return .failure(.rewriteRefused("no rule covers " + refused.joined(separator: ", ")
-                + " (one URL of each origin; add a --rewrite rule for it, or --allow-origin for an origin it may reach)"))
+            return .failure(
+                .rewriteRefused(
+                    "no rule covers " + refused.joined(separator: ", ")
+                        + " (one URL of each origin; add a --rewrite rule for it, or --allow-origin for an origin it may reach)"))
         }
         let unmatched = rewrite.rules.indices.filter { !matched.contains($0) }.map { Redact.url(rewrite.rules[$0].from) }
         return .success(SyncReport.Rewrite(strict: rewrite.strict, rules: rewrite.rules.count, unmatched: unmatched))

@@ -25,18 +25,20 @@ extension SyncEngine {
         let stopped = context.stop.reason != nil
         if stopped, run.ledger.totals.failed > 0 {
             let publisher = TreePublisher(path: path)
-            var held = TreeOutcome(path: publisher.path, version: (try? publisher.currentVersion()) ?? "", missing: run.ledger.totals.failed)
+            var held = TreeOutcome(
+                path: publisher.path, version: (try? publisher.currentVersion()) ?? "", missing: run.ledger.totals.failed)
             held.withheld = true
             held.stopped = true
             return held
         }
-        var outcome = try await TreePublisher(path: path).publish(cacheDirectory: directory, wait: options.waitLock, context: context,
-                                                           onlyComplete: options.treeComplete || stopped,
-                                                           files: { () throws(CacheError) -> [TreeFile] in
-                                                               if let believed { return believed }
-                                                               return try exact()
-                                                           },
-                                                           exact: believed == nil ? nil : exact)
+        var outcome = try await TreePublisher(path: path).publish(
+            cacheDirectory: directory, wait: options.waitLock, context: context,
+            onlyComplete: options.treeComplete || stopped,
+            files: { () throws(CacheError) -> [TreeFile] in
+                if let believed { return believed }
+                return try exact()
+            },
+            exact: believed == nil ? nil : exact)
         outcome.stopped = stopped && outcome.withheld
         return outcome
     }
@@ -61,8 +63,9 @@ extension SyncEngine {
         let layout = options.treeLayout
         let files: [TreeFile]
         if access(indexPath, F_OK) == 0 {
-            files = try Self.treeFiles(manifests, layout: layout, index: CacheIndex(path: indexPath, create: false, readOnly: true),
-                                       cacheDirectory: options.cacheDirectory)
+            files = try Self.treeFiles(
+                manifests, layout: layout, index: CacheIndex(path: indexPath, create: false, readOnly: true),
+                cacheDirectory: options.cacheDirectory)
         } else {
             // No index yet: every file of the layout is missing.
             let nothing: (Int) -> String? = { _ in nil }
@@ -70,16 +73,19 @@ extension SyncEngine {
         }
         let fetched = Set(plan.items.filter { $0.action != .keep && $0.action != .revalidate }.map(\.entry.url))
         let present = TreePublisher.ordered(files)
-        var outcome = TreeOutcome(path: publisher.path, version: TreePublisher.version(of: present), files: present.count,
-                                  missing: files.count - present.count)
+        var outcome = TreeOutcome(
+            path: publisher.path, version: TreePublisher.version(of: present), files: present.count,
+            missing: files.count - present.count)
         let changing = layout.entries(of: manifests).contains { fetched.contains(manifests.entries[$0].url) }
         outcome.switched = changing || current != outcome.version
         return outcome
     }
 
     /// Each file of the tree with the object its entry's row names, or none.
-    static func treeFiles(_ manifests: ManifestSet, layout: TreeLayout, index: CacheIndex,
-                          cacheDirectory: String) throws(CacheError) -> [TreeFile] {
+    static func treeFiles(
+        _ manifests: ManifestSet, layout: TreeLayout, index: CacheIndex,
+        cacheDirectory: String
+    ) throws(CacheError) -> [TreeFile] {
         // One lookup per distinct entry (an entry may be at several paths).
         var wanted: [Int: Int] = [:]
         var urls: [String] = []

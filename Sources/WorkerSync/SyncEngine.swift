@@ -36,8 +36,9 @@ public struct SyncEngine: Sendable {
     func prefetch(manifestPaths: [String]) -> Task<CachePrefetch?, Never> {
         let options = options
         return Task.detached {
-            CachePrefetch(cacheDirectory: options.cacheDirectory, validators: options.revalidate,
-                          shards: options.shard.count, manifestBytes: ManifestLoader.totalBytes(manifestPaths))
+            CachePrefetch(
+                cacheDirectory: options.cacheDirectory, validators: options.revalidate,
+                shards: options.shard.count, manifestBytes: ManifestLoader.totalBytes(manifestPaths))
         }
     }
 
@@ -97,11 +98,13 @@ public struct SyncEngine: Sendable {
     /// The outputs of a run that could not read its manifests: no entry, the error.
     private func writeUnread(_ arguments: [String], error: SyncFailure, startedAt: Date) {
         guard !options.outputs.files.isEmpty else { return }
-        var report = SyncReport(startedAt: startedAt, finishedAt: Date(), cacheDirectory: options.cacheDirectory,
-                                manifests: arguments.map {
-                                    SyncReport.ManifestSummary(path: Redact.url($0), name: ManifestLoader.defaultName(Redact.url($0)),
-                                                               entries: 0)
-                                })
+        var report = SyncReport(
+            startedAt: startedAt, finishedAt: Date(), cacheDirectory: options.cacheDirectory,
+            manifests: arguments.map {
+                SyncReport.ManifestSummary(
+                    path: Redact.url($0), name: ManifestLoader.defaultName(Redact.url($0)),
+                    entries: 0)
+            })
         report.error = error.exitMessage
         report.succeeded = false
         do throws(CacheError) {
@@ -113,7 +116,9 @@ public struct SyncEngine: Sendable {
 
     /// The run of `opened`; nil when `confirmation` says a remote manifest changed (nothing was
     /// done: the caller reads what it fetched and runs again).
-    private func syncOpened(_ opened: OpenedManifests, confirmation: Task<ManifestConfirmation, Never>?) async throws(SyncFailure) -> SyncReport? {
+    private func syncOpened(
+        _ opened: OpenedManifests, confirmation: Task<ManifestConfirmation, Never>?
+    ) async throws(SyncFailure) -> SyncReport? {
         let manifestPaths = opened.paths
         // Into a cache without an index every http(s) entry is a download: the transport starts
         // loading its library now, beside the manifests (later, once the plan is drawn, the
@@ -215,12 +220,16 @@ public struct SyncEngine: Sendable {
     }
 
     /// `syncLoaded` once the run's settings and rules are checked: the cache's part.
-    private func syncChecked(_ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?, startedAt: Date, locator: Locator,
-                             rewrite: SyncReport.Rewrite?) async throws(CacheError) -> SyncResult {
+    private func syncChecked(
+        _ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?, startedAt: Date, locator: Locator,
+        rewrite: SyncReport.Rewrite?
+    ) async throws(CacheError) -> SyncResult {
         let store = try ContentStore(root: options.cacheDirectory)
-        let job = options.recordsManifestRuns
-            ? try await JobLock.take(directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
-                                     shard: options.shard, wait: options.waitLock, context: context) : nil
+        let job =
+            options.recordsManifestRuns
+            ? try await JobLock.take(
+                directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
+                shard: options.shard, wait: options.waitLock, context: context) : nil
         defer { job?.release() }
         let slot = try await WriterSlot(directory: options.cacheDirectory, wait: options.waitLock, stop: context.stop)
         // However the run ends, a new cache it made has all its fan-out folders.
@@ -229,8 +238,9 @@ public struct SyncEngine: Sendable {
             slot.release()
         }
         let (plan, index) = try await start(manifests, store: store, slot: slot, prefetched: prefetched)
-        return try await run(plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator,
-                             rewrite: rewrite)
+        return try await run(
+            plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator,
+            rewrite: rewrite)
     }
 
     /// Entries from which a new cache's first sync builds its index of rows by object at its end.
@@ -259,8 +269,10 @@ public struct SyncEngine: Sendable {
     /// says so), or copied in by hand: from the folders' listing when the plan made one, else by
     /// listing them when a run died or the cache is small; a large cache planned object by
     /// object leaves hand-made ones to gc.
-    private func start(_ manifests: ManifestSet, store: ContentStore, slot: WriterSlot,
-                       prefetched: Task<CachePrefetch?, Never>?) async throws(CacheError) -> (SyncPlan, CacheIndex) {
+    private func start(
+        _ manifests: ManifestSet, store: ContentStore, slot: WriterSlot,
+        prefetched: Task<CachePrefetch?, Never>?
+    ) async throws(CacheError) -> (SyncPlan, CacheIndex) {
         let lock = try await CacheLock(directory: options.cacheDirectory, wait: options.waitLock, context: context)
         defer { lock.release() }
         var deadMarks: [String] = []
@@ -273,8 +285,9 @@ public struct SyncEngine: Sendable {
         // A new cache's first large sync builds the index of rows by object after its rows are in
         // (`CacheIndex.init`); a small one keeps it up as it goes (the build's lock and
         // transaction at the end cost a 300-file sync about as much as they save).
-        let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true,
-                                   deferObjectIndex: manifests.entries.count >= Self.objectIndexDeferredFrom)
+        let index = try CacheIndex(
+            path: CacheLayout.indexPath(options.cacheDirectory), create: true,
+            deferObjectIndex: manifests.entries.count >= Self.objectIndexDeferredFrom)
         let (plan, objects) = try makePlan(manifests, index: index, prefetched: await prefetched?.value)
         if !store.isNew, !deadMarks.isEmpty || ListingRule.listsEveryRun(records: plan.records.count) { objects.preloadIfNeeded() }
         let swept = store.removeUnreferenced(objects, rows: plan.records)
@@ -284,12 +297,15 @@ public struct SyncEngine: Sendable {
     }
 
     /// Downloads and commits (`SyncRun`), then records the run, writes the outputs and finishes.
-    private func run(_ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
-                     startedAt: Date, locator: Locator, rewrite: SyncReport.Rewrite?) async throws(CacheError) -> SyncResult {
+    private func run(
+        _ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
+        startedAt: Date, locator: Locator, rewrite: SyncReport.Rewrite?
+    ) async throws(CacheError) -> SyncResult {
         var options = options
         options.fetch.locator = locator
-        var run = SyncRun(plan: plan, store: store, index: index, options: options, context: context,
-                          ledger: ledger(for: plan, startedAt: startedAt, store: store))
+        var run = SyncRun(
+            plan: plan, store: store, index: index, options: options, context: context,
+            ledger: ledger(for: plan, startedAt: startedAt, store: store))
         try await run.execute()
         if options.recordsManifestRuns {
             try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
@@ -300,8 +316,11 @@ public struct SyncEngine: Sendable {
                 run.ledger.record(.tree(try await publishTree(at: tree, manifests: manifests, index: run.index, run: run), failure: nil))
             } catch {
                 let publisher = TreePublisher(path: tree)
-                run.ledger.record(.tree(TreeOutcome(path: publisher.path, version: (try? publisher.currentVersion()) ?? "",
-                                                    error: error.description), failure: error))
+                run.ledger.record(
+                    .tree(
+                        TreeOutcome(
+                            path: publisher.path, version: (try? publisher.currentVersion()) ?? "",
+                            error: error.description), failure: error))
             }
         }
         var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
@@ -315,22 +334,27 @@ public struct SyncEngine: Sendable {
     /// checked), the limits the run keeps, one outcome per item when asked for.
     func ledger(for plan: SyncPlan, startedAt: Date, store: ContentStore) -> SyncLedger {
         let limited = options.fetch.limitRate != nil || options.fetch.maxRequestsPerSecond != nil
-        return SyncLedger(plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt, outputs: options.outputs,
-                          shownRows: options.shownRows,
-                          limits: limited ? SyncReport.Limits(limitRate: options.fetch.limitRate,
-                                                              maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
-                          store: store, keepsOutcomes: options.keepsOutcomes, keepsObjects: options.tree != nil)
+        return SyncLedger(
+            plan: plan, cacheDirectory: options.cacheDirectory, startedAt: startedAt, outputs: options.outputs,
+            shownRows: options.shownRows,
+            limits: limited
+                ? SyncReport.Limits(
+                    limitRate: options.fetch.limitRate,
+                    maxRequestsPerSecond: options.fetch.maxRequestsPerSecond) : nil,
+            store: store, keepsOutcomes: options.keepsOutcomes, keepsObjects: options.tree != nil)
     }
 
     private func recordRuns(_ manifests: ManifestSet, run: SyncRun, at finished: Double) throws(CacheError) {
         let failedPerManifest = run.ledger.failuresPerManifest
         do throws(CacheError) {
-            try run.index.recordRuns(manifests.manifests.enumerated().map { offset, manifest in
-                ManifestRun(path: Self.isRemoteManifest(manifest.path) ? Redact.url(manifest.path) : Self.absolute(manifest.path),
-                            name: manifest.name, entries: manifest.entryCount,
-                            finishedAt: finished, failed: failedPerManifest[offset])
-            })
-        } catch where error.isDiskFull {
+            try run.index.recordRuns(
+                manifests.manifests.enumerated().map { offset, manifest in
+                    ManifestRun(
+                        path: Self.isRemoteManifest(manifest.path) ? Redact.url(manifest.path) : Self.absolute(manifest.path),
+                        name: manifest.name, entries: manifest.entryCount,
+                        finishedAt: finished, failed: failedPerManifest[offset])
+                })
+        } catch  where error.isDiskFull {
             logger.warning("the disk is full: this run of the manifests is not recorded (status shows the last one)")
         }
     }

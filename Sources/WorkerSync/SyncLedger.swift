@@ -19,8 +19,9 @@ struct SyncLedger {
         /// Content already stored (another URL's, or another item's of this run) now serves the item.
         case reused(item: Int, object: String, size: Int64)
         /// A verified body for the item, from `source`.
-        case delivered(item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil,
-                       servedBy: String? = nil)
+        case delivered(
+            item: Int, object: String, size: Int64, attempts: Int, source: SourceKind? = nil,
+            servedBy: String? = nil)
         /// `origin`: where its request went (its route's), counted for a given-up origin.
         case failed(item: Int, FetchFailure, attempts: Int, stale: Bool, origin: Origin?)
         /// A dry run: what a sync would do with the item.
@@ -69,14 +70,17 @@ struct SyncLedger {
 
     /// `outputs` and `shownRows` decide the rows kept (`rowsKept`); `store` gives the rows their
     /// object paths (none in a dry run's rows); `keepsOutcomes` keeps one `Outcome` per item.
-    init(plan: SyncPlan, cacheDirectory: String, startedAt: Date, outputs: SyncOutputs, shownRows: Int?,
-         limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false,
-         keepsObjects: Bool = false) {
+    init(
+        plan: SyncPlan, cacheDirectory: String, startedAt: Date, outputs: SyncOutputs, shownRows: Int?,
+        limits: SyncReport.Limits?, dryRun: Bool = false, store: ContentStore? = nil, keepsOutcomes: Bool = false,
+        keepsObjects: Bool = false
+    ) {
         self.plan = plan
-        report = SyncReport(dryRun: dryRun, startedAt: startedAt, finishedAt: startedAt, cacheDirectory: cacheDirectory,
-                            manifests: plan.manifests.manifests.map {
-                                SyncReport.ManifestSummary(path: $0.path, name: $0.name, entries: $0.entryCount)
-                            })
+        report = SyncReport(
+            dryRun: dryRun, startedAt: startedAt, finishedAt: startedAt, cacheDirectory: cacheDirectory,
+            manifests: plan.manifests.manifests.map {
+                SyncReport.ManifestSummary(path: $0.path, name: $0.name, entries: $0.entryCount)
+            })
         report.limits = limits
         report.orphans = plan.orphans.count
         rows = Self.rowsKept(outputs: outputs, shownRows: shownRows, factsDirectory: store?.tmpDirectory)
@@ -94,7 +98,8 @@ struct SyncLedger {
     /// not hold a million rows for a summary of twenty.
     static func rowsKept(outputs: SyncOutputs, shownRows: Int?, factsDirectory: String? = nil) -> ReportBuilder {
         let rows = outputs.rows
-        return ReportBuilder(listLimit: rows.isEmpty ? shownRows : nil, reportAll: rows.contains(.unchanged), factsDirectory: factsDirectory)
+        return ReportBuilder(
+            listLimit: rows.isEmpty ? shownRows : nil, reportAll: rows.contains(.unchanged), factsDirectory: factsDirectory)
     }
 
     /// Entries of `origin` that failed so far.
@@ -128,7 +133,8 @@ struct SyncLedger {
             if action == .repair { rows.totals.repaired += 1 }
             if action == .refresh { rows.totals.refreshed += 1 }
             let status = deliveredStatus(item, object: object)
-            add(item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
+            add(
+                item, status, object: object, size: size, attempts: attempts, source: status == .unchanged ? nil : source,
                 servedBy: servedBy)
         case .failed(let item, let failure, let attempts, let stale, let origin):
             let planned = plan.item(at: item)
@@ -148,13 +154,15 @@ struct SyncLedger {
             let planned = plan.item(at: item)
             let status = planned.plannedStatus
             rows.add(status, order: item) {
-                SyncReport.Entry(url: Redact.url(planned.entry.url), hash: planned.entry.hash?.description, status: status,
-                                 previousHash: status == .updated ? planned.previous?.hash : nil)
+                SyncReport.Entry(
+                    url: Redact.url(planned.entry.url), hash: planned.entry.hash?.description, status: status,
+                    previousHash: status == .updated ? planned.previous?.hash : nil)
             }
         case .pruned(let orphan, let position, let done):
             rows.add(.removed, order: plan.items.count + position) {
-                SyncReport.Entry(url: Redact.url(orphan.url), hash: orphan.hash, status: .removed,
-                                 bytes: done ? orphan.size : nil)
+                SyncReport.Entry(
+                    url: Redact.url(orphan.url), hash: orphan.hash, status: .removed,
+                    bytes: done ? orphan.size : nil)
             }
         case .pruneWaiting(let count):
             report.pruneWaiting = count
@@ -170,9 +178,10 @@ struct SyncLedger {
                 failovers[failover.origin] = known
             } else {
                 failoverOrder.append(failover.origin)
-                failovers[failover.origin] = SyncReport.Failover(origin: failover.origin.name, entries: 1, reason: failover.failure.reason,
-                                                                 httpStatus: failover.failure.httpStatus,
-                                                                 error: failover.failure.message, servedBy: [mirror])
+                failovers[failover.origin] = SyncReport.Failover(
+                    origin: failover.origin.name, entries: 1, reason: failover.failure.reason,
+                    httpStatus: failover.failure.httpStatus,
+                    error: failover.failure.message, servedBy: [mirror])
             }
         case .originGivenUp(let problem):
             report.unreachableOrigins.append(problem)
@@ -212,15 +221,20 @@ struct SyncLedger {
 
     /// Counts an item's outcome. Its row is kept as facts when the plan item and they tell it
     /// entirely (made as the report is written), else whole.
-    private mutating func add(_ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
-                              source: SourceKind? = nil, servedBy: String? = nil) {
-        add(item, status, name: object.flatMap(ObjectName.init(hex:)), object: object, size: size, attempts: attempts,
+    private mutating func add(
+        _ item: Int, _ status: EntryStatus, object: String?, size: Int64?, attempts: Int?,
+        source: SourceKind? = nil, servedBy: String? = nil
+    ) {
+        add(
+            item, status, name: object.flatMap(ObjectName.init(hex:)), object: object, size: size, attempts: attempts,
             source: source, servedBy: servedBy)
     }
 
     /// `add` with the object's name read already (`object`, its hex, is made only for a whole row).
-    private mutating func add(_ item: Int, _ status: EntryStatus, name: ObjectName?, object: @autoclosure () -> String?,
-                              size: Int64?, attempts: Int?, source: SourceKind? = nil, servedBy: String? = nil) {
+    private mutating func add(
+        _ item: Int, _ status: EntryStatus, name: ObjectName?, object: @autoclosure () -> String?,
+        size: Int64?, attempts: Int?, source: SourceKind? = nil, servedBy: String? = nil
+    ) {
         if item < objects.count { objects[item] = name }
         guard item < outcomes.count || servedBy != nil || name == nil && object() != nil else {
             return rows.add(status, order: item, facts: RowFacts(object: name, size: size, attempts: attempts, source: source))
@@ -250,8 +264,10 @@ private struct RowMaker: Sendable {
     let manifestNames: [String]
     let store: ContentStore?
 
-    func entry(_ planned: PlannedEntry, status: EntryStatus, object: String?, size: Int64?,
-               attempts: Int?) -> SyncReport.Entry {
+    func entry(
+        _ planned: PlannedEntry, status: EntryStatus, object: String?, size: Int64?,
+        attempts: Int?
+    ) -> SyncReport.Entry {
         SyncReport.Entry(
             url: Redact.url(planned.entry.url),
             hash: planned.entry.hash?.description,

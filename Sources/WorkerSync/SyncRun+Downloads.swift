@@ -42,7 +42,9 @@ extension SyncRun {
             urls += entries.mirrors(at: position).filter { URLKinds.has(.signed, $0) }
             let manifest = entries.manifest(at: position)
             if mapsSigned[manifest] {
-                urls += plan.manifests.manifests[manifest].mirrors.mirrors(for: entries.url(at: position)).filter { URLKinds.has(.signed, $0) }
+                urls += plan.manifests.manifests[manifest].mirrors.mirrors(for: entries.url(at: position)).filter {
+                    URLKinds.has(.signed, $0)
+                }
             }
         }
         let logger = logger
@@ -75,8 +77,9 @@ extension SyncRun {
             let locator = locators.current
             request = { item, route in planned.request(for: item, locator: locator, route: route) }
         }
-        let queue = DownloadQueue(fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
-                                  streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker, request: request)
+        let queue = DownloadQueue(
+            fetcher: fetcher, groups: groups, jobs: options.fetch.jobs,
+            streams: options.fetch.maxStreams * fetcher.engines.count, breaker: breaker, request: request)
         var failure: CacheError?
         let timerEngine = fetcher.engines[0]
         let uploads = fetcher.uploads
@@ -110,14 +113,17 @@ extension SyncRun {
         let now = Monotonic.now()
         let onProgress = options.onProgress
         let deadline = options.deadline
-        let clock = RunClock(RunClockSchedule(start: now, progressEvery: onProgress == nil ? nil : 0.25,
-                                              deadline: deadline.map { now + $0 }),
-                             on: timerEngine,
-                             actions: RunClock.Actions(progress: { onProgress?(snapshot()) },
-                                                       deadline: { [logger] in
-            logger.info("deadline reached; cancelling downloads in flight")
-            stop.request("the run's deadline (--deadline \(Units.formatDuration(deadline ?? 0))) passed")
-        }))
+        let clock = RunClock(
+            RunClockSchedule(
+                start: now, progressEvery: onProgress == nil ? nil : 0.25,
+                deadline: deadline.map { now + $0 }),
+            on: timerEngine,
+            actions: RunClock.Actions(
+                progress: { onProgress?(snapshot()) },
+                deadline: { [logger] in
+                    logger.info("deadline reached; cancelling downloads in flight")
+                    stop.request("the run's deadline (--deadline \(Units.formatDuration(deadline ?? 0))) passed")
+                }))
         clock.start(now: now)
         let batchSize = Self.batchSize(downloads: groups.count, largest: options.batchSize)
         queue.start()
@@ -137,8 +143,10 @@ extension SyncRun {
                 record(groups[group.group], group.results, progress: snapshot)
             }
             live.value = progress
-            if failure == nil, !batch.isEmpty, batch.upserts.count >= batchSize || batch.bytes >= options.batchBytes
-                || Date().timeIntervalSince(lastCommit) >= interval {
+            if failure == nil, !batch.isEmpty,
+                batch.upserts.count >= batchSize || batch.bytes >= options.batchBytes
+                    || Date().timeIntervalSince(lastCommit) >= interval
+            {
                 do throws(CacheError) { try await commit(touches: [], at: Date().timeIntervalSince1970) } catch {
                     failure = error
                     stop.request("the run was cancelled")
@@ -159,7 +167,8 @@ extension SyncRun {
             clock.stop()
             await fetcher.shutdown()
         }
-        let unstarted = diskFull
+        let unstarted =
+            diskFull
             ? FetchFailure(.io, "no space left on the device: not tried (the disk filled during the run)", detail: .noSpace)
             : FetchFailure(.cancelled, "\(queue.stopReason) before this entry started")
         for number in queue.unstarted {
@@ -178,8 +187,10 @@ extension SyncRun {
     }
 
     /// Puts the origins given up in the report and the index; forgets those that answered.
-    private mutating func recordOrigins(_ summaries: [OriginBreaker.Summary],
-                                        remembered: [UnhealthyOrigin]) throws(CacheError) {
+    private mutating func recordOrigins(
+        _ summaries: [OriginBreaker.Summary],
+        remembered: [UnhealthyOrigin]
+    ) throws(CacheError) {
         let now = Date().timeIntervalSince1970
         // The index names origins as an earlier run spelled them.
         let known = Dictionary(remembered.map { (Origin.of($0.origin), $0) }, uniquingKeysWith: { first, _ in first })
@@ -187,9 +198,11 @@ extension SyncRun {
         for summary in summaries {
             guard let problem = summary.openedFor else { continue }
             down.append((known[summary.origin]?.origin ?? summary.origin.name, problem))
-            ledger.record(.originGivenUp(SyncReport.OriginProblem(
-                origin: summary.origin.name, problem: problem, since: Timestamp.iso(known[summary.origin]?.since ?? now),
-                failed: ledger.failures(of: summary.origin), notTried: summary.notTried)))
+            ledger.record(
+                .originGivenUp(
+                    SyncReport.OriginProblem(
+                        origin: summary.origin.name, problem: problem, since: Timestamp.iso(known[summary.origin]?.since ?? now),
+                        failed: ledger.failures(of: summary.origin), notTried: summary.notTried)))
             logger.info("origin unreachable", metadata: ["origin": "\(summary.origin)", "origin.problem": "\(problem)"])
         }
         // Only an origin remembered as down has a row to forget (the run holds the lock: no
@@ -197,7 +210,7 @@ extension SyncRun {
         let reached = summaries.filter { $0.answered && $0.openedFor == nil }.compactMap { known[$0.origin]?.origin }
         do throws(CacheError) {
             try index.recordOrigins(down: down, reached: reached, at: now)
-        } catch where error.isDiskFull {
+        } catch  where error.isDiskFull {
             logger.warning("the disk is full: the origins' health is not recorded for the next run")
         }
     }

@@ -15,9 +15,11 @@ extension SyncRun {
         guard options.prune, !orphans.isEmpty else { return }
         let share = Double(orphans.count) / Double(max(1, plan.indexedEntries))
         if share > options.pruneMax, !options.force {
-            ledger.record(.pruneRefused("refusing to prune \(orphans.count) of \(plan.indexedEntries) entries "
-                + "(\(Int((share * 100).rounded())) % > --prune-max \(Int((options.pruneMax * 100).rounded())) %); "
-                + "check the manifests, or pass --force"))
+            ledger.record(
+                .pruneRefused(
+                    "refusing to prune \(orphans.count) of \(plan.indexedEntries) entries "
+                        + "(\(Int((share * 100).rounded())) % > --prune-max \(Int((options.pruneMax * 100).rounded())) %); "
+                        + "check the manifests, or pass --force"))
             return
         }
         // Rows go before files: an index row never points at a missing object. A stop in between

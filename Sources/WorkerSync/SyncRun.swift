@@ -52,8 +52,10 @@ struct SyncRun {
     var diskFull = false
     var progress = SyncProgress(total: 0, done: 0, failed: 0, bytes: 0, started: Date())
 
-    init(plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext,
-         ledger: SyncLedger) {
+    init(
+        plan: SyncPlan, store: ContentStore, index: CacheIndex, options: SyncOptions, context: RunContext,
+        ledger: SyncLedger
+    ) {
         self.plan = plan
         self.store = store
         self.index = index
@@ -78,8 +80,9 @@ struct SyncRun {
                     touched.append(Int32(offset))
                 }
             case .reuse(let object, let size):
-                link(UncommittedRow(reusing: object, size: size, item: offset), body: nil,
-                     isPrivate: plan.carriesCredentials(offset, locator: options.fetch.locator))
+                link(
+                    UncommittedRow(reusing: object, size: size, item: offset), body: nil,
+                    isPrivate: plan.carriesCredentials(offset, locator: options.fetch.locator))
             case .repair:
                 let url = plan.manifests.entries.url(at: offset)
                 logger.warning("\(Redact.url(url)): the cached file's size is not the index's (changed on disk); fetching it again")
@@ -142,8 +145,10 @@ struct SyncRun {
     // MARK: - Results
 
     /// A group's results: the first delivered body is linked to the items not tried.
-    mutating func record(_ group: DownloadGroup, _ results: [ItemResult],
-                         progress live: (@Sendable () -> SyncProgress)? = nil) {
+    mutating func record(
+        _ group: DownloadGroup, _ results: [ItemResult],
+        progress live: (@Sendable () -> SyncProgress)? = nil
+    ) {
         defer {
             progress.done += group.items.count
             progress.failed = ledger.totals.failed
@@ -166,19 +171,26 @@ struct SyncRun {
                 ledger.record(.unchanged(item: item, attempts: result.attempts))
             case .success(.body(let body)):
                 delivered = (body, result.isPrivate)
-                logger.debug("entry fetched", metadata: ["entry.url": "\(Redact.url(plan.manifests.entries.url(at: item)))",
-                                                         "entry.source": "\(result.source?.rawValue ?? "-")",
-                                                         "entry.bytes": "\(body.size)"])
+                logger.debug(
+                    "entry fetched",
+                    metadata: [
+                        "entry.url": "\(Redact.url(plan.manifests.entries.url(at: item)))",
+                        "entry.source": "\(result.source?.rawValue ?? "-")",
+                        "entry.bytes": "\(body.size)",
+                    ])
                 batch.addBytes(body.size)
                 if let failover = result.failover, let servedBy = result.servedBy {
                     ledger.record(.failedOver(failover, servedBy: servedBy))
                 }
-                link(UncommittedRow(item: item, object: body.sha256, size: body.size, attempts: result.attempts,
-                                    source: result.source, servedBy: result.servedBy, origin: tried.origin),
-                     body: body, isPrivate: result.isPrivate)
+                link(
+                    UncommittedRow(
+                        item: item, object: body.sha256, size: body.size, attempts: result.attempts,
+                        source: result.source, servedBy: result.servedBy, origin: tried.origin),
+                    body: body, isPrivate: result.isPrivate)
             case .failure(let failure) where diskFull && failure.reason == .cancelled:
-                fail(item, FetchFailure(.io, "no space left on the device: cut short when the disk filled", detail: .noSpace),
-                     attempts: result.attempts, origin: tried.origin)
+                fail(
+                    item, FetchFailure(.io, "no space left on the device: cut short when the disk filled", detail: .noSpace),
+                    attempts: result.attempts, origin: tried.origin)
             case .failure(let failure):
                 fail(item, failure, attempts: result.attempts, origin: tried.origin)
             }
@@ -187,8 +199,9 @@ struct SyncRun {
         guard let delivered, group.items.count > 1 else { return }
         let tried = Set(results.map(\.item))
         for item in group.items where !tried.contains(item) {
-            link(UncommittedRow(reusing: delivered.body.sha256, size: delivered.body.size, item: item), body: nil,
-                 isPrivate: delivered.isPrivate)
+            link(
+                UncommittedRow(reusing: delivered.body.sha256, size: delivered.body.size, item: item), body: nil,
+                isPrivate: delivered.isPrivate)
         }
     }
 
@@ -199,25 +212,35 @@ struct SyncRun {
         let planned = plan.item(at: item)
         let now = Date().timeIntervalSince1970
         if let previous = planned.previous?.object, previous != object { replaced.insert(previous) }
-        batch.add(IndexRecord(url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
-                              size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
-                              isPrivate: isPrivate),
-                  item: item, installing: body?.temporaryPath)
+        batch.add(
+            IndexRecord(
+                url: planned.entry.url, hash: planned.entry.hash?.description, object: object,
+                size: size, fetchedAt: now, lastUsed: now, etag: body?.etag, lastModified: body?.lastModified,
+                isPrivate: isPrivate),
+            item: item, installing: body?.temporaryPath)
         uncommitted.append(row)
     }
 
     /// `origin`: the one the item's request was for (its group's, when it was never made).
     mutating func fail(_ item: Int, _ failure: FetchFailure, attempts: Int, origin: Origin?) {
         let planned = plan.item(at: item)
-        ledger.record(.failed(item: item, failure, attempts: attempts,
-                              stale: planned.previous.map { store.contains($0.object) } ?? false, origin: origin))
+        ledger.record(
+            .failed(
+                item: item, failure, attempts: attempts,
+                stale: planned.previous.map { store.contains($0.object) } ?? false, origin: origin))
         if failure.reason != .cancelled || attempts > 0 {
-            batch.add(failure: FailureRecord(url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
-                                             attempts: attempts, at: Date().timeIntervalSince1970,
-                                             getOnly: !options.recordsManifestRuns))
+            batch.add(
+                failure: FailureRecord(
+                    url: planned.entry.url, reason: failure.reason.rawValue, error: failure.message,
+                    attempts: attempts, at: Date().timeIntervalSince1970,
+                    getOnly: !options.recordsManifestRuns))
         }
-        logger.debug("entry failed", metadata: ["entry.url": "\(Redact.url(planned.entry.url))",
-                                                "entry.reason": "\(failure.reason.rawValue)"])
+        logger.debug(
+            "entry failed",
+            metadata: [
+                "entry.url": "\(Redact.url(planned.entry.url))",
+                "entry.reason": "\(failure.reason.rawValue)",
+            ])
     }
 
     // MARK: - Commit and finish
@@ -226,8 +249,10 @@ struct SyncRun {
     /// or more, no other row between them when read): ranges of keys of at most `slice` rows, one
     /// statement each; the other items as they are. All items as they are unless the rows are in
     /// key order.
-    static func touchRanges(_ items: [Int32], plan: SyncPlan, run: Int = touchRun,
-                            slice: Int = touchSlice) -> (ranges: [(first: String, last: String)], alone: [Int32]) {
+    static func touchRanges(
+        _ items: [Int32], plan: SyncPlan, run: Int = touchRun,
+        slice: Int = touchSlice
+    ) -> (ranges: [(first: String, last: String)], alone: [Int32]) {
         let rows = plan.records
         guard rows.inKeyOrder, items.count >= run else { return ([], items) }
         var itemOfRow = [Int32](repeating: -1, count: rows.count)
@@ -261,8 +286,10 @@ struct SyncRun {
     private mutating func tellLedgerCommitted() {
         let dropped = batch.notStored.isEmpty ? [] : Set(batch.notStored.compactMap(\.origin.item))
         for row in uncommitted {
-            ledger.record(row.event(stored: dropped.isEmpty || !dropped.contains(row.item),
-                                    stale: plan.previous(at: row.item).map { store.contains($0.object) } ?? false))
+            ledger.record(
+                row.event(
+                    stored: dropped.isEmpty || !dropped.contains(row.item),
+                    stale: plan.previous(at: row.item).map { store.contains($0.object) } ?? false))
         }
         uncommitted.removeAll(keepingCapacity: true)
     }
@@ -285,10 +312,13 @@ struct SyncRun {
         tellLedgerCommitted()
         if !batch.notStored.isEmpty {
             diskFull = true
-            logger.warning("the disk is full: \(batch.notStored.count) entries verified but not stored (no room for their rows); the next sync fetches them")
+            logger.warning(
+                "the disk is full: \(batch.notStored.count) entries verified but not stored (no room for their rows); the next sync fetches them"
+            )
         }
         for url in batch.vanished {
-            logger.warning("\(Redact.url(url)): its stored content was removed by another run before this one recorded it; the next sync fetches it")
+            logger.warning(
+                "\(Redact.url(url)): its stored content was removed by another run before this one recorded it; the next sync fetches it")
         }
     }
 }

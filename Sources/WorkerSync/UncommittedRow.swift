@@ -31,8 +31,9 @@ struct UncommittedRow {
     /// previous version is still stored.
     func event(stored: Bool, stale: @autoclosure () -> Bool) -> SyncLedger.Event {
         guard stored else {
-            return .failed(item: item, FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
-                           attempts: attempts ?? 1, stale: stale(), origin: origin)
+            return .failed(
+                item: item, FetchFailure(.io, "no space left on the device (the index had no room for its row)"),
+                attempts: attempts ?? 1, stale: stale(), origin: origin)
         }
         guard let attempts else { return .reused(item: item, object: object, size: size) }
         return .delivered(item: item, object: object, size: size, attempts: attempts, source: source, servedBy: servedBy)

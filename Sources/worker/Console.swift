@@ -123,8 +123,10 @@ func requireCache(_ directory: String) throws(CommandFailure) {
         var info = stat()
         if code != ENOENT && code != ENOTDIR, stat(directory, &info) == 0 {
             // There is a folder, but this user may not look into it: say so, not "no cache".
-            throw .noCache(directory: directory, reason: "\(String(cString: strerror(code))) "
-                            + "(\(CacheAccess.owner(info)); this is \(CacheAccess.currentUser()))")
+            throw .noCache(
+                directory: directory,
+                reason: "\(String(cString: strerror(code))) "
+                    + "(\(CacheAccess.owner(info)); this is \(CacheAccess.currentUser()))")
         }
         throw .noCache(directory: directory, reason: nil)
     }
@@ -147,14 +149,17 @@ func loadManifests(_ paths: [String], tree: Bool = false) throws(ManifestErrors)
 /// Manifests by path or URL for a command that reads them (`export`, `verify --repair`): remote
 /// ones fetched through the cache, signatures checked, serial and expiry checked; exit 2 (or 3
 /// when a remote one cannot be had) as a sync would.
-func openManifests(_ arguments: [String], cacheDirectory: String, trust: ManifestTrust, fetch: FetchSettings, tree: Bool = false,
-                   expandsHeaders: Bool = true) async throws(SyncFailure) -> (set: ManifestSet, opened: OpenedManifests) {
+func openManifests(
+    _ arguments: [String], cacheDirectory: String, trust: ManifestTrust, fetch: FetchSettings, tree: Bool = false,
+    expandsHeaders: Bool = true
+) async throws(SyncFailure) -> (set: ManifestSet, opened: OpenedManifests) {
     var options = SyncOptions(cacheDirectory: cacheDirectory)
     options.trust = trust
     options.mayCreateCache = false
     options.fetch = fetch
-    return try await SyncEngine(options: options, context: .command()).openAndLoad(arguments, collectsTree: tree,
-                                                                                 expandsHeaders: expandsHeaders)
+    return try await SyncEngine(options: options, context: .command()).openAndLoad(
+        arguments, collectsTree: tree,
+        expandsHeaders: expandsHeaders)
 }
 
 extension RunContext {

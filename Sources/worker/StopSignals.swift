@@ -90,7 +90,8 @@ enum StopSignals {
             guard count == 1 else { return }
             let signal = Int32(byte)
             let (request, notice) = state.withLock { ($0.request, $0.notice) }
-            notice?("\(name(signal)): stopping — downloads in flight are cancelled, finished ones kept and the "
+            notice?(
+                "\(name(signal)): stopping — downloads in flight are cancelled, finished ones kept and the "
                     + "report written; \(name(signal)) again to stop at once")
             request?.request("the run was stopped by \(name(signal))")
         }

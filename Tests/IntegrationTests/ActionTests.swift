@@ -15,7 +15,8 @@ import WorkerTestSupport
 
     /// The Python of the tests' virtual environment (PyYAML comes with moto).
     static var python: String {
-        let moto = ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
+        let moto =
+            ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root") + "/.cache/worker-test-venv/bin/moto_server"
         return URL(fileURLWithPath: moto).deletingLastPathComponent().appendingPathComponent("python3").path
     }
@@ -24,8 +25,9 @@ import WorkerTestSupport
     static func readmeWorkflow() throws -> String {
         let readme = try String(contentsOfFile: repository + "/README.md", encoding: .utf8)
         let blocks = readme.components(separatedBy: "```yaml\n").dropFirst().map { $0.components(separatedBy: "\n```")[0] }
-        return try #require(blocks.first { $0.contains("/worker@") && $0.contains("jobs:") },
-                            "README.md has no workflow block that uses OWNER/worker@REF")
+        return try #require(
+            blocks.first { $0.contains("/worker@") && $0.contains("jobs:") },
+            "README.md has no workflow block that uses OWNER/worker@REF")
     }
 
     /// One job's runner: a workspace (the checkout), RUNNER_TEMP, the summary file, and the cache
@@ -65,14 +67,18 @@ import WorkerTestSupport
         /// `env`: the step's `env:` (every step of the action inherits it); `traceEnv`: a variable
         /// whose readers each step reports; `seedBuild`: an earlier run saved the worker build;
         /// `action`: the action's folder (default the repository).
-        func run(_ runID: Int, workflow: String? = nil, inputs: [String: String] = [:], env: [String: String] = [:],
-                 traceEnv: String? = nil, seedBuild: Bool = true, action: String = ActionTests.repository) async throws -> Run {
+        func run(
+            _ runID: Int, workflow: String? = nil, inputs: [String: String] = [:], env: [String: String] = [:],
+            traceEnv: String? = nil, seedBuild: Bool = true, action: String = ActionTests.repository
+        ) async throws -> Run {
             let temp = directory.path + "/temp-\(runID)"
             try FileManager.default.createDirectory(atPath: temp, withIntermediateDirectories: true)
             try? FileManager.default.removeItem(atPath: workspace + "/.worker-cache")
-            var arguments = [ActionTests.repository + "/Tests/tools/run-action.py", action,
-                             "--workspace", workspace, "--runner-temp", temp, "--cache-store", store,
-                             "--summary", temp + "/summary.md", "--run-id", "\(runID)"]
+            var arguments = [
+                ActionTests.repository + "/Tests/tools/run-action.py", action,
+                "--workspace", workspace, "--runner-temp", temp, "--cache-store", store,
+                "--summary", temp + "/summary.md", "--run-id", "\(runID)",
+            ]
             if seedBuild { arguments += ["--seed", "build-cache=\(build)"] }
             if let traceEnv { arguments += ["--trace-env", traceEnv] }
             if let workflow { arguments += ["--workflow", directory.write("workflow-\(runID).yml", workflow)] }
@@ -80,8 +86,9 @@ import WorkerTestSupport
             for (name, value) in env.sorted(by: { $0.key < $1.key }) { arguments += ["--env", "\(name)=\(value)"] }
             let result = try await WorkerBinary.run(arguments, directory: workspace, executable: ActionTests.python, seconds: 300)
             let last = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
-            let json = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
-                                    "the runner printed no result: \(result.stdout)\n\(result.stderr)")
+            let json = try #require(
+                try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
+                "the runner printed no result: \(result.stdout)\n\(result.stderr)")
             let summary = (try? String(contentsOfFile: temp + "/summary.md", encoding: .utf8)) ?? ""
             return Run(json: json, log: result.stderr, summary: summary, temp: temp)
         }
@@ -92,7 +99,8 @@ import WorkerTestSupport
     }
 
     func manifest(_ origin: TestOrigin, _ files: [(String, [UInt8])]) -> String {
-        "version: 1\nname: assets\nentries:\n" + files.map { "  - url: \(origin.url("/f/" + $0.0))\n    hash: sha256:\(sha256($0.1))\n" }.joined()
+        "version: 1\nname: assets\nentries:\n"
+            + files.map { "  - url: \(origin.url("/f/" + $0.0))\n    hash: sha256:\(sha256($0.1))\n" }.joined()
     }
 
     /// The README's example, cold then warm: outputs, the job summary, the report, the cache saved
@@ -119,9 +127,13 @@ import WorkerTestSupport
         #expect(cold.summary.contains("worker sync: assets"), "\(cold.summary)")
         #expect(cold.summary.contains("| 3 | 0 | 3 | 0 | 0 | 0 | 0 |"), "\(cold.summary)")
         let reportPath = try #require(cold.outputs["report"])
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: reportPath))) as? [String: Any])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: reportPath))) as? [String: Any])
         #expect((report["totals"] as? [String: Any])?["added"] as? Int == 3)
-        let version = try await WorkerBinary.run(["--version"]).stdout.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let version =
+            try await WorkerBinary.run(["--version"]).stdout.split(separator: " ").last.map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines)
+            } ?? ""
         #expect(runner.savedCaches() == ["worker-\(version)-\(cold.outputs["fingerprint"] ?? "")-1-1.tar"])
         for (name, _) in files { #expect(origin.hits("/f/" + name) == 1) }
 
@@ -214,7 +226,9 @@ import WorkerTestSupport
         try FileManager.default.createDirectory(atPath: stage + "/usr/bin", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: stage + "/DEBIAN", withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: WorkerBinary.path, toPath: stage + "/usr/bin/worker")
-        _ = directory.write("stage/DEBIAN/control", """
+        _ = directory.write(
+            "stage/DEBIAN/control",
+            """
             Package: worker
             Version: 9.9.9
             Architecture: \(arch)
@@ -224,8 +238,9 @@ import WorkerTestSupport
              for ActionTests
 
             """)
-        let built = try await WorkerBinary.run(["-Znone", "--build", "--root-owner-group", stage, directory.path + "/" + name],
-                                               executable: "/usr/bin/dpkg-deb")
+        let built = try await WorkerBinary.run(
+            ["-Znone", "--build", "--root-owner-group", stage, directory.path + "/" + name],
+            executable: "/usr/bin/dpkg-deb")
         #expect(built.code == 0, "\(built.stderr)")
         let deb = Array(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/" + name)))
         origin.set("/releases/" + name, deb)
@@ -269,7 +284,9 @@ import WorkerTestSupport
         _ = directory.write("workspace/manifests/a.yaml", manifest(origin, [("a.txt", body)]))
         // A `swift` that builds nothing: its bin path holds the test's binary.
         let fake = directory.path + "/fake-swift"
-        _ = directory.write("fake-swift/swift", """
+        _ = directory.write(
+            "fake-swift/swift",
+            """
             #!/bin/sh
             case " $* " in *" --show-bin-path "*) echo "\(runner.build)" ;; *" --version "*) echo "Swift version 6.3.1" ;; esac
 
@@ -278,14 +295,16 @@ import WorkerTestSupport
         let path = fake + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let planted = "WORKER_TEST_PLANTED_SECRET"
         for (number, restored) in [(1, true), (2, false)] {
-            let run = try await runner.run(number, env: [planted: "s3cr3t-\(number)", "PATH": path], traceEnv: planted,
-                                           seedBuild: restored)
+            let run = try await runner.run(
+                number, env: [planted: "s3cr3t-\(number)", "PATH": path], traceEnv: planted,
+                seedBuild: restored)
             #expect(!run.failed, "\(run.log)")
             for step in ["Prepare the worker build", "Install worker", "Cache key"] {
                 let readers = try #require(run.readers(step), "no trace of \(step): \(run.stepNames)")
                 #expect(!readers.isEmpty, "the trace of \(step) saw not even its launcher")
-                #expect(readers.allSatisfy { $0 == "env -i" || $0.hasPrefix("bash ") && $0.hasSuffix("/scripts/action/clean-env.sh") },
-                        "\(step) let these read the step's env: \(readers)")
+                #expect(
+                    readers.allSatisfy { $0 == "env -i" || $0.hasPrefix("bash ") && $0.hasSuffix("/scripts/action/clean-env.sh") },
+                    "\(step) let these read the step's env: \(readers)")
             }
             let sync = try #require(run.readers("Sync"))
             #expect(sync.contains("worker sync"), "\(sync)")
@@ -357,9 +376,11 @@ import WorkerTestSupport
         let other = Array("only the other manifests name this\n".utf8)
         origin.set("/f/u.txt", planted)
         origin.set("/f/o.txt", other)
-        _ = directory.write("workspace/m1.yaml", "version: 1\nname: m1\nentries:\n"
-            + "  - url: \(origin.url("/f/u.txt"))\n    path: u.txt\n"
-            + "  - url: \(origin.url("/f/o.txt"))\n    hash: sha256:\(sha256(other))\n    path: o.txt\n")
+        _ = directory.write(
+            "workspace/m1.yaml",
+            "version: 1\nname: m1\nentries:\n"
+                + "  - url: \(origin.url("/f/u.txt"))\n    path: u.txt\n"
+                + "  - url: \(origin.url("/f/o.txt"))\n    hash: sha256:\(sha256(other))\n    path: o.txt\n")
         let first = try await runner.run(1, inputs: ["manifests": "m1.yaml", "tree": "site"])
         #expect(!first.failed, "\(first.log)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: runner.workspace + "/site/u.txt")) == Data(planted))
@@ -368,14 +389,17 @@ import WorkerTestSupport
         let pinned = Array("pinned\n".utf8)
         origin.set("/f/u.txt", real)
         origin.set("/f/p.txt", pinned)
-        _ = directory.write("workspace/m2.yaml", "version: 1\nname: m2\nentries:\n"
-            + "  - url: \(origin.url("/f/u.txt"))\n    path: u.txt\n"
-            + "  - url: \(origin.url("/f/p.txt"))\n    hash: sha256:\(sha256(pinned))\n    path: p.txt\n")
+        _ = directory.write(
+            "workspace/m2.yaml",
+            "version: 1\nname: m2\nentries:\n"
+                + "  - url: \(origin.url("/f/u.txt"))\n    path: u.txt\n"
+                + "  - url: \(origin.url("/f/p.txt"))\n    hash: sha256:\(sha256(pinned))\n    path: p.txt\n")
         let second = try await runner.run(2, inputs: ["manifests": "m2.yaml", "tree": "site"])
         #expect(!second.failed, "\(second.log)")
         #expect(second.log.contains("the cache was restored from worker-"), "\(second.log)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: runner.workspace + "/site/u.txt")) == Data(real),
-                "the tree served the bytes another key's cache held")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: runner.workspace + "/site/u.txt")) == Data(real),
+            "the tree served the bytes another key's cache held")
         #expect(origin.hits("/f/u.txt") == 2)
         let dropped = try await WorkerBinary.run(["path", origin.url("/f/o.txt"), "--cache-dir", runner.workspace + "/.worker-cache"])
         #expect(dropped.code == 1, "a row these manifests do not name still serves: \(dropped.stdout)")

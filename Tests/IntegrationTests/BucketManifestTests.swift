@@ -59,25 +59,36 @@ import WorkerTestSupport
         // The bucket to a manifest: six pinned by the bucket's SHA-256 (a HEAD each), seven hashed
         // from one download each, one listing.
         let before = moto.requests.count
-        let made = try await WorkerBinary.run(["manifest", "s3://assets/avatars/", "-o", manifest, "--cache-dir", makeCache,
-                                               "--progress", "never"], environment: environment)
+        let made = try await WorkerBinary.run(
+            [
+                "manifest", "s3://assets/avatars/", "-o", manifest, "--cache-dir", makeCache,
+                "--progress", "never",
+            ], environment: environment)
         #expect(made.code == 0, "\(made.stderr)")
-        #expect(made.stderr.contains("13 objects under s3://assets/avatars/: 0 unchanged since the last run, 6 pinned by the bucket's SHA-256, 7 downloaded and hashed"),
-                "\(made.stderr)")
+        #expect(
+            made.stderr.contains(
+                "13 objects under s3://assets/avatars/: 0 unchanged since the last run, 6 pinned by the bucket's SHA-256, 7 downloaded and hashed"
+            ),
+            "\(made.stderr)")
         #expect(read(manifest)?.contains("base_url: \"s3://assets/avatars/\"") == true)
         let first = pins(manifest)
-        #expect(first.count == 13 && first["people/two words+plus.png"] == sha256(objects["avatars/people/two words+plus.png"]!),
-                "keys relative to the prefix, as written: \(first.keys.sorted())")
+        #expect(
+            first.count == 13 && first["people/two words+plus.png"] == sha256(objects["avatars/people/two words+plus.png"]!),
+            "keys relative to the prefix, as written: \(first.keys.sorted())")
         #expect(first["3.png"] == sha256(Self.avatar(3)) && first["9.png"] == sha256(Self.avatar(9)))
         let asked = moto.requests.dropFirst(before)
-        #expect(asked.filter { $0.hasPrefix("HEAD ") }.count == 6 && asked.filter { $0.hasPrefix("GET /assets/avatars/") }.count == 7,
-                "\(Array(asked))")
+        #expect(
+            asked.filter { $0.hasPrefix("HEAD ") }.count == 6 && asked.filter { $0.hasPrefix("GET /assets/avatars/") }.count == 7,
+            "\(Array(asked))")
 
         // Served from a tree; a CDN copy is each entry's mirror.
         let site = directory.path + "/www/avatars"
         let cache = directory.path + "/cache"
-        let served = try await WorkerBinary.run(["sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
-                                                 "--cache-dir", cache, "--tree", site, "--tree-complete", "-q"], environment: environment)
+        let served = try await WorkerBinary.run(
+            [
+                "sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
+                "--cache-dir", cache, "--tree", site, "--tree-complete", "-q",
+            ], environment: environment)
         #expect(served.code == 0, "\(served.stderr)")
         #expect(read(site + "/people/two words+plus.png") == "spaces and a plus\n")
         #expect(cdn.totalRequests == 0, "the bucket served everything")
@@ -94,11 +105,17 @@ import WorkerTestSupport
         copyToCDN("avatars/8.png", Array("a longer eighth avatar, version 2\n".utf8))
         copyToCDN("avatars/new.png", Array("a new avatar\n".utf8))
         let again = moto.requests.count
-        let updated = try await WorkerBinary.run(["manifest", "s3://assets/avatars/", "-o", manifest, "--cache-dir", makeCache,
-                                                  "--progress", "never"], environment: environment)
+        let updated = try await WorkerBinary.run(
+            [
+                "manifest", "s3://assets/avatars/", "-o", manifest, "--cache-dir", makeCache,
+                "--progress", "never",
+            ], environment: environment)
         #expect(updated.code == 0, "\(updated.stderr)")
-        #expect(updated.stderr.contains("13 objects under s3://assets/avatars/: 9 unchanged since the last run, 2 pinned by the bucket's SHA-256, 2 downloaded and hashed"),
-                "\(updated.stderr)")
+        #expect(
+            updated.stderr.contains(
+                "13 objects under s3://assets/avatars/: 9 unchanged since the last run, 2 pinned by the bucket's SHA-256, 2 downloaded and hashed"
+            ),
+            "\(updated.stderr)")
         let secondAsked = Array(moto.requests.dropFirst(again))
         #expect(secondAsked.count == 5, "one listing and the four changed or new objects: \(secondAsked)")
         let second = pins(manifest)
@@ -108,9 +125,12 @@ import WorkerTestSupport
 
         // The tree follows: exactly the changed files fetched, the same-size change caught.
         let report = directory.path + "/r.json"
-        let resynced = try await WorkerBinary.run(["sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
-                                                   "--cache-dir", cache, "--tree", site, "--report", report, "--prune", "-q"],
-                                                  environment: environment)
+        let resynced = try await WorkerBinary.run(
+            [
+                "sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
+                "--cache-dir", cache, "--tree", site, "--report", report, "--prune", "-q",
+            ],
+            environment: environment)
         #expect(resynced.code == 0, "\(resynced.stderr)")
         let totals = try #require(try json(report)["totals"] as? [String: Int])
         #expect(totals["updated"] == 3 && totals["added"] == 1 && totals["unchanged"] == 9, "\(totals)")
@@ -118,21 +138,29 @@ import WorkerTestSupport
         #expect(read(site + "/11.png") == nil)
 
         // A wrong secret: every entry refused, the CDN serves, and the run says so.
-        let wrong = moto.environment(MotoS3.Keys(id: moto.user.id, secret: "wrong" + String(moto.user.secret.dropFirst(5))),
-                                     home: directory.path)
+        let wrong = moto.environment(
+            MotoS3.Keys(id: moto.user.id, secret: "wrong" + String(moto.user.secret.dropFirst(5))),
+            home: directory.path)
         let failoverReport = directory.path + "/failover.json"
-        let refused = try await WorkerBinary.run(["sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
-                                                  "--cache-dir", directory.path + "/wrong-key", "--report", failoverReport,
-                                                  "--retries", "0", "-q"], environment: wrong)
+        let refused = try await WorkerBinary.run(
+            [
+                "sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
+                "--cache-dir", directory.path + "/wrong-key", "--report", failoverReport,
+                "--retries", "0", "-q",
+            ], environment: wrong)
         #expect(refused.code == 0, "\(refused.stderr)")
-        #expect(refused.stderr.contains("warning: failover: 13 entries from \(cdn.url("")): s3://assets answered HTTP 403")
+        #expect(
+            refused.stderr.contains("warning: failover: 13 entries from \(cdn.url("")): s3://assets answered HTTP 403")
                 && refused.stderr.contains("signed with access key \(moto.user.id)"), "\(refused.stderr)")
         #expect(!refused.stderr.contains(moto.user.secret.dropFirst(5)))
         let failover = try #require(try json(failoverReport)["failover"] as? [[String: Any]])
         #expect(failover.count == 1 && failover[0]["entries"] as? Int == 13 && failover[0]["http_status"] as? Int == 403, "\(failover)")
-        let strict = try await WorkerBinary.run(["sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
-                                                 "--cache-dir", directory.path + "/strict", "--retries", "0", "-q", "--fail-on-failover"],
-                                                environment: wrong)
+        let strict = try await WorkerBinary.run(
+            [
+                "sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
+                "--cache-dir", directory.path + "/strict", "--retries", "0", "-q", "--fail-on-failover",
+            ],
+            environment: wrong)
         #expect(strict.code == 1, "--fail-on-failover: \(strict.code) \(strict.stderr)")
 
         // The bucket down: the same, with the reason.
@@ -140,8 +168,11 @@ import WorkerTestSupport
         defer { refusing.release() }
         var dead = environment
         dead["AWS_ENDPOINT_URL"] = refusing.origin
-        let down = try await WorkerBinary.run(["sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
-                                               "--cache-dir", directory.path + "/dead", "--retries", "0", "-q"], environment: dead)
+        let down = try await WorkerBinary.run(
+            [
+                "sync", withMirror(manifest, cdn: cdn.url("/cdn/avatars/"), in: directory),
+                "--cache-dir", directory.path + "/dead", "--retries", "0", "-q",
+            ], environment: dead)
         #expect(down.code == 0, "\(down.stderr)")
         #expect(down.stderr.contains("entries from \(cdn.url("")): s3://assets failed: connection refused"), "\(down.stderr)")
     }
@@ -155,7 +186,9 @@ import WorkerTestSupport
         defer { Task { await bucket.stop() } }
         func publish(_ bytes: String) {
             bucket.set("/assets/avatars/a.png", bytes)
-            bucket.set("/assets/", """
+            bucket.set(
+                "/assets/",
+                """
                 <?xml version="1.0" encoding="UTF-8"?>
                 <ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>assets</Name>\
                 <Prefix>avatars/</Prefix><KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>\
@@ -165,10 +198,13 @@ import WorkerTestSupport
                 """)
         }
         let directory = TemporaryDirectory()
-        let environment = MotoS3.environment(endpoint: bucket.url(""), MotoS3.Keys(id: "AKIDEXAMPLE", secret: "secret"),
-                                             home: directory.path)
+        let environment = MotoS3.environment(
+            endpoint: bucket.url(""), MotoS3.Keys(id: "AKIDEXAMPLE", secret: "secret"),
+            home: directory.path)
         let manifest = directory.path + "/avatars.yaml"
-        let arguments = ["manifest", "s3://assets/avatars/", "-o", manifest, "--cache-dir", directory.path + "/cache", "--progress", "never"]
+        let arguments = [
+            "manifest", "s3://assets/avatars/", "-o", manifest, "--cache-dir", directory.path + "/cache", "--progress", "never",
+        ]
         publish("version 1\n")
         let first = try await WorkerBinary.run(arguments, environment: environment)
         #expect(first.code == 0, "\(first.stderr)")
@@ -192,11 +228,17 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let refusing = RefusingPort()
         defer { refusing.release() }
-        let earlier = directory.write("m.yaml", "# Written by worker manifest 0.5.0; hashes are SHA-256 of the content.\nversion: 1\nentries: []\n")
-        let result = try await WorkerBinary.run(["manifest", "s3://assets/avatars", "-o", earlier, "--cache-dir", directory.path + "/c",
-                                                 "--retries", "0"],
-                                                environment: ["AWS_ENDPOINT_URL": refusing.origin, "AWS_ACCESS_KEY_ID": "", "AWS_PROFILE": "",
-                                                              "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": ""])
+        let earlier = directory.write(
+            "m.yaml", "# Written by worker manifest 0.5.0; hashes are SHA-256 of the content.\nversion: 1\nentries: []\n")
+        let result = try await WorkerBinary.run(
+            [
+                "manifest", "s3://assets/avatars", "-o", earlier, "--cache-dir", directory.path + "/c",
+                "--retries", "0",
+            ],
+            environment: [
+                "AWS_ENDPOINT_URL": refusing.origin, "AWS_ACCESS_KEY_ID": "", "AWS_PROFILE": "",
+                "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "",
+            ])
         #expect(result.code == 1 && result.stderr.contains("cannot list s3://assets/avatars/: connection refused"), "\(result.stderr)")
         #expect((try? String(contentsOfFile: earlier, encoding: .utf8))?.contains("entries: []") == true)
     }
@@ -207,7 +249,8 @@ import WorkerTestSupport
         directory.write("public/a b+c.txt", "x\n")
         let result = try await WorkerBinary.run(["manifest", directory.path + "/public", "--base-url", "s3://assets/up/"])
         #expect(result.code == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("base_url: \"s3://assets/up/\"") && result.stdout.contains("- url: \"a b+c.txt\""), "\(result.stdout)")
+        #expect(
+            result.stdout.contains("base_url: \"s3://assets/up/\"") && result.stdout.contains("- url: \"a b+c.txt\""), "\(result.stdout)")
     }
 }
 

@@ -43,7 +43,9 @@ import WorkerTestSupport
         var urls: [(url: String, hash: String)] = []
         for number in 0..<4 {
             let keys = (number * 50..<number * 50 + 100).map { "c\($0 % 200)" }
-            let entries = keys.map { key in (key.hasSuffix("7") ? "/slow/200/gen/" + key : "/gen/" + key, Optional(TestOrigin.generated(key))) }
+            let entries = keys.map { key in
+                (key.hasSuffix("7") ? "/slow/200/gen/" + key : "/gen/" + key, Optional(TestOrigin.generated(key)))
+            }
             manifests.append(harness.manifest(entries, name: "m\(number).yaml"))
         }
         for key in (0..<200).map({ "c\($0)" }) { urls.append((harness.origin.url("/gen/" + key), sha256(TestOrigin.generated(key)))) }

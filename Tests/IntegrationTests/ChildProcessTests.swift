@@ -21,10 +21,11 @@ import WorkerTestSupport
         signal(SIGPIPE, SIG_IGN)
         let result = try await WorkerBinary.run(["-c", "exec grep -E '^Sig(Ign|Blk)' /proc/self/status"], executable: "/bin/sh")
         #expect(result.code == 0, "\(result.stderr)")
-        let masks = Dictionary(uniqueKeysWithValues: result.stdout.split(separator: "\n").map { line in
-            let parts = line.split(separator: "\t")
-            return (String(parts[0]), UInt64(parts[1], radix: 16) ?? .max)
-        })
+        let masks = Dictionary(
+            uniqueKeysWithValues: result.stdout.split(separator: "\n").map { line in
+                let parts = line.split(separator: "\t")
+                return (String(parts[0]), UInt64(parts[1], radix: 16) ?? .max)
+            })
         // Standard signals only (1-31): glibc's posix_spawn leaves its own two (32, 33) ignored.
         #expect(masks["SigBlk:"].map { $0 & 0x7fff_ffff } == 0)
         #expect(masks["SigIgn:"].map { $0 & 0x7fff_ffff } == 0, "\(result.stdout)")

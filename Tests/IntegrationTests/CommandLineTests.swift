@@ -21,8 +21,9 @@ import WorkerTestSupport
     /// (nor the libraries it pulls in), so it starts as fast as before the move to libcurl.
     @Test func aRunThatDownloadsNothingNeverLoadsLibcurl() async throws {
         let directory = TemporaryDirectory()
-        let plan = try await WorkerBinary.run(["plan", Self.demoManifest, "--cache-dir", directory.path + "/cache"],
-                                        environment: ["LD_DEBUG": "libs"])
+        let plan = try await WorkerBinary.run(
+            ["plan", Self.demoManifest, "--cache-dir", directory.path + "/cache"],
+            environment: ["LD_DEBUG": "libs"])
         #expect(plan.code == 0)
         #expect(plan.stderr.contains("libsqlite3"), "the loader's trace is there to read")
         #expect(!plan.stderr.contains("libcurl"), "libcurl was loaded by a plan")
@@ -59,7 +60,9 @@ import WorkerTestSupport
     @Test func aUsageErrorWhileLibcurlLoadsExitsCleanly() async throws {
         let directory = TemporaryDirectory()
         for run in 0..<3 {
-            let result = try await WorkerBinary.run(["sync", Self.demoManifest, "--cache-dir", directory.path + "/cache\(run)", "--jobs", "0"])
+            let result = try await WorkerBinary.run([
+                "sync", Self.demoManifest, "--cache-dir", directory.path + "/cache\(run)", "--jobs", "0",
+            ])
             #expect(result.code == 2, "run \(run): \(result.stderr)")
             #expect(result.stderr.contains("--jobs must be between 1 and 1024"))
         }
@@ -92,9 +95,12 @@ import WorkerTestSupport
         let second = try await WorkerBinary.run(["sync", "--cache-dir", cache, Self.demoManifest, "--report", directory.path + "/r2.json"])
         #expect(second.code == 0)
         #expect(second.stdout.contains("added 0, updated 0, reused 0, unchanged 6, failed 0"))
-        #expect((try json(directory.path + "/r2.json")["entries"] as? [[String: Any]])?.isEmpty == true,
-                "unchanged entries are left out of the report")
-        let run96 = try await WorkerBinary.run(["sync", "--cache-dir", cache, Self.demoManifest, "--report", directory.path + "/r3.json", "--report-all"])
+        #expect(
+            (try json(directory.path + "/r2.json")["entries"] as? [[String: Any]])?.isEmpty == true,
+            "unchanged entries are left out of the report")
+        let run96 = try await WorkerBinary.run([
+            "sync", "--cache-dir", cache, Self.demoManifest, "--report", directory.path + "/r3.json", "--report-all",
+        ])
         #expect(run96.code == 0, "the demo syncs: \(run96.code) \(run96.stderr)")
         let all = try #require(try json(directory.path + "/r3.json")["entries"] as? [[String: Any]])
         #expect(all.count == 6 && all.allSatisfy { $0["status"] as? String == "unchanged" && $0["path"] != nil })
@@ -102,8 +108,9 @@ import WorkerTestSupport
 
     @Test func cacheDirectoryComesFromTheEnvironment() async throws {
         let directory = TemporaryDirectory()
-        let result = try await WorkerBinary.run(["sync", Self.demoManifest, "--quiet"],
-                                          environment: ["WORKER_CACHE_DIR": directory.path + "/envcache"])
+        let result = try await WorkerBinary.run(
+            ["sync", Self.demoManifest, "--quiet"],
+            environment: ["WORKER_CACHE_DIR": directory.path + "/envcache"])
         #expect(result.code == 0)
         #expect(result.stdout.isEmpty, "--quiet prints nothing on stdout")
         #expect(FileManager.default.fileExists(atPath: directory.path + "/envcache/index.sqlite"))
@@ -114,7 +121,8 @@ import WorkerTestSupport
 
     @Test func badManifestExits2WithItsPositionAndTouchesNothing() async throws {
         let directory = TemporaryDirectory()
-        let manifest = directory.write("bad.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n    hash: sha256:nothex\n  - url: gopher://x/\n")
+        let manifest = directory.write(
+            "bad.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n    hash: sha256:nothex\n  - url: gopher://x/\n")
         let cache = directory.path + "/cache"
         let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
         #expect(result.code == 2)
@@ -139,8 +147,9 @@ import WorkerTestSupport
     @Test func helpAndUsageErrorsOfASubcommandNameTheProgram() async throws {
         for words in [["sync", "--help"], ["sync", "m.yaml", "-h"], ["status", "--help"]] {
             let help = try await WorkerBinary.run(words)
-            #expect(help.code == 0 && help.stdout.contains("USAGE: worker \(words[0]) ") && help.stdout.contains("--version"),
-                    "\(words): \(help.stdout)")
+            #expect(
+                help.code == 0 && help.stdout.contains("USAGE: worker \(words[0]) ") && help.stdout.contains("--version"),
+                "\(words): \(help.stdout)")
         }
         let missing = try await WorkerBinary.run(["sync", "--report-all"])
         #expect(missing.code == 2 && missing.stderr.contains("Usage: worker sync "), "\(missing.stderr)")
@@ -173,7 +182,8 @@ import WorkerTestSupport
 
         // Settings found unusable as the run starts (after parsing) read as a parse error does.
         let jobs = try await WorkerBinary.run(["sync", "m.yaml", "--jobs", "0"])
-        #expect(jobs.stderr == "Error: --jobs must be between 1 and 1024\nUsage: worker sync [<options>] <manifests> ...\n"
+        #expect(
+            jobs.stderr == "Error: --jobs must be between 1 and 1024\nUsage: worker sync [<options>] <manifests> ...\n"
                 + "  See 'worker sync --help' for more information.\n")
         let shard = try await WorkerBinary.run(["sync", "m.yaml"], environment: ["JOB_COMPLETION_INDEX": "1"])
         #expect(shard.code == 2 && shard.stderr.hasPrefix("Error: JOB_COMPLETION_INDEX is set"))
@@ -249,7 +259,9 @@ import WorkerTestSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let bytes = harness.serve("secret")
-        let manifest = harness.directory.write("s.yaml", """
+        let manifest = harness.directory.write(
+            "s.yaml",
+            """
             version: 1
             headers:
               Authorization: "Bearer ${WORKER_SECRET_TOKEN}"

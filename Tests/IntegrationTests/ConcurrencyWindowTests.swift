@@ -11,8 +11,9 @@ import WorkerTestSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let entries = (0..<count).map { number in (path: "/\(route)/f/\(number)", bytes: Optional(harness.serve("\(number)"))) }
-        let result = try await WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q"]
-                                          + (jobs.map { ["--jobs", "\($0)"] } ?? []))
+        let result = try await WorkerBinary.run(
+            ["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q"]
+                + (jobs.map { ["--jobs", "\($0)"] } ?? []))
         #expect(result.code == 0, "\(result.stderr)")
         return harness.origin.inFlightAtArrival
     }
@@ -38,7 +39,9 @@ import WorkerTestSupport
         let entries = (0..<min(400, 60 * jobs)).map { number in
             (path: "/slow/\(delay)/f/\(number)", bytes: Optional(harness.serve("\(number)")))
         }
-        let result = try await WorkerBinary.run(["sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q", "--jobs", "\(jobs)"])
+        let result = try await WorkerBinary.run([
+            "sync", harness.manifest(entries), "--cache-dir", harness.cache, "-q", "--jobs", "\(jobs)",
+        ])
         #expect(result.code == 0, "\(result.stderr)")
         let connections = harness.origin.connections
         #expect(connections.mostAtOnce <= jobs, "\(connections)")

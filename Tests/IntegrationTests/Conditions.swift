@@ -10,7 +10,8 @@ import WorkerTestSupport
 enum Conditions {
     static let isRoot = geteuid() == 0
     /// Root, and `setpriv` to run the binary as `nobody` and other users.
-    static let canRunAsOtherUsers = isRoot && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+    static let canRunAsOtherUsers =
+        isRoot && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")
     /// Root, and a mount namespace of the test's own (`unshare -m`) where a tmpfs or a read-only
     /// bind mount can be made.
@@ -22,15 +23,18 @@ enum Conditions {
         return probe.terminationStatus == 0
     }()
     /// Root, /dev/fuse and fusermount3 (Debian's fuse3): lossyfs can be mounted.
-    static let canUseFUSE = isRoot && access("/dev/fuse", R_OK | W_OK) == 0
+    static let canUseFUSE =
+        isRoot && access("/dev/fuse", R_OK | W_OK) == 0
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/fusermount3")
     /// Root and openssh-server's sshd: an SFTP server of the test's own.
     static let canRunSSHD = isRoot && SSHServer.isInstalled
 }
 
 @Suite(.hangLimit) struct ConditionsTests {
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["WORKER_TESTS_REQUIRE_ALL"] == "1",
-                   "only where every test must run (CI sets WORKER_TESTS_REQUIRE_ALL=1)"))
+    @Test(
+        .enabled(
+            if: ProcessInfo.processInfo.environment["WORKER_TESTS_REQUIRE_ALL"] == "1",
+            "only where every test must run (CI sets WORKER_TESTS_REQUIRE_ALL=1)"))
     func everyConditionalTestRunsHere() {
         #expect(Conditions.isRoot, "tests that need root were skipped")
         #expect(Conditions.canRunAsOtherUsers, "tests that run the binary as other users were skipped (setpriv, prlimit)")

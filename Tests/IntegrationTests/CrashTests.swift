@@ -32,11 +32,13 @@ import WorkerTestSupport
             var processes: [ChildProcess] = []
             for writer in 0..<writers {
                 let keys = (0..<150).map { "r\(round)-w\(writer)-\($0)" }
-                lastManifest = harness.manifest(keys.map { ("/slow/3/gen/\($0)", TestOrigin.generated($0)) },
-                                                name: "r\(round)-w\(writer).yaml")
-                processes.append(try WorkerBinary.spawn(
-                    ["sync", lastManifest, "--cache-dir", harness.cache, "--jobs", "4", "--prune", "--force", "-q"],
-                    log: harness.directory.path + "/round-\(writer).log"))
+                lastManifest = harness.manifest(
+                    keys.map { ("/slow/3/gen/\($0)", TestOrigin.generated($0)) },
+                    name: "r\(round)-w\(writer).yaml")
+                processes.append(
+                    try WorkerBinary.spawn(
+                        ["sync", lastManifest, "--cache-dir", harness.cache, "--jobs", "4", "--prune", "--force", "-q"],
+                        log: harness.directory.path + "/round-\(writer).log"))
             }
             for process in processes.shuffled(using: &generator) {
                 try await Task.sleep(nanoseconds: UInt64.random(in: 0...250_000_000 / UInt64(writers), using: &generator))
@@ -65,10 +67,11 @@ import WorkerTestSupport
         // Objects a kill left installed but unindexed are swept by the next sync.
         #expect((report["unreferenced_objects"] as? [String])?.isEmpty == true, "\(report["unreferenced_objects"] ?? [])")
         #expect(harness.objects().count == Set(try harness.records().map(\.object)).count)
-        print("crash test, \(writers) writer\(writers == 1 ? "" : "s"): \(tally.kills) kills (\(tally.killedMidRun) mid-run), corrupt objects \(tally.corruptObjects), "
-              + "dangling rows \(tally.danglingRows), temp files left by kills \(tally.temporaryFilesFound) "
-              + "(all removed by the final run), unindexed objects after the last kill \(tally.unreferencedObjects) "
-              + "(swept by the final sync)")
+        print(
+            "crash test, \(writers) writer\(writers == 1 ? "" : "s"): \(tally.kills) kills (\(tally.killedMidRun) mid-run), corrupt objects \(tally.corruptObjects), "
+                + "dangling rows \(tally.danglingRows), temp files left by kills \(tally.temporaryFilesFound) "
+                + "(all removed by the final run), unindexed objects after the last kill \(tally.unreferencedObjects) "
+                + "(swept by the final sync)")
         #expect(tally.corruptObjects == 0, "seed \(seed) (WORKER_CRASH_SEED)")
         #expect(tally.danglingRows == 0, "seed \(seed) (WORKER_CRASH_SEED)")
         // A test of kills that all land before or after the work proves nothing.
@@ -88,8 +91,10 @@ import WorkerTestSupport
         // Each round puts every file under a folder of its own, four trees in turn: a version to
         // build again that a killed run may have been deleting (two switches ago).
         func manifest(_ round: Int) -> String {
-            directory.write("site/r\(round).yaml", "version: 1\nentries:\n"
-                + (0..<count).map { "  - url: f\($0).txt\n    path: r\(round)/f\($0).txt\n" }.joined())
+            directory.write(
+                "site/r\(round).yaml",
+                "version: 1\nentries:\n"
+                    + (0..<count).map { "  - url: f\($0).txt\n    path: r\(round)/f\($0).txt\n" }.joined())
         }
         func check(_ round: Int) -> String? {
             guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: tree) else {
@@ -97,8 +102,8 @@ import WorkerTestSupport
             }
             let folders = (try? FileManager.default.contentsOfDirectory(atPath: tree)) ?? []
             guard folders.count == 1, let folder = folders.first,
-                  let files = try? FileManager.default.contentsOfDirectory(atPath: tree + "/" + folder), files.count == count,
-                  (0..<count).allSatisfy({ (try? String(contentsOfFile: "\(tree)/\(folder)/f\($0).txt", encoding: .utf8)) == "file \($0)\n" })
+                let files = try? FileManager.default.contentsOfDirectory(atPath: tree + "/" + folder), files.count == count,
+                (0..<count).allSatisfy({ (try? String(contentsOfFile: "\(tree)/\(folder)/f\($0).txt", encoding: .utf8)) == "file \($0)\n" })
             else { return "\(link) is not a complete version: \(folders)" }
             return nil
         }
@@ -122,8 +127,9 @@ import WorkerTestSupport
         // and go while this one runs).
         var bound = typical * 0.9
         for round in 2..<(2 + kills) {
-            let process = try WorkerBinary.spawn(["sync", manifest(round % 4), "--cache-dir", cache, "--tree", tree, "-q"],
-                                                 log: directory.path + "/round.log")
+            let process = try WorkerBinary.spawn(
+                ["sync", manifest(round % 4), "--cache-dir", cache, "--tree", tree, "-q"],
+                log: directory.path + "/round.log")
             try await Task.sleep(nanoseconds: UInt64.random(in: 0...UInt64(bound * 1e9), using: &generator))
             let midRun = process.isRunning
             kill(process.processIdentifier, SIGKILL)
@@ -141,7 +147,9 @@ import WorkerTestSupport
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/.tree.worker")) ?? []
         #expect(left.filter { $0.hasPrefix(".") }.isEmpty, "half-built versions removed: \(left)")
         #expect(left.filter { $0.hasPrefix("v-") }.count <= 2, "\(left)")
-        print("crash test, tree: \(kills) kills (\(killedMidRun) mid-run; a run publishing \(count) files takes \(typical) s, the median of \(times))")
+        print(
+            "crash test, tree: \(kills) kills (\(killedMidRun) mid-run; a run publishing \(count) files takes \(typical) s, the median of \(times))"
+        )
         #expect(killedMidRun * 3 >= kills, "only \(killedMidRun) of \(kills) kills landed mid-run")
     }
 
@@ -157,13 +165,17 @@ import WorkerTestSupport
         let tree = directory.path + "/tree"
         let versions = directory.path + "/.tree.worker"
         func manifest(_ folder: String) -> String {
-            directory.write("site/\(folder).yaml", "version: 1\nentries:\n"
-                + (0..<count).map { "  - url: f\($0).txt\n    path: \(folder)/f\($0).txt\n" }.joined())
+            directory.write(
+                "site/\(folder).yaml",
+                "version: 1\nentries:\n"
+                    + (0..<count).map { "  - url: f\($0).txt\n    path: \(folder)/f\($0).txt\n" }.joined())
         }
         func complete(_ folder: String) -> Bool {
             let files = (try? FileManager.default.contentsOfDirectory(atPath: tree + "/" + folder)) ?? []
             return files.count == count
-                && (0..<count).allSatisfy { (try? String(contentsOfFile: "\(tree)/\(folder)/f\($0).txt", encoding: .utf8)) == "file \($0)\n" }
+                && (0..<count).allSatisfy {
+                    (try? String(contentsOfFile: "\(tree)/\(folder)/f\($0).txt", encoding: .utf8)) == "file \($0)\n"
+                }
         }
         let warm = try await WorkerBinary.run(["sync", manifest("a"), "--cache-dir", cache, "--tree", tree, "-q"], seconds: 600)
         #expect(warm.code == 0, "\(warm.stderr)")
@@ -172,8 +184,9 @@ import WorkerTestSupport
         #expect(complete("a"))
 
         // The same objects under other paths: the run is the publish alone.
-        let process = try WorkerBinary.spawn(["sync", manifest("b"), "--cache-dir", cache, "--tree", tree, "-q"],
-                                             log: directory.path + "/killed.log")
+        let process = try WorkerBinary.spawn(
+            ["sync", manifest("b"), "--cache-dir", cache, "--tree", tree, "-q"],
+            log: directory.path + "/killed.log")
         // Each look is made with the run stopped (SIGSTOP), so that it cannot link the rest of
         // the version while the folder is being counted: it moves on only between looks.
         var linkedAtKill = 0
@@ -194,7 +207,8 @@ import WorkerTestSupport
         }
         await process.exited()
         try #require(linkedAtKill > 0, "the publish ended before 3,000 of its \(count) files were seen linked")
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: tree) == before, "the link moved while the version was half built")
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: tree) == before, "the link moved while the version was half built")
         #expect(complete("a"))
 
         let next = try await WorkerBinary.run(["sync", manifest("b"), "--cache-dir", cache, "--tree", tree, "-q"], seconds: 600)
@@ -208,8 +222,9 @@ import WorkerTestSupport
     /// Waits until the process is stopped (its state in /proc is `T`) or gone.
     private func waitUntilStopped(_ pid: pid_t) {
         while let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")"),
-              stat[stat.index(close, offsetBy: 2)] != "T" && stat[stat.index(close, offsetBy: 2)] != "Z" {
+            let close = stat.lastIndex(of: ")"),
+            stat[stat.index(close, offsetBy: 2)] != "T" && stat[stat.index(close, offsetBy: 2)] != "Z"
+        {
             usleep(100)
         }
     }

@@ -23,18 +23,23 @@ import WorkerTestSupport
         }
         let manifest = directory.write("m.yaml", text)
         let report = directory.path + "/r.json"
-        let first = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/one", "-j", "8",
-                                                "--remote-cache", server.url, "--report", report, "-q"])
+        let first = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/one", "-j", "8",
+            "--remote-cache", server.url, "--report", report, "-q",
+        ])
         #expect(first.code == 0, "\(first.stderr)")
-        let tier = try #require((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report)))
-            as? [String: Any])?["remote_cache"] as? [String: Any])
+        let tier = try #require(
+            (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report)))
+                as? [String: Any])?["remote_cache"] as? [String: Any])
         #expect(tier["uploads"] as? Int == 30 && tier["upload_errors"] as? Int == 0, "\(tier)")
         #expect(tier["given_up"] == nil, "\(tier)")
         #expect(server.objects == hashes.sorted())
         // Another machine's cache is filled from the tier alone.
         let requests = origin.totalRequests
-        let second = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/two",
-                                                 "--remote-cache", server.url, "--report", report, "-q"])
+        let second = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/two",
+            "--remote-cache", server.url, "--report", report, "-q",
+        ])
         #expect(second.code == 0, "\(second.stderr)")
         #expect(origin.totalRequests == requests, "every body came from the tier")
     }

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import Testing
-@testable import WorkerStore
 import WorkerTestSupport
+
+@testable import WorkerStore
 
 /// An index damaged by hand or by the disk, through the binary: rows whose URL is not text are
 /// dropped by `verify --repair`; a file SQLite finds malformed is named as such, with `clear` as
@@ -14,7 +15,8 @@ import WorkerTestSupport
         let (_, cache) = try await directory.syncedLocalCache()
         let database = try SQLiteDatabase(path: cache + "/index.sqlite", create: false)
         let object = String(repeating: "cd", count: 32)
-        try database.execute("""
+        try database.execute(
+            """
             INSERT INTO entries(url, hash, object, size, fetched_at, last_used) VALUES (CAST(X'687474703A2F2F682F610062' AS TEXT), NULL, '\(object)', 1, 0, 0);
             INSERT INTO entries(url, hash, object, size, fetched_at, last_used) VALUES (CAST(X'687474703A2F2F682FFF' AS TEXT), NULL, '\(object)', 1, 0, 0);
             """)

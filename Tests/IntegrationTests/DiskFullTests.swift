@@ -6,8 +6,9 @@ import WorkerTestSupport
 /// just as they would with ENOSPC. (Permission tests would need a non-root user; CI runs as root.)
 @Suite(.hangLimit) struct DiskFullTests {
     func runLimited(kilobytes: Int, _ arguments: [String]) async throws -> WorkerBinary.Result {
-        try await WorkerBinary.run(["-c", "ulimit -f \(kilobytes); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
-                             executable: "/bin/sh")
+        try await WorkerBinary.run(
+            ["-c", "ulimit -f \(kilobytes); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
+            executable: "/bin/sh")
     }
 
     @Test func anEntryThatDoesNotFitFailsAsIOAndTheRestIsStored() async throws {
@@ -72,17 +73,25 @@ import WorkerTestSupport
             """
         let run = try await WorkerBinary.run(["-m", "/bin/sh", "-c", script], executable: "/usr/bin/unshare")
         try #require(run.code == 0, "unshare: \(run.code) \(run.stderr)")
-        func code(_ name: String) throws -> String { try String(contentsOfFile: out + "/" + name, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
+        func code(_ name: String) throws -> String {
+            try String(contentsOfFile: out + "/" + name, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         func totals(_ name: String) throws -> [String: Int] {
-            let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/" + name))) as? [String: Any])
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/" + name))) as? [String: Any])
             return try #require(report["totals"] as? [String: Int])
         }
         let firstCode = try code("code1")
         #expect(firstCode == "1", "the first run: \(firstCode)")
         let first = try totals("r1.json")
         #expect(first["added"]! > 100 && first["failed"]! > 100, "\(first)")
-        let rows = try #require((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/r1.json"))) as? [String: Any])?["entries"] as? [[String: Any]])
-        #expect(rows.filter { $0["status"] as? String == "failed" }.allSatisfy { ($0["error"] as? String ?? "").contains("no space left on the device") })
+        let rows = try #require(
+            (try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/r1.json"))) as? [String: Any])?["entries"]
+                as? [[String: Any]])
+        #expect(
+            rows.filter { $0["status"] as? String == "failed" }.allSatisfy {
+                ($0["error"] as? String ?? "").contains("no space left on the device")
+            })
         #expect(try code("tmp-files") == "0", "nothing half-written stays in tmp/")
         // The next run asks only for what the first did not store.
         let requestsBefore = harness.origin.totalRequests
@@ -108,13 +117,16 @@ import WorkerTestSupport
         let run = try await WorkerBinary.run(["-m", "/bin/sh", "-c", script], executable: "/usr/bin/unshare")
         try #require(run.code == 0, "unshare: \(run.code) \(run.stderr)")
         #expect((try? String(contentsOfFile: out + "/code", encoding: .utf8)) == "1\n")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/r.json"))) as? [String: Any])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/r.json"))) as? [String: Any])
         let totals = try #require(report["totals"] as? [String: Int])
         let added = try #require(totals["added"])
         #expect(added > 100 && totals["failed"]! > 100, "\(totals)")
         let rows = try #require(report["entries"] as? [[String: Any]])
         let failed = rows.filter { $0["status"] as? String == "failed" }
-        let otherwise = failed.filter { !($0["reason"] as? String == "io" && ($0["error"] as? String ?? "").contains("no space left on the device")) }
+        let otherwise = failed.filter {
+            !($0["reason"] as? String == "io" && ($0["error"] as? String ?? "").contains("no space left on the device"))
+        }
         #expect(otherwise.isEmpty, "\(otherwise.count) of \(failed.count) failed otherwise: \(otherwise.prefix(3))")
         // Eight at a time: the bodies after the first "no space" are those in flight then.
         func count(_ words: String) -> Int { failed.filter { ($0["error"] as? String ?? "").contains(words) }.count }
@@ -123,8 +135,9 @@ import WorkerTestSupport
         // The entries not tried made no request; the bodies that met the full disk are at most
         // those in flight then (eight a fetch thread); rows the index had no room for were
         // downloaded before it filled (their batch's commit found it full).
-        #expect(notTried > 500 && harness.origin.totalRequests <= 1500 - notTried,
-                "requests \(harness.origin.totalRequests), not tried \(notTried)")
+        #expect(
+            notTried > 500 && harness.origin.totalRequests <= 1500 - notTried,
+            "requests \(harness.origin.totalRequests), not tried \(notTried)")
         #expect(afterFull <= 2 * 8, "bodies that met the full disk: \(afterFull) (stored \(added), no room for the row \(noRoom))")
     }
 }

@@ -16,7 +16,9 @@ import WorkerTestSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let a = harness.serve("a.png"), b = harness.serve("b.png")
-        let manifest = harness.directory.write("m.yaml", """
+        let manifest = harness.directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: \(harness.origin.url("/f/a.png"))

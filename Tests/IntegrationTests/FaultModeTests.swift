@@ -30,8 +30,9 @@ import WorkerTestSupport
         let good_ = try #require(entries.first { ($0["url"] as? String)?.hasSuffix("/f/good") == true })
         #expect(good_["status"] as? String == "added", "the other entry succeeds")
         let entry = try #require(entries.first { $0["url"] as? String == harness.origin.url(path) })
-        let outcome = Outcome(code: result.code, stderr: result.stderr, entry: entry, objects: harness.objects(),
-                              temporaryFiles: harness.temporaryFiles(), seconds: seconds)
+        let outcome = Outcome(
+            code: result.code, stderr: result.stderr, entry: entry, objects: harness.objects(),
+            temporaryFiles: harness.temporaryFiles(), seconds: seconds)
         #expect(outcome.temporaryFiles.isEmpty, "no temporary file is left")
         if entry["status"] as? String == "failed" {
             #expect(outcome.objects == [sha256(good)], "only the good body is stored")
@@ -57,8 +58,9 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         let outcome = try await run(harness, "/f/payload", expected: Array("something else".utf8))
         #expect(outcome.entry["reason"] as? String == "hash_mismatch")
-        #expect(outcome.entry["actual_hash"] as? String == "sha256:" + sha256(String(repeating: "payload ", count: 64)),
-                "what the served body hashed to")
+        #expect(
+            outcome.entry["actual_hash"] as? String == "sha256:" + sha256(String(repeating: "payload ", count: 64)),
+            "what the served body hashed to")
         #expect(outcome.entry["attempts"] as? Int == 1)
     }
 

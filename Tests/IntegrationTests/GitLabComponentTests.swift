@@ -22,16 +22,20 @@ import WorkerTestSupport
         for leftover in [".worker-cache", "worker-child.yml", "worker-junit.xml", "worker-report.json", "worker-summary.md"] {
             try? FileManager.default.removeItem(atPath: workspace + "/" + leftover)
         }
-        var arguments = [ActionTests.repository + "/Tests/tools/run-gitlab-component.py",
-                         ActionTests.repository + "/templates/worker-sync.yml",
-                         "--workspace", workspace, "--cache-store", directory.path + "/caches"]
+        var arguments = [
+            ActionTests.repository + "/Tests/tools/run-gitlab-component.py",
+            ActionTests.repository + "/templates/worker-sync.yml",
+            "--workspace", workspace, "--cache-store", directory.path + "/caches",
+        ]
         for (name, value) in inputs.sorted(by: { $0.key < $1.key }) { arguments += ["--input", "\(name)=\(value)"] }
         let bin = URL(fileURLWithPath: WorkerBinary.path).deletingLastPathComponent().path
-        let result = try await WorkerBinary.run(arguments, environment: ["PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")],
-                                                directory: workspace, executable: ActionTests.python, seconds: 300)
+        let result = try await WorkerBinary.run(
+            arguments, environment: ["PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")],
+            directory: workspace, executable: ActionTests.python, seconds: 300)
         let last = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
-                                "the runner printed no result: \(result.stdout)\n\(result.stderr)")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any],
+            "the runner printed no result: \(result.stdout)\n\(result.stderr)")
         return Run(json: json, log: result.stderr)
     }
 
@@ -44,10 +48,15 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let files = (1...3).map { ("g-\($0).txt", Array("gitlab \($0)\n".utf8)) }
         for (name, bytes) in files { origin.set("/f/" + name, bytes) }
-        let manifest = directory.write("project/manifests/assets.yaml", "version: 1\nname: assets\nentries:\n"
-            + files.map { "  - url: \(origin.url("/f/" + $0.0))\n    hash: sha256:\(sha256($0.1))\n" }.joined())
+        let manifest = directory.write(
+            "project/manifests/assets.yaml",
+            "version: 1\nname: assets\nentries:\n"
+                + files.map { "  - url: \(origin.url("/f/" + $0.0))\n    hash: sha256:\(sha256($0.1))\n" }.joined())
         let fingerprint = try await WorkerBinary.run(["fingerprint", manifest]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let version = try await WorkerBinary.run(["--version"]).stdout.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let version =
+            try await WorkerBinary.run(["--version"]).stdout.split(separator: " ").last.map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines)
+            } ?? ""
 
         let cold = try await run(directory)
         #expect(cold.keyJob == 0, "\(cold.log)")
@@ -73,9 +82,11 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let good = Array("good\n".utf8)
         origin.set("/f/good.txt", good)
-        _ = directory.write("project/assets.yaml", "version: 1\nname: assets\nentries:\n"
-            + "  - url: \(origin.url("/f/good.txt"))\n    hash: sha256:\(sha256(good))\n"
-            + "  - url: \(origin.url("/f/missing.txt"))\n    hash: sha256:\(sha256("never served"))\n")
+        _ = directory.write(
+            "project/assets.yaml",
+            "version: 1\nname: assets\nentries:\n"
+                + "  - url: \(origin.url("/f/good.txt"))\n    hash: sha256:\(sha256(good))\n"
+                + "  - url: \(origin.url("/f/missing.txt"))\n    hash: sha256:\(sha256("never served"))\n")
         let failed = try await run(directory, inputs: ["manifests": "assets.yaml", "args": "--retries 0"])
         #expect(failed.keyJob == 0, "\(failed.log)")
         #expect(failed.childJob == 1, "\(failed.log)")
@@ -101,8 +112,10 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let body = Array("named oddly\n".utf8)
         origin.set("/f/odd.txt", body)
-        let manifest = directory.write("project/manifests/z --version .yaml", "version: 1\nname: odd\nentries:\n"
-            + "  - url: \(origin.url("/f/odd.txt"))\n    hash: sha256:\(sha256(body))\n")
+        let manifest = directory.write(
+            "project/manifests/z --version .yaml",
+            "version: 1\nname: odd\nentries:\n"
+                + "  - url: \(origin.url("/f/odd.txt"))\n    hash: sha256:\(sha256(body))\n")
         let fingerprint = try await WorkerBinary.run(["fingerprint", manifest]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let run = try await run(directory)
         #expect(run.keyJob == 0, "\(run.log)")
@@ -110,7 +123,9 @@ import WorkerTestSupport
         #expect(run.cacheKey?.hasSuffix("-" + fingerprint) == true, "\(run.cacheKey ?? "no key")")
         #expect(run.log.contains("added 1"), "\(run.log)")
         #expect(origin.hits("/f/odd.txt") == 1)
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.path + "/project/worker-report.json"))) as? [String: Any])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.path + "/project/worker-report.json")))
+                as? [String: Any])
         #expect((report["totals"] as? [String: Any])?["added"] as? Int == 1)
     }
 }

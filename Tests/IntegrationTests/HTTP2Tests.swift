@@ -13,10 +13,12 @@ import WorkerTestSupport
     /// nginx serving `files` (name → bytes) over https with http2, at most `streams` at once per
     /// connection; `/reset/…` answers by resetting the stream (nginx's 444 over HTTP/2).
     private func origin(_ files: [String: [UInt8]], streams: Int = 8, in directory: TemporaryDirectory) throws -> (NginxServer, String) {
-        try NginxServer.https(files, in: directory, http2: true, extra: """
-            http2_max_concurrent_streams \(streams);
-            location /reset/ { return 444; }
-            """)
+        try NginxServer.https(
+            files, in: directory, http2: true,
+            extra: """
+                http2_max_concurrent_streams \(streams);
+                location /reset/ { return 444; }
+                """)
     }
 
     private func manifest(_ directory: TemporaryDirectory, port: Int, _ entries: [(String, [UInt8]?)]) -> String {
@@ -35,8 +37,10 @@ import WorkerTestSupport
         let (server, ca) = try origin(files, streams: 8, in: directory)
         defer { server.stop() }
         let path = manifest(directory, port: server.port, files.keys.sorted().map { ($0, files[$0]) })
-        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/cache", "--ca-cert", ca,
-                                                 "--report", directory.path + "/r.json"])
+        let result = try await WorkerBinary.run([
+            "sync", path, "--cache-dir", directory.path + "/cache", "--ca-cert", ca,
+            "--report", directory.path + "/r.json",
+        ])
         #expect(result.code == 0, "\(result.stderr)")
         let requests = server.requests
         #expect(requests.count == 300, "\(requests.count) requests")
@@ -57,7 +61,9 @@ import WorkerTestSupport
         directory.write("cache/partial/\(sha256(url))", Array(whole.prefix(kept)))
         directory.write("cache/partial/\(sha256(url)).meta", "\(etag)\n\(url)\n")
         let path = manifest(directory, port: server.port, [("big.bin", whole)])
-        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--ca-cert", ca, "--report", directory.path + "/r.json"])
+        let result = try await WorkerBinary.run([
+            "sync", path, "--cache-dir", cache, "--ca-cert", ca, "--report", directory.path + "/r.json",
+        ])
         #expect(result.code == 0, "\(result.stderr)")
         let requests = server.requests.filter { $0.path == "/big.bin" && $0.method == "GET" }
         #expect(requests.last.map { $0.status == 206 && $0.protocolName == "HTTP/2.0" } == true, "the rest, as a range: \(requests)")
@@ -74,10 +80,13 @@ import WorkerTestSupport
         let entries = files.keys.sorted().map { ($0, files[$0]) } + [("reset/x.png", Optional(Self.body(99)))]
         let path = manifest(directory, port: server.port, entries)
         let report = directory.path + "/r.json"
-        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/cache", "--ca-cert", ca,
-                                                 "--retries", "1", "--report", report])
+        let result = try await WorkerBinary.run([
+            "sync", path, "--cache-dir", directory.path + "/cache", "--ca-cert", ca,
+            "--retries", "1", "--report", report,
+        ])
         #expect(result.code == 1, "\(result.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let totals = try #require(document["totals"] as? [String: Int])
         #expect(totals["added"] == 40 && totals["failed"] == 1, "\(totals)")
         let failed = try #require((document["entries"] as? [[String: Any]])?.first { $0["status"] as? String == "failed" })

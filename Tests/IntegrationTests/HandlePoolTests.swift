@@ -1,9 +1,9 @@
+import CCurl
 import Foundation
 import Synchronization
 import Testing
 import WorkerTestSupport
 
-import CCurl
 @testable import CurlTransport
 @testable import WorkerFetch
 @testable import WorkerStore
@@ -23,27 +23,34 @@ import CCurl
     private let body = Array("avatar bytes\n".utf8)
 
     private func engine(reusesHandles: Bool) throws -> CurlEngine {
-        try CurlEngine(options: .init(connectTimeout: 5, readTimeout: 5, connectionsPerHost: 1, streamsPerConnection: 1,
-                                      trustedCertificates: nil, reusesHandles: reusesHandles))
+        try CurlEngine(
+            options: .init(
+                connectTimeout: 5, readTimeout: 5, connectionsPerHost: 1, streamsPerConnection: 1,
+                trustedCertificates: nil, reusesHandles: reusesHandles))
     }
 
     /// One exchange on `engine`, to its end.
-    private func exchange(_ engine: CurlEngine, _ request: TransferRequest,
-                          handler: @escaping @Sendable () -> ResponseHandler) async -> ExchangeReply {
+    private func exchange(
+        _ engine: CurlEngine, _ request: TransferRequest,
+        handler: @escaping @Sendable () -> ResponseHandler
+    ) async -> ExchangeReply {
         await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
             let transfer = engine.transfer(request, handler: handler()) { done.resume(returning: $0) }
             engine.start(transfer)
         }
     }
 
-    private func get(_ engine: CurlEngine, _ url: String, headers: [String] = [], timeouts: TransferTimeouts? = nil,
-                     store: ContentStore) async -> ExchangeReply {
+    private func get(
+        _ engine: CurlEngine, _ url: String, headers: [String] = [], timeouts: TransferTimeouts? = nil,
+        store: ContentStore
+    ) async -> ExchangeReply {
         let deadline = Monotonic.now() + 30
         var request = TransferRequest(url: url, headers: headers, deadline: deadline)
         request.timeouts = timeouts
         return await exchange(engine, request) {
-            ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
-                            entryTimeout: 30, url: url, resume: nil, resumeThreshold: 1 << 20)
+            ResponseHandler(
+                store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
+                entryTimeout: 30, url: url, resume: nil, resumeThreshold: 1 << 20)
         }
     }
 
@@ -111,16 +118,22 @@ import CCurl
         defer { origin.stop() }
         // Half the body, then silence: the entry's deadline ends it, not libcurl.
         let full = Array(repeating: UInt8(ascii: "x"), count: 4096)
-        origin.script("/slow", [RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(full.count)\r\n\r\n", body: full,
-                                                 stallAfter: 2048)])
+        origin.script(
+            "/slow",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nContent-Length: \(full.count)\r\n\r\n", body: full,
+                    stallAfter: 2048)
+            ])
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
         let engine = try engine(reusesHandles: true)
         let deadline = Monotonic.now() + 0.5
         let request = TransferRequest(url: origin.url("/slow"), headers: [], deadline: deadline)
         let reply = await exchange(engine, request) {
-            ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
-                            entryTimeout: 0.5, url: request.url, resume: nil, resumeThreshold: 1 << 20)
+            ResponseHandler(
+                store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
+                entryTimeout: 0.5, url: request.url, resume: nil, resumeThreshold: 1 << 20)
         }
         guard case .failure(let failure) = reply.result else {
             Issue.record("the stalled transfer ended as \(reply.result)")

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import Testing
-@testable import WorkerStore
 import WorkerTestSupport
+
+@testable import WorkerStore
 
 /// What a hostile index, manifest or folder could make the binary do, and what it must not.
 @Suite(.hangLimit) struct HardeningTests {
@@ -12,7 +13,8 @@ import WorkerTestSupport
         let report = directory.path + "/r.json"
         let result = try await WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", cache, "--report", report])
         try #require(result.code == 0, "\(result.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let entries = try #require(document["entries"] as? [[String: Any]])
         return (cache, entries.compactMap { $0["url"] as? String }.sorted())
     }
@@ -41,8 +43,9 @@ import WorkerTestSupport
                 let bytes = try String(contentsOfFile: export + "/" + name, encoding: .isoLatin1)
                 #expect(bytes != "not yours\n", "\(layout): a file from outside the cache was linked into the export")
             }
-            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/victim") == ["secret.txt"],
-                    "\(layout): nothing is written beside the file the row points at")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path + "/victim") == ["secret.txt"],
+                "\(layout): nothing is written beside the file the row points at")
         }
 
         let verify = try await WorkerBinary.run(["verify", "--cache-dir", cache])
@@ -63,7 +66,8 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let (cache, urls) = try await demoCache(directory)
         let victim = directory.write("victim/keep.txt", "keep\n")
-        try tamper(cache, "UPDATE entries SET object = '\(String(repeating: "../", count: 8))\(victim.dropFirst())' WHERE url = '\(urls[1])'")
+        try tamper(
+            cache, "UPDATE entries SET object = '\(String(repeating: "../", count: 8))\(victim.dropFirst())' WHERE url = '\(urls[1])'")
         let removed = try await WorkerBinary.run(["rm", urls[1], "--cache-dir", cache])
         #expect(removed.code == 0, "rm does not trap: \(removed.code) \(removed.stderr)")
         #expect(FileManager.default.fileExists(atPath: victim))
@@ -80,7 +84,9 @@ import WorkerTestSupport
         let bytes = harness.serve("a.bin", "the real bytes\n")
         // An SRI sha384 entry: the index stores it as sha384:<hex>.
         let digest = Data(SHA384Digest.of(bytes)).base64EncodedString()
-        let manifest = harness.directory.write("m.yaml", """
+        let manifest = harness.directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: \(harness.origin.url("/f/a.bin"))
@@ -138,20 +144,24 @@ import WorkerTestSupport
     /// second to load, so the error always comes while it loads.
     @Test func aManifestErrorWhileLibcurlLoadsExitsCleanly() async throws {
         let directory = TemporaryDirectory()
-        try await directory.buildStubLibcurl(source: """
-            #include <unistd.h>
-            __attribute__((constructor)) static void slowly(void) { usleep(500000); }
-            """)
-        let manifest = directory.write("env.yaml", "version: 1\nheaders:\n  X-Token: \"${TOKEN}\"\nentries:\n  - url: http://127.0.0.1:9/a\n")
+        try await directory.buildStubLibcurl(
+            source: """
+                #include <unistd.h>
+                __attribute__((constructor)) static void slowly(void) { usleep(500000); }
+                """)
+        let manifest = directory.write(
+            "env.yaml", "version: 1\nheaders:\n  X-Token: \"${TOKEN}\"\nentries:\n  - url: http://127.0.0.1:9/a\n")
         for run in 0..<3 {
-            let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache\(run)"],
-                                                    environment: ["TOKEN": "a\r\nInjected: 1", "LD_LIBRARY_PATH": directory.path + "/lib"])
+            let result = try await WorkerBinary.run(
+                ["sync", manifest, "--cache-dir", directory.path + "/cache\(run)"],
+                environment: ["TOKEN": "a\r\nInjected: 1", "LD_LIBRARY_PATH": directory.path + "/lib"])
             #expect(result.code == 2 && !result.signalled, "run \(run): \(result.stderr)")
             #expect(result.seconds >= 0.5, "the run waited for the load it started (\(result.seconds) s)")
         }
         // And with the system's libcurl.
-        let real = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache-real"],
-                                              environment: ["TOKEN": "a\r\nInjected: 1"])
+        let real = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/cache-real"],
+            environment: ["TOKEN": "a\r\nInjected: 1"])
         #expect(real.code == 2 && !real.signalled, "\(real.stderr)")
     }
 
@@ -166,8 +176,9 @@ import WorkerTestSupport
         #expect(result.stderr.contains("control character"))
 
         let expanded = harness.manifest([("/f/a", nil)], name: "env.yaml", extra: "headers:\n  X-Token: \"${TOKEN}\"\n")
-        let fromEnvironment = try await WorkerBinary.run(["sync", expanded, "--cache-dir", harness.cache],
-                                                   environment: ["TOKEN": "a\r\nInjected: 1"])
+        let fromEnvironment = try await WorkerBinary.run(
+            ["sync", expanded, "--cache-dir", harness.cache],
+            environment: ["TOKEN": "a\r\nInjected: 1"])
         #expect(fromEnvironment.code == 2, "\(fromEnvironment.stderr)")
         #expect(fromEnvironment.stderr.contains("env.yaml:4:12"))
         #expect(!fromEnvironment.stderr.contains("Injected"), "the value is never echoed")
@@ -178,8 +189,10 @@ import WorkerTestSupport
     @Test func deepNestingAndHugeValuesAreRefusedAtOnce() async throws {
         let directory = TemporaryDirectory()
         let depth = 50_000
-        let nested = directory.write("deep.yaml", "version: 1\nentries: " + String(repeating: "[", count: depth)
-                                     + String(repeating: "]", count: depth) + "\n")
+        let nested = directory.write(
+            "deep.yaml",
+            "version: 1\nentries: " + String(repeating: "[", count: depth)
+                + String(repeating: "]", count: depth) + "\n")
         let deep = try await WorkerBinary.run(["plan", nested, "--cache-dir", directory.path + "/cache"])
         #expect(deep.code == 2)
         #expect(deep.stderr.contains("deep.yaml:2:"), "\(deep.stderr)")
@@ -193,7 +206,8 @@ import WorkerTestSupport
         let block = try await WorkerBinary.run(["plan", blockDeep])
         #expect(block.code == 2 && block.stderr.contains("nesting deeper than 64 levels"), "\(block.stderr)")
 
-        let long = directory.write("long.yaml", "version: 1\nentries:\n  - url: https://example.com/" + String(repeating: "a", count: 100_000) + "\n")
+        let long = directory.write(
+            "long.yaml", "version: 1\nentries:\n  - url: https://example.com/" + String(repeating: "a", count: 100_000) + "\n")
         let huge = try await WorkerBinary.run(["plan", long])
         #expect(huge.code == 2)
         #expect(huge.stderr.contains("long.yaml:3:") && huge.stderr.contains("the longest a manifest allows is 65536"), "\(huge.stderr)")
@@ -216,8 +230,9 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let cache = directory.path + "/fresh/cache"
         let script = "umask 000; exec \"$0\" sync \"$1\" --cache-dir \"$2\""
-        let result = try await WorkerBinary.run(["-c", script, WorkerBinary.path, CommandLineTests.demoManifest, cache],
-                                          executable: "/bin/sh")
+        let result = try await WorkerBinary.run(
+            ["-c", script, WorkerBinary.path, CommandLineTests.demoManifest, cache],
+            executable: "/bin/sh")
         #expect(result.code == 0, "\(result.stderr)")
         func mode(_ path: String) -> mode_t? {
             var info = stat()

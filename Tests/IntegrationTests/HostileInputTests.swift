@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import Testing
-@testable import WorkerStore
 import WorkerTestSupport
+
+@testable import WorkerStore
 
 /// Hostile files, index rows and flags, through the built binary: none may crash a command, hang
 /// it, or copy what it must not.
@@ -44,10 +45,14 @@ import WorkerTestSupport
         let manifest = directory.write("site/m.yaml", "version: 1\nentries:\n  - url: a.txt\n  - url: pipe\n")
         // A FIFO opened for reading would block until the entry timeout (60 s here): the run's own
         // clock says it failed at once.
-        let result = try await WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/cache",
-                                                        "--entry-timeout", "60", "--report", directory.path + "/r.json"], seconds: 120)
+        let result = try await WorkerBinary.runBounded(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/cache",
+                "--entry-timeout", "60", "--report", directory.path + "/r.json",
+            ], seconds: 120)
         #expect(result.code == 1, "\(result.code) \(result.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.path + "/r.json"))) as? [String: Any])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory.path + "/r.json"))) as? [String: Any])
         let seconds = try #require(report["duration_seconds"] as? Double)
         #expect(seconds < 20, "\(seconds) s")
         #expect(result.stderr.contains("not a regular file"), "\(result.stderr)")
@@ -59,14 +64,18 @@ import WorkerTestSupport
         // An image given by mistake: not UTF-8.
         let image: [UInt8] = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0xfe, 0x00, 0x80]
         let output = directory.write("logo.png", image)
-        let result = try await WorkerBinary.run(["manifest", directory.path + "/site", "--base-url", "https://cdn.example.com/",
-                                           "-o", output])
+        let result = try await WorkerBinary.run([
+            "manifest", directory.path + "/site", "--base-url", "https://cdn.example.com/",
+            "-o", output,
+        ])
         #expect(result.code == 2, "\(result.stderr)")
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: output))) == image)
         // One it wrote is replaced.
         let yaml = directory.path + "/m.yaml"
         for _ in 0..<2 {
-            let written = try await WorkerBinary.run(["manifest", directory.path + "/site", "--base-url", "https://cdn.example.com/", "-o", yaml])
+            let written = try await WorkerBinary.run([
+                "manifest", directory.path + "/site", "--base-url", "https://cdn.example.com/", "-o", yaml,
+            ])
             #expect(written.code == 0, "\(written.stderr)")
         }
     }
@@ -166,17 +175,17 @@ import WorkerTestSupport
         try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache], environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])
     }
 
-
     /// A libcurl older than 7.80.0 (the newest option worker sets) is refused at load, by name.
     @Test func aLibcurlOlderThan780IsRefusedByVersion() async throws {
         let directory = TemporaryDirectory()
         // A libcurl.so.4 that says it is 7.74.0 (Debian 11's) and has nothing else.
-        try await directory.buildStubLibcurl(source: """
-            #include <stddef.h>
-            struct info { int age; const char *version; unsigned int version_num; };
-            static struct info old = { 9, "7.74.0", 0x074a00 };
-            void *curl_version_info(int age) { (void)age; return &old; }
-            """)
+        try await directory.buildStubLibcurl(
+            source: """
+                #include <stddef.h>
+                struct info { int age; const char *version; unsigned int version_num; };
+                static struct info old = { 9, "7.74.0", 0x074a00 };
+                void *curl_version_info(int age) { (void)age; return &old; }
+                """)
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:9/a\n")
         let result = try await syncWithStub(manifest, cache: directory.path + "/cache", in: directory)
         #expect(result.code == 4, "\(result.code) \(result.stderr)")

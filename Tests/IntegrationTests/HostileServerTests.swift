@@ -14,8 +14,10 @@ import WorkerTestSupport
         try #require(try json(path)["entries"] as? [[String: Any]])
     }
 
-    private func manifest(_ directory: TemporaryDirectory, _ urls: [(String, String?)], name: String = "m.yaml",
-                          extra: String = "") -> String {
+    private func manifest(
+        _ directory: TemporaryDirectory, _ urls: [(String, String?)], name: String = "m.yaml",
+        extra: String = ""
+    ) -> String {
         var text = "version: 1\nname: hostile\n\(extra)entries:\n"
         for (url, hash) in urls {
             text += "  - url: \(url)\n"
@@ -34,11 +36,13 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let whole = Self.body(3 << 20)
         let kept = (3 << 20) / 2
-        let first = RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(whole.count)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
-                                     body: Array(whole.prefix(kept)))
-        let hostile = RawOrigin.Answer("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(kept)-\(whole.count - 1)/\(whole.count)\r\n"
-                                       + "Content-Length: 9223372036854775807\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
-                                       body: Array(whole.suffix(from: kept)))
+        let first = RawOrigin.Answer(
+            "HTTP/1.1 200 OK\r\nContent-Length: \(whole.count)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
+            body: Array(whole.prefix(kept)))
+        let hostile = RawOrigin.Answer(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(kept)-\(whole.count - 1)/\(whole.count)\r\n"
+                + "Content-Length: 9223372036854775807\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
+            body: Array(whole.suffix(from: kept)))
         origin.script("/big", [first, hostile])
         origin.script("/small", [RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")])
         let path = manifest(directory, [(origin.url("/big"), sha256(whole)), (origin.url("/small"), nil)])
@@ -69,19 +73,34 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let whole = Self.body(3 << 20)
         let kept = (3 << 20) / 2
-        let cut = RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(whole.count)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
-                                   body: Array(whole.prefix(kept)))
+        let cut = RawOrigin.Answer(
+            "HTTP/1.1 200 OK\r\nContent-Length: \(whole.count)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
+            body: Array(whole.prefix(kept)))
         // The rest, but the range's end and total disagree with its length (a splice).
-        let spliced = RawOrigin.Answer("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(kept)-\(whole.count + 99)/\(whole.count + 100)\r\n"
-                                       + "Content-Length: \(whole.count - kept)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
-                                       body: Array(whole.suffix(from: kept)))
+        let spliced = RawOrigin.Answer(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(kept)-\(whole.count + 99)/\(whole.count + 100)\r\n"
+                + "Content-Length: \(whole.count - kept)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n",
+            body: Array(whole.suffix(from: kept)))
         origin.script("/spliced", [cut, spliced])
-        origin.script("/identity-then-gzip", [RawOrigin.Answer(
-            "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\nConnection: close\r\n\r\ngzzz")])
-        origin.script("/te-gzip", [RawOrigin.Answer(
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n4\r\ngzzz\r\n0\r\n\r\n")])
-        origin.script("/two-lengths", [RawOrigin.Answer(
-            "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 2\r\nConnection: close\r\n\r\nabcd")])
+        origin.script(
+            "/identity-then-gzip",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\nConnection: close\r\n\r\ngzzz"
+                )
+            ])
+        origin.script(
+            "/te-gzip",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n4\r\ngzzz\r\n0\r\n\r\n")
+            ])
+        origin.script(
+            "/two-lengths",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 2\r\nConnection: close\r\n\r\nabcd")
+            ])
         origin.script("/no-content", [RawOrigin.Answer("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")])
         let paths = ["/spliced", "/identity-then-gzip", "/te-gzip", "/two-lengths", "/no-content"]
         let path = manifest(directory, paths.map { (origin.url($0), nil) })
@@ -103,8 +122,13 @@ import WorkerTestSupport
         let origin = try RawOrigin()
         defer { origin.stop() }
         let directory = TemporaryDirectory()
-        origin.script("/v", [RawOrigin.Answer(
-            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nETag: \"a\u{1}b\u{7f}\"\r\nLast-Modified: Tue,\u{1b}[2J 01 Jan 2030\r\nConnection: close\r\n\r\nok")])
+        origin.script(
+            "/v",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nETag: \"a\u{1}b\u{7f}\"\r\nLast-Modified: Tue,\u{1b}[2J 01 Jan 2030\r\nConnection: close\r\n\r\nok"
+                )
+            ])
         let path = manifest(directory, [(origin.url("/v"), nil)])
         let cache = directory.path + "/cache"
         #expect(try await WorkerBinary.run(["sync", path, "--cache-dir", cache]).code == 0)
@@ -129,11 +153,20 @@ import WorkerTestSupport
         defer { origin.stop() }
         let directory = TemporaryDirectory()
         let hostileName = "evil\u{1b}]0;owned\u{7}\u{9b}31m <img src=x onerror=alert(1)> [link](https:example.invalid) `tick`"
-        origin.script("/enc", [RawOrigin.Answer(
-            "HTTP/1.1 200 OK\r\nContent-Encoding: x\u{1b}[31m<img src=y>\u{c2}\u{9b}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")])
+        origin.script(
+            "/enc",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nContent-Encoding: x\u{1b}[31m<img src=y>\u{c2}\u{9b}\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                )
+            ])
         let name = hostileName.replacingOccurrences(of: "\"", with: "")
-        let quoted = name.unicodeScalars.map { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) ? String(format: "\\x%02x", $0.value) : String($0) }.joined()
-        let path = directory.write("m.yaml", """
+        let quoted = name.unicodeScalars.map {
+            $0.value < 0x20 || (0x7f...0x9f).contains($0.value) ? String(format: "\\x%02x", $0.value) : String($0)
+        }.joined()
+        let path = directory.write(
+            "m.yaml",
+            """
             version: 1
             name: "\(quoted)"
             entries:
@@ -143,8 +176,10 @@ import WorkerTestSupport
         let summary = directory.path + "/summary.md"
         let html = directory.path + "/r.html"
         let junit = directory.path + "/j.xml"
-        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--summary-md", summary, "--report-html", html,
-                                           "--junit", junit, "--retries", "0"])
+        let result = try await WorkerBinary.run([
+            "sync", path, "--cache-dir", cache, "--summary-md", summary, "--report-html", html,
+            "--junit", junit, "--retries", "0",
+        ])
         #expect(result.code == 1, "\(result.stderr)")
         #expect(Self.controls(result.stdout).isEmpty, "stdout: \(Self.controls(result.stdout))")
         #expect(Self.controls(result.stderr).isEmpty, "stderr: \(Self.controls(result.stderr))")
@@ -195,8 +230,12 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let whole = Self.body(3 << 20)
         let url = origin.url("/big")
-        origin.script("/big", [RawOrigin.Answer(
-            "HTTP/1.1 200 OK\r\nContent-Length: \(whole.count)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n", body: whole)])
+        origin.script(
+            "/big",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nContent-Length: \(whole.count)\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n", body: whole)
+            ])
         let path = manifest(directory, [(url, sha256(whole))])
         let cache = directory.path + "/cache"
         try FileManager.default.createDirectory(atPath: cache + "/partial", withIntermediateDirectories: true)

@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
 import Testing
-import WorkerTestSupport
 import WorkerLifecycle
 import WorkerStore
+import WorkerTestSupport
 
 /// status, path, rm, clear, gc, export, --prune-after, --revalidate and --offline through the
 /// built binary.
@@ -112,7 +112,9 @@ import WorkerStore
         harness.origin.set("/f/alias", shared)
         let alone = harness.serve("alone")
         _ = try await harness.sync(harness.manifest([("/f/shared", shared), ("/f/alias", shared), ("/f/alone", alone)]))
-        let result = try await WorkerBinary.run(["rm", harness.origin.url("/f/alias"), harness.origin.url("/f/alone"), "--cache-dir", harness.cache])
+        let result = try await WorkerBinary.run([
+            "rm", harness.origin.url("/f/alias"), harness.origin.url("/f/alone"), "--cache-dir", harness.cache,
+        ])
         #expect(result.code == 0)
         #expect(result.stdout.contains("removed 2 entries, 1 objects"))
         #expect(harness.objects() == [sha256(shared)], "the shared object stays: /f/shared still uses it")
@@ -172,7 +174,9 @@ import WorkerStore
         _ = try await harness.sync(harness.manifest(keep + [recent, old]))
         try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
             .setLastUsed(Date().timeIntervalSince1970 - 10 * 86400, urls: [harness.origin.url(old.0)])
-        let result = try await WorkerBinary.run(["sync", harness.manifest(keep), "--cache-dir", harness.cache, "--prune", "--prune-after", "3d"])
+        let result = try await WorkerBinary.run([
+            "sync", harness.manifest(keep), "--cache-dir", harness.cache, "--prune", "--prune-after", "3d",
+        ])
         #expect(result.code == 0)
         #expect(result.stdout.contains("removed 1"))
         #expect(result.stdout.contains("1 unnamed entry waits for the --prune-after grace period"))

@@ -133,10 +133,13 @@ import WorkerTestSupport
             try FileManager.default.createDirectory(atPath: directory.path + "/src", withIntermediateDirectories: true)
             origin = try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, www) })
             let src = directory.path + "/src"
-            manifestServer = source == .http ? try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, src) }) : nil
+            manifestServer =
+                source == .http ? try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, src) }) : nil
             moto = source == .s3 ? try MotoS3(objects: ["fleet": ["readme": Array("fleet\n".utf8)]]) : nil
             registry = source == .oci ? try OCIRegistry(storage: directory.path + "/registry") : nil
-            mirrorOrigin = mirrored && source != .oci ? try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, www) }) : nil
+            mirrorOrigin =
+                mirrored && source != .oci
+                ? try NginxServer(http: Self.secretLog, server: { port, root in Self.secretServer(port, root, www) }) : nil
             mirrorRegistry = mirrored && source == .oci ? try OCIRegistry(storage: directory.path + "/registry") : nil
             let made = try await WorkerBinary.run(["-G", "-W", "-p", key + ".pub", "-s", key + ".sec"], executable: "/usr/bin/minisign")
             #expect(made.code == 0, "\(made.stderr)")
@@ -169,11 +172,16 @@ import WorkerTestSupport
         /// The rules of every run: the files' listed name to their origin, strict, and the
         /// origins a strict run may reach besides (the manifest's source, the mirror).
         var rules: [String] {
-            var rules = ["--rewrite-strict", "--rewrite", listedAt + "=" + (registry.map { "oci://\($0.address)/" } ?? "http://127.0.0.1:\(origin.port)/")]
+            var rules = [
+                "--rewrite-strict", "--rewrite",
+                listedAt + "=" + (registry.map { "oci://\($0.address)/" } ?? "http://127.0.0.1:\(origin.port)/"),
+            ]
             if let manifestServer { rules += ["--allow-origin", "http://127.0.0.1:\(manifestServer.port)"] }
             if let moto { rules += ["--allow-origin", moto.endpoint] }
             if let mirrorOrigin { rules += ["--allow-origin", "http://127.0.0.1:\(mirrorOrigin.port)"] }
-            if let mirrorRegistry { rules += ["--allow-origin", "https://\(mirrorRegistry.address)", "--allow-origin", "http://\(mirrorRegistry.address)"] }
+            if let mirrorRegistry {
+                rules += ["--allow-origin", "https://\(mirrorRegistry.address)", "--allow-origin", "http://\(mirrorRegistry.address)"]
+            }
             return rules + (source == .http || source == .s3 ? ["--manifest-env", "FLEET_SECRET"] : [])
         }
 
@@ -210,7 +218,8 @@ import WorkerTestSupport
             if version > 1 { try await Task.sleep(nanoseconds: 1_100_000_000) }
             // Each version a size of its own: nginx's ETag is the size and the second of the mtime,
             // and a version of the same size written within the second would be answered 304.
-            var yaml = "# \(String(repeating: "v", count: version))\nversion: 1\nname: fleet\nserial: \(serial)\n"
+            var yaml =
+                "# \(String(repeating: "v", count: version))\nversion: 1\nname: fleet\nserial: \(serial)\n"
                 + "headers:\n  X-Fleet-Secret: \"${FLEET_SECRET}\"\n"
             if let expiresAt { yaml += "expires: \"\(expiresAt.formatted(Date.ISO8601FormatStyle()))\"\n" }
             if let mirrorOrigin { yaml += "mirrors:\n  \"\(listedAt)\": \"http://127.0.0.1:\(mirrorOrigin.port)/\"\n" }
@@ -226,7 +235,8 @@ import WorkerTestSupport
             for file in 0..<Self.files where registry == nil {
                 let text = Self.text(file: file, version: version)
                 directory.write("www/v\(version)/f\(file).txt", text)
-                yaml += "  - url: \(listedAt)v\(version)/f\(file).txt\n    hash: sha256:\(sha256(text))\n"
+                yaml +=
+                    "  - url: \(listedAt)v\(version)/f\(file).txt\n    hash: sha256:\(sha256(text))\n"
                     + "    path: f\(file).txt\n"
             }
             // Signed under the name it is served as (minisign's trusted comment names the file).
@@ -273,8 +283,9 @@ import WorkerTestSupport
             // Ctrl-C as a terminal sends it: SIGINT to the running worker (with job control on, as
             // without it bash starts a background job with SIGINT ignored).
             let script = "set -m; \"$0\" \"$@\" & pid=$!; sleep \(interruptAfter); kill -INT $pid; wait $pid"
-            return try await WorkerBinary.run(["-c", script, WorkerBinary.path] + arguments, environment: environment,
-                                              executable: "/bin/bash")
+            return try await WorkerBinary.run(
+                ["-c", script, WorkerBinary.path] + arguments, environment: environment,
+                executable: "/bin/bash")
         }
 
         /// Where a reader finds the files: the tree, or the artifact's folder in it.

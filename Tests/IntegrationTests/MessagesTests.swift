@@ -12,11 +12,13 @@ import WorkerTestSupport
         let (_, cache) = try await directory.syncedLocalCache()
         chmod(cache, 0o700)
         let binary = try WorkerBinary.copyForOtherUsers(into: directory)
-        let status = try await WorkerBinary.run(["--reuid=65534", "--regid=65534", "--clear-groups", "--", binary, "status", "--cache-dir", cache],
-                                          executable: "/usr/bin/setpriv")
+        let status = try await WorkerBinary.run(
+            ["--reuid=65534", "--regid=65534", "--clear-groups", "--", binary, "status", "--cache-dir", cache],
+            executable: "/usr/bin/setpriv")
         #expect(status.code == 4, "\(status.code) \(status.stderr)")
-        #expect(status.stderr.contains("cannot read the cache at \(cache): Permission denied") && !status.stderr.contains("no cache at"),
-                "\(status.stderr)")
+        #expect(
+            status.stderr.contains("cannot read the cache at \(cache): Permission denied") && !status.stderr.contains("no cache at"),
+            "\(status.stderr)")
     }
 
     @Test func anExportFolderThatCannotBeMadeSaysWhy() async throws {
@@ -24,8 +26,10 @@ import WorkerTestSupport
         let (manifest, cache) = try await directory.syncedLocalCache()
         let result = try await WorkerBinary.run(["export", "--layout", "hash", manifest + "/inside", "--cache-dir", cache])
         #expect(result.code == 4, "\(result.code) \(result.stderr)")
-        #expect(result.stderr.contains("cannot write \(manifest)/inside: cannot create the export folder") && !result.stderr.contains("cache unusable"),
-                "\(result.stderr)")
+        #expect(
+            result.stderr.contains("cannot write \(manifest)/inside: cannot create the export folder")
+                && !result.stderr.contains("cache unusable"),
+            "\(result.stderr)")
     }
 
     /// Two entries of one content make one file in a layout named by content: counted once.

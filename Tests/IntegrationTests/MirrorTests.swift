@@ -9,25 +9,32 @@ import WorkerTestSupport
 @Suite(.hangLimit) struct MirrorTests {
     /// nginx serving `files` (path → bytes) over http, with `extra` in its server block.
     private static func origin(_ files: [String: [UInt8]], extra: String = "") throws -> NginxServer {
-        try NginxServer(prepare: { root in
-            for (name, bytes) in files {
-                let path = root + "/www" + name
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                        withIntermediateDirectories: true)
-                try Data(bytes).write(to: URL(fileURLWithPath: path))
-            }
-            try FileManager.default.createDirectory(atPath: root + "/www", withIntermediateDirectories: true)
-        }, server: { port, root in
-            "listen 127.0.0.1:\(port);\nroot \(root)/www;\n\(extra)"
-        })
+        try NginxServer(
+            prepare: { root in
+                for (name, bytes) in files {
+                    let path = root + "/www" + name
+                    try FileManager.default.createDirectory(
+                        atPath: (path as NSString).deletingLastPathComponent,
+                        withIntermediateDirectories: true)
+                    try Data(bytes).write(to: URL(fileURLWithPath: path))
+                }
+                try FileManager.default.createDirectory(atPath: root + "/www", withIntermediateDirectories: true)
+            },
+            server: { port, root in
+                "listen 127.0.0.1:\(port);\nroot \(root)/www;\n\(extra)"
+            })
     }
 
     private static func base(_ server: NginxServer) -> String { "http://127.0.0.1:\(server.port)" }
 
     private static func files(_ count: Int, prefix: String = "/a/") -> [String: [UInt8]] {
-        Dictionary(uniqueKeysWithValues: (0..<count).map { number in
-            (prefix + "f\(number).bin", Array("mirrored file \(number)\n".utf8) + [UInt8](repeating: UInt8(number % 251), count: number))
-        })
+        Dictionary(
+            uniqueKeysWithValues: (0..<count).map { number in
+                (
+                    prefix + "f\(number).bin",
+                    Array("mirrored file \(number)\n".utf8) + [UInt8](repeating: UInt8(number % 251), count: number)
+                )
+            })
     }
 
     private func rows(_ path: String) throws -> [[String: Any]] {
@@ -41,8 +48,10 @@ import WorkerTestSupport
 
     /// A manifest of `files` under `base`, each pinned; `top` goes before `entries`, `entryExtra`
     /// under each entry.
-    private func manifest(_ directory: TemporaryDirectory, _ files: [String: [UInt8]], base: String, top: String = "",
-                          entryExtra: (String) -> String = { _ in "" }) -> String {
+    private func manifest(
+        _ directory: TemporaryDirectory, _ files: [String: [UInt8]], base: String, top: String = "",
+        entryExtra: (String) -> String = { _ in "" }
+    ) -> String {
         var text = "version: 1\n\(top)entries:\n"
         for (path, bytes) in files.sorted(by: { $0.key < $1.key }) {
             text += "  - url: \(base)\(path)\n    hash: sha256:\(sha256(bytes))\n\(entryExtra(path))"
@@ -98,9 +107,11 @@ import WorkerTestSupport
         var all = files
         let lost = Array("nobody has this".utf8)
         all["/a/lost.bin"] = lost
-        let path = manifest(directory, all, base: Self.base(sick), entryExtra: { name in
-            "    mirrors:\n      - \(Self.base(empty))\(name)\n      - \(Self.base(liar))\(name)\n      - \(Self.base(good))\(name)\n"
-        })
+        let path = manifest(
+            directory, all, base: Self.base(sick),
+            entryExtra: { name in
+                "    mirrors:\n      - \(Self.base(empty))\(name)\n      - \(Self.base(liar))\(name)\n      - \(Self.base(good))\(name)\n"
+            })
         let reportPath = directory.path + "/r.json"
         let cache = directory.path + "/cache"
         let result = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--report", reportPath, "--retries", "1"])
@@ -131,7 +142,9 @@ import WorkerTestSupport
 
     @Test func mirrorsOnAnEntryWithoutAHashAndBadMirrorURLsAreManifestErrors() async throws {
         let directory = TemporaryDirectory()
-        let path = directory.write("m.yaml", """
+        let path = directory.write(
+            "m.yaml",
+            """
             version: 1
             mirrors:
               "http://127.0.0.1:1/": "ftp://127.0.0.1:2/"
@@ -178,7 +191,9 @@ import WorkerTestSupport
         for (name, bytes) in listed.sorted(by: { $0.key < $1.key }) {
             text += "  - url: \(fromURL)\(name)\n"
             // Half pinned, half not: both are rewritten.
-            if name.hasSuffix("0.bin") || name.hasSuffix("2.bin") || name == "/pub/moved.bin" { text += "    hash: sha256:\(sha256(bytes))\n" }
+            if name.hasSuffix("0.bin") || name.hasSuffix("2.bin") || name == "/pub/moved.bin" {
+                text += "    hash: sha256:\(sha256(bytes))\n"
+            }
         }
         let path = directory.write("m.yaml", text)
         let cache = directory.path + "/cache"
@@ -197,11 +212,14 @@ import WorkerTestSupport
         let stored = try Data(contentsOf: URL(fileURLWithPath: located.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(Array(stored) == files["/pub/f2.bin"])
         // A `get` of a new URL through WORKER_REWRITE, and `manifest --urls`, keep the URL too.
-        let got = try await WorkerBinary.run(["get", "--cache-dir", cache, fromURL + "/pub/f29.bin"],
-                                             environment: ["WORKER_REWRITE": "http://127.0.0.1:1/=http://127.0.0.1:1/x/ " + rule])
+        let got = try await WorkerBinary.run(
+            ["get", "--cache-dir", cache, fromURL + "/pub/f29.bin"],
+            environment: ["WORKER_REWRITE": "http://127.0.0.1:1/=http://127.0.0.1:1/x/ " + rule])
         #expect(got.code == 0, "\(got.stderr)")
-        let pinned = try await WorkerBinary.run(["manifest", "--urls", directory.write("urls.txt", fromURL + "/pub/f28.bin\n"),
-                                                 "--cache-dir", cache, "--rewrite", rule])
+        let pinned = try await WorkerBinary.run([
+            "manifest", "--urls", directory.write("urls.txt", fromURL + "/pub/f28.bin\n"),
+            "--cache-dir", cache, "--rewrite", rule,
+        ])
         #expect(pinned.code == 0, "\(pinned.stderr)")
         #expect(pinned.stdout.contains("url: \"\(fromURL)/pub/f28.bin\""), "\(pinned.stdout)")
         #expect(pinned.stdout.contains(sha256(files["/pub/f28.bin"]!)), "\(pinned.stdout)")
@@ -219,7 +237,9 @@ import WorkerTestSupport
     @Test func aRuleThatIsNotFromEqualsToIsAUsageError() async throws {
         let directory = TemporaryDirectory()
         for rule in ["nonsense", "ftp://a/=http://b/", "http://a/=", "http://user:secret@a/x"] {
-            let result = try await WorkerBinary.run(["get", "--cache-dir", directory.path + "/cache", "--rewrite", rule, "http://127.0.0.1:1/x"])
+            let result = try await WorkerBinary.run([
+                "get", "--cache-dir", directory.path + "/cache", "--rewrite", rule, "http://127.0.0.1:1/x",
+            ])
             #expect(result.code == 2, "\(rule): \(result.code) \(result.stderr)")
             #expect(result.stderr.contains("--rewrite"), "\(result.stderr)")
             #expect(!result.stderr.contains("secret"), "\(result.stderr)")

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
-@testable import WorkerFetch
 import WorkerManifest
+import WorkerTestSupport
+
+@testable import WorkerFetch
 @testable import WorkerStore
 @testable import WorkerSupport
-import WorkerTestSupport
 
 /// The everyday failures of real networks, through the built binary: refused ports, dead and
 /// sick origins, servers that encode bodies nobody asked for.
@@ -18,8 +19,10 @@ import WorkerTestSupport
         let refusing = RefusingPort()
         defer { refusing.release() }
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(refusing.origin)/a.png\n")
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache",
-                                           "--connect-timeout", "30", "--report", directory.path + "/r.json"])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/cache",
+            "--connect-timeout", "30", "--report", directory.path + "/r.json",
+        ])
         let elapsed = try #require(try report(directory.path + "/r.json")["duration_seconds"] as? Double)
         #expect(result.code == 1)
         #expect(result.stderr.contains("connection refused"), "\(result.stderr)")
@@ -80,7 +83,11 @@ import WorkerTestSupport
     @Test func aFailingOriginIsNotHammered() async throws {
         let sick = try await Harness.start()
         let healthy = try await TestOrigin.start()
-        defer { Task { await sick.origin.stop(); await healthy.stop() } }
+        defer {
+            Task {
+                await sick.origin.stop(); await healthy.stop()
+            }
+        }
         var text = "version: 1\nentries:\n"
         for number in 0..<300 { text += "  - url: \(sick.origin.url("/status/503?n=\(number)"))\n" }
         for number in 0..<5 { text += "  - url: \(healthy.url("/gen/ok\(number)"))\n" }
@@ -131,7 +138,9 @@ import WorkerTestSupport
         #expect(harness.origin.totalRequests == 0)
 
         let sent = harness.manifest([("/encoded/f/plain", nil)], name: "sent.yaml")
-        let result = try await WorkerBinary.run(["sync", sent, "--cache-dir", harness.cache, "--report", harness.directory.path + "/r.json"])
+        let result = try await WorkerBinary.run([
+            "sync", sent, "--cache-dir", harness.cache, "--report", harness.directory.path + "/r.json",
+        ])
         #expect(result.code == 1)
         #expect(result.stderr.contains("Content-Encoding: gzip"), "\(result.stderr)")
         #expect(harness.objects().isEmpty, "the encoded bytes were not stored")
@@ -236,8 +245,10 @@ import WorkerTestSupport
     @Test func wrongPathsAndWordsAreNamed() async throws {
         let directory = TemporaryDirectory()
         let missing = directory.path + "/no-such-cache"
-        for command in [["status"], ["path", "https://example.com/a"], ["gc"], ["verify"], ["export", "--layout", "hash", directory.path + "/x"],
-                        ["rm", "https://example.com/a"], ["clear"]] {
+        for command in [
+            ["status"], ["path", "https://example.com/a"], ["gc"], ["verify"], ["export", "--layout", "hash", directory.path + "/x"],
+            ["rm", "https://example.com/a"], ["clear"],
+        ] {
             let result = try await WorkerBinary.run(command + ["--cache-dir", missing])
             #expect(result.code == 4, "\(command)")
             #expect(result.stderr.contains("no cache at \(missing)"), "\(command): \(result.stderr)")
@@ -249,7 +260,8 @@ import WorkerTestSupport
         let folder = try await WorkerBinary.run(["plan", directory.path])
         #expect(folder.code == 2 && folder.stderr.contains("is a directory"), "\(folder.stderr)")
         let json = try await WorkerBinary.run(["sync", directory.path, "--log-format", "json"])
-        let object = try JSONSerialization.jsonObject(with: Data(json.stderr.split(separator: "\n").first.map(String.init)?.utf8 ?? "".utf8))
+        let object = try JSONSerialization.jsonObject(
+            with: Data(json.stderr.split(separator: "\n").first.map(String.init)?.utf8 ?? "".utf8))
         #expect((object as? [String: Any])?["message"] as? String != nil, "\(json.stderr)")
     }
 
@@ -257,8 +269,11 @@ import WorkerTestSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let keys = (0..<30).map { "g\($0)" }
-        #expect(try await WorkerBinary.run(["sync", harness.manifest(keys.map { ("/gen/\($0)", TestOrigin.generated($0)) }),
-                                      "--cache-dir", harness.cache]).code == 0)
+        #expect(
+            try await WorkerBinary.run([
+                "sync", harness.manifest(keys.map { ("/gen/\($0)", TestOrigin.generated($0)) }),
+                "--cache-dir", harness.cache,
+            ]).code == 0)
         let result = try await WorkerBinary.run(["gc", "--max-size", "1", "--dry-run", "--cache-dir", harness.cache])
         #expect(result.code == 0)
         #expect(result.stdout.contains("… and 10 more (--json lists them all)"), "\(result.stdout)")
@@ -282,13 +297,17 @@ import WorkerTestSupport
         let bytes = harness.serve("twin", String(repeating: "t", count: 79) + "\n")
         let manifest = harness.manifest([("/drip/100/f/twin", bytes), ("/f/twin", bytes)])
         let report = harness.directory.path + "/r.json"
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--deadline", "1",
-                                           "--report", report])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--deadline", "1",
+            "--report", report,
+        ])
         #expect(result.code == 1, "\(result.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let entries = try #require(document["entries"] as? [[String: Any]])
-        #expect(entries.count == 2 && entries.allSatisfy { $0["status"] as? String == "failed" && $0["reason"] as? String == "cancelled" },
-                "\(entries)")
+        #expect(
+            entries.count == 2 && entries.allSatisfy { $0["status"] as? String == "failed" && $0["reason"] as? String == "cancelled" },
+            "\(entries)")
         #expect((entries.last?["error"] as? String)?.hasSuffix("before this entry started") == true, "\(entries)")
         #expect((document["totals"] as? [String: Any])?["failed"] as? Int == 2)
     }
@@ -296,8 +315,9 @@ import WorkerTestSupport
     @Test func networkFileSystemsUseARollbackJournal() async throws {
         let directory = TemporaryDirectory()
         let cache = directory.path + "/cache"
-        let result = try await WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", cache],
-                                          environment: ["WORKER_NETWORK_FS": "1"])
+        let result = try await WorkerBinary.run(
+            ["sync", CommandLineTests.demoManifest, "--cache-dir", cache],
+            environment: ["WORKER_NETWORK_FS": "1"])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: cache + "/index.sqlite-wal"), "no WAL on a network file system")
         let index = try CacheIndex(path: cache + "/index.sqlite", create: false, readOnly: true)

@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import Testing
-import WorkerTestSupport
 import WorkerSupport
+import WorkerTestSupport
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
 
 /// Reports for CI and ops, the failure budget, shards, progress and logs, through the binary.
 @Suite(.hangLimit) struct OperationsTests {
@@ -16,16 +17,19 @@ import WorkerSupport
         _ = try await harness.sync(harness.manifest([("/f/keep.png", keep), ("/f/change.png", old)]))
         let new = harness.serve("change.png", "new version")
         let added = harness.serve("added.png", "added")
-        let manifest = harness.manifest([("/f/keep.png", keep), ("/f/change.png", new), ("/f/added.png", added), ("/status/500", nil)],
-                                        name: "ops.yaml")
+        let manifest = harness.manifest(
+            [("/f/keep.png", keep), ("/f/change.png", new), ("/f/added.png", added), ("/status/500", nil)],
+            name: "ops.yaml")
         return (harness, manifest, old, new)
     }
 
     /// Element names and attributes of an XML document, in order.
     final class XMLCollector: NSObject, XMLParserDelegate {
         var elements: [(name: String, attributes: [String: String])] = []
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             elements.append((name, attributes))
         }
     }
@@ -42,7 +46,9 @@ import WorkerSupport
         #expect(parser.parse(), "well-formed XML")
         let cases = collector.elements.filter { $0.name == "testcase" }
         #expect(cases.count == 4)
-        #expect(Set(cases.compactMap { $0.attributes["name"] }) == Set(["/f/keep.png", "/f/change.png", "/f/added.png", "/status/500"].map(harness.origin.url)))
+        #expect(
+            Set(cases.compactMap { $0.attributes["name"] })
+                == Set(["/f/keep.png", "/f/change.png", "/f/added.png", "/status/500"].map(harness.origin.url)))
         let suite = try #require(collector.elements.first { $0.name == "testsuite" })
         #expect(suite.attributes["name"] == "test" && suite.attributes["tests"] == "4" && suite.attributes["failures"] == "1")
         let failure = try #require(collector.elements.first { $0.name == "failure" })
@@ -62,8 +68,9 @@ import WorkerSupport
         #expect(summary.contains("| \(harness.origin.url("/status/500")) | `http_status` | HTTP 500 |"))
 
         let github = harness.directory.write("step-summary.md", "earlier step\n")
-        let run64 = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"],
-                                 environment: ["GITHUB_STEP_SUMMARY": github])
+        let run64 = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", harness.cache, "--retries", "0"],
+            environment: ["GITHUB_STEP_SUMMARY": github])
         #expect(run64.code == 1, "one entry fails (HTTP 500): \(run64.code) \(run64.stderr)")
         let appended = try String(contentsOfFile: github, encoding: .utf8)
         #expect(appended.hasPrefix("earlier step\n### ❌ worker sync"), "appended, as GitHub expects")
@@ -91,8 +98,9 @@ import WorkerSupport
         #expect(samples["worker_sync_bytes_downloaded"] == Double("new version".utf8.count + "added".utf8.count))
         #expect(try #require(samples["worker_sync_last_run_timestamp_seconds"]) > Date().timeIntervalSince1970 - 60)
         #expect(text.contains("# TYPE worker_sync_entries gauge"))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: harness.directory.path).allSatisfy { !$0.hasSuffix(".tmp") },
-                "written by way of a temporary file, nothing left behind")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: harness.directory.path).allSatisfy { !$0.hasSuffix(".tmp") },
+            "written by way of a temporary file, nothing left behind")
     }
 
     @Test func htmlReportShowsThumbnailsOldAndNewAndFailures() async throws {
@@ -132,7 +140,8 @@ import WorkerSupport
         let (harness, manifest, _, _) = try await scenario()
         defer { Task { await harness.origin.stop() } }
         func code(_ budget: String) async throws -> Int32 {
-            try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-failures", budget, "--retries", "0", "-q"]).code
+            try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--max-failures", budget, "--retries", "0", "-q"])
+                .code
         }
         #expect(try await code("0") == 1)
         #expect(try await code("1") == 0)
@@ -149,18 +158,21 @@ import WorkerSupport
         var handled = 0
         for index in 0..<3 {
             let environment = index == 2 ? ["JOB_COMPLETION_INDEX": "2", "JOB_COMPLETION_COUNT": "3"] : [:]
-            let arguments = ["sync", manifest, "--cache-dir", harness.cache, "--report", harness.directory.path + "/r\(index).json"]
+            let arguments =
+                ["sync", manifest, "--cache-dir", harness.cache, "--report", harness.directory.path + "/r\(index).json"]
                 + (index == 2 ? [] : ["--shard", "\(index)/3"])
             let result = try await WorkerBinary.run(arguments, environment: environment)
             #expect(result.code == 0)
-            let report = try #require(JSONSerialization.jsonObject(
-                with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/r\(index).json"))) as? [String: Any])
+            let report = try #require(
+                JSONSerialization.jsonObject(
+                    with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/r\(index).json"))) as? [String: Any])
             handled += (report["totals"] as? [String: Any])?["added"] as? Int ?? 0
         }
         #expect(handled == 60, "the shards cover every entry once")
         #expect(harness.origin.totalRequests == 60)
         #expect(try harness.records().count == 60)
-        let missing = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache], environment: ["JOB_COMPLETION_INDEX": "1"])
+        let missing = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", harness.cache], environment: ["JOB_COMPLETION_INDEX": "1"])
         #expect(missing.code == 2)
         #expect(missing.stderr.contains("JOB_COMPLETION_COUNT"))
     }
@@ -176,8 +188,10 @@ import WorkerSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/f/p", harness.serve("p")), ("/status/503", nil)])
-        let shown = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
-                                          "-v", "--log-format", "json"])
+        let shown = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "1",
+            "-v", "--log-format", "json",
+        ])
         #expect(shown.code == 1, "one entry fails: \(shown.stderr)")
         // With --log-format json every stderr line is a JSON object: progress and failures too.
         let lines = shown.stderr.split(separator: "\n")
@@ -192,8 +206,9 @@ import WorkerSupport
         #expect(messages.contains { $0.hasPrefix("failed: ") && $0.contains("HTTP 503") })
         let plain = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always", "--retries", "0"])
         #expect(plain.code == 1)
-        #expect(plain.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 1/1 entries") == true,
-                "\(plain.stderr)")
+        #expect(
+            plain.stderr.split(separator: "\n").filter { $0.hasPrefix("progress: ") }.last?.hasPrefix("progress: 1/1 entries") == true,
+            "\(plain.stderr)")
         let quiet = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "never"])
         #expect(quiet.code == 1 && !quiet.stderr.isEmpty, "the failure is still said: \(quiet.stderr)")
         #expect(!quiet.stderr.contains("progress:"))

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import Testing
-@testable import WorkerStore
 import WorkerTestSupport
+
+@testable import WorkerStore
 
 /// A cache another user could write into is refused by every command that writes, and nothing a
 /// planted link or row says leads a write, a mode change, a delete or a fetch out of the cache
@@ -43,8 +44,9 @@ import WorkerTestSupport
         #expect(chown(cache + "/partial", 65534, 65534) == 0)
         let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache])
         #expect(refused.code == 4, "\(refused.code) \(refused.stderr)")
-        #expect(refused.stderr.contains("\(cache)/partial belongs to another user") && refused.stderr.contains("uid 65534"),
-                "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("\(cache)/partial belongs to another user") && refused.stderr.contains("uid 65534"),
+            "\(refused.stderr)")
     }
 
     @Test func aLinkPlantedAtTheWALChangesNoOtherFile() async throws {
@@ -124,7 +126,8 @@ import WorkerTestSupport
         // manifest run that names its folder, and a URL without a hash; neither has its object.
         let database = try SQLiteDatabase(path: cache + "/index.sqlite", create: false)
         let missing = String(repeating: "ab", count: 32)
-        try database.execute("""
+        try database.execute(
+            """
             INSERT INTO manifest_runs VALUES ('\(secretManifest)', 'm', 1, 0, 0);
             INSERT INTO entries(url, hash, object, size, fetched_at, last_used) VALUES ('file://\(secret)', NULL, '\(missing)', 19, 0, 0);
             INSERT INTO entries(url, hash, object, size, fetched_at, last_used) VALUES ('\(harness.origin.url("/f/anything"))', NULL, '\(missing)', 9, 0, 0);

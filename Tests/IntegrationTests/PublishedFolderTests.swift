@@ -19,8 +19,11 @@ import WorkerTestSupport
     }
 
     /// A manifest of local files (relative URLs, no `base_url`) in `site/`, synced into `cache`.
-    private func localCache(_ directory: TemporaryDirectory, files: [(name: String, text: String, path: String?)])
-        async throws -> (manifest: String, cache: String) {
+    private func localCache(
+        _ directory: TemporaryDirectory, files: [(name: String, text: String, path: String?)]
+    )
+        async throws -> (manifest: String, cache: String)
+    {
         var text = "version: 1\nentries:\n"
         for file in files {
             directory.write("site/" + file.name, file.text)
@@ -85,8 +88,9 @@ import WorkerTestSupport
         var info = stat()
         #expect(lstat(theirs, &info) == 0)
         let list = try #require(read(out + "/.worker-export"))
-        directory.write("theirs/.worker-export",
-                        list + "notes.txt\n\(info.st_dev) \(info.st_ino) \(info.st_size) \(String(repeating: "cd", count: 32)) notes.txt\n")
+        directory.write(
+            "theirs/.worker-export",
+            list + "notes.txt\n\(info.st_dev) \(info.st_ino) \(info.st_size) \(String(repeating: "cd", count: 32)) notes.txt\n")
         #expect(chown(out + "/.worker-export", 65534, 65534) == 0 && chown(out, 65534, 65534) == 0)
         let result = try await WorkerBinary.run(["export", "--layout", "tree", out, manifest, "--cache-dir", cache])
         #expect(result.code == 0, "\(result.stderr)")
@@ -133,11 +137,14 @@ import WorkerTestSupport
         #expect(chown(www + "/.site.worker", 65534, 65534) == 0)
         let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--tree", www + "/site"])
         #expect(refused.code == 4, "\(refused.code) \(refused.stderr)")
-        #expect(refused.stderr.contains(".site.worker belongs to another user") && refused.stderr.contains("uid 65534"),
-                "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(".site.worker belongs to another user") && refused.stderr.contains("uid 65534"),
+            "\(refused.stderr)")
         #expect(harness.origin.totalRequests == 0, "refused before any request")
-        let export = try await WorkerBinary.run(["export", "--layout", "tree", "--atomic", www + "/site", manifest,
-                                                 "--cache-dir", harness.cache])
+        let export = try await WorkerBinary.run([
+            "export", "--layout", "tree", "--atomic", www + "/site", manifest,
+            "--cache-dir", harness.cache,
+        ])
         #expect(export.code == 4, "\(export.code) \(export.stderr)")
 
         // Open to every user (0777 without the sticky bit): refused as root; with it, published.
@@ -168,18 +175,25 @@ import WorkerTestSupport
         try #require(flock(holder, LOCK_EX | LOCK_NB) == 0)
 
         let (report, junit, metrics) = (directory.path + "/r.json", directory.path + "/j.xml", directory.path + "/m.prom")
-        let locked = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree, "--wait-lock", "1",
-                                                 "--report", report, "--junit", junit, "--metrics", metrics], seconds: 60)
+        let locked = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", cache, "--tree", tree, "--wait-lock", "1",
+                "--report", report, "--junit", junit, "--metrics", metrics,
+            ], seconds: 60)
         #expect(locked.code == 3, "\(locked.code) \(locked.stderr)")
         #expect(locked.stderr.contains(".site-tree.worker/lock"), "\(locked.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let outcome = try #require(document["tree"] as? [String: Any])
         #expect((outcome["error"] as? String)?.contains("locked") == true, "\(outcome)")
         #expect(read(junit) != nil && read(metrics) != nil, "every output is written")
 
         // A sync that waits for the tree's lock holds no cache lock: gc runs meanwhile.
-        let waiting = Task { try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree, "--wait-lock", "30"],
-                                                         seconds: 90) }
+        let waiting = Task {
+            try await WorkerBinary.run(
+                ["sync", manifest, "--cache-dir", cache, "--tree", tree, "--wait-lock", "30"],
+                seconds: 90)
+        }
         try await Task.sleep(nanoseconds: 1_500_000_000)
         let gc = try await WorkerBinary.run(["gc", "--cache-dir", cache, "--wait-lock", "2"], seconds: 60)
         #expect(gc.code == 0, "\(gc.code) \(gc.stderr)")
@@ -197,7 +211,9 @@ import WorkerTestSupport
         let elsewhere = harness.directory.path + "/elsewhere"
         #expect(mkdir(elsewhere, 0o755) == 0)
         #expect(symlink(elsewhere, harness.directory.path + "/.site.worker") == 0)
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--tree", harness.directory.path + "/site"])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--tree", harness.directory.path + "/site",
+        ])
         #expect(result.code == 4, "\(result.code) \(result.stderr)")
         #expect(result.stderr.contains(".site.worker is a symbolic link"), "\(result.stderr)")
         #expect(harness.origin.totalRequests == 0, "found before any request")
@@ -209,8 +225,12 @@ import WorkerTestSupport
     @Test func twinNamesThatDifferOnlyInNormalizationAreTwoFolders() async throws {
         let directory = TemporaryDirectory()
         let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
-        let (manifest, cache) = try await localCache(directory, files: [("a.txt", "a\n", composed + "/a.txt"),
-                                                                        ("b.txt", "b\n", decomposed + "/b.txt")])
+        let (manifest, cache) = try await localCache(
+            directory,
+            files: [
+                ("a.txt", "a\n", composed + "/a.txt"),
+                ("b.txt", "b\n", decomposed + "/b.txt"),
+            ])
         let tree = directory.path + "/site-tree"
         let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree])
         #expect(result.code == 0, "\(result.code) \(result.stderr)")

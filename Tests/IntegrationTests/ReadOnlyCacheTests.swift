@@ -18,8 +18,9 @@ import WorkerTestSupport
 
         func run(_ arguments: [String]) async throws -> WorkerBinary.Result {
             guard asNobody else { return try await WorkerBinary.run(arguments, executable: binary) }
-            return try await WorkerBinary.run(["--reuid=65534", "--regid=65534", "--clear-groups", "--", binary] + arguments,
-                                        executable: "/usr/bin/setpriv")
+            return try await WorkerBinary.run(
+                ["--reuid=65534", "--regid=65534", "--clear-groups", "--", binary] + arguments,
+                executable: "/usr/bin/setpriv")
         }
     }
 
@@ -45,12 +46,16 @@ import WorkerTestSupport
             #expect(try await reader.run(["plan", manifest] + cache).code == 0, "\(label) plan")
             #expect(try await reader.run(["export", "--layout", "hash", out, manifest] + cache).code == 0, "\(label) export")
             let verify = try await reader.run(["verify"] + cache)
-            #expect(verify.code == 0 && verify.stdout.contains("the cache and its index agree"), "\(label) verify: \(verify.stdout) \(verify.stderr)")
+            #expect(
+                verify.code == 0 && verify.stdout.contains("the cache and its index agree"),
+                "\(label) verify: \(verify.stdout) \(verify.stderr)")
             #expect(try await reader.run(["fingerprint", manifest]).code == 0, "\(label) fingerprint")
         }
         func checkWrites(_ label: String, words: String) async throws {
             harness.serve("t")
-            let writes: [[String]] = [["sync", manifest], ["get", harness.origin.url("/f/t")], ["gc"], ["rm", url], ["verify", "--repair"]]
+            let writes: [[String]] = [
+                ["sync", manifest], ["get", harness.origin.url("/f/t")], ["gc"], ["rm", url], ["verify", "--repair"],
+            ]
             for arguments in writes {
                 let result = try await reader.run(arguments + cache)
                 #expect(result.code == 4, "\(label) \(arguments[0]): \(result.code) \(result.stderr)")
@@ -60,7 +65,9 @@ import WorkerTestSupport
         if reader.asNobody {
             // Another user's cache whose index is its owner's alone: said in words.
             let private_ = try await reader.run(["status"] + cache)
-            #expect(private_.code == 4 && private_.stderr.contains("cache not readable: \(harness.cache)/index.sqlite is not readable by user nobody")
+            #expect(
+                private_.code == 4
+                    && private_.stderr.contains("cache not readable: \(harness.cache)/index.sqlite is not readable by user nobody")
                     && private_.stderr.contains("mode 0600") && !private_.stderr.contains("SQLite"), "\(private_.stderr)")
             // Another user's cache that its owner let others read.
             #expect(await chmodRecursively(harness.cache, "a+rX"))
@@ -93,8 +100,9 @@ import WorkerTestSupport
         #expect(try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "-q"]).code == 0)
         let mount = "mount --bind '\(harness.cache)' '\(harness.cache)' && mount -o remount,ro,bind '\(harness.cache)' && "
         func inMount(_ command: String) async throws -> WorkerBinary.Result {
-            try await WorkerBinary.run(["-m", "sh", "-c", mount + "'\(WorkerBinary.path)' " + command + " --cache-dir '\(harness.cache)'"],
-                                 executable: "/usr/bin/unshare")
+            try await WorkerBinary.run(
+                ["-m", "sh", "-c", mount + "'\(WorkerBinary.path)' " + command + " --cache-dir '\(harness.cache)'"],
+                executable: "/usr/bin/unshare")
         }
         let get = try await inMount("get '\(harness.origin.url("/f/m"))'")
         #expect(get.code == 0 && get.stdout.contains(sha256(bytes)), "\(get.stdout) \(get.stderr)")

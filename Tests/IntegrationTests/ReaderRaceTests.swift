@@ -15,7 +15,9 @@ import WorkerTestSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let count = 60
-        func version(_ number: Int, _ v: Int) -> [UInt8] { Array("entry \(number) version \(v)\n".utf8) + Array(repeating: UInt8(v), count: 200) }
+        func version(_ number: Int, _ v: Int) -> [UInt8] {
+            Array("entry \(number) version \(v)\n".utf8) + Array(repeating: UInt8(v), count: 200)
+        }
         var written: [String] = []
         for v in 1...2 {
             var text = "version: 1\nname: race\nentries:\n"
@@ -48,7 +50,9 @@ import WorkerTestSupport
                 readings.add(1, ordering: .relaxed)
                 // An export of the version not synced last may lack entries (exit 1, "missing"):
                 // only a failure of another kind, or a stray or missing object, is a wrong answer.
-                let wrong = arguments[0] == "export" ? result.code > 1 || result.stderr.contains("cache unusable")
+                let wrong =
+                    arguments[0] == "export"
+                    ? result.code > 1 || result.stderr.contains("cache unusable")
                     : result.code != 0 || result.stdout.contains("stray")
                 if wrong { failures.withLock { $0.append("\(arguments[0]): exit \(result.code) \(result.stdout) \(result.stderr)") } }
             }

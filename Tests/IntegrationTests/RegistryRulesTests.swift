@@ -28,14 +28,22 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: oci://\(reg)/team/art:v1\n    path: tools\n")
         let rule = ["--rewrite", "oci://\(reg)/=oci://\(mirror.address)/", "--retries", "0"]
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--tree", directory.path + "/tree",
-                                                 "--rewrite-strict"] + rule, environment: Self.noCredentials)
+        let synced = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--tree", directory.path + "/tree",
+                "--rewrite-strict",
+            ] + rule, environment: Self.noCredentials)
         #expect(synced.code == 0, "\(synced.stderr)")
         #expect(FileManager.default.contents(atPath: directory.path + "/tree/tools/a.txt") == Data("alpha\n".utf8))
-        let written = try await WorkerBinary.run(["manifest", "oci://\(reg)/team/art:v1", "-o", directory.path + "/pinned.yaml",
-                                                  "--rewrite-strict"] + rule, environment: Self.noCredentials)
+        let written = try await WorkerBinary.run(
+            [
+                "manifest", "oci://\(reg)/team/art:v1", "-o", directory.path + "/pinned.yaml",
+                "--rewrite-strict",
+            ] + rule, environment: Self.noCredentials)
         #expect(written.code == 0, "\(written.stderr)")
-        #expect(((try? String(contentsOfFile: directory.path + "/pinned.yaml", encoding: .utf8)) ?? "").contains("oci://\(reg)/team/art:v1#a.txt"))
+        #expect(
+            ((try? String(contentsOfFile: directory.path + "/pinned.yaml", encoding: .utf8)) ?? "").contains(
+                "oci://\(reg)/team/art:v1#a.txt"))
         let asked = registry.log.split(separator: "\n").filter { $0.contains("http.request.uri=") || $0.contains("TLS handshake") }
         #expect(asked.isEmpty, "REG was asked: \(asked.prefix(3))")
     }
@@ -56,30 +64,38 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let config = Files.dockerConfig(directory, registry: registry.address, user: "alice", password: "al1ce-pass")
         let privateTag = directory.write("private.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/team/art:v1\n")
-        let elsewhere = try await WorkerBinary.run(["sync", privateTag, "--cache-dir", directory.path + "/c1", "--retries", "0"],
-                                                   environment: ["DOCKER_CONFIG": config, "REGISTRY_AUTH_FILE": ""])
+        let elsewhere = try await WorkerBinary.run(
+            ["sync", privateTag, "--cache-dir", directory.path + "/c1", "--retries", "0"],
+            environment: ["DOCKER_CONFIG": config, "REGISTRY_AUTH_FILE": ""])
         #expect(elsewhere.code == 2, "\(elsewhere.stderr)")
-        #expect(elsewhere.stderr.contains("the token realm \(tokens.url) is on another origin over plain http: the credentials for alice "
-                                          + "are not sent to it (refused)"), "\(elsewhere.stderr)")
+        #expect(
+            elsewhere.stderr.contains(
+                "the token realm \(tokens.url) is on another origin over plain http: the credentials for alice "
+                    + "are not sent to it (refused)"), "\(elsewhere.stderr)")
         #expect(tokens.requests.isEmpty, "\(tokens.requests)")
         #expect(!(elsewhere.stdout + elsewhere.stderr).contains("al1ce-pass"))
 
         // Without credentials the realm is asked anonymously (a public repository).
         let publicTag = directory.write("public.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/public/art:v1\n")
-        let anonymous = try await WorkerBinary.run(["sync", publicTag, "--cache-dir", directory.path + "/c2", "--retries", "0"],
-                                                   environment: Self.noCredentials)
+        let anonymous = try await WorkerBinary.run(
+            ["sync", publicTag, "--cache-dir", directory.path + "/c2", "--retries", "0"],
+            environment: Self.noCredentials)
         #expect(anonymous.code == 0, "\(anonymous.stderr)")
         #expect(!tokens.requests.isEmpty && tokens.requests.allSatisfy { $0.user == nil }, "\(tokens.requests)")
 
         // Strict: the registry allowed, its realm on another origin not.
         let before = tokens.requests.count
-        let strict = try await WorkerBinary.run(["sync", publicTag, "--cache-dir", directory.path + "/c3", "--retries", "0", "--rewrite-strict",
-                                                 "--allow-origin", "https://\(registry.address)", "--allow-origin", "http://\(registry.address)"],
-                                                environment: Self.noCredentials)
+        let strict = try await WorkerBinary.run(
+            [
+                "sync", publicTag, "--cache-dir", directory.path + "/c3", "--retries", "0", "--rewrite-strict",
+                "--allow-origin", "https://\(registry.address)", "--allow-origin", "http://\(registry.address)",
+            ],
+            environment: Self.noCredentials)
         #expect(strict.code == 2, "\(strict.stderr)")
         #expect(strict.stderr.contains("the token realm \(tokens.url)/token?"), "\(strict.stderr)")
-        #expect(strict.stderr.contains("which no --rewrite rule covers and no --allow-origin allows, is not asked (--rewrite-strict)"),
-                "\(strict.stderr)")
+        #expect(
+            strict.stderr.contains("which no --rewrite rule covers and no --allow-origin allows, is not asked (--rewrite-strict)"),
+            "\(strict.stderr)")
         #expect(tokens.requests.count == before, "the realm was asked: \(tokens.requests)")
     }
 
@@ -104,21 +120,31 @@ import WorkerTestSupport
         let api = ["--rewrite", "https://\(gone)/=http://\(other.address)/", "--rewrite", "http://\(gone)/=http://\(other.address)/"]
         for (manifest, rules) in [(blob, api), (tag, ["--rewrite", "oci://\(gone)/=oci://\(other.address)/"])] {
             let rule = rules[1]
-            let sent = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c-\(rule.hasPrefix("oci") ? "o" : "h")",
-                                                   "--retries", "0"] + rules,
-                                                  environment: ["DOCKER_CONFIG": homeOnly, "REGISTRY_AUTH_FILE": ""])
+            let sent = try await WorkerBinary.run(
+                [
+                    "sync", manifest, "--cache-dir", directory.path + "/c-\(rule.hasPrefix("oci") ? "o" : "h")",
+                    "--retries", "0",
+                ] + rules,
+                environment: ["DOCKER_CONFIG": homeOnly, "REGISTRY_AUTH_FILE": ""])
             #expect(sent.code != 0, "the target got REG's credentials (\(rule)): \(sent.stdout)")
             #expect(sent.stderr.contains("sent without credentials"), "\(rule): \(sent.stderr)")
         }
         // The target's own entry names it: then it gets those.
-        let both = directory.write("both/config.json", #"{"auths": {"\#(gone)": {"auth": "\#(Data("alice:al1ce-pass".utf8).base64EncodedString())"}, "#
-                                   + #""\#(other.address)": {"auth": "\#(Data("alice:al1ce-pass".utf8).base64EncodedString())"}}}"#)
+        let both = directory.write(
+            "both/config.json",
+            #"{"auths": {"\#(gone)": {"auth": "\#(Data("alice:al1ce-pass".utf8).base64EncodedString())"}, "#
+                + #""\#(other.address)": {"auth": "\#(Data("alice:al1ce-pass".utf8).base64EncodedString())"}}}"#)
         for (manifest, rules) in [(blob, api), (tag, ["--rewrite", "oci://\(gone)/=oci://\(other.address)/"])] {
             let rule = rules[1]
-            let named = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/d-\(rule.hasPrefix("oci") ? "o" : "h")",
-                                                    "--retries", "0"] + rules,
-                                                   environment: ["DOCKER_CONFIG": (both as NSString).deletingLastPathComponent,
-                                                                 "REGISTRY_AUTH_FILE": ""])
+            let named = try await WorkerBinary.run(
+                [
+                    "sync", manifest, "--cache-dir", directory.path + "/d-\(rule.hasPrefix("oci") ? "o" : "h")",
+                    "--retries", "0",
+                ] + rules,
+                environment: [
+                    "DOCKER_CONFIG": (both as NSString).deletingLastPathComponent,
+                    "REGISTRY_AUTH_FILE": "",
+                ])
             #expect(named.code == 0, "\(rule): \(named.stderr)")
         }
     }
@@ -133,16 +159,23 @@ import WorkerTestSupport
         let service = try RawOrigin()
         defer { service.stop() }
         let body = Array(#"{"token": "abc\r\nGET /v2/_catalog HTTP/1.1\r\nHost: x\r\n\r\n", "expires_in": 300}"#.utf8)
-        service.script("/token", [RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
-                                                   + "Connection: close\r\n\r\n", body: body)])
+        service.script(
+            "/token",
+            [
+                RawOrigin.Answer(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+                        + "Connection: close\r\n\r\n", body: body)
+            ])
         let signing = TemporaryDirectory()
         let certificate = try TLSTests.makeCertificate(in: signing).certificate
-        let registry = try OCIRegistry(storage: storage.path, auth: .realm(service.url("/token"), certificate: certificate), logRequests: true)
+        let registry = try OCIRegistry(
+            storage: storage.path, auth: .realm(service.url("/token"), certificate: certificate), logRequests: true)
         defer { registry.stop() }
         let directory = TemporaryDirectory()
         let manifest = Files.manifest(directory, ["oci://\(registry.address)/public/files@sha256:\(digest)"])
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
-                                                environment: Self.noCredentials)
+        let synced = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
+            environment: Self.noCredentials)
         #expect(synced.code == 1, "\(synced.stderr)")
         #expect(synced.stderr.contains("the token service's token holds a control character or a space (refused)"), "\(synced.stderr)")
         #expect(service.hits("/token") == 1)
@@ -165,11 +198,14 @@ import WorkerTestSupport
         let secret = Array("admin only\n".utf8)
         let fine = Array("under the rule\n".utf8)
         for (path, bytes) in [("/admin/x", secret), ("/cdn/%2e%2E/admin/x", secret), ("/cdn/y", fine)] {
-            origin.script(path, [RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n", body: bytes)])
+            origin.script(
+                path, [RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n\r\n", body: bytes)])
         }
         let directory = TemporaryDirectory()
         let from = "http://127.0.0.1:1/cdn/"
-        let manifest = directory.write("m.yaml", """
+        let manifest = directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: \(from)dotted
@@ -181,17 +217,21 @@ import WorkerTestSupport
 
             """)
         let strict = ["--rewrite", "\(from)=\(origin.url("/cdn/"))", "--rewrite-strict", "--retries", "0"]
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", directory.path + "/r.json"]
-                                                + strict)
+        let synced = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--report", directory.path + "/r.json"]
+                + strict)
         #expect(synced.code == 1, "\(synced.stderr)")
         let rows = try Files.rows(directory.path + "/r.json")
-        #expect((rows["\(from)dotted"]?["error"] as? String)?.contains("a redirect to \(origin.url("/admin/x")), which no --rewrite rule covers")
+        #expect(
+            (rows["\(from)dotted"]?["error"] as? String)?.contains(
+                "a redirect to \(origin.url("/admin/x")), which no --rewrite rule covers")
                 == true, "\(rows["\(from)dotted"] ?? [:])")
         #expect((rows["\(from)encoded"]?["error"] as? String)?.contains("encoded dot segment") == true, "\(rows["\(from)encoded"] ?? [:])")
         #expect(rows["\(from)inside"]?["status"] as? String == "added", "\(rows["\(from)inside"] ?? [:])")
         #expect(origin.hits("/admin/x") == 0 && origin.hits("/cdn/%2e%2E/admin/x") == 0, "the server was asked outside the rule")
 
-        let listed = directory.write("listed.yaml", "version: 1\nentries:\n  - url: \(from)../admin/x\n    hash: sha256:\(sha256(secret))\n")
+        let listed = directory.write(
+            "listed.yaml", "version: 1\nentries:\n  - url: \(from)../admin/x\n    hash: sha256:\(sha256(secret))\n")
         let refused = try await WorkerBinary.run(["sync", listed, "--cache-dir", directory.path + "/c"] + strict)
         #expect(refused.code == 2, "\(refused.stderr)")
         #expect(refused.stderr.contains("no rule covers"), "\(refused.stderr)")
@@ -213,11 +253,17 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         for (name, registry) in [("secure", secure), ("plain", plain)] {
             let manifest = Files.manifest(directory, ["oci://\(registry.address)/team/files@sha256:\(digest)"], name: name + ".yaml")
-            let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c-" + name, "--retries", "0",
-                                                     "--ca-cert", served.certificate], environment: Self.noCredentials)
+            let synced = try await WorkerBinary.run(
+                [
+                    "sync", manifest, "--cache-dir", directory.path + "/c-" + name, "--retries", "0",
+                    "--ca-cert", served.certificate,
+                ], environment: Self.noCredentials)
             #expect(synced.code == 0, "\(name): \(synced.stderr)")
-            let plainHTTP = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/p-" + name, "--retries", "0",
-                                                        "--plain-http"], environment: Self.noCredentials)
+            let plainHTTP = try await WorkerBinary.run(
+                [
+                    "sync", manifest, "--cache-dir", directory.path + "/p-" + name, "--retries", "0",
+                    "--plain-http",
+                ], environment: Self.noCredentials)
             #expect(plainHTTP.code == (name == "plain" ? 0 : 1), "\(name) --plain-http: \(plainHTTP.stderr)")
         }
     }
@@ -244,12 +290,14 @@ import WorkerTestSupport
             let environment = ["DOCKER_CONFIG": config, "REGISTRY_AUTH_FILE": ""]
             let trust = ["--ca-cert", try #require(tokens.tlsCertificate), "--retries", "0"]
             let tag = directory.write(name + "-tag.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/team/art:v1\n")
-            let refused = try await WorkerBinary.run(["sync", tag, "--cache-dir", directory.path + "/c-" + name] + trust, environment: environment)
+            let refused = try await WorkerBinary.run(
+                ["sync", tag, "--cache-dir", directory.path + "/c-" + name] + trust, environment: environment)
             #expect(refused.code == 2, "\(name): \(refused.stderr)")
             #expect(refused.stderr.contains("\(who) refused the credentials for alice (HTTP 401)"), "\(name): \(refused.stderr)")
             if name == "basic" {
                 let blob = Files.manifest(directory, ["oci://\(registry.address)/team/files@sha256:\(digest)"], name: name + "-blob.yaml")
-                let failed = try await WorkerBinary.run(["sync", blob, "--cache-dir", directory.path + "/b-" + name] + trust, environment: environment)
+                let failed = try await WorkerBinary.run(
+                    ["sync", blob, "--cache-dir", directory.path + "/b-" + name] + trust, environment: environment)
                 #expect(failed.code == 1, "\(failed.stderr)")
                 #expect(failed.stderr.contains("HTTP 401 (the registry refused the credentials for alice)"), "\(failed.stderr)")
             }
@@ -268,8 +316,10 @@ import WorkerTestSupport
         defer { mirror.stop() }
         let directory = TemporaryDirectory()
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: oci://\(registry.address)/team/art:v1\n")
-        let arguments = ["sync", manifest, "--cache-dir", directory.path + "/c", "--tree", directory.path + "/tree", "--retries", "0",
-                         "--rewrite", "oci://\(registry.address)/=oci://\(mirror.address)/", "--rewrite-strict"]
+        let arguments = [
+            "sync", manifest, "--cache-dir", directory.path + "/c", "--tree", directory.path + "/tree", "--retries", "0",
+            "--rewrite", "oci://\(registry.address)/=oci://\(mirror.address)/", "--rewrite-strict",
+        ]
         let cold = try await WorkerBinary.run(arguments, environment: Self.noCredentials)
         #expect(cold.code == 0, "\(cold.stderr)")
         #expect(cold.stdout.contains("added 2"), "\(cold.stdout)")

@@ -11,8 +11,10 @@ import WorkerTestSupport
     }
 
     /// An origin serving `count` files, and a manifest pinning each by SHA-256 (plus `extra` lines).
-    private func fixture(_ origin: TestOrigin, _ directory: TemporaryDirectory, count: Int,
-                         header: String = "", extra: [(String, String?)] = []) -> (manifest: String, hashes: [String]) {
+    private func fixture(
+        _ origin: TestOrigin, _ directory: TemporaryDirectory, count: Int,
+        header: String = "", extra: [(String, String?)] = []
+    ) -> (manifest: String, hashes: [String]) {
         var text = "version: 1\nname: avatars\n\(header)entries:\n"
         var hashes: [String] = []
         for number in 0..<count {
@@ -68,8 +70,10 @@ import WorkerTestSupport
         let earlier = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"])
         #expect(earlier.code == 1)
         let report = directory.path + "/r.json"
-        let run = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
-                                        "--retries", "0", "--report", report])
+        let run = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+            "--retries", "0", "--report", report,
+        ])
         #expect(run.code == 1, "\(run.stderr)")
         let entries = rows(try json(report))
         let failed = entries.filter { $0["status"] as? String == "failed" }.compactMap { $0["url"] as? String }
@@ -77,7 +81,6 @@ import WorkerTestSupport
         let fromTier = entries.filter { $0["source"] as? String == "remote" }
         #expect(fromTier.count == 30, "\(entries)")
     }
-
 
     @Test func runnerAFillsTheTierAndRunnerBTakesEverythingFromIt() async throws {
         let tier = try WebDAVTier()
@@ -87,8 +90,10 @@ import WorkerTestSupport
         let (manifest, hashes) = fixture(origin, directory, count: 6)
 
         let reportA = directory.path + "/a.json"
-        let a = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/a", "--remote-cache", tier.url + "/",
-                                      "--report", reportA, "--metrics", directory.path + "/a.prom"])
+        let a = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/a", "--remote-cache", tier.url + "/",
+            "--report", reportA, "--metrics", directory.path + "/a.prom",
+        ])
         #expect(a.code == 0, "\(a.stderr)")
         let first = try json(reportA)
         let remoteA = try #require(first["remote_cache"] as? [String: Any])
@@ -107,16 +112,21 @@ import WorkerTestSupport
         // Runner B: a fresh cache, every body from the tier, no request to the origin.
         let before = originRequests(origin, 6)
         let reportB = directory.path + "/b.json"
-        let b = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/b", "--remote-cache", tier.url,
-                                      "--report", reportB, "--metrics", directory.path + "/b.prom", "--verbose"])
+        let b = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/b", "--remote-cache", tier.url,
+            "--report", reportB, "--metrics", directory.path + "/b.prom", "--verbose",
+        ])
         #expect(b.code == 0, "\(b.stderr)")
-        #expect(b.stderr.split(separator: "\n").filter { $0.contains("entry fetched") && $0.contains("entry.source=remote") }.count == 6,
-                "--verbose says where each body came from: \(b.stderr)")
+        #expect(
+            b.stderr.split(separator: "\n").filter { $0.contains("entry fetched") && $0.contains("entry.source=remote") }.count == 6,
+            "--verbose says where each body came from: \(b.stderr)")
         #expect(originRequests(origin, 6) == before, "runner B asked the origin")
         let second = try json(reportB)
         let remoteB = try #require(second["remote_cache"] as? [String: Any])
         #expect(remoteB["hits"] as? Int == 6 && remoteB["misses"] as? Int == 0 && remoteB["uploads"] as? Int == 0, "\(remoteB)")
-        #expect(rows(second).count == 6 && rows(second).allSatisfy { $0["source"] as? String == "remote" && $0["status"] as? String == "added" })
+        #expect(
+            rows(second).count == 6 && rows(second).allSatisfy { $0["source"] as? String == "remote" && $0["status"] as? String == "added" }
+        )
         #expect(b.stdout.contains("from the remote cache"), "\(b.stdout)")
         let metricsB = try String(contentsOfFile: directory.path + "/b.prom", encoding: .utf8)
         #expect(metricsB.contains("worker_remote_cache_hits{") && metricsB.contains("} 6"), "\(metricsB)")
@@ -125,8 +135,11 @@ import WorkerTestSupport
         #expect(verify.code == 0, "\(verify.stdout) \(verify.stderr)")
 
         // `get` of a pinned URL into a third cache: from the tier too.
-        let got = try await WorkerBinary.run(["get", origin.url("/a/2.png"), "--hash", "sha256:" + hashes[2],
-                                        "--cache-dir", directory.path + "/g"], environment: ["WORKER_REMOTE_CACHE": tier.url])
+        let got = try await WorkerBinary.run(
+            [
+                "get", origin.url("/a/2.png"), "--hash", "sha256:" + hashes[2],
+                "--cache-dir", directory.path + "/g",
+            ], environment: ["WORKER_REMOTE_CACHE": tier.url])
         #expect(got.code == 0, "\(got.stderr)")
         let path = got.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(FileManager.default.contents(atPath: path) == Data(Self.body(2)))
@@ -140,12 +153,15 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         origin.set("/md5.png", Array("md5".utf8))
         origin.set("/plain.png", Array("plain".utf8))
-        let (manifest, _) = fixture(origin, directory, count: 3, extra: [
-            (origin.url("/md5.png"), "md5:\(md5Hex(Array("md5".utf8)))"), (origin.url("/plain.png"), nil),
-        ])
+        let (manifest, _) = fixture(
+            origin, directory, count: 3,
+            extra: [
+                (origin.url("/md5.png"), "md5:\(md5Hex(Array("md5".utf8)))"), (origin.url("/plain.png"), nil),
+            ])
         let report = directory.path + "/r.json"
-        let run = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report],
-                                       environment: ["WORKER_REMOTE_CACHE": tier.url("/team")])
+        let run = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report],
+            environment: ["WORKER_REMOTE_CACHE": tier.url("/team")])
         #expect(run.code == 0, "\(run.stderr)")
         let remote = try #require(try json(report)["remote_cache"] as? [String: Any])
         // The three pinned by SHA-256 were looked up (404 from this tier) — the others never.
@@ -159,8 +175,10 @@ import WorkerTestSupport
         let readOnly = TemporaryDirectory()
         let (manifest2, _) = fixture(origin, readOnly, count: 3)
         let before = tier.totalRequests
-        let quiet = try await WorkerBinary.run(["sync", manifest2, "--cache-dir", readOnly.path + "/c", "--remote-cache", tier.url("/team"),
-                                          "--remote-cache-read-only", "--report", readOnly.path + "/r.json"])
+        let quiet = try await WorkerBinary.run([
+            "sync", manifest2, "--cache-dir", readOnly.path + "/c", "--remote-cache", tier.url("/team"),
+            "--remote-cache-read-only", "--report", readOnly.path + "/r.json",
+        ])
         #expect(quiet.code == 0, "\(quiet.stderr)")
         #expect(tier.totalRequests - before == 3, "read-only: three lookups, no upload")
         let summary = try #require(try json(readOnly.path + "/r.json")["remote_cache"] as? [String: Any])
@@ -181,8 +199,9 @@ import WorkerTestSupport
 
         let push = try await WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url, "--progress", "never"])
         #expect(push.code == 0, "\(push.stderr)")
-        #expect(push.stdout.contains("5 objects") && push.stdout.contains("4 uploaded") && push.stdout.contains("1 already there"),
-                "\(push.stdout)")
+        #expect(
+            push.stdout.contains("5 objects") && push.stdout.contains("4 uploaded") && push.stdout.contains("1 already there"),
+            "\(push.stdout)")
         #expect(tier.objects == hashes.sorted())
         #expect(tier.requests.filter { $0.hasPrefix("HEAD /cas/") }.count == 5)
         #expect(tier.requests.filter { $0.hasPrefix("PUT /cas/") }.count == 4)
@@ -197,8 +216,10 @@ import WorkerTestSupport
         // `manifest --urls` seeds the tier with what it pins.
         origin.set("/new.png", Self.body(40))
         let list = directory.write("urls.txt", origin.url("/new.png") + "\n")
-        let pinned = try await WorkerBinary.run(["manifest", "--urls", list, "--cache-dir", directory.path + "/pin",
-                                           "--remote-cache", tier.url, "-o", directory.path + "/pinned.yaml"])
+        let pinned = try await WorkerBinary.run([
+            "manifest", "--urls", list, "--cache-dir", directory.path + "/pin",
+            "--remote-cache", tier.url, "-o", directory.path + "/pinned.yaml",
+        ])
         #expect(pinned.code == 0, "\(pinned.stderr)")
         #expect(tier.object(sha256(Self.body(40))) == Data(Self.body(40)), "manifest --urls uploaded what it pinned")
 
@@ -222,10 +243,14 @@ import WorkerTestSupport
         let (manifest, hashes) = fixture(origin, directory, count: 3, header: "headers:\n  Authorization: \"Bearer ${TOKEN}\"\n")
         let withUser = origin.url("/a/9.png").replacingOccurrences(of: "http://", with: "http://reader:secret@")
         origin.set("/a/9.png", Self.body(9))
-        let userManifest = directory.write("user.yaml", "version: 1\nentries:\n  - url: \(withUser)\n    hash: sha256:\(sha256(Self.body(9)))\n")
+        let userManifest = directory.write(
+            "user.yaml", "version: 1\nentries:\n  - url: \(withUser)\n    hash: sha256:\(sha256(Self.body(9)))\n")
         let report = directory.path + "/r.json"
-        let run = try await WorkerBinary.run(["sync", manifest, userManifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
-                                        "--report", report], environment: ["TOKEN": "t0ken"])
+        let run = try await WorkerBinary.run(
+            [
+                "sync", manifest, userManifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+                "--report", report,
+            ], environment: ["TOKEN": "t0ken"])
         #expect(run.code == 0, "\(run.stderr)")
         let remote = try #require(try json(report)["remote_cache"] as? [String: Any])
         #expect(remote["uploads"] as? Int == 0 && remote["private_not_uploaded"] as? Int == 4, "\(remote)")
@@ -236,12 +261,17 @@ import WorkerTestSupport
         #expect(push.code == 0 && tier.objects.isEmpty, "\(push.stdout) \(push.stderr)")
         #expect(push.stdout.contains("4 private (fetched with credentials) kept local"), "\(push.stdout)")
         // Declared private, the tier takes them.
-        let shared = try await WorkerBinary.run(["push", "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
-                                           "--remote-cache-upload-private"])
+        let shared = try await WorkerBinary.run([
+            "push", "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+            "--remote-cache-upload-private",
+        ])
         #expect(shared.code == 0, "\(shared.stdout) \(shared.stderr)")
         #expect(tier.objects == (hashes + [sha256(Self.body(9))]).sorted())
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/d", "--remote-cache", tier.url,
-                                           "--remote-cache-upload-private", "--report", report], environment: ["TOKEN": "t0ken"])
+        let synced = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/d", "--remote-cache", tier.url,
+                "--remote-cache-upload-private", "--report", report,
+            ], environment: ["TOKEN": "t0ken"])
         #expect(synced.code == 0, "\(synced.stderr)")
         await origin.stop()
     }
@@ -270,13 +300,13 @@ import WorkerTestSupport
     /// Prefixes of the fault tier (the test origin's routes), what each does to `{prefix}/cas/{hex}`,
     /// and the counter it must show.
     static let faults: [(prefix: String, counter: String)] = [
-        ("/wrong", "corrupt"),        // other bytes under the name
-        ("/html", "corrupt"),         // 200 with an HTML error page
-        ("/truncate", "corrupt"),     // declares more than it sends
-        ("/drip/300", "corrupt"),     // a byte every 300 ms: cut by --remote-timeout
-        ("/redirect/1", "misses"),    // a redirect is not followed
-        ("/flaky/1000/503", "errors"), // 503 every time
-        ("/reset", "errors"),         // closes without an answer
+        ("/wrong", "corrupt"),  // other bytes under the name
+        ("/html", "corrupt"),  // 200 with an HTML error page
+        ("/truncate", "corrupt"),  // declares more than it sends
+        ("/drip/300", "corrupt"),  // a byte every 300 ms: cut by --remote-timeout
+        ("/redirect/1", "misses"),  // a redirect is not followed
+        ("/flaky/1000/503", "errors"),  // 503 every time
+        ("/reset", "errors"),  // closes without an answer
     ]
 
     @Test(arguments: 0..<RemoteCacheTests.faults.count)
@@ -292,13 +322,17 @@ import WorkerTestSupport
             tier.set("/html/cas/\(hash)", Array("<html><body>Service Unavailable</body></html>".utf8))
         }
         let report = directory.path + "/r.json"
-        let run = try await WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
-                                               "--remote-cache", tier.url(prefix), "--remote-timeout", "1",
-                                               "--remote-cache-read-only"], seconds: 60)
+        let run = try await WorkerBinary.runBounded(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                "--remote-cache", tier.url(prefix), "--remote-timeout", "1",
+                "--remote-cache-read-only",
+            ], seconds: 60)
         #expect(run.code == 0, "\(prefix): \(run.stdout)")
         let document = try json(report)
-        #expect(rows(document).count == 2 && rows(document).allSatisfy { $0["source"] as? String == "origin" },
-                "\(prefix): \(rows(document))")
+        #expect(
+            rows(document).count == 2 && rows(document).allSatisfy { $0["source"] as? String == "origin" },
+            "\(prefix): \(rows(document))")
         let remote = try #require(document["remote_cache"] as? [String: Any])
         #expect(remote[counter] as? Int == 2, "\(prefix): \(remote)")
         #expect(remote["hits"] as? Int == 0)
@@ -324,9 +358,12 @@ import WorkerTestSupport
         let slow = Array(repeating: UInt8(ascii: "x"), count: 2 << 20)
         for hash in hashes { tier.set("/cas/\(hash)", slow) }
         let report = directory.path + "/r.json"
-        let run = try await WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
-                                               "--remote-cache", tier.url("/trickle/4096/100"), "--remote-timeout", "0.5",
-                                               "-j", "1"], seconds: 120)
+        let run = try await WorkerBinary.runBounded(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                "--remote-cache", tier.url("/trickle/4096/100"), "--remote-timeout", "0.5",
+                "-j", "1",
+            ], seconds: 120)
         #expect(run.code == 0, "\(run.stdout)")
         let document = try json(report)
         let remote = try #require(document["remote_cache"] as? [String: Any])
@@ -339,12 +376,16 @@ import WorkerTestSupport
         #expect(seconds < 60, "\(seconds) s")
 
         // A tier under the floor is cut for being too slow, and says so (not "connect timeout").
-        let crawl = try await WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/d",
-                                                 "--remote-cache", tier.url("/drip/300"), "--remote-timeout", "0.5",
-                                                 "--remote-cache-read-only", "-j", "1"], seconds: 120)
+        let crawl = try await WorkerBinary.runBounded(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/d",
+                "--remote-cache", tier.url("/drip/300"), "--remote-timeout", "0.5",
+                "--remote-cache-read-only", "-j", "1",
+            ], seconds: 120)
         #expect(crawl.code == 0, "\(crawl.stdout)")
-        #expect(crawl.stdout.contains("too slow: under 16.4 KB/s for 1s") && !crawl.stdout.contains("connect timeout"),
-                "\(crawl.stdout)")
+        #expect(
+            crawl.stdout.contains("too slow: under 16.4 KB/s for 1s") && !crawl.stdout.contains("connect timeout"),
+            "\(crawl.stdout)")
         await tier.stop()
         await origin.stop()
     }
@@ -354,8 +395,10 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let (manifest, _) = fixture(origin, directory, count: 40)
         let report = directory.path + "/r.json"
-        let run = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
-                                        "--remote-cache", "http://127.0.0.1:1", "--jobs", "4"])
+        let run = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+            "--remote-cache", "http://127.0.0.1:1", "--jobs", "4",
+        ])
         #expect(run.code == 0, "\(run.stderr)")
         let warnings = run.stderr.split(separator: "\n").filter { $0.contains("given up") }
         #expect(warnings.count == 1, "one warning line: \(run.stderr)")
@@ -376,9 +419,12 @@ import WorkerTestSupport
         let (manifest, _) = fixture(origin, directory, count: 3)
         let report = directory.path + "/r.json"
         // Lookups answer at once (404); uploads would be answered after 20 s.
-        let run = try await WorkerBinary.runBounded(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
-                                               "--remote-cache", tier.url("/slowwrite/20000"), "--remote-timeout", "60",
-                                               "--deadline", "2s"], seconds: 60)
+        let run = try await WorkerBinary.runBounded(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                "--remote-cache", tier.url("/slowwrite/20000"), "--remote-timeout", "60",
+                "--deadline", "2s",
+            ], seconds: 60)
         #expect(run.code == 0, "every entry was stored before the deadline: \(run.stdout)")
         let took = try #require(try json(report)["duration_seconds"] as? Double)
         #expect(took < 15, "the run waited \(took) s for uploads (its own clock)")
@@ -394,9 +440,12 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let (manifest, _) = fixture(origin, directory, count: 3)
         let report = directory.path + "/r.json"
-        let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
-                                              "--remote-cache", tier.url("/slowwrite/30000"), "--remote-timeout", "60",
-                                              "--progress", "never"], log: directory.path + "/run.log")
+        let process = try WorkerBinary.spawn(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                "--remote-cache", tier.url("/slowwrite/30000"), "--remote-timeout", "60",
+                "--progress", "never",
+            ], log: directory.path + "/run.log")
         // The three uploads have reached the tier (it answers them only after 30 s).
         let waitEnd = Date().addingTimeInterval(30)
         while tier.totalRequests < 6, Date() < waitEnd { try? await Task.sleep(nanoseconds: 10_000 * 1000) }
@@ -424,14 +473,18 @@ import WorkerTestSupport
         let (tier, certificate) = try NginxServer.https(objects, in: directory)
         defer { tier.stop() }
         let files = (certificate: certificate, key: "")
-        let trusted = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/a", "--report", directory.path + "/a.json",
-                                            "--remote-cache", tier.url(""), "--ca-cert", files.certificate])
+        let trusted = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/a", "--report", directory.path + "/a.json",
+            "--remote-cache", tier.url(""), "--ca-cert", files.certificate,
+        ])
         #expect(trusted.code == 0, "\(trusted.stderr)")
         let hits = try #require(try json(directory.path + "/a.json")["remote_cache"] as? [String: Any])
         #expect(hits["hits"] as? Int == 2 && originRequests(origin, 2) == 0, "\(hits)")
         // Without the CA the tier's certificate is not trusted: the origin serves, the run succeeds.
-        let untrusted = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/b", "--report", directory.path + "/b.json",
-                                              "--remote-cache", tier.url("")])
+        let untrusted = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/b", "--report", directory.path + "/b.json",
+            "--remote-cache", tier.url(""),
+        ])
         #expect(untrusted.code == 0, "\(untrusted.stderr)")
         let errors = try #require(try json(directory.path + "/b.json")["remote_cache"] as? [String: Any])
         #expect(errors["errors"] as? Int == 2 && errors["hits"] as? Int == 0, "\(errors)")
@@ -449,24 +502,30 @@ import WorkerTestSupport
         let (manifest, hashes) = fixture(origin, directory, count: 1, header: "headers:\n  X-Origin-Token: origin-secret\n")
         let report = directory.path + "/r.json"
         let tierURL = tier.url("/").replacingOccurrences(of: "http://", with: "http://user:tier-password@")
-        let run = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
-                                        "--metrics", directory.path + "/m.prom", "--verbose",
-                                        "--remote-cache", tierURL, "--remote-header", "Authorization: Bearer ${TIER_TOKEN}"],
-                                       environment: ["TIER_TOKEN": "tier-secret"])
+        let run = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--report", report,
+                "--metrics", directory.path + "/m.prom", "--verbose",
+                "--remote-cache", tierURL, "--remote-header", "Authorization: Bearer ${TIER_TOKEN}",
+            ],
+            environment: ["TIER_TOKEN": "tier-secret"])
         #expect(run.code == 0, "\(run.stderr)")
         let atTier = try #require(tier.lastHeaders("/cas/\(hashes[0])"))
         #expect(atTier["authorization"] == "Bearer tier-secret")
         #expect(atTier["x-origin-token"] == nil, "a manifest header reached the tier")
         let atOrigin = try #require(origin.lastHeaders("/a/0.png"))
         #expect(atOrigin["x-origin-token"] == "origin-secret" && atOrigin["authorization"] == nil)
-        let written = try String(contentsOfFile: report, encoding: .utf8) + String(contentsOfFile: directory.path + "/m.prom", encoding: .utf8)
+        let written =
+            try String(contentsOfFile: report, encoding: .utf8) + String(contentsOfFile: directory.path + "/m.prom", encoding: .utf8)
         for secret in ["tier-secret", "tier-password"] {
             #expect(!written.contains(secret) && !run.stdout.contains(secret) && !run.stderr.contains(secret), "\(secret) was shown")
         }
         #expect(run.stdout.contains(tier.url("")), "the redacted URL is shown: \(run.stdout)")
 
-        let unset = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c2", "--remote-cache", tier.url(""),
-                                          "--remote-header", "Authorization: Bearer ${NOT_SET_ANYWHERE}"])
+        let unset = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/c2", "--remote-cache", tier.url(""),
+            "--remote-header", "Authorization: Bearer ${NOT_SET_ANYWHERE}",
+        ])
         #expect(unset.code == 2 && unset.stderr.contains("NOT_SET_ANYWHERE"), "\(unset.stderr)")
         await tier.stop()
         await origin.stop()

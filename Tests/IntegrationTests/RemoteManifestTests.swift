@@ -15,7 +15,9 @@ import WorkerTestSupport
     @Test func aRemoteManifestsBaseURLIsHonoured() async throws {
         let publisher = try await Publisher()
         publisher.directory.write("www/elsewhere/a.txt", "a\n")
-        publisher.directory.write("www/avatars.yaml", """
+        publisher.directory.write(
+            "www/avatars.yaml",
+            """
             version: 1
             base_url: http://127.0.0.1:\(publisher.server.port)/elsewhere/
             entries:
@@ -46,25 +48,33 @@ import WorkerTestSupport
             """
         publisher.directory.write("www/avatars.yaml", yaml)
         let environment = ["WORKER_TEST_SECRET": "s3cr3t-value"]
-        let refused = try await WorkerBinary.run(["sync", publisher.url, "--cache-dir", publisher.cache, "--progress", "never"],
-                                                 environment: environment)
+        let refused = try await WorkerBinary.run(
+            ["sync", publisher.url, "--cache-dir", publisher.cache, "--progress", "never"],
+            environment: environment)
         #expect(refused.code == 2, "\(refused.stderr)")
-        #expect(refused.stderr.contains("\(publisher.url):4:13: header 'X-Stolen': a remote manifest reads no environment variable"),
-                "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("\(publisher.url):4:13: header 'X-Stolen': a remote manifest reads no environment variable"),
+            "\(refused.stderr)")
         #expect(refused.stderr.contains("--manifest-env WORKER_TEST_SECRET"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("s3cr3t"))
         #expect(publisher.fileRequests(after: 0).isEmpty, "no entry was asked for")
 
-        let named = try await WorkerBinary.run(["sync", publisher.url, "--cache-dir", publisher.cache, "--progress", "never",
-                                                "--manifest-env", "WORKER_TEST_SECRET"], environment: environment)
+        let named = try await WorkerBinary.run(
+            [
+                "sync", publisher.url, "--cache-dir", publisher.cache, "--progress", "never",
+                "--manifest-env", "WORKER_TEST_SECRET",
+            ], environment: environment)
         #expect(named.code == 0, "\(named.stderr)")
         #expect(publisher.fileRequests(after: 0).count == 1)
 
         // A local manifest reads the environment as it always did.
-        let local = publisher.directory.write("local/avatars.yaml", yaml.replacingOccurrences(
-            of: "files/a.txt", with: "http://127.0.0.1:\(publisher.server.port)/files/a.txt"))
-        let synced = try await WorkerBinary.run(["sync", local, "--cache-dir", publisher.cache + "-local", "--progress", "never"],
-                                                environment: environment)
+        let local = publisher.directory.write(
+            "local/avatars.yaml",
+            yaml.replacingOccurrences(
+                of: "files/a.txt", with: "http://127.0.0.1:\(publisher.server.port)/files/a.txt"))
+        let synced = try await WorkerBinary.run(
+            ["sync", local, "--cache-dir", publisher.cache + "-local", "--progress", "never"],
+            environment: environment)
         #expect(synced.code == 0, "\(synced.stderr)")
     }
 
@@ -100,8 +110,9 @@ import WorkerTestSupport
         let publisher = try await Publisher()
         try await publisher.publish(["a.txt": "a\n"])
         #expect(try await publisher.sync().code == 0)
-        let models = publisher.directory.write("models/models.yaml",
-                                               "version: 1\nname: models\nentries:\n  - url: http://127.0.0.1:1/m.bin\n")
+        let models = publisher.directory.write(
+            "models/models.yaml",
+            "version: 1\nname: models\nentries:\n  - url: http://127.0.0.1:1/m.bin\n")
         // Signed as models.yaml (minisign's default trusted comment names the file).
         _ = try await Publisher.tool("/usr/bin/minisign", ["-S", "-s", publisher.directory.path + "/key.sec", "-m", models])
         try FileManager.default.removeItem(atPath: publisher.www + "/avatars.yaml")
@@ -114,13 +125,19 @@ import WorkerTestSupport
         #expect(byFile.stderr.contains("bound to its name"), "\(byFile.stderr)")
         // Signed with a comment of the publisher's own: its `name:` still gives it away.
         try FileManager.default.removeItem(atPath: publisher.www + "/avatars.yaml.minisig")
-        _ = try await Publisher.tool("/usr/bin/minisign", ["-S", "-s", publisher.directory.path + "/key.sec",
-                                                           "-m", publisher.www + "/avatars.yaml", "-t", "release"])
+        _ = try await Publisher.tool(
+            "/usr/bin/minisign",
+            [
+                "-S", "-s", publisher.directory.path + "/key.sec",
+                "-m", publisher.www + "/avatars.yaml", "-t", "release",
+            ])
         let byName = try await publisher.sync(["--prune"])
         #expect(byName.code == 2, "\(byName.stderr)")
         #expect(byName.stderr.contains(":2:7: name 'models' is not the name it is read as ('avatars.yaml')"), "\(byName.stderr)")
-        let path = try await WorkerBinary.run(["path", "http://127.0.0.1:\(publisher.server.port)/files/a.txt",
-                                               "--cache-dir", publisher.cache])
+        let path = try await WorkerBinary.run([
+            "path", "http://127.0.0.1:\(publisher.server.port)/files/a.txt",
+            "--cache-dir", publisher.cache,
+        ])
         #expect(path.code == 0, "the avatars were not pruned: \(path.stderr)")
     }
 
@@ -131,10 +148,14 @@ import WorkerTestSupport
         try await publisher.publish(["a.txt": "a, 200\n"], header: "serial: 200\n")
         #expect(try await publisher.sync().code == 0)
         try await publisher.publish(["a.txt": "a, 50\n"], header: "serial: 50\n")
-        for spelling in ["http://LOCALHOST:\(publisher.server.port)/avatars.yaml",
-                         "http://127.0.0.1:\(publisher.server.port)/avatars.yaml?v=2"] {
-            let replayed = try await WorkerBinary.run(["sync", spelling, "--cache-dir", publisher.cache, "--trusted-keys",
-                                                       publisher.publicKey, "--progress", "never"])
+        for spelling in [
+            "http://LOCALHOST:\(publisher.server.port)/avatars.yaml",
+            "http://127.0.0.1:\(publisher.server.port)/avatars.yaml?v=2",
+        ] {
+            let replayed = try await WorkerBinary.run([
+                "sync", spelling, "--cache-dir", publisher.cache, "--trusted-keys",
+                publisher.publicKey, "--progress", "never",
+            ])
             #expect(replayed.code == 2, "\(spelling): \(replayed.stderr)")
             #expect(replayed.stderr.contains("serial 50 is lower than 200"), "\(spelling): \(replayed.stderr)")
         }
@@ -146,13 +167,17 @@ import WorkerTestSupport
     @Test func theKeptCopyServesOnlyAsItWasAccepted() async throws {
         let publisher = try await Publisher()
         try await publisher.publish(["a.txt": "a\n"])
-        let first = try await WorkerBinary.run(["-c", "umask 000; exec \"$0\" \"$@\"", WorkerBinary.path, "sync", publisher.url,
-                                                "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey],
-                                               executable: "/bin/bash")
+        let first = try await WorkerBinary.run(
+            [
+                "-c", "umask 000; exec \"$0\" \"$@\"", WorkerBinary.path, "sync", publisher.url,
+                "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
+            ],
+            executable: "/bin/bash")
         #expect(first.code == 0, "\(first.stderr)")
         let folder = publisher.cache + "/manifests"
         var info = stat()
-        #expect(stat(folder, &info) == 0 && info.st_mode & 0o022 == 0, "manifests/ is the owner's to write: \(String(info.st_mode, radix: 8))")
+        #expect(
+            stat(folder, &info) == 0 && info.st_mode & 0o022 == 0, "manifests/ is the owner's to write: \(String(info.st_mode, radix: 8))")
         let copies = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".yaml") }
         let copy = folder + "/" + (try #require(copies.first))
         #expect(stat(copy, &info) == 0 && info.st_mode & 0o022 == 0, "\(String(info.st_mode, radix: 8))")
@@ -227,8 +252,10 @@ import WorkerTestSupport
     @Test func aSignatureThatFailsRightAfterAChangeIsAskedAgainOnce() async throws {
         let publisher = try await Publisher()
         func published() throws -> (manifest: [UInt8], signature: [UInt8]) {
-            ([UInt8](try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml"))),
-             [UInt8](try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig"))))
+            (
+                [UInt8](try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml"))),
+                [UInt8](try Data(contentsOf: URL(fileURLWithPath: publisher.www + "/avatars.yaml.minisig")))
+            )
         }
         try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\n")
         let first = try published()
@@ -244,8 +271,10 @@ import WorkerTestSupport
         // when it asks again.
         origin.script("/avatars.yaml.minisig", [ok(first.signature), ok(first.signature), ok(second.signature)])
         origin.script("/files/a.txt", [ok(Array("a\n".utf8)), ok(Array("a, changed\n".utf8))])
-        let arguments = ["sync", origin.url("/avatars.yaml"), "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
-                         "--progress", "never"]
+        let arguments = [
+            "sync", origin.url("/avatars.yaml"), "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
+            "--progress", "never",
+        ]
         let accepted = try await WorkerBinary.run(arguments)
         #expect(accepted.code == 0, "\(accepted.stderr)")
         let synced = try await WorkerBinary.run(arguments)
@@ -276,8 +305,9 @@ import WorkerTestSupport
         let first = try await publisher.sync(extra) {
             let expiry = Date(timeIntervalSinceNow: 15)
             expiries.withLock { $0 = expiry }
-            try await publisher.publish(["a.txt": "a\n"], header: "serial: 1\nexpires: \"\(expiry.formatted(Date.ISO8601FormatStyle()))\"\n",
-                                        takingSlot: false)
+            try await publisher.publish(
+                ["a.txt": "a\n"], header: "serial: 1\nexpires: \"\(expiry.formatted(Date.ISO8601FormatStyle()))\"\n",
+                takingSlot: false)
             if namedSignature {
                 try FileManager.default.moveItem(atPath: publisher.www + "/avatars.yaml.minisig", toPath: publisher.www + "/named.minisig")
             }

@@ -24,9 +24,12 @@ import WorkerTestSupport
             try FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
             chown(cache, Self.user, Self.user)
             let log = harness.directory.path + "/run-\(limit).log"
-            let process = try WorkerBinary.spawn(["--nproc=\(limit)", "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)",
-                                                  "--clear-groups", "--", binary, "sync", manifest, "--cache-dir", cache],
-                                                 log: log, executable: "/usr/bin/prlimit")
+            let process = try WorkerBinary.spawn(
+                [
+                    "--nproc=\(limit)", "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)",
+                    "--clear-groups", "--", binary, "sync", manifest, "--cache-dir", cache,
+                ],
+                log: log, executable: "/usr/bin/prlimit")
             let deadline = Date().addingTimeInterval(15)
             while process.isRunning, Date() < deadline { try? await Task.sleep(nanoseconds: 20_000 * 1000) }
             guard !process.isRunning else {

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import Testing
-@testable import WorkerStore
 import WorkerTestSupport
+
+@testable import WorkerStore
 
 /// Generated hostile responses from raw loopback servers, through the built binary: status lines,
 /// header sets (folded lines too), Content-Length/Content-Range/Content-Encoding/Transfer-Encoding
@@ -34,8 +35,9 @@ import WorkerTestSupport
             try await run(batch, origins: origins, tally: &tally)
         }
         #expect(tally.checked == Self.iterations)
-        print("response fuzzer: \(tally.checked) of \(Self.iterations) iterations checked (seed \(Self.seed), "
-              + "WORKER_RESPONSE_FUZZ_SEED): \(tally.stored) stored as the model says, \(tally.failed) failed as it says")
+        print(
+            "response fuzzer: \(tally.checked) of \(Self.iterations) iterations checked (seed \(Self.seed), "
+                + "WORKER_RESPONSE_FUZZ_SEED): \(tally.stored) stored as the model says, \(tally.failed) failed as it says")
     }
 
     struct Tally {
@@ -68,8 +70,10 @@ import WorkerTestSupport
         }
         let path = directory.write("m.yaml", manifest)
         let report = directory.path + "/report.json"
-        let arguments = ["sync", path, "--cache-dir", cache, "--retries", "\(Self.model.retries)", "--read-timeout", "1",
-                         "--entry-timeout", "5", "--connect-timeout", "2", "--max-size", "4MiB", "--report", report]
+        let arguments = [
+            "sync", path, "--cache-dir", cache, "--retries", "\(Self.model.retries)", "--read-timeout", "1",
+            "--entry-timeout", "5", "--connect-timeout", "2", "--max-size", "4MiB", "--report", report,
+        ]
         let (result, signalled) = try await WorkerBinary.runBoundedReportingSignal(arguments, seconds: 120)
         let context = "seed \(Self.seed), iterations \(batch.first!.number)–\(batch.last!.number)"
         let ended = !signalled && (result.code == 0 || result.code == 1)
@@ -78,8 +82,9 @@ import WorkerTestSupport
         let records = try CacheIndex(path: cache + "/index.sqlite", create: false).allRecords()
         let byURL = Dictionary(records.map { ($0.url, $0) }, uniquingKeysWith: { $1 })
         let rows = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
-        let statuses = Dictionary(((rows?["entries"] as? [[String: Any]]) ?? []).map { ($0["url"] as? String ?? "", $0) },
-                                  uniquingKeysWith: { $1 })
+        let statuses = Dictionary(
+            ((rows?["entries"] as? [[String: Any]]) ?? []).map { ($0["url"] as? String ?? "", $0) },
+            uniquingKeysWith: { $1 })
         for (item, url) in zip(batch, urls) {
             let (expected, trace) = Self.model.outcome(of: item)
             let stored: [UInt8]? = try byURL[url].map {
@@ -87,7 +92,8 @@ import WorkerTestSupport
             }
             let row = statuses[url]
             let found: FuzzModel.Outcome = stored.map { .stored($0) } ?? .failed
-            let explain = "iteration \(item.number) (\(context)): the model says \(expected), the run \(found)"
+            let explain =
+                "iteration \(item.number) (\(context)): the model says \(expected), the run \(found)"
                 + " (\(row?["status"] as? String ?? "no row"): \(row?["error"] as? String ?? ""))\n\(item)\n  "
                 + trace.joined(separator: "\n  ") + "\n  heads as sent:\n"
                 + item.answers.map { "    " + String(decoding: $0.raw.bytes.prefix($0.headLength), as: UTF8.self).debugDescription }

@@ -20,8 +20,9 @@ import WorkerTestSupport
         #expect(result.code == 0, "\(result.stderr)")
         #expect(try harness.cachedBytes("/cut/40/f/big") == Self.big)
         let sent = harness.origin.bodyBytesSent
-        print("resume: the origin sent \(sent) bytes for a body of \(Self.big.count) cut at 40 % "
-              + "(\(String(format: "%.3f", Double(sent) / Double(Self.big.count)))×)")
+        print(
+            "resume: the origin sent \(sent) bytes for a body of \(Self.big.count) cut at 40 % "
+                + "(\(String(format: "%.3f", Double(sent) / Double(Self.big.count)))×)")
         #expect(Double(sent) <= 1.2 * Double(Self.big.count), "the origin sent \(sent) bytes for a body of \(Self.big.count)")
         #expect(harness.origin.lastHeaders("/cut/40/f/big")?["range"] == "bytes=\(Self.big.count * 40 / 100)-")
         #expect(harness.origin.lastHeaders("/cut/40/f/big")?["if-range"] != nil)

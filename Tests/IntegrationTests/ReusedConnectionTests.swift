@@ -14,7 +14,8 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let body = Array("avatar bytes\n".utf8)
         let notFound = RawOrigin.Answer("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", keepAlive: true)
-        let folded = RawOrigin.Answer("HTTP/1.1 200 OK\r\n folded: line\r\nContent-Length: \(body.count)\r\n\r\n", body: body, keepAlive: true)
+        let folded = RawOrigin.Answer(
+            "HTTP/1.1 200 OK\r\n folded: line\r\nContent-Length: \(body.count)\r\n\r\n", body: body, keepAlive: true)
         let plain = RawOrigin.Answer("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n", body: body, keepAlive: true)
         var manifest = "version: 1\nentries:\n"
         // Pairs in the order the plan keeps (the manifest's): a 404, then a folded answer, on the
@@ -37,8 +38,9 @@ import WorkerTestSupport
         for pair in 0..<12 {
             #expect(statuses[origin.url("/missing/\(pair)")] == "failed")
             // Stored, with the bytes its hash names (one object for all twelve).
-            #expect(statuses[origin.url("/folded/\(pair)")] == "added" || statuses[origin.url("/folded/\(pair)")] == "reused",
-                    "\(pair): \(statuses[origin.url("/folded/\(pair)")] ?? "no row")")
+            #expect(
+                statuses[origin.url("/folded/\(pair)")] == "added" || statuses[origin.url("/folded/\(pair)")] == "reused",
+                "\(pair): \(statuses[origin.url("/folded/\(pair)")] ?? "no row")")
         }
         #expect(directory.files(under: "cache/objects/sha256").count == 1)
         // The connection was reused: fewer connections than requests is what made the crash.

@@ -36,9 +36,11 @@ import WorkerTestSupport
         // First, so that a setup that left moto unauthenticated shows: a wrong secret must fail.
         let wrongSecret = "wrong" + String(moto.user.secret.dropFirst(5))
         let wrongReport = directory.path + "/wrong.json"
-        let wrong = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--report", wrongReport, "--retries", "0"],
-                                               environment: moto.environment(MotoS3.Keys(id: moto.user.id, secret: wrongSecret),
-                                                                             home: directory.path, extra: ["AWS_REGION": "eu-west-3"]))
+        let wrong = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", cache, "--report", wrongReport, "--retries", "0"],
+            environment: moto.environment(
+                MotoS3.Keys(id: moto.user.id, secret: wrongSecret),
+                home: directory.path, extra: ["AWS_REGION": "eu-west-3"]))
         #expect(wrong.code == 1, "\(wrong.code) \(wrong.stderr)")
         let refused = try rows(wrongReport)
         #expect(refused.count == 4 && refused.allSatisfy { $0["status"] as? String == "failed" && $0["http_status"] as? Int == 403 })
@@ -48,8 +50,9 @@ import WorkerTestSupport
         #expect(!written.contains(wrongSecret), "the secret was printed")
 
         let reportPath = directory.path + "/r.json"
-        let good = try await WorkerBinary.run(["sync", path, "--cache-dir", cache, "--report", reportPath, "--retries", "0"],
-                                              environment: moto.environment(moto.user, home: directory.path))
+        let good = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", cache, "--report", reportPath, "--retries", "0"],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(good.code == 1, "only the missing object fails: \(good.code) \(good.stderr)")
         let entries = try rows(reportPath)
         for (key, bytes) in Self.objects {
@@ -72,20 +75,26 @@ import WorkerTestSupport
         let removed = try await WorkerBinary.run(["rm", "--cache-dir", cache, "s3://assets/avatars/3.png"])
         #expect(removed.code == 0, "\(removed.stderr)")
         // `get` and `manifest --urls` take s3:// URLs.
-        let fetched = try await WorkerBinary.run(["get", "--cache-dir", cache, "s3://assets/avatars/3.png"],
-                                                 environment: moto.environment(moto.user, home: directory.path))
+        let fetched = try await WorkerBinary.run(
+            ["get", "--cache-dir", cache, "s3://assets/avatars/3.png"],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(fetched.code == 0, "\(fetched.stderr)")
-        let pinned = try await WorkerBinary.run(["manifest", "--urls", directory.write("urls.txt", "s3://assets/avatars/1.png\n"),
-                                                 "--cache-dir", cache], environment: moto.environment(moto.user, home: directory.path))
-        #expect(pinned.code == 0 && pinned.stdout.contains("s3://assets/avatars/1.png")
+        let pinned = try await WorkerBinary.run(
+            [
+                "manifest", "--urls", directory.write("urls.txt", "s3://assets/avatars/1.png\n"),
+                "--cache-dir", cache,
+            ], environment: moto.environment(moto.user, home: directory.path))
+        #expect(
+            pinned.code == 0 && pinned.stdout.contains("s3://assets/avatars/1.png")
                 && pinned.stdout.contains(sha256(Self.objects["avatars/1.png"]!)), "\(pinned.stdout) \(pinned.stderr)")
         // `verify --repair` fetches a lost object again, signed (a pinned row: a row without a
         // hash, as `get` without --hash leaves, is dropped instead).
         let first = try await WorkerBinary.run(["path", "--cache-dir", cache, "s3://assets/avatars/1.png"])
         let lost = first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         try FileManager.default.removeItem(atPath: lost)
-        let repaired = try await WorkerBinary.run(["verify", "--repair", "--cache-dir", cache],
-                                                  environment: moto.environment(moto.user, home: directory.path))
+        let repaired = try await WorkerBinary.run(
+            ["verify", "--repair", "--cache-dir", cache],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(repaired.code == 0, "\(repaired.stdout) \(repaired.stderr)")
         #expect(FileManager.default.fileExists(atPath: lost), "\(lost) was not fetched again")
     }
@@ -97,7 +106,9 @@ import WorkerTestSupport
         let path = manifest(directory)
         // moto does not model expiry: the refused token is one it never issued for this key.
         let stale = String(moto.session.token!.reversed())
-        let credentials = directory.write("credentials", """
+        let credentials = directory.write(
+            "credentials",
+            """
             [default]
             aws_access_key_id = \(moto.user.id)
             aws_secret_access_key = not-this-one
@@ -116,32 +127,42 @@ import WorkerTestSupport
         var extra = files
         extra["AWS_PROFILE"] = "stale"
         let staleReport = directory.path + "/stale.json"
-        let refused = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c1", "--report", staleReport,
-                                                  "--retries", "0"], environment: moto.environment(nil, home: directory.path, extra: extra))
+        let refused = try await WorkerBinary.run(
+            [
+                "sync", path, "--cache-dir", directory.path + "/c1", "--report", staleReport,
+                "--retries", "0",
+            ], environment: moto.environment(nil, home: directory.path, extra: extra))
         #expect(refused.code == 1, "\(refused.code) \(refused.stderr)")
         let message = try #require(try rows(staleReport).first?["error"] as? String)
         // S3 answers a token it does not take (expired, or never issued) with 400 or 403.
-        #expect((message.contains("HTTP 400") || message.contains("HTTP 403")) && message.contains(moto.session.id)
+        #expect(
+            (message.contains("HTTP 400") || message.contains("HTTP 403")) && message.contains(moto.session.id)
                 && message.contains("us-west-2"), "\(message)")
         #expect(!refused.stderr.contains(stale) && !refused.stderr.contains(moto.session.secret))
 
         extra["AWS_PROFILE"] = "ci"
-        let good = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c2", "--retries", "0"],
-                                              environment: moto.environment(nil, home: directory.path, extra: extra))
+        let good = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", directory.path + "/c2", "--retries", "0"],
+            environment: moto.environment(nil, home: directory.path, extra: extra))
         #expect(good.code == 0, "\(good.code) \(good.stderr)")
 
         // A profile that is nowhere, and a credentials file that cannot be read: exit 2, named.
         extra["AWS_PROFILE"] = "nowhere"
-        let nowhere = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c3"],
-                                                 environment: moto.environment(nil, home: directory.path, extra: extra))
+        let nowhere = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", directory.path + "/c3"],
+            environment: moto.environment(nil, home: directory.path, extra: extra))
         #expect(nowhere.code == 2 && nowhere.stderr.contains("'nowhere'") && nowhere.stderr.contains(credentials), "\(nowhere.stderr)")
-        let unreadable = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c4"],
-                                                    environment: moto.environment(nil, home: directory.path,
-                                                                                  extra: ["AWS_SHARED_CREDENTIALS_FILE": directory.path]))
+        let unreadable = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", directory.path + "/c4"],
+            environment: moto.environment(
+                nil, home: directory.path,
+                extra: ["AWS_SHARED_CREDENTIALS_FILE": directory.path]))
         #expect(unreadable.code == 2 && unreadable.stderr.contains(directory.path), "\(unreadable.stderr)")
-        let missing = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c5"],
-                                                 environment: moto.environment(nil, home: directory.path,
-                                                                               extra: ["AWS_SHARED_CREDENTIALS_FILE": directory.path + "/none"]))
+        let missing = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", directory.path + "/c5"],
+            environment: moto.environment(
+                nil, home: directory.path,
+                extra: ["AWS_SHARED_CREDENTIALS_FILE": directory.path + "/none"]))
         #expect(missing.code == 2 && missing.stderr.contains(directory.path + "/none"), "\(missing.stderr)")
         for cache in ["c3", "c4", "c5"] {
             #expect(!FileManager.default.fileExists(atPath: directory.path + "/" + cache), "\(cache): the cache was touched")
@@ -156,31 +177,42 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let path = manifest(directory)
         func remote(_ report: String) throws -> [String: Any] {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
             return try #require(object["remote_cache"] as? [String: Any])
         }
         let first = directory.path + "/first.json"
-        let kept = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c1", "--report", first,
-                                               "--remote-cache", tier.url], environment: moto.environment(moto.user, home: directory.path))
+        let kept = try await WorkerBinary.run(
+            [
+                "sync", path, "--cache-dir", directory.path + "/c1", "--report", first,
+                "--remote-cache", tier.url,
+            ], environment: moto.environment(moto.user, home: directory.path))
         #expect(kept.code == 0, "\(kept.stderr)")
         let firstTier = try remote(first)
         #expect(firstTier["private_not_uploaded"] as? Int == 3 && tier.objects.isEmpty, "\(firstTier)")
         let second = directory.path + "/second.json"
-        let shared = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c2", "--report", second,
-                                                 "--remote-cache", tier.url, "--remote-cache-upload-private"],
-                                                environment: moto.environment(moto.user, home: directory.path))
+        let shared = try await WorkerBinary.run(
+            [
+                "sync", path, "--cache-dir", directory.path + "/c2", "--report", second,
+                "--remote-cache", tier.url, "--remote-cache-upload-private",
+            ],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(shared.code == 0, "\(shared.stderr)")
         let secondTier = try remote(second)
         #expect(secondTier["uploads"] as? Int == 3 && tier.objects.count == 3, "\(secondTier)")
         // A third runner without credentials gets every body from the tier; its bucket requests,
         // unsigned, would be refused, and the row would say so.
         let third = directory.path + "/third.json"
-        let fromTier = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c3", "--report", third,
-                                                   "--remote-cache", tier.url], environment: moto.environment(nil, home: directory.path))
+        let fromTier = try await WorkerBinary.run(
+            [
+                "sync", path, "--cache-dir", directory.path + "/c3", "--report", third,
+                "--remote-cache", tier.url,
+            ], environment: moto.environment(nil, home: directory.path))
         let thirdTier = try remote(third)
         #expect(fromTier.code == 0 && thirdTier["hits"] as? Int == 3, "\(fromTier.stderr) \(thirdTier)")
-        let unsigned = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/c4", "--retries", "0"],
-                                                  environment: moto.environment(nil, home: directory.path))
+        let unsigned = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", directory.path + "/c4", "--retries", "0"],
+            environment: moto.environment(nil, home: directory.path))
         #expect(unsigned.code == 1 && unsigned.stderr.contains("unsigned: no AWS credentials were found"), "\(unsigned.stderr)")
     }
 
@@ -189,12 +221,16 @@ import WorkerTestSupport
         let moto = try MotoS3(objects: ["assets": ["big/large.bin": large]])
         defer { moto.stop() }
         let directory = TemporaryDirectory()
-        let path = directory.write("m.yaml", "version: 1\nentries:\n  - url: s3://assets/big/large.bin\n    hash: sha256:\(sha256(large))\n")
+        let path = directory.write(
+            "m.yaml", "version: 1\nentries:\n  - url: s3://assets/big/large.bin\n    hash: sha256:\(sha256(large))\n")
         let reportPath = directory.path + "/r.json"
         // 1 MiB/s and two seconds an attempt: the first is cut with 2 MiB kept, the second asks the rest.
-        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/cache", "--report", reportPath,
-                                                 "--limit-rate", "1M", "--entry-timeout", "2"],
-                                                environment: moto.environment(moto.user, home: directory.path))
+        let result = try await WorkerBinary.run(
+            [
+                "sync", path, "--cache-dir", directory.path + "/cache", "--report", reportPath,
+                "--limit-rate", "1M", "--entry-timeout", "2",
+            ],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(result.code == 0, "\(result.code) \(result.stderr)")
         let row = try #require(try rows(reportPath).first)
         #expect(row["status"] as? String == "added" && (row["attempts"] as? Int ?? 0) >= 2, "\(row)")
@@ -203,7 +239,9 @@ import WorkerTestSupport
 
     @Test func s3URLsThatS3WouldRefuseAreManifestErrors() async throws {
         let directory = TemporaryDirectory()
-        let path = directory.write("m.yaml", """
+        let path = directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: "s3://"
@@ -214,11 +252,13 @@ import WorkerTestSupport
               - url: s3://192.168.1.1/key.png
 
             """)
-        let result = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/cache"],
-                                                environment: ["AWS_ENDPOINT_URL": "http://127.0.0.1:1"])
+        let result = try await WorkerBinary.run(
+            ["sync", path, "--cache-dir", directory.path + "/cache"],
+            environment: ["AWS_ENDPOINT_URL": "http://127.0.0.1:1"])
         #expect(result.code == 2, "\(result.code) \(result.stderr)")
         for line in 3...8 { #expect(result.stderr.contains("m.yaml:\(line):10"), "line \(line): \(result.stderr)") }
-        #expect(result.stderr.contains("lowercase") && result.stderr.contains("no key") && result.stderr.contains("3 to 63")
+        #expect(
+            result.stderr.contains("lowercase") && result.stderr.contains("no key") && result.stderr.contains("3 to 63")
                 && result.stderr.contains("IP address"), "\(result.stderr)")
         let base = directory.write("b.yaml", "version: 1\nbase_url: s3://No/\nentries:\n  - url: a.png\n")
         let refused = try await WorkerBinary.run(["sync", base, "--cache-dir", directory.path + "/cache"])

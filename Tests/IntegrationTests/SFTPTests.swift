@@ -26,8 +26,10 @@ struct SFTPTests {
         defer { server.stop() }
         let tier = try WebDAVTier()
         defer { tier.stop() }
-        let files: [(String, [UInt8])] = [("a.txt", Array("first\n".utf8)), ("sub/b.bin", (0..<300_000).map { UInt8($0 % 251) }),
-                                          ("sub/with space.txt", Array("spaced\n".utf8))]
+        let files: [(String, [UInt8])] = [
+            ("a.txt", Array("first\n".utf8)), ("sub/b.bin", (0..<300_000).map { UInt8($0 % 251) }),
+            ("sub/with space.txt", Array("spaced\n".utf8)),
+        ]
         var text = "version: 1\nbase_url: sftp://\(server.address)\(server.root)/\nentries:\n"
         for (path, bytes) in files {
             let hash = try server.serve(path, bytes)
@@ -36,8 +38,11 @@ struct SFTPTests {
         let directory = TemporaryDirectory()
         let manifest = directory.write("m.yaml", text)
         let cache = directory.path + "/c", tree = directory.path + "/tree", report = directory.path + "/r.json"
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache, "--tree", tree, "--report", report,
-                                                 "--remote-cache", tier.url] + Self.login(server))
+        let synced = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", cache, "--tree", tree, "--report", report,
+                "--remote-cache", tier.url,
+            ] + Self.login(server))
         #expect(synced.code == 0, "\(synced.stdout)\(synced.stderr)")
         let rows = try Self.rows(report)
         for (path, bytes) in files {
@@ -75,13 +80,15 @@ struct SFTPTests {
         try FileManager.default.copyItem(atPath: server.userKey, toPath: home + "/.ssh/id_ed25519")
         try FileManager.default.copyItem(atPath: server.knownHosts, toPath: home + "/.ssh/known_hosts")
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(server.url("f.txt"))\n    hash: sha256:\(hash)\n")
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c"],
-                                                environment: ["HOME": home, "SSH_AUTH_SOCK": ""])
+        let synced = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c"],
+            environment: ["HOME": home, "SSH_AUTH_SOCK": ""])
         #expect(synced.code == 0, "\(synced.stdout)\(synced.stderr)")
         let bare = directory.path + "/bare"
         try FileManager.default.createDirectory(atPath: bare, withIntermediateDirectories: true)
-        let keyless = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c2"],
-                                                 environment: ["HOME": bare, "SSH_AUTH_SOCK": ""])
+        let keyless = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c2"],
+            environment: ["HOME": bare, "SSH_AUTH_SOCK": ""])
         #expect(keyless.code == 2, "\(keyless.stdout)\(keyless.stderr)")
         #expect(keyless.stderr.contains("cannot reach sftp:// URLs: no SSH key"), "\(keyless.stderr)")
         #expect(server.logins == 1)
@@ -101,11 +108,14 @@ struct SFTPTests {
         let login = ["--ssh-key", server.userKey, "--ssh-known-hosts", knownHosts]
         let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report] + login)
         #expect(refused.code == 1, "\(refused.stdout)\(refused.stderr)")
-        #expect(refused.stderr.contains("unknown host key: \(server.address) offers its ssh-ed25519 key \(server.fingerprint), which is not in \(knownHosts)"),
-                "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(
+                "unknown host key: \(server.address) offers its ssh-ed25519 key \(server.fingerprint), which is not in \(knownHosts)"),
+            "\(refused.stderr)")
         #expect(try Self.rows(report)[server.url("f.txt")]?["attempts"] as? Int == 1)
         #expect(server.logins == 0)
-        let trusted = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--ssh-accept-new-hosts"] + login)
+        let trusted = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--ssh-accept-new-hosts"] + login)
         #expect(trusted.code == 0, "\(trusted.stdout)\(trusted.stderr)")
         let file = try String(contentsOfFile: knownHosts, encoding: .utf8)
         #expect(file.hasPrefix("# the operator's own comment\n") && file.contains(server.hostKeyLine), "\(file)")
@@ -123,11 +133,17 @@ struct SFTPTests {
         let knownHosts = directory.write("known_hosts", server.otherHostKeyLine + "\n")
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(server.url("f.txt"))\n    hash: sha256:\(hash)\n")
         for extra in [[], ["--ssh-accept-new-hosts"]] {
-            let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--ssh-key", server.userKey,
-                                                      "--ssh-known-hosts", knownHosts] + extra)
+            let refused = try await WorkerBinary.run(
+                [
+                    "sync", manifest, "--cache-dir", directory.path + "/c", "--ssh-key", server.userKey,
+                    "--ssh-known-hosts", knownHosts,
+                ] + extra)
             #expect(refused.code == 1, "\(refused.stdout)\(refused.stderr)")
-            #expect(refused.stderr.contains("changed host key: \(server.address) offers its ssh-ed25519 key \(server.fingerprint), not the key \(knownHosts) has for it"),
-                    "\(refused.stderr)")
+            #expect(
+                refused.stderr.contains(
+                    "changed host key: \(server.address) offers its ssh-ed25519 key \(server.fingerprint), not the key \(knownHosts) has for it"
+                ),
+                "\(refused.stderr)")
         }
         #expect(try String(contentsOfFile: knownHosts, encoding: .utf8) == server.otherHostKeyLine + "\n")
         #expect(server.logins == 0)
@@ -142,10 +158,14 @@ struct SFTPTests {
         let wrong = directory.path + "/wrong_key"
         let keygen = try ChildProcess("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", wrong])
         keygen.waitUntilExit()
-        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(server.url("f.txt", user: "root"))\n    hash: sha256:\(hash)\n")
+        let manifest = directory.write(
+            "m.yaml", "version: 1\nentries:\n  - url: \(server.url("f.txt", user: "root"))\n    hash: sha256:\(hash)\n")
         let report = directory.path + "/r.json"
-        let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report, "--ssh-key", wrong,
-                                                  "--ssh-known-hosts", server.knownHosts], environment: ["SSH_AUTH_SOCK": ""])
+        let refused = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--report", report, "--ssh-key", wrong,
+                "--ssh-known-hosts", server.knownHosts,
+            ], environment: ["SSH_AUTH_SOCK": ""])
         #expect(refused.code == 1, "\(refused.stdout)\(refused.stderr)")
         #expect(refused.stderr.contains("login refused: \(server.address) did not accept the key \(wrong) for root"), "\(refused.stderr)")
         let rows = try Self.rows(report)
@@ -161,14 +181,17 @@ struct SFTPTests {
         let bytes = (0..<12_000_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let hash = try server.serve("large.bin", bytes)
         let directory = TemporaryDirectory()
-        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(server.url("large.bin"))\n    hash: sha256:\(hash)\n"
-                                       + "  - url: \(server.url("missing.bin"))\n    hash: sha256:\(String(repeating: "1", count: 64))\n")
+        let manifest = directory.write(
+            "m.yaml",
+            "version: 1\nentries:\n  - url: \(server.url("large.bin"))\n    hash: sha256:\(hash)\n"
+                + "  - url: \(server.url("missing.bin"))\n    hash: sha256:\(String(repeating: "1", count: 64))\n")
         let report = directory.path + "/r.json"
         let log = directory.path + "/run.log"
         // Cut once a sixth has arrived.
         server.cutConnections(onceBodiesIn: directory.path + "/c", reach: 2_000_000)
-        let run = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report, "--limit-rate", "3M"]
-                                         + Self.login(server), log: log)
+        let run = try WorkerBinary.spawn(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--report", report, "--limit-rate", "3M"]
+                + Self.login(server), log: log)
         await run.exited()
         let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(run.terminationStatus == 1, "\(said)")
@@ -194,15 +217,18 @@ struct SFTPTests {
         let new = (0..<8_000_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let directory = TemporaryDirectory()
         let cache = directory.path + "/c", report = directory.path + "/r.json"
-        let oldManifest = directory.write("old.yaml", "version: 1\nentries:\n  - url: \(server.url("f.bin"))\n    hash: sha256:\(try server.serve("f.bin", old))\n")
+        let oldManifest = directory.write(
+            "old.yaml", "version: 1\nentries:\n  - url: \(server.url("f.bin"))\n    hash: sha256:\(try server.serve("f.bin", old))\n")
         server.cutConnections(onceBodiesIn: cache, reach: 2_000_000)
-        let run = try WorkerBinary.spawn(["sync", oldManifest, "--cache-dir", cache, "--retries", "0", "--limit-rate", "2M"] + Self.login(server),
-                                         log: directory.path + "/run.log")
+        let run = try WorkerBinary.spawn(
+            ["sync", oldManifest, "--cache-dir", cache, "--retries", "0", "--limit-rate", "2M"] + Self.login(server),
+            log: directory.path + "/run.log")
         await run.exited()
         #expect(run.terminationStatus == 1, "\((try? String(contentsOfFile: directory.path + "/run.log", encoding: .utf8)) ?? "")")
         let newHash = try server.serve("f.bin", new)
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(120)], ofItemAtPath: server.root + "/f.bin")
-        let newManifest = directory.write("new.yaml", "version: 1\nentries:\n  - url: \(server.url("f.bin"))\n    hash: sha256:\(newHash)\n")
+        let newManifest = directory.write(
+            "new.yaml", "version: 1\nentries:\n  - url: \(server.url("f.bin"))\n    hash: sha256:\(newHash)\n")
         let synced = try await WorkerBinary.run(["sync", newManifest, "--cache-dir", cache, "--report", report] + Self.login(server))
         #expect(synced.code == 0, "\(synced.stdout)\(synced.stderr)")
         let row = try Self.rows(report)[server.url("f.bin")]
@@ -221,26 +247,35 @@ struct SFTPTests {
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: \(listed)\n    hash: sha256:\(hash)\n")
         let report = directory.path + "/r.json"
         let rule = "sftp://files.example.net/srv/=sftp://\(server.address)\(server.root)/"
-        let rewritten = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--rewrite-strict",
-                                                    "--report", report] + Self.login(server))
+        let rewritten = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--rewrite-strict",
+                "--report", report,
+            ] + Self.login(server))
         #expect(rewritten.code == 0, "\(rewritten.stdout)\(rewritten.stderr)")
         #expect(try Self.rows(report)[listed]?["status"] as? String == "added")
         let other = directory.write("o.yaml", "version: 1\nentries:\n  - url: sftp://other.example.net/f.txt\n    hash: sha256:\(hash)\n")
-        let strict = try await WorkerBinary.run(["sync", other, "--cache-dir", directory.path + "/c2", "--rewrite", rule, "--rewrite-strict"]
-                                                + Self.login(server))
+        let strict = try await WorkerBinary.run(
+            ["sync", other, "--cache-dir", directory.path + "/c2", "--rewrite", rule, "--rewrite-strict"]
+                + Self.login(server))
         #expect(strict.code == 2, "\(strict.stdout)\(strict.stderr)")
         #expect(strict.stderr.contains("sftp://other.example.net"), "\(strict.stderr)")
         #expect(server.logins == 1)
         let refusing = RefusingPort()
-        let mirrored = directory.write("mirrored.yaml", """
+        let mirrored = directory.write(
+            "mirrored.yaml",
+            """
             version: 1
             entries:
               - url: sftp://127.0.0.1:\(refusing.port)/srv/f.txt
                 hash: sha256:\(hash)
                 mirrors: ["\(server.url("f.txt"))"]
             """)
-        let failover = try await WorkerBinary.run(["sync", mirrored, "--cache-dir", directory.path + "/c3", "--retries", "0",
-                                                   "--report", report] + Self.login(server))
+        let failover = try await WorkerBinary.run(
+            [
+                "sync", mirrored, "--cache-dir", directory.path + "/c3", "--retries", "0",
+                "--report", report,
+            ] + Self.login(server))
         #expect(failover.code == 0, "\(failover.stdout)\(failover.stderr)")
         #expect((failover.stdout + failover.stderr).contains("failover"), "\(failover.stdout)\(failover.stderr)")
         #expect(try Self.rows(report)["sftp://127.0.0.1:\(refusing.port)/srv/f.txt"]?["served_by"] as? String == server.url("f.txt"))
@@ -262,14 +297,17 @@ struct SFTPTests {
         #expect(first.code == 0, "\(first.stdout)\(first.stderr)")
         #expect(first.stderr.contains("3 files under \(folder): 0 unchanged since the last run"), "\(first.stderr)")
         let written = try String(contentsOfFile: output, encoding: .utf8)
-        #expect(written.contains("url: \"with%20space.txt\"") && written.contains("url: \"deep/two.txt\"")
+        #expect(
+            written.contains("url: \"with%20space.txt\"") && written.contains("url: \"deep/two.txt\"")
                 && written.contains("hash: sha256:\(sha256(Array("two\n".utf8)))"), "\(written)")
         try server.serve("set/one.txt", Array("one, longer\n".utf8))
         try server.serve("set/new.txt", Array("new\n".utf8))
         let again = try await WorkerBinary.run(["manifest", folder, "--cache-dir", cache, "-o", output] + Self.login(server))
         #expect(again.code == 0, "\(again.stdout)\(again.stderr)")
-        #expect(again.stderr.contains("4 files under \(folder): 2 unchanged since the last run") && again.stderr.contains("2 downloaded and hashed"),
-                "\(again.stderr)")
+        #expect(
+            again.stderr.contains("4 files under \(folder): 2 unchanged since the last run")
+                && again.stderr.contains("2 downloaded and hashed"),
+            "\(again.stderr)")
         let synced = try await WorkerBinary.run(["sync", output, "--cache-dir", directory.path + "/c2"] + Self.login(server))
         #expect(synced.code == 0 && synced.stdout.contains("added 4"), "\(synced.stdout)\(synced.stderr)")
     }

@@ -12,8 +12,11 @@ import WorkerTestSupport
         #expect(version.stdout == "worker \(WorkerVersion.current)\n")
         let directory = TemporaryDirectory()
         let report = directory.path + "/r.json"
-        #expect(try await WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", directory.path + "/c", "--report", report]).code == 0)
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        #expect(
+            try await WorkerBinary.run(["sync", CommandLineTests.demoManifest, "--cache-dir", directory.path + "/c", "--report", report])
+                .code == 0)
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         #expect(document["worker_version"] as? String == WorkerVersion.current)
     }
 
@@ -34,12 +37,15 @@ import WorkerTestSupport
         for title in ["NETWORK", "REPORTS AND OUTPUT", "SCHEDULING", "CACHE", "Examples:"] {
             #expect(help.stdout.contains(title), "\(title)\n\(help.stdout)")
         }
-        for command in ["get", "plan", "status", "verify", "gc", "path", "rm", "clear", "export", "fingerprint", "manifest",
-                        "completion"] {
+        for command in [
+            "get", "plan", "status", "verify", "gc", "path", "rm", "clear", "export", "fingerprint", "manifest",
+            "completion",
+        ] {
             let shown = try await WorkerBinary.run([command, "--help"])
             #expect(shown.code == 0, "\(command): \(shown.stderr)")
             let text = shown.stdout
-            let examples = text.components(separatedBy: "Examples:").last?.split(separator: "\n")
+            let examples =
+                text.components(separatedBy: "Examples:").last?.split(separator: "\n")
                 .prefix { !$0.isEmpty }.filter { $0.hasPrefix("  worker ") || $0.contains("worker ") } ?? []
             #expect(text.contains("Examples:") && examples.count >= 2, "\(command): \(text)")
         }
@@ -61,7 +67,8 @@ import WorkerTestSupport
         let refreshed = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--refresh", "--report", report])
         #expect(refreshed.code == 0, "\(refreshed.stderr)")
         #expect(harness.origin.totalRequests == 4)
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let totals = try #require(document["totals"] as? [String: Any])
         #expect(totals["refreshed"] as? Int == 2 && totals["unchanged"] as? Int == 1 && totals["updated"] as? Int == 1, "\(totals)")
         #expect(try harness.cachedBytes("/f/loose") == Array("second version\n".utf8))
@@ -83,13 +90,18 @@ import WorkerTestSupport
         let metrics = harness.directory.path + "/m.prom"
         let report = harness.directory.path + "/r.json"
         let started = Date()
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--limit-rate", "256K",
-                                           "--metrics", metrics, "--report", report])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--limit-rate", "256K",
+            "--metrics", metrics, "--report", report,
+        ])
         let elapsed = Date().timeIntervalSince(started)
         #expect(result.code == 0, "\(result.stderr)")
         #expect(elapsed >= 2.5, "768 KiB at 256 KiB/s took \(elapsed) s")
-        #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("worker_sync_limit_rate_bytes_per_second{manifests=\"test\"} 262144"))
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        #expect(
+            try String(contentsOfFile: metrics, encoding: .utf8).contains(
+                "worker_sync_limit_rate_bytes_per_second{manifests=\"test\"} 262144"))
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         #expect((document["limits"] as? [String: Any])?["limit_rate_bytes_per_second"] as? Int == 262_144)
         #expect(try await WorkerBinary.run(["sync", manifest, "--limit-rate", "fast"]).code == 2)
     }
@@ -105,7 +117,8 @@ import WorkerTestSupport
         let elapsed = Date().timeIntervalSince(started)
         #expect(result.code == 0)
         #expect(elapsed >= 1.9, "11 requests at 5 per second took \(elapsed) s")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         #expect((document["limits"] as? [String: Any])?["max_requests_per_second"] as? Double == 5)
     }
 }
@@ -137,8 +150,10 @@ import WorkerTestSupport
 
         // A wrong hash is a hash_mismatch, exit 1, nothing stored.
         harness.serve("b.png", "other bytes\n")
-        let wrong = try await WorkerBinary.run(["get", harness.origin.url("/f/b.png"), "--cache-dir", harness.cache,
-                                          "--hash", "sha256:" + String(repeating: "0", count: 64)])
+        let wrong = try await WorkerBinary.run([
+            "get", harness.origin.url("/f/b.png"), "--cache-dir", harness.cache,
+            "--hash", "sha256:" + String(repeating: "0", count: 64),
+        ])
         #expect(wrong.code == 1)
         #expect(wrong.stderr.contains("hash_mismatch"), "\(wrong.stderr)")
         #expect(harness.objects() == [sha256(bytes)])
@@ -152,16 +167,21 @@ import WorkerTestSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let folder = harness.directory.path + "/public"
-        let files = ["a.png": "A", "sub/b.png": "B", "sub/deeper/c d.png": "C with a space", "ü.txt": "unicode name",
-                     ".hidden": "skipped"]
+        let files = [
+            "a.png": "A", "sub/b.png": "B", "sub/deeper/c d.png": "C with a space", "ü.txt": "unicode name",
+            ".hidden": "skipped",
+        ]
         for (name, text) in files {
             harness.directory.write("public/" + name, text)
         }
         let result = try await WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets")])
         #expect(result.code == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").filter { $0.hasPrefix("  - url:") }
-        #expect(lines == [#"  - url: "a.png""#, #"  - url: "sub/b.png""#, #"  - url: "sub/deeper/c%20d.png""#,
-                          #"  - url: "%C3%BC.txt""#], "stable order, relative, encoded: \(result.stdout)")
+        #expect(
+            lines == [
+                #"  - url: "a.png""#, #"  - url: "sub/b.png""#, #"  - url: "sub/deeper/c%20d.png""#,
+                #"  - url: "%C3%BC.txt""#,
+            ], "stable order, relative, encoded: \(result.stdout)")
         #expect(result.stdout.contains("sha256:\(sha256("A"))"))
         #expect(!result.stdout.contains("hidden"))
         // Written to a file, read back by the reader, synced from a server of the same folder.
@@ -175,9 +195,12 @@ import WorkerTestSupport
         let report = harness.directory.path + "/r.json"
         let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--report", report])
         #expect(synced.code == 0, "\(synced.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let entries = try #require(document["entries"] as? [[String: Any]])
-        #expect(entries.count == 4 && entries.allSatisfy { $0["status"] as? String == "added" && ($0["hash"] as? String)?.hasPrefix("sha256:") == true })
+        #expect(
+            entries.count == 4
+                && entries.allSatisfy { $0["status"] as? String == "added" && ($0["hash"] as? String)?.hasPrefix("sha256:") == true })
         // Running it again gives the same bytes; it never overwrites a file it did not write.
         #expect(try await WorkerBinary.run(["manifest", folder, "--base-url", harness.origin.url("/assets/"), "-o", manifest]).code == 0)
         let foreign = harness.directory.write("notes.yaml", "version: 1\nentries: []\n")
@@ -190,7 +213,9 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         let one = harness.serve("one", "first\n")
         let two = harness.serve("two", "second\n")
-        let list = harness.directory.write("urls.txt", """
+        let list = harness.directory.write(
+            "urls.txt",
+            """
             # avatars
             \(harness.origin.url("/f/one"))
 
@@ -210,8 +235,11 @@ import WorkerTestSupport
         #expect(harness.origin.totalRequests == 2)
         // From stdin; a URL that fails is left out (exit 1); a line that is no URL is located (exit 2).
         let failing = harness.directory.write("failing.txt", "\(harness.origin.url("/f/one"))\n\(harness.origin.url("/status/404"))\n")
-        let partial = try await WorkerBinary.run(["sh", "-c", "\"$0\" manifest --urls - --cache-dir \"$1\" < \"$2\"", WorkerBinary.path,
-                                            harness.cache, failing].dropFirst().map { $0 }, executable: "/bin/sh")
+        let partial = try await WorkerBinary.run(
+            [
+                "sh", "-c", "\"$0\" manifest --urls - --cache-dir \"$1\" < \"$2\"", WorkerBinary.path,
+                harness.cache, failing,
+            ].dropFirst().map { $0 }, executable: "/bin/sh")
         #expect(partial.code == 1, "\(partial.stderr)")
         #expect(partial.stdout.contains("/f/one") && !partial.stdout.contains("/status/404"))
         let bad = harness.directory.write("bad.txt", "\(harness.origin.url("/f/one"))\n\nnot a url\n")
@@ -239,7 +267,9 @@ import WorkerTestSupport
             #expect(Self.manual.contains(".It Em \(name)"), "docs/worker.1 lacks \(name): run scripts/make-man.sh")
             let options = try await WorkerBinary.run([name, "--help"]).stdout
             for option in options.matches(of: /--([a-z][a-z-]+)/).map({ String($0.output.1) }) where option != "help" {
-                #expect(Self.manual.contains("Fl -\(option)") || Self.manual.contains(", -\(option)"), "docs/worker.1 lacks \(name) --\(option): run scripts/make-man.sh")
+                #expect(
+                    Self.manual.contains("Fl -\(option)") || Self.manual.contains(", -\(option)"),
+                    "docs/worker.1 lacks \(name) --\(option): run scripts/make-man.sh")
             }
         }
     }

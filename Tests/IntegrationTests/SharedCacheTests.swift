@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import WorkerTestSupport
 import WorkerStore
 import WorkerSupport
+import WorkerTestSupport
 
 /// One cache, many users: readers while a writer holds the lock, several writers at once, the
 /// commit cadence, a changed object, outputs checked first, pending failures — through the binary.
@@ -20,8 +20,10 @@ import WorkerSupport
         let object = harness.objectPath(sha256(bytes))
         let get = try await WorkerBinary.runBounded(["get", url, "--cache-dir", harness.cache, "--wait-lock", "0"], seconds: 20)
         #expect(get.code == 0 && get.stdout.contains(object), "\(get.stdout)")
-        let reads: [[String]] = [["path", url], ["status"], ["plan", manifest], ["verify"],
-                                 ["export", "--layout", "hash", harness.directory.path + "/out", manifest], ["fingerprint", manifest]]
+        let reads: [[String]] = [
+            ["path", url], ["status"], ["plan", manifest], ["verify"],
+            ["export", "--layout", "hash", harness.directory.path + "/out", manifest], ["fingerprint", manifest],
+        ]
         for arguments in reads {
             let cacheArguments = arguments[0] == "fingerprint" ? [] : ["--cache-dir", harness.cache]
             let result = try await WorkerBinary.runBounded(arguments + cacheArguments, seconds: 20)
@@ -50,8 +52,14 @@ import WorkerSupport
             expected += entries.compactMap { $0.1.map(sha256) }
             let manifest = harness.manifest(entries, name: "w\(writer).yaml")
             let log = harness.directory.path + "/w\(writer).log"
-            processes.append((try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q",
-                                                      "--report", harness.directory.path + "/w\(writer).json"], log: log), log))
+            processes.append(
+                (
+                    try WorkerBinary.spawn(
+                        [
+                            "sync", manifest, "--cache-dir", harness.cache, "-q",
+                            "--report", harness.directory.path + "/w\(writer).json",
+                        ], log: log), log
+                ))
         }
         for (process, log) in processes {
             await process.exited()
@@ -63,7 +71,9 @@ import WorkerSupport
         let format = ISO8601DateFormatter()
         format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let spans = try (0..<2).map { writer -> (start: Double, end: Double) in
-            let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/w\(writer).json"))) as? [String: Any])
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/w\(writer).json")))
+                    as? [String: Any])
             let start = try #require((report["started_at"] as? String).flatMap { format.date(from: $0) }).timeIntervalSince1970
             return (start, start + (try #require(report["duration_seconds"] as? Double)))
         }
@@ -81,19 +91,24 @@ import WorkerSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let manifest = harness.manifest([("/slow/600000/gen/same", TestOrigin.generated("same"))])
-        let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q", "--read-timeout", "20m"],
-                                             log: harness.directory.path + "/first.log")
+        let process = try WorkerBinary.spawn(
+            ["sync", manifest, "--cache-dir", harness.cache, "-q", "--read-timeout", "20m"],
+            log: harness.directory.path + "/first.log")
         defer { kill(process.processIdentifier, SIGKILL) }
         // Once its request arrived, the first run holds its job's lock.
         let deadline = Date().addingTimeInterval(20)
         while harness.origin.totalRequests == 0, Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
         let second = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--wait-lock", "0.3"])
-        #expect(second.code == 3 && second.stderr.contains("cache is locked by another run"), "\(second.code) \(second.stdout) \(second.stderr)")
+        #expect(
+            second.code == 3 && second.stderr.contains("cache is locked by another run"), "\(second.code) \(second.stdout) \(second.stderr)"
+        )
         #expect(harness.origin.totalRequests == 1, "the waiting run fetched nothing")
         // Another shard of the same manifest is another job: it runs (its entry, if it has it,
         // runs into the deadline: exit 1), it does not wait for the lock (exit 3).
-        let shard = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--shard", "1/2", "--wait-lock", "0",
-                                          "--deadline", "1s"])
+        let shard = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--shard", "1/2", "--wait-lock", "0",
+            "--deadline", "1s",
+        ])
         #expect(shard.code == 0 || shard.code == 1, "another shard runs at once: \(shard.code) \(shard.stderr)")
         #expect(process.isRunning)
     }
@@ -108,8 +123,9 @@ import WorkerSupport
         // Never answered within the test (its read timeout is longer than the answer takes).
         entries.append(("/slow/600000/gen/late", TestOrigin.generated("late")))
         let manifest = harness.manifest(entries)
-        let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q", "--read-timeout", "20m"],
-                                             log: harness.directory.path + "/run.log")
+        let process = try WorkerBinary.spawn(
+            ["sync", manifest, "--cache-dir", harness.cache, "-q", "--read-timeout", "20m"],
+            log: harness.directory.path + "/run.log")
         defer { kill(process.processIdentifier, SIGKILL) }
         var committed = 0
         // The long answer takes ten minutes: seen committed while it goes on is the point (before,
@@ -169,7 +185,8 @@ import WorkerSupport
         for option in ["--report", "--junit", "--metrics", "--summary-md", "--report-html"] {
             let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, option, "/nonexistent/dir/out"])
             #expect(result.code == 2)
-            #expect(result.stderr.contains("\(option) '/nonexistent/dir/out'") && result.stderr.contains("does not exist"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("\(option) '/nonexistent/dir/out'") && result.stderr.contains("does not exist"), "\(result.stderr)")
         }
         let get = try await WorkerBinary.run(["get", harness.origin.url("/f/x"), "--cache-dir", harness.cache, "-o", "/nonexistent/dir/x"])
         #expect(get.code == 2 && get.stderr.contains("/nonexistent/dir"), "\(get.stderr)")
@@ -211,8 +228,11 @@ import WorkerSupport
         let index = try CacheIndex(path: harness.cache + "/index.sqlite", create: false)
         let old = Date().timeIntervalSince1970 - 2 * 86400
         for (url, getOnly) in [(missing, true), (manifestURL, false)] {
-            try index.apply(upserts: [], touches: [], removals: [], failures: [
-                FailureRecord(url: url, reason: "http", error: "old", attempts: 1, at: old, getOnly: getOnly)], at: old)
+            try index.apply(
+                upserts: [], touches: [], removals: [],
+                failures: [
+                    FailureRecord(url: url, reason: "http", error: "old", attempts: 1, at: old, getOnly: getOnly)
+                ], at: old)
         }
         #expect(try await pending() == 1)
     }

@@ -42,8 +42,12 @@ import WorkerTestSupport
             let manifest = directory.write("www/avatars.yaml", yaml)
             try? FileManager.default.removeItem(atPath: manifest + ".minisig")
             if sign {
-                let signed = try await Self.tool("/usr/bin/minisign", ["-S", "-s", directory.path + "/key.sec", "-m", manifest,
-                                                                       "-t", "avatars"], takingSlot: takingSlot)
+                let signed = try await Self.tool(
+                    "/usr/bin/minisign",
+                    [
+                        "-S", "-s", directory.path + "/key.sec", "-m", manifest,
+                        "-t", "avatars",
+                    ], takingSlot: takingSlot)
                 #expect(signed.code == 0, "minisign -S: \(signed.stderr)")
             }
             publishedAt = max(Date().timeIntervalSince1970.rounded(.down), publishedAt + 1)
@@ -57,8 +61,9 @@ import WorkerTestSupport
 
         /// `worker sync URL --trusted-keys key.pub …`.
         func sync(_ extra: [String] = [], prepare: (() async throws -> Void)? = nil) async throws -> WorkerBinary.Result {
-            try await WorkerBinary.run(["sync", url, "--cache-dir", cache, "--trusted-keys", publicKey, "--progress", "never"] + extra,
-                                       prepare: prepare)
+            try await WorkerBinary.run(
+                ["sync", url, "--cache-dir", cache, "--trusted-keys", publicKey, "--progress", "never"] + extra,
+                prepare: prepare)
         }
 
         /// Requests nginx saw for the entries' files since `since` requests.
@@ -90,12 +95,15 @@ import WorkerTestSupport
         let first = try await publisher.sync(["--report", publisher.directory.path + "/report.json"])
         #expect(first.code == 0, "\(first.stderr)")
         #expect(first.stdout.contains("added 2"), "\(first.stdout)")
-        let report = try #require(try JSONSerialization.jsonObject(
-            with: Data(contentsOf: URL(fileURLWithPath: publisher.directory.path + "/report.json"))) as? [String: Any])
+        let report = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: publisher.directory.path + "/report.json"))) as? [String: Any])
         #expect(((report["manifests"] as? [[String: Any]])?.first?["path"] as? String) == publisher.url)
         #expect(publisher.fileRequests(after: 0).count == 2)
-        let exported = try await WorkerBinary.run(["export", "--layout", "tree", publisher.directory.path + "/tree", publisher.url,
-                                                   "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey])
+        let exported = try await WorkerBinary.run([
+            "export", "--layout", "tree", publisher.directory.path + "/tree", publisher.url,
+            "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
+        ])
         #expect(exported.code == 0, "\(exported.stderr)")
         #expect((try? String(contentsOfFile: publisher.directory.path + "/tree/files/a.txt", encoding: .utf8)) == "a\n")
 
@@ -107,8 +115,9 @@ import WorkerTestSupport
         #expect(warm.code == 0, "\(warm.stderr)")
         #expect(warm.stdout.contains("unchanged 2"), "\(warm.stdout)")
         let asked = Array(publisher.server.requests.dropFirst(seen))
-        #expect(asked == [NginxServer.Request(method: "GET", path: "/avatars.yaml", protocolName: "HTTP/1.1", status: 304)],
-                "\(asked)")
+        #expect(
+            asked == [NginxServer.Request(method: "GET", path: "/avatars.yaml", protocolName: "HTTP/1.1", status: 304)],
+            "\(asked)")
     }
 
     /// An arbitrary manifest: one changed after it was signed, one signed by another key, and an
@@ -116,7 +125,8 @@ import WorkerTestSupport
     @Test func anArbitraryManifestIsRefusedBeforeAnyRequest() async throws {
         let publisher = try await Publisher()
         try await publisher.publish(["a.txt": "a\n"])
-        let expected = try String(contentsOfFile: publisher.publicKey, encoding: .utf8)
+        let expected =
+            try String(contentsOfFile: publisher.publicKey, encoding: .utf8)
             .split(separator: "\n")[0].split(separator: " ").last.map(String.init) ?? "?"
 
         // Changed after it was signed: the signature stays, the bytes are an attacker's.
@@ -144,7 +154,9 @@ import WorkerTestSupport
         #expect(untrusted.code == 2)
         #expect(untrusted.stderr.contains("which is not a trusted key"), "\(untrusted.stderr)")
         #expect(publisher.fileRequests(after: 0).isEmpty, "an entry was fetched: \(publisher.fileRequests(after: 0))")
-        #expect(!FileManager.default.fileExists(atPath: publisher.cache + "/objects/sha256/" + sha256("evil\n").prefix(2) + "/" + sha256("evil\n")))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: publisher.cache + "/objects/sha256/" + sha256("evil\n").prefix(2) + "/" + sha256("evil\n")))
     }
 
     /// A rollback: once serial 5 is accepted, an older manifest (serial 4, validly signed) is
@@ -175,8 +187,10 @@ import WorkerTestSupport
         let six = try await publisher.sync()
         #expect(six.code == 2, "\(six.stderr)")
         #expect(six.stderr.contains("serial 6 is lower than 7"), "\(six.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: publisher.cache + "/objects/sha256/" + sha256("a, version 6\n").prefix(2)
-            + "/" + sha256("a, version 6\n")))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: publisher.cache + "/objects/sha256/" + sha256("a, version 6\n").prefix(2)
+                    + "/" + sha256("a, version 6\n")))
     }
 
     /// A freeze: a manifest past its `expires` is refused; and when the manifest cannot be
@@ -218,8 +232,9 @@ import WorkerTestSupport
             #expect(signed.code == 0, "\(signed.stderr)")
         }
         func sync() async throws -> WorkerBinary.Result {
-            try await WorkerBinary.run(["sync", publisher.url, "--cache-dir", publisher.cache, "--progress", "never"],
-                                       environment: ["WORKER_TRUSTED_KEYS": allowed])
+            try await WorkerBinary.run(
+                ["sync", publisher.url, "--cache-dir", publisher.cache, "--progress", "never"],
+                environment: ["WORKER_TRUSTED_KEYS": allowed])
         }
         try await sign("git", with: key)
         let wrongNamespace = try await sync()
@@ -243,8 +258,10 @@ import WorkerTestSupport
     @Test func localManifestsAreCheckedTooAndManifestWritesSerialAndExpiry() async throws {
         let directory = TemporaryDirectory()
         _ = directory.write("site/a.txt", "a\n")
-        let written = try await WorkerBinary.run(["manifest", directory.path + "/site", "--base-url", "https://cdn.example.org/site/",
-                                                  "--serial", "42", "--expires-in", "7d", "-o", directory.path + "/m.yaml"])
+        let written = try await WorkerBinary.run([
+            "manifest", directory.path + "/site", "--base-url", "https://cdn.example.org/site/",
+            "--serial", "42", "--expires-in", "7d", "-o", directory.path + "/m.yaml",
+        ])
         #expect(written.code == 0, "\(written.stderr)")
         let text = try String(contentsOfFile: directory.path + "/m.yaml", encoding: .utf8)
         #expect(text.contains("\nserial: 42\n"), "\(text)")
@@ -254,12 +271,16 @@ import WorkerTestSupport
         #expect(plan.code == 0, "\(plan.stderr)")
 
         _ = try await Publisher.tool("/usr/bin/minisign", ["-G", "-W", "-p", directory.path + "/k.pub", "-s", directory.path + "/k.sec"])
-        let unsigned = try await WorkerBinary.run(["sync", directory.path + "/m.yaml", "--cache-dir", directory.path + "/cache",
-                                                   "--trusted-keys", directory.path + "/k.pub"])
+        let unsigned = try await WorkerBinary.run([
+            "sync", directory.path + "/m.yaml", "--cache-dir", directory.path + "/cache",
+            "--trusted-keys", directory.path + "/k.pub",
+        ])
         #expect(unsigned.code == 2)
         #expect(unsigned.stderr.contains("m.yaml: not signed"), "\(unsigned.stderr)")
-        let badKeys = try await WorkerBinary.run(["plan", directory.path + "/m.yaml", "--cache-dir", directory.path + "/cache",
-                                                  "--trusted-keys", directory.write("keys", "not a key\n")])
+        let badKeys = try await WorkerBinary.run([
+            "plan", directory.path + "/m.yaml", "--cache-dir", directory.path + "/cache",
+            "--trusted-keys", directory.write("keys", "not a key\n"),
+        ])
         #expect(badKeys.code == 2)
         #expect(badKeys.stderr.contains("keys:1:1: neither a minisign public key nor an allowed-signers line"), "\(badKeys.stderr)")
     }
@@ -274,19 +295,29 @@ import WorkerTestSupport
         _ = try await Publisher.tool("/usr/bin/minisign", ["-G", "-W", "-p", directory.path + "/k.pub", "-s", directory.path + "/k.sec"])
         _ = try await Publisher.tool("/usr/bin/minisign", ["-S", "-s", directory.path + "/k.sec", "-m", manifest])
         let signature = try [UInt8](Data(contentsOf: URL(fileURLWithPath: manifest + ".minisig")))
-        let moto = try MotoS3(objects: ["fleet": ["manifests/m.yaml": Array(yaml.utf8), "manifests/m.yaml.minisig": signature,
-                                                  "manifests/files/a.txt": Array("bucket a\n".utf8)]])
+        let moto = try MotoS3(objects: [
+            "fleet": [
+                "manifests/m.yaml": Array(yaml.utf8), "manifests/m.yaml.minisig": signature,
+                "manifests/files/a.txt": Array("bucket a\n".utf8),
+            ]
+        ])
         defer { moto.stop() }
-        let synced = try await WorkerBinary.run(["sync", "s3://fleet/manifests/m.yaml", "--cache-dir", directory.path + "/cache",
-                                                 "--trusted-keys", directory.path + "/k.pub", "--progress", "never"],
-                                                environment: moto.environment(moto.user, home: directory.path))
+        let synced = try await WorkerBinary.run(
+            [
+                "sync", "s3://fleet/manifests/m.yaml", "--cache-dir", directory.path + "/cache",
+                "--trusted-keys", directory.path + "/k.pub", "--progress", "never",
+            ],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(synced.code == 0, "\(synced.stderr)")
         #expect(synced.stdout.contains("added 1"), "\(synced.stdout)")
         #expect(moto.requests.contains { $0.hasPrefix("GET /fleet/manifests/files/a.txt 200") }, "\(moto.requests)")
         try moto.put("fleet", "manifests/m.yaml", Array((yaml + "# changed\n").utf8), sha256: false)
-        let tampered = try await WorkerBinary.run(["sync", "s3://fleet/manifests/m.yaml", "--cache-dir", directory.path + "/cache",
-                                                   "--trusted-keys", directory.path + "/k.pub", "--progress", "never"],
-                                                  environment: moto.environment(moto.user, home: directory.path))
+        let tampered = try await WorkerBinary.run(
+            [
+                "sync", "s3://fleet/manifests/m.yaml", "--cache-dir", directory.path + "/cache",
+                "--trusted-keys", directory.path + "/k.pub", "--progress", "never",
+            ],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(tampered.code == 2, "\(tampered.stderr)")
         #expect(tampered.stderr.contains("s3://fleet/manifests/m.yaml: the signature by minisign key"), "\(tampered.stderr)")
     }
@@ -296,15 +327,19 @@ import WorkerTestSupport
     @Test func aRemoteManifestFollowsRewriteRules() async throws {
         let publisher = try await Publisher()
         try await publisher.publish(["a.txt": "a\n"])
-        let elsewhere = "http://127.0.0.1:1/avatars.yaml"   // never contacted: the rule sends it to nginx
+        let elsewhere = "http://127.0.0.1:1/avatars.yaml"  // never contacted: the rule sends it to nginx
         let rule = "http://127.0.0.1:1/=http://127.0.0.1:\(publisher.server.port)/"
-        let routed = try await WorkerBinary.run(["sync", elsewhere, "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
-                                                 "--rewrite", rule, "--rewrite-strict", "--progress", "never"])
+        let routed = try await WorkerBinary.run([
+            "sync", elsewhere, "--cache-dir", publisher.cache, "--trusted-keys", publisher.publicKey,
+            "--rewrite", rule, "--rewrite-strict", "--progress", "never",
+        ])
         #expect(routed.code == 0, "\(routed.stderr)")
         #expect(routed.stdout.contains("added 1"), "\(routed.stdout)")
         for attempt in ["cold", "warm"] {
-            let refused = try await WorkerBinary.run(["sync", elsewhere, "--cache-dir", publisher.cache + (attempt == "cold" ? "-2" : ""),
-                                                      "--trusted-keys", publisher.publicKey, "--rewrite-strict"])
+            let refused = try await WorkerBinary.run([
+                "sync", elsewhere, "--cache-dir", publisher.cache + (attempt == "cold" ? "-2" : ""),
+                "--trusted-keys", publisher.publicKey, "--rewrite-strict",
+            ])
             #expect(refused.code == 2, "\(attempt): \(refused.stderr)")
             #expect(refused.stderr.contains("refusing to run (--rewrite-strict): no rule covers \(elsewhere)"), "\(refused.stderr)")
         }
@@ -317,8 +352,12 @@ import WorkerTestSupport
         try await publisher.publish(["a.txt": "a\n"], sign: false)
         let elsewhere = publisher.www + "/signatures/avatars.minisig"
         try FileManager.default.createDirectory(atPath: publisher.www + "/signatures", withIntermediateDirectories: true)
-        let signed = try await Publisher.tool("/usr/bin/minisign", ["-S", "-s", publisher.directory.path + "/key.sec",
-                                                                    "-m", publisher.www + "/avatars.yaml", "-x", elsewhere])
+        let signed = try await Publisher.tool(
+            "/usr/bin/minisign",
+            [
+                "-S", "-s", publisher.directory.path + "/key.sec",
+                "-m", publisher.www + "/avatars.yaml", "-x", elsewhere,
+            ])
         #expect(signed.code == 0, "\(signed.stderr)")
         let signature = "http://127.0.0.1:\(publisher.server.port)/signatures/avatars.minisig"
         let beside = try await publisher.sync()
@@ -326,17 +365,23 @@ import WorkerTestSupport
         let named = try await publisher.sync(["--signature", signature])
         #expect(named.code == 0, "\(named.stderr)")
         #expect(named.stdout.contains("added 1"), "\(named.stdout)")
-        let verified = try await WorkerBinary.run(["verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
-                                                   "--trusted-keys", publisher.publicKey, "--signature", signature])
+        let verified = try await WorkerBinary.run([
+            "verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
+            "--trusted-keys", publisher.publicKey, "--signature", signature,
+        ])
         #expect(verified.code == 0, "\(verified.stderr)")
         // Unchanged since it was accepted: the signature kept with the accepted copy serves.
-        let kept = try await WorkerBinary.run(["verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
-                                               "--trusted-keys", publisher.publicKey])
+        let kept = try await WorkerBinary.run([
+            "verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
+            "--trusted-keys", publisher.publicKey,
+        ])
         #expect(kept.code == 0, "\(kept.stderr)")
         // Changed and signed elsewhere again, without --signature: refused.
         try await publisher.publish(["a.txt": "a, changed\n"], sign: false)
-        let changed = try await WorkerBinary.run(["verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
-                                                  "--trusted-keys", publisher.publicKey])
+        let changed = try await WorkerBinary.run([
+            "verify", "--repair", publisher.url, "--cache-dir", publisher.cache,
+            "--trusted-keys", publisher.publicKey,
+        ])
         #expect(changed.code == 2, "\(changed.stderr)")
         #expect(changed.stderr.contains("not signed"), "\(changed.stderr)")
     }

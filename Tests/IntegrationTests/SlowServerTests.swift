@@ -36,8 +36,10 @@ import WorkerTestSupport
         let bytes = harness.serve("half.bin", String(repeating: "h", count: 999) + "\n")
         let manifest = harness.manifest([("/stall/f/half.bin", bytes)])
         let report = harness.directory.path + "/r.json"
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--read-timeout", "5",
-                                           "--retries", "0", "--report", report])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--read-timeout", "5",
+            "--retries", "0", "--report", report,
+        ])
         #expect(result.code == 1)
         #expect(result.stderr.contains("read timeout"), "\(result.stderr)")
         // Half the body, then silence: noticed 5 s after the last byte, plus the connect and some
@@ -70,8 +72,10 @@ import WorkerTestSupport
         // 6 s of one slow body: the 5 s line comes while it runs.
         let bytes = harness.serve("slow.bin", String(repeating: "y", count: 59) + "\n")
         let manifest = harness.manifest([("/drip/100/f/slow.bin", bytes)])
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--progress", "always",
-                                           "--log-format", "json"])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--progress", "always",
+            "--log-format", "json",
+        ])
         #expect(result.code == 0, "\(result.stderr)")
         let objects = result.stderr.split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

@@ -1,31 +1,36 @@
 import Foundation
 import Synchronization
 import Testing
-import WorkerTestSupport
 import WorkerStore
 import WorkerSupport
+import WorkerTestSupport
 
 /// SIGINT and SIGTERM stop a sync gracefully, from the binary: what finished is indexed and kept,
 /// the rest fails as `cancelled` in the report, and the process ends by the signal itself.
 @Suite(.serialized, .hangLimit) struct StopSignalTests {
     /// 50 answers of 600 ms, two at a time: about 15 s of work.
-    private func startSlowSync(_ harness: Harness, keys: [String], report: String,
-                               through shell: String? = nil) throws -> ChildProcess {
+    private func startSlowSync(
+        _ harness: Harness, keys: [String], report: String,
+        through shell: String? = nil
+    ) throws -> ChildProcess {
         let manifest = harness.manifest(keys.map { ("/slow/600/gen/\($0)", TestOrigin.generated($0)) })
         let arguments = ["sync", manifest, "--cache-dir", harness.cache, "-j", "2", "--report", report, "--progress", "never"]
         let log = harness.directory.path + "/run.log"
         guard let shell else { return try WorkerBinary.spawn(arguments, log: log) }
         // `exec` keeps the dispositions the shell set: an ignored signal stays ignored.
-        return try WorkerBinary.spawn(["-c", "\(shell); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
-                                      log: log, executable: "/bin/sh")
+        return try WorkerBinary.spawn(
+            ["-c", "\(shell); exec \"$0\" \"$@\"", WorkerBinary.path] + arguments,
+            log: log, executable: "/bin/sh")
     }
 
     /// Sends `signals`, in order, from a thread of its own once `condition` holds (checked every
     /// 10 ms for up to `seconds`; the signals go right after the check that held); whether the
     /// process was still running when they went. A thread, not a task: beside a busy suite on two
     /// cores a task woke after the run had ended by itself.
-    private func send(_ signals: [Int32], to process: ChildProcess, seconds: Double = 30,
-                      when condition: @escaping @Sendable () -> Bool) async -> Bool {
+    private func send(
+        _ signals: [Int32], to process: ChildProcess, seconds: Double = 30,
+        when condition: @escaping @Sendable () -> Bool
+    ) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             Thread {
                 let end = Date().addingTimeInterval(seconds)
@@ -59,11 +64,13 @@ import WorkerSupport
         let report = harness.directory.path + "/report.json"
         let process = try startSlowSync(harness, keys: keys, report: report)
         // The fourth request starts once the window has grown past one: the first answer is in.
-        #expect(await send([signal], to: process) { harness.origin.totalRequests >= 4 },
-                "the run had work left when the signal came")
+        #expect(
+            await send([signal], to: process) { harness.origin.totalRequests >= 4 },
+            "the run had work left when the signal came")
         #expect(await waitForExit(process, seconds: 6), "the run stops within seconds, not after its remaining downloads")
-        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal,
-                "ends by the signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
+        #expect(
+            process.terminationReason == .uncaughtSignal && process.terminationStatus == signal,
+            "ends by the signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
         let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
         let log = try String(contentsOfFile: harness.directory.path + "/run.log", encoding: .utf8)
         #expect(log.contains("\(name): stopping"), "\(log)")
@@ -101,8 +108,9 @@ import WorkerSupport
         // first: of two pending signals the kernel delivers the lower number first.)
         #expect(await send([SIGINT, SIGTERM], to: process) { harness.origin.totalRequests >= 2 })
         #expect(await waitForExit(process, seconds: 6))
-        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM,
-                "ends by the second signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
+        #expect(
+            process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM,
+            "ends by the second signal: \(process.terminationReason.rawValue) \(process.terminationStatus)")
         // Crash-safe as ever: what the next run finds is consistent.
         let verify = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache])
         #expect(verify.code == 0, "\(verify.stdout)\(verify.stderr)")
@@ -112,8 +120,9 @@ import WorkerSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         let log = harness.directory.path + "/get.log"
-        let process = try WorkerBinary.spawn(["get", harness.origin.url("/slow/20000/gen/g"), "--cache-dir", harness.cache],
-                                             log: log)
+        let process = try WorkerBinary.spawn(
+            ["get", harness.origin.url("/slow/20000/gen/g"), "--cache-dir", harness.cache],
+            log: log)
         #expect(await send([SIGTERM], to: process) { harness.origin.totalRequests >= 1 })
         #expect(await waitForExit(process, seconds: 6), "stops at the signal, not after the 20 s answer")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
@@ -130,9 +139,10 @@ import WorkerSupport
         let manifest = harness.manifest([("/f/a", harness.serve("a"))])
         let log = harness.directory.path + "/run.log"
         let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "--wait-lock", "5m"], log: log)
-        #expect(await send([SIGTERM], to: process) {
-            (try? String(contentsOfFile: log, encoding: .utf8))?.contains("waiting for the cache lock") == true
-        }, "waiting for the lock")
+        #expect(
+            await send([SIGTERM], to: process) {
+                (try? String(contentsOfFile: log, encoding: .utf8))?.contains("waiting for the cache lock") == true
+            }, "waiting for the lock")
         #expect(await waitForExit(process, seconds: 6), "the wait ends at the signal, not after --wait-lock")
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         #expect(harness.origin.totalRequests == 0)
@@ -147,16 +157,18 @@ import WorkerSupport
         // The requests made when SIGINT went, counted on the sending thread (this task may
         // resume much later).
         let atSIGINT = Mutex(0)
-        #expect(await send([SIGINT], to: process) {
-            let requests = harness.origin.totalRequests
-            atSIGINT.withLock { $0 = requests }
-            return requests >= 2
-        })
+        #expect(
+            await send([SIGINT], to: process) {
+                let requests = harness.origin.totalRequests
+                atSIGINT.withLock { $0 = requests }
+                return requests >= 2
+            })
         let before = atSIGINT.withLock { $0 }
         // Ignored: the run goes on asking for its files after the signal (not a guessed sleep),
         // and is still running for the next one.
-        #expect(await send([SIGTERM], to: process) { harness.origin.totalRequests >= before + 3 },
-                "SIGINT was ignored: requests after it, and the run still going")
+        #expect(
+            await send([SIGTERM], to: process) { harness.origin.totalRequests >= before + 3 },
+            "SIGINT was ignored: requests after it, and the run still going")
         #expect(await waitForExit(process, seconds: 6))
         #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM)
         #expect(try entries(report).contains { ($0["error"] as? String)?.contains("stopped by SIGTERM") == true })

@@ -2,6 +2,7 @@ import CurlTransport
 import Foundation
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerStore
@@ -111,9 +112,10 @@ import WorkerTestSupport
         // The manifest now expects new bytes, but the origin serves something else.
         harness.serve("a", "not what the manifest says\n")
         harness.serve("c")
-        let report = try await harness.sync(harness.manifest([
-            ("/f/a", Array("new bytes\n".utf8)), ("/f/b", harness.serve("b")), ("/f/c", harness.serve("c")),
-        ]))
+        let report = try await harness.sync(
+            harness.manifest([
+                ("/f/a", Array("new bytes\n".utf8)), ("/f/b", harness.serve("b")), ("/f/c", harness.serve("c")),
+            ]))
         let failed = try #require(report.failedEntries.first)
         #expect(report.totals.failed == 1 && report.totals.added == 1 && report.totals.unchanged == 1)
         #expect(failed.reason == .hashMismatch)
@@ -128,9 +130,10 @@ import WorkerTestSupport
     @Test func notFoundFailsWithHTTPStatusAndIsNotRetried() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        let report = try await harness.sync(harness.manifest([
-            ("/status/404", Array("x".utf8)), ("/f/ok", harness.serve("ok")),
-        ]))
+        let report = try await harness.sync(
+            harness.manifest([
+                ("/status/404", Array("x".utf8)), ("/f/ok", harness.serve("ok")),
+            ]))
         let failed = try #require(report.failedEntries.first)
         #expect(failed.reason == .httpStatus)
         #expect(failed.httpStatus == 404)
@@ -205,9 +208,10 @@ import WorkerTestSupport
     @Test func redirectsAreFollowedUpToFive() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        let report = try await harness.sync(harness.manifest([
-            ("/redirect/5/f/five", harness.serve("five")), ("/redirect/6/f/six", harness.serve("six")),
-        ]))
+        let report = try await harness.sync(
+            harness.manifest([
+                ("/redirect/5/f/five", harness.serve("five")), ("/redirect/6/f/six", harness.serve("six")),
+            ]))
         #expect(report.entries.map(\.status) == [.added, .failed])
         #expect(report.failedEntries.first?.reason == .redirect)
         #expect(report.failedEntries.first?.error == "more than 5 redirects")
@@ -268,7 +272,9 @@ import WorkerTestSupport
         #expect(refused.totals.removed == 0)
         #expect(try harness.records().count == 4)
 
-        let forced = try await harness.sync(harness.manifest(Array(all.prefix(1)))) { $0.prune = true; $0.force = true }
+        let forced = try await harness.sync(harness.manifest(Array(all.prefix(1)))) {
+            $0.prune = true; $0.force = true
+        }
         #expect(forced.totals.removed == 3)
         #expect(try harness.records().count == 1)
     }
@@ -301,7 +307,8 @@ import WorkerTestSupport
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
         // 503s with retries keep the only job busy past the deadline.
-        let entries: [(path: String, bytes: [UInt8]?)] = [("/status/503", nil)] + (0..<5).map { ("/f/late\($0)", harness.serve("late\($0)")) }
+        let entries: [(path: String, bytes: [UInt8]?)] =
+            [("/status/503", nil)] + (0..<5).map { ("/f/late\($0)", harness.serve("late\($0)")) }
         let report = try await harness.sync(harness.manifest(entries)) { options in
             options.fetch.jobs = 1
             options.fetch.retry = RetryPolicy(retries: 50, baseDelay: 0.05, maxDelay: 0.05)

@@ -7,10 +7,11 @@ import WorkerTestSupport
 @Suite(.hangLimit) struct TierOrderTests {
     @Test func eachRunWithATierVisitsTheEntriesInAnOrderOfItsOwn() async throws {
         let files = Dictionary(uniqueKeysWithValues: (0..<60).map { (String(format: "/o/%02d.bin", $0), Array("body \($0)".utf8)) })
-        let origin = try NginxServer(prepare: { root in
-            try FileManager.default.createDirectory(atPath: root + "/www/o", withIntermediateDirectories: true)
-            for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: root + "/www" + name)) }
-        }, server: { port, root in "listen 127.0.0.1:\(port);\nroot \(root)/www;" })
+        let origin = try NginxServer(
+            prepare: { root in
+                try FileManager.default.createDirectory(atPath: root + "/www/o", withIntermediateDirectories: true)
+                for (name, bytes) in files { try Data(bytes).write(to: URL(fileURLWithPath: root + "/www" + name)) }
+            }, server: { port, root in "listen 127.0.0.1:\(port);\nroot \(root)/www;" })
         defer { origin.stop() }
         let tier = try WebDAVTier()
         defer { tier.stop() }
@@ -24,8 +25,9 @@ import WorkerTestSupport
         // One request at a time: the origin's log is the order the run visited the entries in.
         func visit(_ run: Int, tier tierArguments: [String]) async throws -> [String] {
             let before = origin.requests.count
-            let result = try await WorkerBinary.run(["sync", path, "--cache-dir", directory.path + "/cache\(run)", "--jobs", "1"]
-                                                    + tierArguments)
+            let result = try await WorkerBinary.run(
+                ["sync", path, "--cache-dir", directory.path + "/cache\(run)", "--jobs", "1"]
+                    + tierArguments)
             #expect(result.code == 0, "\(result.stderr)")
             return origin.requests.dropFirst(before).map(\.path)
         }

@@ -22,11 +22,14 @@ import WorkerTestSupport
         defer { tier.stop() }
         let directory = TemporaryDirectory()
         var text = "version: 1\nentries:\n"
-        for (key, bytes) in objects.sorted(by: { $0.key < $1.key }) { text += "  - url: s3://assets/\(key)\n    hash: sha256:\(sha256(bytes))\n" }
+        for (key, bytes) in objects.sorted(by: { $0.key < $1.key }) {
+            text += "  - url: s3://assets/\(key)\n    hash: sha256:\(sha256(bytes))\n"
+        }
         let manifest = directory.write("m.yaml", text)
         let cache = directory.path + "/c"
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache],
-                                                environment: moto.environment(moto.user, home: directory.path))
+        let synced = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", cache],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(synced.code == 0, "\(synced.stderr)")
         let push = try await WorkerBinary.run(["push", "--cache-dir", cache, "--remote-cache", tier.url, "--progress", "never"])
         #expect(push.code == 0, "\(push.stdout) \(push.stderr)")
@@ -49,7 +52,9 @@ import WorkerTestSupport
         origin.set("/mirror/user.png", withUser)
         origin.set("/mirror/open.png", open)
         let userMirror = origin.url("/mirror/user.png").replacingOccurrences(of: "http://", with: "http://reader:secret@")
-        let manifest = directory.write("m.yaml", """
+        let manifest = directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: \(origin.url("/gone/user.png"))
@@ -63,16 +68,21 @@ import WorkerTestSupport
                 mirrors: ["\(origin.url("/mirror/open.png"))"]
             """)
         let report = directory.path + "/r.json"
-        let run = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
-                                              "--report", report, "--retries", "0"],
-                                             environment: moto.environment(moto.user, home: directory.path))
+        let run = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+                "--report", report, "--retries", "0",
+            ],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(run.code == 0, "\(run.stderr)")
         let counts = try remote(report)
         #expect(counts["private_not_uploaded"] as? Int == 2 && counts["uploads"] as? Int == 1, "\(counts)")
         #expect(tier.objects == [sha256(open)], "\(tier.objects)")
         // push agrees with the index.
-        let push = try await WorkerBinary.run(["push", "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
-                                               "--progress", "never"])
+        let push = try await WorkerBinary.run([
+            "push", "--cache-dir", directory.path + "/c", "--remote-cache", tier.url,
+            "--progress", "never",
+        ])
         #expect(push.code == 0 && push.stdout.contains("2 private"), "\(push.stdout) \(push.stderr)")
         #expect(tier.objects == [sha256(open)], "\(tier.objects)")
         await origin.stop()
@@ -104,8 +114,9 @@ import WorkerTestSupport
         let locked = try await push(answers: ["404 Not Found", "423 Locked", "201 Created"])
         #expect(locked.result.code == 0 && locked.result.stdout.contains("1 uploaded"), "\(locked.result.stdout) \(locked.result.stderr)")
         let stillLocked = try await push(answers: ["404 Not Found", "423 Locked", "423 Locked"])
-        #expect(stillLocked.result.code == 0 && stillLocked.result.stdout.contains("1 already there"),
-                "\(stillLocked.result.stdout) \(stillLocked.result.stderr)")
+        #expect(
+            stillLocked.result.code == 0 && stillLocked.result.stdout.contains("1 already there"),
+            "\(stillLocked.result.stdout) \(stillLocked.result.stderr)")
     }
 
     @Test func aFailedUploadSaysWhy() async throws {

@@ -28,8 +28,10 @@ import WorkerTestSupport
         let manifest = harness.directory.write("m.yaml", text)
         let tree = harness.directory.path + "/app-cache"
         let report = harness.directory.path + "/r.json"
-        let synced = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--tree", tree, "--layout", layout,
-                                                 "--report", report, "-q", "--progress", "never"])
+        let synced = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", harness.cache, "--tree", tree, "--layout", layout,
+            "--report", report, "-q", "--progress", "never",
+        ])
         #expect(synced.code == 1, "one entry failed: \(synced.stderr)")
         let exported = harness.directory.path + "/exported"
         let export = try await WorkerBinary.run(["export", "--layout", layout, exported, manifest, "--cache-dir", harness.cache])
@@ -50,8 +52,11 @@ import WorkerTestSupport
         }
         // Without the missing entry: a dry run in the same layout sees nothing to switch, one in another does.
         let completeManifest = harness.directory.write("complete.yaml", complete)
-        #expect(try await WorkerBinary.run(["sync", completeManifest, "--cache-dir", harness.cache, "--tree", tree, "--layout", layout,
-                                            "-q"]).code == 0)
+        #expect(
+            try await WorkerBinary.run([
+                "sync", completeManifest, "--cache-dir", harness.cache, "--tree", tree, "--layout", layout,
+                "-q",
+            ]).code == 0)
         let same = try await WorkerBinary.run(["plan", completeManifest, "--cache-dir", harness.cache, "--tree", tree, "--layout", layout])
         #expect(same.code == 0 && same.stdout.contains("unchanged (\(published.count) files)"), "\(same.stdout)")
         let other = try await WorkerBinary.run(["plan", completeManifest, "--cache-dir", harness.cache, "--tree", tree])

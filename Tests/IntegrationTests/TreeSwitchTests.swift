@@ -16,8 +16,9 @@ import WorkerTestSupport
         let tree = directory.path + "/tree"
         let held = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--tree", tree, "--tree-complete"])
         #expect(held.code == 1, "b.txt is missing: \(held.code) \(held.stderr)")
-        #expect(held.stdout.contains("not switched: 1 of 2 entries are not in the cache (--tree-complete); nothing is published yet"),
-                "\(held.stdout)")
+        #expect(
+            held.stdout.contains("not switched: 1 of 2 entries are not in the cache (--tree-complete); nothing is published yet"),
+            "\(held.stdout)")
         var info = stat()
         #expect(lstat(tree, &info) != 0, "no partial tree was published")
 
@@ -28,7 +29,9 @@ import WorkerTestSupport
 
         // Complete now: switched.
         directory.write("site/b.txt", "b\n")
-        let complete = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--tree", tree, "--tree-complete"])
+        let complete = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/c", "--tree", tree, "--tree-complete",
+        ])
         #expect(complete.code == 0, "\(complete.stderr)")
         #expect(read(tree + "/b.txt") == "b\n")
         #expect(try await WorkerBinary.run(["sync", manifest, "--tree-complete"]).code == 2, "--tree-complete needs --tree")
@@ -76,6 +79,7 @@ import WorkerTestSupport
         #expect(codes.allSatisfy { $0 == "200" }, "\(Dictionary(grouping: codes, by: { $0 }).mapValues(\.count))")
         let served = try await WorkerBinary.run(["-s", "http://127.0.0.1:\(nginx.port)/f7.txt"], executable: "/usr/bin/curl")
         #expect(served.stdout == "file 7\n")
-        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: www + "/avatars-tree"))?.hasPrefix(".avatars-tree.worker/") == true)
+        #expect(
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: www + "/avatars-tree"))?.hasPrefix(".avatars-tree.worker/") == true)
     }
 }

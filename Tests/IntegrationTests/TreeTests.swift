@@ -37,7 +37,8 @@ import WorkerTestSupport
     }
 
     private func versions(_ tree: String) -> [String] {
-        let folder = URL(fileURLWithPath: tree).deletingLastPathComponent().path + "/." + URL(fileURLWithPath: tree).lastPathComponent + ".worker"
+        let folder =
+            URL(fileURLWithPath: tree).deletingLastPathComponent().path + "/." + URL(fileURLWithPath: tree).lastPathComponent + ".worker"
         return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0 != "lock" }.sorted()
     }
 
@@ -55,8 +56,11 @@ import WorkerTestSupport
         let report = harness.directory.path + "/r.json"
         let result = try await sync(harness, manifest, tree: tree, ["--report", report])
         #expect(result.code == 0, "\(result.stderr)")
-        #expect(contents(tree) == ["f/a.txt": "content of a.txt\n", "people/b.txt": "content of deep/b.txt\n",
-                                   "f/c d.txt": "content of c%20d.txt\n"])
+        #expect(
+            contents(tree) == [
+                "f/a.txt": "content of a.txt\n", "people/b.txt": "content of deep/b.txt\n",
+                "f/c d.txt": "content of c%20d.txt\n",
+            ])
         let link = try FileManager.default.destinationOfSymbolicLink(atPath: tree)
         #expect(link.hasPrefix(".site.worker/v-"), "a relative link to a version beside it: \(link)")
         // A hard link to the cache's object: the same file.
@@ -136,7 +140,9 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         let url = harness.origin.url("/f/")
         // Wrong whatever the command: a `path` that cannot be a tree path.
-        let bad = harness.directory.write("bad.yaml", """
+        let bad = harness.directory.write(
+            "bad.yaml",
+            """
             version: 1
             entries:
               - url: \(url)a
@@ -153,7 +159,9 @@ import WorkerTestSupport
         #expect(plain.stderr.contains("bad.yaml:8:11:") && plain.stderr.contains("control character"))
         // Checked for a tree: two entries at one path (both named), a file where a folder must
         // be, a URL without a path of its own.
-        let clash = harness.directory.write("clash.yaml", """
+        let clash = harness.directory.write(
+            "clash.yaml",
+            """
             version: 1
             entries:
               - url: \(url)x.png
@@ -166,8 +174,9 @@ import WorkerTestSupport
             """)
         let result = try await sync(harness, clash, tree: harness.directory.path + "/site")
         #expect(result.code == 2)
-        #expect(result.stderr.contains("clash.yaml:6:11: tree path 'img/x.png' is also the path of the entry at \(clash):4:11"),
-                "\(result.stderr)")
+        #expect(
+            result.stderr.contains("clash.yaml:6:11: tree path 'img/x.png' is also the path of the entry at \(clash):4:11"),
+            "\(result.stderr)")
         #expect(result.stderr.contains("needs a folder 'img', which is the file of the entry at \(clash):8:11"))
         #expect(result.stderr.contains("clash.yaml:9:10: the URL's path is empty or ends in '/'"))
         #expect(harness.origin.totalRequests == 0)
@@ -175,10 +184,13 @@ import WorkerTestSupport
         // Without a tree, the explicit paths are still checked against each other; the URLs'
         // own paths (two hosts may serve /logo.png) are not.
         let withoutTree = try await WorkerBinary.run(["plan", clash, "--cache-dir", harness.cache])
-        #expect(withoutTree.code == 2 && withoutTree.stderr.contains("clash.yaml:6:11: tree path 'img/x.png' is also the path"),
-                "\(withoutTree.stderr)")
+        #expect(
+            withoutTree.code == 2 && withoutTree.stderr.contains("clash.yaml:6:11: tree path 'img/x.png' is also the path"),
+            "\(withoutTree.stderr)")
         #expect(!withoutTree.stderr.contains("ends in '/'"))
-        let hosts = harness.directory.write("hosts.yaml", """
+        let hosts = harness.directory.write(
+            "hosts.yaml",
+            """
             version: 1
             entries:
               - url: \(url)logo.png
@@ -261,8 +273,9 @@ import WorkerTestSupport
         #expect(try await sync(harness, manifest, tree: tree).code == 0)
         // A version half built, and a link never switched, by a run killed mid-publish.
         harness.directory.write(".site.worker/.building-v-0123456789abcdef-999/f/a.txt", "half\n")
-        try FileManager.default.createSymbolicLink(atPath: harness.directory.path + "/.site.worker/.link-999",
-                                                   withDestinationPath: ".site.worker/v-0123456789abcdef")
+        try FileManager.default.createSymbolicLink(
+            atPath: harness.directory.path + "/.site.worker/.link-999",
+            withDestinationPath: ".site.worker/v-0123456789abcdef")
         async let first = sync(harness, manifest, tree: tree)
         async let second = sync(harness, manifest, tree: tree)
         let (one, two) = try await (first, second)

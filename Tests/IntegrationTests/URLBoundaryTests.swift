@@ -13,9 +13,11 @@ import WorkerTestSupport
         let moto = try MotoS3(objects: ["assets": ["dots/a/../b.txt": dotted, "dots/b.txt": Array("the other key\n".utf8)]])
         defer { moto.stop() }
         let directory = TemporaryDirectory()
-        let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: s3://assets/dots/a/../b.txt\n    hash: sha256:\(sha256(dotted))\n")
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
-                                                environment: moto.environment(moto.user, home: directory.path))
+        let manifest = directory.write(
+            "m.yaml", "version: 1\nentries:\n  - url: s3://assets/dots/a/../b.txt\n    hash: sha256:\(sha256(dotted))\n")
+        let result = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(result.code == 0, "\(result.stderr)")
         #expect(moto.requests.contains { $0.hasPrefix("GET /assets/dots/a/") }, "\(moto.requests.suffix(3))")
     }
@@ -27,11 +29,14 @@ import WorkerTestSupport
         defer { Task { await origin.stop() } }
         let directory = TemporaryDirectory()
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: s3://assets/a.png\n")
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
-                                                environment: ["AWS_REGION": "x@127.0.0.1:\(origin.port)/#", "AWS_ACCESS_KEY_ID": "AKIATEST",
-                                                              "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token",
-                                                              "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": "", "AWS_PROFILE": "",
-                                                              "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": ""])
+        let result = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0"],
+            environment: [
+                "AWS_REGION": "x@127.0.0.1:\(origin.port)/#", "AWS_ACCESS_KEY_ID": "AKIATEST",
+                "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token",
+                "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_S3": "", "AWS_PROFILE": "",
+                "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "",
+            ])
         #expect(result.code == 2, "\(result.code) \(result.stderr)")
         #expect(result.stderr.contains("is not a region"), "\(result.stderr)")
         #expect(origin.totalRequests == 0)
@@ -51,7 +56,9 @@ import WorkerTestSupport
         let port = String(origin.port)
         let shortPrefix = "http://127.0.0.1:" + port.dropLast()
         let withUser = mirror.url("/m").replacingOccurrences(of: "http://", with: "http://reader:secret@")
-        let manifest = directory.write("m.yaml", """
+        let manifest = directory.write(
+            "m.yaml",
+            """
             version: 1
             mirrors:
               "\(shortPrefix)": ["\(withUser)"]
@@ -63,7 +70,9 @@ import WorkerTestSupport
         #expect(result.code == 1, "the origin answers 404 and no mirror applies: \(result.code) \(result.stderr)")
         #expect(mirror.totalRequests == 0, "the mirror got no request (and no credentials)")
         // A prefix that ends at a boundary applies.
-        let whole = directory.write("whole.yaml", """
+        let whole = directory.write(
+            "whole.yaml",
+            """
             version: 1
             mirrors:
               "\(origin.url(""))": ["\(mirror.url("/m"))"]
@@ -86,7 +95,9 @@ import WorkerTestSupport
         let bytes = Array("mirrored by origin\n".utf8)
         mirror.set("/m/a.png", bytes)
         let directory = TemporaryDirectory()
-        let manifest = directory.write("m.yaml", """
+        let manifest = directory.write(
+            "m.yaml",
+            """
             version: 1
             mirrors:
               "http://LOCALHOST:\(origin.port)/f/": ["\(mirror.url("/m/"))"]
@@ -111,8 +122,10 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let port = from.port
         var text = "version: 1\nentries:\n"
-        let spellings = ["http://user@localhost:\(port)", "http://localhost:0\(port)", "http://[::ffff:127.0.0.1]:\(port)",
-                         "http://LOCALHOST.:\(port)", "http://127.1:\(port)"]
+        let spellings = [
+            "http://user@localhost:\(port)", "http://localhost:0\(port)", "http://[::ffff:127.0.0.1]:\(port)",
+            "http://LOCALHOST.:\(port)", "http://127.1:\(port)",
+        ]
         for (number, spelling) in spellings.enumerated() {
             let bytes = Array("file \(number)\n".utf8)
             to.set("/inside/f/\(number).png", bytes)
@@ -121,7 +134,9 @@ import WorkerTestSupport
         }
         let manifest = directory.write("m.yaml", text)
         let rule = "http://localhost:\(port)/=\(to.url("/inside/"))"
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--retries", "0"])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--retries", "0",
+        ])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(from.totalRequests == 0, "FROM's host was contacted \(from.totalRequests) times")
         #expect(to.totalRequests == spellings.count)
@@ -141,11 +156,15 @@ import WorkerTestSupport
         var environment = moto.environment(moto.user, home: directory.path)
         environment["AWS_ENDPOINT_URL"] = refusing.origin
         let rule = "\(refusing.origin)/=\(moto.endpoint)/"
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--retries", "0"],
-                                                environment: environment)
+        let result = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--retries", "0"],
+            environment: environment)
         #expect(result.code == 0, "\(result.stderr)")
-        let listed = try await WorkerBinary.run(["manifest", "s3://assets/a/", "--cache-dir", directory.path + "/c", "--rewrite", rule,
-                                                 "--retries", "0"], environment: environment)
+        let listed = try await WorkerBinary.run(
+            [
+                "manifest", "s3://assets/a/", "--cache-dir", directory.path + "/c", "--rewrite", rule,
+                "--retries", "0",
+            ], environment: environment)
         #expect(listed.code == 0 && listed.stdout.contains(sha256(bytes)), "\(listed.stdout) \(listed.stderr)")
     }
 
@@ -156,7 +175,9 @@ import WorkerTestSupport
         let moto = try MotoS3(objects: ["assets": ["p/a%20b.png": first, "p/x?y.png": second]])
         defer { moto.stop() }
         let directory = TemporaryDirectory()
-        let manifest = directory.write("m.yaml", """
+        let manifest = directory.write(
+            "m.yaml",
+            """
             version: 1
             base_url: s3://assets/p/
             entries:
@@ -166,8 +187,9 @@ import WorkerTestSupport
                 hash: sha256:\(sha256(second))
             """)
         let tree = directory.path + "/tree"
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--tree", tree, "--retries", "0"],
-                                                environment: moto.environment(moto.user, home: directory.path))
+        let result = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", directory.path + "/c", "--tree", tree, "--retries", "0"],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(result.code == 0, "\(result.stderr)")
         #expect((try? String(contentsOfFile: tree + "/a%20b.png", encoding: .utf8)) == "percent\n")
         #expect((try? String(contentsOfFile: tree + "/p/x?y.png", encoding: .utf8)) == "question\n")
@@ -183,12 +205,15 @@ import WorkerTestSupport
         let typo = "http://127.0.0.1:\(harness.origin.port)/ff/=http://127.0.0.1:1/"
         let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache, "--rewrite", typo, "--report", report])
         #expect(result.code == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("--rewrite http://127.0.0.1:\(harness.origin.port)/ff/=…: no URL of this run is under FROM"),
-                "\(result.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        #expect(
+            result.stderr.contains("--rewrite http://127.0.0.1:\(harness.origin.port)/ff/=…: no URL of this run is under FROM"),
+            "\(result.stderr)")
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let rewrite = try #require(document["rewrite"] as? [String: Any])
-        #expect(rewrite["strict"] as? Bool == false && rewrite["unmatched"] as? [String] == ["http://127.0.0.1:\(harness.origin.port)/ff/"],
-                "\(rewrite)")
+        #expect(
+            rewrite["strict"] as? Bool == false && rewrite["unmatched"] as? [String] == ["http://127.0.0.1:\(harness.origin.port)/ff/"],
+            "\(rewrite)")
     }
 
     /// `--rewrite-strict`: a location no rule covers stops the run before any request (exit 2,
@@ -206,7 +231,9 @@ import WorkerTestSupport
         to.set("/in/f/a.png", a)
         other.set("/f/b.png", b)
         other.set("/f/c.png", c)
-        let manifest = directory.write("m.yaml", """
+        let manifest = directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: \(from.url("/f/a.png"))
@@ -215,30 +242,40 @@ import WorkerTestSupport
                 hash: sha256:\(sha256(b))
             """)
         let rule = "\(from.url("/"))=\(to.url("/in/"))"
-        let refused = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--rewrite-strict"])
+        let refused = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule, "--rewrite-strict",
+        ])
         #expect(refused.code == 2, "\(refused.code) \(refused.stderr)")
         #expect(refused.stderr.contains("no rule covers \(other.url("/f/b.png"))"), "\(refused.stderr)")
         #expect(from.totalRequests + to.totalRequests + other.totalRequests == 0, "nothing was requested")
 
         let report = directory.path + "/r.json"
-        let allowed = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule,
-                                                  "--allow-origin", other.url(""), "--report", report],
-                                                 environment: ["WORKER_REWRITE_STRICT": "1"])
+        let allowed = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--rewrite", rule,
+                "--allow-origin", other.url(""), "--report", report,
+            ],
+            environment: ["WORKER_REWRITE_STRICT": "1"])
         #expect(allowed.code == 0, "\(allowed.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         #expect((document["rewrite"] as? [String: Any])?["strict"] as? Bool == true)
         #expect(from.totalRequests == 0)
 
         // TO redirects to an origin no rule covers: that entry fails, nothing is asked of it.
-        let redirected = directory.write("redirect.yaml", """
+        let redirected = directory.write(
+            "redirect.yaml",
+            """
             version: 1
             entries:
               - url: \(from.url("/goto?to=") + other.url("/f/c.png"))
                 hash: sha256:\(sha256(c))
             """)
         let before = other.totalRequests
-        let cut = try await WorkerBinary.run(["sync", redirected, "--cache-dir", directory.path + "/c",
-                                              "--rewrite", "\(from.url("/"))=\(to.url("/"))", "--rewrite-strict", "--retries", "0"])
+        let cut = try await WorkerBinary.run([
+            "sync", redirected, "--cache-dir", directory.path + "/c",
+            "--rewrite", "\(from.url("/"))=\(to.url("/"))", "--rewrite-strict", "--retries", "0",
+        ])
         #expect(cut.code == 1 && cut.stderr.contains("(--rewrite-strict)"), "\(cut.code) \(cut.stderr)")
         #expect(other.totalRequests == before)
     }
@@ -257,14 +294,18 @@ import WorkerTestSupport
         let a = Array("a\n".utf8)
         // TO has nothing: the entry is served by its mirror or not at all.
         mirror.set("/m/f/a.png", a)
-        let own = directory.write("own.yaml", """
+        let own = directory.write(
+            "own.yaml",
+            """
             version: 1
             entries:
               - url: \(from.url("/f/a.png"))
                 hash: sha256:\(sha256(a))
                 mirrors: [\(mirror.url("/m/f/a.png"))]
             """)
-        let mapped = directory.write("mapped.yaml", """
+        let mapped = directory.write(
+            "mapped.yaml",
+            """
             version: 1
             mirrors:
               "\(from.url("/"))": "\(mirror.url("/m/"))"
@@ -281,8 +322,11 @@ import WorkerTestSupport
         }
         for (number, manifest) in [own, mapped].enumerated() {
             let before = mirror.totalRequests
-            let allowed = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c\(number)", "--allow-origin",
-                                                      mirror.url("")] + strict)
+            let allowed = try await WorkerBinary.run(
+                [
+                    "sync", manifest, "--cache-dir", directory.path + "/c\(number)", "--allow-origin",
+                    mirror.url(""),
+                ] + strict)
             #expect(allowed.code == 0, "\(allowed.stderr)")
             #expect(mirror.totalRequests > before, "the mirror served")
         }
@@ -301,12 +345,18 @@ import WorkerTestSupport
         for number in 0..<12 { text += "  - url: http://listed.test/f\(number).png\n" }
         let manifest = directory.write("m.yaml", text)
         let report = directory.path + "/r.json"
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0", "--report", report,
-                                                 "--rewrite", "http://listed.test/=\(refusing.origin)/"],
-                                                environment: ["AWS_ENDPOINT_URL": refusing.origin, "AWS_ACCESS_KEY_ID": "", "AWS_PROFILE": "",
-                                                              "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": ""])
+        let result = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0", "--report", report,
+                "--rewrite", "http://listed.test/=\(refusing.origin)/",
+            ],
+            environment: [
+                "AWS_ENDPOINT_URL": refusing.origin, "AWS_ACCESS_KEY_ID": "", "AWS_PROFILE": "",
+                "HOME": directory.path, "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "",
+            ])
         #expect(result.code == 1)
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let origins = try #require(document["unreachable_origins"] as? [[String: Any]])
         #expect(origins.count == 1 && origins[0]["failed"] as? Int == 24, "\(origins)")
     }
@@ -322,7 +372,9 @@ import WorkerTestSupport
         let other = Array("behind the proxy\n".utf8)
         proxy.set("/prod/b%20c.png", other)
         let directory = TemporaryDirectory()
-        let manifest = directory.write("m.yaml", """
+        let manifest = directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: s3://prod/avatars/x.png
@@ -330,10 +382,13 @@ import WorkerTestSupport
               - url: s3://prod/b c.png
                 hash: sha256:\(sha256(other))
             """)
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0",
-                                                 "--rewrite", "s3://prod/avatars/=s3://backup/a/", "--rewrite", "s3://prod/=\(proxy.url("/prod/"))",
-                                                 "--rewrite-strict", "--allow-origin", moto.endpoint],
-                                                environment: moto.environment(moto.user, home: directory.path))
+        let result = try await WorkerBinary.run(
+            [
+                "sync", manifest, "--cache-dir", directory.path + "/c", "--retries", "0",
+                "--rewrite", "s3://prod/avatars/=s3://backup/a/", "--rewrite", "s3://prod/=\(proxy.url("/prod/"))",
+                "--rewrite-strict", "--allow-origin", moto.endpoint,
+            ],
+            environment: moto.environment(moto.user, home: directory.path))
         #expect(result.code == 0, "\(result.stderr)")
         let asked = try #require(proxy.lastHeaders("/prod/b%20c.png"), "the proxy was asked for the key, percent-encoded")
         #expect(asked["authorization"] == nil && asked["x-amz-content-sha256"] == nil, "the proxy gets no signature")

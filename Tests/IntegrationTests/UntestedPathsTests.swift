@@ -15,10 +15,12 @@ import WorkerTestSupport
         let keys = (0..<300).map { "w\($0)" }
         // 300 answers of 10 ms, and one that takes ten minutes: the sync runs on after its first
         // commits for as long as the checks below take; it is stopped with SIGTERM at the end.
-        let manifest = harness.manifest(keys.map { ("/slow/10/gen/\($0)", TestOrigin.generated($0)) }
-                                        + [("/slow/600000/gen/late", TestOrigin.generated("late"))])
-        let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q", "-j", "2", "--read-timeout", "20m"],
-                                             log: harness.directory.path + "/sync.log")
+        let manifest = harness.manifest(
+            keys.map { ("/slow/10/gen/\($0)", TestOrigin.generated($0)) }
+                + [("/slow/600000/gen/late", TestOrigin.generated("late"))])
+        let process = try WorkerBinary.spawn(
+            ["sync", manifest, "--cache-dir", harness.cache, "-q", "-j", "2", "--read-timeout", "20m"],
+            log: harness.directory.path + "/sync.log")
         // Once its first batch is in (a row besides the other manifest's), the sync commits every
         // half second while these run.
         var seen = 1
@@ -56,12 +58,14 @@ import WorkerTestSupport
     @Test func aGcRacingASyncNeverDeletesWhatItCommits() async throws {
         let harness = try await Harness.start()
         defer { Task { await harness.origin.stop() } }
-        let manifest = harness.manifest((0..<3000).map { ("/gen/r\($0)", Optional(TestOrigin.generated("r\($0)"))) }
-                                        + [("/slow/4000/gen/slow", TestOrigin.generated("slow"))])
+        let manifest = harness.manifest(
+            (0..<3000).map { ("/gen/r\($0)", Optional(TestOrigin.generated("r\($0)"))) }
+                + [("/slow/4000/gen/slow", TestOrigin.generated("slow"))])
         let first = harness.manifest([("/gen/first", TestOrigin.generated("first"))], name: "first.yaml")
         #expect(try await WorkerBinary.run(["sync", first, "--cache-dir", harness.cache, "-q"]).code == 0, "a cache for the gc below")
-        let process = try WorkerBinary.spawn(["sync", manifest, "--cache-dir", harness.cache, "-q", "-j", "8"],
-                                             log: harness.directory.path + "/sync.log")
+        let process = try WorkerBinary.spawn(
+            ["sync", manifest, "--cache-dir", harness.cache, "-q", "-j", "8"],
+            log: harness.directory.path + "/sync.log")
         // The collections start as processes of their own (not queued behind other tests' runs):
         // they must run while the sync does.
         var collections = 0
@@ -108,14 +112,18 @@ import WorkerTestSupport
         defer { Task { await harness.origin.stop() } }
         let first = harness.manifest([("/gen/a", TestOrigin.generated("a"))], name: "a.yaml")
         #expect(try await WorkerBinary.run(["sync", first, "--cache-dir", harness.cache, "-q"]).code == 0)
-        let holder = try WorkerBinary.spawn(["-c", """
-            import sqlite3, sys, time
-            db = sqlite3.connect(sys.argv[1], isolation_level=None)
-            db.execute("BEGIN IMMEDIATE")
-            open(sys.argv[2], "w").close()
-            time.sleep(1.5)
-            db.execute("COMMIT")
-            """, harness.cache + "/index.sqlite", harness.directory.path + "/held"],
+        let holder = try WorkerBinary.spawn(
+            [
+                "-c",
+                """
+                import sqlite3, sys, time
+                db = sqlite3.connect(sys.argv[1], isolation_level=None)
+                db.execute("BEGIN IMMEDIATE")
+                open(sys.argv[2], "w").close()
+                time.sleep(1.5)
+                db.execute("COMMIT")
+                """, harness.cache + "/index.sqlite", harness.directory.path + "/held",
+            ],
             log: harness.directory.path + "/holder.log", executable: "/usr/bin/python3")
         while !FileManager.default.fileExists(atPath: harness.directory.path + "/held"), holder.isRunning {
             try await Task.sleep(nanoseconds: 10_000_000)
@@ -138,7 +146,9 @@ import WorkerTestSupport
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
         #expect(listen(listener, 0) == 0)
         let port = Int(UInt16(bigEndian: address.sin_port))
         // Fill the backlog with connections nobody accepts; the next SYN is dropped.
@@ -148,17 +158,22 @@ import WorkerTestSupport
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
             var target = address
             target.sin_port = UInt16(port).bigEndian
-            _ = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            _ = withUnsafePointer(to: &target) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
             fillers.append(fd)
         }
         try await Task.sleep(nanoseconds: 200_000_000)
         let manifest = directory.write("m.yaml", "version: 1\nentries:\n  - url: http://127.0.0.1:\(port)/a.png\n")
         let report = directory.path + "/r.json"
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", directory.path + "/cache", "--connect-timeout", "1",
-                                                 "--retries", "0", "--report", report])
+        let result = try await WorkerBinary.run([
+            "sync", manifest, "--cache-dir", directory.path + "/cache", "--connect-timeout", "1",
+            "--retries", "0", "--report", report,
+        ])
         #expect(result.code == 1)
         #expect(result.stderr.contains("connect timeout"), "\(result.stderr)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
         let seconds = try #require(document["duration_seconds"] as? Double)
         #expect(seconds >= 0.9 && seconds < 10, "the connect gave up at its timeout: \(seconds) s")
     }
@@ -190,9 +205,12 @@ import WorkerTestSupport
         let bytes = harness.serve("direct")
         let manifest = harness.manifest([("/f/direct", bytes)])
         let url = proxy.url("")
-        let result = try await WorkerBinary.run(["sync", manifest, "--cache-dir", harness.cache],
-                                                environment: ["http_proxy": url, "HTTP_PROXY": url, "https_proxy": url,
-                                                              "ALL_PROXY": url, "all_proxy": url])
+        let result = try await WorkerBinary.run(
+            ["sync", manifest, "--cache-dir", harness.cache],
+            environment: [
+                "http_proxy": url, "HTTP_PROXY": url, "https_proxy": url,
+                "ALL_PROXY": url, "all_proxy": url,
+            ])
         #expect(result.code == 0, "\(result.stderr)")
         #expect(proxy.totalRequests == 0, "the proxy was asked")
         #expect(harness.origin.hits("/f/direct") == 1)

@@ -26,8 +26,9 @@ import WorkerTestSupport
 
         let found = try await WorkerBinary.run(["verify", "--cache-dir", harness.cache, "--report", harness.directory.path + "/v.json"])
         #expect(found.code == 1)
-        let report = try #require(JSONSerialization.jsonObject(
-            with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/v.json"))) as? [String: Any])
+        let report = try #require(
+            JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: harness.directory.path + "/v.json"))) as? [String: Any])
         #expect(report["corrupt_objects"] as? [String] == [sha256(entries[0].1)])
         #expect((report["missing_objects"] as? [String])?.sorted() == [harness.origin.url("/f/v0"), harness.origin.url("/f/v1")])
         #expect(report["unreferenced_objects"] as? [String] == [sha256(orphanBytes)])

@@ -24,8 +24,9 @@ public final class TemporaryDirectory: @unchecked Sendable {
     @discardableResult
     public func write(_ name: String, _ bytes: [UInt8]) -> String {
         let file = path + "/" + name
-        try! FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent,
-                                                 withIntermediateDirectories: true)
+        try! FileManager.default.createDirectory(
+            atPath: (file as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true)
         try! Data(bytes).write(to: URL(fileURLWithPath: file))
         return file
     }

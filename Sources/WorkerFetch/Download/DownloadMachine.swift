@@ -162,34 +162,50 @@ struct DownloadMachine: Sendable {
         case .failure(let failure):
             return attemptEnded(.failure(failure), jitter: jitter)
         case .success(.body(let file, let etag, let lastModified)):
-            return attemptEnded(.success(.body(FetchedBody(temporaryPath: file.path, sha256: file.sha256, size: file.size,
-                                                           etag: etag, lastModified: lastModified))), jitter: jitter)
+            return attemptEnded(
+                .success(
+                    .body(
+                        FetchedBody(
+                            temporaryPath: file.path, sha256: file.sha256, size: file.size,
+                            etag: etag, lastModified: lastModified))), jitter: jitter)
         case .success(.notModified):
             return attemptEnded(.success(.notModified), jitter: jitter)
         case .success(.status(let status, let retryAfter)):
-            return attemptEnded(.failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter)),
-                                jitter: jitter)
+            return attemptEnded(
+                .failure(FetchFailure(.httpStatus, "HTTP \(status)", httpStatus: status, retryAfter: retryAfter)),
+                jitter: jitter)
         case .success(.statusAndHeader(let status, _)):
             // A download never asks for a status and a header: a body was due.
-            return attemptEnded(.failure(FetchFailure(.httpStatus, "HTTP \(status) without a body", httpStatus: status)),
-                                jitter: jitter)
+            return attemptEnded(
+                .failure(FetchFailure(.httpStatus, "HTTP \(status) without a body", httpStatus: status)),
+                jitter: jitter)
         case .success(.redirect(let status, let location)):
             // The first hop's URL joins the visited set only when there is a redirect.
             if exchange.hop == 0 { visited = [exchange.url] }
-            switch Fetcher.redirectTarget(from: exchange.url, location: location, status: status, hop: exchange.hop,
-                                          maxRedirects: rules.maxRedirects, visited: &visited) {
+            switch Fetcher.redirectTarget(
+                from: exchange.url, location: location, status: status, hop: exchange.hop,
+                maxRedirects: rules.maxRedirects, visited: &visited)
+            {
             case .failure(let failure):
                 return attemptEnded(.failure(failure), jitter: jitter)
             case .success(let target):
                 let next = rules.rewrite.apply(target)
                 guard rules.rewrite.mayRequest(next) else {
-                    return attemptEnded(.failure(FetchFailure(.redirect, "a redirect to \(Redact.url(next)), which no --rewrite rule "
-                        + "covers and no --allow-origin allows (--rewrite-strict)")), jitter: jitter)
+                    return attemptEnded(
+                        .failure(
+                            FetchFailure(
+                                .redirect,
+                                "a redirect to \(Redact.url(next)), which no --rewrite rule "
+                                    + "covers and no --allow-origin allows (--rewrite-strict)")), jitter: jitter)
                 }
                 // A server may read `%2E%2E` as `..`: where it leads cannot be checked.
                 guard !rules.rewrite.strict || !DotSegments.hasEncoded(in: next) else {
-                    return attemptEnded(.failure(FetchFailure(.redirect, "a redirect to \(Redact.url(next)), whose path has an encoded "
-                        + "dot segment (%2E), refused (--rewrite-strict)")), jitter: jitter)
+                    return attemptEnded(
+                        .failure(
+                            FetchFailure(
+                                .redirect,
+                                "a redirect to \(Redact.url(next)), whose path has an encoded "
+                                    + "dot segment (%2E), refused (--rewrite-strict)")), jitter: jitter)
                 }
                 // Manifest headers (credentials) never follow a redirect to another origin.
                 sendHeaders = sendHeaders && Origin.of(next) == request.origin
@@ -245,8 +261,9 @@ struct DownloadMachine: Sendable {
         if let signing { lines += signing.headers }
         // A location's own authorization (a registry's token), like signing: its origin only.
         if sendHeaders, let authorization = request.authorization { lines.append("Authorization: " + authorization) }
-        let exchange = Exchange(url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing,
-                                ssh: request.ssh)
+        let exchange = Exchange(
+            url: url, hop: hop, headers: lines, deadline: deadline, resume: resume, signing: signing,
+            ssh: request.ssh)
         if rules.pacesRequests {
             state = .takingSlot(exchange)
             let origin = url == request.url ? request.origin ?? Origin.of(url) : Origin.of(url)
@@ -275,7 +292,7 @@ struct DownloadMachine: Sendable {
             actions.append(.report(report))
         }
         guard case .failure(let failure) = result, stopReason == nil,
-              let delay = rules.retry.delay(after: failure, attempt: attempt, jitter: jitter)
+            let delay = rules.retry.delay(after: failure, attempt: attempt, jitter: jitter)
         else {
             return actions + giveUp(result)
         }
@@ -294,7 +311,8 @@ struct DownloadMachine: Sendable {
     /// The final result; an origin problem is told to the gate first.
     private mutating func giveUp(_ result: Result<Delivery, FetchFailure>) -> [Action] {
         if rules.reportsToGate, stopReason == nil, case .failure(let failure) = result,
-           FailureClassifier.originProblem(failure) != nil {
+            FailureClassifier.originProblem(failure) != nil
+        {
             return [.gaveUp] + end(result)
         }
         return end(result)

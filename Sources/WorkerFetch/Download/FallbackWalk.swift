@@ -81,8 +81,9 @@ struct FallbackWalk: Sendable {
                 // Asks nothing more: the member ends with what it met, or as cancelled.
                 if tried.failures.isEmpty {
                     let started = tried.asked || member == 0
-                    endMember(.failure(FetchFailure(.cancelled, started ? stopped : "\(stopped) before this entry started")),
-                              attempts: started ? max(tried.attempts, 1) : 0, source: nil)
+                    endMember(
+                        .failure(FetchFailure(.cancelled, started ? stopped : "\(stopped) before this entry started")),
+                        attempts: started ? max(tried.attempts, 1) : 0, source: nil)
                 } else {
                     endMember(.failure(failure(of: tried, request)), attempts: tried.attempts, source: .origin)
                 }
@@ -97,8 +98,9 @@ struct FallbackWalk: Sendable {
             guard location < count else {
                 if tried.failures.isEmpty {
                     // Every way missed (or none serves the URL).
-                    endMember(.failure(FetchFailure(.io, "no source has \(Redact.url(request.url))")), attempts: tried.attempts,
-                              source: nil)
+                    endMember(
+                        .failure(FetchFailure(.io, "no source has \(Redact.url(request.url))")), attempts: tried.attempts,
+                        source: nil)
                 } else {
                     endMember(.failure(failure(of: tried, request)), attempts: tried.attempts, source: .origin)
                 }
@@ -130,8 +132,13 @@ struct FallbackWalk: Sendable {
             tierBytes += outcome.bytes
             return nil
         }
-        results = [ItemResult(item: items[0], result: FetchResult(result: .success(delivery), attempts: outcome.attempts,
-                                                                    bytesReceived: outcome.bytes, source: .remote))]
+        results = [
+            ItemResult(
+                item: items[0],
+                result: FetchResult(
+                    result: .success(delivery), attempts: outcome.attempts,
+                    bytesReceived: outcome.bytes, source: .remote))
+        ]
         member = items.count
         return results
     }
@@ -163,9 +170,10 @@ struct FallbackWalk: Sendable {
         case .miss:
             way += 1
         case .delivered(let delivery):
-            var result = FetchResult(result: .success(delivery), attempts: tried.attempts, bytesReceived: tried.bytes,
-                                     source: .origin, servedBy: location == 0 ? nil : request.location(at: location).listed,
-                                     isPrivate: outcome.isPrivate)
+            var result = FetchResult(
+                result: .success(delivery), attempts: tried.attempts, bytesReceived: tried.bytes,
+                source: .origin, servedBy: location == 0 ? nil : request.location(at: location).listed,
+                isPrivate: outcome.isPrivate)
             // Said aloud by the run: the entry's own URL failed (or was given up) and a mirror served.
             if location > 0, let primary = tried.failures.first, primary.location == 0 {
                 result.failover = Failover(from: request.location(at: 0), primary.failure)
@@ -179,8 +187,10 @@ struct FallbackWalk: Sendable {
     }
 
     /// The member being tried ended.
-    private mutating func endMember(_ result: Result<Delivery, FetchFailure>, attempts: Int, source: SourceKind?,
-                                    isPrivate: Bool = false) {
+    private mutating func endMember(
+        _ result: Result<Delivery, FetchFailure>, attempts: Int, source: SourceKind?,
+        isPrivate: Bool = false
+    ) {
         end(with: FetchResult(result: result, attempts: attempts, bytesReceived: tried.bytes, source: source, isPrivate: isPrivate))
     }
 
@@ -196,8 +206,9 @@ struct FallbackWalk: Sendable {
     /// Stopped: the members not tried end as the groups never started do.
     private mutating func endUnstarted(_ stopped: String) -> Step {
         if member < items.count {
-            let unstarted = FetchResult(result: .failure(FetchFailure(.cancelled, "\(stopped) before this entry started")),
-                                        attempts: 0, bytesReceived: 0, source: nil)
+            let unstarted = FetchResult(
+                result: .failure(FetchFailure(.cancelled, "\(stopped) before this entry started")),
+                attempts: 0, bytesReceived: 0, source: nil)
             results += items[member...].map { ItemResult(item: $0, result: unstarted) }
             member = items.count
         }
@@ -213,8 +224,9 @@ struct FallbackWalk: Sendable {
             let via = location.url == location.listed ? "" : " (as \(Redact.url(location.url)))"
             return "\(Redact.url(location.listed))\(via): \(tried.failure.message)"
         }
-        return FetchFailure(last.failure.reason, "every URL failed: " + each.joined(separator: "; "),
-                            httpStatus: last.failure.httpStatus, detail: last.failure.detail)
+        return FetchFailure(
+            last.failure.reason, "every URL failed: " + each.joined(separator: "; "),
+            httpStatus: last.failure.httpStatus, detail: last.failure.detail)
     }
 }
 

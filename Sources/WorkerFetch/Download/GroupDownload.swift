@@ -39,9 +39,11 @@ final class GroupDownload: Sendable {
 
     /// `tier`: the shared tier is asked first. `done` is called once for each `start` (from any
     /// thread: a local file is read off the engine), with the engine it was started on.
-    init(items: GroupItems, route: Route?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: (any DownloadRun)?,
-         engine: any FetchEngine, request: @escaping @Sendable (_ item: Int, _ route: Route?) -> FetchRequest,
-         done: @escaping @Sendable (Ended, any FetchEngine) -> Void) {
+    init(
+        items: GroupItems, route: Route?, tier: Bool, fetcher: Fetcher, control: StopRequest, queue: (any DownloadRun)?,
+        engine: any FetchEngine, request: @escaping @Sendable (_ item: Int, _ route: Route?) -> FetchRequest,
+        done: @escaping @Sendable (Ended, any FetchEngine) -> Void
+    ) {
         state = Mutex(State(walk: FallbackWalk(items: items, tier: tier && fetcher.tier != nil), engine: engine))
         self.fetcher = fetcher
         self.route = route
@@ -61,8 +63,9 @@ final class GroupDownload: Sendable {
     private func advance() {
         while true {
             let (step, engine, current) = state.withLock { state in
-                let step = state.walk.next(givenUp: { self.queue?.givenUp($0) },
-                                           stopped: control.isStopped ? control.stopReason : nil)
+                let step = state.walk.next(
+                    givenUp: { self.queue?.givenUp($0) },
+                    stopped: control.isStopped ? control.stopReason : nil)
                 return (step, state.engine, state.request)
             }
             switch step {
@@ -121,7 +124,7 @@ final class GroupDownload: Sendable {
     /// What the origin delivered is told to the tier (its pace; what it takes once installed).
     private func tellTier(_ results: [ItemResult], request: FetchRequest?) {
         guard let tier = fetcher.tier, let request, let last = results.last, last.result.source == .origin,
-              case .success(.body(let body)) = last.result.result
+            case .success(.body(let body)) = last.result.result
         else { return }
         let seconds = Monotonic.now() - state.withLock { $0.opened }
         tier.originDelivered(request, body, isPrivate: last.result.isPrivate, seconds: seconds)
@@ -142,13 +145,17 @@ extension Fetcher {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let engine = engineForNext()
-                let download = GroupDownload(items: GroupItems([0]), route: nil, tier: false, fetcher: self,
-                                             control: control, queue: nil, engine: engine, request: { _, _ in request }) { ended, engine in
+                let download = GroupDownload(
+                    items: GroupItems([0]), route: nil, tier: false, fetcher: self,
+                    control: control, queue: nil, engine: engine, request: { _, _ in request }
+                ) { ended, engine in
                     self.finished(on: engine)
                     // A walk without the tier ends with one result for its one member.
                     guard case .finished(let results) = ended, let last = results.last else {
-                        return continuation.resume(returning: FetchResult(result: .failure(FetchFailure(.io, "no result")),
-                                                                          attempts: 0, bytesReceived: 0, source: nil))
+                        return continuation.resume(
+                            returning: FetchResult(
+                                result: .failure(FetchFailure(.io, "no result")),
+                                attempts: 0, bytesReceived: 0, source: nil))
                     }
                     continuation.resume(returning: last.result)
                 }

@@ -17,8 +17,10 @@ final class OriginDownload: Sendable {
     private let lane: FetchLane
     private let done: @Sendable (DownloadMachine.Finished) -> Void
 
-    init(request: FetchRequest, rules: DownloadMachine.Rules, source: OriginSource, lane: FetchLane,
-         done: @escaping @Sendable (DownloadMachine.Finished) -> Void) {
+    init(
+        request: FetchRequest, rules: DownloadMachine.Rules, source: OriginSource, lane: FetchLane,
+        done: @escaping @Sendable (DownloadMachine.Finished) -> Void
+    ) {
         machine = Mutex(DownloadMachine(request: request, rules: rules))
         self.request = request
         self.source = source
@@ -48,8 +50,12 @@ final class OriginDownload: Sendable {
             case .wait(let seconds):
                 wait(seconds)
             case .backOff(let seconds, let reason):
-                source.logger.debug("retrying", metadata: ["entry.url": "\(Redact.url(request.url))",
-                                                           "fetch.reason": "\(reason.rawValue)", "fetch.delay": "\(seconds)"])
+                source.logger.debug(
+                    "retrying",
+                    metadata: [
+                        "entry.url": "\(Redact.url(request.url))",
+                        "fetch.reason": "\(reason.rawValue)", "fetch.delay": "\(seconds)",
+                    ])
                 wait(seconds)
             case .send(let exchange):
                 send(exchange)
@@ -76,12 +82,14 @@ final class OriginDownload: Sendable {
     /// One request through the engine's transfer and its `ResponseHandler`, cancelled by a stop.
     private func send(_ exchange: DownloadMachine.Exchange) {
         // The settings read field by field: a copy of them all is a dozen retains a request.
-        let handler = ResponseHandler(store: source.store, expected: request.expected, maxSize: source.settings.maxSize,
-                                      conditional: request.isConditional, deadline: exchange.deadline,
-                                      entryTimeout: source.settings.entryTimeout, url: request.url, resume: exchange.resume,
-                                      resumeThreshold: source.settings.resumeThreshold)
-        var sent = TransferRequest(url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
-                                   limits: source.limits, meter: source.meter, origin: request.origin)
+        let handler = ResponseHandler(
+            store: source.store, expected: request.expected, maxSize: source.settings.maxSize,
+            conditional: request.isConditional, deadline: exchange.deadline,
+            entryTimeout: source.settings.entryTimeout, url: request.url, resume: exchange.resume,
+            resumeThreshold: source.settings.resumeThreshold)
+        var sent = TransferRequest(
+            url: exchange.url, headers: exchange.headers, deadline: exchange.deadline,
+            limits: source.limits, meter: source.meter, origin: request.origin)
         sent.signing = exchange.signing
         sent.ssh = exchange.ssh
         // Stopped before it was sent: it ends as cancelled, without a request.
@@ -94,14 +102,17 @@ final class OriginDownload: Sendable {
 
 extension OriginSource {
     /// One URL with its retries (or one attempt), redirects and resume.
-    func download(_ request: FetchRequest, retries: Bool, lane: FetchLane,
-                  done: @escaping @Sendable (DownloadMachine.Finished) -> Void) {
-        let rules = DownloadMachine.Rules(retry: retries ? settings.retry : RetryPolicy(retries: 0),
-                                          entryTimeout: settings.entryTimeout,
-                                          maxRedirects: settings.maxRedirects,
-                                          pacesRequests: limits?.requestsPerSecond != nil,
-                                          reportsToGate: lane.gate != nil,
-                                          rewrite: settings.locator.rewrite)
+    func download(
+        _ request: FetchRequest, retries: Bool, lane: FetchLane,
+        done: @escaping @Sendable (DownloadMachine.Finished) -> Void
+    ) {
+        let rules = DownloadMachine.Rules(
+            retry: retries ? settings.retry : RetryPolicy(retries: 0),
+            entryTimeout: settings.entryTimeout,
+            maxRedirects: settings.maxRedirects,
+            pacesRequests: limits?.requestsPerSecond != nil,
+            reportsToGate: lane.gate != nil,
+            rewrite: settings.locator.rewrite)
         OriginDownload(request: request, rules: rules, source: self, lane: lane, done: done).start()
     }
 }

@@ -37,8 +37,10 @@ final class RemoteCacheLookup: Sendable {
 
     /// Asks the tier for `request`'s content, on `engine`'s thread: a verified body waiting in
     /// `tmp/`, a miss (also for a tier given up: no request then), or a stop's `cancelled`.
-    func lookUp(_ request: FetchRequest, control: StopRequest, on engine: any FetchEngine,
-                done: @escaping @Sendable (SourceOutcome) -> Void) {
+    func lookUp(
+        _ request: FetchRequest, control: StopRequest, on engine: any FetchEngine,
+        done: @escaping @Sendable (SourceOutcome) -> Void
+    ) {
         guard let expected = request.expected else {
             done(SourceOutcome(answer: .miss, attempts: 0, bytes: 0))
             return
@@ -52,9 +54,10 @@ final class RemoteCacheLookup: Sendable {
         let started = Monotonic.now()
         let limit = min(settings.entryTimeout, tier.settings.lookupDeadline)
         let deadline = started + limit
-        let handler = ResponseHandler(store: store, expected: expected, maxSize: settings.maxSize, conditional: false,
-                                      deadline: deadline, entryTimeout: limit, url: url, resume: nil,
-                                      resumeThreshold: .max)
+        let handler = ResponseHandler(
+            store: store, expected: expected, maxSize: settings.maxSize, conditional: false,
+            deadline: deadline, entryTimeout: limit, url: url, resume: nil,
+            resumeThreshold: .max)
         // Metered for the bytes it brings (progress), under no origin: no origin's window hears it.
         var sent = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline, meter: meter)
         sent.timeouts = tier.settings.timeouts
@@ -110,8 +113,10 @@ final class RemoteCacheLookup: Sendable {
     /// is read-only or was given up, or the body is private (fetched with credentials from the
     /// location that delivered it) and the tier is not declared as private as the origins. The
     /// origin's pace is noted against the tier's.
-    func takes(_ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody, isPrivate: Bool,
-               seconds: Double) -> Bool {
+    func takes(
+        _ request: FetchRequest, deliveredBy kind: SourceKind, _ body: FetchedBody, isPrivate: Bool,
+        seconds: Double
+    ) -> Bool {
         guard kind == .origin else { return false }
         if asks(request) { tier.paced(.origin, bytes: body.size, seconds: seconds) }
         guard asks(request) || (request.origin != nil && request.expected == nil && tier.settings.uploadsUnpinned) else { return false }

@@ -36,13 +36,17 @@ public struct RemoteCacheSettings: Sendable, Equatable {
 
     /// Checks the URL (http or https, a host, no query or fragment) and the headers
     /// (`Name: value`, `${VAR}` expanded from `environment`). The problem names the option.
-    public static func make(url: String, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
+    public static func make(
+        url: String, headers: [String], environment: [String: String]
+    ) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
         RemoteCacheURL.parse(url).flatMap { make(url: $0, headers: headers, environment: environment) }
     }
 
     /// The settings for a checked URL, with the headers checked (`Name: value`, `${VAR}` expanded
     /// from `environment`). The problem names the option.
-    public static func make(url: RemoteCacheURL, headers: [String], environment: [String: String]) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
+    public static func make(
+        url: RemoteCacheURL, headers: [String], environment: [String: String]
+    ) -> Result<RemoteCacheSettings, RemoteCacheProblem> {
         var lines: [String] = []
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {
@@ -102,4 +106,3 @@ public struct RemoteCacheSettings: Sendable, Equatable {
         TransferTimeouts(connect: timeout, read: timeout, slowestRate: Self.slowestRate)
     }
 }
-

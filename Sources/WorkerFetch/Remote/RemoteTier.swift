@@ -17,15 +17,16 @@ public final class RemoteTier: Sendable {
     public init(settings: RemoteCacheSettings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        state = Mutex(State(health: RemoteTierHealth(limit: settings.errorsToGiveUp),
-                            counts: RemoteTierCounts(url: settings.shownURL, readOnly: settings.readOnly)))
+        state = Mutex(
+            State(
+                health: RemoteTierHealth(limit: settings.errorsToGiveUp),
+                counts: RemoteTierCounts(url: settings.shownURL, readOnly: settings.readOnly)))
     }
 
     var isUsable: Bool { state.withLock { $0.health.isUsable } }
 
     /// What the run's tier did so far: the report's `remote_cache` object.
     public var summary: RemoteTierCounts { state.withLock { $0.counts } }
-
 
     /// Counts what does not tell of the tier's health (an upload dropped, a lookup skipped).
     func count(_ count: (inout RemoteTierCounts) -> Void) {
@@ -41,7 +42,9 @@ public final class RemoteTier: Sendable {
             state.counts.givenUp = why
             return why
         }
-        if let why { logger.warning("remote cache \(settings.shownURL) is given up for the rest of this run: \(why); the run goes on without it") }
+        if let why {
+            logger.warning("remote cache \(settings.shownURL) is given up for the rest of this run: \(why); the run goes on without it")
+        }
     }
 
     /// Counts a lookup's answer (a hit or a miss) and clears the errors in a row.
@@ -68,10 +71,11 @@ public final class RemoteTier: Sendable {
             return opened
         }
         if opened {
-            logger.warning("remote cache \(settings.shownURL) is given up for the rest of this run after \(settings.errorsToGiveUp) errors in a row (last: \(why)); the run goes on without it")
+            logger.warning(
+                "remote cache \(settings.shownURL) is given up for the rest of this run after \(settings.errorsToGiveUp) errors in a row (last: \(why)); the run goes on without it"
+            )
         } else {
             logger.debug("remote cache error", metadata: ["remote.url": "\(settings.shownURL)", "remote.problem": "\(why)"])
         }
     }
 }
-

@@ -43,4 +43,3 @@ public struct RemoteTierCounts: Sendable, Codable, Equatable {
         case privateNotUploaded = "private_not_uploaded"
     }
 }
-

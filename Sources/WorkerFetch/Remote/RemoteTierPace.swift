@@ -34,7 +34,7 @@ struct RemoteTierPace: Equatable {
             originBodies += 1
         }
         guard tierBodies >= Self.samples, originBodies >= Self.samples, tierSeconds >= Self.minimumSeconds,
-              originSeconds > 0
+            originSeconds > 0
         else { return nil }
         let tierRate = Double(tierBytes) / tierSeconds
         let originRate = Double(originBytes) / originSeconds

@@ -13,7 +13,6 @@ import WorkerSupport
 public final class RemoteUploads: Sendable, InstallObserver {
     typealias Collections = RemoteUploadQueue.Collections
 
-
     private let tier: RemoteTier
     /// The cache whose objects are sent.
     private let cacheDirectory: String
@@ -245,8 +244,10 @@ public final class RemoteUploads: Sendable, InstallObserver {
     }
 
     /// One request to the tier for `pending`'s object, cancelled by a stop.
-    private func send(_ method: TransferMethod, for pending: PendingUpload, on engine: any FetchEngine,
-                      then: @escaping @Sendable (ExchangeReply) -> Void) {
+    private func send(
+        _ method: TransferMethod, for pending: PendingUpload, on engine: any FetchEngine,
+        then: @escaping @Sendable (ExchangeReply) -> Void
+    ) {
         let url = tier.settings.objectURL(pending.sha256)
         let deadline = Monotonic.now() + entryTimeout
         var request = TransferRequest(url: url, headers: tier.settings.headers, deadline: deadline)

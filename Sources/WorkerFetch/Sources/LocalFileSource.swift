@@ -42,8 +42,10 @@ struct LocalFileSource: ContentSource {
         return knownFolders.first { LocalFile.isInside(path, $0) }
     }
 
-    private func read(_ request: FetchRequest, control: StopRequest, deadline: Double,
-                      bytes: inout Int64) -> Result<FetchedBody, FetchFailure> {
+    private func read(
+        _ request: FetchRequest, control: StopRequest, deadline: Double,
+        bytes: inout Int64
+    ) -> Result<FetchedBody, FetchFailure> {
         // Without the folder it must stay in (a row of the index whose manifest is unknown), a
         // local file is not read at all.
         guard let root = root(for: request) else {

@@ -28,12 +28,14 @@ final class OriginSource: Sendable {
     /// the region, never the secret), or that it was not signed.
     static func named(_ failure: FetchFailure, at location: FetchLocation) -> FetchFailure {
         guard let status = failure.httpStatus, status == 400 || status == 401 || status == 403,
-              let unauthorized = URLKinds.kind(of: location.listed)?.sentWithoutCredentials
+            let unauthorized = URLKinds.kind(of: location.listed)?.sentWithoutCredentials
         else { return failure }
-        let signed = location.signing.map { "signed with \($0)" }
+        let signed =
+            location.signing.map { "signed with \($0)" }
             ?? location.credentialUser.map { "the registry refused the credentials for \($0)" }
             ?? (location.authorization != nil ? "sent with an anonymous token" : unauthorized)
-        return FetchFailure(failure.reason, "\(failure.message) (\(signed))", httpStatus: status, retryAfter: failure.retryAfter,
-                            detail: failure.detail)
+        return FetchFailure(
+            failure.reason, "\(failure.message) (\(signed))", httpStatus: status, retryAfter: failure.retryAfter,
+            detail: failure.detail)
     }
 }

@@ -28,8 +28,11 @@ extension RegistryAccess {
     /// of the artifact. A tag is read where `--rewrite` sends it, then from each of its `mirrors`
     /// (by URL) in turn while it cannot be. A failure says what the registry said, after the URL.
     /// `access`: the run's, with what the registries asked for (the downloads use it).
-    public func parts(of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings) async
-        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess) {
+    public func parts(
+        of urls: [String], mirrors: [String: [String]], store: ContentStore, settings: FetchSettings
+    ) async
+        -> (results: [String: Result<[ManifestSet.Part], ManifestSet.PartsProblem>], access: any KindAccess)
+    {
         var asked: [String: [OCIReference]] = [:]
         for url in urls {
             guard let tagURL = OCIReference(url)?.tagURL, asked[tagURL] == nil else { continue }
@@ -47,12 +50,17 @@ extension RegistryAccess {
             case .success(let read)?:
                 let parts = read.compactMap { layer -> ManifestSet.Part? in
                     guard let title = layer.title, reference.title == nil || title == reference.title, TreePath.problem(title) == nil,
-                          case .success(let hash) = ContentHash.parse("sha256:" + layer.digest) else { return nil }
+                        case .success(let hash) = ContentHash.parse("sha256:" + layer.digest)
+                    else { return nil }
                     return ManifestSet.Part(url: tagURL + "#" + title, hash: hash, name: reference.title == nil ? title : "")
                 }
-                results[url] = parts.isEmpty
-                    ? .failure(ManifestSet.PartsProblem("\(tagURL): " + (reference.title.map { "no layer is titled '\($0)'" }
-                        ?? "no layer has a title (org.opencontainers.image.title) to be a file")))
+                results[url] =
+                    parts.isEmpty
+                    ? .failure(
+                        ManifestSet.PartsProblem(
+                            "\(tagURL): "
+                                + (reference.title.map { "no layer is titled '\($0)'" }
+                                    ?? "no layer has a title (org.opencontainers.image.title) to be a file")))
                     : .success(parts)
             case .failure(let problem)?:
                 results[url] = .failure(ManifestSet.PartsProblem("\(tagURL): \(problem.description)", refused: problem.refused))
@@ -66,9 +74,12 @@ extension RegistryAccess {
     /// it is asked: after `--rewrite`, then its mirrors) that answers; a failure names what each
     /// said. Registries are authorized as for downloads, each when it is first needed; the
     /// access with what they asked for is returned too.
-    func layers(of tags: [String: [OCIReference]], store: ContentStore, settings: FetchSettings,
-                       environment: [String: String] = ProcessInfo.processInfo.environment) async
-        -> (results: [String: Result<[ArtifactLayer], RegistryProblem>], access: RegistryAccess) {
+    func layers(
+        of tags: [String: [OCIReference]], store: ContentStore, settings: FetchSettings,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async
+        -> (results: [String: Result<[ArtifactLayer], RegistryProblem>], access: RegistryAccess)
+    {
         guard let engine = try? SingleEngine(settings: settings) else {
             return (tags.mapValues { _ in .failure(RegistryProblem("no network transport")) }, self)
         }
@@ -85,15 +96,19 @@ extension RegistryAccess {
                     results[key] = .success(layers)
                 case .failure(let failure):
                     let said = problems.first { $0.description.hasPrefix("registry \(reference.registry.lowercased())") }
-                    failures.append(RegistryProblem(failure.description + (said.map { " (\($0.description))" } ?? ""),
-                                                    refused: failure.refused || said?.refused == true))
+                    failures.append(
+                        RegistryProblem(
+                            failure.description + (said.map { " (\($0.description))" } ?? ""),
+                            refused: failure.refused || said?.refused == true))
                 }
                 if results[key] != nil { break }
             }
             if results[key] == nil, let first = failures.first {
                 let mirrors = zip(references.dropFirst(), failures.dropFirst()).map { "; mirror oci://\($0.registry): \($1.description)" }
-                results[key] = .failure(RegistryProblem(first.description + mirrors.joined(),
-                                                        refused: failures.allSatisfy(\.refused)))
+                results[key] = .failure(
+                    RegistryProblem(
+                        first.description + mirrors.joined(),
+                        refused: failures.allSatisfy(\.refused)))
             }
         }
         return (results, access)
@@ -101,8 +116,10 @@ extension RegistryAccess {
 
     /// The layers of one tag as `reference` names it: its manifest (by its digest when pinned,
     /// which its bytes must have), an index's manifests in turn.
-    private static func layers(of reference: OCIReference, access: RegistryAccess, engine: SingleEngine, store: ContentStore,
-                               settings: FetchSettings) async -> Result<[ArtifactLayer], RegistryProblem> {
+    private static func layers(
+        of reference: OCIReference, access: RegistryAccess, engine: SingleEngine, store: ContentStore,
+        settings: FetchSettings
+    ) async -> Result<[ArtifactLayer], RegistryProblem> {
         guard let tag = reference.tag else { return .failure(RegistryProblem("not an artifact's tag")) }
         var layers: [ArtifactLayer] = []
         var queue = [reference.digest.map { "sha256:" + $0 } ?? tag]
@@ -114,13 +131,16 @@ extension RegistryAccess {
             guard RegistryAccess.mayRequest(url, of: reference, rewrite: settings.locator.rewrite) else {
                 return .failure(RegistryAccess.strictRefusal(url))
             }
-            switch await document(url, expected: name.hasPrefix("sha256:") ? String(name.dropFirst(7)) : nil,
-                                  grant: access.grant(for: reference, at: url), engine: engine, store: store, settings: settings) {
+            switch await document(
+                url, expected: name.hasPrefix("sha256:") ? String(name.dropFirst(7)) : nil,
+                grant: access.grant(for: reference, at: url), engine: engine, store: store, settings: settings)
+            {
             case .success(let document):
                 layers += (document.layers ?? []).compactMap { layer in
                     guard layer.digest.hasPrefix("sha256:") else { return nil }
-                    return ArtifactLayer(digest: String(layer.digest.dropFirst(7)), size: layer.size,
-                                         title: layer.annotations?["org.opencontainers.image.title"])
+                    return ArtifactLayer(
+                        digest: String(layer.digest.dropFirst(7)), size: layer.size,
+                        title: layer.annotations?["org.opencontainers.image.title"])
                 }
                 queue += (document.manifests ?? []).map(\.digest)
             case .failure(let problem):
@@ -131,23 +151,28 @@ extension RegistryAccess {
     }
 
     /// `grant`: the authorization it is sent with, if any.
-    private static func document(_ url: String, expected: String?, grant: Grant?, engine: SingleEngine, store: ContentStore,
-                                 settings: FetchSettings) async -> Result<ManifestDocument, RegistryProblem> {
+    private static func document(
+        _ url: String, expected: String?, grant: Grant?, engine: SingleEngine, store: ContentStore,
+        settings: FetchSettings
+    ) async -> Result<ManifestDocument, RegistryProblem> {
         var headers = ["Accept: " + manifestTypes.joined(separator: ", ")]
         if let grant { headers.append("Authorization: " + grant.value) }
         let request = TransferRequest(url: url, headers: headers, deadline: 0)
         let reply = await engine.exchange(request) { deadline in
-            ResponseHandler(store: store, expected: nil, maxSize: 4 << 20, conditional: false, deadline: deadline,
-                            entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
+            ResponseHandler(
+                store: store, expected: nil, maxSize: 4 << 20, conditional: false, deadline: deadline,
+                entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
         }
         switch reply.result {
         case .success(.body(let file, _, _)):
             defer { unlink(file.path) }
             if let expected, file.sha256 != expected {
-                return .failure(RegistryProblem("the manifest asked by its digest sha256:\(expected.prefix(12))… has another (sha256:\(file.sha256.prefix(12))…)"))
+                return .failure(
+                    RegistryProblem(
+                        "the manifest asked by its digest sha256:\(expected.prefix(12))… has another (sha256:\(file.sha256.prefix(12))…)"))
             }
             guard let data = FileManager.default.contents(atPath: file.path),
-                  let document = try? JSONDecoder().decode(ManifestDocument.self, from: data)
+                let document = try? JSONDecoder().decode(ManifestDocument.self, from: data)
             else { return .failure(RegistryProblem("its manifest is not a manifest worker reads")) }
             return .success(document)
         case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
@@ -155,8 +180,10 @@ extension RegistryAccess {
                 if let user = grant?.user {
                     return .failure(RegistryProblem("the registry refused the credentials for \(user) (HTTP \(status))", refused: true))
                 }
-                return .failure(RegistryProblem("the registry answered HTTP \(status) "
-                                                + (grant == nil ? "(sent without credentials: none for this registry)" : "(sent with an anonymous token)")))
+                return .failure(
+                    RegistryProblem(
+                        "the registry answered HTTP \(status) "
+                            + (grant == nil ? "(sent without credentials: none for this registry)" : "(sent with an anonymous token)")))
             }
             return .failure(RegistryProblem("the registry answered HTTP \(status)" + (status == 404 ? " (no such tag)" : "")))
         case .success(.redirect(let status, _)):

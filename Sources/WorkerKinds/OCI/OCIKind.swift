@@ -92,8 +92,10 @@ public struct OCIReference: Sendable, Equatable {
         self = reference
     }
 
-    private init(registry: String, repository: String, digest: String?, tag: String?, title: String?, origin: Origin,
-                 restStart: String.Index) {
+    private init(
+        registry: String, repository: String, digest: String?, tag: String?, title: String?, origin: Origin,
+        restStart: String.Index
+    ) {
         (self.registry, self.repository, self.digest, self.tag, self.title, self.origin, self.restStart) =
             (registry, repository, digest, tag, title, origin, restStart)
     }
@@ -132,28 +134,34 @@ public struct OCIReference: Sendable, Equatable {
         if let at = name.firstIndex(of: "@") {
             let value = name[name.index(after: at)...]
             guard value.hasPrefix("sha256:"), value.utf8.count == 71,
-                  value.dropFirst(7).utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+                value.dropFirst(7).utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
             else { return .failure(OCIReferenceProblem("'\(Redact.short(url))': a digest is sha256: and 64 lowercase hex digits")) }
             digest = String(value.dropFirst(7))
             name = name[..<at]
         }
         if let colon = name.lastIndex(of: ":"), !name[colon...].contains("/") {
             let value = name[name.index(after: colon)...]
-            guard isTag(value) else { return .failure(OCIReferenceProblem("'\(Redact.short(url))': a tag is 1 to 128 of A-Z a-z 0-9 _ . - (not first . or -)")) }
+            guard isTag(value) else {
+                return .failure(OCIReferenceProblem("'\(Redact.short(url))': a tag is 1 to 128 of A-Z a-z 0-9 _ . - (not first . or -)"))
+            }
             tag = String(value)
             name = name[..<colon]
         } else if digest == nil {
             return .failure(OCIReferenceProblem("'\(Redact.short(url))' names no digest (@sha256:…) nor tag (:TAG)"))
         }
         guard isRepository(name) else {
-            return .failure(OCIReferenceProblem("'\(Redact.short(String(name)))' is not a repository name (lowercase letters and digits, "
-                            + "components joined by '.', '_', '__' or '-', separated by '/')"))
+            return .failure(
+                OCIReferenceProblem(
+                    "'\(Redact.short(String(name)))' is not a repository name (lowercase letters and digits, "
+                        + "components joined by '.', '_', '__' or '-', separated by '/')"))
         }
         guard title == nil || tag != nil else {
             return .failure(OCIReferenceProblem("'\(Redact.short(url))': a layer's title (#TITLE) follows a tag (:TAG)"))
         }
-        return .success(OCIReference(registry: registry, repository: String(name), digest: digest, tag: tag, title: title,
-                                     origin: origin, restStart: slash))
+        return .success(
+            OCIReference(
+                registry: registry, repository: String(name), digest: digest, tag: tag, title: title,
+                origin: origin, restStart: slash))
     }
 
     /// The registry of an `oci://` URL or prefix as an origin (its host and port as http(s)
@@ -175,8 +183,10 @@ public struct OCIReference: Sendable, Equatable {
     private static func isTag(_ text: Substring) -> Bool {
         guard let first = text.utf8.first, (1...128).contains(text.utf8.count), first != UInt8(ascii: "."), first != UInt8(ascii: "-")
         else { return false }
-        return text.utf8.allSatisfy { isAlphanumeric($0) || (65...90).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
-            || $0 == UInt8(ascii: "-") }
+        return text.utf8.allSatisfy {
+            isAlphanumeric($0) || (65...90).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+                || $0 == UInt8(ascii: "-")
+        }
     }
 
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
@@ -198,7 +208,8 @@ public struct OCIReference: Sendable, Equatable {
                 if byte == UInt8(ascii: "_"), end < bytes.count, bytes[end] == UInt8(ascii: "_") { end += 1 }
                 if byte == UInt8(ascii: "-") { while end < bytes.count, bytes[end] == UInt8(ascii: "-") { end += 1 } }
                 guard byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-"),
-                      end < bytes.count, isAlphanumeric(bytes[end]) else { return false }
+                    end < bytes.count, isAlphanumeric(bytes[end])
+                else { return false }
                 index = end
             }
         }

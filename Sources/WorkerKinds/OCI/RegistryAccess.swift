@@ -90,15 +90,18 @@ public struct RegistryAccess: Sendable, Equatable {
     }
 
     static func strictRefusal(_ url: String) -> RegistryProblem {
-        RegistryProblem("\(Redact.url(url)), which no --rewrite rule covers and no --allow-origin allows, is not asked (--rewrite-strict)",
-                        refused: true)
+        RegistryProblem(
+            "\(Redact.url(url)), which no --rewrite rule covers and no --allow-origin allows, is not asked (--rewrite-strict)",
+            refused: true)
     }
 
     /// This access with what the registries of `references` (as `--rewrite` sends them) ask for;
     /// what could not be had is said in `problems` (their blobs then fail with the registry's
     /// answer, named in the report).
-    func resolving(_ references: [OCIReference], store: ContentStore, settings: FetchSettings,
-                   environment: [String: String]) async -> (access: RegistryAccess, problems: [RegistryProblem]) {
+    func resolving(
+        _ references: [OCIReference], store: ContentStore, settings: FetchSettings,
+        environment: [String: String]
+    ) async -> (access: RegistryAccess, problems: [RegistryProblem]) {
         let pending = references.filter { !asked.contains($0.registry.lowercased()) }
         guard !pending.isEmpty, let engine = try? SingleEngine(settings: settings) else { return (self, []) }
         defer { Task { await engine.close() } }
@@ -134,16 +137,20 @@ public struct RegistryAccess: Sendable, Equatable {
             var scopes: Set<String> = []
             for reference in references where scopes.insert(reference.repository).inserted {
                 let asked = Monotonic.now()
-                switch await token(realm: realm, service: challenge.parameters["service"], reference: reference, probe: probe,
-                                   login: login, engine: engine, store: store, settings: settings) {
+                switch await token(
+                    realm: realm, service: challenge.parameters["service"], reference: reference, probe: probe,
+                    login: login, engine: engine, store: store, settings: settings)
+                {
                 case .success(let (token, lifetime)):
                     for each in references where each.repository == reference.repository {
                         access.grants[Self.key(each)] = Grant(value: "Bearer " + token, origin: probe.origin, user: login?.user)
                         access.expiries[Self.key(each)] = asked + lifetime
                     }
                 case .failure(let problem):
-                    problems.append(RegistryProblem("registry \(registry), repository \(reference.repository): \(problem.description)",
-                                                    refused: problem.refused))
+                    problems.append(
+                        RegistryProblem(
+                            "registry \(registry), repository \(reference.repository): \(problem.description)",
+                            refused: problem.refused))
                 }
             }
         }
@@ -161,7 +168,9 @@ public struct RegistryAccess: Sendable, Equatable {
     /// `GET /v2/` of `reference`'s registry, over https (plain http under `--plain-http`); a
     /// loopback registry whose TLS handshake fails (a plain-HTTP port) is asked again over http,
     /// and reached so for the rest of the run.
-    private mutating func probe(_ reference: OCIReference, engine: SingleEngine, rewrite: URLRewrite) async -> Result<Probe, RegistryProblem> {
+    private mutating func probe(
+        _ reference: OCIReference, engine: SingleEngine, rewrite: URLRewrite
+    ) async -> Result<Probe, RegistryProblem> {
         while true {
             let url = rewrite.apply(base(of: reference) + "/v2/")
             guard Self.mayRequest(url, of: reference, rewrite: rewrite) else { return .failure(Self.strictRefusal(url)) }
@@ -172,7 +181,8 @@ public struct RegistryAccess: Sendable, Equatable {
             switch reply.result {
             case .success(.statusAndHeader(let status, let challenge)):
                 return .success(Probe(url: url, origin: origin, status: status, challenge: challenge))
-            case .failure(let failure) where failure.detail == .tls(.handshakeRejected) && reference.origin.host == "localhost"
+            case .failure(let failure)
+            where failure.detail == .tls(.handshakeRejected) && reference.origin.host == "localhost"
                 && !plainHTTP && !plain.contains(reference.registry.lowercased()):
                 plain.insert(reference.registry.lowercased())
             case .failure(let failure):
@@ -186,8 +196,10 @@ public struct RegistryAccess: Sendable, Equatable {
     /// A token for `repository:REPOSITORY:pull` from `realm`. Credentials go to a realm on the
     /// origin the registry was reached at, or over https; a realm elsewhere over plain http is
     /// refused with them (asked without, when there are none).
-    private func token(realm: String, service: String?, reference: OCIReference, probe: Probe, login: DockerCredentials.Login?,
-                       engine: SingleEngine, store: ContentStore, settings: FetchSettings) async -> Result<(token: String, lifetime: Double), RegistryProblem> {
+    private func token(
+        realm: String, service: String?, reference: OCIReference, probe: Probe, login: DockerCredentials.Login?,
+        engine: SingleEngine, store: ContentStore, settings: FetchSettings
+    ) async -> Result<(token: String, lifetime: Double), RegistryProblem> {
         var query = "scope=" + Self.encoded("repository:\(reference.repository):pull")
         if let service { query += "&service=" + Self.encoded(service) }
         let url = settings.locator.rewrite.apply(realm + (realm.contains("?") ? "&" : "?") + query)
@@ -198,20 +210,23 @@ public struct RegistryAccess: Sendable, Equatable {
             return .failure(RegistryProblem("the token realm " + Self.strictRefusal(url).description, refused: true))
         }
         if let login, parsed.origin != probe.origin, parsed.origin.scheme != "https" {
-            return .failure(RegistryProblem("the token realm \(parsed.origin.name) is on another origin over plain http: "
-                                            + "the credentials for \(login.user) are not sent to it (refused)", refused: true))
+            return .failure(
+                RegistryProblem(
+                    "the token realm \(parsed.origin.name) is on another origin over plain http: "
+                        + "the credentials for \(login.user) are not sent to it (refused)", refused: true))
         }
         let request = TransferRequest(url: url, headers: login.map { ["Authorization: Basic " + $0.basic] } ?? [], deadline: 0)
         let reply = await engine.exchange(request) { deadline in
-            ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
-                            entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
+            ResponseHandler(
+                store: store, expected: nil, maxSize: 1 << 20, conditional: false, deadline: deadline,
+                entryTimeout: settings.entryTimeout, url: url, resume: nil, resumeThreshold: .max)
         }
         switch reply.result {
         case .success(.body(let file, _, _)):
             defer { unlink(file.path) }
             guard let data = FileManager.default.contents(atPath: file.path),
-                  let answer = try? JSONDecoder().decode(TokenAnswer.self, from: data),
-                  let token = answer.token ?? answer.access_token, !token.isEmpty
+                let answer = try? JSONDecoder().decode(TokenAnswer.self, from: data),
+                let token = answer.token ?? answer.access_token, !token.isEmpty
             else { return .failure(RegistryProblem("the token service's answer holds no token")) }
             // A token goes into a header: a control character (CR LF) would end it there.
             guard !token.utf8.contains(where: HTTPToken.isForbiddenInValue), !token.contains(" ") else {
@@ -221,11 +236,15 @@ public struct RegistryAccess: Sendable, Equatable {
             return .success((token, Double(max(answer.expires_in ?? 60, 1))))
         case .success(.status(let status, _)), .success(.statusAndHeader(let status, _)):
             if let login, status == 401 || status == 403 {
-                return .failure(RegistryProblem("the token service refused the credentials for \(login.user) (HTTP \(status))",
-                                                refused: true))
+                return .failure(
+                    RegistryProblem(
+                        "the token service refused the credentials for \(login.user) (HTTP \(status))",
+                        refused: true))
             }
-            return .failure(RegistryProblem("the token service answered HTTP \(status)"
-                                            + (login == nil ? " (sent without credentials: none for this registry)" : "")))
+            return .failure(
+                RegistryProblem(
+                    "the token service answered HTTP \(status)"
+                        + (login == nil ? " (sent without credentials: none for this registry)" : "")))
         case .success(.redirect(let status, _)):
             return .failure(RegistryProblem("the token service answered HTTP \(status) (a redirect)"))
         case .success(.notModified):
@@ -322,7 +341,8 @@ struct DockerCredentials {
         }
         for file in files {
             guard let data = FileManager.default.contents(atPath: file),
-                  let auths = (try? JSONDecoder().decode(Config.self, from: data))?.auths else { continue }
+                let auths = (try? JSONDecoder().decode(Config.self, from: data))?.auths
+            else { continue }
             for (name, entry) in auths {
                 var basic = entry.auth
                 if basic == nil, let user = entry.username, let password = entry.password {
@@ -330,8 +350,9 @@ struct DockerCredentials {
                 }
                 // Base64 of `user:password`, as it goes into a header: anything else is no login.
                 guard let basic, !basic.isEmpty, basic.utf8.allSatisfy(Self.isBase64),
-                      let decoded = Data(base64Encoded: basic), let pair = String(data: decoded, encoding: .utf8),
-                      let colon = pair.firstIndex(of: ":"), !pair.utf8.contains(where: HTTPToken.isForbiddenInValue) else { continue }
+                    let decoded = Data(base64Encoded: basic), let pair = String(data: decoded, encoding: .utf8),
+                    let colon = pair.firstIndex(of: ":"), !pair.utf8.contains(where: HTTPToken.isForbiddenInValue)
+                else { continue }
                 let registry = Self.registry(of: name)
                 if byRegistry[registry] == nil { byRegistry[registry] = Login(basic: basic, user: String(pair[..<colon])) }
             }
@@ -385,24 +406,28 @@ extension RegistryAccess: KindAccess {
     /// An `oci://` FROM sends the blob to another registry (a pull-through cache), and the
     /// registry's API URL goes where an http(s) rule sends it. A tag's layer is the blob of the
     /// digest it is `expected` to have.
-    public func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
-                          memo: inout OriginMemo) -> FetchLocation {
+    public func location(
+        _ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+        memo: inout OriginMemo
+    ) -> FetchLocation {
         let target = rewrite.apply(listed)
         guard let reference = OCIReference(target),
-              let digest = reference.isBlob ? reference.digest : (expected?.algorithm == .sha256 ? expected?.hex : nil)
+            let digest = reference.isBlob ? reference.digest : (expected?.algorithm == .sha256 ? expected?.hex : nil)
         else { return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target)) }
         let url = rewrite.apply(apiBase(of: reference) + "/blobs/sha256:" + digest)
         let grant = grant(for: reference, at: url)
-        return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url), authorization: grant?.value,
-                             credentialUser: grant?.user)
+        return FetchLocation(
+            listed: listed, url: url, origin: origin ?? memo.origin(of: url), authorization: grant?.value,
+            credentialUser: grant?.user)
     }
 
     /// The registry's current grant for the repository, on the location's origin only.
     public func authorized(_ location: FetchLocation, rewrite: URLRewrite) -> FetchLocation {
         guard let reference = OCIReference(rewrite.apply(location.listed)) else { return location }
         let grant = grant(for: reference, at: location.url)
-        return FetchLocation(listed: location.listed, url: location.url, origin: location.origin, signing: location.signing,
-                             authorization: grant?.value, credentialUser: grant?.user, ssh: location.ssh)
+        return FetchLocation(
+            listed: location.listed, url: location.url, origin: location.origin, signing: location.signing,
+            authorization: grant?.value, credentialUser: grant?.user, ssh: location.ssh)
     }
 
     /// The registry's API URL over https, and over http for one on loopback that may not speak
@@ -416,8 +441,10 @@ extension RegistryAccess: KindAccess {
     }
 
     /// Each registry's token for its repositories (where `--rewrite` sends them).
-    public func authorizing(_ urls: [String], store: ContentStore, settings: FetchSettings,
-                             environment: [String: String]) async -> (access: any KindAccess, problems: [String]) {
+    public func authorizing(
+        _ urls: [String], store: ContentStore, settings: FetchSettings,
+        environment: [String: String]
+    ) async -> (access: any KindAccess, problems: [String]) {
         let references = urls.compactMap { OCIReference(settings.locator.rewrite.apply($0)) }
         guard !references.isEmpty else { return (self, []) }
         let (access, problems) = await resolving(references, store: store, settings: settings, environment: environment)

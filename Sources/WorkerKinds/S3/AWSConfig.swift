@@ -49,8 +49,10 @@ enum AWSConfig {
                 }
             }
             if let explicitProfile, credentials == nil, sections.allSatisfy({ $0 == nil }) {
-                return .failure(S3ConfigError("the AWS profile '\(Redact.short(explicitProfile))' (AWS_PROFILE) is in neither "
-                                              + "\(files[0].path) nor \(files[1].path)"))
+                return .failure(
+                    S3ConfigError(
+                        "the AWS profile '\(Redact.short(explicitProfile))' (AWS_PROFILE) is in neither "
+                            + "\(files[0].path) nor \(files[1].path)"))
             }
         }
         if credentials == nil {
@@ -65,16 +67,20 @@ enum AWSConfig {
         // A region names a host (`BUCKET.s3.REGION.amazonaws.com`) and the signing scope: AWS's
         // are lowercase letters, digits and dashes, and nothing else may steer the request.
         guard !region.isEmpty, region.utf8.count <= 64,
-              region.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == UInt8(ascii: "-") })
+            region.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == UInt8(ascii: "-") })
         else {
-            return .failure(S3ConfigError("the AWS region '\(Sanitize.terminal(Redact.short(region)))' is not a region "
-                + "(lowercase letters, digits and '-', such as eu-west-3)"))
+            return .failure(
+                S3ConfigError(
+                    "the AWS region '\(Sanitize.terminal(Redact.short(region)))' is not a region "
+                        + "(lowercase letters, digits and '-', such as eu-west-3)"))
         }
         let endpoint = value("AWS_ENDPOINT_URL_S3") ?? value("AWS_ENDPOINT_URL")
         if let endpoint {
             let what = "the S3 endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL)"
-            if let problem = URLKinds.kind(of: endpoint)?.id == .http ? URLKinds.problem(prefix: endpoint, what: what)
-                : "\(what) must be an absolute http or https URL" {
+            if let problem = URLKinds.kind(of: endpoint)?.id == .http
+                ? URLKinds.problem(prefix: endpoint, what: what)
+                : "\(what) must be an absolute http or https URL"
+            {
                 return .failure(S3ConfigError(problem))
             }
         }

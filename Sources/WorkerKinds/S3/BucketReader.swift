@@ -42,8 +42,9 @@ final class BucketReader: FolderLister {
         let (bucket, prefix) = (location.bucket, String(location.key.dropLast()))
         return await list(bucket: bucket, prefix: prefix).map { objects in
             objects.map { object in
-                ListedFile(url: "s3://\(bucket)/\(object.key)", relative: String(object.key.dropFirst(prefix.count)), etag: object.etag,
-                           size: object.size, lastModified: object.lastModified, storesSHA256: object.hasSHA256)
+                ListedFile(
+                    url: "s3://\(bucket)/\(object.key)", relative: String(object.key.dropFirst(prefix.count)), etag: object.etag,
+                    size: object.size, lastModified: object.lastModified, storesSHA256: object.hasSHA256)
             }
         }
     }
@@ -133,7 +134,9 @@ final class BucketReader: FolderLister {
 
     /// A refusal names what the request was signed with (the key id and region, never the secret).
     private static func refusal(_ status: Int, signing: AWSSigning?) -> FetchFailure {
-        let signed = (status == 401 || status == 403) ? " (" + (signing.map { "signed with \($0)" } ?? "unsigned: no AWS credentials were found") + ")" : ""
+        let signed =
+            (status == 401 || status == 403)
+            ? " (" + (signing.map { "signed with \($0)" } ?? "unsigned: no AWS credentials were found") + ")" : ""
         return FetchFailure(.httpStatus, "HTTP \(status)\(signed)", httpStatus: status)
     }
 }

@@ -12,8 +12,10 @@ public struct S3Access: Sendable, Equatable {
     /// Where the credentials came from, for messages ("the environment", "profile 'ci' in …").
     public var credentialSource: String
 
-    public init(region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,
-                credentialSource: String = "none: requests are unsigned") {
+    public init(
+        region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,
+        credentialSource: String = "none: requests are unsigned"
+    ) {
         self.region = region
         self.endpoint = endpoint
         self.credentials = credentials
@@ -48,8 +50,10 @@ extension S3Access: KindAccess {
 
     /// An `s3://` FROM sends the key to another bucket (signed) or to an http(s) URL (unsigned);
     /// the endpoint's URL then goes where an http(s) rule sends it (a proxy).
-    public func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
-                          memo: inout OriginMemo) -> FetchLocation {
+    public func location(
+        _ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+        memo: inout OriginMemo
+    ) -> FetchLocation {
         let target = rewrite.apply(listed)
         guard case .success(let object) = S3URL.parse(target) else {
             return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target))

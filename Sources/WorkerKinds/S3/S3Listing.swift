@@ -103,7 +103,9 @@ public struct S3ListingPage: Sendable, Equatable {
             case "quot": out += "\""
             case "apos": out += "'"
             default:
-                let number = name.hasPrefix("#x") ? UInt32(name.dropFirst(2), radix: 16)
+                let number =
+                    name.hasPrefix("#x")
+                    ? UInt32(name.dropFirst(2), radix: 16)
                     : name.hasPrefix("#") ? UInt32(name.dropFirst(), radix: 10) : nil
                 if let number, let scalar = Unicode.Scalar(number) {
                     out.unicodeScalars.append(scalar)

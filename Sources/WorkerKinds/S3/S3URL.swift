@@ -79,8 +79,10 @@ public struct S3URL: Sendable, Equatable {
         guard isS3(text) else { return .failure(S3URLProblem("not an s3:// URL")) }
         let rest = text.dropFirst(5)
         guard let slash = rest.firstIndex(of: "/") else {
-            return .failure(rest.isEmpty ? S3URLProblem("'s3://' needs a bucket and a key (s3://BUCKET/KEY)")
-                                         : S3URLProblem("'\(Redact.short(text))' has no key (s3://BUCKET/KEY)"))
+            return .failure(
+                rest.isEmpty
+                    ? S3URLProblem("'s3://' needs a bucket and a key (s3://BUCKET/KEY)")
+                    : S3URLProblem("'\(Redact.short(text))' has no key (s3://BUCKET/KEY)"))
         }
         let bucket = String(rest[..<slash])
         let key = String(rest[rest.index(after: slash)...])

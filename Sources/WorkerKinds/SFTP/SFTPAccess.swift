@@ -42,8 +42,10 @@ public struct SFTPAccess: Sendable, Equatable {
         }
         let agent = environment["SSH_AUTH_SOCK"].map { !$0.isEmpty } ?? false
         if key == nil, !agent {
-            return .failure(KindSettingsProblem(
-                "no SSH key: none of ~/.ssh/\(Self.defaultKeys.joined(separator: ", ")) in \(home), no --ssh-key, and no ssh-agent (SSH_AUTH_SOCK)"))
+            return .failure(
+                KindSettingsProblem(
+                    "no SSH key: none of ~/.ssh/\(Self.defaultKeys.joined(separator: ", ")) in \(home), no --ssh-key, and no ssh-agent (SSH_AUTH_SOCK)"
+                ))
         }
         access.login = SSHLogin(privateKey: key, usesAgent: agent, knownHosts: knownHosts, acceptsNewHosts: acceptsNewHosts)
         access.user = environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? account.map { String(cString: $0.pointee.pw_name) }
@@ -84,8 +86,10 @@ extension SFTPAccess: KindAccess {
 
     /// Where `--rewrite` sends it: still `sftp://` (another host, a mirror's path), with the
     /// login; else an http(s) URL, asked as any.
-    public func location(_ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
-                          memo: inout OriginMemo) -> FetchLocation {
+    public func location(
+        _ listed: String, rewrite: URLRewrite, origin: Origin?, expected: ContentHash?,
+        memo: inout OriginMemo
+    ) -> FetchLocation {
         let target = rewrite.apply(listed)
         guard SFTPKind.matches(target) else {
             return FetchLocation(listed: listed, url: target, origin: origin ?? memo.origin(of: target))

@@ -74,8 +74,10 @@ final class SFTPLister: FolderLister {
         for (position, file) in files.enumerated() {
             switch times[position] {
             case .success(let time)?:
-                listed.append(ListedFile(url: file.url, relative: file.relative, etag: "", size: file.size, lastModified: time,
-                                         storesSHA256: false))
+                listed.append(
+                    ListedFile(
+                        url: file.url, relative: file.relative, etag: "", size: file.size, lastModified: time,
+                        storesSHA256: false))
             case .failure(let failure)?: return .failure(failure)
             case nil: return .failure(FetchFailure(.io, "no time was read for \(file.url)"))
             }

@@ -10,8 +10,10 @@ extension CacheVerifier {
     /// Downloads the rows whose objects are gone again (no manifest headers are known here);
     /// a row that cannot be fetched is dropped, and the next sync of its manifest adds it back.
     /// `locator`: the run's, with the settings of the kinds of `broken` read.
-    func refetch(_ broken: [IndexRecord], store: ContentStore, index: CacheIndex, locator: Locator,
-                         report: inout VerifyReport) async throws(CacheError) {
+    func refetch(
+        _ broken: [IndexRecord], store: ContentStore, index: CacheIndex, locator: Locator,
+        report: inout VerifyReport
+    ) async throws(CacheError) {
         guard !broken.isEmpty else { return }
         // A local entry is read again only from inside the folder of a manifest given to this
         // command (the same confinement as `sync`); any other local row is dropped.
@@ -40,8 +42,10 @@ extension CacheVerifier {
                 report.droppedEntries.append(Redact.url(record.url))
                 continue
             }
-            let result = await fetcher.fetch(FetchRequest(url: record.url, expected: expected, headers: [], localRoot: nil,
-                                                                 locator: locator))
+            let result = await fetcher.fetch(
+                FetchRequest(
+                    url: record.url, expected: expected, headers: [], localRoot: nil,
+                    locator: locator))
             switch result.result {
             case .success(.notModified):
                 dropped.append(record.url)

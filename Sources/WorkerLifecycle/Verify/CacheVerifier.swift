@@ -212,8 +212,10 @@ public struct CacheVerifier: Sendable {
 
     /// Deletes what is wrong, sets sizes, re-downloads what the index still names and drops rows
     /// that cannot be fetched again. Holding the lock.
-    private func repair(_ findings: Findings, index: CacheIndex, store: ContentStore, locator: Locator,
-                        report: inout VerifyReport) async throws(CacheError) {
+    private func repair(
+        _ findings: Findings, index: CacheIndex, store: ContentStore, locator: Locator,
+        report: inout VerifyReport
+    ) async throws(CacheError) {
 
         report.repaired = true
         // Bad files go first (their rows are broken already); then each broken row is fetched
@@ -222,8 +224,10 @@ public struct CacheVerifier: Sendable {
             store.remove(name)
             report.deletedFiles += 1
         }
-        for path in findings.stray where unlink(store.objectsDirectory + "/" + path) == 0
-            || rmdir(store.objectsDirectory + "/" + path) == 0 {
+        for path in findings.stray
+        where unlink(store.objectsDirectory + "/" + path) == 0
+            || rmdir(store.objectsDirectory + "/" + path) == 0
+        {
             report.deletedFiles += 1
         }
         if !findings.damaged.isEmpty {
@@ -239,8 +243,9 @@ public struct CacheVerifier: Sendable {
             try index.apply(upserts: fixed, touches: [], removals: [], at: Date().timeIntervalSince1970)
         }
         let droppedURLs = Set(findings.damaged.map(\.url))
-        try await refetch(findings.broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, locator: locator,
-                          report: &report)
+        try await refetch(
+            findings.broken.filter { !droppedURLs.contains($0.url) }, store: store, index: index, locator: locator,
+            report: &report)
     }
 
     /// Object names in the fan-out folders, and everything there that is not a well-named file.

@@ -58,8 +58,10 @@ struct BLAKE2b {
         }
     }
 
-    private static func compress(_ state: UnsafeMutablePointer<UInt64>, _ v: UnsafeMutablePointer<UInt64>,
-                                 _ m: UnsafeMutablePointer<UInt64>, counter: UInt64, last: Bool) {
+    private static func compress(
+        _ state: UnsafeMutablePointer<UInt64>, _ v: UnsafeMutablePointer<UInt64>,
+        _ m: UnsafeMutablePointer<UInt64>, counter: UInt64, last: Bool
+    ) {
         for index in 0..<8 {
             v[index] = state[index]
             v[index + 8] = iv[index]

@@ -26,7 +26,8 @@ public enum Minisign {
             guard let data = Data(base64Encoded: Text.trimmingWhitespace(line)), data.count == 42 else { return nil }
             let bytes = [UInt8](data)
             guard bytes[0] == UInt8(ascii: "E"), bytes[1] == UInt8(ascii: "d"),
-                  (try? Curve25519.Signing.PublicKey(rawRepresentation: bytes[10..<42])) != nil else { return nil }
+                (try? Curve25519.Signing.PublicKey(rawRepresentation: bytes[10..<42])) != nil
+            else { return nil }
             keyNumber = Array(bytes[2..<10])
             keyBytes = Array(bytes[10..<42])
         }
@@ -49,8 +50,9 @@ public enum Minisign {
         static func parse(_ text: String) -> Result<Signature, SignatureProblem> {
             let lines = text.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "\n" || $0 == "\r" }).map(String.init)
             guard lines.count >= 4, lines[0].hasPrefix("untrusted comment:"), lines[2].hasPrefix("trusted comment: "),
-                  let line = Data(base64Encoded: lines[1]), line.count == 74,
-                  let global = Data(base64Encoded: lines[3]), global.count == 64 else {
+                let line = Data(base64Encoded: lines[1]), line.count == 74,
+                let global = Data(base64Encoded: lines[3]), global.count == 64
+            else {
                 return .failure(.malformed("not a minisign signature (untrusted comment, signature, trusted comment, global signature)"))
             }
             let bytes = [UInt8](line)
@@ -58,9 +60,11 @@ public enum Minisign {
             guard algorithm == "Ed" || algorithm == "ED" else {
                 return .failure(.malformed("a minisign signature of unknown algorithm '\(Redact.short(algorithm))'"))
             }
-            return .success(Signature(prehashed: algorithm == "ED", keyNumber: Array(bytes[2..<10]), signature: Array(bytes[10..<74]),
-                                      trustedComment: String(lines[2].dropFirst("trusted comment: ".count)),
-                                      globalSignature: [UInt8](global)))
+            return .success(
+                Signature(
+                    prehashed: algorithm == "ED", keyNumber: Array(bytes[2..<10]), signature: Array(bytes[10..<74]),
+                    trustedComment: String(lines[2].dropFirst("trusted comment: ".count)),
+                    globalSignature: [UInt8](global)))
         }
     }
 

@@ -40,7 +40,8 @@ public enum SSHSignature {
                     }
                     guard options[name] == nil else { return .failure(.malformed("option '\(name)' given twice")) }
                     guard (parts.count > 1) == (name != "cert-authority") else {
-                        return .failure(.malformed(name == "cert-authority" ? "cert-authority takes no value" : "option '\(name)' needs a value"))
+                        return .failure(
+                            .malformed(name == "cert-authority" ? "cert-authority takes no value" : "option '\(name)' needs a value"))
                     }
                     options[name] = parts.count > 1 ? unquote(parts[1]) : ""
                 }
@@ -62,9 +63,11 @@ public enum SSHSignature {
                 guard let time = time(text) else { return .failure(.malformed("valid-before=\"\(Redact.short(text))\" is not a time")) }
                 before = time
             }
-            return .success(AllowedSigner(principals: fields[0], keyType: type, keyBlob: [UInt8](data),
-                                          namespaces: options["namespaces"].map { $0.split(separator: ",").map(String.init) },
-                                          validAfter: after, validBefore: before))
+            return .success(
+                AllowedSigner(
+                    principals: fields[0], keyType: type, keyBlob: [UInt8](data),
+                    namespaces: options["namespaces"].map { $0.split(separator: ",").map(String.init) },
+                    validAfter: after, validBefore: before))
         }
 
         /// The options an allowed-signers line may have (ssh-keygen(1), ALLOWED SIGNERS).
@@ -137,8 +140,10 @@ public enum SSHSignature {
     }
 
     /// Checks an armored SSH signature over `message` against the allowed signers at `now`.
-    static func verify(_ message: [UInt8], signature text: String, signers: [AllowedSigner],
-                       now: Double) -> Result<String, SignatureProblem> {
+    static func verify(
+        _ message: [UInt8], signature text: String, signers: [AllowedSigner],
+        now: Double
+    ) -> Result<String, SignatureProblem> {
         let body = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).map(String.init)
             .filter { !$0.hasPrefix("-----") }.joined()
         guard text.contains("-----BEGIN SSH SIGNATURE-----"), let data = Data(base64Encoded: body) else {
@@ -146,13 +151,17 @@ public enum SSHSignature {
         }
         var reader = SSHReader([UInt8](data))
         guard reader.bytes(6) == Array("SSHSIG".utf8), let version = reader.uint32(), version == 1,
-              let publicKey = reader.string(), let namespace = reader.string(), let reserved = reader.string(),
-              let hashName = reader.string(), let signatureBlob = reader.string() else {
+            let publicKey = reader.string(), let namespace = reader.string(), let reserved = reader.string(),
+            let hashName = reader.string(), let signatureBlob = reader.string()
+        else {
             return .failure(.malformed("an SSH signature that cannot be read (SSHSIG version 1)"))
         }
         let fingerprint = Self.fingerprint(publicKey)
         guard String(decoding: namespace, as: UTF8.self) == Self.namespace else {
-            return .failure(.malformed("the signature by SSH key \(fingerprint) was made in namespace '\(Redact.short(String(decoding: namespace, as: UTF8.self)))', not '\(Self.namespace)' (sign with ssh-keygen -Y sign -n \(Self.namespace))"))
+            return .failure(
+                .malformed(
+                    "the signature by SSH key \(fingerprint) was made in namespace '\(Redact.short(String(decoding: namespace, as: UTF8.self)))', not '\(Self.namespace)' (sign with ssh-keygen -Y sign -n \(Self.namespace))"
+                ))
         }
         guard let signer = signers.first(where: { $0.keyBlob == publicKey }) else {
             return .failure(.untrustedKey("SSH key \(fingerprint)"))
@@ -177,23 +186,26 @@ public enum SSHSignature {
         var signatureReader = SSHReader(signatureBlob)
         var keyReader = SSHReader(publicKey)
         guard let signatureType = signatureReader.string(), let rawSignature = signatureReader.string(),
-              let keyType = keyReader.string() else {
+            let keyType = keyReader.string()
+        else {
             return .failure(.malformed("an SSH signature that cannot be read"))
         }
         let name = "SSH key \(fingerprint) (\(signer.principals))"
         switch String(decoding: keyType, as: UTF8.self) {
         case "ssh-ed25519":
             guard String(decoding: signatureType, as: UTF8.self) == "ssh-ed25519", let raw = keyReader.string(),
-                  let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
+                let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw)
+            else {
                 return .failure(.malformed("an ssh-ed25519 signature that cannot be read"))
             }
             return key.isValidSignature(rawSignature, for: signed) ? .success(name) : .failure(.invalid(name))
         case "ecdsa-sha2-nistp256":
             var pair = SSHReader(rawSignature)
             guard String(decoding: signatureType, as: UTF8.self) == "ecdsa-sha2-nistp256", keyReader.string() != nil,
-                  let point = keyReader.string(), let key = try? P256.Signing.PublicKey(x963Representation: point),
-                  let r = pair.string(), let s = pair.string(),
-                  let signature = try? P256.Signing.ECDSASignature(rawRepresentation: SSHReader.scalar(r) + SSHReader.scalar(s)) else {
+                let point = keyReader.string(), let key = try? P256.Signing.PublicKey(x963Representation: point),
+                let r = pair.string(), let s = pair.string(),
+                let signature = try? P256.Signing.ECDSASignature(rawRepresentation: SSHReader.scalar(r) + SSHReader.scalar(s))
+            else {
                 return .failure(.malformed("an ecdsa-sha2-nistp256 signature that cannot be read"))
             }
             return key.isValidSignature(signature, for: signed) ? .success(name) : .failure(.invalid(name))
@@ -227,8 +239,10 @@ struct SSHReader {
 
     static func encoded(_ field: [UInt8]) -> [UInt8] {
         let length = UInt32(field.count)
-        return [UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
-                UInt8(truncatingIfNeeded: length)] + field
+        return [
+            UInt8(length >> 24), UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
+            UInt8(truncatingIfNeeded: length),
+        ] + field
     }
 
     /// An mpint as a 32-byte big-endian scalar (its sign byte dropped, short ones padded).

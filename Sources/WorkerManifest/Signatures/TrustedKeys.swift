@@ -16,9 +16,13 @@ public struct TrustedKeys: Sendable {
     /// error naming `path:line`.
     public mutating func load(_ path: String) throws(ManifestErrors) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ManifestErrors(diagnostics: [ManifestDiagnostic(path: path, line: 0, column: 0,
-                                                                  message: "cannot read the trusted keys file", kind: .unreadable)],
-                                 truncated: false)
+            throw ManifestErrors(
+                diagnostics: [
+                    ManifestDiagnostic(
+                        path: path, line: 0, column: 0,
+                        message: "cannot read the trusted keys file", kind: .unreadable)
+                ],
+                truncated: false)
         }
         var diagnostics: [ManifestDiagnostic] = []
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
@@ -32,8 +36,10 @@ public struct TrustedKeys: Sendable {
             switch SSHSignature.AllowedSigner.parse(line) {
             case .success(let signer): sshSigners.append(signer)
             case .failure(let problem):
-                diagnostics.append(ManifestDiagnostic(path: path, line: offset + 1, column: 1,
-                                                      message: "neither a minisign public key nor an allowed-signers line: \(problem.message)"))
+                diagnostics.append(
+                    ManifestDiagnostic(
+                        path: path, line: offset + 1, column: 1,
+                        message: "neither a minisign public key nor an allowed-signers line: \(problem.message)"))
             }
         }
         if isEmpty, diagnostics.isEmpty {
@@ -56,11 +62,15 @@ public struct TrustedKeys: Sendable {
     }
 
     /// Checks `signature` (a .minisig or an armored SSH signature) over `message`.
-    public func verify(_ message: [UInt8], signature: [UInt8], now: Double = Date().timeIntervalSince1970) -> Result<SignatureCheck, SignatureProblem> {
+    public func verify(
+        _ message: [UInt8], signature: [UInt8], now: Double = Date().timeIntervalSince1970
+    ) -> Result<SignatureCheck, SignatureProblem> {
         let text = String(decoding: signature, as: UTF8.self)
         if text.contains("-----BEGIN SSH SIGNATURE-----") {
             guard !sshSigners.isEmpty else { return .failure(.untrustedKey("an SSH key (no SSH key is trusted)")) }
-            return SSHSignature.verify(message, signature: text, signers: sshSigners, now: now).map { SignatureCheck(signer: $0, file: nil) }
+            return SSHSignature.verify(message, signature: text, signers: sshSigners, now: now).map {
+                SignatureCheck(signer: $0, file: nil)
+            }
         }
         guard !minisign.isEmpty else {
             return text.hasPrefix("untrusted comment:")

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import WorkerSupport
 
 /// `http://` and `https://` URLs: entries, mirrors, base URLs and remote manifests; their paths
 /// percent-encoded, their origin where libcurl connects (`Origin.http`).
@@ -21,7 +22,8 @@ public struct HTTPKind: URLKind {
     /// `matches` on a URL's bytes.
     public static func matches(bytes: UnsafeRawBufferPointer) -> Bool {
         guard bytes.count >= 7, bytes[0] | 0x20 == UInt8(ascii: "h"), bytes[1] | 0x20 == UInt8(ascii: "t"),
-              bytes[2] | 0x20 == UInt8(ascii: "t"), bytes[3] | 0x20 == UInt8(ascii: "p") else { return false }
+            bytes[2] | 0x20 == UInt8(ascii: "t"), bytes[3] | 0x20 == UInt8(ascii: "p")
+        else { return false }
         let colon = bytes[4] | 0x20 == UInt8(ascii: "s") ? 5 : 4
         return bytes.count >= colon + 3 && bytes[colon] == UInt8(ascii: ":") && bytes[colon + 1] == UInt8(ascii: "/")
             && bytes[colon + 2] == UInt8(ascii: "/")
@@ -53,5 +55,3 @@ public struct HTTPKind: URLKind {
         TreePath.derived(fromURL: written)
     }
 }
-
-import WorkerSupport

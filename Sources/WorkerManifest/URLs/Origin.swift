@@ -120,11 +120,13 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
     private static func plainOrigin(_ bytes: UnsafeBufferPointer<UInt8>) -> (Origin, rest: Int)? {
         func lower(_ offset: Int) -> UInt8 { bytes[offset] | 0x20 }
         guard bytes.count > 7, lower(0) == UInt8(ascii: "h"), lower(1) == UInt8(ascii: "t"), lower(2) == UInt8(ascii: "t"),
-              lower(3) == UInt8(ascii: "p") else { return nil }
+            lower(3) == UInt8(ascii: "p")
+        else { return nil }
         let secure = lower(4) == UInt8(ascii: "s")
         var index = secure ? 5 : 4
         guard bytes.count > index + 3, bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"),
-              bytes[index + 2] == UInt8(ascii: "/") else { return nil }
+            bytes[index + 2] == UInt8(ascii: "/")
+        else { return nil }
         index += 3
         let hostStart = index
         // A letter inet_aton never reads (not a hex digit nor `x`), or `-`: a name, never an
@@ -169,10 +171,13 @@ public final class Origin: Hashable, Sendable, CustomStringConvertible {
         }
         let end = hostEnd ?? index
         guard end > hostStart, hostEnd == nil || digits > 0, port <= 65535,
-              bytes[hostStart] != UInt8(ascii: "."), bytes[end - 1] != UInt8(ascii: ".") else { return nil }
+            bytes[hostStart] != UInt8(ascii: "."), bytes[end - 1] != UInt8(ascii: ".")
+        else { return nil }
         let hostBytes = UnsafeBufferPointer(rebasing: bytes[hostStart..<end])
-        let written = upper ? String(decoding: hostBytes.map { $0 | ($0 >= 65 && $0 <= 90 ? 0x20 : 0) }, as: UTF8.self)
-                            : String(decoding: hostBytes, as: UTF8.self)
+        let written =
+            upper
+            ? String(decoding: hostBytes.map { $0 | ($0 >= 65 && $0 <= 90 ? 0x20 : 0) }, as: UTF8.self)
+            : String(decoding: hostBytes, as: UTF8.self)
         var host = written
         if !named {
             guard !letters, quad, dots == 3, partLength > 0 else { return nil }

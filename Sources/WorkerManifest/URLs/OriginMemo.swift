@@ -17,7 +17,8 @@ public struct OriginMemo {
     public mutating func origin(of url: String) -> Origin {
         if let last, Self.starts(url, with: last.url, authority: last.authority) { return last.origin }
         guard let parsed = URLKinds.parse(url) else { return Origin.of(url) }
-        last = parsed.kind.id == .http
+        last =
+            parsed.kind.id == .http
             ? (url, url.utf8.distance(from: url.utf8.startIndex, to: parsed.rest.startIndex), parsed.origin) : nil
         return parsed.origin
     }
@@ -29,7 +30,7 @@ public struct OriginMemo {
         return known.withUTF8 { prefix in
             url.withUTF8 { bytes in
                 guard count > 0, let base = bytes.baseAddress, let start = prefix.baseAddress, bytes.count >= count,
-                      memcmp(base, start, count) == 0
+                    memcmp(base, start, count) == 0
                 else { return false }
                 guard bytes.count > count else { return true }
                 let next = bytes[count]

@@ -105,7 +105,9 @@ public final class FolderHandle: Sendable {
     /// The refusal of `path`, which is in the way of a folder: a link (never followed) or a file.
     static func inTheWay(_ path: String, _ info: stat?) -> CacheError {
         let kind = info.map { $0.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "a file" } ?? "not a folder"
-        return .treeRefused(path: path, reason: "it is \(kind) where a folder goes; worker never writes through a link "
-            + "in a folder it publishes: move it away or choose another folder")
+        return .treeRefused(
+            path: path,
+            reason: "it is \(kind) where a folder goes; worker never writes through a link "
+                + "in a folder it publishes: move it away or choose another folder")
     }
 }

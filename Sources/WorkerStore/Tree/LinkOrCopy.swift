@@ -12,8 +12,10 @@ public enum LinkOrCopy {
     /// Places `source` at `target` (relative to the folder `folder`, or absolute with
     /// `AT_FDCWD`); nil when `source` is gone (a writer replaced that version meanwhile).
     /// `flushCopy`: a copy's bytes are flushed before it is done (where one syncfs does not).
-    public static func place(_ source: String, in folder: Int32, _ target: String, shownAs shown: String,
-                              flushCopy: Bool = false) throws(CacheError) -> Placed? {
+    public static func place(
+        _ source: String, in folder: Int32, _ target: String, shownAs shown: String,
+        flushCopy: Bool = false
+    ) throws(CacheError) -> Placed? {
         if linkat(AT_FDCWD, source, folder, target, 0) == 0 { return .linked }
         if errno == ENOENT, access(source, F_OK) != 0 { return nil }
         guard [EXDEV, EPERM, EMLINK, EACCES, EROFS].contains(errno) else { throw .system(SystemError("link", shown)) }
@@ -22,8 +24,10 @@ public enum LinkOrCopy {
     }
 
     /// Copies `source` to `target` (relative to `folder`), read-only like the objects.
-    private static func copy(_ source: String, into folder: Int32, _ target: String, shownAs shown: String,
-                             flush: Bool) throws(CacheError) {
+    private static func copy(
+        _ source: String, into folder: Int32, _ target: String, shownAs shown: String,
+        flush: Bool
+    ) throws(CacheError) {
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw .system(SystemError("open", source)) }
         defer { Glibc.close(input) }

@@ -86,8 +86,10 @@ struct TreeFolder {
         for file in files {
             guard let source = file.source else { continue }
             let (parent, leaf) = try walk.parent(of: file.path)
-            switch try LinkOrCopy.place(source, in: parent.fd, leaf, shownAs: parent.shown(leaf),
-                                        flushCopy: durability == .eachFile) {
+            switch try LinkOrCopy.place(
+                source, in: parent.fd, leaf, shownAs: parent.shown(leaf),
+                flushCopy: durability == .eachFile)
+            {
             case .linked?: linked += 1
             case .copied?: copied += 1
             case nil: return nil

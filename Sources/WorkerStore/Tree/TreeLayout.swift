@@ -90,7 +90,7 @@ public enum TreeLayout: String, Sendable, CaseIterable {
     /// The extension of the URL's path (no query, no fragment), as NSURL's `pathExtension`.
     static func pathExtension(of url: String) -> String {
         guard let path = URL(string: url)?.path, let last = path.split(separator: "/").last,
-              let dot = last.lastIndex(of: "."), dot != last.startIndex
+            let dot = last.lastIndex(of: "."), dot != last.startIndex
         else { return "" }
         return String(last[last.index(after: dot)...])
     }

@@ -61,14 +61,16 @@ public struct TreePublisher: Sendable {
         // The sticky bit keeps others from renaming what root made there; nothing keeps the
         // folder's owner from it.
         let sticky = info.st_mode & S_ISVTX != 0
-        let open = info.st_mode & 0o002 != 0
+        let open =
+            info.st_mode & 0o002 != 0
             || info.st_mode & 0o020 != 0 && CacheOwnership.otherMembers(of: info.st_gid, besides: info.st_uid) != nil
         let othersCanWrite = info.st_uid != 0 || open && !sticky
         guard othersCanWrite else { return }
-        throw .unsafeFolder("\(Sanitize.terminal(parent.path)), the folder the tree \(Sanitize.terminal(path)) is published "
-            + "in, can be written by other users (\(CacheAccess.owner(info))), who could swap its link or "
-            + "\(versionsName) while this command, as root, writes there: publish into a folder only root can write "
-            + "(or one with the sticky bit), or run as the user who owns it")
+        throw .unsafeFolder(
+            "\(Sanitize.terminal(parent.path)), the folder the tree \(Sanitize.terminal(path)) is published "
+                + "in, can be written by other users (\(CacheAccess.owner(info))), who could swap its link or "
+                + "\(versionsName) while this command, as root, writes there: publish into a folder only root can write "
+                + "(or one with the sticky bit), or run as the user who owns it")
     }
 
     /// `.NAME.worker/`, this user's own and writable by no one else: made when `create` and
@@ -78,8 +80,9 @@ public struct TreePublisher: Sendable {
         let shown = Sanitize.terminal(parent.shown(versionsName))
         if let info = parent.info(versionsName), info.st_mode & S_IFMT != S_IFDIR {
             let kind = info.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a folder"
-            throw .unsafeFolder("\(shown) is \(kind) (\(CacheAccess.owner(info))): another user may have planted it; "
-                + "remove it, or \(Self.instead)")
+            throw .unsafeFolder(
+                "\(shown) is \(kind) (\(CacheAccess.owner(info))): another user may have planted it; "
+                    + "remove it, or \(Self.instead)")
         }
         let folder: FolderHandle?
         do {
@@ -106,8 +109,10 @@ public struct TreePublisher: Sendable {
         }
         guard info.st_mode & S_IFMT == S_IFLNK else {
             let kind = info.st_mode & S_IFMT == S_IFDIR ? "a folder" : "a file"
-            throw .treeRefused(path: path, reason: "it is \(kind) this program did not make (it publishes a link there); "
-                + "move it away or choose another path")
+            throw .treeRefused(
+                path: path,
+                reason: "it is \(kind) this program did not make (it publishes a link there); "
+                    + "move it away or choose another path")
         }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlinkat(parent.fd, name, &buffer, buffer.count - 1)
@@ -115,8 +120,10 @@ public struct TreePublisher: Sendable {
         let text = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let prefix = versionsName + "/"
         guard text.hasPrefix(prefix), TreeFolder.isVersionName(text.dropFirst(prefix.count)) else {
-            throw .treeRefused(path: path, reason: "it is a link to \(text), which this program did not make; "
-                + "remove it or choose another path")
+            throw .treeRefused(
+                path: path,
+                reason: "it is a link to \(text), which this program did not make; "
+                    + "remove it or choose another path")
         }
         return String(text.dropFirst(prefix.count))
     }
@@ -150,9 +157,11 @@ public struct TreePublisher: Sendable {
     /// lookup and its link. With `exact`, `files()` is what the caller believes (a sync's own
     /// plan and outcomes), and `exact` reads the truth (the index) if an object it names is gone
     /// by the time it is linked (another run replaced that version): the build starts again from it.
-    public func publish(cacheDirectory: String?, wait: Double?, context: RunContext, onlyComplete: Bool = false,
-                        files: () throws(CacheError) -> [TreeFile],
-                        exact: (() throws(CacheError) -> [TreeFile])? = nil) async throws(CacheError) -> TreeOutcome {
+    public func publish(
+        cacheDirectory: String?, wait: Double?, context: RunContext, onlyComplete: Bool = false,
+        files: () throws(CacheError) -> [TreeFile],
+        exact: (() throws(CacheError) -> [TreeFile])? = nil
+    ) async throws(CacheError) -> TreeOutcome {
         try check()
         let parent = try FolderHandle.make(parent, noun: "the tree's folder")
         try checkParent(parent)
@@ -190,7 +199,9 @@ public struct TreePublisher: Sendable {
             guard let counts else {
                 // An object vanished: built again from the index, once.
                 folder.removeHalfBuilt()
-                guard let reread = exact else { throw .unusable(path: versions.path, reason: "an object vanished while the tree was built") }
+                guard let reread = exact else {
+                    throw .unusable(path: versions.path, reason: "an object vanished while the tree was built")
+                }
                 all = try reread()
                 present = Self.ordered(all)
                 version = Self.version(of: present)

@@ -26,7 +26,9 @@ extension SyncEngine {
                 diagnostics.append(ManifestDiagnostic(path: manifest.path, line: position.line, column: position.column, message: message))
             }
             if let expires = manifest.expires, expires <= now {
-                refuse(manifest.expiresPosition, "expired at \(RFC3339.format(expires)): the publisher has not signed a newer one (a stale manifest is refused)")
+                refuse(
+                    manifest.expiresPosition,
+                    "expired at \(RFC3339.format(expires)): the publisher has not signed a newer one (a stale manifest is refused)")
                 continue
             }
             guard !opening.object.isEmpty else { continue }
@@ -47,16 +49,22 @@ extension SyncEngine {
                     continue
                 }
                 if let kept, serial == kept.serial, kept.object != opening.object {
-                    refuse(manifest.serialPosition, "serial \(serial) was accepted before with other bytes (a changed manifest "
-                        + "has a higher serial; the same serial with other bytes is refused)")
+                    refuse(
+                        manifest.serialPosition,
+                        "serial \(serial) was accepted before with other bytes (a changed manifest "
+                            + "has a higher serial; the same serial with other bytes is refused)")
                     continue
                 }
             }
             guard !opening.fromCopy else { continue }
             let same = previous?.object == opening.object
-            accepted.records.append((opening, AcceptedManifest(
-                source: opening.source, serial: manifest.serial ?? previous?.serial, object: opening.object,
-                acceptedAt: same ? previous?.acceptedAt ?? now : now, checkedAt: now), same))
+            accepted.records.append(
+                (
+                    opening,
+                    AcceptedManifest(
+                        source: opening.source, serial: manifest.serial ?? previous?.serial, object: opening.object,
+                        acceptedAt: same ? previous?.acceptedAt ?? now : now, checkedAt: now), same
+                ))
             if let serial = manifest.serial {
                 accepted.serials.append(AcceptedSerial(identity: manifest.name, signer: signer, serial: serial, object: opening.object))
             }
@@ -70,7 +78,8 @@ extension SyncEngine {
     /// must be the name it is read as. nil when they agree.
     static func bindingProblem(_ manifest: Manifest, _ opening: OpenedManifests.Opened) -> String? {
         if let signed = opening.signedFile, signed != opening.readAs {
-            return "signed as '\(Sanitize.terminal(signed))' (its signature's trusted comment) but read as '\(Sanitize.terminal(opening.readAs))': "
+            return
+                "signed as '\(Sanitize.terminal(signed))' (its signature's trusted comment) but read as '\(Sanitize.terminal(opening.readAs))': "
                 + "a signed manifest is bound to its name"
         }
         let stem = ManifestLoader.defaultName(opening.readAs)
@@ -115,8 +124,10 @@ extension SyncEngine {
     /// The accepted copy of `source` whose bytes are `object` (a copy kept by an older worker,
     /// named by its source alone, too): its path and bytes, or nil.
     static func readAcceptedCopy(_ cacheDirectory: String, source: String, object: String) -> (path: String, bytes: [UInt8])? {
-        let paths = [acceptedCopyPath(cacheDirectory, source: source, object: object),
-                     cacheDirectory + "/manifests/" + sourceName(source) + ".yaml"]
+        let paths = [
+            acceptedCopyPath(cacheDirectory, source: source, object: object),
+            cacheDirectory + "/manifests/" + sourceName(source) + ".yaml",
+        ]
         for path in paths {
             if let bytes = KeptFile.read(path), Hex.encode(SHA256.hash(data: bytes)) == object { return (path, bytes) }
         }

@@ -24,24 +24,29 @@ extension SyncEngine {
     /// with today's keys: the copies, opened, and what confirms them. nil otherwise.
     func acceptedCopies(_ arguments: [String]) -> (opened: OpenedManifests, checks: [UnchangedCheck])? {
         guard !arguments.isEmpty, !options.offline, !options.refresh, !options.refreshUnpinned, options.trust.signature == nil,
-              arguments.allSatisfy({ URLKinds.kind(of: $0)?.id == .http }), let index = try? acceptedIndex() else { return nil }
+            arguments.allSatisfy({ URLKinds.kind(of: $0)?.id == .http }), let index = try? acceptedIndex()
+        else { return nil }
         var opened = OpenedManifests()
         var checks: [UnchangedCheck] = []
         for argument in arguments {
             guard let accepted = try? index.acceptedManifest(argument), let row = try? index.record(url: argument),
-                  row.object == accepted.object, row.etag != nil || row.lastModified != nil else { return nil }
+                row.object == accepted.object, row.etag != nil || row.lastModified != nil
+            else { return nil }
             guard let (copy, bytes) = Self.readAcceptedCopy(options.cacheDirectory, source: argument, object: accepted.object)
             else { return nil }
             var signature: [UInt8]?
             var check: SignatureCheck?
             if !options.trust.keys.isEmpty {
-                guard let kept = KeptFile.read(copy + ".sig"), case .success(let verified) = options.trust.keys.verify(bytes, signature: kept)
+                guard let kept = KeptFile.read(copy + ".sig"),
+                    case .success(let verified) = options.trust.keys.verify(bytes, signature: kept)
                 else { return nil }
                 (signature, check) = (kept, verified)
             }
-            opened.manifests.append(.init(argument: argument, path: copy, source: argument, isRemote: true,
-                                          object: accepted.object, signature: signature, fromCopy: false,
-                                          readAs: Self.fileName(of: argument), signer: check?.signer, signedFile: check?.file))
+            opened.manifests.append(
+                .init(
+                    argument: argument, path: copy, source: argument, isRemote: true,
+                    object: accepted.object, signature: signature, fromCopy: false,
+                    readAs: Self.fileName(of: argument), signer: check?.signer, signedFile: check?.file))
             opened.fetchedURLs.append(argument)
             // The signature beside it is the cache's too (kept, never an orphan).
             opened.fetchedURLs += options.trust.keys.signatureSuffixes.map { Self.beside(argument, suffix: $0) }
@@ -66,7 +71,8 @@ extension SyncEngine {
     /// without a write (commands that only read).
     func unchanged(_ checks: [UnchangedCheck]) async -> Bool {
         guard let store = try? ContentStore(root: options.cacheDirectory),
-              let engine = try? SingleEngine(settings: options.fetch) else { return false }
+            let engine = try? SingleEngine(settings: options.fetch)
+        else { return false }
         var all = true
         for check in checks where all {
             all = await engine.isUnchanged(url: check.url, etag: check.etag, lastModified: check.lastModified, store: store)
@@ -80,12 +86,12 @@ extension SyncEngine {
     /// sync, commits even a 304). nil when it changed, failed or is not cached: fetch it as usual.
     func unchangedDocument(_ url: String) async -> String? {
         guard URLKinds.kind(of: url)?.id == .http, !options.offline, !options.refresh, !options.refreshUnpinned,
-              let index = try? acceptedIndex(), let row = try? index.record(url: url), row.etag != nil || row.lastModified != nil
+            let index = try? acceptedIndex(), let row = try? index.record(url: url), row.etag != nil || row.lastModified != nil
         else { return nil }
         let path = CacheLayout.objectPath(options.cacheDirectory, row.object)
         var info = stat()
         guard stat(path, &info) == 0, Int64(info.st_size) == row.size,
-              await unchanged([UnchangedCheck(url: url, etag: row.etag, lastModified: row.lastModified, object: row.object)])
+            await unchanged([UnchangedCheck(url: url, etag: row.etag, lastModified: row.lastModified, object: row.object)])
         else { return nil }
         return path
     }

@@ -28,7 +28,9 @@ extension SyncEngine {
         try await openManifests(arguments, documents: [:])
     }
 
-    func openManifests(_ arguments: [String], documents: [String: Result<String, DocumentFailure>]) async throws(SyncFailure) -> OpenedManifests {
+    func openManifests(
+        _ arguments: [String], documents: [String: Result<String, DocumentFailure>]
+    ) async throws(SyncFailure) -> OpenedManifests {
         var opened = OpenedManifests()
         let trust = options.trust
         if trust.signature != nil, arguments.count != 1 {
@@ -37,8 +39,10 @@ extension SyncEngine {
         for argument in arguments {
             let remote = Self.isRemoteManifest(argument)
             guard remote || !trust.keys.isEmpty else {
-                opened.manifests.append(.init(argument: argument, path: argument, source: Self.absolutePath(argument), isRemote: false,
-                                              object: "", signature: nil, fromCopy: false))
+                opened.manifests.append(
+                    .init(
+                        argument: argument, path: argument, source: Self.absolutePath(argument), isRemote: false,
+                        object: "", signature: nil, fromCopy: false))
                 continue
             }
             opened.manifests.append(try await open(argument, remote: remote, documents: documents, opened: &opened))
@@ -49,8 +53,10 @@ extension SyncEngine {
     /// One remote or signed manifest: its bytes, where they are, and the signature that verifies
     /// them. A signature that fails right after the manifest changed is asked again once, with
     /// the manifest (a publisher replaces two files, one after the other).
-    private func open(_ argument: String, remote: Bool, documents: [String: Result<String, DocumentFailure>],
-                      opened: inout OpenedManifests) async throws(SyncFailure) -> OpenedManifests.Opened {
+    private func open(
+        _ argument: String, remote: Bool, documents: [String: Result<String, DocumentFailure>],
+        opened: inout OpenedManifests
+    ) async throws(SyncFailure) -> OpenedManifests.Opened {
         let source = remote ? argument : Self.absolutePath(argument)
         let accepted = try? acceptedIndex()?.acceptedManifest(source)
         var documents = documents
@@ -73,21 +79,30 @@ extension SyncEngine {
                 bytes = FileManager.default.contents(atPath: path).map { [UInt8]($0) }
             }
             guard let bytes else {
-                throw .manifest(ManifestErrors(diagnostics: [ManifestDiagnostic(path: argument, line: 0, column: 0,
-                                                                                message: "cannot read manifest", kind: .unreadable)],
-                                               truncated: false))
+                throw .manifest(
+                    ManifestErrors(
+                        diagnostics: [
+                            ManifestDiagnostic(
+                                path: argument, line: 0, column: 0,
+                                message: "cannot read manifest", kind: .unreadable)
+                        ],
+                        truncated: false))
             }
             let object = Hex.encode(SHA256.hash(data: bytes))
             guard !options.trust.keys.isEmpty else {
-                return .init(argument: argument, path: path, source: source, isRemote: remote, object: object, signature: nil,
-                             fromCopy: fromCopy, readAs: Self.fileName(of: argument))
+                return .init(
+                    argument: argument, path: path, source: source, isRemote: remote, object: object, signature: nil,
+                    fromCopy: fromCopy, readAs: Self.fileName(of: argument))
             }
             let changed = remote && !fromCopy && accepted?.object != object
-            switch try await verifiedSignature(of: bytes, argument: argument, source: source, unchanged: remote && !changed,
-                                               documents: documents, opened: &opened) {
+            switch try await verifiedSignature(
+                of: bytes, argument: argument, source: source, unchanged: remote && !changed,
+                documents: documents, opened: &opened)
+            {
             case .success(let (signature, check)):
-                return .init(argument: argument, path: path, source: source, isRemote: remote, object: object, signature: signature,
-                             fromCopy: fromCopy, readAs: Self.fileName(of: argument), signer: check.signer, signedFile: check.file)
+                return .init(
+                    argument: argument, path: path, source: source, isRemote: remote, object: object, signature: signature,
+                    fromCopy: fromCopy, readAs: Self.fileName(of: argument), signer: check.signer, signedFile: check.file)
             case .failure(let refusal):
                 guard changed, !askedAgain else { throw refusal }
                 askedAgain = true
@@ -100,20 +115,25 @@ extension SyncEngine {
     /// The copy accepted before, when the manifest cannot be fetched and the copy is young
     /// enough: read without following a link, and only when its bytes are still the SHA-256
     /// recorded when it was accepted.
-    private func keptCopy(of argument: String, source: String, accepted: AcceptedManifest?,
-                          reason: String) throws(SyncFailure) -> (path: String, bytes: [UInt8]) {
-        guard let accepted, let (copy, bytes) = Self.readAcceptedCopy(options.cacheDirectory, source: source, object: accepted.object) else {
+    private func keptCopy(
+        of argument: String, source: String, accepted: AcceptedManifest?,
+        reason: String
+    ) throws(SyncFailure) -> (path: String, bytes: [UInt8]) {
+        guard let accepted, let (copy, bytes) = Self.readAcceptedCopy(options.cacheDirectory, source: source, object: accepted.object)
+        else {
             throw .manifestUnavailable("\(Redact.url(argument)): \(reason); no copy of it was accepted before")
         }
         // An unsigned copy is only as good as the cache it came in, which this run does not vouch for.
         guard !options.refreshUnpinned || !options.trust.keys.isEmpty else {
-            throw .manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before is unsigned, "
-                + "and not used under --refresh-unpinned")
+            throw .manifestUnavailable(
+                "\(Redact.url(argument)): \(reason); the copy accepted before is unsigned, "
+                    + "and not used under --refresh-unpinned")
         }
         let age = Date().timeIntervalSince1970 - accepted.checkedAt
         guard age <= options.trust.maxAge else {
-            throw .manifestUnavailable("\(Redact.url(argument)): \(reason); the copy accepted before was last "
-                + "current \(Units.formatAge(age)) ago, more than --manifest-max-age \(Units.formatDuration(options.trust.maxAge))")
+            throw .manifestUnavailable(
+                "\(Redact.url(argument)): \(reason); the copy accepted before was last "
+                    + "current \(Units.formatAge(age)) ago, more than --manifest-max-age \(Units.formatDuration(options.trust.maxAge))")
         }
         context.logger.warning("\(Redact.url(argument)): \(reason); using the copy accepted \(Units.formatAge(age)) ago")
         return (copy, bytes)
@@ -135,8 +155,10 @@ extension SyncEngine {
 
     /// The three phases for commands that only read manifests (`plan`, `export`, `verify
     /// --repair`): opened, loaded, accepted.
-    public func openAndLoad(_ arguments: [String], collectsTree: Bool = false,
-                            expandsHeaders: Bool = true) async throws(SyncFailure) -> (set: ManifestSet, opened: OpenedManifests) {
+    public func openAndLoad(
+        _ arguments: [String], collectsTree: Bool = false,
+        expandsHeaders: Bool = true
+    ) async throws(SyncFailure) -> (set: ManifestSet, opened: OpenedManifests) {
         let opened = try await openManifests(arguments)
         let set: ManifestSet
         do {
@@ -161,14 +183,17 @@ extension SyncEngine {
     /// kept with its accepted copy (no request; checked again with today's keys), else the one
     /// beside it (`NAME.minisig`, `NAME.sig`) or the one given. A fetched signature that fails is
     /// not kept. A refusal is returned (the caller may ask again), other failures thrown.
-    private func verifiedSignature(of bytes: [UInt8], argument: String, source: String, unchanged: Bool,
-                                   documents: [String: Result<String, DocumentFailure>],
-                                   opened: inout OpenedManifests) async throws(SyncFailure) -> Result<([UInt8], SignatureCheck), SyncFailure> {
+    private func verifiedSignature(
+        of bytes: [UInt8], argument: String, source: String, unchanged: Bool,
+        documents: [String: Result<String, DocumentFailure>],
+        opened: inout OpenedManifests
+    ) async throws(SyncFailure) -> Result<([UInt8], SignatureCheck), SyncFailure> {
         let keys = options.trust.keys
         if unchanged,
-           let copy = Self.readAcceptedCopy(options.cacheDirectory, source: source, object: Hex.encode(SHA256.hash(data: bytes))),
-           let kept = KeptFile.read(copy.path + ".sig"),
-           case .success(let check) = keys.verify(bytes, signature: kept) {
+            let copy = Self.readAcceptedCopy(options.cacheDirectory, source: source, object: Hex.encode(SHA256.hash(data: bytes))),
+            let kept = KeptFile.read(copy.path + ".sig"),
+            case .success(let check) = keys.verify(bytes, signature: kept)
+        {
             return .success((kept, check))
         }
         let candidates = options.trust.signature.map { [$0] } ?? keys.signatureSuffixes.map { Self.beside(argument, suffix: $0) }
@@ -200,7 +225,8 @@ extension SyncEngine {
                 return .failure(Self.refusal(argument, "\(problem.message); expected a signature by \(keys.expected)"))
             }
         }
-        return .failure(Self.refusal(argument, "not signed: no signature at \(tried.joined(separator: ", ")); expected one by \(keys.expected)"))
+        return .failure(
+            Self.refusal(argument, "not signed: no signature at \(tried.joined(separator: ", ")); expected one by \(keys.expected)"))
     }
 
     /// Drops a fetched document the run refused (its row, and its object when nothing else names it).
@@ -219,8 +245,11 @@ extension SyncEngine {
     /// A small document (a manifest, a signature) through the cache like `get`, asked for with a
     /// conditional request when cached (its 200 is the new copy): its object file, or why not.
     /// `documents` holds what this run already fetched.
-    private func fetchDocument(_ url: String, documents: [String: Result<String, DocumentFailure>] = [:], maxSize: Int64? = nil)
-        async throws(SyncFailure) -> Result<String, DocumentFailure> {
+    private func fetchDocument(
+        _ url: String, documents: [String: Result<String, DocumentFailure>] = [:], maxSize: Int64? = nil
+    )
+        async throws(SyncFailure) -> Result<String, DocumentFailure>
+    {
         if let fetched = documents[url] { return fetched }
         if let maxSize, maxSize < options.fetch.maxSize {
             var limited = options
@@ -264,7 +293,8 @@ extension SyncEngine {
         var failed = pinned.failed.makeIterator()
         for url in urls where documents[url] == nil {
             let row = failed.next()
-            documents[url] = .failure(DocumentFailure(reason: [row?.reason?.rawValue, row?.error].compactMap { $0 }.joined(separator: ": ")))
+            documents[url] = .failure(
+                DocumentFailure(reason: [row?.reason?.rawValue, row?.error].compactMap { $0 }.joined(separator: ": ")))
         }
         return documents
     }

@@ -13,8 +13,10 @@ struct WorkerCommand: AsyncParsableCommand {
         commandName: "worker",
         abstract: "Keep a local cache of remote files in step with YAML manifests of URL + content hash.",
         version: "worker \(WorkerVersion.current)",
-        subcommands: [Sync.self, Get.self, Plan.self, Status.self, Verify.self, GC.self, PathCommand.self, Remove.self, Clear.self,
-                      Export.self, Fingerprint.self, ManifestCommand.self, Push.self, Completion.self]
+        subcommands: [
+            Sync.self, Get.self, Plan.self, Status.self, Verify.self, GC.self, PathCommand.self, Remove.self, Clear.self,
+            Export.self, Fingerprint.self, ManifestCommand.self, Push.self, Completion.self,
+        ]
     )
 
     /// Runs the command, mapping usage errors to exit 2 (docs/EXIT-CODES.md) instead of EX_USAGE.
@@ -81,7 +83,7 @@ struct WorkerCommand: AsyncParsableCommand {
     nonisolated private static func parsedDirectly() -> (any ParsableCommand)? {
         let arguments = CommandLine.arguments.dropFirst()
         guard let first = arguments.first,
-              let command = configuration.subcommands.first(where: { $0.configuration.commandName == first })
+            let command = configuration.subcommands.first(where: { $0.configuration.commandName == first })
         else { return nil }
         // Help (`-h`, `--help`) is a command of its own: the root's, which names `worker`.
         guard let parsed = try? command.parseAsRoot(Array(arguments.dropFirst())), type(of: parsed) == command else { return nil }

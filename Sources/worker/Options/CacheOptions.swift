@@ -4,8 +4,9 @@ import Glibc
 
 /// `--cache-dir`, the same for every command.
 struct CacheOptions: ParsableArguments {
-    @Option(name: .customLong("cache-dir"),
-            help: "The cache directory (env WORKER_CACHE_DIR; default $XDG_CACHE_HOME/worker or ~/.cache/worker).")
+    @Option(
+        name: .customLong("cache-dir"),
+        help: "The cache directory (env WORKER_CACHE_DIR; default $XDG_CACHE_HOME/worker or ~/.cache/worker).")
     var cacheDirectory: String?
 
     /// The cache directory, absolute: the option, else the environment, else the XDG default.

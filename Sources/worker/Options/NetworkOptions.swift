@@ -6,10 +6,16 @@ import WorkerFetch
 
 /// How downloads talk to origins: concurrency, retries, timeouts, limits, trust.
 struct NetworkOptions: ParsableArguments {
-    @Option(name: [.short, .customLong("jobs")], help: "HTTP/1.1 connections per origin, opened as answers come (slow start); local files at once (at most 16).")
+    @Option(
+        name: [.short, .customLong("jobs")],
+        help: "HTTP/1.1 connections per origin, opened as answers come (slow start); local files at once (at most 16).")
     var jobs = 50
 
-    @Option(name: .customLong("max-streams"), help: "Requests in flight on one HTTP/2 connection; an origin gets one connection per fetch thread (one per core, at most 4), and the server's own limit applies too.")
+    @Option(
+        name: .customLong("max-streams"),
+        help:
+            "Requests in flight on one HTTP/2 connection; an origin gets one connection per fetch thread (one per core, at most 4), and the server's own limit applies too."
+    )
     var maxStreams = 100
 
     @Option(help: "Extra attempts for transient failures (connect, reset, truncated body, 5xx, 408, 429).")
@@ -21,13 +27,16 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("read-timeout"), help: "Longest silence while reading a body, above 0 (30, 30s, 1m).")
     var readTimeout = PositiveSeconds(30)
 
-    @Option(name: .customLong("entry-timeout"), help: "Longest one download attempt may take, head to last byte (stops slow drips), above 0.")
+    @Option(
+        name: .customLong("entry-timeout"), help: "Longest one download attempt may take, head to last byte (stops slow drips), above 0.")
     var entryTimeout = PositiveSeconds(600)
 
     @Option(name: .customLong("max-size"), help: "Largest body accepted for one entry, above 0 (256MiB, 1MB, 1048576).")
     var maxSize = ByteSize(value: 256 << 20, text: "256MiB")
 
-    @Option(name: .customLong("limit-rate"), help: "Bytes per second for the whole run, shared by all connections (curl's forms: 256K, 1M; K = 1024).")
+    @Option(
+        name: .customLong("limit-rate"),
+        help: "Bytes per second for the whole run, shared by all connections (curl's forms: 256K, 1M; K = 1024).")
     var limitRate: ByteRate?
 
     @Option(name: .customLong("max-rps"), help: "Requests per second to each origin (0.001 to 1000000).")
@@ -36,15 +45,23 @@ struct NetworkOptions: ParsableArguments {
     @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
     var caCertificates: [String] = []
 
-    @Option(name: .customLong("rewrite"), help: ArgumentHelp(
-        "Fetch URLs under FROM (any spelling of its scheme, host and port; an s3://BUCKET/PREFIX/ too) from TO + the rest instead; FROM's host is never contacted, and the cache and reports keep the manifest's URLs (repeatable; the first matching rule wins). Also $WORKER_REWRITE (rules separated by spaces, after these).",
-        valueName: "FROM=TO"))
+    @Option(
+        name: .customLong("rewrite"),
+        help: ArgumentHelp(
+            "Fetch URLs under FROM (any spelling of its scheme, host and port; an s3://BUCKET/PREFIX/ too) from TO + the rest instead; FROM's host is never contacted, and the cache and reports keep the manifest's URLs (repeatable; the first matching rule wins). Also $WORKER_REWRITE (rules separated by spaces, after these).",
+            valueName: "FROM=TO"))
     var rewrite: [String] = []
 
-    @Flag(name: .customLong("rewrite-strict"), help: "Refuse, before any request, every URL no --rewrite rule covers (except --allow-origin ones); redirects too. Also WORKER_REWRITE_STRICT=1.")
+    @Flag(
+        name: .customLong("rewrite-strict"),
+        help:
+            "Refuse, before any request, every URL no --rewrite rule covers (except --allow-origin ones); redirects too. Also WORKER_REWRITE_STRICT=1."
+    )
     var rewriteStrict = false
 
-    @Option(name: .customLong("allow-origin"), help: ArgumentHelp("An origin a --rewrite-strict run may reach without a rule (repeatable).", valueName: "URL"))
+    @Option(
+        name: .customLong("allow-origin"),
+        help: ArgumentHelp("An origin a --rewrite-strict run may reach without a rule (repeatable).", valueName: "URL"))
     var allowOrigin: [String] = []
 
     @OptionGroup(title: "Kinds of URL") var kinds: KindOptions

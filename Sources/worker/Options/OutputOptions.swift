@@ -14,7 +14,8 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .customLong("junit"), help: "Write JUnit XML: one test case per entry checked.")
     var junitPath: String?
 
-    @Option(name: .customLong("summary-md"), help: "Write a Markdown summary (default in GitHub Actions: appended to $GITHUB_STEP_SUMMARY).")
+    @Option(
+        name: .customLong("summary-md"), help: "Write a Markdown summary (default in GitHub Actions: appended to $GITHUB_STEP_SUMMARY).")
     var summaryPath: String?
 
     @Option(name: .customLong("metrics"), help: "Write Prometheus text format (node_exporter textfile collector), atomically.")
@@ -38,8 +39,10 @@ struct OutputOptions: ParsableArguments {
     /// The report's formats a sync offers, each with the path its option gave, in the order they
     /// are written: the one list the outputs are made from.
     private var formats: [(format: any ReportFormat, path: String?)] {
-        [(JSONReportWriter(all: reportAll), reportPath), (JUnitReportWriter(), junitPath), (PrometheusMetricsWriter(), metricsPath),
-         (HTMLReportWriter(), htmlPath), (MarkdownSummaryWriter(), summaryPath)]
+        [
+            (JSONReportWriter(all: reportAll), reportPath), (JUnitReportWriter(), junitPath), (PrometheusMetricsWriter(), metricsPath),
+            (HTMLReportWriter(), htmlPath), (MarkdownSummaryWriter(), summaryPath),
+        ]
     }
 
     /// The files, checked against the manifests (exit 2 when one would overwrite an input). In

@@ -14,7 +14,9 @@ struct SchedulingOptions: ParsableArguments {
     @Option(name: .customLong("max-failures"), help: "Exit 0 while failures stay within N or N% of the entries (e.g. 10 or 2%).")
     var maxFailures = FailureBudget.none
 
-    @Flag(name: .customLong("fail-on-failover"), help: "Exit 1 when mirrors served because an entry's own URL failed (said aloud either way).")
+    @Flag(
+        name: .customLong("fail-on-failover"), help: "Exit 1 when mirrors served because an entry's own URL failed (said aloud either way)."
+    )
     var failOnFailover = false
 
     @Option(help: "Handle only shard I of N, 0 ≤ I < N (default from JOB_COMPLETION_INDEX / JOB_COMPLETION_COUNT).")
@@ -26,7 +28,8 @@ struct SchedulingOptions: ParsableArguments {
         let environment = ProcessInfo.processInfo.environment
         guard let index = environment["JOB_COMPLETION_INDEX"] else { return .all }
         guard let count = environment["JOB_COMPLETION_COUNT"] else {
-            throw ValidationError("JOB_COMPLETION_INDEX is set: set JOB_COMPLETION_COUNT to the Job's completions too (or pass --shard I/N)")
+            throw ValidationError(
+                "JOB_COMPLETION_INDEX is set: set JOB_COMPLETION_COUNT to the Job's completions too (or pass --shard I/N)")
         }
         guard let parsed = Shard("\(index)/\(count)") else {
             throw ValidationError("JOB_COMPLETION_INDEX/JOB_COMPLETION_COUNT '\(index)/\(count)' is not I/N with 0 ≤ I < N")

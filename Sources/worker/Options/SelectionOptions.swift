@@ -3,11 +3,16 @@ import WorkerSync
 
 /// What a sync does with the entries it is given: fetch again, revalidate, stay offline, prune.
 struct SelectionOptions: ParsableArguments {
-    @Flag(help: "Download and verify every selected entry again, whatever the index says (a changed body is updated, the same body unchanged).")
+    @Flag(
+        help:
+            "Download and verify every selected entry again, whatever the index says (a changed body is updated, the same body unchanged).")
     var refresh = false
 
-    @Flag(name: .customLong("refresh-unpinned"),
-          help: "Download every entry without a hash again, in full, and fetch remote manifests afresh: for a cache restored from somewhere this run cannot vouch for.")
+    @Flag(
+        name: .customLong("refresh-unpinned"),
+        help:
+            "Download every entry without a hash again, in full, and fetch remote manifests afresh: for a cache restored from somewhere this run cannot vouch for."
+    )
     var refreshUnpinned = false
 
     @Flag(help: "Check entries without a hash with conditional requests (ETag / Last-Modified); 304 = unchanged.")

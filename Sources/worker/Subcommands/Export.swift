@@ -55,30 +55,38 @@ struct Export: AsyncParsableCommand {
 
     func run() async throws {
         let cacheDirectory = try cache.existing()
-        let set = manifests.isEmpty ? nil
-            : try await openManifests(manifests, cacheDirectory: cacheDirectory, trust: try trust.trust(),
-                                      fetch: try network.settings(for: Self.self), tree: layout == .tree).set
+        let set =
+            manifests.isEmpty
+            ? nil
+            : try await openManifests(
+                manifests, cacheDirectory: cacheDirectory, trust: try trust.trust(),
+                fetch: try network.settings(for: Self.self), tree: layout == .tree
+            ).set
         let urls = set.map { Set($0.entries.map(\.url)) }
         let tree = layout == .tree ? set.map { set in set.tree.map { (path: $0.path, url: set.entries[$0.entry].url) } } : nil
         let exporter = Exporter(cacheDirectory: cacheDirectory)
         let result: Exporter.Result
         do {
             let stop = StopSignals.enable { Console.notice("worker: " + $0) }
-            result = try await exporter.export(layout: layout, to: directory, urls: urls, tree: tree, atomic: atomic,
-                                               wait: lock.seconds(), context: .command(stop: stop))
+            result = try await exporter.export(
+                layout: layout, to: directory, urls: urls, tree: tree, atomic: atomic,
+                wait: lock.seconds(), context: .command(stop: stop))
         } catch {
             throw error
         }
         if let outcome = result.tree {
-            Console.out("exported \(outcome.files) file\(outcome.files == 1 ? "" : "s") to \(directory) "
-                        + (outcome.switched ? "(switched to \(outcome.version): \(outcome.linked) linked, \(outcome.copied) copied)\n"
-                                            : "(unchanged, nothing switched)\n"))
+            Console.out(
+                "exported \(outcome.files) file\(outcome.files == 1 ? "" : "s") to \(directory) "
+                    + (outcome.switched
+                        ? "(switched to \(outcome.version): \(outcome.linked) linked, \(outcome.copied) copied)\n"
+                        : "(unchanged, nothing switched)\n"))
         } else {
             let files = result.linked + result.copied + result.unchanged
             let shared = result.entries == files ? "" : "\(result.entries) entries as "
             let removed = result.removed > 0 ? ", \(result.removed) an earlier export wrote removed" : ""
-            Console.out("exported \(shared)\(files) file\(files == 1 ? "" : "s") to \(directory) "
-                        + "(\(result.linked) linked, \(result.copied) copied, \(result.unchanged) already there\(removed))\n")
+            Console.out(
+                "exported \(shared)\(files) file\(files == 1 ? "" : "s") to \(directory) "
+                    + "(\(result.linked) linked, \(result.copied) copied, \(result.unchanged) already there\(removed))\n")
         }
         if !result.missing.isEmpty { throw CommandFailure.unfinished(result.missing.prefix(20).map { "not cached: \($0)" }) }
     }

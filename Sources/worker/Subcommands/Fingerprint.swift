@@ -31,8 +31,10 @@ struct Fingerprint: AsyncParsableCommand {
         if manifests.contains(where: SyncEngine.isRemoteManifest) {
             // A manifest by URL is read as it is now (no cache: through a scratch one, removed at
             // exit); signatures are not checked — the digest decides nothing.
-            set = try await openManifests(manifests, cacheDirectory: SyncEngine.scratchCacheDirectory, trust: ManifestTrust(),
-                                          fetch: try network.settings(for: Self.self), expandsHeaders: false).set
+            set = try await openManifests(
+                manifests, cacheDirectory: SyncEngine.scratchCacheDirectory, trust: ManifestTrust(),
+                fetch: try network.settings(for: Self.self), expandsHeaders: false
+            ).set
         } else {
             var loader = ManifestLoader()
             loader.expandsHeaders = false

@@ -57,8 +57,10 @@ struct GC: AsyncParsableCommand {
             return
         }
         let verb = dryRun ? "would evict" : "evicted"
-        var lines = ["worker gc: \(verb) \(result.removedByAge.count) entries by age and \(result.removedBySize.count) by size; "
-            + "objects \(Units.formatBytes(result.bytesBefore)) → \(Units.formatBytes(result.bytesAfter))"]
+        var lines = [
+            "worker gc: \(verb) \(result.removedByAge.count) entries by age and \(result.removedBySize.count) by size; "
+                + "objects \(Units.formatBytes(result.bytesBefore)) → \(Units.formatBytes(result.bytesAfter))"
+        ]
         let evicted = result.removedByAge + result.removedBySize
         for url in evicted.prefix(Self.listLimit) { lines.append("  \(url)") }
         if evicted.count > Self.listLimit {

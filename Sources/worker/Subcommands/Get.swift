@@ -66,7 +66,9 @@ struct Get: AsyncParsableCommand {
         }
         guard let path = lookup.path else {
             let entry = lookup.entry
-            throw CommandFailure.unfinished(["failed: \(Redact.url(url)): \(entry?.reason?.rawValue ?? "failed"): \(entry?.error ?? "not fetched")"])
+            throw CommandFailure.unfinished([
+                "failed: \(Redact.url(url)): \(entry?.reason?.rawValue ?? "failed"): \(entry?.error ?? "not fetched")"
+            ])
         }
         switch output {
         case nil:

@@ -64,11 +64,15 @@ struct ManifestCommand: AsyncParsableCommand {
     @Option(help: "The manifest's name (default: the output file's name).")
     var name: String?
 
-    @Option(help: "Write `serial: N`: the manifest's number, which each publication must raise (a signed manifest's readers refuse a lower one).")
+    @Option(
+        help:
+            "Write `serial: N`: the manifest's number, which each publication must raise (a signed manifest's readers refuse a lower one).")
     var serial: Int64?
 
-    @Option(name: .customLong("expires-in"), help: ArgumentHelp(
-        "Write `expires:` this long from now (readers refuse the manifest after it).", valueName: "DURATION"))
+    @Option(
+        name: .customLong("expires-in"),
+        help: ArgumentHelp(
+            "Write `expires:` this long from now (readers refuse the manifest after it).", valueName: "DURATION"))
     var expiresIn: PositiveSeconds?
 
     @Option(name: .shortAndLong, help: "Write the manifest to FILE instead of standard output.")
@@ -102,7 +106,7 @@ struct ManifestCommand: AsyncParsableCommand {
         }
         if let first = folders.first, let form = URLKinds.kind(of: first)?.expandedForm {
             guard folders.count == 1, baseURL == nil, URLKinds.kind(of: first)?.problem(entry: first) == nil,
-                  URLKinds.kind(of: first)?.expands(first, pinned: false) == true
+                URLKinds.kind(of: first)?.expands(first, pinned: false) == true
             else { throw ValidationError("'\(first)' is listed alone, as \(form)") }
             return .expanded(first)
         }
@@ -124,9 +128,12 @@ struct ManifestCommand: AsyncParsableCommand {
         // A base of a kind a base_url may be, whose URLs below it are valid (a bucket S3 accepts),
         // without query or fragment.
         guard let kind = URLKinds.kind(of: baseURL), kind.roles.contains(.base),
-              URLKinds.problem(prefix: baseURL, what: "--base-url", role: .base) == nil, kind.problem(entry: baseURL + "x") == nil,
-              !baseURL.contains("?"), !baseURL.contains("#")
-        else { throw ValidationError("--base-url: '\(baseURL)' is not an absolute \(URLKinds.schemes(with: .base, joiner: "or")) URL without query") }
+            URLKinds.problem(prefix: baseURL, what: "--base-url", role: .base) == nil, kind.problem(entry: baseURL + "x") == nil,
+            !baseURL.contains("?"), !baseURL.contains("#")
+        else {
+            throw ValidationError(
+                "--base-url: '\(baseURL)' is not an absolute \(URLKinds.schemes(with: .base, joiner: "or")) URL without query")
+        }
         return .folders(baseURL: baseURL)
     }
 
@@ -215,10 +222,11 @@ struct ManifestCommand: AsyncParsableCommand {
         do {
             result = try await engine(fetch).pin(urls: urls, source: source == "-" ? "stdin" : source)
         } catch .manifest(let errors) {
-            throw CommandFailure.badList(errors.diagnostics.map { diagnostic in
-                let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line
-                return "\(diagnostic.path):\(line): \(diagnostic.message)"
-            })
+            throw CommandFailure.badList(
+                errors.diagnostics.map { diagnostic in
+                    let line = diagnostic.line > 0 && diagnostic.line <= lineOf.count ? lineOf[diagnostic.line - 1] : diagnostic.line
+                    return "\(diagnostic.path):\(line): \(diagnostic.message)"
+                })
         } catch {
             throw error
         }
@@ -267,9 +275,11 @@ struct ManifestCommand: AsyncParsableCommand {
         for url in result.skipped.prefix(20) {
             Console.error("worker: \(url): left out: the key cannot be a file's path in a tree")
         }
-        Console.notice("worker manifest: \(result.listed) \(result.noun) under \(folder): \(result.unchanged) unchanged since the last run, "
-            + (result.storedHashSource.map { "\(result.byChecksum) pinned by \($0), " } ?? "") + "\(result.byDownload) downloaded and hashed"
-            + (result.failed.isEmpty ? "" : ", \(result.failed.count) failed"))
+        Console.notice(
+            "worker manifest: \(result.listed) \(result.noun) under \(folder): \(result.unchanged) unchanged since the last run, "
+                + (result.storedHashSource.map { "\(result.byChecksum) pinned by \($0), " } ?? "")
+                + "\(result.byDownload) downloaded and hashed"
+                + (result.failed.isEmpty ? "" : ", \(result.failed.count) failed"))
         return (ManifestWriter.yaml(name: manifestName, baseURL: folder, items: result.items), result.failed.count)
     }
 

@@ -39,8 +39,11 @@ struct Plan: AsyncParsableCommand {
     @Flag(name: [.short, .customLong("quiet")], help: "Print nothing on stdout.")
     var quiet = false
 
-    @Option(name: .customLong("tree"), help: ArgumentHelp("Also say whether `sync --tree DIR` would switch the tree.",
-                                                          valueName: "DIR"))
+    @Option(
+        name: .customLong("tree"),
+        help: ArgumentHelp(
+            "Also say whether `sync --tree DIR` would switch the tree.",
+            valueName: "DIR"))
     var tree: String?
 
     @Option(help: ArgumentHelp("The --tree's layout: \(TreeLayout.names) (default tree).", valueName: "LAYOUT"))
@@ -52,17 +55,20 @@ struct Plan: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runPlan(manifests: manifests, cacheDirectory: cache.resolved, reportPath: reportPath, reportAll: reportAll,
-                          quiet: quiet, prune: prune, tree: tree, layout: layout ?? .tree,
-                          fetch: try network.settings(for: Self.self),
-                          trust: try trust.trust())
+        try await runPlan(
+            manifests: manifests, cacheDirectory: cache.resolved, reportPath: reportPath, reportAll: reportAll,
+            quiet: quiet, prune: prune, tree: tree, layout: layout ?? .tree,
+            fetch: try network.settings(for: Self.self),
+            trust: try trust.trust())
     }
 }
 
 /// Shared by `worker plan` and `worker sync --dry-run`.
-func runPlan(manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
-             prune: Bool, tree: String? = nil, layout: TreeLayout = .tree, fetch: FetchSettings,
-             trust: ManifestTrust) async throws {
+func runPlan(
+    manifests paths: [String], cacheDirectory: String, reportPath: String?, reportAll: Bool, quiet: Bool,
+    prune: Bool, tree: String? = nil, layout: TreeLayout = .tree, fetch: FetchSettings,
+    trust: ManifestTrust
+) async throws {
     let file = reportPath.map { SyncOutputs.File(JSONReportWriter(all: reportAll), $0) }
     try checkOutputs(file.map { [(format: $0.format, path: $0.path)] } ?? [], manifests: paths)
     var options = SyncOptions(cacheDirectory: cacheDirectory)

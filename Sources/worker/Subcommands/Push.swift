@@ -70,18 +70,23 @@ struct Push: AsyncParsableCommand {
         let counts = result.counts
         let shown = settings.remoteCache?.shownURL ?? ""
         if !quiet {
-            var line = "worker push: \(result.objects) objects to \(shown): \(counts.uploads) uploaded "
+            var line =
+                "worker push: \(result.objects) objects to \(shown): \(counts.uploads) uploaded "
                 + "(\(Units.formatBytes(counts.bytesUp))), \(counts.present) already there"
             let ended = counts.present + counts.uploads + counts.uploadErrors + counts.errors + counts.uploadsNotDone
-            let trouble = [(counts.uploadErrors + counts.errors, "failed"), (counts.uploadsNotDone, "cut short"),
-                           (result.damaged.count, "damaged (run worker verify --repair)"),
-                           (counts.privateNotUploaded, "private (fetched with credentials) kept local"),
-                           (result.objects - ended - result.damaged.count - counts.privateNotUploaded, "not tried")]
-                .filter { $0.0 > 0 }
+            let trouble = [
+                (counts.uploadErrors + counts.errors, "failed"), (counts.uploadsNotDone, "cut short"),
+                (result.damaged.count, "damaged (run worker verify --repair)"),
+                (counts.privateNotUploaded, "private (fetched with credentials) kept local"),
+                (result.objects - ended - result.damaged.count - counts.privateNotUploaded, "not tried"),
+            ]
+            .filter { $0.0 > 0 }
             for (count, what) in trouble { line += ", \(count) \(what)" }
             Console.out(line + "\n")
         }
-        let givenUp = counts.givenUp.map { "worker push: stopped after errors in a row from \(shown): \(Sanitize.terminal($0, limit: 200))" }
+        let givenUp = counts.givenUp.map {
+            "worker push: stopped after errors in a row from \(shown): \(Sanitize.terminal($0, limit: 200))"
+        }
         if !result.complete { throw CommandFailure.unfinished(givenUp.map { [$0] } ?? []) }
         if let givenUp { Console.error(givenUp) }
     }

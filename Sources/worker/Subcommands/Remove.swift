@@ -33,9 +33,12 @@ struct Remove: AsyncParsableCommand {
         } catch {
             throw error
         }
-        Console.out("removed \(result.removed.count) entr\(result.removed.count == 1 ? "y" : "ies"), "
-                    + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))"
-                    + (result.failuresCleared.isEmpty ? "" : "; cleared \(result.failuresCleared.count) pending failure"
+        Console.out(
+            "removed \(result.removed.count) entr\(result.removed.count == 1 ? "y" : "ies"), "
+                + "\(result.objectsDeleted) objects (\(Units.formatBytes(result.bytesFreed)))"
+                + (result.failuresCleared.isEmpty
+                    ? ""
+                    : "; cleared \(result.failuresCleared.count) pending failure"
                         + (result.failuresCleared.count == 1 ? "" : "s")) + "\n")
         if !result.notCached.isEmpty { throw CommandFailure.unfinished(result.notCached.map { "not cached: \(Redact.url($0))" }) }
     }

@@ -27,7 +27,7 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let cacheDirectory = try cache.existing()
-                let report: StatusReport
+        let report: StatusReport
         do {
             report = try StatusReport.read(cacheDirectory: cacheDirectory)
         } catch {
@@ -46,17 +46,23 @@ struct Status: AsyncParsableCommand {
             lines.append("fetched    oldest \(oldest), newest \(newest)")
         }
         for manifest in report.manifests {
-            lines.append("manifest   \(Sanitize.terminal(manifest.name)): \(manifest.entries) entries, last sync \(manifest.lastSync), "
-                + "\(manifest.result) (\(Sanitize.terminal(manifest.path)))")
+            lines.append(
+                "manifest   \(Sanitize.terminal(manifest.name)): \(manifest.entries) entries, last sync \(manifest.lastSync), "
+                    + "\(manifest.result) (\(Sanitize.terminal(manifest.path)))")
         }
         for origin in report.unhealthyOrigins {
-            lines.append("unhealthy  \(origin.origin) since \(origin.since): \(origin.problem) (last tried \(origin.lastChecked); the next sync probes it first)")
+            lines.append(
+                "unhealthy  \(origin.origin) since \(origin.since): \(origin.problem) (last tried \(origin.lastChecked); the next sync probes it first)"
+            )
         }
         if report.fileSystem != "local" {
             lines.append("filesystem \(report.fileSystem): the index uses a rollback journal (no WAL)")
         }
-        lines.append("failed     \(report.failedPending) entr\(report.failedPending == 1 ? "y" : "ies") pending"
-                     + (report.failedPending == 0 ? "" : " (the last attempt failed and none has succeeded since; cleared when the URL "
+        lines.append(
+            "failed     \(report.failedPending) entr\(report.failedPending == 1 ? "y" : "ies") pending"
+                + (report.failedPending == 0
+                    ? ""
+                    : " (the last attempt failed and none has succeeded since; cleared when the URL "
                         + "is fetched or by `worker rm URL`)"))
         for failure in report.failures.prefix(20) {
             let note = failure.getOnly ? " (only `worker get` asked for it: forgotten a day after the attempt)" : ""

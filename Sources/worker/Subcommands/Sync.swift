@@ -27,16 +27,22 @@ struct Sync: AsyncParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Only show the plan (same as `worker plan`).")
     var dryRun = false
 
-    @Option(name: .customLong("tree"), help: ArgumentHelp(
-        "After the sync, publish every entry at its tree path (its `path`, else its URL's path) under DIR: a link "
-            + "switched at once to a complete folder of hard links into the cache.", valueName: "DIR"))
+    @Option(
+        name: .customLong("tree"),
+        help: ArgumentHelp(
+            "After the sync, publish every entry at its tree path (its `path`, else its URL's path) under DIR: a link "
+                + "switched at once to a complete folder of hard links into the cache.", valueName: "DIR"))
     var tree: String?
 
-    @Flag(name: .customLong("tree-complete"), help: "Switch the --tree only to a version with every entry in it (else the version before stays).")
+    @Flag(
+        name: .customLong("tree-complete"),
+        help: "Switch the --tree only to a version with every entry in it (else the version before stays).")
     var treeComplete = false
 
-    @Option(help: ArgumentHelp("How the --tree names its files: \(TreeLayout.names) (default tree: at their tree paths; "
-                                   + "the others as `worker export --layout` does).", valueName: "LAYOUT"))
+    @Option(
+        help: ArgumentHelp(
+            "How the --tree names its files: \(TreeLayout.names) (default tree: at their tree paths; "
+                + "the others as `worker export --layout` does).", valueName: "LAYOUT"))
     var layout: TreeLayout?
 
     @OptionGroup var options: SyncCommandOptions
@@ -50,10 +56,11 @@ struct Sync: AsyncParsableCommand {
     func run() async throws {
         let output = options.output
         if dryRun {
-            try await runPlan(manifests: manifests, cacheDirectory: options.cache.resolved, reportPath: output.reportPath,
-                              reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune, tree: tree,
-                              layout: layout ?? .tree,
-                              fetch: try options.network.settings(for: Self.self), trust: try options.trust.trust())
+            try await runPlan(
+                manifests: manifests, cacheDirectory: options.cache.resolved, reportPath: output.reportPath,
+                reportAll: output.reportAll, quiet: output.quiet, prune: options.selection.prune, tree: tree,
+                layout: layout ?? .tree,
+                fetch: try options.network.settings(for: Self.self), trust: try options.trust.trust())
             return
         }
         var settings = try options.syncOptions(manifests: manifests, command: Self.self)

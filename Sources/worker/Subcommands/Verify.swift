@@ -53,9 +53,11 @@ struct Verify: AsyncParsableCommand {
     @Option(name: .customLong("ca-cert"), help: "A PEM file of certificate authorities to trust besides the system's (repeatable).")
     var caCertificates: [String] = []
 
-    @Option(name: .customLong("rewrite"), help: ArgumentHelp(
-        "With --repair: fetch URLs starting with FROM from TO + the rest (repeatable; also $WORKER_REWRITE).",
-        valueName: "FROM=TO"))
+    @Option(
+        name: .customLong("rewrite"),
+        help: ArgumentHelp(
+            "With --repair: fetch URLs starting with FROM from TO + the rest (repeatable; also $WORKER_REWRITE).",
+            valueName: "FROM=TO"))
     var rewrite: [String] = []
 
     @OptionGroup(title: "Kinds of URL") var kinds: KindOptions
@@ -78,9 +80,13 @@ struct Verify: AsyncParsableCommand {
         fetch.locator.rewrite = try optionChecked(for: Self.self) { try NetworkOptions.rewrite(self.rewrite) }
         // Checked like any manifest (exit 2 with file:line:column; signed ones verified, remote
         // ones fetched, where --rewrite sends them) before the cache is used.
-        let manifestPaths = manifests.isEmpty ? []
-            : try await openManifests(manifests, cacheDirectory: cache.resolved, trust: try trust.trust(), fetch: fetch,
-                                      expandsHeaders: false).opened.paths
+        let manifestPaths =
+            manifests.isEmpty
+            ? []
+            : try await openManifests(
+                manifests, cacheDirectory: cache.resolved, trust: try trust.trust(), fetch: fetch,
+                expandsHeaders: false
+            ).opened.paths
         let directory = try cache.existing()
         try checkOutputs(reportPath.map { [(format: VerifyReportFormat(), path: $0)] } ?? [], manifests: manifests)
         var verifier = CacheVerifier(cacheDirectory: directory, context: .command())
@@ -118,17 +124,21 @@ struct Verify: AsyncParsableCommand {
         }
         if !report.unreferencedObjects.isEmpty {
             let count = report.unreferencedObjects.count
-            lines.append("  \(count) object\(count == 1 ? "" : "s") no entry names (left by an interrupted run; "
-                         + "\(report.repaired ? "removed" : "the next sync or gc removes them"))")
+            lines.append(
+                "  \(count) object\(count == 1 ? "" : "s") no entry names (left by an interrupted run; "
+                    + "\(report.repaired ? "removed" : "the next sync or gc removes them"))")
         }
         if report.temporaryFiles > 0 { lines.append("  removed \(report.temporaryFiles) temporary files left by a crashed run") }
         if let damage = report.indexDamage {
-            lines.append("  the index is damaged (SQLite: \(Sanitize.terminal(damage, limit: 200))); it cannot be repaired: "
-                         + "`worker clear` deletes it with every object, and the next sync downloads everything again")
+            lines.append(
+                "  the index is damaged (SQLite: \(Sanitize.terminal(damage, limit: 200))); it cannot be repaired: "
+                    + "`worker clear` deletes it with every object, and the next sync downloads everything again")
         }
         if report.isClean { lines.append("  the cache and its index agree") }
         if report.repaired && !report.isClean {
-            lines.append("  repaired: deleted \(report.deletedFiles) files, downloaded \(report.redownloaded.count) again, dropped \(report.droppedEntries.count) entries")
+            lines.append(
+                "  repaired: deleted \(report.deletedFiles) files, downloaded \(report.redownloaded.count) again, dropped \(report.droppedEntries.count) entries"
+            )
         } else if !report.isClean && report.indexDamage == nil {
             lines.append("  run `worker verify --repair` to fix")
         }

@@ -35,7 +35,9 @@ final class DAVServer {
                 chmod(folder, folder == directory.path ? 0o755 : 0o777)
             }
             let root = directory.path
-            let config = directory.write("httpd.conf", """
+            let config = directory.write(
+                "httpd.conf",
+                """
                 ServerName 127.0.0.1
                 Listen 127.0.0.1:\(port)
                 PidFile \(root)/apache.pid
@@ -54,12 +56,17 @@ final class DAVServer {
                 </Directory>
 
                 """)
-            process = try ChildProcess("/usr/sbin/apache2", ["-f", config, "-DFOREGROUND"],
-                                       stdout: .file(root + "/out.log"), stderr: .file(root + "/out.log"))
+            process = try ChildProcess(
+                "/usr/sbin/apache2", ["-f", config, "-DFOREGROUND"],
+                stdout: .file(root + "/out.log"), stderr: .file(root + "/out.log"))
         case .rclone:
-            process = try ChildProcess("/usr/bin/rclone", ["serve", "webdav", directory.path + "/data", "--addr", "127.0.0.1:\(port)",
-                                                           "--config", "/dev/null"],
-                                       stdout: .file(directory.path + "/out.log"), stderr: .file(directory.path + "/out.log"))
+            process = try ChildProcess(
+                "/usr/bin/rclone",
+                [
+                    "serve", "webdav", directory.path + "/data", "--addr", "127.0.0.1:\(port)",
+                    "--config", "/dev/null",
+                ],
+                stdout: .file(directory.path + "/out.log"), stderr: .file(directory.path + "/out.log"))
         }
         guard NginxServer.waitForListener(port: port, while: process) else {
             process.terminate()

@@ -28,8 +28,10 @@ final class MotoS3 {
     /// Starts moto and puts `objects` (bucket → key → bytes) in it; those whose key is in
     /// `sha256Keys` are put with `ChecksumAlgorithm=SHA256` (the bucket then stores their SHA-256).
     init(objects: [String: [String: [UInt8]]], sha256Keys: Set<String> = []) throws {
-        let server = ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root") + "/.cache")
+        let server =
+            ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root")
+                + "/.cache")
             + "/worker-test-venv/bin/moto_server"
         guard FileManager.default.isExecutableFile(atPath: server) else {
             throw TierProblem("moto_server is not installed at \(server) (scripts/test.sh installs it)")
@@ -42,7 +44,8 @@ final class MotoS3 {
                 listing.append([bucket, key, directory.write("object-\(listing.count)", bytes), sha256Keys.contains(key) ? "SHA256" : ""])
             }
         }
-        let listingPath = directory.write("objects.json", String(decoding: try JSONSerialization.data(withJSONObject: listing), as: UTF8.self))
+        let listingPath = directory.write(
+            "objects.json", String(decoding: try JSONSerialization.data(withJSONObject: listing), as: UTF8.self))
         let script = directory.write("setup.py", Self.setup)
         // The setup's own requests: six for the user, its key and the role, one per bucket and per object.
         let unauthenticated = 6 + objects.count + listing.count
@@ -51,8 +54,9 @@ final class MotoS3 {
             let port = try NginxServer.freePort()
             var environment = ProcessInfo.processInfo.environment
             environment["INITIAL_NO_AUTH_ACTION_COUNT"] = String(unauthenticated)
-            let process = try ChildProcess(server, ["-H", "127.0.0.1", "-p", String(port)], environment: environment,
-                                           stdout: .file(directory.path + "/moto.log"), stderr: .file(directory.path + "/moto.log"))
+            let process = try ChildProcess(
+                server, ["-H", "127.0.0.1", "-p", String(port)], environment: environment,
+                stdout: .file(directory.path + "/moto.log"), stderr: .file(directory.path + "/moto.log"))
             guard NginxServer.waitForListener(port: port, while: process) else {
                 process.terminate()
                 process.waitUntilExit()
@@ -60,17 +64,19 @@ final class MotoS3 {
                 continue
             }
             let output = directory.path + "/keys.json"
-            let setup = try ChildProcess(python, [script, String(port), listingPath, output], stdout: .file(directory.path + "/setup.log"),
-                                         stderr: .file(directory.path + "/setup.log"))
+            let setup = try ChildProcess(
+                python, [script, String(port), listingPath, output], stdout: .file(directory.path + "/setup.log"),
+                stderr: .file(directory.path + "/setup.log"))
             setup.waitUntilExit()
             guard setup.terminationStatus == 0, let data = FileManager.default.contents(atPath: output),
-                  let keys = try JSONSerialization.jsonObject(with: data) as? [String: String],
-                  let id = keys["id"], let secret = keys["secret"], let sessionID = keys["session_id"],
-                  let sessionSecret = keys["session_secret"], let token = keys["session_token"]
+                let keys = try JSONSerialization.jsonObject(with: data) as? [String: String],
+                let id = keys["id"], let secret = keys["secret"], let sessionID = keys["session_id"],
+                let sessionSecret = keys["session_secret"], let token = keys["session_token"]
             else {
                 process.terminate()
                 process.waitUntilExit()
-                throw TierProblem("moto's setup failed: " + ((try? String(contentsOfFile: directory.path + "/setup.log", encoding: .utf8)) ?? ""))
+                throw TierProblem(
+                    "moto's setup failed: " + ((try? String(contentsOfFile: directory.path + "/setup.log", encoding: .utf8)) ?? ""))
             }
             self.port = port
             self.process = process
@@ -88,12 +94,15 @@ final class MotoS3 {
 
     /// Runs `code` (Python) with `s3`, a boto3 client signed with the user's keys.
     func boto(_ code: String) throws {
-        let script = directory.write("boto-\(UUID().uuidString).py", """
+        let script = directory.write(
+            "boto-\(UUID().uuidString).py",
+            """
             import boto3
             s3 = boto3.client("s3", endpoint_url="\(endpoint)", region_name="us-east-1",
                               aws_access_key_id="\(user.id)", aws_secret_access_key="\(user.secret)")
             """ + "\n" + code + "\n")
-        let run = try ChildProcess(python, [script], stdout: .file(directory.path + "/boto.log"), stderr: .file(directory.path + "/boto.log"))
+        let run = try ChildProcess(
+            python, [script], stdout: .file(directory.path + "/boto.log"), stderr: .file(directory.path + "/boto.log"))
         run.waitUntilExit()
         guard run.terminationStatus == 0 else {
             throw TierProblem("boto3 failed: " + ((try? String(contentsOfFile: directory.path + "/boto.log", encoding: .utf8)) ?? ""))
@@ -103,8 +112,9 @@ final class MotoS3 {
     /// Puts `bytes` at `key` (with the bucket storing its SHA-256 when `sha256`).
     func put(_ bucket: String, _ key: String, _ bytes: [UInt8], sha256: Bool) throws {
         let file = directory.write("put-\(UUID().uuidString)", bytes)
-        try boto("s3.put_object(Bucket=\"\(bucket)\", Key=\"\(key)\", Body=open(\"\(file)\", \"rb\").read()"
-                 + (sha256 ? ", ChecksumAlgorithm=\"SHA256\")" : ")"))
+        try boto(
+            "s3.put_object(Bucket=\"\(bucket)\", Key=\"\(key)\", Body=open(\"\(file)\", \"rb\").read()"
+                + (sha256 ? ", ChecksumAlgorithm=\"SHA256\")" : ")"))
     }
 
     func delete(_ bucket: String, _ key: String) throws {
@@ -115,7 +125,9 @@ final class MotoS3 {
     var requests: [String] {
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
-            guard let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"") else { return nil }
+            guard let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"") else {
+                return nil
+            }
             let request = line[line.index(after: open)..<close].split(separator: " ")
             let status = line[line.index(after: close)...].split(separator: " ").first ?? ""
             guard request.count >= 2 else { return nil }
@@ -133,10 +145,12 @@ final class MotoS3 {
 
     /// The same for any S3 endpoint (a stub on loopback as well as moto).
     static func environment(endpoint: String, _ keys: Keys?, home: String, extra: [String: String] = [:]) -> [String: String] {
-        var environment = ["HOME": home, "AWS_ENDPOINT_URL": endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_PROFILE": "",
-                           "AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "",
-                           "AWS_ACCESS_KEY_ID": keys?.id ?? "", "AWS_SECRET_ACCESS_KEY": keys?.secret ?? "",
-                           "AWS_SESSION_TOKEN": keys?.token ?? ""]
+        var environment = [
+            "HOME": home, "AWS_ENDPOINT_URL": endpoint, "AWS_ENDPOINT_URL_S3": "", "AWS_PROFILE": "",
+            "AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_CONFIG_FILE": "", "AWS_SHARED_CREDENTIALS_FILE": "",
+            "AWS_ACCESS_KEY_ID": keys?.id ?? "", "AWS_SECRET_ACCESS_KEY": keys?.secret ?? "",
+            "AWS_SESSION_TOKEN": keys?.token ?? "",
+        ]
         for (name, value) in extra { environment[name] = value }
         return environment
     }

@@ -26,9 +26,13 @@ final class OCIRegistry {
 
     /// `tls`: a certificate and key it speaks TLS with (else plain http); `proxy`: the registry
     /// it is a pull-through mirror of (distribution's `proxy: remoteurl`).
-    init(storage: String, auth: Auth = .none, tls: (certificate: String, key: String)? = nil, proxy: String? = nil,
-         logRequests: Bool = false) throws {
-        let binary = ["/usr/bin/docker-registry", "/usr/local/bin/docker-registry"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    init(
+        storage: String, auth: Auth = .none, tls: (certificate: String, key: String)? = nil, proxy: String? = nil,
+        logRequests: Bool = false
+    ) throws {
+        let binary = ["/usr/bin/docker-registry", "/usr/local/bin/docker-registry"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
         guard let binary else { throw TierProblem("docker-registry is not installed (scripts/test.sh installs it)") }
         var authBlock = ""
         switch auth {
@@ -39,17 +43,21 @@ final class OCIRegistry {
             guard htpasswd.terminationStatus == 0 else { throw TierProblem("htpasswd failed") }
             authBlock = "auth:\n  htpasswd:\n    realm: worker-test\n    path: \(directory.path)/htpasswd\n"
         case .token(let service):
-            authBlock = "auth:\n  token:\n    realm: \(service.url)/token\n    service: worker-test-registry\n"
+            authBlock =
+                "auth:\n  token:\n    realm: \(service.url)/token\n    service: worker-test-registry\n"
                 + "    issuer: worker-test-issuer\n    rootcertbundle: \(service.certificate)\n"
         case .realm(let realm, let certificate):
-            authBlock = "auth:\n  token:\n    realm: \(realm)\n    service: worker-test-registry\n"
+            authBlock =
+                "auth:\n  token:\n    realm: \(realm)\n    service: worker-test-registry\n"
                 + "    issuer: worker-test-issuer\n    rootcertbundle: \(certificate)\n"
         }
         let (folder, log) = (directory, directory.path + "/registry.log")
         let tlsBlock = tls.map { "  tls:\n    certificate: \($0.certificate)\n    key: \($0.key)\n" } ?? ""
         let proxyBlock = proxy.map { "proxy:\n  remoteurl: \($0)\n" } ?? ""
         (port, process) = try startOnFreePort(log: log, what: "docker-registry") { port in
-            let config = folder.write("config.yml", """
+            let config = folder.write(
+                "config.yml",
+                """
                 version: 0.1
                 log:
                   level: \(logRequests ? "info" : "warn")
@@ -75,17 +83,21 @@ final class OCIRegistry {
     func push(_ repository: String, _ bytes: [UInt8]) async throws -> String {
         let digest = sha256(bytes)
         let file = directory.write("blob-\(digest)", bytes)
-        let start = try await WorkerBinary.run(["-s", "-i", "-X", "POST", "http://\(address)/v2/\(repository)/blobs/uploads/"],
-                                               executable: "/usr/bin/curl")
+        let start = try await WorkerBinary.run(
+            ["-s", "-i", "-X", "POST", "http://\(address)/v2/\(repository)/blobs/uploads/"],
+            executable: "/usr/bin/curl")
         guard let line = start.stdout.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("location:") }) else {
             throw TierProblem("the registry started no upload: \(start.stdout)")
         }
         var location = String(line.dropFirst("location:".count)).trimmingCharacters(in: .whitespaces)
         if location.hasPrefix("/") { location = "http://\(address)" + location }
-        let put = try await WorkerBinary.run(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data-binary", "@" + file,
-                                              "-H", "Content-Type: application/octet-stream",
-                                              location + (location.contains("?") ? "&" : "?") + "digest=sha256:" + digest],
-                                             executable: "/usr/bin/curl")
+        let put = try await WorkerBinary.run(
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data-binary", "@" + file,
+                "-H", "Content-Type: application/octet-stream",
+                location + (location.contains("?") ? "&" : "?") + "digest=sha256:" + digest,
+            ],
+            executable: "/usr/bin/curl")
         guard put.stdout == "201" else { throw TierProblem("the blob upload answered \(put.stdout)") }
         return digest
     }
@@ -96,9 +108,12 @@ extension OCIRegistry {
     /// anonymous pushes).
     func putManifest(_ repository: String, _ reference: String, _ json: String, mediaType: String) async throws {
         let file = directory.write("manifest-\(reference).json", json)
-        let put = try await WorkerBinary.run(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data-binary", "@" + file,
-                                              "-H", "Content-Type: " + mediaType, "http://\(address)/v2/\(repository)/manifests/\(reference)"],
-                                             executable: "/usr/bin/curl")
+        let put = try await WorkerBinary.run(
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data-binary", "@" + file,
+                "-H", "Content-Type: " + mediaType, "http://\(address)/v2/\(repository)/manifests/\(reference)",
+            ],
+            executable: "/usr/bin/curl")
         guard put.stdout == "201" else { throw TierProblem("the manifest upload answered \(put.stdout)") }
     }
 
@@ -108,16 +123,20 @@ extension OCIRegistry {
     func pushArtifact(_ repository: String, tag: String, files: [String: [UInt8]]) throws {
         let folder = TemporaryDirectory()
         for (name, bytes) in files { _ = folder.write(name, bytes) }
-        let script = folder.write("push.py", """
+        let script = folder.write(
+            "push.py",
+            """
             import sys
             import oras.client
             client = oras.client.OrasClient(hostname=sys.argv[1], insecure=True)
             answer = client.push(target=sys.argv[2], files=sys.argv[3:])
             sys.exit(0 if answer.status_code in (200, 201) else 1)
             """)
-        let process = try ChildProcess(RegistryTokenService.python(), [script, address, "\(address)/\(repository):\(tag)"]
-                                       + files.keys.sorted(), directory: folder.path,
-                                       stdout: .file(folder.path + "/push.log"), stderr: .file(folder.path + "/push.log"))
+        let process = try ChildProcess(
+            RegistryTokenService.python(),
+            [script, address, "\(address)/\(repository):\(tag)"]
+                + files.keys.sorted(), directory: folder.path,
+            stdout: .file(folder.path + "/push.log"), stderr: .file(folder.path + "/push.log"))
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw TierProblem("oras push failed: " + ((try? String(contentsOfFile: folder.path + "/push.log", encoding: .utf8)) ?? ""))
@@ -148,8 +167,10 @@ final class RegistryTokenService {
 
     /// The test virtual environment's Python (moto's, with `cryptography` and ORAS's client).
     static func python() throws -> String {
-        let server = ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root") + "/.cache")
+        let server =
+            ProcessInfo.processInfo.environment["WORKER_MOTO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (ProcessInfo.processInfo.environment["HOME"] ?? "/root")
+                + "/.cache")
             + "/worker-test-venv/bin/moto_server"
         let python = (server as NSString).deletingLastPathComponent + "/python"
         guard FileManager.default.isExecutableFile(atPath: python) else {
@@ -165,16 +186,22 @@ final class RegistryTokenService {
         tlsCertificate = served?.certificate
         certificate = directory.path + "/token.pem"
         let key = directory.path + "/token.key"
-        let openssl = try ChildProcess("/usr/bin/env", ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                                                        "-subj", "/CN=worker-test-issuer", "-keyout", key, "-out", certificate])
+        let openssl = try ChildProcess(
+            "/usr/bin/env",
+            [
+                "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                "-subj", "/CN=worker-test-issuer", "-keyout", key, "-out", certificate,
+            ])
         openssl.waitUntilExit()
         guard openssl.terminationStatus == 0 else { throw TierProblem("openssl could not make the token service's key") }
         let usersFile = directory.write("users.json", String(decoding: try JSONSerialization.data(withJSONObject: users), as: UTF8.self))
         let script = ActionTests.repository + "/Tests/tools/registry-token.py"
         let (log, tokensLog, certificate) = (directory.path + "/service.log", directory.path + "/tokens.log", certificate)
         (port, process) = try startOnFreePort(log: log, what: "the token service") { port in
-            try ChildProcess(python, [script, key, certificate, String(port), usersFile, tokensLog, String(lifetime)]
-                             + (served.map { [$0.certificate, $0.key] } ?? []), stdout: .file(log), stderr: .file(log))
+            try ChildProcess(
+                python,
+                [script, key, certificate, String(port), usersFile, tokensLog, String(lifetime)]
+                    + (served.map { [$0.certificate, $0.key] } ?? []), stdout: .file(log), stderr: .file(log))
         }
     }
 

@@ -38,7 +38,9 @@ final class SSHServer {
         var started: (Int, ChildProcess)?
         for _ in 0..<3 where started == nil {
             let port = try NginxServer.freePort()
-            let config = directory.write("sshd_config", """
+            let config = directory.write(
+                "sshd_config",
+                """
                 Port \(port)
                 ListenAddress 127.0.0.1
                 HostKey \(folder)/host_key
@@ -62,8 +64,10 @@ final class SSHServer {
         }
         guard let started else { throw TierProblem("sshd did not start: " + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")) }
         (port, process) = started
-        let hostKey = try String(contentsOfFile: folder + "/host_key.pub", encoding: .utf8).split(separator: " ").prefix(2).joined(separator: " ")
-        let otherKey = try String(contentsOfFile: folder + "/other_key.pub", encoding: .utf8).split(separator: " ").prefix(2).joined(separator: " ")
+        let hostKey = try String(contentsOfFile: folder + "/host_key.pub", encoding: .utf8).split(separator: " ").prefix(2).joined(
+            separator: " ")
+        let otherKey = try String(contentsOfFile: folder + "/other_key.pub", encoding: .utf8).split(separator: " ").prefix(2).joined(
+            separator: " ")
         hostKeyLine = "[127.0.0.1]:\(port) \(hostKey)"
         otherHostKeyLine = "[127.0.0.1]:\(port) \(otherKey)"
         knownHosts = directory.write("known_hosts", hostKeyLine + "\n")
@@ -102,7 +106,8 @@ final class SSHServer {
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
                 let names = (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? []
-                let arrived = names.compactMap { try? FileManager.default.attributesOfItem(atPath: tmp + "/" + $0)[.size] as? Int }.reduce(0, +)
+                let arrived = names.compactMap { try? FileManager.default.attributesOfItem(atPath: tmp + "/" + $0)[.size] as? Int }.reduce(
+                    0, +)
                 if arrived >= bytes { break }
                 usleep(10_000)
             }

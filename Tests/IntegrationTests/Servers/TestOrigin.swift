@@ -174,8 +174,9 @@ final class TestOrigin: Sendable {
             return .respond(.notModified, headers, [])
         }
         if let range = head.headers.first(name: "range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
-           let start = Int(range.dropFirst(6).dropLast()),
-           head.headers.first(name: "if-range").map({ $0 == etag }) ?? true {
+            let start = Int(range.dropFirst(6).dropLast()),
+            head.headers.first(name: "if-range").map({ $0 == etag }) ?? true
+        {
             guard start < file.count else {
                 headers.add(name: "Content-Range", value: "bytes */\(file.count)")
                 return .respond(.rangeNotSatisfiable, headers, [])
@@ -331,7 +332,8 @@ private final class OriginHandler: ChannelInboundHandler {
             }
         case .cut(let headers, let body, let count):
             writeHead(context, request, .ok, headers, length: body.count, keepAlive: false)
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body.prefix(count)))))).whenComplete { _ in
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body.prefix(count)))))).whenComplete {
+                _ in
                 channel.close(promise: nil)
             }
         case .stall(let body):
@@ -345,8 +347,9 @@ private final class OriginHandler: ChannelInboundHandler {
         case .endless:
             var headers = HTTPHeaders()
             headers.add(name: "Transfer-Encoding", value: "chunked")
-            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: .ok, headers: headers))),
-                                  promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: .ok, headers: headers))),
+                promise: nil)
             pour(context: context, sent: 0)
         case .reset:
             channel.close(promise: nil)
@@ -358,8 +361,10 @@ private final class OriginHandler: ChannelInboundHandler {
         }
     }
 
-    private func respond(_ request: HTTPRequestHead, _ status: HTTPResponseStatus, _ headers: HTTPHeaders, _ body: [UInt8],
-                         keepAlive: Bool, context: ChannelHandlerContext) {
+    private func respond(
+        _ request: HTTPRequestHead, _ status: HTTPResponseStatus, _ headers: HTTPHeaders, _ body: [UInt8],
+        keepAlive: Bool, context: ChannelHandlerContext
+    ) {
         let channel = context.channel
         writeHead(context, request, status, headers, length: body.count, keepAlive: keepAlive)
         if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(channel.allocator.buffer(bytes: body)))), promise: nil) }
@@ -370,8 +375,10 @@ private final class OriginHandler: ChannelInboundHandler {
         }
     }
 
-    private func writeHead(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, _ status: HTTPResponseStatus,
-                           _ headers: HTTPHeaders, length: Int, keepAlive: Bool) {
+    private func writeHead(
+        _ context: ChannelHandlerContext, _ request: HTTPRequestHead, _ status: HTTPResponseStatus,
+        _ headers: HTTPHeaders, length: Int, keepAlive: Bool
+    ) {
         var headers = headers
         headers.replaceOrAdd(name: "Content-Length", value: "\(length)")
         headers.replaceOrAdd(name: "Connection", value: keepAlive ? "keep-alive" : "close")
@@ -383,7 +390,8 @@ private final class OriginHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             return
         }
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: rest.prefix(chunk))))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: rest.prefix(chunk))))), promise: nil)
         let next = rest.dropFirst(chunk)
         context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
             self.drip(next, every: milliseconds, chunk: chunk, context: context)

@@ -16,19 +16,21 @@ final class WebDAVTier {
     var storage: String { directory.path + "/data" }
 
     init() throws {
-        server = try NginxServer(prepare: { root in
-            try FileManager.default.createDirectory(atPath: root + "/data/cas", withIntermediateDirectories: true)
-        }, server: { port, root in
-            """
-            listen 127.0.0.1:\(port);
-            location /cas/ {
-              root \(root)/data;
-              dav_methods PUT;
-              create_full_put_path on;
-              client_max_body_size 0;
-            }
-            """
-        })
+        server = try NginxServer(
+            prepare: { root in
+                try FileManager.default.createDirectory(atPath: root + "/data/cas", withIntermediateDirectories: true)
+            },
+            server: { port, root in
+                """
+                listen 127.0.0.1:\(port);
+                location /cas/ {
+                  root \(root)/data;
+                  dav_methods PUT;
+                  create_full_put_path on;
+                  client_max_body_size 0;
+                }
+                """
+            })
     }
 
     func stop() { server.stop() }
@@ -121,24 +123,29 @@ final class NginxServer {
 
     /// nginx serving `files` (path → bytes) over https with a certificate made for the test,
     /// trusted with the returned `certificate` (`--ca-cert`); `extra` adds to the server block.
-    static func https(_ files: [String: [UInt8]], in directory: TemporaryDirectory, http2: Bool = false,
-                      extra: String = "") throws -> (server: NginxServer, certificate: String) {
+    static func https(
+        _ files: [String: [UInt8]], in directory: TemporaryDirectory, http2: Bool = false,
+        extra: String = ""
+    ) throws -> (server: NginxServer, certificate: String) {
         let (certificate, key) = try TLSTests.makeCertificate(in: directory)
-        let server = try NginxServer(prepare: { root in
-            for (name, bytes) in files {
-                let path = root + "/www/" + name
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                try Data(bytes).write(to: URL(fileURLWithPath: path))
-            }
-        }, server: { port, root in
-            """
-            listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
-            ssl_certificate \(certificate);
-            ssl_certificate_key \(key);
-            root \(root)/www;
-            \(extra)
-            """
-        })
+        let server = try NginxServer(
+            prepare: { root in
+                for (name, bytes) in files {
+                    let path = root + "/www/" + name
+                    try FileManager.default.createDirectory(
+                        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    try Data(bytes).write(to: URL(fileURLWithPath: path))
+                }
+            },
+            server: { port, root in
+                """
+                listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "");
+                ssl_certificate \(certificate);
+                ssl_certificate_key \(key);
+                root \(root)/www;
+                \(extra)
+                """
+            })
         return (server, certificate)
     }
 
@@ -148,7 +155,9 @@ final class NginxServer {
     var requests: [Request] {
         let log = (try? String(contentsOfFile: directory.path + "/logs/access.log", encoding: .utf8)) ?? ""
         return log.split(separator: "\n").compactMap { line in
-            guard let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"") else { return nil }
+            guard let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"") else {
+                return nil
+            }
             let request = line[line.index(after: open)..<close].split(separator: " ")
             let status = Int(line[line.index(after: close)...].split(separator: " ").first ?? "") ?? 0
             guard request.count >= 3 else { return nil }

@@ -32,8 +32,10 @@ final class ChildProcess: Sendable {
     /// Starts `executable` with `arguments` (without the program's name) and `environment`
     /// (the suite's own unless given), in `directory` (the suite's unless given), its standard
     /// input /dev/null.
-    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
-         stdout: Output = .discard, stderr: Output = .discard) throws {
+    init(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
+        stdout: Output = .discard, stderr: Output = .discard
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -93,7 +95,9 @@ final class ChildProcess: Sendable {
         while waitpid(processIdentifier, &raw, 0) == -1 && errno == EINTR {}
         status.withLock { $0 = raw }
         endedSignal.signal()
-        for waiter in waiters.withLock({ waiters in defer { waiters = [] }; return waiters }) { waiter.resume() }
+        for waiter in waiters.withLock({ waiters in
+            defer { waiters = [] }; return waiters
+        }) { waiter.resume() }
     }
 
     var isRunning: Bool { status.withLock { $0 } == nil }
@@ -171,8 +175,11 @@ final class ChildProcess: Sendable {
     /// Two addresses in libc, read only.
     private struct SpawnExtensions: @unchecked Sendable {
         private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        private typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>,
-                                                            UnsafePointer<CChar>) -> Int32
+        private typealias ChangeDirectory =
+            @convention(c) (
+                UnsafeMutablePointer<posix_spawn_file_actions_t>,
+                UnsafePointer<CChar>
+            ) -> Int32
         private let closeFromSymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
         private let changeDirectorySymbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")
 

@@ -91,7 +91,8 @@ struct FuzzAnswer {
         let payload = Array(content[offset...])
 
         // Content-Length: right, wrong, twice, malformed or huge.
-        var length = pick([Length.right, .right, .right, .none, .short, .long, .twiceSame, .twiceDifferent, .huge, .overflow, .signed, .list], &random)
+        var length = pick(
+            [Length.right, .right, .right, .none, .short, .long, .twiceSame, .twiceDifferent, .huge, .overflow, .signed, .list], &random)
         if length == .short, payload.isEmpty { length = .none }
         var lengthValue = payload.count
         switch length {
@@ -125,7 +126,8 @@ struct FuzzAnswer {
             case .star: headers.append("Content-Range: bytes \(offset)-\(total - 1)/*")
             case .huge: headers.append("Content-Range: bytes \(offset)-9223372036854775806/9223372036854775807")
             case .garbage: headers.append("Content-Range: bytes=\(offset)-")
-            case .twice: headers += ["Content-Range: bytes \(offset)-\(total - 1)/\(total)", "Content-Range: bytes 0-\(total - 1)/\(total)"]
+            case .twice:
+                headers += ["Content-Range: bytes \(offset)-\(total - 1)/\(total)", "Content-Range: bytes 0-\(total - 1)/\(total)"]
             }
             range = choice
             notes.append("range \(choice.rawValue)")
@@ -159,7 +161,9 @@ struct FuzzAnswer {
         if status == 503 || chance(10, &random) {
             // Values that do not parse as delay-seconds are ignored; a date long past is no wait. (A
             // far-future date pauses the whole origin for up to 30 s, by design: not generated.)
-            headers.append("Retry-After: " + pick(["0", "nan", "inf", "1e300", "-5", "99999999999999999999", "Sun, 06 Nov 1994 08:49:37 GMT"], &random))
+            headers.append(
+                "Retry-After: "
+                    + pick(["0", "nan", "inf", "1e300", "-5", "99999999999999999999", "Sun, 06 Nov 1994 08:49:37 GMT"], &random))
         }
         headers.shuffle(using: &random)
         if length == .twiceDifferent {
@@ -196,7 +200,8 @@ struct FuzzAnswer {
         // the status (it does not for a 204 or 304).
         let cutSoon = chance(8, &random)
         let stallSoon = !cutSoon && chance(40, &random)
-        let framedExactly = version == "HTTP/1.1" && !coded && ![204, 304].contains(status) && fold == nil
+        let framedExactly =
+            version == "HTTP/1.1" && !coded && ![204, 304].contains(status) && fold == nil
             && (chunks == nil ? length == .right : chunks == .valid && length == .none)
         let keepAlive = framedExactly && !cutSoon && !stallSoon && chance(2, &random)
         if keepAlive { notes.append("kept alive") } else { headers.append("Connection: close") }
@@ -204,11 +209,16 @@ struct FuzzAnswer {
         let whole = headBytes + body
         var cut: Int?
         var stall: Int?
-        if cutSoon { cut = Int.random(in: 0..<max(whole.count, 1), using: &random); notes.append("closed after \(cut!) of \(whole.count) bytes") }
-        if stallSoon { stall = Int.random(in: 0..<max(whole.count, 1), using: &random); notes.append("stalls after \(stall!) of \(whole.count) bytes") }
+        if cutSoon {
+            cut = Int.random(in: 0..<max(whole.count, 1), using: &random); notes.append("closed after \(cut!) of \(whole.count) bytes")
+        }
+        if stallSoon {
+            stall = Int.random(in: 0..<max(whole.count, 1), using: &random); notes.append("stalls after \(stall!) of \(whole.count) bytes")
+        }
         let raw = RawOrigin.Answer(Array(whole.prefix(cut ?? whole.count)), stallAfter: stall, keepAlive: keepAlive)
-        return FuzzAnswer(interim: interim, earlyHints: earlyHints, version: version, status: status, offset: offset, payload: payload, length: length,
-                          lengthValue: lengthValue, range: range, coded: coded, chunks: chunks, fold: fold, validator: validator,
-                          cut: cut, stall: stall, keepAlive: keepAlive, notes: notes, raw: raw, headLength: headBytes.count)
+        return FuzzAnswer(
+            interim: interim, earlyHints: earlyHints, version: version, status: status, offset: offset, payload: payload, length: length,
+            lengthValue: lengthValue, range: range, coded: coded, chunks: chunks, fold: fold, validator: validator,
+            cut: cut, stall: stall, keepAlive: keepAlive, notes: notes, raw: raw, headLength: headBytes.count)
     }
 }

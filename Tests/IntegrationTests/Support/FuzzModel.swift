@@ -90,13 +90,15 @@ struct FuzzModel {
             }
         }
         let declared: Int? = success ? ourLength(answer) : nil
-        let validator: String? = switch answer.validator {
-        case .strong: "\"v1\""
-        case .lastModified: "Tue, 01 Jan 2030 00:00:00 GMT"
-        case .weak, .control: nil
-        }
-        return body(answer, item: item, prefix: [], declared: declared, keepsBody: success, validator: validator,
-                    resumed: false, kept: &kept)
+        let validator: String? =
+            switch answer.validator {
+            case .strong: "\"v1\""
+            case .lastModified: "Tue, 01 Jan 2030 00:00:00 GMT"
+            case .weak, .control: nil
+            }
+        return body(
+            answer, item: item, prefix: [], declared: declared, keepsBody: success, validator: validator,
+            resumed: false, kept: &kept)
     }
 
     /// A 206 to a request that carried a kept part of `resume.size` bytes.
@@ -126,14 +128,17 @@ struct FuzzModel {
             }
         case .none: break
         }
-        return body(answer, item: item, prefix: Array(item.content.prefix(resume.size)), declared: range.total, keepsBody: true,
-                    validator: resume.validator, resumed: true, kept: &kept)
+        return body(
+            answer, item: item, prefix: Array(item.content.prefix(resume.size)), declared: range.total, keepsBody: true,
+            validator: resume.validator, resumed: true, kept: &kept)
     }
 
     /// The body as libcurl frames it, then what the client makes of it: `prefix` is the kept part it
     /// continues, `declared` the whole size the head promised (checked at the end).
-    private func body(_ answer: FuzzAnswer, item: FuzzCase, prefix: [UInt8], declared: Int?, keepsBody: Bool,
-                      validator: String?, resumed: Bool, kept: inout Kept?) -> Step {
+    private func body(
+        _ answer: FuzzAnswer, item: FuzzCase, prefix: [UInt8], declared: Int?, keepsBody: Bool,
+        validator: String?, resumed: Bool, kept: inout Kept?
+    ) -> Step {
         let sent = answer.cut ?? answer.stall ?? answer.raw.bytes.count
         let wire = sent - answer.headLength
         let whole = answer.cut == nil && answer.stall == nil

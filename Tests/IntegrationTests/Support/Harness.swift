@@ -6,8 +6,9 @@ import WorkerFetch
 import WorkerManifest
 import WorkerReport
 import WorkerStore
-@testable import WorkerSync
 import WorkerTestSupport
+
+@testable import WorkerSync
 
 /// An origin, a temporary folder for manifests, and a cache directory: one per test.
 struct Harness {
@@ -40,8 +41,10 @@ struct Harness {
 
     /// Syncs in process; `environment` is what `${VAR}` in headers reads (injected, never set
     /// on the process, whose environment every test running in parallel shares).
-    func sync(_ paths: String..., environment: [String: String] = [:],
-              configure: (inout SyncOptions) -> Void = { _ in }) async throws -> SyncReport {
+    func sync(
+        _ paths: String..., environment: [String: String] = [:],
+        configure: (inout SyncOptions) -> Void = { _ in }
+    ) async throws -> SyncReport {
         var options = SyncOptions(cacheDirectory: cache)
         options.fetch.transport = CurlTransport()
         options.fetch.retry = RetryPolicy(retries: 2, baseDelay: 0.01, maxDelay: 0.05)
@@ -95,7 +98,9 @@ extension TemporaryDirectory {
     func buildStubLibcurl(source: String) async throws {
         let file = write("stub.c", source)
         try FileManager.default.createDirectory(atPath: path + "/lib", withIntermediateDirectories: true)
-        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let compiler = ["/usr/bin/clang", "/opt/swift/usr/bin/clang", "/usr/bin/cc"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
         let cc = try #require(compiler, "a C compiler (the Swift toolchain has clang)")
         let built = try await WorkerBinary.run(["-shared", "-fPIC", "-o", path + "/lib/libcurl.so.4", file], executable: cc)
         try #require(built.code == 0, "\(built.stderr)")

@@ -60,9 +60,11 @@ enum WorkerBinary {
     /// the run has its slot, right before the process starts (what must be fresh when it starts,
     /// such as a signature that expires soon); `takingSlot: false` runs at once, without one
     /// (a tool `prepare` runs).
-    static func run(_ arguments: [String], environment extra: [String: String] = [:], directory: String? = nil,
-                    executable: String? = nil, seconds: Double = defaultLimit, takingSlot: Bool = true,
-                    prepare: (() async throws -> Void)? = nil) async throws -> Result {
+    static func run(
+        _ arguments: [String], environment extra: [String: String] = [:], directory: String? = nil,
+        executable: String? = nil, seconds: Double = defaultLimit, takingSlot: Bool = true,
+        prepare: (() async throws -> Void)? = nil
+    ) async throws -> Result {
         if takingSlot { await slots.take() }
         defer { if takingSlot { slots.give() } }
         try await prepare?()
@@ -73,8 +75,9 @@ enum WorkerBinary {
         let started = Date()
         let process: ChildProcess
         do {
-            process = try ChildProcess(executable ?? path, arguments, environment: environment(extra), directory: directory,
-                                       stdout: .descriptor(out.writeEnd), stderr: .descriptor(err.writeEnd))
+            process = try ChildProcess(
+                executable ?? path, arguments, environment: environment(extra), directory: directory,
+                stdout: .descriptor(out.writeEnd), stderr: .descriptor(err.writeEnd))
         } catch {
             out.closeWriteEnd()
             err.closeWriteEnd()
@@ -85,8 +88,9 @@ enum WorkerBinary {
         err.closeWriteEnd()
         let timedOut = await process.exited(killingAfter: seconds)
         let seconds = Date().timeIntervalSince(started)
-        let result = Result(code: process.terminationStatus, stdout: await out.text(), stderr: await err.text(),
-                            signalled: process.terminationReason == .uncaughtSignal, timedOut: timedOut, seconds: seconds)
+        let result = Result(
+            code: process.terminationStatus, stdout: await out.text(), stderr: await err.text(),
+            signalled: process.terminationReason == .uncaughtSignal, timedOut: timedOut, seconds: seconds)
         if timedOut {
             Issue.record("killed after \(seconds) s: worker \(arguments.joined(separator: " "))\n\(result.stderr.suffix(2000))")
         }
@@ -109,15 +113,19 @@ enum WorkerBinary {
         let timedOut = await process.exited(killingAfter: seconds)
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         let signalled = process.terminationReason == .uncaughtSignal
-        return (Result(code: process.terminationStatus, stdout: text, stderr: text, signalled: signalled, timedOut: timedOut,
-                       seconds: Date().timeIntervalSince(started)), signalled)
+        return (
+            Result(
+                code: process.terminationStatus, stdout: text, stderr: text, signalled: signalled, timedOut: timedOut,
+                seconds: Date().timeIntervalSince(started)), signalled
+        )
     }
 
     /// The user+system CPU seconds a run of the executable took (bash's `time`): what a test of
     /// "at once" measures, whatever else shares the cores.
     static func cpuSeconds(_ arguments: [String]) async throws -> Double {
-        let timed = try await run(["-c", "TIMEFORMAT='%U %S'; { time \"$0\" \"$@\" >/dev/null 2>&1; } 2>&1", path] + arguments,
-                                  executable: "/bin/bash")
+        let timed = try await run(
+            ["-c", "TIMEFORMAT='%U %S'; { time \"$0\" \"$@\" >/dev/null 2>&1; } 2>&1", path] + arguments,
+            executable: "/bin/bash")
         let parts = timed.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Double($0) }
         guard parts.count == 2 else { throw CPUTimeUnread(output: timed.stdout + timed.stderr) }
         return parts[0] + parts[1]

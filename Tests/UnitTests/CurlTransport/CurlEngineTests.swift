@@ -18,8 +18,10 @@ import WorkerTestSupport
     private func engine(_ kind: Kind = .curl) throws -> any FetchEngine {
         switch kind {
         case .curl:
-            try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
-                                          trustedCertificates: nil))
+            try CurlEngine(
+                options: .init(
+                    connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
+                    trustedCertificates: nil))
         case .local:
             try LocalEngine()
         }
@@ -63,16 +65,20 @@ import WorkerTestSupport
     /// What only the engine's thread may touch is checked there, not promised: read on the
     /// engine's thread it is there, read from another thread the process traps.
     @Test func engineStateIsReadOnItsThreadAndTrapsElsewhere() async throws {
-        let engine = try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
-                                                   trustedCertificates: nil))
+        let engine = try CurlEngine(
+            options: .init(
+                connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1, streamsPerConnection: 1,
+                trustedCertificates: nil))
         let transfers = await withCheckedContinuation { (done: CheckedContinuation<Int, Never>) in
             engine.execute { done.resume(returning: engine.loop.value.transfers.count) }
         }
         #expect(transfers == 0)
         await engine.shutdown()
         await #expect(processExitsWith: .failure) {
-            let engine = try CurlEngine(options: .init(connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1,
-                                                       streamsPerConnection: 1, trustedCertificates: nil))
+            let engine = try CurlEngine(
+                options: .init(
+                    connectTimeout: 1, readTimeout: 1, connectionsPerHost: 1,
+                    streamsPerConnection: 1, trustedCertificates: nil))
             _ = engine.loop.value.transfers.count
         }
     }
@@ -122,11 +128,14 @@ import WorkerTestSupport
         let engine = try engine()
         let deadline = Monotonic.now() + 60
         let outcome = await withCheckedContinuation { (done: CheckedContinuation<ExchangeReply, Never>) in
-            let handler = ResponseHandler(store: store, expected: nil, maxSize: 1 << 20, conditional: false,
-                                          deadline: deadline, entryTimeout: 60, url: "http://127.0.0.1:9/x", resume: nil,
-                                          resumeThreshold: 1 << 20)
-            let transfer = engine.transfer(TransferRequest(url: "http://127.0.0.1:9/x", headers: [], deadline: deadline),
-                                           handler: handler) { outcome in
+            let handler = ResponseHandler(
+                store: store, expected: nil, maxSize: 1 << 20, conditional: false,
+                deadline: deadline, entryTimeout: 60, url: "http://127.0.0.1:9/x", resume: nil,
+                resumeThreshold: 1 << 20)
+            let transfer = engine.transfer(
+                TransferRequest(url: "http://127.0.0.1:9/x", headers: [], deadline: deadline),
+                handler: handler
+            ) { outcome in
                 done.resume(returning: outcome)
             }
             // A stop racing a start: the abort is queued first.

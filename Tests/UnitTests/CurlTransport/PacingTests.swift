@@ -1,6 +1,7 @@
-@testable import CurlTransport
 import Testing
 import WorkerTestSupport
+
+@testable import CurlTransport
 @testable import WorkerFetch
 
 /// The read timeout's timer rule and the `--limit-rate` bucket, with numbers and a simulated
@@ -8,7 +9,9 @@ import WorkerTestSupport
 @Suite(.hangLimit) struct PacingTests {
     /// Drives a watch the way the engine does (a check at each time it asks for) and returns when
     /// it called the transfer silent. `activity(t)` is the transfer's callback count at time t.
-    private func silentAt(limit: Double, until end: Double = 1000, activity: (Double) -> Int, waiting: (Double) -> Bool = { _ in false }) -> Double? {
+    private func silentAt(
+        limit: Double, until end: Double = 1000, activity: (Double) -> Int, waiting: (Double) -> Bool = { _ in false }
+    ) -> Double? {
         var watch = SilenceWatch(limit: limit, now: 0, activity: activity(0))
         var now = watch.interval
         while now < end {
@@ -37,9 +40,18 @@ import WorkerTestSupport
         // A byte every 1.9 s with a limit of 2 s: never silent.
         #expect(silentAt(limit: 2, until: 60) { t in Int(t / 1.9) } == nil)
         // Paused by --limit-rate (or not yet connected) for 10 s: not silence either.
-        #expect(silentAt(limit: 2, until: 10) { _ in 0 } waiting: { _ in true } == nil)
+        #expect(
+            silentAt(limit: 2, until: 10) { _ in
+                0
+            } waiting: { _ in
+                true
+            } == nil)
         // And once the pause ends, the limit counts from there.
-        let fired = silentAt(limit: 2, until: 60) { _ in 0 } waiting: { t in t < 10 }
+        let fired = silentAt(limit: 2, until: 60) { _ in
+            0
+        } waiting: { t in
+            t < 10
+        }
         // (The watch sees the pause end at its first check after it: at most a twentieth early.)
         #expect(fired.map { $0 >= 11.9 && $0 <= 12.2 } == true, "\(String(describing: fired))")
     }

@@ -1,5 +1,6 @@
-@testable import CurlTransport
 import Testing
+
+@testable import CurlTransport
 
 /// The head read a line at a time, as libcurl hands it over: no I/O.
 @Suite struct ResponseHeadReaderTests {
@@ -27,8 +28,12 @@ import Testing
     /// Names match in any case, whole: one of a kept name's length that differs by a byte is not kept.
     @Test func namesMatchInAnyCaseAndWhole() {
         var head = ResponseHeadReader()
-        #expect(Self.read(["HTTP/1.1 200 OK", "Last-MODIFIED: a", "last-modifiex: b", "LAST-MODIFIED:c", "etag2: d",
-                           "Content-Length : 4", ""], into: &head))
+        #expect(
+            Self.read(
+                [
+                    "HTTP/1.1 200 OK", "Last-MODIFIED: a", "last-modifiex: b", "LAST-MODIFIED:c", "etag2: d",
+                    "Content-Length : 4", "",
+                ], into: &head))
         #expect(head.values("last-modified") == ["a", "c"])
         #expect(head.values("etag").isEmpty && head.values("content-length").isEmpty)
         var notStatus = ResponseHeadReader()

@@ -1,9 +1,9 @@
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerStore
-
 
 /// One download's rules as a value: events in, actions out, answered by a scripted fake
 /// transport and gate. No sockets, no clock: times and jitter are plain numbers.
@@ -20,8 +20,9 @@ import WorkerTestSupport
     static let refused = reply(.failure(FetchFailure(.connection, "connection refused")))
 
     static func request(_ url: String = "http://127.0.0.1:8080/a", etag: String? = nil) -> FetchRequest {
-        FetchRequest(url: url, expected: nil, headers: [RequestHeader(name: "Authorization", value: "Bearer t")],
-                     localRoot: nil, etag: etag)
+        FetchRequest(
+            url: url, expected: nil, headers: [RequestHeader(name: "Authorization", value: "Bearer t")],
+            localRoot: nil, etag: etag)
     }
 
     /// Runs a download to its end: each `send` is answered by the next scripted reply, each
@@ -82,19 +83,29 @@ import WorkerTestSupport
         let trace = transport.run(&machine, now: 100)
         #expect(trace.first == .findResume)
         let sends = Self.sends(trace)
-        #expect(sends == [DownloadMachine.Exchange(url: "http://127.0.0.1:8080/a", hop: 0, headers: ["Authorization: Bearer t"],
-                                                   deadline: 100 + 600, resume: nil)])
+        #expect(
+            sends == [
+                DownloadMachine.Exchange(
+                    url: "http://127.0.0.1:8080/a", hop: 0, headers: ["Authorization: Bearer t"],
+                    deadline: 100 + 600, resume: nil)
+            ])
         let finished = Self.finished(trace)
         #expect(finished?.attempts == 1)
         #expect(finished?.bytes == 5)
-        #expect(finished?.result == .success(.body(FetchedBody(temporaryPath: Self.file.path, sha256: Self.file.sha256,
-                                                                 size: 5, etag: "\"v1\"", lastModified: nil))))
+        #expect(
+            finished?.result
+                == .success(
+                    .body(
+                        FetchedBody(
+                            temporaryPath: Self.file.path, sha256: Self.file.sha256,
+                            size: 5, etag: "\"v1\"", lastModified: nil))))
         #expect(machine.state == .done)
     }
 
     @Test func transientFailuresAreRetriedWithBackoffThenGivenUp() {
-        var machine = DownloadMachine(request: Self.request(),
-                                      rules: .init(retry: RetryPolicy(retries: 2, baseDelay: 1, maxDelay: 30)))
+        var machine = DownloadMachine(
+            request: Self.request(),
+            rules: .init(retry: RetryPolicy(retries: 2, baseDelay: 1, maxDelay: 30)))
         var transport = FakeTransport(replies: [Self.refused, Self.refused, Self.refused], jitter: 0)
         let trace = transport.run(&machine)
         let backoffs = trace.compactMap { if case .backOff(let seconds, let reason) = $0 { (seconds, reason) } else { nil } }
@@ -107,8 +118,9 @@ import WorkerTestSupport
     }
 
     @Test func eachAttemptHasItsOwnEntryDeadline() {
-        var machine = DownloadMachine(request: Self.request(),
-                                      rules: .init(retry: RetryPolicy(retries: 1, baseDelay: 4, maxDelay: 30), entryTimeout: 60))
+        var machine = DownloadMachine(
+            request: Self.request(),
+            rules: .init(retry: RetryPolicy(retries: 1, baseDelay: 4, maxDelay: 30), entryTimeout: 60))
         var transport = FakeTransport(replies: [Self.refused, Self.body], jitter: 1)
         let sends = Self.sends(transport.run(&machine, now: 10))
         #expect(sends.map(\.deadline) == [70, 74], "the second attempt starts 4 s later, with 60 s of its own")
@@ -171,21 +183,27 @@ import WorkerTestSupport
         let sends = Self.sends(trace)
         #expect(sends.map(\.url) == ["http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b", "http://127.0.0.2:8080/c"])
         #expect(sends.map(\.hop) == [0, 1, 2])
-        #expect(sends.map(\.headers) == [["Authorization: Bearer t"], ["Authorization: Bearer t"], []],
-                "the manifest's headers never go to another origin")
+        #expect(
+            sends.map(\.headers) == [["Authorization: Bearer t"], ["Authorization: Bearer t"], []],
+            "the manifest's headers never go to another origin")
         #expect(Self.finished(trace)?.attempts == 1)
     }
 
     @Test func redirectLoopsAndTooManyHopsFail() {
         var looping = DownloadMachine(request: Self.request(), rules: .init())
-        var loop = FakeTransport(replies: [Self.reply(.success(.redirect(status: 302, location: "/b"))),
-                                           Self.reply(.success(.redirect(status: 302, location: "/a")))])
-        #expect(Self.finished(loop.run(&looping))?.result
+        var loop = FakeTransport(replies: [
+            Self.reply(.success(.redirect(status: 302, location: "/b"))),
+            Self.reply(.success(.redirect(status: 302, location: "/a"))),
+        ])
+        #expect(
+            Self.finished(loop.run(&looping))?.result
                 == .failure(FetchFailure(.redirect, "redirect loop at http://127.0.0.1:8080/a")))
 
         var far = DownloadMachine(request: Self.request(), rules: .init(maxRedirects: 1))
-        var hops = FakeTransport(replies: [Self.reply(.success(.redirect(status: 302, location: "/b"))),
-                                           Self.reply(.success(.redirect(status: 302, location: "/c")))])
+        var hops = FakeTransport(replies: [
+            Self.reply(.success(.redirect(status: 302, location: "/b"))),
+            Self.reply(.success(.redirect(status: 302, location: "/c"))),
+        ])
         #expect(Self.finished(hops.run(&far))?.result == .failure(FetchFailure(.redirect, "more than 1 redirects")))
     }
 
@@ -211,9 +229,12 @@ import WorkerTestSupport
 
     @Test func everyHopTakesItsOriginsSlotAndWaitsForIt() {
         var machine = DownloadMachine(request: Self.request(), rules: .init(pacesRequests: true))
-        var transport = FakeTransport(replies: [Self.reply(.success(.redirect(status: 302, location: "http://127.0.0.2:9/b"))),
-                                                Self.body],
-                                      slots: [0, 0.25])
+        var transport = FakeTransport(
+            replies: [
+                Self.reply(.success(.redirect(status: 302, location: "http://127.0.0.2:9/b"))),
+                Self.body,
+            ],
+            slots: [0, 0.25])
         let trace = transport.run(&machine)
         let slots = trace.compactMap { if case .takeSlot(let origin) = $0 { origin } else { nil } }
         #expect(slots.map(\.name) == ["http://127.0.0.1:8080", "http://127.0.0.2:9"])
@@ -233,10 +254,15 @@ import WorkerTestSupport
         var machine = DownloadMachine(request: Self.request(), rules: .init(reportsToGate: true))
         _ = machine.start(now: 0)
         _ = machine.resumeFound(nil)
-        let actions = machine.exchanged(Self.reply(.failure(FetchFailure(.cancelled, "the run was cancelled")), bytes: 40),
-                                        jitter: 0, stopped: "the run was stopped by SIGTERM")
-        #expect(actions == [.finish(DownloadMachine.Finished(
-            result: .failure(FetchFailure(.cancelled, "the run was stopped by SIGTERM")), attempts: 1, bytes: 40))])
+        let actions = machine.exchanged(
+            Self.reply(.failure(FetchFailure(.cancelled, "the run was cancelled")), bytes: 40),
+            jitter: 0, stopped: "the run was stopped by SIGTERM")
+        #expect(
+            actions == [
+                .finish(
+                    DownloadMachine.Finished(
+                        result: .failure(FetchFailure(.cancelled, "the run was stopped by SIGTERM")), attempts: 1, bytes: 40))
+            ])
     }
 
     @Test func answersThatDoNotFitTheStateAreIgnored() {

@@ -17,14 +17,17 @@ import WorkerTestSupport
         init(count: Int) throws {
             let directory = directory
             files = (0..<count).map { directory.write("f\($0).txt", "body \($0)") }
-            fetcher = try Fetcher(store: try ContentStore(root: directory.path + "/cache"), settings: FetchSettings(),
-                                  logger: Logger(label: "test"), network: false)
+            fetcher = try Fetcher(
+                store: try ContentStore(root: directory.path + "/cache"), settings: FetchSettings(),
+                logger: Logger(label: "test"), network: false)
         }
 
         func queue(jobs: Int, highWater: Int = DownloadQueue.highWater) -> DownloadQueue {
             let (files, root) = (files, directory.path)
-            return DownloadQueue(fetcher: fetcher, groups: files.indices.map { DownloadGroup(items: [$0]) }, jobs: jobs,
-                                 streams: 1, highWater: highWater) { item, _ in
+            return DownloadQueue(
+                fetcher: fetcher, groups: files.indices.map { DownloadGroup(items: [$0]) }, jobs: jobs,
+                streams: 1, highWater: highWater
+            ) { item, _ in
                 FetchRequest(url: "file://" + files[item], expected: nil, headers: [], localRoot: root)
             }
         }

@@ -1,8 +1,8 @@
 import Testing
 import WorkerManifest
 import WorkerTestSupport
-@testable import WorkerFetch
 
+@testable import WorkerFetch
 
 /// The download scheduler as a value: groups in, steps out, the time passed in. No I/O.
 @Suite(.hangLimit) struct DownloadScheduleTests {
@@ -12,8 +12,10 @@ import WorkerTestSupport
     let answerOverHTTP2 = OriginReport(outcome: .healthy, multiplexed: true)
 
     /// A response's head from `origin` (status 200 unless said).
-    static func head(_ schedule: inout DownloadSchedule, _ origin: Origin, status: Int = 200, http2: Bool = false,
-                     now: Double = 0) -> [Int] {
+    static func head(
+        _ schedule: inout DownloadSchedule, _ origin: Origin, status: Int = 200, http2: Bool = false,
+        now: Double = 0
+    ) -> [Int] {
         started(schedule.headArrived(origin, status: status, multiplexed: http2, closesConnections: false, now: now))
     }
 
@@ -78,8 +80,9 @@ import WorkerTestSupport
     @Test func theTierIsAskedFirstWithItsOwnAdmissionAndAMissGoesFirstToItsOrigin() {
         // Groups 0-6 pinned (the tier may have them), 7 not; at most five lookups at once.
         #expect(TierWindow.floor == 4)
-        var schedule = DownloadSchedule(origins: Array(repeating: a, count: 8), jobs: 8,
-                                        inTier: [true, true, true, true, true, true, true, false], tierLookups: 5)
+        var schedule = DownloadSchedule(
+            origins: Array(repeating: a, count: 8), jobs: 8,
+            inTier: [true, true, true, true, true, true, true, false], tierLookups: 5)
         let first = schedule.take(now: 0)
         #expect(Self.lookedUp(first) == [0, 1, 2, 3] && Self.started(first).isEmpty, "four lookups to begin with, no origin slot")
         #expect(schedule.windows[a] == nil, "no origin's window touched by a lookup")
@@ -187,12 +190,16 @@ import WorkerTestSupport
     @Test func aProbeThatFailsRefusesTheRestWithoutARequest() {
         var schedule = DownloadSchedule(origins: [a, a, a], jobs: 8, breaker: OriginBreaker(down: [a]))
         _ = schedule.take(now: 0)
-        #expect(schedule.record(a, OriginReport(outcome: .unhealthy(problem: "connection refused", retryAfter: nil)), now: 1)
-            .isEmpty)
+        #expect(
+            schedule.record(a, OriginReport(outcome: .unhealthy(problem: "connection refused", retryAfter: nil)), now: 1)
+                .isEmpty)
         #expect(schedule.admitRetry(a, now: 1) == .giveUp)
         let steps = schedule.finished(0, now: 1)
-        #expect(steps == [.refuse(group: 1, message: "origin unreachable: \(a) (connection refused); not tried"),
-                          .refuse(group: 2, message: "origin unreachable: \(a) (connection refused); not tried")])
+        #expect(
+            steps == [
+                .refuse(group: 1, message: "origin unreachable: \(a) (connection refused); not tried"),
+                .refuse(group: 2, message: "origin unreachable: \(a) (connection refused); not tried"),
+            ])
         #expect(schedule.running == 0, "refused groups never held a slot")
     }
 
@@ -202,8 +209,9 @@ import WorkerTestSupport
         let busy = OriginReport(outcome: .unhealthy(problem: "HTTP 503", retryAfter: 5), overloaded: true)
         #expect(schedule.record(a, busy, now: 10).isEmpty)
         #expect(schedule.admitRetry(a, now: 11) == .wait(seconds: 4))
-        #expect(schedule.finished(0, now: 11) == [.start(group: 1, delay: 4), .start(group: 2, delay: 0)],
-                "another origin does not wait")
+        #expect(
+            schedule.finished(0, now: 11) == [.start(group: 1, delay: 4), .start(group: 2, delay: 0)],
+            "another origin does not wait")
     }
 
     @Test func entriesGivingUpOpenTheBreaker() {

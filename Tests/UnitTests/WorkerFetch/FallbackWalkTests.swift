@@ -1,19 +1,23 @@
 import Testing
+import WorkerSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
-import WorkerSupport
 
 /// A group's fallback plan as a plain value, driven with answers and no I/O: the tier, each
 /// member's sources and locations in order, given-up origins passed over, a stop.
 @Suite struct FallbackWalkTests {
-    private static let body = FetchedBody(temporaryPath: "/nonexistent/tmp/x", sha256: String(repeating: "a", count: 64),
-                                          size: 3, etag: nil, lastModified: nil)
+    private static let body = FetchedBody(
+        temporaryPath: "/nonexistent/tmp/x", sha256: String(repeating: "a", count: 64),
+        size: 3, etag: nil, lastModified: nil)
     private static let primary = "http://127.0.0.1:1/a", mirror = "http://127.0.0.1:2/a"
     private static let hash = try! ContentHash.parse("sha256:" + String(repeating: "a", count: 64)).get()
 
     /// A member's request: `url` with its `mirrors`, requested where `rewrite` sends them.
-    private static func request(_ url: String = primary, mirrors: [String] = [],
-                                rewrite: [String] = []) -> FetchRequest {
+    private static func request(
+        _ url: String = primary, mirrors: [String] = [],
+        rewrite: [String] = []
+    ) -> FetchRequest {
         var locator = Locator()
         if case .success(let rules) = URLRewrite.parse(rewrite) { locator.rewrite = rules }
         return FetchRequest(url: url, expected: hash, headers: [], localRoot: nil, mirrors: mirrors, locator: locator)
@@ -23,10 +27,13 @@ import WorkerSupport
         SourceOutcome(answer: .delivered(.body(body)), attempts: attempts, bytes: bytes)
     }
 
-    private static func failed(_ reason: FailureReason = .httpStatus, _ message: String = "HTTP 503", attempts: Int = 1,
-                               bytes: Int64 = 0) -> SourceOutcome {
-        SourceOutcome(answer: .failed(FetchFailure(reason, message, httpStatus: reason == .httpStatus ? 503 : nil)),
-                      attempts: attempts, bytes: bytes)
+    private static func failed(
+        _ reason: FailureReason = .httpStatus, _ message: String = "HTTP 503", attempts: Int = 1,
+        bytes: Int64 = 0
+    ) -> SourceOutcome {
+        SourceOutcome(
+            answer: .failed(FetchFailure(reason, message, httpStatus: reason == .httpStatus ? 503 : nil)),
+            attempts: attempts, bytes: bytes)
     }
 
     /// What the walk asked, in order, as words ("tier 0", "open 0", "source 0", "location URL once").
@@ -37,8 +44,10 @@ import WorkerSupport
         var stopped: String?
 
         /// Runs the walk to its end; `answer` answers each step it asks, `members` opens each member.
-        mutating func run(members: (Int) -> (FetchRequest, [FallbackWalk.Serving]),
-                          answer: (String) -> SourceOutcome) -> [ItemResult] {
+        mutating func run(
+            members: (Int) -> (FetchRequest, [FallbackWalk.Serving]),
+            answer: (String) -> SourceOutcome
+        ) -> [ItemResult] {
             var current: FetchRequest?
             while true {
                 let givenUp = givenUp
@@ -65,8 +74,11 @@ import WorkerSupport
         }
     }
 
-    private static func one(_ request: FetchRequest, sources: [FallbackWalk.Serving] = [])
-        -> (Int) -> (FetchRequest, [FallbackWalk.Serving]) {
+    private static func one(
+        _ request: FetchRequest, sources: [FallbackWalk.Serving] = []
+    )
+        -> (Int) -> (FetchRequest, [FallbackWalk.Serving])
+    {
         { _ in (request, sources) }
     }
 
@@ -126,8 +138,9 @@ import WorkerSupport
         }
         guard case .failure(let failure) = results[0].result.result else { return #expect(Bool(false)) }
         #expect(failure.reason == .timeout)
-        #expect(failure.message == "every URL failed: http://127.0.0.1:1/a: HTTP 503; "
-                    + "http://127.0.0.1:3/a (as http://127.0.0.1:4/a): timed out")
+        #expect(
+            failure.message == "every URL failed: http://127.0.0.1:1/a: HTTP 503; "
+                + "http://127.0.0.1:3/a (as http://127.0.0.1:4/a): timed out")
         #expect(results[0].result.source == .origin && results[0].result.attempts == 2)
     }
 

@@ -2,9 +2,9 @@ import Synchronization
 import Testing
 import WorkerManifest
 import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerSupport
-
 
 /// What stops a run's downloads (a `StopRequest`, through `FetchControl.swift`'s `register`, `send`
 /// and `wait`) and `--max-rps`'s slots (`RateLimits`), with

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerSupport

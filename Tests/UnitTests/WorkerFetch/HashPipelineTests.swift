@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
-import WorkerTestSupport
 
 /// A large body hashed beside its download gives the digests an in-line hash gives, whatever the
 /// chunk sizes, and a wrong body is still refused.

@@ -1,8 +1,9 @@
 import Testing
+import WorkerKinds
+import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
-import WorkerTestSupport
-import WorkerKinds
 
 /// The pieces of mirrors as values: which origin admits a group, which mirrors a manifest map
 /// gives. No I/O (`--rewrite`'s rules: URLRewriteTests).
@@ -43,16 +44,18 @@ import WorkerKinds
         let hash = try ContentHash.parse("sha256:" + String(repeating: "ab", count: 32)).get()
         var manifest = Manifest(path: "m.yaml", name: "m", baseURL: nil, headers: [], localRoot: "/", entryCount: 1)
         manifest.mirrors = ManifestMirrors([.init(prefix: "https://cdn.test/", mirrors: ["https://m1.test/", "https://m2.test/c/"])])
-        let pinned = ManifestEntry(url: "https://cdn.test/x.png", hash: hash, manifest: 0, line: 1, column: 1,
-                                   mirrors: ["https://m2.test/c/x.png", "https://own.test/x.png"])
+        let pinned = ManifestEntry(
+            url: "https://cdn.test/x.png", hash: hash, manifest: 0, line: 1, column: 1,
+            mirrors: ["https://m2.test/c/x.png", "https://own.test/x.png"])
         #expect(manifest.mirrors.of(pinned) == ["https://m2.test/c/x.png", "https://own.test/x.png", "https://m1.test/x.png"])
         let hashless = ManifestEntry(url: "https://cdn.test/y.png", hash: nil, manifest: 0, line: 2, column: 1)
         #expect(manifest.mirrors.of(hashless).isEmpty)
 
         var locator = Locator()
         locator.rewrite = try URLRewrite.parse(["https://own.test/=https://m1.test/"]).get()
-        let request = FetchRequest(url: pinned.url, expected: hash, headers: [RequestHeader(name: "Authorization", value: "t")],
-                                   localRoot: nil, mirrors: manifest.mirrors.of(pinned), locator: locator)
+        let request = FetchRequest(
+            url: pinned.url, expected: hash, headers: [RequestHeader(name: "Authorization", value: "t")],
+            localRoot: nil, mirrors: manifest.mirrors.of(pinned), locator: locator)
         // own.test is rewritten to what m1.test already serves: each URL is asked once.
         let locations = (0..<request.locationCount).map(request.location(at:))
         #expect(locations.map(\.url) == ["https://cdn.test/x.png", "https://m2.test/c/x.png", "https://m1.test/x.png"])
@@ -68,7 +71,9 @@ import WorkerKinds
     @Test func anEntrysMirrorsAreAListOrOneURLAndTheMapTakesAPrefixOrAList() throws {
         let directory = TemporaryDirectory()
         let hash = "sha256:" + String(repeating: "ab", count: 32)
-        let path = directory.write("m.yaml", """
+        let path = directory.write(
+            "m.yaml",
+            """
             version: 1
             entries:
               - url: https://cdn.test/a.png
@@ -85,7 +90,10 @@ import WorkerKinds
         let set = try ManifestLoader(environment: [:]).load(paths: [path])
         let manifest = set.manifests[0]
         #expect(manifest.mirrors.of(set.entries[0]) == ["https://one.test/a.png", "https://m2.test/a.png"])
-        #expect(manifest.mirrors.of(set.entries[1]) == ["https://two.test/c.png", "s3://bucket/c.png", "https://m1.test/c.png",
-                                                           "s3://bucket/b/c.png", "https://m2.test/b/c.png"])
+        #expect(
+            manifest.mirrors.of(set.entries[1]) == [
+                "https://two.test/c.png", "s3://bucket/c.png", "https://m1.test/c.png",
+                "s3://bucket/b/c.png", "https://m2.test/b/c.png",
+            ])
     }
 }

@@ -1,9 +1,10 @@
 import CCurl
-@testable import CurlTransport
 import Foundation
 import Testing
 import WorkerManifest
 import WorkerTestSupport
+
+@testable import CurlTransport
 @testable import WorkerFetch
 
 /// The origin breaker as a plain value: events in, decisions out, time passed as numbers.
@@ -21,10 +22,11 @@ import WorkerTestSupport
         #expect(breaker.admitEntry(origin, now: 1) == .refuse("origin unreachable: \(origin) (connection refused); not tried"))
         #expect(breaker.admitRetry(origin, now: 1) == .refuse("origin unreachable: \(origin) (connection refused); not tried"))
         #expect(breaker.admitEntry(other, now: 1) == .go, "other origins go on")
-        #expect(breaker.summaries == [
-            .init(origin: origin, answered: false, openedFor: "connection refused", notTried: 1),
-            .init(origin: other, answered: false, openedFor: nil, notTried: 0),
-        ])
+        #expect(
+            breaker.summaries == [
+                .init(origin: origin, answered: false, openedFor: "connection refused", notTried: 1),
+                .init(origin: other, answered: false, openedFor: nil, notTried: 0),
+            ])
     }
 
     @Test func aHealthyAnswerResetsTheCount() {
@@ -69,10 +71,12 @@ import WorkerTestSupport
         var breaker = OriginBreaker(down: [origin])
         #expect(breaker.admitEntry(origin, now: 0) == .probe)
         #expect(breaker.admitEntry(origin, now: 0) == .park)
-        #expect(breaker.record(origin, refused, now: 0)
-            == [.opened(origin: origin, problem: "connection refused"), .released(origin: origin)])
-        #expect(breaker.admitRetry(origin, now: 0) == .refuse("origin unreachable: \(origin) (connection refused); not tried"),
-                "the probe itself is not retried")
+        #expect(
+            breaker.record(origin, refused, now: 0)
+                == [.opened(origin: origin, problem: "connection refused"), .released(origin: origin)])
+        #expect(
+            breaker.admitRetry(origin, now: 0) == .refuse("origin unreachable: \(origin) (connection refused); not tried"),
+            "the probe itself is not retried")
         if case .refuse = breaker.admitEntry(origin, now: 0) {} else { Issue.record("parked entries fail at once") }
     }
 

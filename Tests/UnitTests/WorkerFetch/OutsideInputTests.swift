@@ -1,5 +1,6 @@
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerSupport
 
@@ -35,8 +36,10 @@ import WorkerTestSupport
         #expect(ResponseFraming.contentLength(["5, 5"]) == .success(5))
         #expect(ResponseFraming.contentLength([" 5\t,\t5 "]) == .success(5), "spaces and tabs around each number")
         #expect(ResponseFraming.contentLength(["123456789012345678"]) == .success(123_456_789_012_345_678))
-        for bad in [["5", "6"], ["5, 6"], ["-1"], ["+5"], ["9223372036854775807"], ["x"], [""], ["5,"], ["\u{a0}5"], ["٥"],
-                    [",5"], ["5,,5"], [" "], ["5 5"], ["5", "x"]] {
+        for bad in [
+            ["5", "6"], ["5, 6"], ["-1"], ["+5"], ["9223372036854775807"], ["x"], [""], ["5,"], ["\u{a0}5"], ["٥"],
+            [",5"], ["5,,5"], [" "], ["5 5"], ["5", "x"],
+        ] {
             guard case .failure = ResponseFraming.contentLength(bad) else {
                 Issue.record("\(bad) was accepted")
                 continue
@@ -58,13 +61,13 @@ import WorkerTestSupport
         #expect(ResponseFraming.resumedTotal(offset: 100, contentRange: ["bytes 100-299/300"], contentLength: []) == .success(300))
         let bad: [([String], [String])] = [
             (["bytes 100-299/300"], ["9223372036854775807"]),  // the overflow of the first review
-            (["bytes 100-299/300"], ["199"]),                  // length disagrees with the range
-            (["bytes 101-299/300"], ["199"]),                  // starts elsewhere
-            (["bytes 100-399/400"], ["200"]),                  // end and total disagree with the length
-            (["bytes 100-299/310"], ["200"]),                  // does not reach the end
-            (["bytes 100-299/*"], ["200"]),                    // end unknown
+            (["bytes 100-299/300"], ["199"]),  // length disagrees with the range
+            (["bytes 101-299/300"], ["199"]),  // starts elsewhere
+            (["bytes 100-399/400"], ["200"]),  // end and total disagree with the length
+            (["bytes 100-299/310"], ["200"]),  // does not reach the end
+            (["bytes 100-299/*"], ["200"]),  // end unknown
             (["bytes 100-9223372036854775806/9223372036854775807"], []),
-            (["bytes 100-299/300", "bytes 0-299/300"], []),    // two ranges
+            (["bytes 100-299/300", "bytes 0-299/300"], []),  // two ranges
             (["bytes=100-"], []), ([], ["200"]),
         ]
         for (range, length) in bad {

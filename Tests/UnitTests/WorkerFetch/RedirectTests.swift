@@ -1,8 +1,9 @@
 import Testing
+import WorkerKinds
 import WorkerManifest
 import WorkerTestSupport
+
 @testable import WorkerFetch
-import WorkerKinds
 
 @Suite(.hangLimit) struct RedirectTests {
     init() { Kinds.install() }
@@ -24,16 +25,23 @@ import WorkerKinds
     }
 
     @Test func httpsToHTTPIsRefused() {
-        #expect(failure(target("https://a.example/x", "http://a.example/x")) == FetchFailure(.redirect, "redirect from https to http refused"))
+        #expect(
+            failure(target("https://a.example/x", "http://a.example/x")) == FetchFailure(.redirect, "redirect from https to http refused"))
     }
 
     @Test func otherSchemesAreRefused() {
-        #expect(failure(target("http://a.example/x", "file:///etc/passwd")) == FetchFailure(.scheme, "redirect to a 'file' URL refused (only http and https)"))
-        #expect(failure(target("http://a.example/x", "ftp://a.example/x")) == FetchFailure(.scheme, "redirect to a 'ftp' URL refused (only http and https)"))
+        #expect(
+            failure(target("http://a.example/x", "file:///etc/passwd"))
+                == FetchFailure(.scheme, "redirect to a 'file' URL refused (only http and https)"))
+        #expect(
+            failure(target("http://a.example/x", "ftp://a.example/x"))
+                == FetchFailure(.scheme, "redirect to a 'ftp' URL refused (only http and https)"))
     }
 
     @Test func loopsLimitsAndMissingLocation() {
-        #expect(failure(target("http://a.example/y", "/x", visited: ["http://a.example/x"])) == FetchFailure(.redirect, "redirect loop at http://a.example/x"))
+        #expect(
+            failure(target("http://a.example/y", "/x", visited: ["http://a.example/x"]))
+                == FetchFailure(.redirect, "redirect loop at http://a.example/x"))
         #expect(failure(target("http://a.example/x", "/y", hop: 5)) == FetchFailure(.redirect, "more than 5 redirects"))
         #expect(failure(target("http://a.example/x", nil)) == FetchFailure(.redirect, "HTTP 302 redirect without a Location"))
     }
@@ -102,7 +110,8 @@ import WorkerKinds
             if let previous, origin === previous { shared.append(url) }
             previous = origin
         }
-        #expect(shared == ["http://cdn.test:8080/b?x", "http://cdn.test:8080#f", "http://cdn.test:8080", "http://u@cdn.test:8080/h"],
-                "\(shared)")
+        #expect(
+            shared == ["http://cdn.test:8080/b?x", "http://cdn.test:8080#f", "http://cdn.test:8080", "http://u@cdn.test:8080/h"],
+            "\(shared)")
     }
 }

@@ -1,8 +1,8 @@
 import Logging
 import Testing
 import WorkerTestSupport
-@testable import WorkerFetch
 
+@testable import WorkerFetch
 
 /// The shared tier's rules without a server: when it is given up, what each answer means for
 /// the entry and the counts, and which settings are refused.
@@ -92,8 +92,10 @@ import WorkerTestSupport
 
     @Test func theTierURLAndHeadersAreCheckedAndTheObjectURLHasOneSlash() throws {
         let environment = ["TOKEN": "s3cret"]
-        let made = try RemoteCacheSettings.make(url: "https://user:pw@cache.internal:8443/team//",
-                                                headers: ["Authorization: Bearer ${TOKEN}"], environment: environment).get()
+        let made = try RemoteCacheSettings.make(
+            url: "https://user:pw@cache.internal:8443/team//",
+            headers: ["Authorization: Bearer ${TOKEN}"], environment: environment
+        ).get()
         #expect(made.objectURL("ab") == "https://user:pw@cache.internal:8443/team/cas/ab")
         #expect(made.shownURL == "https://cache.internal:8443/team")
         #expect(made.headers == ["Authorization: Bearer s3cret"])
@@ -118,8 +120,11 @@ import WorkerTestSupport
 @Suite struct TierCollectionsTests {
     @Test func theCollectionsGoFromTheTopOfThePathDownToCas() throws {
         let deep = try RemoteCacheSettings.make(url: "http://127.0.0.1:8080/teams/tier", headers: [], environment: [:]).get()
-        #expect(deep.collectionURLs == ["http://127.0.0.1:8080/teams/", "http://127.0.0.1:8080/teams/tier/",
-                                        "http://127.0.0.1:8080/teams/tier/cas/"])
+        #expect(
+            deep.collectionURLs == [
+                "http://127.0.0.1:8080/teams/", "http://127.0.0.1:8080/teams/tier/",
+                "http://127.0.0.1:8080/teams/tier/cas/",
+            ])
         let top = try RemoteCacheSettings.make(url: "http://127.0.0.1:8080", headers: [], environment: [:]).get()
         #expect(top.collectionURLs == ["http://127.0.0.1:8080/cas/"])
     }

@@ -3,11 +3,11 @@ import Glibc
 import Logging
 import Synchronization
 import Testing
-@testable import WorkerFetch
 import WorkerStore
-@testable import WorkerSupport
 import WorkerTestSupport
 
+@testable import WorkerFetch
+@testable import WorkerSupport
 
 /// The tier's upload queue with a scripted tier in place of the network: how many go at once,
 /// HEAD before PUT for `push`, a stop, a tier that refuses. No sockets.
@@ -58,12 +58,16 @@ import WorkerTestSupport
         func schedule(_ id: Int, in seconds: Double, _ work: @escaping @Sendable (Bool) -> Void) { inner.schedule(id, in: seconds, work) }
         func cancelTimer(_ id: Int) { inner.cancelTimer(id) }
 
-        func transfer(_ request: TransferRequest, handler: consuming sending ResponseHandler,
-                      done: @escaping @Sendable (ExchangeReply) -> Void) -> any EngineTransfer {
-            Transfer(request, done: { [self] reply in
-                self.state.withLock { $0.inFlight -= 1 }
-                done(reply)
-            })
+        func transfer(
+            _ request: TransferRequest, handler: consuming sending ResponseHandler,
+            done: @escaping @Sendable (ExchangeReply) -> Void
+        ) -> any EngineTransfer {
+            Transfer(
+                request,
+                done: { [self] reply in
+                    self.state.withLock { $0.inFlight -= 1 }
+                    done(reply)
+                })
         }
 
         func start(_ transfer: any EngineTransfer) {
@@ -140,8 +144,9 @@ import WorkerTestSupport
     }
 
     private func row(_ object: String, size: Int64) -> IndexRecord {
-        IndexRecord(url: "https://origin.test/" + object.prefix(8), hash: "sha256:" + object, object: object, size: size,
-                    fetchedAt: 0, lastUsed: 0)
+        IndexRecord(
+            url: "https://origin.test/" + object.prefix(8), hash: "sha256:" + object, object: object, size: size,
+            fetchedAt: 0, lastUsed: 0)
     }
 
     @Test func onlyPromisedObjectsACommitInstalledAreSentAndTheRunWaitsUntilTheOffersClose() async throws {

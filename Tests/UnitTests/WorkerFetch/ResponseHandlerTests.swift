@@ -1,21 +1,25 @@
 import Foundation
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerStore
 @testable import WorkerSupport
-import WorkerTestSupport
 
 /// The response logic without an HTTP client: heads, bodies and ends fed by hand.
 @Suite(.hangLimit) struct ResponseHandlerTests {
     /// sha256("hello world"), by sha256sum.
     private let helloWorld = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
 
-    private func handler(_ store: ContentStore, expected: String? = nil, conditional: Bool = false,
-                         timeout: Int64 = 60) throws -> ResponseHandler {
-        ResponseHandler(store: store, expected: try expected.map { try ContentHash.parse("sha256:" + $0).get() },
-                        maxSize: 1 << 20, conditional: conditional, deadline: Monotonic.now() + Double(timeout),
-                        entryTimeout: Double(timeout), url: "http://h/a", resume: nil, resumeThreshold: 1 << 20)
+    private func handler(
+        _ store: ContentStore, expected: String? = nil, conditional: Bool = false,
+        timeout: Int64 = 60
+    ) throws -> ResponseHandler {
+        ResponseHandler(
+            store: store, expected: try expected.map { try ContentHash.parse("sha256:" + $0).get() },
+            maxSize: 1 << 20, conditional: conditional, deadline: Monotonic.now() + Double(timeout),
+            entryTimeout: Double(timeout), url: "http://h/a", resume: nil, resumeThreshold: 1 << 20)
     }
 
     private func temporaryFiles(_ store: ContentStore) -> [String] {
@@ -50,7 +54,8 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let store = try ContentStore(root: directory.path + "/cache")
         var response = try handler(store)
-        #expect(response.head(status: 200, httpMajorVersion: 1, keepAlive: false) { ["content-length": "11"][$0].map { [$0] } ?? [] } == nil)
+        #expect(
+            response.head(status: 200, httpMajorVersion: 1, keepAlive: false) { ["content-length": "11"][$0].map { [$0] } ?? [] } == nil)
         #expect(response.closesConnection)
         #expect(feed(&response, "hello") == nil)
         guard case .failure(let failure) = response.finish() else {
@@ -101,7 +106,9 @@ import WorkerTestSupport
         let gzip = encoded.head(status: 200, httpMajorVersion: 1, keepAlive: true) { ["content-encoding": "gzip"][$0].map { [$0] } ?? [] }
         #expect(gzip?.detail == .unrequestedEncoding("gzip"))
         var large = try handler(store)
-        let tooLarge = large.head(status: 200, httpMajorVersion: 1, keepAlive: true) { ["content-length": "2000000"][$0].map { [$0] } ?? [] }
+        let tooLarge = large.head(status: 200, httpMajorVersion: 1, keepAlive: true) {
+            ["content-length": "2000000"][$0].map { [$0] } ?? []
+        }
         #expect(tooLarge?.reason == .tooLarge)
         #expect(temporaryFiles(store).isEmpty)
     }

@@ -1,8 +1,9 @@
 import Testing
-@testable import WorkerFetch
 import WorkerKinds
 import WorkerManifest
 import WorkerTestSupport
+
+@testable import WorkerFetch
 
 /// A route as a value: where an item is fetched, worked out once, and the requests made from it
 /// without locating the URL again. No I/O.
@@ -31,8 +32,9 @@ import WorkerTestSupport
         let route = locator.route("HTTPS://cdn.test:443/a/b.png", expected: nil)
         #expect(route.ruleNumber == 1, "the second rule covers it")
         #expect(route.origin == Origin.of("http://127.0.0.1:9/"))
-        let request = FetchRequest(url: "HTTPS://cdn.test:443/a/b.png", expected: nil, headers: [], localRoot: nil, locator: locator,
-                                   route: route)
+        let request = FetchRequest(
+            url: "HTTPS://cdn.test:443/a/b.png", expected: nil, headers: [], localRoot: nil, locator: locator,
+            route: route)
         #expect(request.location(at: 0).url == "http://127.0.0.1:9/c/a/b.png")
         #expect(request.location(at: 0).listed == "HTTPS://cdn.test:443/a/b.png")
         // The same request worked out by the locator itself.
@@ -52,10 +54,12 @@ import WorkerTestSupport
     }
 
     @Test func aKindsLocationIsKeptWholeWithItsSigning() throws {
-        let locator = try Locator().configuring([URLKindID("s3")], environment: [
-            "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_REGION": "eu-west-1",
-            "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-        ])
+        let locator = try Locator().configuring(
+            [URLKindID("s3")],
+            environment: [
+                "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_REGION": "eu-west-1",
+                "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+            ])
         let route = locator.route("s3://bucket/key/a.bin", expected: nil)
         let kept = try #require(route.keptLocation)
         #expect(kept.url == "https://bucket.s3.eu-west-1.amazonaws.com/key/a.bin" && kept.signing != nil)
@@ -65,8 +69,9 @@ import WorkerTestSupport
     }
 
     @Test func aLocalFileHasNoRoute() throws {
-        let route = try Self.locator(["https://cdn.test/=http://127.0.0.1:9/"]).route("file:///srv/a.txt", mirrors: ["https://cdn.test/a"],
-                                                                                  expected: hash)
+        let route = try Self.locator(["https://cdn.test/=http://127.0.0.1:9/"]).route(
+            "file:///srv/a.txt", mirrors: ["https://cdn.test/a"],
+            expected: hash)
         #expect(route.origin == nil && route.mirrors.isEmpty)
         let request = FetchRequest(url: "file:///srv/a.txt", expected: hash, headers: [], localRoot: "/srv", route: route)
         #expect(request.origin == nil && request.locationCount == 0)

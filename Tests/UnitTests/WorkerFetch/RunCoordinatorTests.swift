@@ -1,6 +1,7 @@
 import Testing
 import WorkerManifest
 import WorkerTestSupport
+
 @testable import WorkerFetch
 
 /// The run's coordinator as a value: events in, effects out, the time passed in. No I/O: what the
@@ -10,8 +11,9 @@ import WorkerTestSupport
 
     /// `count` groups of one local file each, `jobs` at once.
     static func local(_ count: Int, jobs: Int, highWater: Int = 4096) -> RunCoordinator {
-        RunCoordinator(schedule: DownloadSchedule(origins: Array(repeating: nil, count: count), jobs: jobs),
-                       groups: (0..<count).map { DownloadGroup(items: [$0]) }, highWater: highWater)
+        RunCoordinator(
+            schedule: DownloadSchedule(origins: Array(repeating: nil, count: count), jobs: jobs),
+            groups: (0..<count).map { DownloadGroup(items: [$0]) }, highWater: highWater)
     }
 
     static func launched(_ effects: RunCoordinator.Effects) -> [Int] {
@@ -24,8 +26,15 @@ import WorkerTestSupport
     }
 
     static func delivered(_ group: Int) -> RunCoordinator.Event {
-        .finished(group: group, results: [ItemResult(item: group, result: FetchResult(result: .success(.notModified), attempts: 1,
-                                                                                     bytesReceived: 0, source: nil))])
+        .finished(
+            group: group,
+            results: [
+                ItemResult(
+                    item: group,
+                    result: FetchResult(
+                        result: .success(.notModified), attempts: 1,
+                        bytesReceived: 0, source: nil))
+            ])
     }
 
     @Test func theConsumerIsAnsweredOnceEnoughGroupsAreReadyAndFewerWaitForAShortTimer() {
@@ -100,15 +109,26 @@ import WorkerTestSupport
     }
 
     @Test func theTiersHitIsReadyAndItsMissWaitsForTheOriginsTurn() {
-        var run = RunCoordinator(schedule: DownloadSchedule(origins: [a, a], jobs: 2, inTier: [true, true], tierLookups: 2),
-                                 groups: [DownloadGroup(items: [0], route: Locator().route("http://a.test/0", expected: nil)),
-                                          DownloadGroup(items: [1], route: Locator().route("http://a.test/1", expected: nil))],
-                                 highWater: 4096)
+        var run = RunCoordinator(
+            schedule: DownloadSchedule(origins: [a, a], jobs: 2, inTier: [true, true], tierLookups: 2),
+            groups: [
+                DownloadGroup(items: [0], route: Locator().route("http://a.test/0", expected: nil)),
+                DownloadGroup(items: [1], route: Locator().route("http://a.test/1", expected: nil)),
+            ],
+            highWater: 4096)
         #expect(run.handle(.start, now: 0).launches == [.lookUp(group: 0), .lookUp(group: 1)])
-        let hit = run.handle(.lookedUp(group: 0, hit: [ItemResult(item: 0, result: FetchResult(
-            result: .success(.notModified), attempts: 1, bytesReceived: 0, source: .remote))]), now: 1)
+        let hit = run.handle(
+            .lookedUp(
+                group: 0,
+                hit: [
+                    ItemResult(
+                        item: 0,
+                        result: FetchResult(
+                            result: .success(.notModified), attempts: 1, bytesReceived: 0, source: .remote))
+                ]), now: 1)
         #expect(hit.launches.isEmpty && run.ready.map(\.group) == [0])
-        #expect(run.handle(.lookedUp(group: 1, hit: nil), now: 1).launches == [.run(group: 1, delay: 0)],
-                "a miss goes to its origin")
+        #expect(
+            run.handle(.lookedUp(group: 1, hit: nil), now: 1).launches == [.run(group: 1, delay: 0)],
+            "a miss goes to its origin")
     }
 }

@@ -1,7 +1,8 @@
 import Testing
+import WorkerKinds
+
 @testable import WorkerFetch
 @testable import WorkerManifest
-import WorkerKinds
 
 /// `--rewrite`'s rules as values: what a rule covers (its origin in every spelling, its path at a
 /// segment boundary, an s3:// bucket whole) and what it sends there.
@@ -9,8 +10,10 @@ import WorkerKinds
     init() { Kinds.install() }
 
     @Test func aRuleRewritesItsPrefixOnlyWithTheHostMatchedWhole() throws {
-        let rewrite = try URLRewrite.parse(["https://cdn.example.com/assets/=http://127.0.0.1:8080/mirror/",
-                                            "https://cdn.example.com/=http://127.0.0.1:8080/all/"]).get()
+        let rewrite = try URLRewrite.parse([
+            "https://cdn.example.com/assets/=http://127.0.0.1:8080/mirror/",
+            "https://cdn.example.com/=http://127.0.0.1:8080/all/",
+        ]).get()
         #expect(rewrite.apply("https://cdn.example.com/assets/a.png") == "http://127.0.0.1:8080/mirror/a.png")
         #expect(rewrite.apply("HTTPS://CDN.Example.com/assets/a.png") == "http://127.0.0.1:8080/mirror/a.png")
         #expect(rewrite.apply("https://cdn.example.com/other/b.png") == "http://127.0.0.1:8080/all/other/b.png")

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
-@testable import WorkerFetch
-@testable import WorkerManifest
-@testable import WorkerStore
 import WorkerSupport
 import WorkerTestSupport
+
+@testable import WorkerFetch
 @testable import WorkerKinds
+@testable import WorkerManifest
+@testable import WorkerStore
 
 /// The parts of `worker manifest s3://` that need no server: a listing page read, the listing
 /// state kept in the index, keys mapped between s3:// and http(s) mirrors.
@@ -55,15 +56,21 @@ import WorkerTestSupport
         #expect(try index.listedObjects(under: "s3://b/p/") == ["s3://b/p/a": a], "an object no longer listed goes")
         #expect(try index.listedObjects(under: "s3://b/q/") == ["s3://b/q/x": other], "another prefix is left alone")
         let moved = ListedObject(url: a.url, etag: "\"2\"", size: 1, lastModified: "d1", sha256: "")
-        #expect(!a.isSameListing(as: moved) && a.isSameListing(as: ListedObject(url: a.url, etag: a.etag, size: 1, lastModified: "d1", sha256: "")))
+        #expect(
+            !a.isSameListing(as: moved)
+                && a.isSameListing(as: ListedObject(url: a.url, etag: a.etag, size: 1, lastModified: "d1", sha256: "")))
     }
 
     @Test func anS3PrefixMirroredOverHTTPGetsItsKeysPercentEncodedAndBack() {
-        let mirrors = ManifestMirrors([.init(prefix: "s3://assets/a/", mirrors: ["https://cdn.test/a/", "s3://backup/a/"]),
-                                       .init(prefix: "https://origin.test/a/", mirrors: ["s3://assets/a/", "https://cdn.test/a/"])])
-        #expect(mirrors.mirrors(for: "s3://assets/a/two words+plus%.png")
+        let mirrors = ManifestMirrors([
+            .init(prefix: "s3://assets/a/", mirrors: ["https://cdn.test/a/", "s3://backup/a/"]),
+            .init(prefix: "https://origin.test/a/", mirrors: ["s3://assets/a/", "https://cdn.test/a/"]),
+        ])
+        #expect(
+            mirrors.mirrors(for: "s3://assets/a/two words+plus%.png")
                 == ["https://cdn.test/a/two%20words%2Bplus%25.png", "s3://backup/a/two words+plus%.png"])
-        #expect(mirrors.mirrors(for: "https://origin.test/a/two%20words+plus.png")
+        #expect(
+            mirrors.mirrors(for: "https://origin.test/a/two%20words+plus.png")
                 == ["s3://assets/a/two words+plus.png", "https://cdn.test/a/two%20words+plus.png"])
     }
 }

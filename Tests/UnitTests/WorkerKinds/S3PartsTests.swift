@@ -1,10 +1,10 @@
 import Foundation
 import Testing
-@testable import WorkerFetch
-@testable import WorkerManifest
 import WorkerTestSupport
-@testable import WorkerKinds
 
+@testable import WorkerFetch
+@testable import WorkerKinds
+@testable import WorkerManifest
 
 /// `s3://` URLs, where they are requested, and the AWS settings chain, as values (the files are
 /// real files in a temporary folder; no network).
@@ -15,9 +15,11 @@ import WorkerTestSupport
         #expect((try? S3URL.parse("s3://assets/a/b.png").get()) == S3URL(bucket: "assets", key: "a/b.png"))
         #expect(S3URL.isS3("s3://a") && S3URL.isS3("S3://a") && S3URL.isS3("s3://"))
         #expect(!S3URL.isS3("s3:/") && !S3URL.isS3("s3") && !S3URL.isS3("https://a") && !S3URL.isS3("ss3://a") && !S3URL.isS3("s3:\\a"))
-        for (url, words) in [("s3://", "needs a bucket"), ("s3://assets", "no key"), ("s3://assets/", "no key"),
-                             ("s3://ab/k", "3 to 63"), ("s3://Assets/k", "lowercase"), ("s3://-assets/k", "begin and end"),
-                             ("s3://a..b/k", "two periods"), ("s3://10.0.0.1/k", "IP address"), ("s3://xn--abc/k", "reserves")] {
+        for (url, words) in [
+            ("s3://", "needs a bucket"), ("s3://assets", "no key"), ("s3://assets/", "no key"),
+            ("s3://ab/k", "3 to 63"), ("s3://Assets/k", "lowercase"), ("s3://-assets/k", "begin and end"),
+            ("s3://a..b/k", "two periods"), ("s3://10.0.0.1/k", "IP address"), ("s3://xn--abc/k", "reserves"),
+        ] {
             guard case .failure(let problem) = S3URL.parse(url) else { Issue.record("\(url) parsed"); continue }
             #expect(problem.description.contains(words), "\(url): \(problem)")
         }
@@ -40,7 +42,9 @@ import WorkerTestSupport
 
     @Test func theEnvironmentComesFirstThenTheProfileThenUnsigned() throws {
         let directory = TemporaryDirectory()
-        let credentials = directory.write("credentials", """
+        let credentials = directory.write(
+            "credentials",
+            """
             # comment
             [default]
             aws_access_key_id = DEFAULTID
@@ -56,15 +60,18 @@ import WorkerTestSupport
         let config = directory.write("config", "[default]\nregion = us-west-1\n[profile ci]\nregion = ap-south-1\n")
         let files = ["HOME": directory.path, "AWS_SHARED_CREDENTIALS_FILE": credentials, "AWS_CONFIG_FILE": config]
 
-        let fromEnvironment = try AWSConfig.access(environment: files.merging(
-            ["AWS_ACCESS_KEY_ID": "ENVID", "AWS_SECRET_ACCESS_KEY": "envsecret", "AWS_REGION": "eu-north-1"]) { $1 }).get()
+        let fromEnvironment = try AWSConfig.access(
+            environment: files.merging(
+                ["AWS_ACCESS_KEY_ID": "ENVID", "AWS_SECRET_ACCESS_KEY": "envsecret", "AWS_REGION": "eu-north-1"]) { $1 }
+        ).get()
         #expect(fromEnvironment.credentials == AWSCredentials(accessKeyID: "ENVID", secret: "envsecret"))
         #expect(fromEnvironment.region == "eu-north-1")
 
         let profile = try AWSConfig.access(environment: files.merging(["AWS_PROFILE": "ci"]) { $1 }).get()
         #expect(profile.credentials == AWSCredentials(accessKeyID: "CIID", secret: "cisecret", sessionToken: "citoken"))
         #expect(profile.region == "ap-south-1")
-        let fallback = try AWSConfig.access(environment: files.merging(["AWS_PROFILE": "ci", "AWS_DEFAULT_REGION": "sa-east-1"]) { $1 }).get()
+        let fallback = try AWSConfig.access(environment: files.merging(["AWS_PROFILE": "ci", "AWS_DEFAULT_REGION": "sa-east-1"]) { $1 })
+            .get()
         #expect(fallback.region == "sa-east-1", "AWS_DEFAULT_REGION before the profile's region")
 
         let standard = try AWSConfig.access(environment: files).get()

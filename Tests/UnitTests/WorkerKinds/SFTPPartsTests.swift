@@ -1,8 +1,9 @@
 import Testing
-@testable import WorkerFetch
-@testable import WorkerManifest
 import WorkerTestSupport
+
+@testable import WorkerFetch
 @testable import WorkerKinds
+@testable import WorkerManifest
 
 /// `sftp://` URLs as values: their origin, what an entry and a folder may be, where `--rewrite`
 /// sends them with the login and user, and a folder's listing as OpenSSH writes it (no network).
@@ -18,7 +19,8 @@ import WorkerTestSupport
         #expect(kind.origin(of: "sftp://[::1]:2200/x")?.origin.port == 2200)
         #expect(kind.origin(of: "sftp://[::1]/x")?.origin.port == 22)
         #expect(kind.origin(of: "sftp://a.example/x")?.origin == kind.origin(of: "SFTP://u@A.example:22/y")?.origin)
-        #expect(kind.origin(of: "sftp:///x") == nil && kind.origin(of: "sftp://host:99999/x") == nil && kind.origin(of: "https://a/x") == nil)
+        #expect(
+            kind.origin(of: "sftp:///x") == nil && kind.origin(of: "sftp://host:99999/x") == nil && kind.origin(of: "https://a/x") == nil)
         #expect(URLKinds.kind(of: "sftp://a.example/x")?.id == .sftp)
     }
 
@@ -70,10 +72,13 @@ import WorkerTestSupport
 
             """
         let items = SFTPListing.parse(text).items
-        #expect(items == [SFTPListing.Item(name: "a.txt", kind: .file, size: 6),
-                          SFTPListing.Item(name: "with  two spaces.bin", kind: .file, size: 3_000_000),
-                          SFTPListing.Item(name: "sub", kind: .folder, size: 4096),
-                          SFTPListing.Item(name: "link", kind: .link, size: 5),
-                          SFTPListing.Item(name: "socket", kind: .other, size: 0)])
+        #expect(
+            items == [
+                SFTPListing.Item(name: "a.txt", kind: .file, size: 6),
+                SFTPListing.Item(name: "with  two spaces.bin", kind: .file, size: 3_000_000),
+                SFTPListing.Item(name: "sub", kind: .folder, size: 4096),
+                SFTPListing.Item(name: "link", kind: .link, size: 5),
+                SFTPListing.Item(name: "socket", kind: .other, size: 0),
+            ])
     }
 }

@@ -1,5 +1,6 @@
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerManifest
 
 @Suite(.hangLimit) struct ContentHashTests {
@@ -20,7 +21,8 @@ import WorkerTestSupport
         // Digests of "test".
         let md5 = "098f6bcd4621d373cade4e832627b4f6"
         let sha1 = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"
-        let sha512 = "ee26b0dd4af7e749aa1a8ee3c10ae9923f618980772e473f8819a5d4940e0db27ac185f8a0e1d5f84f88bc887fd67b143732c304cc5fa9ad8e6f57f50028a8ff"
+        let sha512 =
+            "ee26b0dd4af7e749aa1a8ee3c10ae9923f618980772e473f8819a5d4940e0db27ac185f8a0e1d5f84f88bc887fd67b143732c304cc5fa9ad8e6f57f50028a8ff"
         #expect(try ContentHash.parse(md5).get() == ContentHash.parse("md5:" + md5).get())
         #expect(try ContentHash.parse(md5).get().algorithm == .md5)
         #expect(try ContentHash.parse(sha1).get().algorithm == .sha1)
@@ -36,15 +38,16 @@ import WorkerTestSupport
     }
 
     @Test(arguments: [
-        "sha256:abc",                                   // too short
-        "sha256:zz86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", // not hex
-        "crc32:deadbeef",                               // unknown algorithm
-        "sha384:768412320f7b0aa5812fce428dc4706b3cae50e02a64caa16a782249bfe8efc4b7ef1ccb126255d196047dfedf17a0a9", // colon form lists no sha384
-        "0123456789",                                   // bare hex of no known length
-        "sha256-notbase64!!",                           // SRI that is not base64
-        "sha256-dGVzdA==",                              // SRI of the wrong length
-        "md5-CY9rzUYh03PK3k6DJie09g==",                 // SRI names sha256/384/512 only
-        "../../etc/passwd",                             // traversal attempt
+        "sha256:abc",  // too short
+        "sha256:zz86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",  // not hex
+        "crc32:deadbeef",  // unknown algorithm
+        // The colon form lists no sha384.
+        "sha384:768412320f7b0aa5812fce428dc4706b3cae50e02a64caa16a782249bfe8efc4b7ef1ccb126255d196047dfedf17a0a9",
+        "0123456789",  // bare hex of no known length
+        "sha256-notbase64!!",  // SRI that is not base64
+        "sha256-dGVzdA==",  // SRI of the wrong length
+        "md5-CY9rzUYh03PK3k6DJie09g==",  // SRI names sha256/384/512 only
+        "../../etc/passwd",  // traversal attempt
         "sha256:../../../../etc/passwd0000000000000000000000000000000000000000",
         "",
     ])

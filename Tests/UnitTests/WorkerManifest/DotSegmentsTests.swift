@@ -1,7 +1,8 @@
 import Testing
-import WorkerManifest
-@testable import WorkerFetch
 import WorkerKinds
+import WorkerManifest
+
+@testable import WorkerFetch
 
 /// Dot segments removed as RFC 3986 §5.2.4 removes them (its §5.4 examples, as absolute URLs),
 /// and the rules of `--rewrite` compare the path a server is asked for.
@@ -10,8 +11,11 @@ import WorkerKinds
 
     @Test(arguments: [
         ("http://a/b/c/./../../g", "http://a/g"), ("http://a/b/c/../../../g", "http://a/g"), ("http://a/b/c/g/.", "http://a/b/c/g/"),
-        ("http://a/b/c/g/..", "http://a/b/c/"), ("http://a/b/c/./g;x=1/../y", "http://a/b/c/y"), ("http://a/b/c/g/./h?x=/../y#s/../z",
-        "http://a/b/c/g/h?x=/../y#s/../z"), ("http://a/b//../c", "http://a/b/c"), ("http://a/.x/..y/g", "http://a/.x/..y/g"),
+        ("http://a/b/c/g/..", "http://a/b/c/"), ("http://a/b/c/./g;x=1/../y", "http://a/b/c/y"),
+        (
+            "http://a/b/c/g/./h?x=/../y#s/../z",
+            "http://a/b/c/g/h?x=/../y#s/../z"
+        ), ("http://a/b//../c", "http://a/b/c"), ("http://a/.x/..y/g", "http://a/.x/..y/g"),
         ("http://a", "http://a"), ("http://a?q=/../", "http://a?q=/../"), ("http://a/b/c", "http://a/b/c"),
     ])
     func dotSegmentsAreRemovedAsRFC3986Does(_ url: String, _ expected: String) {

@@ -1,7 +1,8 @@
 import Testing
-@testable import WorkerManifest
-import WorkerTestSupport
 import WorkerKinds
+import WorkerTestSupport
+
+@testable import WorkerManifest
 
 @Suite(.hangLimit) struct ManifestEntriesTests {
     init() { Kinds.install() }
@@ -16,8 +17,9 @@ import WorkerKinds
         let given = [
             ManifestEntry(url: "https://h/a.png", hash: Self.sha256, manifest: 0, line: 3, column: 10),
             ManifestEntry(url: "https://h/ü 😀.png", hash: nil, manifest: 1, line: 70_000, column: 5),
-            ManifestEntry(url: "", hash: Self.sha512, manifest: 2, line: 1, column: 1,
-                          mirrors: ["https://m1/a", "s3://bucket/a"]),
+            ManifestEntry(
+                url: "", hash: Self.sha512, manifest: 2, line: 1, column: 1,
+                mirrors: ["https://m1/a", "s3://bucket/a"]),
             ManifestEntry(url: "file:///tmp/x", hash: Self.md5, manifest: 0, line: 9, column: 200_000),
         ]
         let entries = ManifestEntries(given)
@@ -39,8 +41,11 @@ import WorkerKinds
             ManifestEntry(url: "http://h/b", hash: Self.md5, manifest: 0, line: 5, column: 10),
         ]
         entries.setHash(Self.sha256, mirrors: ["http://m/a"], at: 0)
-        #expect(entries[0] == ManifestEntry(url: "http://h/a", hash: Self.sha256, manifest: 0, line: 3, column: 10,
-                                            mirrors: ["http://m/a"]))
+        #expect(
+            entries[0]
+                == ManifestEntry(
+                    url: "http://h/a", hash: Self.sha256, manifest: 0, line: 3, column: 10,
+                    mirrors: ["http://m/a"]))
         #expect(entries[1] == ManifestEntry(url: "http://h/b", hash: Self.md5, manifest: 0, line: 5, column: 10))
         entries.addMirrors(["http://m/a", "http://m2/a"], at: 0)
         #expect(entries.mirrors(at: 0) == ["http://m/a", "http://m2/a"], "a mirror listed twice is kept once")
@@ -51,7 +56,9 @@ import WorkerKinds
     /// another manifest's entries come back in order with their places.
     @Test func theLoaderFillsThem() throws {
         let directory = TemporaryDirectory()
-        let first = directory.write("a.yaml", """
+        let first = directory.write(
+            "a.yaml",
+            """
             version: 1
             entries:
               - url: http://h/a
@@ -62,10 +69,11 @@ import WorkerKinds
             """)
         let second = directory.write("b.yaml", "version: 1\nentries:\n  - url: http://h/c\n")
         let set = try ManifestLoader(environment: [:]).load(paths: [first, second])
-        #expect(Array(set.entries) == [
-            ManifestEntry(url: "http://h/a", hash: Self.sha256, manifest: 0, line: 3, column: 10),
-            ManifestEntry(url: "http://h/b", hash: Self.md5, manifest: 0, line: 4, column: 10),
-            ManifestEntry(url: "http://h/c", hash: nil, manifest: 1, line: 3, column: 10),
-        ])
+        #expect(
+            Array(set.entries) == [
+                ManifestEntry(url: "http://h/a", hash: Self.sha256, manifest: 0, line: 3, column: 10),
+                ManifestEntry(url: "http://h/b", hash: Self.md5, manifest: 0, line: 4, column: 10),
+                ManifestEntry(url: "http://h/c", hash: nil, manifest: 1, line: 3, column: 10),
+            ])
     }
 }

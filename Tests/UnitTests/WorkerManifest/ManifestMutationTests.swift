@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerManifest
 @testable import WorkerSupport
-import WorkerTestSupport
 
 /// A deterministic mutation fuzzer for the manifest reader: every mutated input must give
 /// well-formed entries or located errors, never a crash. Iterations: `WORKER_MANIFEST_FUZZ_ITERATIONS`
@@ -81,24 +82,35 @@ import WorkerTestSupport
                 accepted += 1
                 for entry in set.entries {
                     let scheme = URLKinds.scheme(of: entry.url)
-                    #expect(scheme == "http" || scheme == "https" || scheme == "file", "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration): \(entry.url)")
+                    #expect(
+                        scheme == "http" || scheme == "https" || scheme == "file",
+                        "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration): \(entry.url)")
                     if let hash = entry.hash {
-                        #expect(Hex.isLowercaseHex(hash.hex, length: hash.algorithm.byteCount * 2), "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)")
+                        #expect(
+                            Hex.isLowercaseHex(hash.hex, length: hash.algorithm.byteCount * 2),
+                            "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)")
                     }
-                    if scheme == "file" { #expect(entry.url.hasPrefix("file://" + directory.path + "/"), "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)") }
+                    if scheme == "file" {
+                        #expect(
+                            entry.url.hasPrefix("file://" + directory.path + "/"),
+                            "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)")
+                    }
                 }
             } catch {
                 rejected += 1
                 #expect(!error.diagnostics.isEmpty, "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration)")
                 for diagnostic in error.diagnostics {
                     #expect(diagnostic.path == path)
-                    #expect(diagnostic.line >= 1 && diagnostic.column >= 1, "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration): \(diagnostic)")
+                    #expect(
+                        diagnostic.line >= 1 && diagnostic.column >= 1,
+                        "seed \(seed) (WORKER_MANIFEST_FUZZ_SEED), iteration \(iteration): \(diagnostic)")
                     #expect(!diagnostic.message.isEmpty)
                 }
             }
         }
-        print("manifest mutation fuzz: \(iterations) inputs in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, "
-              + "\(accepted) accepted, \(rejected) rejected with located errors")
+        print(
+            "manifest mutation fuzz: \(iterations) inputs in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, "
+                + "\(accepted) accepted, \(rejected) rejected with located errors")
         #expect(accepted > 0 && rejected > 0, "the mutations reach both outcomes")
     }
 }

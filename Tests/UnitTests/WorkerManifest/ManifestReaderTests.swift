@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import WorkerManifest
-import WorkerTestSupport
 import WorkerKinds
+import WorkerTestSupport
+
+@testable import WorkerManifest
 
 @Suite(.hangLimit) struct ManifestReaderTests {
     /// The schemes a refusal lists are the registered kinds'.
@@ -16,14 +17,18 @@ import WorkerKinds
         let manifest = try #require(set.manifests.first)
         #expect(manifest.name == "avatars")
         #expect(manifest.baseURL == "https://cdn.example.com/assets/")
-        #expect(manifest.headers == [RequestHeader(name: "Authorization", value: "Bearer s3cret"),
-                                     RequestHeader(name: "X-Client", value: "worker-tests")])
-        #expect(set.entries.map(\.url) == [
-            "https://cdn.example.com/assets/u/1/avatar.png",
-            "https://other.example.com/u/2.png",
-            "https://cdn.example.com/root/3.png",
-            "http://cdn.example.com/u/4.png",
-        ])
+        #expect(
+            manifest.headers == [
+                RequestHeader(name: "Authorization", value: "Bearer s3cret"),
+                RequestHeader(name: "X-Client", value: "worker-tests"),
+            ])
+        #expect(
+            set.entries.map(\.url) == [
+                "https://cdn.example.com/assets/u/1/avatar.png",
+                "https://other.example.com/u/2.png",
+                "https://cdn.example.com/root/3.png",
+                "http://cdn.example.com/u/4.png",
+            ])
         #expect(set.entries[0].hash?.description == "sha256:" + sha256OfTest)
         #expect(set.entries[1].hash?.algorithm == .md5)
         #expect(set.entries[2].hash == nil)
@@ -39,17 +44,20 @@ import WorkerKinds
     }
 
     @Test func baseURLMayComeAfterTheEntries() throws {
-        let set = try load("""
+        let set = try load(
+            """
             version: 1
             entries:
               - url: a.png
             base_url: http://127.0.0.1:9/x/
-            """).get()
+            """
+        ).get()
         #expect(set.entries.map(\.url) == ["http://127.0.0.1:9/x/a.png"])
     }
 
     @Test func sameURLWithTheSameHashIsMerged() throws {
-        let set = try load("""
+        let set = try load(
+            """
             version: 1
             entries:
               - url: http://h/a
@@ -57,7 +65,8 @@ import WorkerKinds
               - url: http://h/a
                 hash: 098F6BCD4621D373CADE4E832627B4F6
               - url: http://h/a
-            """).get()
+            """
+        ).get()
         #expect(set.entries.count == 1)
         #expect(set.manifests[0].entryCount == 3)
     }
@@ -72,25 +81,33 @@ import WorkerKinds
 
     @Test func yamlSyntaxErrorHasItsPosition() {
         let found = problems("version: 1\nentries:\n  - url: [unclosed\n")
-        #expect(found == ["3:10: 'url' must be a string, found a list",
-                          "4:1: YAML syntax error: did not find expected ',' or ']' (while parsing a flow sequence at line 3)"])
+        #expect(
+            found == [
+                "3:10: 'url' must be a string, found a list",
+                "4:1: YAML syntax error: did not find expected ',' or ']' (while parsing a flow sequence at line 3)",
+            ])
     }
 
     @Test func unknownKeys() {
-        #expect(problems("version: 1\nentries: []\ncolour: red\n") ==
-                ["3:1: unknown key 'colour' (expected version, name, base_url, serial, expires, headers, mirrors, entries)"])
-        #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    sha: x\n") ==
-                ["4:5: unknown key 'sha' in entry (expected url, hash, path, mirrors)"])
+        #expect(
+            problems("version: 1\nentries: []\ncolour: red\n") == [
+                "3:1: unknown key 'colour' (expected version, name, base_url, serial, expires, headers, mirrors, entries)"
+            ])
+        #expect(
+            problems("version: 1\nentries:\n  - url: http://h/a\n    sha: x\n") == [
+                "4:5: unknown key 'sha' in entry (expected url, hash, path, mirrors)"
+            ])
     }
 
     @Test func duplicateKeys() {
         #expect(problems("version: 1\nversion: 1\nentries: []\n") == ["2:1: duplicate key 'version' (first at line 1)"])
-        #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    url: http://h/b\n") ==
-                ["4:5: duplicate key 'url' (first at line 3)"])
+        #expect(
+            problems("version: 1\nentries:\n  - url: http://h/a\n    url: http://h/b\n") == ["4:5: duplicate key 'url' (first at line 3)"])
     }
 
     @Test func aliasesAndAnchorsAreRefused() {
-        let found = problems("""
+        let found = problems(
+            """
             version: 1
             entries:
               - &one
@@ -104,8 +121,10 @@ import WorkerKinds
         #expect(problems("version: \"1\"\nentries: []\n") == ["1:10: 'version' must be the integer 1, found a scalar"])
         #expect(problems("version: 2\nentries: []\n") == ["1:10: unsupported manifest version 2 (this worker reads version 1)"])
         #expect(problems("version: 1\nentries: {}\n") == ["2:10: 'entries' must be a list, found a mapping"])
-        #expect(problems("version: 1\nentries:\n  - http://h/a\n") ==
-                ["3:5: each entry must be a mapping with 'url' (and optional 'hash', 'path' and 'mirrors'), found a scalar"])
+        #expect(
+            problems("version: 1\nentries:\n  - http://h/a\n") == [
+                "3:5: each entry must be a mapping with 'url' (and optional 'hash', 'path' and 'mirrors'), found a scalar"
+            ])
         #expect(problems("version: 1\nentries:\n  - url: [a]\n") == ["3:10: 'url' must be a string, found a list"])
         #expect(problems("- 1\n") == ["1:1: the manifest must be a mapping with 'version' and 'entries', found a list"])
     }
@@ -118,58 +137,76 @@ import WorkerKinds
     }
 
     @Test func badHash() {
-        #expect(problems("version: 1\nentries:\n  - url: http://h/a\n    hash: sha256:abc\n") ==
-                ["4:11: bad hash: sha256 hash needs 64 hex digits, got 3"])
+        #expect(
+            problems("version: 1\nentries:\n  - url: http://h/a\n    hash: sha256:abc\n") == [
+                "4:11: bad hash: sha256 hash needs 64 hex digits, got 3"
+            ])
     }
 
     @Test func badScheme() {
-        #expect(problems("version: 1\nentries:\n  - url: ftp://h/a\n") ==
-                ["3:10: URL scheme 'ftp' is not allowed (only http, https, s3, oci and sftp)"])
-        #expect(problems("version: 1\nentries:\n  - url: file:///etc/passwd\n") ==
-                ["3:10: URL scheme 'file' is not allowed (only http, https, s3, oci and sftp)"])
-        #expect(problems("version: 1\nbase_url: ftp://h/\nentries: []\n") ==
-                ["2:11: 'base_url' has scheme 'ftp'; only http, https, s3 and sftp are allowed"])
+        #expect(
+            problems("version: 1\nentries:\n  - url: ftp://h/a\n") == [
+                "3:10: URL scheme 'ftp' is not allowed (only http, https, s3, oci and sftp)"
+            ])
+        #expect(
+            problems("version: 1\nentries:\n  - url: file:///etc/passwd\n") == [
+                "3:10: URL scheme 'file' is not allowed (only http, https, s3, oci and sftp)"
+            ])
+        #expect(
+            problems("version: 1\nbase_url: ftp://h/\nentries: []\n") == [
+                "2:11: 'base_url' has scheme 'ftp'; only http, https, s3 and sftp are allowed"
+            ])
     }
 
     @Test func relativeURLsThatDoNotResolveToHTTPAreRefused() {
         // Found by the mutation fuzzer: Foundation returned these unresolved.
-        #expect(problems("version: 1\nbase_url: https://h/a/\nentries:\n  - url: \":u/1.png\"\n") ==
-                ["4:10: not a valid relative URL: :u/1.png"])
-        #expect(problems("version: 1\nbase_url: https://h/a/\nentries:\n  - url: \":https:/~/x\"\n") ==
-                ["4:10: not a valid relative URL: :https:/~/x"])
+        #expect(
+            problems("version: 1\nbase_url: https://h/a/\nentries:\n  - url: \":u/1.png\"\n") == [
+                "4:10: not a valid relative URL: :u/1.png"
+            ])
+        #expect(
+            problems("version: 1\nbase_url: https://h/a/\nentries:\n  - url: \":https:/~/x\"\n") == [
+                "4:10: not a valid relative URL: :https:/~/x"
+            ])
     }
 
     @Test func sameURLWithTwoHashesNamesBothLines() {
-        #expect(problems("""
-            version: 1
-            entries:
-              - url: http://h/a
-                hash: md5:098f6bcd4621d373cade4e832627b4f6
-              - url: http://h/b
-              - url: http://h/a
-                hash: md5:00000000000000000000000000000000
-            """) == ["6:10: URL http://h/a is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at line 3"])
+        #expect(
+            problems(
+                """
+                version: 1
+                entries:
+                  - url: http://h/a
+                    hash: md5:098f6bcd4621d373cade4e832627b4f6
+                  - url: http://h/b
+                  - url: http://h/a
+                    hash: md5:00000000000000000000000000000000
+                """) == ["6:10: URL http://h/a is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at line 3"])
     }
 
     /// Each entry is recorded when the next one is read: the last entry, and one repeated at once,
     /// are still compared with what came before.
     @Test func sameURLTwiceInARowAndAtTheEnd() throws {
-        #expect(problems("""
-            version: 1
-            entries:
-              - url: http://h/a
-                hash: md5:098f6bcd4621d373cade4e832627b4f6
-              - url: http://h/a
-                hash: md5:00000000000000000000000000000000
-            """) == ["5:10: URL http://h/a is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at line 3"])
-        let set = try load("""
+        #expect(
+            problems(
+                """
+                version: 1
+                entries:
+                  - url: http://h/a
+                    hash: md5:098f6bcd4621d373cade4e832627b4f6
+                  - url: http://h/a
+                    hash: md5:00000000000000000000000000000000
+                """) == ["5:10: URL http://h/a is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at line 3"])
+        let set = try load(
+            """
             version: 1
             entries:
               - url: http://h/a
               - url: http://h/b
               - url: http://h/a
                 hash: md5:098f6bcd4621d373cade4e832627b4f6
-            """).get()
+            """
+        ).get()
         #expect(set.entries.map(\.url) == ["http://h/a", "http://h/b"])
         #expect(set.entries.first?.hash?.description == "md5:098f6bcd4621d373cade4e832627b4f6", "a later hash fills in")
     }
@@ -177,9 +214,12 @@ import WorkerKinds
     @Test func sameURLWithTwoHashesAcrossManifests() throws {
         let directory = TemporaryDirectory()
         let first = directory.write("a.yaml", "version: 1\nentries:\n  - url: http://h/x\n    hash: md5:098f6bcd4621d373cade4e832627b4f6\n")
-        let second = directory.write("b.yaml", "version: 1\nentries:\n  - url: http://h/x\n    hash: md5:00000000000000000000000000000000\n")
+        let second = directory.write(
+            "b.yaml", "version: 1\nentries:\n  - url: http://h/x\n    hash: md5:00000000000000000000000000000000\n")
         let error = try #require(throws: ManifestErrors.self) { try ManifestLoader().load(paths: [first, second]) }
-        #expect(error.description == "\(second):3:10: URL http://h/x is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at \(first):3")
+        #expect(
+            error.description
+                == "\(second):3:10: URL http://h/x is listed with two hashes: md5:000000000000… here, md5:098f6bcd4621… at \(first):3")
     }
 
     @Test func missingVariableIsNamedNotItsValue() {
@@ -188,12 +228,16 @@ import WorkerKinds
     }
 
     @Test func localPathsMayNotLeaveTheFolder() {
-        #expect(problems("version: 1\nentries:\n  - url: ../secret.png\n") ==
-                ["3:10: local path '../secret.png' leaves the manifest's folder"])
-        #expect(problems("version: 1\nentries:\n  - url: a/%2e%2e/%2e%2e/x\n") ==
-                ["3:10: local path 'a/%2e%2e/%2e%2e/x' leaves the manifest's folder"])
-        #expect(problems("version: 1\nentries:\n  - url: /etc/passwd\n") ==
-                ["3:10: local path '/etc/passwd' must be relative to the manifest's folder (no base_url is set)"])
+        #expect(
+            problems("version: 1\nentries:\n  - url: ../secret.png\n") == ["3:10: local path '../secret.png' leaves the manifest's folder"])
+        #expect(
+            problems("version: 1\nentries:\n  - url: a/%2e%2e/%2e%2e/x\n") == [
+                "3:10: local path 'a/%2e%2e/%2e%2e/x' leaves the manifest's folder"
+            ])
+        #expect(
+            problems("version: 1\nentries:\n  - url: /etc/passwd\n") == [
+                "3:10: local path '/etc/passwd' must be relative to the manifest's folder (no base_url is set)"
+            ])
     }
 
     @Test func onlyOneDocument() {
@@ -250,8 +294,11 @@ import WorkerKinds
 
     /// Reads `text` with and without the parsing thread: entries as `line:column url hash`, then
     /// problems as `line:column message`.
-    private func readBothWays(_ text: String, maxDiagnostics: Int = 50, name: String = "m.yaml")
-        -> (threaded: [String], inline: [String]) {
+    private func readBothWays(
+        _ text: String, maxDiagnostics: Int = 50, name: String = "m.yaml"
+    )
+        -> (threaded: [String], inline: [String])
+    {
         let directory = TemporaryDirectory()
         let path = directory.write(name, text)
         func read(threadedFromBytes: Int) -> [String] {
@@ -313,8 +360,11 @@ import WorkerKinds
         let (threaded, inline) = readBothWays(text, maxDiagnostics: 3, name: name)
         #expect(threaded == inline)
         #expect(openFiles(ending: "/" + name).isEmpty, "the thread has ended and closed the file")
-        #expect(threaded == ["3:5 unknown key 'sha' in entry (expected url, hash, path, mirrors)",
-                             "3:5 entry has no 'url'",
-                             "4:5 unknown key 'sha' in entry (expected url, hash, path, mirrors)"])
+        #expect(
+            threaded == [
+                "3:5 unknown key 'sha' in entry (expected url, hash, path, mirrors)",
+                "3:5 entry has no 'url'",
+                "4:5 unknown key 'sha' in entry (expected url, hash, path, mirrors)",
+            ])
     }
 }

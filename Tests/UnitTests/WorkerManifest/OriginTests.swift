@@ -1,6 +1,7 @@
 import Testing
-@testable import WorkerManifest
 import WorkerKinds
+
+@testable import WorkerManifest
 
 /// Where an http(s) URL connects, in one spelling (what every per-origin rule compares).
 @Suite struct ConnectOriginTests {
@@ -12,10 +13,12 @@ import WorkerKinds
 
     @Test func spellingsLibcurlConnectsAlikeAreOneOrigin() {
         let localhost = "http://localhost:21001"
-        for url in ["http://localhost:21001/a", "http://user@localhost:21001/a", "http://user:pw@LOCALHOST.:21001",
-                    "http://localhost:021001/a", "http://%6cocalhost:21001/a", "http://[::ffff:127.0.0.1]:21001/",
-                    "http://127.0.0.1:21001/a", "http://127.1:21001", "http://0x7f.0.0.1:21001/a", "http://2130706433:21001/a",
-                    "http://[::1]:21001/a", "http://cdn.localhost:21001/a", "HTTP://localhost:21001?q", "http://localhost:21001#f"] {
+        for url in [
+            "http://localhost:21001/a", "http://user@localhost:21001/a", "http://user:pw@LOCALHOST.:21001",
+            "http://localhost:021001/a", "http://%6cocalhost:21001/a", "http://[::ffff:127.0.0.1]:21001/",
+            "http://127.0.0.1:21001/a", "http://127.1:21001", "http://0x7f.0.0.1:21001/a", "http://2130706433:21001/a",
+            "http://[::1]:21001/a", "http://cdn.localhost:21001/a", "HTTP://localhost:21001?q", "http://localhost:21001#f",
+        ] {
             #expect(origin(url) == localhost, "\(url) → \(origin(url) ?? "nil")")
         }
         #expect(origin("https://Example.COM/x") == "https://example.com:443")

@@ -1,6 +1,7 @@
 import Testing
-@testable import WorkerManifest
 import WorkerTestSupport
+
+@testable import WorkerManifest
 
 @Suite(.hangLimit) struct ShardTests {
     @Test(arguments: [1, 2, 4, 7])
@@ -38,7 +39,9 @@ import WorkerTestSupport
 
     @Test func fingerprintIgnoresFormattingButNotContent() throws {
         let directory = TemporaryDirectory()
-        let a = directory.write("a.yaml", """
+        let a = directory.write(
+            "a.yaml",
+            """
             version: 1
             name: avatars
             headers:
@@ -48,7 +51,9 @@ import WorkerTestSupport
                 hash: sha256:9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08
               - url: https://h/2.png
             """)
-        let b = directory.write("b.yaml", """
+        let b = directory.write(
+            "b.yaml",
+            """
             # the same, reordered and reformatted
             entries:
             - {hash: 'sha256-n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=', url: "https://h/1.png"}
@@ -57,7 +62,9 @@ import WorkerTestSupport
             name: avatars
             version: 1
             """)
-        let c = directory.write("c.yaml", """
+        let c = directory.write(
+            "c.yaml",
+            """
             version: 1
             name: avatars
             headers:

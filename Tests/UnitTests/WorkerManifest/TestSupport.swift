@@ -1,10 +1,13 @@
 import Foundation
-@testable import WorkerManifest
 import WorkerTestSupport
 
+@testable import WorkerManifest
+
 /// Loads manifest text; returns the set or the diagnostics.
-func load(_ text: String, name: String = "m.yaml", environment: [String: String] = [:],
-          in directory: TemporaryDirectory = TemporaryDirectory()) -> Result<ManifestSet, ManifestErrors> {
+func load(
+    _ text: String, name: String = "m.yaml", environment: [String: String] = [:],
+    in directory: TemporaryDirectory = TemporaryDirectory()
+) -> Result<ManifestSet, ManifestErrors> {
     let path = directory.write(name, text)
     do {
         return .success(try ManifestLoader(environment: environment).load(paths: [path]))

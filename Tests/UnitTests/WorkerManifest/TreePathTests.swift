@@ -1,7 +1,7 @@
 import Testing
-@testable import WorkerManifest
 import WorkerKinds
 
+@testable import WorkerManifest
 
 /// Tree paths: what an entry's `path` may be, and the path its URL gives without one.
 @Suite struct TreePathTests {
@@ -19,8 +19,10 @@ import WorkerKinds
         #expect(try TreePath.derived(fromURL: url).get() == path)
     }
 
-    @Test(arguments: ["https://cdn.example.com/", "https://cdn.example.com", "https://h/dir/", "https://h/a%2", "https://h/a%ff",
-                      "https://h/a/%2e%2e/b", "https://h/a%00b", "?only=query"])
+    @Test(arguments: [
+        "https://cdn.example.com/", "https://cdn.example.com", "https://h/dir/", "https://h/a%2", "https://h/a%ff",
+        "https://h/a/%2e%2e/b", "https://h/a%00b", "?only=query",
+    ])
     func aURLWithoutAUsablePathGivesNone(url: String) {
         #expect((try? TreePath.derived(fromURL: url).get()) == nil)
     }
@@ -41,7 +43,8 @@ import WorkerKinds
         #expect(TreePath.problem("a\nb")?.contains("control character") == true)
         #expect(TreePath.problem(String(repeating: "x", count: 255)) == nil)
         #expect(TreePath.problem(String(repeating: "x", count: 256))?.contains("256 bytes") == true)
-        #expect(TreePath.problem(Array(repeating: String(repeating: "x", count: 200), count: 6).joined(separator: "/"))?
-            .contains("at most 1024") == true)
+        #expect(
+            TreePath.problem(Array(repeating: String(repeating: "x", count: 200), count: 6).joined(separator: "/"))?
+                .contains("at most 1024") == true)
     }
 }

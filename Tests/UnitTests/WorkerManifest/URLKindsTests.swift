@@ -1,7 +1,8 @@
 import Testing
-import WorkerTestSupport
-@testable import WorkerManifest
 import WorkerKinds
+import WorkerTestSupport
+
+@testable import WorkerManifest
 
 /// A scheme is read up to its colon; a byte no scheme holds before it (a relative path's `/`)
 /// means there is none.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerManifest
 
 @Suite(.hangLimit) struct URLCheckTests {
@@ -9,8 +10,10 @@ import WorkerTestSupport
         #expect(URLResolver.isWellFormedAbsolute(url))
     }
 
-    @Test(arguments: ["http:/h", "http://", "http:///path", "http://:80/x", "http://h/a b", "http://h/é", "http://h/%zz",
-                      "http://h/%2", "http://h/<x>", "http://h\\x", "http://h/\u{7F}"])
+    @Test(arguments: [
+        "http:/h", "http://", "http:///path", "http://:80/x", "http://h/a b", "http://h/é", "http://h/%zz",
+        "http://h/%2", "http://h/<x>", "http://h\\x", "http://h/\u{7F}",
+    ])
     func malformed(url: String) {
         #expect(!URLResolver.isWellFormedAbsolute(url))
     }
@@ -47,8 +50,9 @@ import WorkerTestSupport
         #expect(appended == 16, "the plain references take the appending path")
         #expect(resolver.appendingResolution("a/./b") == nil && resolver.appendingResolution("../x") == nil)
         #expect(resolver.appendingResolution("//other/x") == nil && resolver.appendingResolution("a:b") == nil)
-        #expect(resolver.appendingResolution("a b") == nil && resolver.appendingResolution("é.png") == nil,
-                "what Foundation would encode takes Foundation's path")
+        #expect(
+            resolver.appendingResolution("a b") == nil && resolver.appendingResolution("é.png") == nil,
+            "what Foundation would encode takes Foundation's path")
     }
 
     /// A `base_url` Foundation takes but the entry check does not (a `%` without two hex digits, a

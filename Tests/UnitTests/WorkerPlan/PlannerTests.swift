@@ -1,9 +1,10 @@
+import Foundation
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerManifest
 @testable import WorkerPlan
 @testable import WorkerStore
-import WorkerTestSupport
-import Foundation
 
 @Suite(.hangLimit) struct PlannerTests {
     let objectA = String(repeating: "a", count: 64)
@@ -28,10 +29,13 @@ import Foundation
     /// `--refresh` are groups of one.
     @Test func downloadGroupsJoinTheSameExpectedContent() {
         let md5 = "0cc175b9c0f1b6a831c399e269772661"
-        let result = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", objectA.uppercased()),
-                           entry("http://h/c", nil), entry("http://h/d", "sha256:" + objectB), entry("http://h/e", nil),
-                           entry("http://h/f", "md5:" + md5), entry("http://h/g", md5)],
-                          [], present: [])
+        let result = plan(
+            [
+                entry("http://h/a", "sha256:" + objectA), entry("http://h/b", objectA.uppercased()),
+                entry("http://h/c", nil), entry("http://h/d", "sha256:" + objectB), entry("http://h/e", nil),
+                entry("http://h/f", "md5:" + md5), entry("http://h/g", md5),
+            ],
+            [], present: [])
         #expect(result.downloadGroups(refresh: false).map { Array($0.items) } == [[0, 1], [2], [3], [4], [5, 6]])
         #expect(result.downloadGroups(refresh: false)[0].items.map { result.request(for: $0).url } == ["http://h/a", "http://h/b"])
         #expect(result.downloadGroups(refresh: true).map { Array($0.items) } == [[0], [1], [2], [3], [4], [5], [6]])
@@ -43,18 +47,23 @@ import Foundation
         let prefix = String(repeating: "ab", count: 8)
         let one = prefix + String(repeating: "1", count: 48), two = prefix + String(repeating: "2", count: 48)
         let md5 = prefix + String(repeating: "3", count: 16)
-        let result = plan([entry("http://h/a", "sha256:" + one), entry("http://h/b", "sha256:" + two),
-                           entry("http://h/c", "md5:" + md5), entry("http://h/d", "sha256:" + two),
-                           entry("http://h/e", "sha256:" + one), entry("http://h/f", "md5:" + md5)],
-                          [], present: [])
+        let result = plan(
+            [
+                entry("http://h/a", "sha256:" + one), entry("http://h/b", "sha256:" + two),
+                entry("http://h/c", "md5:" + md5), entry("http://h/d", "sha256:" + two),
+                entry("http://h/e", "sha256:" + one), entry("http://h/f", "md5:" + md5),
+            ],
+            [], present: [])
         #expect(result.downloadGroups(refresh: false).map { Array($0.items) } == [[0, 4], [1, 3], [2, 5]])
         #expect(result.downloadGroups(refresh: true).map { Array($0.items) } == [[0], [1], [2], [3], [4], [5]])
     }
 
     /// A plan keeps each action in a byte, a reuse's object and size aside: every kind reads back.
     @Test func everyActionReadsBackAsItWasPlanned() {
-        let given: [PlannedEntry.Action] = [.keep, .download, .reuse(object: objectA, size: 7), .revalidate, .refresh,
-                                            .repair, .reuse(object: objectB, size: 0), .keep]
+        let given: [PlannedEntry.Action] = [
+            .keep, .download, .reuse(object: objectA, size: 7), .revalidate, .refresh,
+            .repair, .reuse(object: objectB, size: 0), .keep,
+        ]
         var actions = PlanActions()
         for action in given { actions.append(action) }
         #expect(actions.count == given.count)
@@ -67,7 +76,8 @@ import Foundation
         let urls = (0..<300).map { String(format: "http://h/%03d", $0) }
         var builder = IndexRows.Builder(checksDuplicates: false)
         for (offset, url) in urls.enumerated() where offset % 7 != 3 {
-            builder.append(record(url, hash: "sha256:" + (offset % 2 == 0 ? objectA : objectB), object: offset % 2 == 0 ? objectA : objectB))
+            builder.append(
+                record(url, hash: "sha256:" + (offset % 2 == 0 ? objectA : objectB), object: offset % 2 == 0 ? objectA : objectB))
         }
         builder.append(record("http://h/zz-orphan", hash: nil, object: objectA))
         let rows = builder.rows
@@ -76,9 +86,10 @@ import Foundation
             // Each URL's hash by its own number, whatever its place.
             let entries = order.map { (url: String) in entry(url, "sha256:" + (Int(url.suffix(3))! % 3 == 0 ? objectB : objectA)) }
             let planned = Planner(objectExists: { _ in true }).plan(ManifestSet(manifests: [manifest], entries: entries), records: rows)
-            var outcome = Dictionary(uniqueKeysWithValues: planned.items.map {
-                ($0.entry.url, "\($0.action) \($0.previous?.url ?? "-")")
-            })
+            var outcome = Dictionary(
+                uniqueKeysWithValues: planned.items.map {
+                    ($0.entry.url, "\($0.action) \($0.previous?.url ?? "-")")
+                })
             outcome["orphans"] = planned.orphans.map(\.url).joined(separator: " ")
             return outcome
         }
@@ -95,8 +106,9 @@ import Foundation
     }
 
     @Test func unchangedWhenTheIndexHasTheURLAtThisHashAndTheObjectExists() {
-        let result = plan([entry("http://h/a", "sha256:" + objectA)],
-                          [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        let result = plan(
+            [entry("http://h/a", "sha256:" + objectA)],
+            [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
         #expect(result.items.map(\.plannedStatus) == [.unchanged])
     }
 
@@ -107,25 +119,35 @@ import Foundation
         let manifest = Manifest(path: "m.yaml", name: "m", baseURL: nil, headers: [], localRoot: "/", entryCount: 3)
         var planner = Planner(objectExists: { _ in true })
         planner.objectSize = { $0 == objectA ? 10 : 17 }
-        let result = planner.plan(ManifestSet(manifests: [manifest], entries: [
-            entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB), entry("http://h/c", "sha256:" + objectB),
-        ]), records: [record("http://h/a", hash: "sha256:" + objectA, object: objectA),
-                      record("http://h/b", hash: "sha256:" + objectB, object: objectB)])
+        let result = planner.plan(
+            ManifestSet(
+                manifests: [manifest],
+                entries: [
+                    entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
+                    entry("http://h/c", "sha256:" + objectB),
+                ]),
+            records: [
+                record("http://h/a", hash: "sha256:" + objectA, object: objectA),
+                record("http://h/b", hash: "sha256:" + objectB, object: objectB),
+            ])
         #expect(result.items.map(\.action) == [.keep, .repair, .download])
         #expect(result.items[1].plannedStatus == .updated)
-        #expect(result.downloadGroups(refresh: false).map { Array($0.items) } == [[1, 2]], "one download for the content, the other links it")
+        #expect(
+            result.downloadGroups(refresh: false).map { Array($0.items) } == [[1, 2]], "one download for the content, the other links it")
     }
 
     @Test func addedWhenMissingOrWhenTheObjectFileIsGone() {
-        let result = plan([entry("http://h/new", "sha256:" + objectA), entry("http://h/gone", "sha256:" + objectB)],
-                          [record("http://h/gone", hash: "sha256:" + objectB, object: objectB)], present: [])
+        let result = plan(
+            [entry("http://h/new", "sha256:" + objectA), entry("http://h/gone", "sha256:" + objectB)],
+            [record("http://h/gone", hash: "sha256:" + objectB, object: objectB)], present: [])
         #expect(result.items.map(\.plannedStatus) == [.added, .added])
         #expect(result.items.map(\.action) == [.download, .download])
     }
 
     @Test func updatedWhenTheHashChanged() {
-        let result = plan([entry("http://h/a", "sha256:" + objectB)],
-                          [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        let result = plan(
+            [entry("http://h/a", "sha256:" + objectB)],
+            [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
         #expect(result.items.map(\.plannedStatus) == [.updated])
         #expect(result.items[0].previous?.hash == "sha256:" + objectA)
     }
@@ -134,37 +156,43 @@ import Foundation
         let md5 = "098f6bcd4621d373cade4e832627b4f6"
         let result = plan(
             [entry("http://h/copy", "sha256:" + objectA), entry("http://h/md5copy", "md5:" + md5)],
-            [record("http://h/a", hash: "sha256:" + objectA, object: objectA),
-             record("http://h/b", hash: "md5:" + md5, object: objectB)],
+            [
+                record("http://h/a", hash: "sha256:" + objectA, object: objectA),
+                record("http://h/b", hash: "md5:" + md5, object: objectB),
+            ],
             present: [objectA, objectB])
         #expect(result.items.map(\.action) == [.reuse(object: objectA, size: 10), .reuse(object: objectB, size: 10)])
         #expect(result.items.map(\.plannedStatus) == [.reused, .reused])
     }
 
     @Test func notReusedWhenThatObjectFileIsMissing() {
-        let result = plan([entry("http://h/copy", "sha256:" + objectA)],
-                          [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [])
+        let result = plan(
+            [entry("http://h/copy", "sha256:" + objectA)],
+            [record("http://h/a", hash: "sha256:" + objectA, object: objectA)], present: [])
         #expect(result.items.map(\.action) == [.download])
     }
 
     @Test func hashlessEntryIsKeptWhilePresent() {
-        let result = plan([entry("http://h/a", nil), entry("http://h/b", nil)],
-                          [record("http://h/a", hash: nil, object: objectA)], present: [objectA])
+        let result = plan(
+            [entry("http://h/a", nil), entry("http://h/b", nil)],
+            [record("http://h/a", hash: nil, object: objectA)], present: [objectA])
         #expect(result.items.map(\.plannedStatus) == [.unchanged, .added])
     }
 
     @Test func sha256ManifestHashMatchingTheStoredObjectIsUnchanged() {
         // The row was verified against md5; the manifest now names the same bytes by SHA-256.
-        let result = plan([entry("http://h/a", "sha256:" + objectA)],
-                          [record("http://h/a", hash: "md5:098f6bcd4621d373cade4e832627b4f6", object: objectA)],
-                          present: [objectA])
+        let result = plan(
+            [entry("http://h/a", "sha256:" + objectA)],
+            [record("http://h/a", hash: "md5:098f6bcd4621d373cade4e832627b4f6", object: objectA)],
+            present: [objectA])
         #expect(result.items.map(\.plannedStatus) == [.unchanged])
     }
 
     @Test func orphansAreRowsNoManifestNames() {
-        let result = plan([entry("http://h/a", nil)],
-                          [record("http://h/a", hash: nil, object: objectA), record("http://h/old", hash: nil, object: objectB)],
-                          present: [objectA, objectB])
+        let result = plan(
+            [entry("http://h/a", nil)],
+            [record("http://h/a", hash: nil, object: objectA), record("http://h/old", hash: nil, object: objectB)],
+            present: [objectA, objectB])
         #expect(result.orphans.map(\.url) == ["http://h/old"])
         #expect(result.indexedEntries == 2)
     }
@@ -224,8 +252,10 @@ import Foundation
     /// (the same value in both halves) are told apart by the URLs themselves.
     @Test func digestsThatShareTheirKeptBitsAreToldApartByTheURL() {
         let urls = ["http://h/a", "http://h/b", "http://h/c"]
-        let digests: [String: UInt64] = ["http://h/a": 0x0000_0001_0000_0001, "http://h/b": 0x0000_0002_0000_0002,
-                                         "http://h/c": 0x1234_5678_1234_5678]
+        let digests: [String: UInt64] = [
+            "http://h/a": 0x0000_0001_0000_0001, "http://h/b": 0x0000_0002_0000_0002,
+            "http://h/c": 0x1234_5678_1234_5678,
+        ]
         var positions = URLPositions(digest: { digests[String(decoding: $0, as: UTF8.self)] ?? 0 })
         for (offset, url) in urls.enumerated() {
             #expect(positions.insertIfAbsent(url, at: offset) { urls[$0] } == nil)

@@ -1,11 +1,12 @@
 import FoundationEssentials
 import Glibc
 import Testing
-@testable import WorkerFetch
 import WorkerPlan
+import WorkerTestSupport
+
+@testable import WorkerFetch
 @testable import WorkerReport
 @testable import WorkerStore
-import WorkerTestSupport
 
 /// The JSON report, written a row at a time, is JSONEncoder's encoding of the whole document byte
 /// for byte, whatever the rows hold, and lands atomically.
@@ -13,8 +14,9 @@ import WorkerTestSupport
     let started = Date(timeIntervalSince1970: 1_700_000_000.125)
 
     func report(rows: [SyncReport.Entry]) -> SyncReport {
-        var report = SyncReport(startedAt: started, finishedAt: started.addingTimeInterval(2.5), cacheDirectory: "/c/\"entries\" : [",
-                                manifests: [SyncReport.ManifestSummary(path: "/m/a.yaml", name: "a", entries: rows.count)])
+        var report = SyncReport(
+            startedAt: started, finishedAt: started.addingTimeInterval(2.5), cacheDirectory: "/c/\"entries\" : [",
+            manifests: [SyncReport.ManifestSummary(path: "/m/a.yaml", name: "a", entries: rows.count)])
         report.entries = ReportRows(rows)
         report.totals.entries = rows.count
         return report
@@ -26,10 +28,12 @@ import WorkerTestSupport
 
     var rows: [SyncReport.Entry] {
         [
-            SyncReport.Entry(url: "http://h/a", hash: "sha256:" + String(repeating: "a", count: 64), status: .added,
-                             bytes: 3, attempts: 1, path: "/c/objects/sha256/aa/x", manifest: "a", source: .origin),
-            SyncReport.Entry(url: "http://h/b?q=1&r=\"x\"", status: .failed, reason: .httpStatus,
-                             error: "HTTP 500\n\t\u{1}line two ✓ — /slashes/", httpStatus: 500, stale: true),
+            SyncReport.Entry(
+                url: "http://h/a", hash: "sha256:" + String(repeating: "a", count: 64), status: .added,
+                bytes: 3, attempts: 1, path: "/c/objects/sha256/aa/x", manifest: "a", source: .origin),
+            SyncReport.Entry(
+                url: "http://h/b?q=1&r=\"x\"", status: .failed, reason: .httpStatus,
+                error: "HTTP 500\n\t\u{1}line two ✓ — /slashes/", httpStatus: 500, stale: true),
             SyncReport.Entry(url: "http://h/c", status: .unchanged, servedBy: "http://mirror/c"),
             SyncReport.Entry(url: "http://h/é", status: .updated, previousHash: "sha256:" + String(repeating: "b", count: 64)),
         ]
@@ -40,13 +44,16 @@ import WorkerTestSupport
     /// characters beyond ASCII.
     @Test func everyFieldAndEveryCharacterIsSpelledAsJSONEncoderSpellsIt() throws {
         let awkward = String(decoding: Array(0..<0x20) + Array("\"\\/\u{7f} é ✓ 😀 \u{2028}\u{2029} end".utf8), as: UTF8.self)
-        let full = SyncReport.Entry(url: "http://h/" + awkward, hash: awkward, status: .failed, previousHash: "p" + awkward,
-                                    bytes: Int64.max, attempts: 0, path: awkward, reason: .hashMismatch, error: awkward,
-                                    httpStatus: -1, actualHash: awkward, stale: false, manifest: awkward,
-                                    previousPath: awkward, refetched: awkward, source: .remote, servedBy: awkward)
+        let full = SyncReport.Entry(
+            url: "http://h/" + awkward, hash: awkward, status: .failed, previousHash: "p" + awkward,
+            bytes: Int64.max, attempts: 0, path: awkward, reason: .hashMismatch, error: awkward,
+            httpStatus: -1, actualHash: awkward, stale: false, manifest: awkward,
+            previousPath: awkward, refetched: awkward, source: .remote, servedBy: awkward)
         var rows = [full]
-        let optional: [WritableKeyPath<SyncReport.Entry, String?>] = [\.hash, \.previousHash, \.path, \.error, \.actualHash,
-                                                                     \.manifest, \.previousPath, \.refetched, \.servedBy]
+        let optional: [WritableKeyPath<SyncReport.Entry, String?>] = [
+            \.hash, \.previousHash, \.path, \.error, \.actualHash,
+            \.manifest, \.previousPath, \.refetched, \.servedBy,
+        ]
         for path in optional {
             var row = full
             row[keyPath: path] = nil
@@ -80,8 +87,11 @@ import WorkerTestSupport
         full.limits = SyncReport.Limits(limitRate: 1024, maxRequestsPerSecond: 2.5)
         full.remoteCache = RemoteTierCounts(url: "http://tier", readOnly: true)
         full.tree = TreeOutcome(path: "/srv/site", version: "v-0123456789abcdef")
-        full.unreachableOrigins = [SyncReport.OriginProblem(origin: "http://h", problem: "refused", since: "2026-01-01T00:00:00Z",
-                                                            failed: 1, notTried: 0)]
+        full.unreachableOrigins = [
+            SyncReport.OriginProblem(
+                origin: "http://h", problem: "refused", since: "2026-01-01T00:00:00Z",
+                failed: 1, notTried: 0)
+        ]
         #expect(try JSONReportWriter.data(full) == whole(full, Array(full.entries)))
         // Rows left out (unchanged ones without --report-all) are left out of the same encoding.
         let changed = full.entries.filter { $0.status != .unchanged }

@@ -1,11 +1,11 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import WorkerPlan
-@testable import WorkerReport
 import WorkerStore
 import WorkerTestSupport
 
+@testable import WorkerPlan
+@testable import WorkerReport
 
 /// The one retention rule of report rows, shared by `sync` and `plan`.
 @Suite(.hangLimit) struct ReportBuilderTests {
@@ -29,8 +29,9 @@ import WorkerTestSupport
         }
         #expect(rows.entries(making: Self.unused).map(\.url) == ["u0", "u1", "u3", "u5"])
         #expect(built == 4, "rows past the limit are never built")
-        #expect(rows.totals.added == 2 && rows.totals.updated == 1 && rows.totals.reused == 1 && rows.totals.failed == 2,
-                "every entry is counted, listed or not")
+        #expect(
+            rows.totals.added == 2 && rows.totals.updated == 1 && rows.totals.reused == 1 && rows.totals.failed == 2,
+            "every entry is counted, listed or not")
     }
 
     @Test func unchangedEntriesOnlyWhenAskedFor() {
@@ -82,18 +83,23 @@ import WorkerTestSupport
                 if order % 11 == 1 {
                     rows.add(.updated, order: order, facts: RowFacts(size: Int64(order * 2), source: .remote))
                 } else {
-                    rows.add(.added, order: order, facts: RowFacts(object: order % 3 == 0 ? nil : Self.name(order), size: Int64(order),
-                                                                   attempts: order % 4 == 0 ? nil : order % 7,
-                                                                   source: order % 2 == 0 ? .origin : .local))
+                    rows.add(
+                        .added, order: order,
+                        facts: RowFacts(
+                            object: order % 3 == 0 ? nil : Self.name(order), size: Int64(order),
+                            attempts: order % 4 == 0 ? nil : order % 7,
+                            source: order % 2 == 0 ? .origin : .local))
                 }
             }
             for order in stride(from: 0, to: count, by: 5) {
                 rows.add(.failed, order: order) { Self.row("whole u\(order)", .failed) }
             }
-            return Array(rows.entries { order, status, facts in
-                SyncReport.Entry(url: "made u\(order)", hash: facts.object?.hex, status: status, bytes: facts.size,
-                                 attempts: facts.attempts, source: facts.source)
-            })
+            return Array(
+                rows.entries { order, status, facts in
+                    SyncReport.Entry(
+                        url: "made u\(order)", hash: facts.object?.hex, status: status, bytes: facts.size,
+                        attempts: facts.attempts, source: facts.source)
+                })
         }
         let inMemory = build(nil)
         #expect(inMemory.count == count)

@@ -1,16 +1,19 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerReport
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
 
 /// The report writers' shapes, from a report built by hand.
 @Suite(.hangLimit) struct ReportWriterTests {
     static let report: SyncReport = {
-        var report = SyncReport(startedAt: Date(timeIntervalSince1970: 0), finishedAt: Date(timeIntervalSince1970: 1.5),
-                                cacheDirectory: "/cache", manifests: [.init(path: "m.yaml", name: "m", entries: 2)])
+        var report = SyncReport(
+            startedAt: Date(timeIntervalSince1970: 0), finishedAt: Date(timeIntervalSince1970: 1.5),
+            cacheDirectory: "/cache", manifests: [.init(path: "m.yaml", name: "m", entries: 2)])
         report.totals.entries = 2
         report.totals.added = 1
         report.totals.failed = 1
@@ -43,12 +46,15 @@ import WorkerTestSupport
         let metrics = PrometheusMetricsWriter.text(Self.report, success: false)
         #expect(metrics.contains(#"worker_sync_success{manifests="m"} 0"#))
         #expect(metrics.contains(#"worker_sync_entries{manifests="m",status="failed"} 1"#), "\(metrics)")
-        #expect(PrometheusMetricsWriter().recognizes(metrics) && MarkdownSummaryWriter().recognizes(markdown)
+        #expect(
+            PrometheusMetricsWriter().recognizes(metrics) && MarkdownSummaryWriter().recognizes(markdown)
                 && JUnitReportWriter().recognizes(JUnitReportWriter.xml(Self.report)), "each output recognizes its own format")
         #expect(!JSONReportWriter().recognizes(metrics) && !HTMLReportWriter().recognizes(markdown))
         // Each format recognizes what it writes and no other format's file.
-        let formats: [any ReportFormat] = [JSONReportWriter(), JUnitReportWriter(), PrometheusMetricsWriter(), HTMLReportWriter(),
-                                           MarkdownSummaryWriter()]
+        let formats: [any ReportFormat] = [
+            JSONReportWriter(), JUnitReportWriter(), PrometheusMetricsWriter(), HTMLReportWriter(),
+            MarkdownSummaryWriter(),
+        ]
         for format in formats {
             let head = String(decoding: try format.data(Self.report, success: false).prefix(4096), as: UTF8.self)
             #expect(formats.filter { $0.recognizes(head) }.map(\.option) == [format.option], "\(format.option)")

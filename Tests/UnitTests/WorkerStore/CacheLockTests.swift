@@ -1,15 +1,17 @@
 import Foundation
 import Synchronization
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerStore
 @testable import WorkerSupport
-import WorkerTestSupport
 
 /// The lock held for a scope: released when the scope ends, however it ends.
 @Suite(.hangLimit) struct CacheLockTests {
     @Test func theLockIsHeldForTheScopeOnly() async throws {
         let directory = TemporaryDirectory()
-        let inside = try await CacheLock.withLock(directory: directory.path, wait: 0, context: RunContext()) { () async throws(CacheError) -> Bool in
+        let inside = try await CacheLock.withLock(directory: directory.path, wait: 0, context: RunContext()) {
+            () async throws(CacheError) -> Bool in
             // While held, another taker with no wait is refused (exit 3 for a command).
             do {
                 _ = try await CacheLock(directory: directory.path, wait: 0, context: RunContext())
@@ -27,7 +29,8 @@ import WorkerTestSupport
     @Test func aThrowingScopeReleasesTheLock() async throws {
         let directory = TemporaryDirectory()
         do {
-            _ = try await CacheLock.withLock(directory: directory.path, wait: 0, context: RunContext()) { () async throws(CacheError) -> Int in
+            _ = try await CacheLock.withLock(directory: directory.path, wait: 0, context: RunContext()) {
+                () async throws(CacheError) -> Int in
                 throw CacheError.unusable(path: directory.path, reason: "test")
             }
             Issue.record("the scope's error reached the caller")

@@ -2,10 +2,11 @@ import Crypto
 import Foundation
 import Glibc
 import Testing
+import WorkerKinds
+import WorkerTestSupport
+
 @testable import WorkerStore
 @testable import WorkerSupport
-import WorkerTestSupport
-import WorkerKinds
 
 /// How a group-shared cache keys URLs with user info: no credential in the key, one key per URL.
 @Suite(.hangLimit) struct CredentialFreeURLTests {
@@ -31,8 +32,10 @@ import WorkerKinds
     }
 
     @Test func urlsWithoutUserInfoAreTheirOwnKey() {
-        for url in ["https://cdn.example.com/a.png", "https://cdn.example.com/p@th/a.png", "https://cdn.example.com/a?u=b@c",
-                    "file:///srv/a.png", "http://127.0.0.1:8080/x#y@z"] {
+        for url in [
+            "https://cdn.example.com/a.png", "https://cdn.example.com/p@th/a.png", "https://cdn.example.com/a?u=b@c",
+            "file:///srv/a.png", "http://127.0.0.1:8080/x#y@z",
+        ] {
             #expect(CredentialFreeURL.key(url, secret: Self.secret) == url)
             #expect(!CredentialFreeURL.isKey(url))
         }
@@ -42,8 +45,10 @@ import WorkerKinds
     /// fragment), read from a string and from its bytes alike.
     @Test func userInfoIsFoundInTheAuthorityOnly() {
         let carrying = ["https://alice:s3cret@cdn.example.com/a.png", "http://u@h", "HTTP://a@b@h:8080/x", "s3://k:s@bucket/key"]
-        let plain = ["https://cdn.example.com/p@th/a.png", "https://cdn.example.com/a?u=b@c", "http://127.0.0.1:8080/x#y@z",
-                     "file:///srv/a@b.png", "no scheme@here", "", "://"]
+        let plain = [
+            "https://cdn.example.com/p@th/a.png", "https://cdn.example.com/a?u=b@c", "http://127.0.0.1:8080/x#y@z",
+            "file:///srv/a@b.png", "no scheme@here", "", "://",
+        ]
         for url in carrying + plain {
             let expected = carrying.contains(url)
             #expect(CredentialFreeURL.hasUserInfo(url) == expected, "\(url)")
@@ -60,8 +65,12 @@ import WorkerKinds
         let index = try CacheIndex(path: root + "/index.sqlite", create: true)
         #expect(index.credentialFree)
         let url = "https://u:pw@h/a"
-        try index.apply(upserts: [IndexRecord(url: url, hash: nil, object: String(repeating: "a", count: 64), size: 1,
-                                              fetchedAt: 1, lastUsed: 1)], touches: [], removals: [], at: 1)
+        try index.apply(
+            upserts: [
+                IndexRecord(
+                    url: url, hash: nil, object: String(repeating: "a", count: 64), size: 1,
+                    fetchedAt: 1, lastUsed: 1)
+            ], touches: [], removals: [], at: 1)
         #expect(try index.record(url: url) != nil)
         #expect(try index.allRecords().map(\.url) == [CredentialFreeURL.key(url, secret: index.credentialKey)])
         // The secret is the owner's alone.

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerManifest
 @testable import WorkerStore
 @testable import WorkerSupport
-import WorkerTestSupport
 
 /// The index's rows as a run holds them: every field reads back as the record it was made from.
 @Suite(.hangLimit) struct IndexRowsTests {
@@ -11,12 +12,15 @@ import WorkerTestSupport
 
     @Test func everyFieldReadsBackAndTheRowsAreFoundByURL() throws {
         let records = [
-            IndexRecord(url: "https://a.example/1", hash: "sha256:" + object, object: object, size: 7, fetchedAt: 1.5,
-                        lastUsed: 2.5, isPrivate: true),
-            IndexRecord(url: "https://a.example/2", hash: "md5:098f6bcd4621d373cade4e832627b4f6", object: object, size: 7,
-                        fetchedAt: 3, lastUsed: 4, etag: "\"e\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT"),
-            IndexRecord(url: "https://a.example/é", hash: nil, object: String(repeating: "f", count: 64), size: 0,
-                        fetchedAt: 0, lastUsed: 0, etag: ""),
+            IndexRecord(
+                url: "https://a.example/1", hash: "sha256:" + object, object: object, size: 7, fetchedAt: 1.5,
+                lastUsed: 2.5, isPrivate: true),
+            IndexRecord(
+                url: "https://a.example/2", hash: "md5:098f6bcd4621d373cade4e832627b4f6", object: object, size: 7,
+                fetchedAt: 3, lastUsed: 4, etag: "\"e\"", lastModified: "Mon, 01 Jan 2024 00:00:00 GMT"),
+            IndexRecord(
+                url: "https://a.example/é", hash: nil, object: String(repeating: "f", count: 64), size: 0,
+                fetchedAt: 0, lastUsed: 0, etag: ""),
         ]
         let rows = IndexRows(records)
         #expect(Array(rows) == records)
@@ -70,8 +74,10 @@ import WorkerTestSupport
     @Test func rowsNotCheckedAsTheyComeAreFoundByATableMadeOnTheFirstLookup() {
         var builder = IndexRows.Builder(checksDuplicates: false)
         for offset in 0..<5000 {
-            builder.append(IndexRecord(url: "http://h/u/\(offset)", hash: nil, object: object, size: Int64(offset),
-                                       fetchedAt: 0, lastUsed: 0))
+            builder.append(
+                IndexRecord(
+                    url: "http://h/u/\(offset)", hash: nil, object: object, size: Int64(offset),
+                    fetchedAt: 0, lastUsed: 0))
         }
         let rows = builder.rows
         #expect(rows.count == 5000)

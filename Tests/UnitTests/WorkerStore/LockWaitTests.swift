@@ -2,9 +2,10 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerStore
 @testable import WorkerSupport
-import WorkerTestSupport
 
 /// The wait for a `flock` another holder has: a thread blocked in flock(2), ended by the holder's
 /// release, or given up at its limit, a stop request or cancellation, always leaving the
@@ -31,8 +32,9 @@ import WorkerTestSupport
         defer { close(holder); close(waiter); withExtendedLifetime(directory) {} }
         let said = Mutex(0)
         let wait = Task {
-            await LockWait.wait(fd: waiter, operation: LOCK_EX, limit: nil, stop: StopRequest(),
-                                notices: .init(first: 0, every: 60) { _ in said.withLock { $0 += 1 } })
+            await LockWait.wait(
+                fd: waiter, operation: LOCK_EX, limit: nil, stop: StopRequest(),
+                notices: .init(first: 0, every: 60) { _ in said.withLock { $0 += 1 } })
         }
         // Waiting: said once, and not held yet.
         while said.withLock({ $0 }) == 0 { try await Task.sleep(nanoseconds: 5_000_000) }
@@ -61,8 +63,9 @@ import WorkerTestSupport
         let stop = StopRequest()
         let said = Said()
         let wait = Task {
-            await LockWait.wait(fd: waiter, operation: LOCK_EX, limit: nil, stop: stop,
-                                notices: .init(first: 0, every: 0.05) { waited in said.add(waited) })
+            await LockWait.wait(
+                fd: waiter, operation: LOCK_EX, limit: nil, stop: stop,
+                notices: .init(first: 0, every: 0.05) { waited in said.add(waited) })
         }
         while said.times.count < 3 { try await Task.sleep(nanoseconds: 5_000_000) }
         stop.request("stopped")
@@ -78,8 +81,9 @@ import WorkerTestSupport
         let stop = StopRequest()
         let firstStarted = Waiting()
         let stopped = Task {
-            await LockWait.wait(fd: waiter, operation: LOCK_SH, limit: nil, stop: stop,
-                                notices: .init(first: 0, every: 60) { _ in firstStarted.said() })
+            await LockWait.wait(
+                fd: waiter, operation: LOCK_SH, limit: nil, stop: stop,
+                notices: .init(first: 0, every: 60) { _ in firstStarted.said() })
         }
         while !firstStarted.hasSaid { try await Task.sleep(nanoseconds: 5_000_000) }
         stop.request("the run was stopped by SIGTERM")
@@ -87,8 +91,9 @@ import WorkerTestSupport
 
         let secondStarted = Waiting()
         let cancelled = Task {
-            await LockWait.wait(fd: waiter, operation: LOCK_SH, limit: nil, stop: StopRequest(),
-                                notices: .init(first: 0, every: 60) { _ in secondStarted.said() })
+            await LockWait.wait(
+                fd: waiter, operation: LOCK_SH, limit: nil, stop: StopRequest(),
+                notices: .init(first: 0, every: 60) { _ in secondStarted.said() })
         }
         while !secondStarted.hasSaid { try await Task.sleep(nanoseconds: 5_000_000) }
         cancelled.cancel()

@@ -1,19 +1,22 @@
 import Crypto
 import Foundation
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerManifest
 @testable import WorkerStore
 @testable import WorkerSupport
-import WorkerTestSupport
 
 @Suite(.hangLimit) struct StoreTests {
     @Test func indexRoundTripsRecordsAndRemovals() throws {
         let directory = TemporaryDirectory()
         let index = try CacheIndex(path: directory.path + "/index.sqlite", create: true)
-        let a = IndexRecord(url: "http://h/a", hash: "md5:098f6bcd4621d373cade4e832627b4f6",
-                            object: String(repeating: "a", count: 64), size: 4, fetchedAt: 1, lastUsed: 2, etag: "\"e\"")
-        let b = IndexRecord(url: "http://h/b", hash: nil, object: String(repeating: "a", count: 64), size: 4,
-                            fetchedAt: 1, lastUsed: 2, lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
+        let a = IndexRecord(
+            url: "http://h/a", hash: "md5:098f6bcd4621d373cade4e832627b4f6",
+            object: String(repeating: "a", count: 64), size: 4, fetchedAt: 1, lastUsed: 2, etag: "\"e\"")
+        let b = IndexRecord(
+            url: "http://h/b", hash: nil, object: String(repeating: "a", count: 64), size: 4,
+            fetchedAt: 1, lastUsed: 2, lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
         try index.apply(upserts: [a, b], touches: [], removals: [], at: 0)
         #expect(try index.allRecords().sorted { $0.url < $1.url } == [a, b])
         #expect(try index.references(object: a.object) == 2)
@@ -34,8 +37,9 @@ import WorkerTestSupport
         }
         try index.apply(upserts: [], touches: [], removals: [], failures: failed, at: 1)
         #expect(try index.failures().map(\.url) == ["http://h/a", "http://h/b", "http://h/c"])
-        let stored = IndexRecord(url: "http://h/a", hash: nil, object: String(repeating: "a", count: 64), size: 4,
-                                 fetchedAt: 2, lastUsed: 2)
+        let stored = IndexRecord(
+            url: "http://h/a", hash: nil, object: String(repeating: "a", count: 64), size: 4,
+            fetchedAt: 2, lastUsed: 2)
         try index.apply(upserts: [stored], touches: [], removals: ["http://h/c"], at: 2)
         #expect(try index.failures().map(\.url) == ["http://h/b"])
         // With none pending, storing rows looks nothing up and records nothing.
@@ -116,8 +120,10 @@ import WorkerTestSupport
         #expect(FileManager.default.createFile(atPath: store.objectPath(taken), contents: Data("damaged".utf8)))
         var batch = BatchCommit(store: store)
         for (name, text) in [(fresh, "fresh"), (taken, "verified")] {
-            batch.add(IndexRecord(url: "http://h/\(text)", hash: nil, object: name, size: Int64(text.utf8.count),
-                                  fetchedAt: 1, lastUsed: 1), installing: try body(text))
+            batch.add(
+                IndexRecord(
+                    url: "http://h/\(text)", hash: nil, object: name, size: Int64(text.utf8.count),
+                    fetchedAt: 1, lastUsed: 1), installing: try body(text))
         }
         batch.add(IndexRecord(url: "http://h/reused", hash: nil, object: gone, size: 4, fetchedAt: 1, lastUsed: 1), installing: nil)
         // Rows that reuse content stay when this batch installs their object, or the store has it.
@@ -183,7 +189,9 @@ import WorkerTestSupport
         let path = directory.path + "/index.sqlite"
         do {
             let old = try SQLiteDatabase(path: path, create: true, readOnly: false)
-            try old.execute("CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; PRAGMA user_version = 1;")
+            try old.execute(
+                "CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; PRAGMA user_version = 1;"
+            )
         }
         let index = try CacheIndex(path: path, create: true)
         #expect(try index.unhealthyOrigins().isEmpty)
@@ -195,12 +203,16 @@ import WorkerTestSupport
         let fresh = try CacheIndex(path: directory.path + "/fresh.sqlite", create: true)
         let tables = try fresh.database.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
         _ = try tables.step()
-        #expect(tables.int(0) == 8, "entries, failures, origins, listed_objects, accepted_manifests, manifest_serials, manifest_documents, manifest_runs")
+        #expect(
+            tables.int(0) == 8,
+            "entries, failures, origins, listed_objects, accepted_manifests, manifest_serials, manifest_documents, manifest_runs")
         // Schema 2's hash index of every row becomes one of the other algorithms' rows.
         let second = directory.path + "/second.sqlite"
         do {
             let old = try SQLiteDatabase(path: second, create: true, readOnly: false)
-            try old.execute("CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; CREATE INDEX entries_hash ON entries(hash); PRAGMA user_version = 2;")
+            try old.execute(
+                "CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; CREATE INDEX entries_hash ON entries(hash); PRAGMA user_version = 2;"
+            )
         }
         for index in [try CacheIndex(path: second, create: true), fresh] {
             let definition = try index.database.prepare("SELECT sql FROM sqlite_master WHERE name = 'entries_hash'")
@@ -212,7 +224,9 @@ import WorkerTestSupport
         let fourth = directory.path + "/fourth.sqlite"
         do {
             let old = try SQLiteDatabase(path: fourth, create: true, readOnly: false)
-            try old.execute("CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; INSERT INTO entries VALUES ('http://h/a', NULL, '\(String(repeating: "ab", count: 32))', 1, 0, 0, NULL, NULL); PRAGMA user_version = 4;")
+            try old.execute(
+                "CREATE TABLE entries(url TEXT PRIMARY KEY NOT NULL, hash TEXT, object TEXT NOT NULL, size INTEGER NOT NULL, fetched_at REAL NOT NULL, last_used REAL NOT NULL, etag TEXT, last_modified TEXT) WITHOUT ROWID; INSERT INTO entries VALUES ('http://h/a', NULL, '\(String(repeating: "ab", count: 32))', 1, 0, 0, NULL, NULL); PRAGMA user_version = 4;"
+            )
         }
         let reader = try CacheIndex(path: fourth, create: false, readOnly: true)
         #expect(try reader.allRecords().map(\.isPrivate) == [false])
@@ -286,9 +300,12 @@ import WorkerTestSupport
         let index = try CacheIndex(path: directory.path + "/index.sqlite", create: true)
         let a = String(repeating: "a", count: 64), b = String(repeating: "b", count: 64)
         let md5 = "0cc175b9c0f1b6a831c399e269772661"
-        try index.apply(upserts: [IndexRecord(url: "http://h/a", hash: "sha256:" + a, object: a, size: 1, fetchedAt: 0, lastUsed: 0),
-                                  IndexRecord(url: "http://h/b", hash: "md5:" + md5, object: b, size: 2, fetchedAt: 0, lastUsed: 0)],
-                        touches: [], removals: [], at: 0)
+        try index.apply(
+            upserts: [
+                IndexRecord(url: "http://h/a", hash: "sha256:" + a, object: a, size: 1, fetchedAt: 0, lastUsed: 0),
+                IndexRecord(url: "http://h/b", hash: "md5:" + md5, object: b, size: 2, fetchedAt: 0, lastUsed: 0),
+            ],
+            touches: [], removals: [], at: 0)
         func found(_ text: String) throws -> String? {
             try index.storedObject(for: ContentHash.parse(text).get()).map { "\($0.object) \($0.size)" }
         }
@@ -311,8 +328,9 @@ import WorkerTestSupport
         let first = try CacheIndex(path: path, create: true, deferObjectIndex: true)
         #expect(first.objectIndexDeferred)
         #expect(try !hasObjectIndex(first))
-        try first.apply(upserts: [IndexRecord(url: "http://h/a", hash: "sha256:" + a, object: a, size: 1, fetchedAt: 0, lastUsed: 0)],
-                        touches: [], removals: [], at: 0)
+        try first.apply(
+            upserts: [IndexRecord(url: "http://h/a", hash: "sha256:" + a, object: a, size: 1, fetchedAt: 0, lastUsed: 0)],
+            touches: [], removals: [], at: 0)
         #expect(try first.storedObject(for: ContentHash.parse("sha256:" + a).get())?.size == 1)
         #expect(try first.references(object: a) == 1)
         let reader = try CacheIndex(path: path, create: false, readOnly: true)

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
-@testable import WorkerStore
 import WorkerSupport
 import WorkerTestSupport
 
+@testable import WorkerStore
 
 /// The publisher without a sync: what it does when what its caller believed is out of date.
 @Suite struct TreePublisherTests {
@@ -14,8 +14,10 @@ import WorkerTestSupport
         let believed = [TreeFile(path: "a.txt", source: kept), TreeFile(path: "b.txt", source: directory.path + "/objects/gone")]
         var reads = 0
         let publisher = TreePublisher(path: directory.path + "/site")
-        let outcome = try await publisher.publish(cacheDirectory: nil, wait: nil, context: RunContext(),
-                                                  files: { () throws(CacheError) in believed }) { () throws(CacheError) -> [TreeFile] in
+        let outcome = try await publisher.publish(
+            cacheDirectory: nil, wait: nil, context: RunContext(),
+            files: { () throws(CacheError) in believed }
+        ) { () throws(CacheError) -> [TreeFile] in
             reads += 1
             return [TreeFile(path: "a.txt", source: kept), TreeFile(path: "b.txt", source: replacement)]
         }
@@ -30,8 +32,9 @@ import WorkerTestSupport
         let directory = TemporaryDirectory()
         let publisher = TreePublisher(path: directory.path + "/site")
         await #expect(throws: CacheError.self) {
-            try await publisher.publish(cacheDirectory: nil, wait: nil, context: RunContext(),
-                                        files: { () throws(CacheError) in [TreeFile(path: "a.txt", source: directory.path + "/gone")] })
+            try await publisher.publish(
+                cacheDirectory: nil, wait: nil, context: RunContext(),
+                files: { () throws(CacheError) in [TreeFile(path: "a.txt", source: directory.path + "/gone")] })
         }
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/site"))
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerSupport
 
 @Suite(.hangLimit) struct DescriptorTableTests {

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerReport
 @testable import WorkerSupport
-import WorkerTestSupport
 
 /// worker links FoundationEssentials only; the text helpers that replace Foundation's must give
 /// what Foundation gives (the tests link Foundation, so it is the reference here).
@@ -96,7 +97,8 @@ import WorkerTestSupport
         } catch {
             #expect(ErrorText.describe(error) == "No such file or directory")
         }
-        #expect(ErrorText.describe(CocoaError(.fileWriteUnknown, userInfo: ["NSLocalizedDescription": "cannot write x"])) == "cannot write x")
+        #expect(
+            ErrorText.describe(CocoaError(.fileWriteUnknown, userInfo: ["NSLocalizedDescription": "cannot write x"])) == "cannot write x")
     }
 
     @Test func appendingNeedsAnExistingFile() throws {
@@ -155,10 +157,11 @@ import WorkerTestSupport
     @Test func aLatchFinishedOnAnotherThreadEndsTheWait() {
         let latch = ThreadLatch()
         let written = Mutex(0)
-        #expect(Threads.detach(name: "test-latch") {
-            written.withLock { $0 = 42 }
-            latch.finish()
-        })
+        #expect(
+            Threads.detach(name: "test-latch") {
+                written.withLock { $0 = 42 }
+                latch.finish()
+            })
         latch.wait()
         #expect(written.withLock { $0 } == 42, "the wait ended before the other thread finished")
         latch.wait()

@@ -91,7 +91,11 @@ import WorkerTestSupport
         for _ in 0..<64 {
             queue.async {
                 if flag.setFirst() { firsts.withLock { $0 += 1 } }
-                if left.withLock({ left in left -= 1; return left == 0 }) { done.finish() }
+                if left.withLock({ left in
+                    left -= 1; return left == 0
+                }) {
+                    done.finish()
+                }
             }
         }
         done.wait()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerManifest
 @testable import WorkerSupport
 
@@ -42,4 +43,3 @@ import WorkerTestSupport
         #expect(Redact.url("x://") == "x://")
     }
 }
-

@@ -1,5 +1,6 @@
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerSync
 
 /// The run's one clock, as a plain value: what each tick does, and when the next one falls.

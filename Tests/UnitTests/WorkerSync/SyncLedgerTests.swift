@@ -1,13 +1,13 @@
 import FoundationEssentials
 import Testing
 import WorkerTestSupport
+
 @testable import WorkerFetch
 @testable import WorkerManifest
 @testable import WorkerPlan
 @testable import WorkerReport
 @testable import WorkerStore
 @testable import WorkerSync
-
 
 /// The run's one account: statuses derived from the planned action, the retention rule, the
 /// report's header from what the ledger was built with, outcomes when asked, the dry run's rows.
@@ -24,8 +24,10 @@ import WorkerTestSupport
         IndexRecord(url: url, hash: hash, object: object, size: 10, fetchedAt: 0, lastUsed: 0)
     }
 
-    func plan(_ entries: [ManifestEntry], _ records: [IndexRecord] = [], present: Set<String> = [],
-              configure: (inout Planner) -> Void = { _ in }) -> SyncPlan {
+    func plan(
+        _ entries: [ManifestEntry], _ records: [IndexRecord] = [], present: Set<String> = [],
+        configure: (inout Planner) -> Void = { _ in }
+    ) -> SyncPlan {
         let manifest = Manifest(path: "/m/site.yaml", name: "site", baseURL: nil, headers: [], localRoot: "/", entryCount: entries.count)
         var planner = Planner(objectExists: { present.contains($0) })
         configure(&planner)
@@ -33,8 +35,9 @@ import WorkerTestSupport
     }
 
     func ledger(_ plan: SyncPlan, listLimit: Int? = nil, reportAll: Bool = true, outcomes: Bool = false) -> SyncLedger {
-        SyncLedger(plan: plan, cacheDirectory: "/cache", startedAt: started, outputs: outputs(reportAll: reportAll),
-                   shownRows: listLimit, limits: nil, keepsOutcomes: outcomes)
+        SyncLedger(
+            plan: plan, cacheDirectory: "/cache", startedAt: started, outputs: outputs(reportAll: reportAll),
+            shownRows: listLimit, limits: nil, keepsOutcomes: outcomes)
     }
 
     /// With `reportAll`, a JSON report of every row (never written here); else no output file.
@@ -43,8 +46,10 @@ import WorkerTestSupport
     }
 
     @Test func aFetchedRowSaysWhereItsBytesCameFromAndTheTiersCountsReachTheReport() throws {
-        let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
-                              entry("http://h/c", "sha256:" + objectA)])
+        let downloads = plan([
+            entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
+            entry("http://h/c", "sha256:" + objectA),
+        ])
         var account = ledger(downloads)
         account.record(.delivered(item: 0, object: objectA, size: 3, attempts: 1, source: .remote))
         account.record(.delivered(item: 1, object: objectB, size: 3, attempts: 1, source: .origin))
@@ -64,9 +69,12 @@ import WorkerTestSupport
     /// A full disk: the ledger hears of a batch's rows once the commit decided them, so rows the
     /// index had no room for are counted failed, once, and never as delivered or reused first.
     @Test func aRowTheIndexHadNoRoomForIsToldAsFailedOnly() {
-        let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
-                              entry("http://h/c", "sha256:" + objectA)],
-                             [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        let downloads = plan(
+            [
+                entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB),
+                entry("http://h/c", "sha256:" + objectA),
+            ],
+            [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
         let rows = [
             UncommittedRow(item: 0, object: objectA, size: 3, attempts: 1, source: .origin, servedBy: nil, origin: nil),
             UncommittedRow(item: 1, object: objectB, size: 3, attempts: 3, source: .origin, servedBy: nil, origin: nil),
@@ -76,10 +84,12 @@ import WorkerTestSupport
         var account = ledger(downloads)
         for event in told { account.record(event) }
         let report = account.report(finishedAt: started, budget: FailureBudget.none)
-        #expect(report.totals.added == 1 && report.totals.updated == 0 && report.totals.reused == 0 && report.totals.failed == 2,
-                "\(report.totals)")
+        #expect(
+            report.totals.added == 1 && report.totals.updated == 0 && report.totals.reused == 0 && report.totals.failed == 2,
+            "\(report.totals)")
         #expect(report.entries.map(\.status) == [.added, .failed, .failed])
-        #expect(report.entries[1].stale == true && report.entries[1].error == "no space left on the device (the index had no room for its row)")
+        #expect(
+            report.entries[1].stale == true && report.entries[1].error == "no space left on the device (the index had no room for its row)")
         #expect(report.entries[1].attempts == 3, "the attempts that delivered it")
         #expect(report.entries[2].stale == false && report.entries[2].reason == .io)
         // A commit that stored every row tells each row's own event.
@@ -92,8 +102,9 @@ import WorkerTestSupport
 
     @Test func aDeliveredBodyTakesItsStatusFromThePlannedAction() {
         // New → added; a changed hash → updated.
-        let downloads = plan([entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB)],
-                             [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
+        let downloads = plan(
+            [entry("http://h/a", "sha256:" + objectA), entry("http://h/b", "sha256:" + objectB)],
+            [record("http://h/b", hash: "sha256:" + objectA, object: objectA)], present: [objectA])
         var first = ledger(downloads)
         first.record(.delivered(item: 0, object: objectA, size: 3, attempts: 1))
         first.record(.delivered(item: 1, object: objectB, size: 3, attempts: 2))
@@ -116,8 +127,11 @@ import WorkerTestSupport
 
         // A changed file on disk fetched again: updated, repaired, and said so on the row.
         let pinned = [entry("http://h/a", "sha256:" + objectA)]
-        var repaired = ledger(plan(pinned, [record("http://h/a", hash: "sha256:" + objectA, object: objectA)],
-                                   present: [objectA]) { $0.objectSize = { _ in 99 } })
+        var repaired = ledger(
+            plan(
+                pinned, [record("http://h/a", hash: "sha256:" + objectA, object: objectA)],
+                present: [objectA]
+            ) { $0.objectSize = { _ in 99 } })
         repaired.record(.delivered(item: 0, object: objectA, size: 10, attempts: 1))
         let repair = repaired.report(finishedAt: started, budget: FailureBudget.none)
         #expect(repair.entries.map(\.status) == [.updated])
@@ -132,8 +146,9 @@ import WorkerTestSupport
         func kept(_ configure: (inout SyncOutputs) -> Void, shown: Int? = 1) -> [EntryStatus] {
             var outputs = SyncOutputs()
             configure(&outputs)
-            var account = SyncLedger(plan: plan(urls, records, present: [objectA]), cacheDirectory: "/cache", startedAt: started,
-                                     outputs: outputs, shownRows: shown, limits: nil)
+            var account = SyncLedger(
+                plan: plan(urls, records, present: [objectA]), cacheDirectory: "/cache", startedAt: started,
+                outputs: outputs, shownRows: shown, limits: nil)
             for item in 0..<3 { account.record(.unchanged(item: item, attempts: nil)) }
             for item in 3..<6 { account.record(.delivered(item: item, object: objectB, size: 1, attempts: 1)) }
             account.record(.failed(item: 6, FetchFailure(.connection, "connection refused"), attempts: 1, stale: false, origin: nil))
@@ -141,9 +156,11 @@ import WorkerTestSupport
         }
         #expect(kept { _ in } == [.added, .failed], "no file: failures and what the caller shows")
         #expect(kept({ _ in }, shown: 0) == [.failed], "a caller that reads outcomes keeps failures only")
-        #expect(kept { $0.files = [.init(JSONReportWriter(), "/r.json")] } == [.added, .added, .added, .failed],
-                "the JSON report lists every change")
-        #expect(kept { $0.files = [.init(JSONReportWriter(all: true), "/r.json")] }
+        #expect(
+            kept { $0.files = [.init(JSONReportWriter(), "/r.json")] } == [.added, .added, .added, .failed],
+            "the JSON report lists every change")
+        #expect(
+            kept { $0.files = [.init(JSONReportWriter(all: true), "/r.json")] }
                 == [.unchanged, .unchanged, .unchanged, .added, .added, .added, .failed])
         #expect(kept { $0.files = [.init(JUnitReportWriter(), "/j.xml")] }.count == 7, "JUnit has a case per entry checked")
         #expect(kept { $0.files = [.init(HTMLReportWriter(), "/r.html")] } == [.added, .added, .added, .failed])
@@ -173,12 +190,16 @@ import WorkerTestSupport
 
     @Test func theHeaderComesFromWhatTheLedgerWasBuiltWithAndTheBudgetDecides() {
         let limits = SyncReport.Limits(limitRate: 1000, maxRequestsPerSecond: nil)
-        var account = SyncLedger(plan: plan([entry("http://h/a", nil)]), cacheDirectory: "/cache", startedAt: started,
-                                 outputs: outputs(), shownRows: nil, limits: limits)
+        var account = SyncLedger(
+            plan: plan([entry("http://h/a", nil)]), cacheDirectory: "/cache", startedAt: started,
+            outputs: outputs(), shownRows: nil, limits: limits)
         account.record(.failed(item: 0, FetchFailure(.timeout, "read timeout"), attempts: 1, stale: true, origin: nil))
         account.record(.received(1234))
-        account.record(.originGivenUp(SyncReport.OriginProblem(origin: "http://h", problem: "connection refused",
-                                                               since: "2026-11-25T00:00:00Z", failed: 1, notTried: 0)))
+        account.record(
+            .originGivenUp(
+                SyncReport.OriginProblem(
+                    origin: "http://h", problem: "connection refused",
+                    since: "2026-11-25T00:00:00Z", failed: 1, notTried: 0)))
         let finished = started.addingTimeInterval(2)
         let strict = account.report(finishedAt: finished, budget: FailureBudget.none)
         #expect(strict.cacheDirectory == "/cache" && strict.startedAt == started && strict.finishedAt == finished)
@@ -210,16 +231,22 @@ import WorkerTestSupport
     }
 
     @Test func failuresAreCountedPerManifestAndPerOrigin() {
-        let entries = [entry("http://h/a", nil), entry("http://h/b", nil), entry("https://other:8443/c", nil),
-                       entry("file:///srv/d", nil)]
+        let entries = [
+            entry("http://h/a", nil), entry("http://h/b", nil), entry("https://other:8443/c", nil),
+            entry("file:///srv/d", nil),
+        ]
         var account = ledger(plan(entries))
         // Each counted by the origin its request went to (its route's), a local file by none.
-        account.record(.failed(item: 0, FetchFailure(.connection, "refused"), attempts: 1, stale: false,
-                               origin: Origin.of("http://h/a")))
+        account.record(
+            .failed(
+                item: 0, FetchFailure(.connection, "refused"), attempts: 1, stale: false,
+                origin: Origin.of("http://h/a")))
         // Delivered, then no room for its row: a failure of its origin.
         account.record(.failed(item: 1, FetchFailure(.io, "no space"), attempts: 1, stale: false, origin: Origin.of("HTTP://h:80/b")))
-        account.record(.failed(item: 2, FetchFailure(.httpStatus, "HTTP 500"), attempts: 1, stale: false,
-                               origin: Origin.of("https://other:8443/c")))
+        account.record(
+            .failed(
+                item: 2, FetchFailure(.httpStatus, "HTTP 500"), attempts: 1, stale: false,
+                origin: Origin.of("https://other:8443/c")))
         account.record(.failed(item: 3, FetchFailure(.io, "missing"), attempts: 1, stale: false, origin: nil))
         #expect(account.failuresPerManifest == [4])
         #expect(account.failures(of: Origin.of("http://h/")) == 2)
@@ -230,8 +257,9 @@ import WorkerTestSupport
     @Test func aDryRunListsPlannedStatusesAndOrphansWithoutBytes() {
         let orphan = record("http://h/gone", hash: nil, object: objectB)
         let planned = plan([entry("http://h/a", "sha256:" + objectA)], [orphan], present: [objectB])
-        var dry = SyncLedger(plan: planned, cacheDirectory: "/cache", startedAt: started, outputs: outputs(),
-                             shownRows: nil, limits: nil, dryRun: true)
+        var dry = SyncLedger(
+            plan: planned, cacheDirectory: "/cache", startedAt: started, outputs: outputs(),
+            shownRows: nil, limits: nil, dryRun: true)
         dry.record(.planned(item: 0))
         dry.record(.pruned(orphan, position: 0, done: false))
         let report = dry.report(finishedAt: started, budget: nil)
@@ -242,7 +270,9 @@ import WorkerTestSupport
 
         var pruning = ledger(planned)
         pruning.record(.pruned(orphan, position: 0, done: true))
-        #expect(pruning.report(finishedAt: started, budget: FailureBudget.none).entries.first?.bytes == 10, "a prune that ran says what it freed")
+        #expect(
+            pruning.report(finishedAt: started, budget: FailureBudget.none).entries.first?.bytes == 10,
+            "a prune that ran says what it freed")
     }
 
     /// Due stamps of rows side by side in key order become ranges of at most a slice of rows; a
@@ -259,16 +289,26 @@ import WorkerTestSupport
         let plan = Planner(objectExists: { _ in true }).plan(ManifestSet(manifests: [manifest], entries: entries), records: builder.rows)
         // Due: every item but the one of row 10 (recent) and those of rows 60-89 but 70.
         let rowOfItem = entries.map { (entry: ManifestEntry) in urls.firstIndex(of: entry.url)! }
-        let due = entries.indices.filter { (item: Int) in rowOfItem[item] != 10 && !(60...89).contains(rowOfItem[item]) || rowOfItem[item] == 70 }
+        let due = entries.indices.filter { (item: Int) in
+            rowOfItem[item] != 10 && !(60...89).contains(rowOfItem[item]) || rowOfItem[item] == 70
+        }
         let (ranges, alone) = SyncRun.touchRanges(due.map { Int32($0) }, plan: plan, run: 5, slice: 7)
-        let rangeRows = ranges.map { (range: (first: String, last: String)) in urls.firstIndex(of: range.first)!...urls.firstIndex(of: range.last)! }
+        let rangeRows = ranges.map { (range: (first: String, last: String)) in
+            urls.firstIndex(of: range.first)!...urls.firstIndex(of: range.last)!
+        }
         #expect(rangeRows.allSatisfy { $0.count <= 7 }, "\(rangeRows)")
         let covered = rangeRows.flatMap { Array($0) } + alone.map { rowOfItem[Int($0)] }
         #expect(covered.sorted() == due.map { rowOfItem[$0] }.sorted(), "each due row once, nothing else")
         #expect(alone.map { rowOfItem[Int($0)] }.sorted() == [70], "a run of one is refreshed alone")
         #expect(rangeRows.first == 0...6 && rangeRows.contains(11...17) && rangeRows.contains(90...96))
-        #expect(SyncRun.touchRanges(due.map { Int32($0) }, plan: Planner(objectExists: { _ in true })
-            .plan(ManifestSet(manifests: [manifest], entries: entries), records: IndexRows(urls.map { record($0, hash: nil, object: objectA) })))
+        #expect(
+            SyncRun.touchRanges(
+                due.map { Int32($0) },
+                plan: Planner(objectExists: { _ in true })
+                    .plan(
+                        ManifestSet(manifests: [manifest], entries: entries),
+                        records: IndexRows(urls.map { record($0, hash: nil, object: objectA) }))
+            )
             .ranges.isEmpty, "rows not in key order: no ranges")
     }
 
