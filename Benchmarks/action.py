@@ -184,7 +184,7 @@ def main():
     open(os.path.join(curl_action, "action.yml"), "w").write(CURL_ACTION)
     version = subprocess.run([arguments.worker, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"{arguments.files} files ({sum(os.path.getsize(os.path.join(origin.www, 'f', n)) for n, _ in origin.files) / 1e6:.1f} MB)"
-          f" on nginx, {version}, {os.cpu_count()} cores, tmpfs; median of {arguments.runs} runs")
+          f" on nginx, {version}, {os.cpu_count()} cores, tmpfs; median of {arguments.runs} runs.\n")
     tools = {"worker": (ROOT, seed), "curl loop": (curl_action, None)}
     figures = {}
     try:
@@ -201,17 +201,18 @@ def main():
                     cpus.append(cpu)
                     requests.append(origin.requests() - asked)
                 figures[(tool, state)] = (statistics.median(walls), statistics.median(cpus), statistics.median(requests))
-        print(f"{'job':<12} {'state':<6} {'wall s':>8} {'CPU s':>8} {'requests':>9}")
+        print("| job | state | wall s | CPU s | requests |\n|---|---|---:|---:|---:|")
         for (tool, state), (wall, cpu, asked) in figures.items():
-            print(f"{tool:<12} {state:<6} {wall:>8.2f} {cpu:>8.2f} {asked:>9.0f}")
+            print(f"| {tool} | {state} | {wall:.2f} | {cpu:.2f} | {asked:.0f} |")
+        print()
         for state in ("cold", "warm"):
             worker, curl = figures[("worker", state)], figures[("curl loop", state)]
-            print(f"{state}: worker/curl loop wall {worker[0] / curl[0]:.2f}x, CPU {worker[1] / curl[1]:.2f}x")
+            print(f"- {state}: worker / curl loop wall {worker[0] / curl[0]:.2f}x, CPU {worker[1] / curl[1]:.2f}x")
         for tool, (action, tool_seed) in tools.items():
             job = Job(root, f"{tool.replace(' ', '-')}-ten", action, tool_seed)
             for _ in range(10):
                 job.run(manifest)
-            print(f"saves over 10 runs with nothing changed: {tool} {job.saves()}")
+            print(f"- saves over 10 runs with nothing changed: {tool} {job.saves()}")
     finally:
         origin.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -420,10 +420,6 @@ class Suite:
         open(os.path.join(self.results, "summary.md"), "w").write(text)
         print(text)
         print(f"results: {self.results}", file=sys.stderr)
-        if self.args.write:
-            header = ("# Benchmarks\n\nThe latest run of `Benchmarks/run.sh` (see Benchmarks/README.md), copied here "
-                      "by the script. Figures are from one run on the machine below.\n\n")
-            open(self.args.write, "w").write(header + text)
         if not self.args.keep:
             print("removing run folders (slow on ext4)…", file=sys.stderr)
             shutil.rmtree(self.runs_dir, ignore_errors=True)
@@ -441,7 +437,6 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 2)))
     parser.add_argument("--baseline", help="another worker binary (an earlier build) to run beside this one: "
                         "its rows are named *.base.* and a before/after table compares the two")
-    parser.add_argument("--write", help="also write the summary to this Markdown file (BENCHMARKS.md)")
     parser.add_argument("--keep", action="store_true", help="keep the run folders")
     args = parser.parse_args()
     origin = Origin(args.root, args.port)

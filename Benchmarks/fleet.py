@@ -163,8 +163,9 @@ def main():
             publisher.stop()
             shutil.rmtree(root, ignore_errors=True)
 
-    print(f"fleet job: {arguments.files} files, {arguments.runs} runs (medians), worker {worker}")
-    print(f"{'state':<11}{'tool':<19}{'wall s':>8}{'cpu s':>8}{'requests':>9}{'bytes':>10}   worker's wall, cpu, requests ÷ this")
+    print(f"The fleet job: {arguments.files} files, medians of {arguments.runs} runs.\n")
+    print("| state | tool | wall s | CPU s | requests | bytes sent | worker's wall ÷ | CPU ÷ | requests ÷ |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for state in ("cold", "warm", "10 changed"):
         ours = results[("worker", state)]
         ours_med = [statistics.median(run[i] for run in ours) for i in range(4)]
@@ -174,7 +175,7 @@ def main():
                 continue
             med = [statistics.median(run[i] for run in runs) for i in range(4)]
             ratio = lambda i: f"{ours_med[i] / med[i]:.2f}" if med[i] else "-"
-            print(f"{state:<11}{tool:<19}{med[0]:>8.3f}{med[1]:>8.3f}{med[2]:>9.0f}{med[3]:>10.0f}   {ratio(0)} {ratio(1)} {ratio(2)}")
+            print(f"| {state} | {tool} | {med[0]:.3f} | {med[1]:.3f} | {med[2]:,.0f} | {med[3]:,.0f} | {ratio(0)} | {ratio(1)} | {ratio(2)} |")
 
 
 if __name__ == "__main__":

@@ -415,7 +415,6 @@ def main() -> None:
                         help="also measure --limit-rate as delivered (256K to 30M) and a 1 GiB body's peak RSS")
     parser.add_argument("--shards", type=int, default=0,
                         help="also sync each set as N shards on one cache, one after another and started together")
-    parser.add_argument("--write", help="also append the tables to this Markdown file")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else {profile[0] for profile in PROFILES} - OPT_IN
     PROFILES[:] = [profile for profile in PROFILES if profile[0] in wanted]
@@ -445,9 +444,6 @@ def main() -> None:
     text = report(all_rows, args) + ("\n" + extra if extra else "")
     open(os.path.join(results, "summary.md"), "w").write(text)
     print(text)
-    if args.write:
-        with open(args.write, "a") as out:
-            out.write("\n" + text)
     shutil.rmtree(os.path.dirname(args.runs_dir), ignore_errors=True)
 
 

@@ -28,6 +28,7 @@ import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -100,7 +101,7 @@ def main():
                         "client = oras.client.OrasClient(hostname=sys.argv[1], insecure=True)\n"
                         "sys.exit(0 if client.push(target=sys.argv[2], files=sys.argv[3:]).status_code in (200, 201) else 1)",
                         address, target] + names, cwd=files, check=True, capture_output=True)
-        print(f"pushed {arguments.files} files of {arguments.size} B with ORAS in {time.perf_counter() - started:.1f} s")
+        print(f"pushed {arguments.files} files of {arguments.size} B with ORAS in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         manifest = os.path.join(root, "m.yaml")
         open(manifest, "w").write(f"version: 1\nentries:\n  - url: oci://{target}\n    path: files\n")
         pull = ("import sys, oras.client\nclient = oras.client.OrasClient(hostname=sys.argv[1], insecure=True)\n"
@@ -149,16 +150,18 @@ def main():
             for name, make in variants.items():
                 results[name].append(timed(make()))
         medians = {name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)) for name, runs in results.items()}
-        print(f"{arguments.files} files of {arguments.size} B, {arguments.runs} runs each (median wall / CPU s):")
+        print(f"{arguments.files} files of {arguments.size} B, medians of {arguments.runs} runs each.\n")
+        print("| run | wall s | CPU s |\n|---|---:|---:|")
         for name, (wall, cpu) in medians.items():
-            print(f"  {name:12} {wall:7.3f} {cpu:7.3f}")
+            print(f"| {name} | {wall:.3f} | {cpu:.3f} |")
+        print()
         for peer in ("skopeo", "oras cold"):
             wall, cpu = medians[peer]
-            print(f"  worker cold ÷ {peer}: wall {medians['worker cold'][0] / wall:.2f}, CPU {medians['worker cold'][1] / cpu:.2f}")
+            print(f"- worker cold ÷ {peer}: wall {medians['worker cold'][0] / wall:.2f}, CPU {medians['worker cold'][1] / cpu:.2f}")
         wall, cpu = medians["oras warm"]
-        print(f"  worker warm ÷ oras warm: wall {medians['worker warm'][0] / wall:.2f}, CPU {medians['worker warm'][1] / cpu:.2f}")
+        print(f"- worker warm ÷ oras warm: wall {medians['worker warm'][0] / wall:.2f}, CPU {medians['worker warm'][1] / cpu:.2f}")
         wall, cpu = medians["oras mirror"]
-        print(f"  mirror warm ÷ oras mirror: wall {medians['mirror warm'][0] / wall:.2f}, CPU {medians['mirror warm'][1] / cpu:.2f}")
+        print(f"- mirror warm ÷ oras mirror: wall {medians['mirror warm'][0] / wall:.2f}, CPU {medians['mirror warm'][1] / cpu:.2f}")
     finally:
         stop(registry)
         stop(mirror)

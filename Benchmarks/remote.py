@@ -61,7 +61,6 @@ def main() -> None:
     parser.add_argument("--root", default=os.environ.get("WORKER_BENCH_DIR", "/tmp/worker-bench"))
     parser.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", 3)))
     parser.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 2)))
-    parser.add_argument("--write", help="also append the tables to this Markdown file")
     parser.add_argument("--entries", type=int, default=10_000, help="the first N avatars (issue 63's bars: 2000)")
     args = parser.parse_args()
     worker = os.path.abspath(args.worker)
@@ -148,9 +147,6 @@ def main() -> None:
         f"The extra run from the full tier: remote_cache = {json.dumps({k: remote[k] for k in ('hits', 'misses', 'errors', 'bytes_down')})}.", ""])
     open(os.path.join(results, "summary.md"), "w").write(text)
     print(text)
-    if args.write:
-        with open(args.write, "a") as out:
-            out.write("\n" + text)
     shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command: install what is missing (Debian packages), build worker in release mode, generate
-# the corpus, and run the suite. Results go to Benchmarks/results/<stamp>/summary.md and BENCHMARKS.md.
+# the corpus, and run the suite. Results go to Benchmarks/results/<stamp>/summary.md and the
+# terminal; `Benchmarks/results.sh bench` runs the same and writes its section of BENCHMARKS.md.
 # Knobs (env): ROUNDS (3), RUNS (2), WORKER_BENCH_DIR (/tmp/worker-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,4 +13,4 @@ install_missing /usr/sbin/nginx:nginx-light aria2c:aria2 curl:curl hyperfine:hyp
 # The shipped configuration (as deploy/docker/Dockerfile builds it): the Swift runtime linked in,
 # which also starts faster (about 7 ms instead of 11 ms here).
 swift build -c release --static-swift-stdlib --product worker >&2
-exec python3 Benchmarks/bench.py --write BENCHMARKS.md "$@"
+exec python3 Benchmarks/bench.py "$@"

@@ -123,13 +123,14 @@ def main():
                 raise SystemExit(f"{output} holds {count} files, not {len(files)}")
         median = {name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)) for name, runs in samples.items()}
         print(f"SFTP on loopback, tmpfs: {arguments.small} files of 1-16 KiB and {arguments.large} of {arguments.large_size >> 20} MiB"
-              f" ({total / 1e6:.1f} MB), median of {arguments.runs}")
-        print(f"{'':14}{'wall s':>9}{'CPU s':>9}")
+              f" ({total / 1e6:.1f} MB), median of {arguments.runs}.\n")
+        print("| run | wall s | CPU s |\n|---|---:|---:|")
         for name, (wall, cpu) in median.items():
-            print(f"{name:14}{wall:9.2f}{cpu:9.2f}")
+            print(f"| {name} | {wall:.2f} | {cpu:.2f} |")
+        print()
         for mine, theirs in (("worker cold", "rclone cold"), ("worker cold", "curl"), ("worker warm", "rclone warm")):
             (wall, cpu), (their_wall, their_cpu) = median[mine], median[theirs]
-            print(f"{mine} / {theirs}: wall {wall / their_wall:.2f}x, CPU {cpu / their_cpu:.2f}x")
+            print(f"- {mine} / {theirs}: wall {wall / their_wall:.2f}x, CPU {cpu / their_cpu:.2f}x")
     finally:
         if sshd:
             sshd.terminate()

@@ -122,14 +122,15 @@ http {{
             runs = results[name]
             return (statistics.median(w for w, _ in runs), min(w for w, _ in runs), statistics.median(c for _, c in runs))
         base, signed = figures("local"), figures("local signed")
-        print(f"{arguments.entries} entries, warm, {arguments.runs} runs each, worker {worker}")
-        print(f"{'variant':<15}{'wall med':>9}{'wall min':>9}{'cpu med':>9}   ratios to local (med, min, cpu) | to local signed")
+        print(f"{arguments.entries} entries, warm, {arguments.runs} runs each.\n")
+        print("| variant | wall median s | wall min s | CPU median s | ÷ local (median, min, CPU) | ÷ local signed |")
+        print("|---|---:|---:|---:|---|---|")
         for name in results:
             wall, fastest, cpu = figures(name)
-            print(f"{name:<15}{wall:>9.3f}{fastest:>9.3f}{cpu:>9.3f}   {wall / base[0]:.2f} {fastest / base[1]:.2f} {cpu / base[2]:.2f}"
-                  f" | {wall / signed[0]:.2f} {fastest / signed[1]:.2f} {cpu / signed[2]:.2f}")
-        shapes = sorted({" | ".join(requests) for requests in remote_requests})
-        print(f"requests per remote warm run: {shapes}")
+            print(f"| {name} | {wall:.3f} | {fastest:.3f} | {cpu:.3f} | {wall / base[0]:.2f}, {fastest / base[1]:.2f}, {cpu / base[2]:.2f}"
+                  f" | {wall / signed[0]:.2f}, {fastest / signed[1]:.2f}, {cpu / signed[2]:.2f} |")
+        shapes = sorted({" · ".join(requests) for requests in remote_requests})
+        print(f"\nRequests of a remote warm run: {'; '.join(f'`{shape}`' for shape in shapes)}")
     finally:
         if nginx:
             nginx.terminate()
