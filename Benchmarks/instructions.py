@@ -11,7 +11,7 @@ information). Prints each run's total, the SHA-256 rounds in it, and the ratio t
 with the hash counted as this machine runs it: valgrind's CPU has no SHA extensions (`cpuid` leaf
 7, EBX bit 29, reads 0 under valgrind), so BoringSSL hashes with its AVX code there, 2,094
 instructions a 64-byte block, where the machine runs its SHA-NI loop of 170 (`objdump -d`;
-BENCHMARKS.md, "the coordinator as a value").
+BENCHMARKS.md as of 278b2e0, "the coordinator as a value").
 """
 import argparse
 import os

@@ -4,7 +4,7 @@ import CCurl
 ///
 /// A new handle per transfer costs its `curl_easy_init` (a zeroed state of several KiB), its
 /// options, its 64 KiB receive buffer and its cleanup: 6 % of a cold sync's instructions
-/// (BENCHMARKS.md, "A handle kept between plain GETs"). libcurl before 8.1.0 (Debian 12 ships
+/// (BENCHMARKS.md as of 278b2e0, "A handle kept between plain GETs"). libcurl before 8.1.0 (Debian 12 ships
 /// 7.88.1) keeps a pointer to the previous response's last header across transfers and follows it
 /// when a response on the reused handle begins with a folded header line — a crash any server
 /// could cause (curl issue 11101, fixed in 8.1.0) — so there every transfer gets a new handle.

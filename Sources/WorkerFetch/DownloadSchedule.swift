@@ -236,7 +236,7 @@ struct DownloadSchedule: Sendable {
 }
 
 /// How many lookups the shared tier gets at once, as a plain value: it grows by one with each hit
-/// (up to `cap`) and halves with each miss (down to `floor`; BENCHMARKS.md, "The tier looked up
+/// (up to `cap`) and halves with each miss (down to `floor`; BENCHMARKS.md as of 278b2e0, "The tier looked up
 /// before the sources", has the measurements behind four). A tier that has what the run needs
 /// is read wide; one that misses is asked just ahead of the origin, so that a miss is fetched
 /// from the origin, and uploaded, soon after it was looked up (runners that start together on an

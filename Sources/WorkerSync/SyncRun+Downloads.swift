@@ -10,14 +10,14 @@ import WorkerSupport
 
 extension SyncRun {
     /// The longest a verified body waits for its commit in a run that uploads to a tier (the
-    /// upload reads the installed object). BENCHMARKS.md, "Mirrors and machines that start together".
+    /// upload reads the installed object). BENCHMARKS.md as of 278b2e0, "Mirrors and machines that start together".
     static let tierCommitInterval = 0.01
 
     /// Entries a batch commits: a quarter of a run's downloads, at least 64, at most `largest`.
     /// A run of fewer than `largest` downloads was one batch, whose commit installed every object
     /// at the run's end while nothing else ran; committed a quarter at a time, the installs
     /// overlap the downloads still running (a 300-file cold sync on tmpfs: 42.5 → 40.6 ms, the
-    /// same CPU; BENCHMARKS.md, "Where a 300-file cold sync's time goes"). At most four flushes
+    /// same CPU; BENCHMARKS.md as of 278b2e0, "Where a 300-file cold sync's time goes"). At most four flushes
     /// for a small run instead of one; a large run's batches are as before.
     static func batchSize(downloads: Int, largest: Int) -> Int {
         max(min(64, largest), min(largest, downloads / 4))

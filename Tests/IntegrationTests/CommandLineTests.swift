@@ -141,8 +141,8 @@ import WorkerTestSupport
         #expect(try await WorkerBinary.run(["--help"]).code == 0)
     }
 
-    /// A command line that starts with a subcommand is parsed by it directly (BENCHMARKS.md,
-    /// issue 61); help and usage errors are still the root's: they name `worker` and list
+    /// A command line that starts with a subcommand is parsed by it directly (BENCHMARKS.md as of 278b2e0,
+    /// "URLs as values"); help and usage errors are still the root's: they name `worker` and list
     /// `--version`.
     @Test func helpAndUsageErrorsOfASubcommandNameTheProgram() async throws {
         for words in [["sync", "--help"], ["sync", "m.yaml", "-h"], ["status", "--help"]] {

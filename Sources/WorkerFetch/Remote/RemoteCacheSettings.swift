@@ -16,7 +16,7 @@ public struct RemoteCacheSettings: Sendable, Equatable {
     public var timeout = 2.0
     /// Uploads in flight at once: enough to keep pace with the downloads, so that a body is on the
     /// tier soon after it is verified and runners started together find what another fetched
-    /// (BENCHMARKS.md, "Mirrors and machines that start together").
+    /// (BENCHMARKS.md as of 278b2e0, "Mirrors and machines that start together").
     public var uploadsAtOnce = 32
     /// Errors in a row after which the tier is left alone for the rest of the run.
     public var errorsToGiveUp = 3

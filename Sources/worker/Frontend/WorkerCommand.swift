@@ -41,7 +41,7 @@ struct WorkerCommand: AsyncParsableCommand {
     nonisolated private static func runCommand() async -> Never {
         // libcurl (thirty-odd libraries, ~7 ms to load here) starts loading on a thread of its own
         // now, beside the argument parsing and the manifests, when the command line says a sync
-        // that surely downloads (BENCHMARKS.md, "Where a 300-file cold sync's time goes"). The
+        // that surely downloads (BENCHMARKS.md as of 278b2e0, "Where a 300-file cold sync's time goes"). The
         // threads such a run needs before its downloads are made first: one made during the load
         // waits for it to end. Every exit waits for the load (`end`, and a command's success).
         if Invocation.surelyDownloads {
@@ -77,7 +77,7 @@ struct WorkerCommand: AsyncParsableCommand {
     /// The subcommand the first argument names, parsed as ArgumentParser parses it below
     /// `worker`, without the root's own pass — which builds the subcommand's whole argument set
     /// twice more, by reflection, to ask whether it takes passthrough arguments (none does): 11 M
-    /// instructions of a 300-file sync's 281 M (BENCHMARKS.md). Nil when the arguments do not
+    /// instructions of a 300-file sync's 281 M (BENCHMARKS.md as of 278b2e0, "URLs as values"). Nil when the arguments do not
     /// start with a subcommand's name or do not parse (help, a usage error): the root's parse
     /// then answers, in its words.
     nonisolated private static func parsedDirectly() -> (any ParsableCommand)? {
