@@ -79,7 +79,7 @@ final class CurlEngine: FetchEngine {
 
     /// Starts the engine's thread; fails (never traps) when libcurl cannot be loaded or make a
     /// multi handle, or the system will not start a thread.
-    init(options: CurlOptions) throws(CacheError) {
+    init(options: CurlOptions) throws(EngineStartFailure) {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         self.options = options
         let handles = HandlePool(

@@ -23,7 +23,7 @@ struct CurlOptions: Sendable {
 
     /// A multi handle with these options; fails when libcurl cannot make one or refuses an
     /// option (every return code is checked).
-    func makeMulti() throws(CacheError) -> UnsafeMutableRawPointer {
+    func makeMulti() throws(EngineStartFailure) -> UnsafeMutableRawPointer {
         guard let multi = worker_curl_multi_init() else {
             throw .library(name: "libcurl.so.4", reason: "it could not make a multi handle (out of memory)")
         }
@@ -50,7 +50,7 @@ struct CurlOptions: Sendable {
     /// The engine's share: TLS sessions kept across its handles (a new one per transfer), so
     /// a connection opened later resumes a session instead of a full handshake. Connections
     /// and DNS answers are the multi handle's already.
-    static func makeShare() throws(CacheError) -> UnsafeMutableRawPointer {
+    static func makeShare() throws(EngineStartFailure) -> UnsafeMutableRawPointer {
         guard let share = worker_curl_share_init() else {
             throw .library(name: "libcurl.so.4", reason: "it could not make a share handle (out of memory)")
         }

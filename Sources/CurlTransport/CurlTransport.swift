@@ -20,7 +20,7 @@ public struct CurlTransport: Transport {
         Libcurl.settle()
     }
 
-    public func startEngines(shares: [Int], settings: FetchSettings) throws(CacheError) -> EngineSet {
+    public func startEngines(shares: [Int], settings: FetchSettings) throws(EngineStartFailure) -> EngineSet {
         if let problem = Libcurl.loadProblem() { throw .library(name: "libcurl.so.4", reason: problem) }
         let trusted = CertificateBundle(files: settings.caCertificates)
         var started: [CurlEngine] = []

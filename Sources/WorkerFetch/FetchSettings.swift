@@ -25,7 +25,7 @@ public struct FetchSettings: Sendable {
     /// Requests per second to each origin (`--max-rps`); nil: no limit.
     public var maxRequestsPerSecond: Double?
     /// How requests reach the network (the command line gives `CurlTransport`); a run that must
-    /// download without one fails as `CacheError.library`.
+    /// download without one fails as `EngineStartFailure.library`.
     public var transport: (any Transport)?
     /// Where URLs are fetched from: `--rewrite FROM=TO` (the cache keeps the URLs) and how
     /// `s3://` URLs are reached.

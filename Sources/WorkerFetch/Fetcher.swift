@@ -47,7 +47,7 @@ public final class Fetcher: Sendable {
     public init(
         store: ContentStore, settings: FetchSettings, logger: Logger, network: Bool = true, knownFolders: [String] = [],
         engineCount: Int = Fetcher.defaultEngineCount
-    ) throws(CacheError) {
+    ) throws(EngineStartFailure) {
         // `--jobs` caps an origin's connections across all engines: each engine keeps its own,
         // so each gets its share (and there are never more engines than jobs). `engineForNext`
         // sends each its share of the requests in flight.

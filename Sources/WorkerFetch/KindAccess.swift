@@ -58,7 +58,7 @@ public protocol KindAccess: Sendable {
 
     /// A reader of this kind's folders for `worker manifest URL` (the kind is `.listable`),
     /// through `settings`' transport with `width` connections; nil for a kind without listings.
-    func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)?
+    func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(EngineStartFailure) -> (any FolderLister)?
 
     /// Whether `other` is the same access (of the same kind, with the same settings).
     func isSame(as other: any KindAccess) -> Bool
@@ -93,7 +93,7 @@ extension KindAccess {
     public var renewBy: Double? { nil }
     public var unauthorized: any KindAccess { self }
 
-    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
+    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(EngineStartFailure) -> (any FolderLister)? {
         nil
     }
 }

@@ -30,7 +30,7 @@ final class LocalEngine: FetchEngine {
     private let wake = DispatchSemaphore(value: 0)
 
     /// Fails when no thread can be started.
-    init() throws(CacheError) {
+    init() throws(EngineStartFailure) {
         guard Threads.detach(name: "worker-local", { [self] in run() }) else {
             throw .resources("cannot start a thread for local files")
         }

@@ -12,7 +12,7 @@ public final class SingleEngine: Sendable {
     private let control = StopRequest()
 
     /// Starts one engine of `settings`' transport with `width` connections.
-    public init(settings: FetchSettings, width: Int = 1) throws(CacheError) {
+    public init(settings: FetchSettings, width: Int = 1) throws(EngineStartFailure) {
         guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
         self.settings = settings
         engines = try transport.startEngines(shares: [max(1, width)], settings: settings)

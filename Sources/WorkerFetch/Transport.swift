@@ -17,7 +17,7 @@ public protocol Transport: Sendable {
     /// The engines for one run, started: one per entry of `shares`, each with that many
     /// connections per host. Fails (never traps) when the library cannot be loaded or is too old,
     /// or a thread cannot start; the engines already started are stopped.
-    func startEngines(shares: [Int], settings: FetchSettings) throws(CacheError) -> EngineSet
+    func startEngines(shares: [Int], settings: FetchSettings) throws(EngineStartFailure) -> EngineSet
 }
 
 /// A run's engines and what ends them.

@@ -41,11 +41,16 @@ public struct RemotePush: Sendable {
 
     /// Pushes every object; `onProgress` is called a few times a second (objects done, failed,
     /// bytes sent). Fails only when the cache or the transport cannot be used.
-    public func run(onProgress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(CacheError) -> Result {
-        guard let remote = settings.remoteCache else { throw .resources("no remote cache was given") }
-        guard let transport = settings.transport else { throw .resources("no network transport was given to this run") }
-        let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)
-        let records = try index.allRecords(validators: false)
+    public func run(onProgress: (@Sendable (SyncProgress) -> Void)? = nil) async throws(PushFailure) -> Result {
+        guard let remote = settings.remoteCache else { throw .engines(.resources("no remote cache was given")) }
+        guard let transport = settings.transport else { throw .engines(.resources("no network transport was given to this run")) }
+        let records: [IndexRecord]
+        do throws(CacheError) {
+            let index = try CacheIndex(path: CacheLayout.indexPath(cacheDirectory), create: false, readOnly: true)
+            records = try index.allRecords(validators: false)
+        } catch {
+            throw .cache(error)
+        }
         // An object any row fetched without credentials names is public; one only private rows
         // name stays local unless the tier is as private as the origins.
         let shareable = Set(records.filter { !$0.isPrivate || remote.uploadsPrivate }.map(\.object))
@@ -78,7 +83,12 @@ public struct RemotePush: Sendable {
 
         let count = max(1, min(Fetcher.defaultEngineCount, remote.uploadsAtOnce))
         let shares = (0..<count).map { remote.uploadsAtOnce / count + ($0 < remote.uploadsAtOnce % count ? 1 : 0) }
-        let started = try transport.startEngines(shares: shares, settings: settings)
+        let started: EngineSet
+        do throws(EngineStartFailure) {
+            started = try transport.startEngines(shares: shares, settings: settings)
+        } catch {
+            throw .engines(error)
+        }
         let tier = RemoteTier(settings: remote, logger: context.logger)
         let uploads = RemoteUploads(
             tier: tier, cacheDirectory: cacheDirectory, engines: started.engines,
@@ -114,5 +124,26 @@ public struct RemotePush: Sendable {
         result.counts.privateNotUploaded = kept.count
         result.stopped = context.stop.reason != nil
         return result
+    }
+}
+
+/// Why `push` did not run to its end: the cache cannot be read, or the engines to upload with
+/// cannot start.
+public enum PushFailure: Error, Sendable, ExitClassified {
+    case cache(CacheError)
+    case engines(EngineStartFailure)
+
+    public var exitClass: ExitClass {
+        switch self {
+        case .cache(let error): error.exitClass
+        case .engines(let failure): failure.exitClass
+        }
+    }
+
+    public var exitMessage: String {
+        switch self {
+        case .cache(let error): error.exitMessage
+        case .engines(let failure): failure.exitMessage
+        }
     }
 }

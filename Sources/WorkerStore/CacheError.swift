@@ -4,7 +4,7 @@ import WorkerManifest
 import WorkerSupport
 
 /// Problems of the cache that stop a whole run: the cache itself cannot be used, or another run
-/// holds it; the fetch stage's set-up (libcurl, threads) too.
+/// holds it.
 public enum CacheError: Error, Sendable, CustomStringConvertible {
     /// Disk full, permissions, a damaged folder: exit 4.
     case unusable(path: String, reason: String)
@@ -16,8 +16,6 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case locked(path: String, holder: String?)
     /// An output file (`--report`, `--junit`, …) could not be written: exit 4.
     case output(path: String, reason: String)
-    /// A shared library the run needs could not be loaded (libcurl, for downloads): exit 4.
-    case library(name: String, reason: String)
     /// A command that writes met a cache it may not write (read-only file system, another
     /// user's files): exit 4, the path and why in words.
     case notWritable(String)
@@ -26,8 +24,6 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
     case unsafe(String)
     /// A command met an index it may not read (another user's, not shared): exit 4, in words.
     case notReadable(String)
-    /// The system would not give the run what it needs (a thread): exit 4.
-    case resources(String)
     /// A folder a tree or an export is published through (`.NAME.worker/`, a version, DIR's
     /// parent when run as root) that another user could write into, or a link planted in its
     /// place: exit 4, which and why (owner, mode), and the fix.
@@ -57,16 +53,12 @@ public enum CacheError: Error, Sendable, CustomStringConvertible {
             "cache is locked by another run\(holder.map { " (\($0))" } ?? ""): \(path)"
         case .output(let path, let reason):
             "cannot write \(path): \(reason)"
-        case .library(let name, let reason):
-            "cannot download: \(name) could not be loaded (\(reason)); Debian: apt-get install libcurl4"
         case .notWritable(let problem):
             "cache not writable: \(problem)"
         case .notReadable(let problem):
             "cache not readable: \(problem)"
         case .unsafe(let problem):
             "refusing to write the cache: \(problem)"
-        case .resources(let problem):
-            problem
         case .unsafeFolder(let problem):
             "refusing to publish: \(problem)"
         case .treeRefused(let path, let reason):
@@ -97,7 +89,7 @@ extension CacheError: ExitClassified {
         switch self {
         case .locked: .busy
         case .treeRefused: .usage
-        case .unusable, .index, .system, .output, .library, .notWritable, .notReadable, .unsafe, .unsafeFolder, .resources: .unusable
+        case .unusable, .index, .system, .output, .notWritable, .notReadable, .unsafe, .unsafeFolder: .unusable
         }
     }
 

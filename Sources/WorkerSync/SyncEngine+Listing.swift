@@ -54,14 +54,21 @@ extension SyncEngine {
         let objects: [ListedFile]
         let known: [String: ListedObject]
         let width = min(16, max(1, options.fetch.jobs))
-        // What pinning by download failed with besides the cache (a rule refusing a request).
+        // What listing or pinning failed with besides the cache (a rule refusing a request, engines
+        // that could not start).
         var pinFailure: SyncFailure?
         listing: do throws(CacheError) {
             let store = try ContentStore(root: options.cacheDirectory)
             let index = try CacheIndex(path: CacheLayout.indexPath(options.cacheDirectory), create: true)
             known = try index.listedObjects(under: prefixURL)
-            guard let reader = try options.fetch.locator.access(of: folder)?.lister(store: store, settings: options.fetch, width: width)
-            else {
+            let lister: (any FolderLister)?
+            do throws(EngineStartFailure) {
+                lister = try options.fetch.locator.access(of: folder)?.lister(store: store, settings: options.fetch, width: width)
+            } catch {
+                pinFailure = .engines(error)
+                break listing
+            }
+            guard let reader = lister else {
                 result.listingFailure = "its kind of URL has no listing"
                 return result
             }
@@ -125,7 +132,7 @@ extension SyncEngine {
                     switch error {
                     case .cache(let cause): throw cause
                     case .manifest(let errors): throw CacheError.unusable(path: prefixURL, reason: errors.description)
-                    case .manifestUnavailable, .refused, .rewriteRefused, .settings:
+                    case .manifestUnavailable, .refused, .rewriteRefused, .settings, .engines:
                         pinFailure = error
                         break listing
                     }

@@ -69,7 +69,7 @@ public struct SyncEngine: Sendable {
         } catch {
             switch error {
             case .manifest, .manifestUnavailable, .refused: writeUnread(arguments, error: error, startedAt: startedAt)
-            case .rewriteRefused, .settings, .cache: break
+            case .rewriteRefused, .settings, .cache, .engines: break
             }
             throw error
         }
@@ -212,32 +212,43 @@ public struct SyncEngine: Sendable {
             _ = await prefetched?.value
             throw .cache(.notWritable(problem))
         }
-        do throws(CacheError) {
-            return try await syncChecked(manifests, prefetched: prefetched, startedAt: startedAt, locator: locator, rewrite: rewrite)
-        } catch {
-            throw .cache(error)
-        }
+        return try await syncChecked(manifests, prefetched: prefetched, startedAt: startedAt, locator: locator, rewrite: rewrite)
     }
 
     /// `syncLoaded` once the run's settings and rules are checked: the cache's part.
     private func syncChecked(
         _ manifests: ManifestSet, prefetched: Task<CachePrefetch?, Never>?, startedAt: Date, locator: Locator,
         rewrite: SyncReport.Rewrite?
-    ) async throws(CacheError) -> SyncResult {
-        let store = try ContentStore(root: options.cacheDirectory)
-        let job =
-            options.recordsManifestRuns
-            ? try await JobLock.take(
-                directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
-                shard: options.shard, wait: options.waitLock, context: context) : nil
+    ) async throws(SyncFailure) -> SyncResult {
+        let store: ContentStore, job: CacheLock?
+        do throws(CacheError) {
+            store = try ContentStore(root: options.cacheDirectory)
+            job =
+                options.recordsManifestRuns
+                ? try await JobLock.take(
+                    directory: options.cacheDirectory, manifests: manifests.manifests.map { Self.absolute($0.path) },
+                    shard: options.shard, wait: options.waitLock, context: context) : nil
+        } catch {
+            throw .cache(error)
+        }
         defer { job?.release() }
-        let slot = try await WriterSlot(directory: options.cacheDirectory, wait: options.waitLock, stop: context.stop)
+        let slot: WriterSlot
+        do throws(CacheError) {
+            slot = try await WriterSlot(directory: options.cacheDirectory, wait: options.waitLock, stop: context.stop)
+        } catch {
+            throw .cache(error)
+        }
         // However the run ends, a new cache it made has all its fan-out folders.
         defer {
             store.completeLayout()
             slot.release()
         }
-        let (plan, index) = try await start(manifests, store: store, slot: slot, prefetched: prefetched)
+        let (plan, index): (SyncPlan, CacheIndex)
+        do throws(CacheError) {
+            (plan, index) = try await start(manifests, store: store, slot: slot, prefetched: prefetched)
+        } catch {
+            throw .cache(error)
+        }
         return try await run(
             plan, manifests: manifests, store: store, index: index, startedAt: startedAt, locator: locator,
             rewrite: rewrite)
@@ -300,34 +311,39 @@ public struct SyncEngine: Sendable {
     private func run(
         _ plan: SyncPlan, manifests: ManifestSet, store: ContentStore, index: CacheIndex,
         startedAt: Date, locator: Locator, rewrite: SyncReport.Rewrite?
-    ) async throws(CacheError) -> SyncResult {
+    ) async throws(SyncFailure) -> SyncResult {
         var options = options
         options.fetch.locator = locator
         var run = SyncRun(
             plan: plan, store: store, index: index, options: options, context: context,
             ledger: ledger(for: plan, startedAt: startedAt, store: store))
         try await run.execute()
-        if options.recordsManifestRuns {
-            try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
-        }
-        if let tree = options.tree {
-            // A publish that fails still leaves every output written, with its failure in them.
-            do throws(CacheError) {
-                run.ledger.record(.tree(try await publishTree(at: tree, manifests: manifests, index: run.index, run: run), failure: nil))
-            } catch {
-                let publisher = TreePublisher(path: tree)
-                run.ledger.record(
-                    .tree(
-                        TreeOutcome(
-                            path: publisher.path, version: (try? publisher.currentVersion()) ?? "",
-                            error: error.description), failure: error))
+        do throws(CacheError) {
+            if options.recordsManifestRuns {
+                try recordRuns(manifests, run: run, at: Date().timeIntervalSince1970)
             }
+            if let tree = options.tree {
+                // A publish that fails still leaves every output written, with its failure in them.
+                do throws(CacheError) {
+                    run.ledger.record(
+                        .tree(try await publishTree(at: tree, manifests: manifests, index: run.index, run: run), failure: nil))
+                } catch {
+                    let publisher = TreePublisher(path: tree)
+                    run.ledger.record(
+                        .tree(
+                            TreeOutcome(
+                                path: publisher.path, version: (try? publisher.currentVersion()) ?? "",
+                                error: error.description), failure: error))
+                }
+            }
+            var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
+            report.rewrite = rewrite
+            try options.outputs.write(report, success: report.succeeded && report.treeFailure == nil)
+            try await run.finish()
+            return SyncResult(report: report, ledger: run.ledger)
+        } catch {
+            throw .cache(error)
         }
-        var report = run.ledger.report(finishedAt: Date(), budget: options.failureBudget)
-        report.rewrite = rewrite
-        try options.outputs.write(report, success: report.succeeded && report.treeFailure == nil)
-        try await run.finish()
-        return SyncResult(report: report, ledger: run.ledger)
     }
 
     /// The run's ledger: rows kept for the outputs that list them (JUnit has a case per entry

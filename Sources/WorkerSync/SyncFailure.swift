@@ -4,7 +4,8 @@ import WorkerStore
 import WorkerSupport
 
 /// Why a sync did not run to its report: its manifests are wrong (exit 2, nothing touched), what
-/// they need cannot be had or is refused, or the cache cannot be used or is locked.
+/// they need cannot be had or is refused, the cache cannot be used or is locked, or the downloads'
+/// engines cannot start.
 public enum SyncFailure: Error, Sendable {
     case manifest(ManifestErrors)
     /// A remote manifest could not be fetched and no accepted copy of it is young enough
@@ -20,6 +21,7 @@ public enum SyncFailure: Error, Sendable {
     /// The settings of a kind the run has URLs of cannot be used (exit 2).
     case settings(KindSettingsProblem)
     case cache(CacheError)
+    case engines(EngineStartFailure)
 }
 
 extension SyncFailure: ExitClassified, CustomStringConvertible {
@@ -30,6 +32,7 @@ extension SyncFailure: ExitClassified, CustomStringConvertible {
         case .refused, .rewriteRefused: .usage
         case .settings(let problem): problem.exitClass
         case .cache(let error): error.exitClass
+        case .engines(let failure): failure.exitClass
         }
     }
 
@@ -41,6 +44,7 @@ extension SyncFailure: ExitClassified, CustomStringConvertible {
         case .rewriteRefused(let problem): "refusing to run (--rewrite-strict): \(problem)"
         case .settings(let problem): problem.description
         case .cache(let error): error.description
+        case .engines(let failure): failure.description
         }
     }
 
@@ -49,6 +53,7 @@ extension SyncFailure: ExitClassified, CustomStringConvertible {
         case .manifest(let errors): errors.exitMessage
         case .settings(let problem): problem.exitMessage
         case .cache(let error): error.exitMessage
+        case .engines(let failure): failure.exitMessage
         case .manifestUnavailable, .refused, .rewriteRefused: "worker: \(self)"
         }
     }

@@ -60,11 +60,16 @@ extension SyncRun {
     /// a batch whenever it is full or old enough. The fetch engines, idle once every group is
     /// done, close their connections while the last batch commits: `execute` waits for
     /// `stopping` after it, or before it throws. `locators`: the run's (`liveLocator`), which
-    /// the groups' routes were made with.
-    mutating func download(_ groups: [DownloadGroup], locators: LiveLocator) async throws(CacheError) {
+    /// the groups' routes were made with; `fetcher`: the run's engines, which it shuts down.
+    mutating func download(_ groups: [DownloadGroup], with fetcher: Fetcher, locators: LiveLocator) async throws(CacheError) {
         // Origins an earlier run gave up on are probed with one request before the rest.
-        let remembered = try index.unhealthyOrigins()
-        let fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
+        let remembered: [UnhealthyOrigin]
+        do throws(CacheError) {
+            remembered = try index.unhealthyOrigins()
+        } catch {
+            await fetcher.shutdown()
+            throw error
+        }
         let breaker = OriginBreaker(down: Set(remembered.map { Origin.of($0.origin) }))
         // `--max-streams` is per connection, and each engine keeps one connection to an HTTP/2 origin.
         // Each request is made as its item starts, the first of a group on the group's route.

@@ -66,7 +66,7 @@ struct SyncRun {
     }
 
     /// Runs the plan, telling the ledger every outcome: kept, fetched, failed, pruned, origins.
-    mutating func execute() async throws(CacheError) {
+    mutating func execute() async throws(SyncFailure) {
         let now = Date().timeIntervalSince1970
         /// Kept items whose "last used" is due, by number (a run after a quiet hour has a million).
         var touched: [Int32] = []
@@ -106,11 +106,19 @@ struct SyncRun {
         progress.started = Date()
         // A first snapshot, so progress can be shown before the first download ends.
         if progress.total > 0, !options.offline { options.onProgress?(progress) }
+        var fetcher: Fetcher?
+        if !options.offline, !groups.isEmpty {
+            do throws(EngineStartFailure) {
+                fetcher = try Fetcher(store: store, settings: options.fetch, logger: logger, network: network)
+            } catch {
+                throw .engines(error)
+            }
+        }
         do throws(CacheError) {
             if options.offline {
                 for group in groups { failOffline(group) }
-            } else if !groups.isEmpty {
-                try await download(groups, locators: locators)
+            } else if let fetcher {
+                try await download(groups, with: fetcher, locators: locators)
             }
             let (ranges, alone) = Self.touchRanges(touched, plan: plan)
             for range in ranges {
@@ -131,7 +139,7 @@ struct SyncRun {
             tierUploads?.closeOffers()
             await stopping?.value
             recordRemoteCache()
-            throw error
+            throw .cache(error)
         }
         await stopping?.value
         recordRemoteCache()

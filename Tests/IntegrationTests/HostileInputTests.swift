@@ -170,6 +170,29 @@ import WorkerTestSupport
         #expect(files.stdout.contains("added 1"), "\(files.stdout)")
     }
 
+    /// `verify --repair` and `push`, which start engines of their own, end as a sync does: exit 4
+    /// naming the package, and the cache as it was (the row whose object is gone is kept for a
+    /// repair that can download).
+    @Test func aRepairAndAPushWithoutAUsableLibcurlExit4NamingThePackage() async throws {
+        let harness = try await Harness.start()
+        defer { Task { await harness.origin.stop() } }
+        let gone = harness.serve("gone")
+        _ = try await harness.sync(harness.manifest([("/f/gone", gone), ("/f/stays", harness.serve("stays"))]))
+        unlink(harness.objectPath(sha256(gone)))
+        try await harness.directory.buildStubLibcurl(source: "int worker_not_libcurl(void) { return 0; }\n")
+        let stub = ["LD_LIBRARY_PATH": harness.directory.path + "/lib"]
+        for arguments in [
+            ["verify", "--repair", "--cache-dir", harness.cache],
+            ["push", "--remote-cache", harness.origin.url("/tier/"), "--cache-dir", harness.cache],
+        ] {
+            let result = try await WorkerBinary.run(arguments, environment: stub)
+            #expect(result.code == 4, "\(arguments[0]): \(result.code) \(result.stderr)")
+            #expect(result.stderr.contains("cannot download: libcurl.so.4 could not be loaded"), "\(arguments[0]): \(result.stderr)")
+            #expect(!result.stderr.contains("Fatal error"), "\(result.stderr)")
+        }
+        #expect(try harness.records().count == 2, "no row dropped by a repair that could not download")
+    }
+
     /// `worker sync manifest` with the stub found first.
     private func syncWithStub(_ manifest: String, cache: String, in directory: TemporaryDirectory) async throws -> WorkerBinary.Result {
         try await WorkerBinary.run(["sync", manifest, "--cache-dir", cache], environment: ["LD_LIBRARY_PATH": directory.path + "/lib"])

@@ -18,7 +18,7 @@ final class BucketReader: FolderLister {
     private let engine: SingleEngine
 
     /// Starts one engine of `settings`' transport with `width` connections.
-    init(access: S3Access, store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) {
+    init(access: S3Access, store: ContentStore, settings: FetchSettings, width: Int) throws(EngineStartFailure) {
         self.access = access
         rewrite = settings.locator.rewrite
         self.store = store

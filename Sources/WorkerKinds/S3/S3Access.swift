@@ -69,7 +69,7 @@ extension S3Access: KindAccess {
         return [location(of: object).url]
     }
 
-    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
+    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(EngineStartFailure) -> (any FolderLister)? {
         try BucketReader(access: self, store: store, settings: settings, width: width)
     }
 }

@@ -100,7 +100,7 @@ extension SFTPAccess: KindAccess {
         return FetchLocation(listed: listed, url: url, origin: origin ?? memo.origin(of: url), ssh: access.login)
     }
 
-    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) -> (any FolderLister)? {
+    public func lister(store: ContentStore, settings: FetchSettings, width: Int) throws(EngineStartFailure) -> (any FolderLister)? {
         try SFTPLister(access: self, store: store, settings: settings, width: width)
     }
 }

@@ -17,7 +17,7 @@ final class SFTPLister: FolderLister {
     private let engine: SingleEngine
     private let width: Int
 
-    init(access: SFTPAccess, store: ContentStore, settings: FetchSettings, width: Int) throws(CacheError) {
+    init(access: SFTPAccess, store: ContentStore, settings: FetchSettings, width: Int) throws(EngineStartFailure) {
         self.access = access
         rewrite = settings.locator.rewrite
         self.store = store

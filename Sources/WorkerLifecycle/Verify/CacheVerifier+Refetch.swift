@@ -13,7 +13,7 @@ extension CacheVerifier {
     func refetch(
         _ broken: [IndexRecord], store: ContentStore, index: CacheIndex, locator: Locator,
         report: inout VerifyReport
-    ) async throws(CacheError) {
+    ) async throws(VerifyFailure) {
         guard !broken.isEmpty else { return }
         // A local entry is read again only from inside the folder of a manifest given to this
         // command (the same confinement as `sync`); any other local row is dropped.
@@ -26,7 +26,12 @@ extension CacheVerifier {
             (locator, problems) = await locator.authorizing(broken.map(\.url), store: store, settings: fetch)
             for problem in problems { logger.warning("\(problem)") }
         }
-        let fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
+        let fetcher: Fetcher
+        do throws(EngineStartFailure) {
+            fetcher = try Fetcher(store: store, settings: fetch, logger: logger, network: network, knownFolders: folders)
+        } catch {
+            throw .engines(error)
+        }
         var batch = BatchCommit(store: store)
         var dropped: [String] = []
         for record in broken {
@@ -63,7 +68,11 @@ extension CacheVerifier {
             }
         }
         await fetcher.shutdown()
-        try batch.commit(index: index, removals: dropped, at: Date().timeIntervalSince1970)
+        do throws(CacheError) {
+            try batch.commit(index: index, removals: dropped, at: Date().timeIntervalSince1970)
+        } catch {
+            throw .cache(error)
+        }
         if batch.markedUnclean { store.markClean() }
     }
 }

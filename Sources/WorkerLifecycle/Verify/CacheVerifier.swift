@@ -119,11 +119,7 @@ public struct CacheVerifier: Sendable {
             } catch {
                 throw .settings(error)
             }
-            do throws(CacheError) {
-                try await self.repair(findings, index: index, store: store, locator: locator, report: &report)
-            } catch {
-                throw .cache(error)
-            }
+            try await self.repair(findings, index: index, store: store, locator: locator, report: &report)
             return report
         }
         // Without --repair it only reads: no lock, a read-only index, while syncs write.
@@ -215,8 +211,7 @@ public struct CacheVerifier: Sendable {
     private func repair(
         _ findings: Findings, index: CacheIndex, store: ContentStore, locator: Locator,
         report: inout VerifyReport
-    ) async throws(CacheError) {
-
+    ) async throws(VerifyFailure) {
         report.repaired = true
         // Bad files go first (their rows are broken already); then each broken row is fetched
         // again or dropped, so no row is left pointing at a missing or corrupt object.
@@ -230,17 +225,21 @@ public struct CacheVerifier: Sendable {
         {
             report.deletedFiles += 1
         }
-        if !findings.damaged.isEmpty {
-            try index.removeDamaged(findings.damaged)
-            report.droppedEntries += report.damagedRows
-        }
-        if !findings.misSized.isEmpty {
-            let fixed = findings.misSized.map { record in
-                var record = record
-                record.size = findings.sizes[record.object] ?? record.size
-                return record
+        do throws(CacheError) {
+            if !findings.damaged.isEmpty {
+                try index.removeDamaged(findings.damaged)
+                report.droppedEntries += report.damagedRows
             }
-            try index.apply(upserts: fixed, touches: [], removals: [], at: Date().timeIntervalSince1970)
+            if !findings.misSized.isEmpty {
+                let fixed = findings.misSized.map { record in
+                    var record = record
+                    record.size = findings.sizes[record.object] ?? record.size
+                    return record
+                }
+                try index.apply(upserts: fixed, touches: [], removals: [], at: Date().timeIntervalSince1970)
+            }
+        } catch {
+            throw .cache(error)
         }
         let droppedURLs = Set(findings.damaged.map(\.url))
         try await refetch(
@@ -279,16 +278,19 @@ public struct CacheVerifier: Sendable {
 
 }
 
-/// Why `verify` did not run to its report: the cache cannot be used or is locked, or the settings
-/// of a kind its rows to fetch again are of cannot be read (exit 2).
+/// Why `verify` did not run to its report: the cache cannot be used or is locked, the settings
+/// of a kind its rows to fetch again are of cannot be read (exit 2), or the engines to fetch them
+/// with cannot start.
 public enum VerifyFailure: Error, Sendable, ExitClassified {
     case cache(CacheError)
     case settings(KindSettingsProblem)
+    case engines(EngineStartFailure)
 
     public var exitClass: ExitClass {
         switch self {
         case .cache(let error): error.exitClass
         case .settings(let problem): problem.exitClass
+        case .engines(let failure): failure.exitClass
         }
     }
 
@@ -296,6 +298,7 @@ public enum VerifyFailure: Error, Sendable, ExitClassified {
         switch self {
         case .cache(let error): error.exitMessage
         case .settings(let problem): problem.exitMessage
+        case .engines(let failure): failure.exitMessage
         }
     }
 }

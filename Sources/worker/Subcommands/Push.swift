@@ -61,7 +61,7 @@ struct Push: AsyncParsableCommand {
         var onProgress: (@Sendable (SyncProgress) -> Void)?
         if let printer { onProgress = { printer.update($0) } }
         let result: RemotePush.Result
-        do throws(CacheError) {
+        do throws(PushFailure) {
             result = try await push.run(onProgress: onProgress)
         } catch {
             throw error
