@@ -43,7 +43,7 @@ public final class DownloadQueue: Sendable, DownloadRun {
     let state: Mutex<State>
     /// The default `highWater`: a consumer committing a slow disk's batch holds at most a few
     /// batches' worth of results.
-    public static let highWater = 4096
+    static let highWater = 4096
 
     package init(
         fetcher: Fetcher, groups: [DownloadGroup], jobs: Int, streams: Int, breaker: OriginBreaker = OriginBreaker(),

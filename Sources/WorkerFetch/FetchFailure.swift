@@ -51,11 +51,11 @@ public struct FetchFailure: Error, Sendable, Equatable {
     public let message: String
     public let httpStatus: Int?
     /// Seconds the server asked us to wait (`Retry-After`).
-    public let retryAfter: Double?
+    let retryAfter: Double?
     public let detail: FailureDetail?
     /// A resumed body that went wrong (a hash mismatch, a refused range): the kept part is gone
     /// and another attempt starts from the first byte.
-    public var restartsFromScratch = false
+    var restartsFromScratch = false
 
     public init(
         _ reason: FailureReason, _ message: String, httpStatus: Int? = nil, retryAfter: Double? = nil,
@@ -93,7 +93,7 @@ public struct FetchFailure: Error, Sendable, Equatable {
 
     /// A failure another attempt cannot fix although its reason is usually transient: an
     /// untrusted certificate, an encoding the server always adds.
-    public var isPermanent: Bool {
+    var isPermanent: Bool {
         switch detail {
         case .tls(.untrustedCertificate), .unrequestedEncoding, .denied: true
         default: false
@@ -101,7 +101,7 @@ public struct FetchFailure: Error, Sendable, Equatable {
     }
 
     /// Transient failures are retried: connect errors, resets, truncated bodies, timeouts, 5xx, 408, 429.
-    public var isTransient: Bool {
+    var isTransient: Bool {
         if isPermanent { return false }
         if restartsFromScratch { return true }
         return switch reason {

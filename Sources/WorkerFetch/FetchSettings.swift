@@ -15,7 +15,7 @@ public struct FetchSettings: Sendable {
     /// Longest one request (head and body) may take.
     public var entryTimeout = 600.0
     public var maxSize: Int64 = 256 << 20
-    public var maxRedirects = 5
+    var maxRedirects = 5
     /// Bodies cut off after this many bytes are kept and resumed with `Range` + `If-Range`.
     public var resumeThreshold: Int64 = 1 << 20
     /// PEM files of certificate authorities to trust besides the system's (an internal CA).

@@ -15,7 +15,7 @@ public final class RateLimits: Sendable {
     }
 
     let bytesPerSecond: Double?
-    public let requestsPerSecond: Double?
+    let requestsPerSecond: Double?
     private let state = Mutex(State())
 
     init?(bytesPerSecond: Int64?, requestsPerSecond: Double?) {

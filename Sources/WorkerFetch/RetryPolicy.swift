@@ -3,8 +3,8 @@
 public struct RetryPolicy: Sendable {
     /// Extra attempts after the first.
     public var retries: Int
-    public var baseDelay: Double
-    public var maxDelay: Double
+    var baseDelay: Double
+    var maxDelay: Double
 
     public init(retries: Int = 3, baseDelay: Double = 0.25, maxDelay: Double = 30) {
         self.retries = retries

@@ -51,7 +51,7 @@ public struct Route: Sendable {
     public var mirrors: [FetchLocation] { kept?.mirrors ?? [] }
 
     /// The origins of the mirrors, in order.
-    public var mirrorOrigins: [Origin] { kept?.mirrors.map(\.origin) ?? [] }
+    var mirrorOrigins: [Origin] { kept?.mirrors.map(\.origin) ?? [] }
 
     /// A kind's location, kept whole.
     var keptLocation: FetchLocation? { kept?.location }

@@ -51,7 +51,7 @@ public final class TransferMeter: Sendable {
     }
 
     /// Who is told of each head (the download queue), until nil.
-    public func onHead(_ handler: (@Sendable (Head) -> Void)?) {
+    func onHead(_ handler: (@Sendable (Head) -> Void)?) {
         headHandler.withLock { $0 = handler.map(Handler.init(call:)) }
     }
 

@@ -111,7 +111,7 @@ public struct URLRewrite: Sendable, Equatable {
     }
 
     /// `apply`, and the number of the rule that sent `url` elsewhere (nil: none did).
-    public func applied(_ url: String) -> (url: String, rule: Int?) {
+    func applied(_ url: String) -> (url: String, rule: Int?) {
         guard !rules.isEmpty, let parsed = Self.parse(url), let number = rule(for: parsed) else { return (url, nil) }
         return joined(parsed, under: number).map { ($0, number) } ?? (url, nil)
     }

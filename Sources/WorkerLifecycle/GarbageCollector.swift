@@ -11,7 +11,7 @@ public struct GarbageCollector: Sendable {
     public var cacheDirectory: String
     public var maxAge: Double? = 7 * 86400
     public var maxSize: Int64?
-    public var targetShare = 0.8
+    var targetShare = 0.8
     public var dryRun = false
     public var waitLock: Double?
     /// The command's lock notices and stop request.

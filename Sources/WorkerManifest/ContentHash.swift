@@ -79,7 +79,7 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// True when `text` is exactly `hex` (lowercase), compared without building a string.
-    public func hasHex(_ text: String) -> Bool {
+    func hasHex(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { hasHex(digits: UnsafeRawBufferPointer($0)) }
     }

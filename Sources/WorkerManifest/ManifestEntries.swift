@@ -98,7 +98,7 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
 
     /// Gives the entry at `position` a hash (it had none) and `mirrors` in place of its own. Its URL
     /// is written again with the digest after it (the old bytes stay unused: this is rare).
-    public mutating func setHash(_ hash: ContentHash, mirrors: [String], at position: Int) {
+    mutating func setHash(_ hash: ContentHash, mirrors: [String], at position: Int) {
         let url = url(at: position)
         let start = text.count
         text.append(contentsOf: url.utf8)
@@ -109,7 +109,7 @@ public struct ManifestEntries: RandomAccessCollection, ExpressibleByArrayLiteral
     }
 
     /// Adds `mirrors` after the entry's own (those it lists already are skipped).
-    public mutating func addMirrors(_ mirrors: [String], at position: Int) {
+    mutating func addMirrors(_ mirrors: [String], at position: Int) {
         let own = self.mirrors(at: position)
         setMirrors(own + mirrors.filter { !own.contains($0) }, at: position)
     }

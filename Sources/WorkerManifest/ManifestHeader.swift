@@ -4,12 +4,12 @@ public struct ManifestHeader: Sendable {
     public var name: String?
     public var namePosition: (line: Int, column: Int) = (0, 0)
     public var baseURL: String?
-    public var baseURLPosition: (line: Int, column: Int) = (0, 0)
+    var baseURLPosition: (line: Int, column: Int) = (0, 0)
     /// Header names and raw values (before `${VAR}` expansion), with the position of each value.
     public var headers: [(name: String, value: String, line: Int, column: Int)] = []
     /// The top-level `mirrors` mapping.
     public var mirrors = ManifestMirrors()
-    public var hasEntries = false
+    var hasEntries = false
     /// `serial`: the publisher's number for this version of the manifest, which only grows
     /// (a lower one than the last accepted is a rollback).
     public var serial: Int64?

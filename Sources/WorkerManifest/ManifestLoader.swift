@@ -6,7 +6,7 @@ import WorkerSupport
 /// URL resolution, `${VAR}` expansion, and the same URL listed with two hashes.
 public struct ManifestLoader {
     public var environment: [String: String]
-    public var maxDiagnostics = 50
+    var maxDiagnostics = 50
     /// Expand `${VAR}` in header values (off for `worker fingerprint`, which never needs them).
     public var expandsHeaders = true
     /// Collect and check every entry's tree path (`--tree`, `export --layout tree`): a URL

@@ -7,7 +7,7 @@ import WorkerSupport
 public struct ManifestReader {
     public let path: String
     /// Stop collecting after this many problems.
-    public var maxDiagnostics = 50
+    var maxDiagnostics = 50
     /// Files at least this large are parsed on a thread of their own (tests set 0 to use it always).
     var threadedFromBytes = YAMLEventStream.threadedFromBytes
 

@@ -7,8 +7,8 @@ public struct RawEntry: Sendable {
     public var column: Int
     /// Where the entry appears in a tree (`path:`), checked as a tree path; and its position.
     public var path: String? = nil
-    public var pathLine = 0
-    public var pathColumn = 0
+    var pathLine = 0
+    var pathColumn = 0
     /// Other URLs serving the same bytes (`mirrors:`), as written; only on an entry with a hash.
     public var mirrors: [String] = []
 }

@@ -187,7 +187,7 @@ public struct URLResolver {
 
     /// `%XX` sequences decoded; nil when a `%` is not followed by two hex digits or the bytes
     /// are not UTF-8 (as Foundation's `removingPercentEncoding`).
-    public static func percentDecoded(_ text: Substring) -> String? {
+    static func percentDecoded(_ text: Substring) -> String? {
         var bytes: [UInt8] = []
         var utf8 = text.utf8[...]
         while let byte = utf8.popFirst() {
@@ -204,7 +204,7 @@ public struct URLResolver {
     /// A cheap check of an absolute http(s) URL, made once per entry instead of a full parse: a
     /// non-empty host after `://`, printable ASCII only (no space, quote, angle bracket or
     /// backslash), and every `%` followed by two hex digits.
-    public static func isWellFormedAbsolute(_ text: String) -> Bool {
+    static func isWellFormedAbsolute(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { utf8 in
             guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),

@@ -11,7 +11,7 @@ public struct TextReportWriter {
     public var listLimit = 20
     /// Failed entries listed one a line on stderr (a handful); the rest are counted (the report
     /// has them all).
-    public var failureLimit = 5
+    var failureLimit = 5
 
     public init() {}
 

@@ -52,7 +52,7 @@ public enum CacheAccess {
     /// Whether the cache's administrator shares it with a group: the root folder is set-group-ID
     /// and group-readable (`chgrp readers CACHE && chmod 2750 CACHE`). Its index is then readable
     /// by that group (0640) rather than by its owner only, and URL user info is kept out of it.
-    public static func isGroupShared(_ root: String) -> Bool {
+    static func isGroupShared(_ root: String) -> Bool {
         var info = stat()
         return stat(root, &info) == 0 && info.st_mode & S_ISGID != 0 && info.st_mode & 0o040 != 0
     }

@@ -7,7 +7,7 @@ import WorkerSupport
 /// of many URLs at once. Part of `CacheIndex` (all SQL stays in the `CacheIndex` files).
 extension CacheIndex {
     /// Whether a row exists for `url`, damaged or not.
-    public func hasRow(url: String) throws(CacheError) -> Bool {
+    func hasRow(url: String) throws(CacheError) -> Bool {
         try wrap {
             let statement = try database.prepare("SELECT 1 FROM entries WHERE url = ?")
             statement.bind([.text(key(url))])
@@ -71,7 +71,7 @@ extension CacheIndex {
     }
 
     /// Whether a failure is pending for `url`.
-    public func hasFailure(url: String) throws(CacheError) -> Bool {
+    func hasFailure(url: String) throws(CacheError) -> Bool {
         try wrap {
             let statement = try database.prepare("SELECT 1 FROM failures WHERE url = ?")
             statement.bind([.text(key(url))])

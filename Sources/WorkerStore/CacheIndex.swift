@@ -154,7 +154,7 @@ public final class CacheIndex {
     }
 
     /// SQLite's journal mode (`wal`, or `delete` on a network file system).
-    public func journalMode() throws(CacheError) -> String {
+    func journalMode() throws(CacheError) -> String {
         try wrap {
             let statement = try database.prepare("PRAGMA journal_mode")
             _ = try statement.step()

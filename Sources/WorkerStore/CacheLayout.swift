@@ -9,7 +9,7 @@ public enum CacheLayout {
     /// Present while this process may have installed objects it has not indexed yet: one mark per
     /// writing process (`unclean.<pid>-<random>`), so that one writer ending never clears the mark
     /// of another still running. `unclean` alone is an older worker's.
-    public static func uncleanMarkPath(_ root: String) -> String { root + "/" + uncleanMarkPrefix + "." + processToken }
+    static func uncleanMarkPath(_ root: String) -> String { root + "/" + uncleanMarkPrefix + "." + processToken }
 
     static let uncleanMarkPrefix = "unclean"
 

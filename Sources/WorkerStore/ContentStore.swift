@@ -17,7 +17,7 @@ public struct ContentStore: Sendable {
     /// `tmp/` and `objects/sha256/`, open: files are created and installed by relative names.
     private let folders: StoreFolders
     /// How a batch's objects reach the disk: one syncfs, or an fsync of each (FUSE).
-    public let durability: Durability
+    let durability: Durability
 
     /// Creates the layout under `root` when missing; throws `CacheError.unusable` naming the path.
     public init(root: String) throws(CacheError) {

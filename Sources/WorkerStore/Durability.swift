@@ -32,12 +32,12 @@ public enum Durability: Sendable, Equatable {
     }
 
     /// Flushes the folder at `path` (its names).
-    public static func flushFolder(_ path: String) throws(SystemError) {
+    static func flushFolder(_ path: String) throws(SystemError) {
         try sync(path, O_RDONLY | O_DIRECTORY) { fsync($0) }
     }
 
     /// Flushes the folder open at `fd` (its names), naming it `shown` when that fails.
-    public static func flushFolder(_ fd: Int32, shown: String) throws(SystemError) {
+    static func flushFolder(_ fd: Int32, shown: String) throws(SystemError) {
         guard fsync(fd) == 0 else { throw SystemError("flush", shown) }
     }
 

@@ -31,7 +31,7 @@ public enum FileSystemKind: Sendable, Equatable {
         return networkTypes[magic].map { .network($0) } ?? .local
     }
 
-    public var isNetwork: Bool {
+    var isNetwork: Bool {
         if case .network = self { true } else { false }
     }
 }

@@ -60,7 +60,7 @@ public struct FailureRecord: Sendable, Equatable, Codable {
     public var getOnly = false
 
     /// How long a failure of a URL only `get` asked for stays pending.
-    public static let getOnlyLifetime = 86400.0
+    static let getOnlyLifetime = 86400.0
 
     public init(url: String, reason: String, error: String, attempts: Int, at: Double, getOnly: Bool = false) {
         self.url = url

@@ -270,7 +270,7 @@ public struct IndexRow: Sendable {
     }
 
     /// Whether this row was read from `rows` (not from other rows that have a row at its place).
-    public func isOne(of rows: IndexRows) -> Bool {
+    func isOne(of rows: IndexRows) -> Bool {
         storage === rows.storage
     }
 

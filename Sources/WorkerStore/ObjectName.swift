@@ -48,7 +48,7 @@ public struct ObjectName: Hashable, Sendable {
     }
 
     /// Its fan-out folder (`00` … `ff`): the first byte.
-    public var fanOut: Int { Int(words.0 >> 56) }
+    var fanOut: Int { Int(words.0 >> 56) }
 
     /// The 64 hex digits as a C string, made on the stack.
     func withCString<T>(_ body: (UnsafePointer<CChar>) -> T) -> T {
@@ -62,7 +62,7 @@ public struct ObjectName: Hashable, Sendable {
     }
 
     /// Whether `hex` spells this name (64 lowercase hex digits), compared without a string.
-    public func isSpelled(by hex: UnsafeRawBufferPointer) -> Bool {
+    func isSpelled(by hex: UnsafeRawBufferPointer) -> Bool {
         ObjectName(hex: hex) == self
     }
 

@@ -20,7 +20,7 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The disk (or the file system's quota) has no room for what the statement writes.
-    public var isFull: Bool {
+    var isFull: Bool {
         code & 0xff == SQLITE_FULL
     }
 

@@ -73,7 +73,7 @@ public enum Hex {
 
     /// The value of a lowercase hex digit, without branches; sets `invalid` for any other byte.
     @inline(__always)
-    public static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
+    static func lowercaseNibble(_ char: UInt8, _ invalid: inout UInt8) -> UInt8 {
         let digit = char &- 48
         let letter = char &- 97
         let isDigit: UInt8 = digit < 10 ? 1 : 0

@@ -25,7 +25,7 @@ public enum Units {
     }
 
     /// The longest duration an option takes: 100 years, in seconds.
-    public static let maxDuration = 3_155_760_000.0
+    static let maxDuration = 3_155_760_000.0
 
     /// Bytes in `text`: a number with an optional unit B, KB/MB/GB/TB (powers of 1000) or
     /// KiB/MiB/GiB/TiB (powers of 1024); K, M, G, T alone are powers of 1024, as in rclone.

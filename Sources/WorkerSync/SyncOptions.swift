@@ -16,7 +16,7 @@ public struct SyncOptions: Sendable {
     /// Check hashless entries with conditional requests.
     public var revalidate = false
     /// Whether the run is recorded per manifest for `worker status` (not for `get`'s one URL).
-    public var recordsManifestRuns = true
+    var recordsManifestRuns = true
     /// Download and verify every selected entry again (`--refresh`).
     public var refresh = false
     /// Download every entry without a hash again, in full, and never serve a remote manifest's
@@ -31,7 +31,7 @@ public struct SyncOptions: Sendable {
     public var trust = ManifestTrust()
     /// URLs the index keeps whatever the manifests list (remote manifests and their signatures):
     /// never pruned as orphans.
-    public var keptURLs: Set<String> = []
+    var keptURLs: Set<String> = []
     /// Whether the command may create the cache (`sync`, `get`, `manifest --urls`); a remote
     /// manifest of one that may not (`plan`, `verify`) is read through a scratch cache instead.
     public var mayCreateCache = true
@@ -49,13 +49,13 @@ public struct SyncOptions: Sendable {
     /// Small enough that the flushes overlap the downloads (the last batch's flush is what a run
     /// waits for at its end; docs/ARCHITECTURE.md, "Measurements behind the code").
     public var batchSize = 1024
-    public var batchInterval = 0.5
+    var batchInterval = 0.5
     /// Files to write at the end of the run (reports, metrics), and the failures it may have.
     public var outputs = SyncOutputs()
     public var failureBudget = FailureBudget.none
     /// Body bytes per batch: large bodies are flushed while later ones still download, so the
     /// run does not end waiting for all of them to reach the disk at once.
-    public var batchBytes: Int64 = 64 << 20
+    var batchBytes: Int64 = 64 << 20
     /// Publish the manifests' entries as a tree of files at their names here after the run
     /// (`--tree`): `TreePublisher`.
     public var tree: String?

@@ -19,7 +19,7 @@ public struct RemoteCacheSettings: Sendable, Equatable {
     /// (BENCHMARKS.md as of 278b2e0, "Mirrors and machines that start together").
     public var uploadsAtOnce = 32
     /// Errors in a row after which the tier is left alone for the rest of the run.
-    public var errorsToGiveUp = 3
+    var errorsToGiveUp = 3
     /// Uploads bodies of entries without a SHA-256 pin too (`manifest --urls`: the hashes it
     /// writes are the names the runners of its manifest will ask the tier for).
     public var uploadsUnpinned = false

@@ -70,7 +70,7 @@ public struct OCIKind: URLKind {
 public struct OCIReference: Sendable, Equatable {
     /// HOST[:PORT] as written.
     public let registry: String
-    public let repository: String
+    let repository: String
     /// The SHA-256 in hex, for `@sha256:`: a blob's, or with a tag (`:TAG@sha256:`, as Docker
     /// pins a reference) the artifact's manifest's.
     public let digest: String?
@@ -101,11 +101,11 @@ public struct OCIReference: Sendable, Equatable {
     }
 
     /// A blob (a digest without a tag).
-    public var isBlob: Bool { tag == nil && digest != nil }
+    var isBlob: Bool { tag == nil && digest != nil }
 
     /// `oci://REGISTRY/REPOSITORY:TAG` (`@sha256:` of its manifest, when pinned) without a
     /// layer's title.
-    public var tagURL: String? {
+    var tagURL: String? {
         tag.map { "oci://\(registry)/\(repository):\($0)" + (digest.map { "@sha256:" + $0 } ?? "") }
     }
 

@@ -43,7 +43,7 @@ public struct RegistryAccess: Sendable, Equatable {
     private var plain: Set<String> = []
 
     /// When the first token must be asked for again: 30 s before it expires (nil: no token).
-    public var refreshBy: Double? {
+    var refreshBy: Double? {
         expiries.values.min().map { $0 - 30 }
     }
 

@@ -10,7 +10,7 @@ public struct S3Access: Sendable, Equatable {
     public var endpoint: String?
     public var credentials: AWSCredentials?
     /// Where the credentials came from, for messages ("the environment", "profile 'ci' in …").
-    public var credentialSource: String
+    var credentialSource: String
 
     public init(
         region: String = "us-east-1", endpoint: String? = nil, credentials: AWSCredentials? = nil,

@@ -10,7 +10,7 @@ public struct S3ListingPage: Sendable, Equatable {
         public var size: Int64
         public var lastModified: String
         /// The checksum algorithms S3 stores for it (`ChecksumAlgorithm`, e.g. SHA256, CRC32).
-        public var checksumAlgorithms: [String]
+        var checksumAlgorithms: [String]
 
         public init(key: String, etag: String, size: Int64, lastModified: String, checksumAlgorithms: [String]) {
             self.key = key
@@ -21,7 +21,7 @@ public struct S3ListingPage: Sendable, Equatable {
         }
 
         /// The bucket stores the object's SHA-256 (a HEAD in checksum mode returns it).
-        public var hasSHA256: Bool { checksumAlgorithms.contains { $0.uppercased() == "SHA256" } }
+        var hasSHA256: Bool { checksumAlgorithms.contains { $0.uppercased() == "SHA256" } }
     }
 
     public var objects: [Object] = []

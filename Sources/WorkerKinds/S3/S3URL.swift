@@ -120,7 +120,7 @@ public struct S3URL: Sendable, Equatable {
 
     /// The key as a URL path: every byte but unreserved ones and `/` percent-encoded (what S3's
     /// canonical request expects once).
-    public var encodedKey: String { LiteralPath.encoded(key) }
+    var encodedKey: String { LiteralPath.encoded(key) }
 
 }
 

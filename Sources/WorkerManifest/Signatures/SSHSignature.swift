@@ -7,7 +7,7 @@ import WorkerSupport
 /// "ALLOWED SIGNERS"). Keys: ssh-ed25519 and ecdsa-sha2-nistp256; others are named and refused.
 public enum SSHSignature {
     /// The namespace a manifest's signature must be made in.
-    public static let namespace = "worker-manifest"
+    static let namespace = "worker-manifest"
 
     /// One allowed-signers line: who, which key, and in which namespaces and times it may sign.
     public struct AllowedSigner: Sendable {

@@ -80,7 +80,7 @@ public final class FolderHandle: Sendable {
 
     /// The folder at `relative` (components separated by `/`) below this one, each reached
     /// without following a link, made when missing and `create`.
-    public func descend(_ relative: some StringProtocol, create: Bool) throws(CacheError) -> FolderHandle? {
+    func descend(_ relative: some StringProtocol, create: Bool) throws(CacheError) -> FolderHandle? {
         var folder = self
         for component in relative.split(separator: "/", omittingEmptySubsequences: true) {
             guard let next = try folder.child(component, create: create) else { return nil }
@@ -97,7 +97,7 @@ public final class FolderHandle: Sendable {
 
     /// Why another user could write into this folder (the cache's rule: this user's own, and
     /// writable by no one else), or nil.
-    public func ownershipProblem(instead: String) -> String? {
+    func ownershipProblem(instead: String) -> String? {
         guard let info = info() else { return "\(path) cannot be inspected: \(String(cString: strerror(errno)))" }
         return CacheOwnership.folderProblem(path, info, uid: geteuid(), instead: instead)
     }

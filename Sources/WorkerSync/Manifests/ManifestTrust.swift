@@ -26,7 +26,7 @@ public struct OpenedManifests: Sendable {
         public let path: String
         /// What the cache records it under: the URL, or the file's absolute path.
         public let source: String
-        public let isRemote: Bool
+        let isRemote: Bool
         /// SHA-256 of the bytes read.
         public let object: String
         /// The signature that was verified (kept beside the accepted copy).
@@ -44,7 +44,7 @@ public struct OpenedManifests: Sendable {
 
     public var manifests: [Opened] = []
     /// URLs fetched for the manifests (manifests and signatures): never pruned as orphans.
-    public var fetchedURLs: [String] = []
+    var fetchedURLs: [String] = []
 
     public var paths: [String] { manifests.map(\.path) }
 

@@ -14,7 +14,7 @@ extension SyncEngine {
     /// Phase two, after the load: `expires` and `serial` checked (reads only). What is accepted
     /// is recorded by `record` — after the sync's plan, so that no write lands between the index
     /// read ahead and its use.
-    public func acceptManifests(_ set: ManifestSet, _ opened: OpenedManifests) throws(SyncFailure) -> AcceptedManifests {
+    func acceptManifests(_ set: ManifestSet, _ opened: OpenedManifests) throws(SyncFailure) -> AcceptedManifests {
         let now = Date().timeIntervalSince1970
         var diagnostics: [ManifestDiagnostic] = []
         var accepted = AcceptedManifests()
