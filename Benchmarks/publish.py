@@ -56,7 +56,10 @@ def machine():
             return ""
     model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
     memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
-    commit = output("git", "describe", "--always", "--dirty", "--abbrev=7")
+    commit = output("git", "rev-parse", "--short=7", "HEAD")
+    # The page itself is not the source: a change to it alone leaves the commit clean.
+    if output("git", "status", "--porcelain", "--", ".", ":!BENCHMARKS.md"):
+        commit += " with uncommitted changes"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"{stamp}, source {commit}; {os.cpu_count()} cores ({model}), {memory} GiB, Linux {platform.release()}"
 
