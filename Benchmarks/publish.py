@@ -42,7 +42,8 @@ def what(script):
         text = ast.get_docstring(ast.parse(text)) or ""
     else:
         text = "\n".join(line[2:] for line in text.splitlines()[1:] if line.startswith("# "))
-    text = " ".join(text.split())
+    # The issue a bench was written for is its history, not what it measures.
+    text = re.sub(r" \((?:issues?|item) [^)]*\)", "", " ".join(text.split()))
     sentence = re.match(r"(.+?[.])(\s|$)", text)
     return sentence.group(1) if sentence else text
 

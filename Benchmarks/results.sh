@@ -48,6 +48,11 @@ chosen=("$@")
 [ ${#chosen[@]} -gt 0 ] || chosen=("${order[@]}")
 for name in "${chosen[@]}"; do
   [ -n "${sections[$name]:-}" ] || { echo "no section $name (sections: ${order[*]})" >&2; exit 2; }
-  echo "== $name" >&2
-  eval "${sections[$name]}"
 done
+# A bench that fails leaves its section as it was; the others still run.
+failed=()
+for name in "${chosen[@]}"; do
+  echo "== $name" >&2
+  eval "${sections[$name]}" || failed+=("$name")
+done
+[ ${#failed[@]} -eq 0 ] || { echo "failed: ${failed[*]} (their sections left as they were)" >&2; exit 1; }
