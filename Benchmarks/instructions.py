@@ -6,8 +6,9 @@ runs as times do (two runs of one binary agree within about 0.3 %).
 
   python3 Benchmarks/instructions.py --worker NEW [--worker OLD …] [--entries 2000] [--runs 2] [--report]
 
-Each build is copied with `strip -g` (valgrind 3.19 cannot read the release binary's debug
-information). Prints each run's total, the SHA-256 rounds in it, and the ratio to curl's — also
+Give builds linked with `--static-swift-stdlib` (as Benchmarks/results.sh builds worker): under
+valgrind a build linked to the toolchain's libdispatch faults in its signal thread. Each build is
+copied with `strip -g` (valgrind 3.19 cannot read the release binary's debug information). Prints each run's total, the SHA-256 rounds in it, and the ratio to curl's — also
 with the hash counted as this machine runs it: valgrind's CPU has no SHA extensions (`cpuid` leaf
 7, EBX bit 29, reads 0 under valgrind), so BoringSSL hashes with its AVX code there, 2,094
 instructions a 64-byte block, where the machine runs its SHA-NI loop of 170 (`objdump -d`;

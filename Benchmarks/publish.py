@@ -58,8 +58,8 @@ def machine():
     model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
     memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
     commit = output("git", "rev-parse", "--short=7", "HEAD")
-    # The page itself is not the source: a change to it alone leaves the commit clean.
-    if output("git", "status", "--porcelain", "--", ".", ":!BENCHMARKS.md"):
+    # The page and the graph the benches draw are not the source: changes to them leave it clean.
+    if output("git", "status", "--porcelain", "--", ".", ":!BENCHMARKS.md", ":!docs/scale.svg"):
         commit += " with uncommitted changes"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"{stamp}, source {commit}; {os.cpu_count()} cores ({model}), {memory} GiB, Linux {platform.release()}"
@@ -86,6 +86,8 @@ def main():
         parser.error("no benchmark command after --")
     script = script_of(command)
     name = arguments.name or (os.path.basename(script) if script else command[0])
+    # Where and when, from which commit: as the bench starts.
+    ran_on = machine()
     ran = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if ran.returncode != 0:
         sys.stdout.write(ran.stdout)
@@ -100,7 +102,7 @@ def main():
         *([what(script), ""] if what(script) else []),
         f"Rerun: `{rerun}`",
         "",
-        f"Ran: {machine()}.",
+        f"Ran: {ran_on}.",
         "",
         nested(ran.stdout),
         f"<!-- /{name} -->",

@@ -15,7 +15,7 @@ worker=.build/release/worker
 publish() { python3 Benchmarks/publish.py "$@"; }
 # shellcheck source=scripts/lib/venvs.sh
 source scripts/lib/venvs.sh
-# python-tuf's client for the fleet job's TUF row; moto and ORAS (the test tools) for s3 and oci.
+# python-tuf's client for the fleet job's TUF row (cryptography signs its repository); moto and ORAS (the test tools) for s3 and oci.
 bench_venv="$cache_home/worker-bench-venv"
 
 declare -A sections=(
@@ -41,7 +41,7 @@ install_missing /usr/sbin/nginx:nginx-light aria2c:aria2 curl:curl hyperfine:hyp
   python3:python3 valgrind:valgrind rclone:rclone wget:wget minisign:minisign skopeo:skopeo openssl:openssl \
   /usr/lib/nginx/modules/ngx_http_lua_module.so:libnginx-mod-http-lua
 ensure_venv "$test_venv" "${test_tools[@]}"
-ensure_venv "$bench_venv" tuf==7.0.1
+ensure_venv "$bench_venv" tuf==7.0.1 cryptography==50.0.2
 swift build -c release --static-swift-stdlib --product worker >&2
 
 chosen=("$@")
